@@ -1,0 +1,149 @@
+package config
+
+// Catalog is the decoded YAML catalog (DESIGN.md §7) as plain data. Decode
+// fills it strictly; Validate checks it. Nothing here is resolved: secrets
+// are still environment variable names and references are still IDs.
+type Catalog struct {
+	Version     int          `yaml:"version"`
+	Server      Server       `yaml:"server"`
+	State       State        `yaml:"state"`
+	Database    Database     `yaml:"database"`
+	Endpoints   []Endpoint   `yaml:"endpoints"`
+	Accounts    []Account    `yaml:"accounts"`
+	Credentials []Credential `yaml:"credentials"`
+	Models      []Model      `yaml:"models"`
+	Pools       []Pool       `yaml:"pools"`
+	Keys        []Key        `yaml:"keys"`
+}
+
+// Server configures the listeners and request-wide limits.
+type Server struct {
+	Listen        string   `yaml:"listen"`          // data plane, default 127.0.0.1:8080
+	AdminListen   string   `yaml:"admin_listen"`    // admin API, default 127.0.0.1:8081
+	AdminTokenEnv string   `yaml:"admin_token_env"` // env var holding the admin token
+	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
+	Timeouts      Timeouts `yaml:"timeouts"`        // defaults for every endpoint
+}
+
+// Timeouts are phase timeouts as durations ("30s"). Empty = inherit.
+type Timeouts struct {
+	Connect   Duration `yaml:"connect"`
+	FirstByte Duration `yaml:"first_byte"`
+	Idle      Duration `yaml:"idle"`
+	Total     Duration `yaml:"total"`
+}
+
+// State selects where hot shared state lives.
+type State struct {
+	Backend string `yaml:"backend"` // memory (default) | redis
+	Redis   Redis  `yaml:"redis"`
+}
+
+// Redis locates the Redis server for the cluster backend.
+type Redis struct {
+	URL    string `yaml:"url"`
+	Prefix string `yaml:"prefix"`
+}
+
+// Database locates the durable store: sqlite://path or postgres://…
+type Database struct {
+	URL string `yaml:"url"`
+}
+
+// Endpoint is an upstream base URL with its protocols.
+type Endpoint struct {
+	ID        string   `yaml:"id"`
+	BaseURL   string   `yaml:"base_url"`
+	Protocols []string `yaml:"protocols"`
+	Models    []string `yaml:"models"`
+	Timeouts  Timeouts `yaml:"timeouts"`
+	Breaker   Breaker  `yaml:"breaker"`
+}
+
+// Breaker tunes an endpoint's circuit breaker.
+type Breaker struct {
+	Failures int      `yaml:"failures"` // consecutive failures that open it; default 5
+	Open     Duration `yaml:"open"`     // how long it stays open before a probe; default 30s
+}
+
+// Account is an upstream billing subject.
+type Account struct {
+	ID          string   `yaml:"id"`
+	QuotaScope  string   `yaml:"quota_scope"` // account (default) | credential
+	MaxInflight int      `yaml:"max_inflight"`
+	RPM         int      `yaml:"rpm"`
+	TPM         int      `yaml:"tpm"`
+	Cooldown    Cooldown `yaml:"cooldown"`
+}
+
+// Cooldown bounds the backoff after a rate limit.
+type Cooldown struct {
+	Base Duration `yaml:"base"`
+	Max  Duration `yaml:"max"`
+}
+
+// Credential is one upstream secret, by stable ID. Exactly one of SecretEnv
+// and SecretFile names where the secret is.
+type Credential struct {
+	ID          string   `yaml:"id"`
+	Account     string   `yaml:"account"`
+	SecretEnv   string   `yaml:"secret_env"`
+	SecretFile  string   `yaml:"secret_file"`
+	Endpoints   []string `yaml:"endpoints"`
+	Models      []string `yaml:"models"`
+	MaxInflight int      `yaml:"max_inflight"`
+}
+
+// Model is a public alias with its deployments.
+type Model struct {
+	Alias       string       `yaml:"alias"`
+	Protocol    string       `yaml:"protocol"` // default openai.chat
+	Deployments []Deployment `yaml:"deployments"`
+}
+
+// Deployment maps an alias to an upstream model on some endpoints.
+type Deployment struct {
+	Model     string   `yaml:"model"`
+	Endpoints []string `yaml:"endpoints"`
+	Priority  int      `yaml:"priority"`
+	Weight    int      `yaml:"weight"` // default 1; must be > 0 when set
+}
+
+// Pool is a named set of accounts with its own limits and strategy.
+type Pool struct {
+	ID          string   `yaml:"id"`
+	Accounts    []string `yaml:"accounts"`
+	MaxInflight int      `yaml:"max_inflight"`
+	RPM         int      `yaml:"rpm"`
+	TPM         int      `yaml:"tpm"`
+	Strategy    string   `yaml:"strategy"` // round-robin | fill-first | weighted | least-inflight | affinity
+}
+
+// Key is a static virtual key declared in the catalog.
+type Key struct {
+	ID         string   `yaml:"id"`
+	Name       string   `yaml:"name"`
+	Tenant     string   `yaml:"tenant"`
+	SecretEnv  string   `yaml:"secret_env"`
+	SecretFile string   `yaml:"secret_file"`
+	Models     []string `yaml:"models"`
+	Priority   string   `yaml:"priority"`
+	Policy     Policy   `yaml:"policy"`
+	Limits     Limits   `yaml:"limits"`
+	ExpiresAt  string   `yaml:"expires_at"` // RFC 3339, optional
+}
+
+// Policy is a key's route policy.
+type Policy struct {
+	Mode     string   `yaml:"mode"` // default | strict | preferred | pool
+	Accounts []string `yaml:"accounts"`
+	Pool     string   `yaml:"pool"`
+	Fallback string   `yaml:"fallback"`
+}
+
+// Limits are per-key limits.
+type Limits struct {
+	RPM         int `yaml:"rpm"`
+	TPM         int `yaml:"tpm"`
+	MaxInflight int `yaml:"max_inflight"`
+}

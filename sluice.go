@@ -1,0 +1,288 @@
+package sluice
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Protocol is a wire format spoken between a caller and Sluice or between
+// Sluice and an upstream endpoint.
+type Protocol string
+
+// The protocols Sluice knows. Which protocols a model family speaks is a fact
+// of the code, not of a request.
+const (
+	ProtocolOpenAIChat       Protocol = "openai.chat"
+	ProtocolOpenAIResponses  Protocol = "openai.responses"
+	ProtocolOpenAIEmbeddings Protocol = "openai.embeddings"
+	ProtocolAnthropic        Protocol = "anthropic.messages"
+	ProtocolGemini           Protocol = "gemini.generate"
+	ProtocolOpenAIVideos     Protocol = "openai.videos"
+	ProtocolFalQueue         Protocol = "fal.queue"
+)
+
+// Known reports whether p is one of the protocols above.
+func (p Protocol) Known() bool {
+	switch p {
+	case ProtocolOpenAIChat, ProtocolOpenAIResponses, ProtocolOpenAIEmbeddings,
+		ProtocolAnthropic, ProtocolGemini, ProtocolOpenAIVideos, ProtocolFalQueue:
+		return true
+	}
+	return false
+}
+
+// Timeouts are the phase timeouts of one upstream call. Each layers on its
+// parent context, so the shortest one wins. Zero means no limit for that phase.
+type Timeouts struct {
+	Connect   time.Duration // TCP+TLS connect
+	FirstByte time.Duration // request sent → response headers (and first stream event)
+	Idle      time.Duration // between two chunks of a streamed body
+	Total     time.Duration // the whole execution
+}
+
+// Endpoint is a base URL and the protocols it serves. Models, when non-empty,
+// is its model catalog; empty means any model of its protocols.
+type Endpoint struct {
+	ID        string
+	BaseURL   string
+	Protocols []Protocol
+	Models    []string
+	Timeouts  Timeouts
+}
+
+// Speaks reports whether the endpoint serves protocol p.
+func (e *Endpoint) Speaks(p Protocol) bool {
+	for _, q := range e.Protocols {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Serves reports whether the endpoint's catalog admits the upstream model.
+func (e *Endpoint) Serves(model string) bool {
+	return len(e.Models) == 0 || contains(e.Models, model)
+}
+
+// QuotaScope says which slot a credential's calls claim.
+type QuotaScope string
+
+// Quota scopes (DESIGN.md §2).
+const (
+	QuotaScopeAccount    QuotaScope = "account"
+	QuotaScopeCredential QuotaScope = "credential"
+)
+
+// Cooldown bounds the backoff applied to an account after a rate limit.
+type Cooldown struct {
+	Base time.Duration
+	Max  time.Duration
+}
+
+// Account is the upstream billing subject that owns rate limits. A credential
+// without an explicit account is its own account (ID equal to the credential's).
+type Account struct {
+	ID          string
+	QuotaScope  QuotaScope
+	MaxInflight int // 0 = unlimited
+	RPM         int
+	TPM         int
+	Cooldown    Cooldown
+}
+
+// CredentialStatus is the operator-visible state of a credential.
+type CredentialStatus string
+
+// Credential states (DESIGN.md §2).
+const (
+	CredentialActive   CredentialStatus = "active"
+	CredentialDraining CredentialStatus = "draining"
+	CredentialDisabled CredentialStatus = "disabled"
+	CredentialRemoved  CredentialStatus = "removed"
+)
+
+// Credential is one upstream secret with a stable, operator-chosen ID.
+// Secret is the plaintext sent upstream; it never reaches a log (see LogValue).
+type Credential struct {
+	ID          string
+	AccountID   string
+	Secret      string
+	Endpoints   []string
+	Models      []string // empty = whatever the endpoint serves
+	MaxInflight int      // optional inner limit; 0 = none
+}
+
+// LogValue shows the ID and the last four characters of the secret only.
+func (c *Credential) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("id", c.ID), slog.String("secret", Redact(c.Secret)))
+}
+
+// Redact returns a form of a secret that is safe to log: its last four
+// characters behind a fixed mask, or only the mask when it is short.
+func Redact(secret string) string {
+	if len(secret) < 12 {
+		return "****"
+	}
+	return "****" + secret[len(secret)-4:]
+}
+
+// Edge is the schedulable unit: a compatible (credential, endpoint,
+// protocol, upstream model). Edges are built when a catalog is compiled and
+// are immutable afterwards.
+type Edge struct {
+	ID         string // "credential/endpoint/model", stable across reloads
+	Credential *Credential
+	Account    *Account
+	Endpoint   *Endpoint
+	Protocol   Protocol
+	Model      string // upstream model name
+	Priority   int    // lower first; the next tier is tried after this one fails
+	Weight     int    // share inside a tier
+}
+
+// Deployment is one way to serve an alias: an upstream model on a set of
+// endpoints, at a priority tier with a weight.
+type Deployment struct {
+	Model     string
+	Endpoints []string
+	Priority  int
+	Weight    int
+}
+
+// Alias is the public model name a caller sends.
+type Alias struct {
+	Name        string
+	Protocol    Protocol
+	Deployments []Deployment
+}
+
+// KeyStatus is the lifecycle state of a virtual key.
+type KeyStatus string
+
+// Virtual key states (DESIGN.md §2).
+const (
+	KeyPending  KeyStatus = "pending"
+	KeyActive   KeyStatus = "active"
+	KeyDisabled KeyStatus = "disabled"
+	KeyExpired  KeyStatus = "expired"
+	KeyRevoked  KeyStatus = "revoked"
+)
+
+// Key is a virtual key as stored: never the plaintext, only its SHA-256 hash
+// (hex) and a short display prefix.
+type Key struct {
+	ID        string
+	Name      string
+	Tenant    string
+	Hash      string
+	Prefix    string
+	Status    KeyStatus
+	Models    []string // allowed aliases; empty = all
+	Priority  string
+	ExpiresAt time.Time // zero = never
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Static    bool // declared in the catalog, not in the store
+}
+
+// EffectiveStatus is Status, except that an active key past its expiry is expired.
+func (k *Key) EffectiveStatus(now time.Time) KeyStatus {
+	if k.Status == KeyActive && !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt) {
+		return KeyExpired
+	}
+	return k.Status
+}
+
+// Allows reports whether the key may use the alias.
+func (k *Key) Allows(alias string) bool {
+	return len(k.Models) == 0 || contains(k.Models, alias)
+}
+
+// Principal is who a request runs as, after authentication.
+type Principal struct {
+	Key *Key
+}
+
+// Request is what the caller asked for, as far as routing and accounting
+// need to know. Body is the caller's bytes, forwarded untouched when the
+// caller and the upstream speak the same protocol.
+type Request struct {
+	ID           string
+	Protocol     Protocol
+	Model        string // alias as sent by the caller
+	Stream       bool
+	IncludeUsage bool // the caller asked for stream usage itself
+	User         string
+	Body         []byte
+	Received     time.Time
+}
+
+// Usage is what one request consumed upstream. Measured is false when the
+// upstream reported nothing (for example a stream cut before its last chunk).
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	CachedTokens     int64
+	ReasoningTokens  int64
+	TotalTokens      int64
+	Measured         bool
+}
+
+// ExecutionStatus is how one attempt on one edge ended.
+type ExecutionStatus string
+
+// Execution outcomes.
+const (
+	ExecutionOK        ExecutionStatus = "ok"
+	ExecutionRate      ExecutionStatus = "rate"
+	ExecutionAuth      ExecutionStatus = "auth"
+	ExecutionBilling   ExecutionStatus = "billing"
+	ExecutionEndpoint  ExecutionStatus = "endpoint"
+	ExecutionRequest   ExecutionStatus = "request"
+	ExecutionCancelled ExecutionStatus = "cancelled"
+)
+
+// Execution is one attempt of a request on one edge. A request keeps every
+// execution; none is overwritten by a later attempt.
+type Execution struct {
+	EdgeID       string
+	CredentialID string
+	AccountID    string
+	EndpointID   string
+	Model        string
+	Status       ExecutionStatus
+	HTTPStatus   int
+	Error        string // internal cause, safe for logs (no secrets)
+	Started      time.Time
+	FirstByte    time.Duration // 0 if none arrived
+	Duration     time.Duration
+	Usage        Usage
+}
+
+// UsageRecord is the durable account of one request: who, what, which
+// attempts, and what it consumed. Written idempotently by RequestID.
+type UsageRecord struct {
+	RequestID  string
+	KeyID      string
+	Tenant     string
+	Alias      string
+	Protocol   Protocol
+	Stream     bool
+	Status     int // HTTP status the caller saw
+	Code       Code
+	Started    time.Time
+	Latency    time.Duration
+	TTFT       time.Duration
+	Usage      Usage
+	Executions []Execution
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
