@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -62,7 +63,7 @@ func (e *Endpoint) Speaks(p Protocol) bool {
 
 // Serves reports whether the endpoint's catalog admits the upstream model.
 func (e *Endpoint) Serves(model string) bool {
-	return len(e.Models) == 0 || contains(e.Models, model)
+	return len(e.Models) == 0 || slices.Contains(e.Models, model)
 }
 
 // QuotaScope says which slot a credential's calls claim.
@@ -196,7 +197,7 @@ func (k *Key) EffectiveStatus(now time.Time) KeyStatus {
 
 // Allows reports whether the key may use the alias.
 func (k *Key) Allows(alias string) bool {
-	return len(k.Models) == 0 || contains(k.Models, alias)
+	return len(k.Models) == 0 || slices.Contains(k.Models, alias)
 }
 
 // Principal is who a request runs as, after authentication.
@@ -276,13 +277,4 @@ type UsageRecord struct {
 	TTFT       time.Duration
 	Usage      Usage
 	Executions []Execution
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

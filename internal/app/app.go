@@ -1,0 +1,93 @@
+// Package app builds the gateway from its configuration and runs it: the
+// subcommands of cmd/sluice, the stores, the catalog (with reload), the data
+// plane and admin servers, and the built-in demo. It is the only package
+// that imports implementations (stores, simulator); every other package sees
+// interfaces.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/sluicehq/sluice/internal/admin"
+)
+
+// Run executes one subcommand and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	switch args[0] {
+	case "serve":
+		return serveCommand(ctx, args[1:], stdout, stderr)
+	case "demo-upstream":
+		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
+	case "keys", "apply", "status":
+		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
+	case "version":
+		fmt.Fprintln(stdout, "sluice", version())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+const usage = `usage: sluice <command> [flags]
+
+commands:
+  serve          run the gateway (no --config: built-in demo provider, embedded store)
+  apply -f FILE  apply a catalog to a running gateway through the admin API
+  keys …         create, list, show, disable, enable, revoke, rotate, expire virtual keys
+  status         show the running gateway's catalog status
+  demo-upstream  run the simulated upstream provider on its own
+  version        print the version
+`
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.StringVar(&o.ConfigPath, "config", "", "catalog YAML file (default: last applied catalog, else the built-in demo)")
+	fs.StringVar(&o.Listen, "listen", "", "data plane address (overrides server.listen)")
+	fs.StringVar(&o.AdminListen, "admin-listen", "", "admin API address (overrides server.admin_listen)")
+	fs.StringVar(&o.DatabaseURL, "database", "", "database URL (overrides database.url)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: --log-level: %v\n", err)
+		return 2
+	}
+	o.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	o.LookupEnv = os.LookupEnv
+	o.Banner = stdout
+	g, err := Start(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	<-ctx.Done()
+	if err := g.Close(); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,169 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/pipeline"
+)
+
+// catalogSource is where the serving catalog comes from — a file (reloaded on
+// SIGHUP and on change), the store (changed through the admin API), or the
+// demo — and the one path every change takes: Load → Compile → Swap. A bad
+// new catalog never replaces the last good one; the failure stays visible in
+// Status and in the sluice_catalog_reload_failing metric until a good one
+// loads. Safe for concurrent use.
+type catalogSource struct {
+	path      string
+	origin    string // "file:…", "store", "demo"
+	lookupEnv func(string) (string, bool)
+	live      *pipeline.Live
+	keys      *authn.Keyring
+	docs      catalog.Documents
+	metrics   *metrics.Metrics
+	log       *slog.Logger
+
+	mu        sync.Mutex // serialises changes; guards the fields below
+	doc       []byte     // the document serving now
+	lastErr   error
+	lastErrAt time.Time
+}
+
+var _ admin.Catalog = (*catalogSource)(nil)
+
+// initial reads the catalog file when there is one. With no file it returns
+// defaults only, enough to open the database; the caller then looks for a
+// stored catalog or starts the demo.
+func (s *catalogSource) initial() (*config.Catalog, []byte, error) {
+	if s.path == "" {
+		c := &config.Catalog{Version: 1}
+		config.ApplyDefaults(c)
+		return c, nil, nil
+	}
+	s.origin = "file:" + s.path
+	doc, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read catalog: %w", err)
+	}
+	c, err := config.Load(doc, s.lookupEnv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog %s:\n%w", s.path, err)
+	}
+	return c, doc, nil
+}
+
+// install compiles c and makes it serve.
+func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
+	snap, err := pipeline.Compile(c, s.lookupEnv, s.origin)
+	if err != nil {
+		return err
+	}
+	s.live.Swap(snap)
+	s.keys.SetStatic(snap.StaticKeys)
+	s.doc = doc
+	s.metrics.CatalogVersion.Set(float64(snap.Version))
+	return nil
+}
+
+// reload loads doc as the next catalog, or records why it could not.
+func (s *catalogSource) reload(doc []byte) error {
+	c, err := config.Load(doc, s.lookupEnv)
+	if err == nil {
+		err = s.install(c, doc)
+	}
+	if err != nil {
+		s.lastErr, s.lastErrAt = err, time.Now()
+		s.metrics.CatalogReloads.WithLabelValues("error").Inc()
+		s.metrics.CatalogFailing.Set(1)
+		s.log.LogAttrs(context.Background(), slog.LevelError, "catalog rejected; the last good catalog keeps serving",
+			slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version), slog.Any("err", err))
+		return err
+	}
+	s.lastErr = nil
+	s.metrics.CatalogReloads.WithLabelValues("ok").Inc()
+	s.metrics.CatalogFailing.Set(0)
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "catalog loaded",
+		slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version))
+	return nil
+}
+
+// watch reloads the file on SIGHUP and whenever its content changes.
+func (s *catalogSource) watch(ctx context.Context, every time.Duration) {
+	hup := hangups(ctx)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var rejected []byte // a bad document is reported once, not every tick
+	for {
+		force := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			force = true
+		case <-t.C:
+		}
+		doc, err := os.ReadFile(s.path)
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			if force || s.lastErr == nil {
+				s.lastErr, s.lastErrAt = fmt.Errorf("read catalog: %w", err), time.Now()
+				s.metrics.CatalogFailing.Set(1)
+				s.log.LogAttrs(ctx, slog.LevelError, "catalog unreadable; the last good catalog keeps serving", slog.Any("err", err))
+			}
+		case force || (!bytes.Equal(doc, s.doc) && !bytes.Equal(doc, rejected)):
+			if s.reload(doc) != nil {
+				rejected = doc
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Status reports what is serving and the last failed change.
+func (s *catalogSource) Status() admin.CatalogStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := s.live.Load()
+	st := admin.CatalogStatus{Version: snap.Version, Source: s.origin, LoadedAt: snap.Compiled, Document: s.doc, Aliases: snap.Routes.Names()}
+	if s.lastErr != nil {
+		st.LastError, st.LastErrorAt = s.lastErr.Error(), s.lastErrAt
+	}
+	return st
+}
+
+// Apply validates doc and makes it serve, storing it so it outlives a
+// restart. A catalog managed by a file cannot be changed this way.
+func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) (admin.CatalogStatus, error) {
+	if s.path != "" {
+		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by %s: %w", s.path, admin.ErrCatalogReadOnly)
+	}
+	s.mu.Lock()
+	if ifVersion != 0 && ifVersion != s.live.Load().Version {
+		s.mu.Unlock()
+		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
+	}
+	c, err := config.Load(doc, s.lookupEnv)
+	if err == nil {
+		_, err = s.docs.SaveCatalog(ctx, doc, 0)
+	}
+	if err == nil {
+		s.origin = "store"
+		err = s.install(c, doc)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return admin.CatalogStatus{}, err
+	}
+	return s.Status(), nil
+}

@@ -1,0 +1,130 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// demo is the built-in provider `sluice serve` starts when it has no
+// catalog: an in-process simulated upstream, a catalog routing to it, and a
+// static key printed once.
+type demo struct {
+	server   *http.Server
+	sim      *simulator.Simulator
+	url      string
+	secret   string // the demo credential's upstream secret
+	key      string // the demo virtual key
+	catalog  *config.Catalog
+	serveErr chan error
+}
+
+const (
+	demoCredentialEnv = "SLUICE_DEMO_UPSTREAM_KEY"
+	demoKeyEnv        = "SLUICE_DEMO_KEY"
+)
+
+func startDemo(log *slog.Logger) (*demo, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo upstream: %w", err)
+	}
+	d := &demo{sim: simulator.New(simulator.Options{}), url: "http://" + ln.Addr().String(),
+		secret: "sk-demo-upstream-" + authn.NewSecret()[len(authn.KeyPrefix):], key: authn.NewSecret()}
+	d.server = &http.Server{Handler: d.sim, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { _ = d.server.Serve(ln) }()
+	c := &config.Catalog{
+		Version: 1,
+		Endpoints: []config.Endpoint{{
+			ID: "demo", BaseURL: d.url,
+			Protocols: []string{"openai.chat", "openai.embeddings"},
+		}},
+		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
+		Models: []config.Model{
+			{Alias: "demo", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
+			{Alias: "gpt-4o-mini", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
+			{Alias: "text-embedding-3-small", Protocol: "openai.embeddings",
+				Deployments: []config.Deployment{{Model: "text-embedding-3-small", Endpoints: []string{"demo"}}}},
+		},
+		Keys: []config.Key{{ID: "demo", Name: "demo key", Tenant: "demo", SecretEnv: demoKeyEnv}},
+	}
+	config.ApplyDefaults(c)
+	if err := config.Validate(c, d.lookupEnv(func(string) (string, bool) { return "", false })); err != nil {
+		d.close()
+		return nil, fmt.Errorf("demo catalog: %w", err)
+	}
+	d.catalog = c
+	return d, nil
+}
+
+// lookupEnv serves the demo's generated secrets and defers to next otherwise.
+func (d *demo) lookupEnv(next func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		switch name {
+		case demoCredentialEnv:
+			return d.secret, true
+		case demoKeyEnv:
+			return d.key, true
+		}
+		return next(name)
+	}
+}
+
+func (d *demo) banner(w io.Writer, addr string) {
+	fmt.Fprintf(w, `  demo upstream %s (simulated provider)
+  demo key    %s
+
+Try it:
+  curl http://%s/v1/chat/completions -H "Authorization: Bearer %s" \
+    -H "Content-Type: application/json" -d '{"model":"demo","messages":[{"role":"user","content":"Hello"}]}'
+`, d.url, d.key, addr, d.key)
+}
+
+func (d *demo) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = d.server.Shutdown(ctx)
+}
+
+// demoUpstreamCommand serves the simulated provider on its own, for
+// benchmarks and for trying Sluice against a provider you control.
+func demoUpstreamCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-upstream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9090", "listen address")
+	latency := fs.Duration("latency", 0, "delay before each response's headers")
+	chunkDelay := fs.Duration("chunk-delay", 0, "delay between stream events")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	sim := simulator.New(simulator.Options{Default: simulator.Behavior{Latency: *latency, ChunkDelay: *chunkDelay}})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo-upstream: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "simulated upstream listening on http://%s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "sluice demo-upstream: %v\n", err)
+		return 1
+	}
+	return 0
+}

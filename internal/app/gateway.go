@@ -1,0 +1,253 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/ingress"
+	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
+	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/pipeline"
+	"github.com/sluicehq/sluice/internal/settle"
+	"github.com/sluicehq/sluice/internal/sqldb"
+	"github.com/sluicehq/sluice/internal/upstream"
+)
+
+// Options configure a gateway. Zero values take the catalog's settings.
+type Options struct {
+	ConfigPath  string // catalog file; empty = last applied catalog, else the demo
+	Listen      string
+	AdminListen string
+	DatabaseURL string
+	Log         *slog.Logger
+	LookupEnv   func(string) (string, bool)
+	Banner      io.Writer     // where the startup banner goes (stdout); nil = nowhere
+	ReloadEvery time.Duration // how often the catalog file is checked for changes; default 1s
+}
+
+// Gateway is a running Sluice. Close stops it.
+type Gateway struct {
+	log      *slog.Logger
+	db       *sqldb.DB
+	live     *pipeline.Live
+	keys     *authn.Keyring
+	caller   *upstream.Caller
+	recorder *settle.Recorder
+	metrics  *metrics.Metrics
+	catalog  *catalogSource
+	demo     *demo
+	servers  []*http.Server
+	addr     string
+	admin    string
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// Addr is the data plane's listen address.
+func (g *Gateway) Addr() string { return g.addr }
+
+// AdminAddr is the admin API's listen address.
+func (g *Gateway) AdminAddr() string { return g.admin }
+
+// Live is the snapshot holder, for tests that inspect what is serving.
+func (g *Gateway) Live() *pipeline.Live { return g.live }
+
+// Start builds everything and starts serving. It fails when the catalog is
+// invalid: at startup there is no last good snapshot to fall back on.
+func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
+	if o.ReloadEvery == 0 {
+		o.ReloadEvery = time.Second
+	}
+	g := &Gateway{log: o.Log, live: &pipeline.Live{}, metrics: metrics.New()}
+	ctx, g.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	src := &catalogSource{path: o.ConfigPath, lookupEnv: o.LookupEnv, live: g.live, metrics: g.metrics, log: o.Log}
+	g.catalog = src
+	cat, doc, err := src.initial()
+	if err != nil {
+		return nil, err
+	}
+	dbURL := cat.Database.URL
+	if o.DatabaseURL != "" {
+		dbURL = o.DatabaseURL
+	}
+	if g.db, err = sqldb.Open(ctx, dbURL); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	src.docs = sqlcatalog.New(g.db)
+	if o.ConfigPath == "" {
+		// A catalog applied through the admin API outlives restarts.
+		if stored, _, err := src.docs.LoadCatalog(ctx); err == nil {
+			if cat, err = config.Load(stored, o.LookupEnv); err != nil {
+				return nil, fmt.Errorf("stored catalog: %w", err)
+			}
+			doc, src.origin = stored, "store"
+		}
+	}
+	if cat == nil {
+		if g.demo, err = startDemo(o.Log); err != nil {
+			return nil, err
+		}
+		cat, doc, src.origin = g.demo.catalog, nil, "demo"
+		src.lookupEnv = g.demo.lookupEnv(o.LookupEnv)
+	}
+	g.keys = authn.NewKeyring(sqlcatalog.New(g.db))
+	src.keys = g.keys
+	if err := g.keys.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	if err := src.install(cat, doc); err != nil {
+		return nil, err
+	}
+	g.caller = upstream.New(o.Log, func(id string) upstream.BreakerSettings {
+		f, open := g.live.Load().BreakerSettings(id)
+		return upstream.BreakerSettings{Failures: f, Open: open}
+	}, func(ob upstream.Observation) {
+		g.metrics.BreakerState.WithLabelValues(ob.EndpointID).Set(float64(ob.State))
+	})
+	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
+	handler := pipeline.NewHandler(g.live, g.keys, g.caller, g.recorder, o.Log)
+
+	srv := cat.Server
+	listen, adminListen := firstOf(o.Listen, srv.Listen), firstOf(o.AdminListen, srv.AdminListen)
+	token, generated := adminToken(srv.AdminTokenEnv, o.LookupEnv)
+	dataLn, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", adminListen)
+	if err != nil {
+		dataLn.Close()
+		return nil, fmt.Errorf("admin listen: %w", err)
+	}
+	g.addr, g.admin = dataLn.Addr().String(), adminLn.Addr().String()
+	g.serve(dataLn, ingress.New(handler, g.live, g.keys, g.metrics, o.Log))
+	g.serve(adminLn, admin.New(admin.Options{
+		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Log: o.Log,
+		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
+	}))
+	g.background(ctx, func(ctx context.Context) {
+		g.keys.Run(ctx, time.Second, func(err error) {
+			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err))
+		})
+	})
+	if o.ConfigPath != "" {
+		g.background(ctx, func(ctx context.Context) { src.watch(ctx, o.ReloadEvery) })
+	}
+	g.banner(o.Banner, token, generated)
+	return g, nil
+}
+
+func (g *Gateway) serve(ln net.Listener, h http.Handler) {
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	g.servers = append(g.servers, s)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.LogAttrs(context.Background(), slog.LevelError, "server stopped", slog.Any("err", err))
+		}
+	}()
+}
+
+func (g *Gateway) background(ctx context.Context, f func(context.Context)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f(ctx)
+	}()
+}
+
+// Close stops accepting requests, lets running ones finish (bounded), then
+// flushes usage records and closes the stores.
+func (g *Gateway) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, s := range g.servers {
+		errs = append(errs, s.Shutdown(ctx))
+	}
+	g.cancel()
+	g.wg.Wait()
+	if g.recorder != nil {
+		g.recorder.Close()
+	}
+	if g.caller != nil {
+		g.caller.Close()
+	}
+	if g.demo != nil {
+		g.demo.close()
+	}
+	if g.db != nil {
+		errs = append(errs, g.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) banner(w io.Writer, token string, generated bool) {
+	if w == nil {
+		return
+	}
+	fmt.Fprintf(w, "sluice %s\n  data plane  http://%s/v1\n  admin       http://%s (metrics at /metrics)\n", version(), g.addr, g.admin)
+	if generated {
+		fmt.Fprintf(w, "  admin token %s (generated; set SLUICE_ADMIN_TOKEN to choose one)\n", token)
+	}
+	if g.demo != nil {
+		g.demo.banner(w, g.addr)
+	}
+}
+
+// adminToken reads the admin token from the environment, or makes one up
+// that the banner shows once.
+func adminToken(envName string, lookupEnv func(string) (string, bool)) (token string, generated bool) {
+	if envName == "" {
+		envName = "SLUICE_ADMIN_TOKEN"
+	}
+	if v, ok := lookupEnv(envName); ok && v != "" {
+		return v, false
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	return "sluice-admin-" + hex.EncodeToString(b[:]), true
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// signals delivers SIGHUP to the catalog watcher.
+func hangups(ctx context.Context) <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	go func() {
+		<-ctx.Done()
+		signal.Stop(ch)
+	}()
+	return ch
+}

@@ -1,0 +1,319 @@
+// Package authn turns the token a caller presents into a principal, and
+// manages the life of virtual keys (create, disable, enable, revoke, rotate,
+// expire). Keys are stored only as a SHA-256 hash and a display prefix; the
+// plaintext exists once, in the answer to create or rotate. Lookups read an
+// in-memory index, never the store. It depends on package sluice and the
+// catalog.Keys interface only.
+package authn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
+)
+
+// KeyPrefix starts every virtual key Sluice issues.
+const KeyPrefix = "sk-sluice-"
+
+// secretLen is the number of base62 characters after KeyPrefix: 43 characters
+// carry ~256 bits, so an unsalted SHA-256 cannot be brute-forced and is a
+// safe way to store the key.
+const secretLen = 43
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// errUnauthenticated is the one answer for every token that does not map to
+// an active key, so a caller cannot tell unknown from disabled or expired.
+var errUnauthenticated = &sluice.Error{Code: sluice.CodeNoCredentials, Msg: "invalid or missing API key"}
+
+// NewSecret returns a fresh plaintext virtual key.
+func NewSecret() string {
+	var b strings.Builder
+	b.Grow(len(KeyPrefix) + secretLen)
+	b.WriteString(KeyPrefix)
+	buf := make([]byte, 64)
+	for b.Len() < len(KeyPrefix)+secretLen {
+		rand.Read(buf) // never fails (crypto/rand panics instead)
+		for _, c := range buf {
+			if c < 248 && b.Len() < len(KeyPrefix)+secretLen { // 248 = 4*62: no modulo bias
+				b.WriteByte(base62[c%62])
+			}
+		}
+	}
+	return b.String()
+}
+
+// Hash is the stored form of a key: hex SHA-256 of the plaintext.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// DisplayPrefix is the part of a key shown in listings: enough to recognise
+// it, far too little to use it.
+func DisplayPrefix(secret string) string {
+	const n = len(KeyPrefix) + 4
+	if len(secret) <= n {
+		return "****"
+	}
+	return secret[:n] + "…"
+}
+
+// Keyring authenticates tokens and manages stored keys. Static keys come from
+// the catalog and are replaced on each reload; stored keys come from a
+// catalog.Keys store and are re-read on every change made through the
+// Keyring and by Refresh. Safe for concurrent use.
+type Keyring struct {
+	store  catalog.Keys
+	now    func() time.Time
+	static atomic.Pointer[map[string]*sluice.Key] // by hash
+	stored atomic.Pointer[map[string]*sluice.Key] // by hash
+	byID   atomic.Pointer[map[string]*sluice.Key]
+	mu     sync.Mutex // serialises writes so a refresh never publishes a stale view over a newer one
+}
+
+// NewKeyring returns a Keyring over store, with no keys loaded; call Refresh.
+func NewKeyring(store catalog.Keys) *Keyring {
+	kr := &Keyring{store: store, now: time.Now}
+	empty := map[string]*sluice.Key{}
+	kr.static.Store(&empty)
+	kr.stored.Store(&empty)
+	kr.byID.Store(&empty)
+	return kr
+}
+
+// SetStatic replaces the catalog's static keys. The caller hashed them.
+func (kr *Keyring) SetStatic(keys []*sluice.Key) {
+	m := make(map[string]*sluice.Key, len(keys))
+	for _, k := range keys {
+		m[k.Hash] = k
+	}
+	kr.static.Store(&m)
+}
+
+// Authenticate maps a presented token to its principal. Every failure is the
+// same no_credentials error.
+func (kr *Keyring) Authenticate(token string) (*sluice.Principal, error) {
+	if token == "" {
+		return nil, errUnauthenticated
+	}
+	h := Hash(token)
+	k, ok := (*kr.stored.Load())[h]
+	if !ok {
+		k, ok = (*kr.static.Load())[h]
+	}
+	if !ok || k.EffectiveStatus(kr.now()) != sluice.KeyActive {
+		return nil, errUnauthenticated
+	}
+	return &sluice.Principal{Key: k}, nil
+}
+
+// Active reports whether the key is still active now; the pipeline asks again
+// before it commits a request that authenticated a while ago.
+func (kr *Keyring) Active(keyID string) bool {
+	if k, ok := (*kr.byID.Load())[keyID]; ok {
+		return k.EffectiveStatus(kr.now()) == sluice.KeyActive
+	}
+	for _, k := range *kr.static.Load() {
+		if k.ID == keyID {
+			return k.EffectiveStatus(kr.now()) == sluice.KeyActive
+		}
+	}
+	return false
+}
+
+// Refresh re-reads every stored key, so changes made by another replica
+// become visible.
+func (kr *Keyring) Refresh(ctx context.Context) error {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	return kr.refreshLocked(ctx)
+}
+
+func (kr *Keyring) refreshLocked(ctx context.Context) error {
+	keys, err := kr.store.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh keys: %w", err)
+	}
+	byHash := make(map[string]*sluice.Key, len(keys))
+	byID := make(map[string]*sluice.Key, len(keys))
+	for _, k := range keys {
+		byHash[k.Hash] = k
+		byID[k.ID] = k
+	}
+	kr.stored.Store(&byHash)
+	kr.byID.Store(&byID)
+	return nil
+}
+
+// Run refreshes the stored keys every interval until ctx ends.
+func (kr *Keyring) Run(ctx context.Context, interval time.Duration, onErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := kr.Refresh(ctx); err != nil && ctx.Err() == nil {
+				onErr(err)
+			}
+		}
+	}
+}
+
+// Spec is what an operator chooses when creating a key.
+type Spec struct {
+	ID        string // optional; generated when empty
+	Name      string
+	Tenant    string
+	Models    []string
+	Priority  string
+	ExpiresAt time.Time
+	Pending   bool // created pending; Enable activates it
+}
+
+// Create stores a new key and returns it with its plaintext, which is never
+// available again.
+func (kr *Keyring) Create(ctx context.Context, s Spec) (*sluice.Key, string, error) {
+	secret := NewSecret()
+	now := kr.now().UTC()
+	k := &sluice.Key{
+		ID:        s.ID,
+		Name:      s.Name,
+		Tenant:    s.Tenant,
+		Hash:      Hash(secret),
+		Prefix:    DisplayPrefix(secret),
+		Status:    sluice.KeyActive,
+		Models:    s.Models,
+		Priority:  s.Priority,
+		ExpiresAt: s.ExpiresAt,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if k.ID == "" {
+		k.ID = "key_" + NewSecret()[len(KeyPrefix):len(KeyPrefix)+16]
+	}
+	if s.Pending {
+		k.Status = sluice.KeyPending
+	}
+	if k.Priority == "" {
+		k.Priority = "standard"
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if _, err := kr.store.LoadKey(ctx, k.ID); err == nil {
+		return nil, "", fmt.Errorf("key %s: %w", k.ID, catalog.ErrConflict)
+	}
+	if err := kr.store.SaveKey(ctx, k); err != nil {
+		return nil, "", fmt.Errorf("create key %s: %w", k.ID, err)
+	}
+	return k, secret, kr.refreshLocked(ctx)
+}
+
+// ErrTransition is returned for a state change a key's status does not allow
+// (for example enabling a revoked key).
+var ErrTransition = errors.New("transition not allowed")
+
+// Disable stops a key from authenticating until it is enabled again.
+func (kr *Keyring) Disable(ctx context.Context, id string) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		if k.Status == sluice.KeyRevoked {
+			return ErrTransition
+		}
+		k.Status = sluice.KeyDisabled
+		return nil
+	})
+}
+
+// Enable makes a disabled or pending key active. It does not lift an expiry.
+func (kr *Keyring) Enable(ctx context.Context, id string) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		if k.Status == sluice.KeyRevoked {
+			return ErrTransition
+		}
+		k.Status = sluice.KeyActive
+		return nil
+	})
+}
+
+// Revoke ends a key for good.
+func (kr *Keyring) Revoke(ctx context.Context, id string) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		k.Status = sluice.KeyRevoked
+		return nil
+	})
+}
+
+// Expire sets when the key stops working; a zero time removes the expiry.
+func (kr *Keyring) Expire(ctx context.Context, id string, at time.Time) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		if k.Status == sluice.KeyRevoked {
+			return ErrTransition
+		}
+		k.ExpiresAt = at
+		return nil
+	})
+}
+
+// SetModels replaces the aliases the key may use (empty = all).
+func (kr *Keyring) SetModels(ctx context.Context, id string, models []string) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		k.Models = models
+		return nil
+	})
+}
+
+// Rotate gives the key a new plaintext; the old one stops working at once.
+func (kr *Keyring) Rotate(ctx context.Context, id string) (*sluice.Key, string, error) {
+	secret := NewSecret()
+	k, err := kr.update(ctx, id, func(k *sluice.Key) error {
+		if k.Status == sluice.KeyRevoked {
+			return ErrTransition
+		}
+		k.Hash = Hash(secret)
+		k.Prefix = DisplayPrefix(secret)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return k, secret, nil
+}
+
+// Load returns the stored key with the ID.
+func (kr *Keyring) Load(ctx context.Context, id string) (*sluice.Key, error) {
+	return kr.store.LoadKey(ctx, id)
+}
+
+// List returns every stored key.
+func (kr *Keyring) List(ctx context.Context) ([]*sluice.Key, error) {
+	return kr.store.ListKeys(ctx)
+}
+
+func (kr *Keyring) update(ctx context.Context, id string, change func(*sluice.Key) error) (*sluice.Key, error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	k, err := kr.store.LoadKey(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", id, err)
+	}
+	if err := change(k); err != nil {
+		return nil, fmt.Errorf("key %s is %s: %w", id, k.Status, err)
+	}
+	k.UpdatedAt = kr.now().UTC()
+	if err := kr.store.SaveKey(ctx, k); err != nil {
+		return nil, fmt.Errorf("save key %s: %w", id, err)
+	}
+	return k, kr.refreshLocked(ctx)
+}

@@ -1,0 +1,94 @@
+package config
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+const defaultMaxBodyBytes = 4 << 20 // 4 MiB
+
+// ApplyDefaults fills every unset field that has a default, in place:
+//
+//   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
+//     max_body_bytes 4 MiB, timeouts connect 5s, first_byte 60s, idle 30s,
+//     total 10m;
+//   - endpoints: each unset timeout inherits the server's; breaker failures 5,
+//     open 30s;
+//   - accounts: quota_scope account, cooldown base 1s and max 60s (or base,
+//     when base alone is set above 60s);
+//   - models: protocol openai.chat; deployments: weight 1;
+//   - pools: strategy round-robin; keys: priority standard, policy mode default;
+//   - state: backend memory; database: url sqlite://data/sluice.db.
+//
+// Version has no default. Values that are set, even invalid ones such as a
+// negative weight, are left for Validate to report. ApplyDefaults is
+// idempotent.
+func ApplyDefaults(c *Catalog) {
+	s := &c.Server
+	setString(&s.Listen, "127.0.0.1:8080")
+	setString(&s.AdminListen, "127.0.0.1:8081")
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	inherit(&s.Timeouts, Timeouts{
+		Connect:   Duration(5 * time.Second),
+		FirstByte: Duration(60 * time.Second),
+		Idle:      Duration(30 * time.Second),
+		Total:     Duration(10 * time.Minute),
+	})
+	setString(&c.State.Backend, "memory")
+	setString(&c.Database.URL, "sqlite://data/sluice.db")
+
+	for i := range c.Endpoints {
+		e := &c.Endpoints[i]
+		inherit(&e.Timeouts, s.Timeouts)
+		if e.Breaker.Failures == 0 {
+			e.Breaker.Failures = 5
+		}
+		setDuration(&e.Breaker.Open, Duration(30*time.Second))
+	}
+	for i := range c.Accounts {
+		a := &c.Accounts[i]
+		setString(&a.QuotaScope, string(sluice.QuotaScopeAccount))
+		setDuration(&a.Cooldown.Base, Duration(time.Second))
+		// A base above the default max alone is not a mistake worth an error.
+		setDuration(&a.Cooldown.Max, max(Duration(time.Minute), a.Cooldown.Base))
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		setString(&m.Protocol, string(sluice.ProtocolOpenAIChat))
+		for j := range m.Deployments {
+			if m.Deployments[j].Weight == 0 {
+				m.Deployments[j].Weight = 1
+			}
+		}
+	}
+	for i := range c.Pools {
+		setString(&c.Pools[i].Strategy, "round-robin")
+	}
+	for i := range c.Keys {
+		setString(&c.Keys[i].Priority, "standard")
+		setString(&c.Keys[i].Policy.Mode, "default")
+	}
+}
+
+// inherit sets each unset phase of t to the one in from.
+func inherit(t *Timeouts, from Timeouts) {
+	setDuration(&t.Connect, from.Connect)
+	setDuration(&t.FirstByte, from.FirstByte)
+	setDuration(&t.Idle, from.Idle)
+	setDuration(&t.Total, from.Total)
+}
+
+func setString(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+func setDuration(d *Duration, def Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestApplyDefaults(t *testing.T) {
+	give := `
+version: 1
+server:
+  timeouts: {connect: 2s}
+endpoints:
+  - id: a
+    timeouts: {idle: 5s}
+  - id: b
+    breaker: {failures: 2, open: 1m}
+accounts:
+  - id: org-1
+  - id: org-2
+    quota_scope: credential
+    cooldown: {base: 2m}
+models:
+  - alias: fast
+    deployments:
+      - {model: m}
+      - {model: n, weight: 7}
+      - {model: o, weight: -1}
+  - alias: claude
+    protocol: anthropic.messages
+pools:
+  - id: background
+keys:
+  - id: web
+  - id: batch
+    priority: background
+    policy: {mode: pool, pool: background}
+`
+	serverTimeouts := Timeouts{
+		Connect:   Duration(2 * time.Second),
+		FirstByte: Duration(60 * time.Second),
+		Idle:      Duration(30 * time.Second),
+		Total:     Duration(10 * time.Minute),
+	}
+	want := &Catalog{
+		Version: 1,
+		Server: Server{
+			Listen:       "127.0.0.1:8080",
+			AdminListen:  "127.0.0.1:8081",
+			MaxBodyBytes: 4 << 20,
+			Timeouts:     serverTimeouts,
+		},
+		State:    State{Backend: "memory"},
+		Database: Database{URL: "sqlite://data/sluice.db"},
+		Endpoints: []Endpoint{
+			{
+				ID: "a",
+				Timeouts: Timeouts{
+					Connect:   Duration(2 * time.Second),
+					FirstByte: Duration(60 * time.Second),
+					Idle:      Duration(5 * time.Second),
+					Total:     Duration(10 * time.Minute),
+				},
+				Breaker: Breaker{Failures: 5, Open: Duration(30 * time.Second)},
+			},
+			{ID: "b", Timeouts: serverTimeouts, Breaker: Breaker{Failures: 2, Open: Duration(time.Minute)}},
+		},
+		Accounts: []Account{
+			{ID: "org-1", QuotaScope: "account", Cooldown: Cooldown{Base: Duration(time.Second), Max: Duration(time.Minute)}},
+			{ID: "org-2", QuotaScope: "credential", Cooldown: Cooldown{Base: Duration(2 * time.Minute), Max: Duration(2 * time.Minute)}},
+		},
+		Models: []Model{
+			{Alias: "fast", Protocol: "openai.chat", Deployments: []Deployment{
+				{Model: "m", Weight: 1},
+				{Model: "n", Weight: 7},
+				{Model: "o", Weight: -1}, // left for Validate
+			}},
+			{Alias: "claude", Protocol: "anthropic.messages"},
+		},
+		Pools: []Pool{{ID: "background", Strategy: "round-robin"}},
+		Keys: []Key{
+			{ID: "web", Priority: "standard", Policy: Policy{Mode: "default"}},
+			{ID: "batch", Priority: "background", Policy: Policy{Mode: "pool", Pool: "background"}},
+		},
+	}
+
+	got, err := Decode([]byte(give))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ApplyDefaults(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ApplyDefaults (-want +got):\n%s", diff)
+	}
+	ApplyDefaults(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ApplyDefaults twice (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,300 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Validate checks a decoded catalog, after ApplyDefaults, and reports every
+// problem at once (errors.Join), each prefixed with its path:
+// `models[2].deployments[0].weight: must be > 0`. It checks values and
+// ranges, unique IDs, that every reference names a record that exists, and
+// that every secret can be read: lookupEnv answers for environment variables
+// (nil means os.LookupEnv) and secret files are read from disk. Messages name
+// variables and files, never a secret value or a URL that may hold a
+// password. Validate does not modify c.
+func Validate(c *Catalog, lookupEnv func(string) (string, bool)) error {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	v := &validator{c: c, lookupEnv: lookupEnv}
+	v.top()
+	v.endpoints()
+	v.accounts()
+	v.credentials()
+	v.models()
+	v.pools()
+	v.keys()
+	return errors.Join(v.errs...)
+}
+
+// validator collects the problems of one catalog. Each pass indexes the IDs
+// the later passes refer to, so the passes run in declaration order.
+type validator struct {
+	c         *Catalog
+	lookupEnv func(string) (string, bool)
+	errs      []error
+
+	endpointByID map[string]*Endpoint
+	declared     map[string]bool // accounts listed under accounts:
+	accountIDs   map[string]bool // declared, plus each credential without one
+	aliases      map[string]bool
+	poolIDs      map[string]bool
+}
+
+func (v *validator) addf(path, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+// field reports a fieldError from readSecret under the record at path.
+func (v *validator) field(path string, err error) {
+	var fe *fieldError
+	if errors.As(err, &fe) && fe.field != "" {
+		path += "." + fe.field
+	}
+	msg := err.Error()
+	if fe != nil {
+		msg = fe.msg
+	}
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, msg))
+}
+
+func (v *validator) top() {
+	c := v.c
+	switch c.Version {
+	case 1:
+	case 0:
+		v.addf("version", "required; must be 1")
+	default:
+		v.addf("version", "must be 1, got %d", c.Version)
+	}
+	v.listen("server.listen", c.Server.Listen)
+	v.listen("server.admin_listen", c.Server.AdminListen)
+	if c.Server.Listen != "" && c.Server.Listen == c.Server.AdminListen {
+		v.addf("server.admin_listen", "must differ from server.listen")
+	}
+	if c.Server.MaxBodyBytes <= 0 {
+		v.addf("server.max_body_bytes", "must be > 0")
+	}
+	if name := c.Server.AdminTokenEnv; name != "" {
+		if s, ok := v.lookupEnv(name); !ok || strings.TrimSpace(s) == "" {
+			v.addf("server.admin_token_env", "environment variable %s is not set or empty", name)
+		}
+	}
+
+	switch c.State.Backend {
+	case "memory":
+	case "redis":
+		switch s := scheme(c.State.Redis.URL); {
+		case c.State.Redis.URL == "":
+			v.addf("state.redis.url", "required when state.backend is redis")
+		case s != "redis" && s != "rediss" && s != "unix":
+			v.addf("state.redis.url", "must be a redis://, rediss:// or unix:// URL")
+		}
+	default:
+		v.addf("state.backend", "must be memory or redis, got %q", c.State.Backend)
+	}
+
+	switch s := scheme(c.Database.URL); s {
+	case "postgres", "postgresql":
+		if _, err := url.Parse(c.Database.URL); err != nil {
+			// url.Error quotes the whole URL, password included.
+			v.addf("database.url", "not a valid %s URL", s)
+		}
+	case "sqlite":
+		if strings.TrimPrefix(c.Database.URL, "sqlite://") == "" {
+			v.addf("database.url", "sqlite:// needs a file path, e.g. sqlite://data/sluice.db")
+		}
+	default:
+		v.addf("database.url", "must start with sqlite://, postgres:// or postgresql://")
+	}
+}
+
+// listen checks a listen address: host:port, the host may be empty.
+func (v *validator) listen(path, addr string) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.addf(path, "want host:port, got %q", addr)
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.addf(path, "invalid port %q in %q", port, addr)
+	}
+}
+
+func (v *validator) endpoints() {
+	v.endpointByID = make(map[string]*Endpoint)
+	first := v.unique("endpoints", "id", len(v.c.Endpoints), func(i int) string { return v.c.Endpoints[i].ID })
+	for id, i := range first {
+		v.endpointByID[id] = &v.c.Endpoints[i]
+	}
+	for i := range v.c.Endpoints {
+		e := &v.c.Endpoints[i]
+		at := fmt.Sprintf("endpoints[%d]", i)
+		// The URL is not quoted back: it might carry user info.
+		u, err := url.Parse(e.BaseURL)
+		switch {
+		case e.BaseURL == "":
+			v.addf(at+".base_url", "required")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.addf(at+".base_url", "must be an absolute http:// or https:// URL")
+		case u.User != nil:
+			v.addf(at+".base_url", "must not contain user info; use a credential")
+		}
+		if len(e.Protocols) == 0 {
+			v.addf(at+".protocols", "must list at least one protocol")
+		}
+		for j, p := range e.Protocols {
+			if !sluice.Protocol(p).Known() {
+				v.addf(fmt.Sprintf("%s.protocols[%d]", at, j), "unknown protocol %q", p)
+			}
+		}
+		for j, m := range e.Models {
+			if m == "" {
+				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "must not be empty")
+			}
+		}
+		if e.Breaker.Failures <= 0 {
+			v.addf(at+".breaker.failures", "must be > 0")
+		}
+	}
+}
+
+func (v *validator) accounts() {
+	v.declared = make(map[string]bool)
+	v.accountIDs = make(map[string]bool)
+	for id := range v.unique("accounts", "id", len(v.c.Accounts), func(i int) string { return v.c.Accounts[i].ID }) {
+		v.declared[id] = true
+		v.accountIDs[id] = true
+	}
+	for i := range v.c.Accounts {
+		a := &v.c.Accounts[i]
+		at := fmt.Sprintf("accounts[%d]", i)
+		switch sluice.QuotaScope(a.QuotaScope) {
+		case sluice.QuotaScopeAccount, sluice.QuotaScopeCredential:
+		default:
+			v.addf(at+".quota_scope", "must be account or credential, got %q", a.QuotaScope)
+		}
+		v.limits(at, a.MaxInflight, a.RPM, a.TPM)
+		if a.Cooldown.Base > a.Cooldown.Max {
+			v.addf(at+".cooldown.base", "%s exceeds cooldown.max %s", a.Cooldown.Base.D(), a.Cooldown.Max.D())
+		}
+	}
+}
+
+func (v *validator) credentials() {
+	v.unique("credentials", "id", len(v.c.Credentials), func(i int) string { return v.c.Credentials[i].ID })
+	for i := range v.c.Credentials {
+		cr := &v.c.Credentials[i]
+		at := fmt.Sprintf("credentials[%d]", i)
+		switch {
+		case cr.Account == "" && v.declared[cr.ID]:
+			// Without an account the credential is its own account, whose ID
+			// would be the declared account's.
+			v.addf(at+".account", "required: id %q is also a declared account (set account: %s, or rename)", cr.ID, cr.ID)
+		case cr.Account == "" && cr.ID != "":
+			v.accountIDs[cr.ID] = true
+		case cr.Account != "" && !v.declared[cr.Account]:
+			v.addf(at+".account", "unknown account %q", cr.Account)
+		}
+		if _, err := readSecret(cr.SecretEnv, cr.SecretFile, v.lookupEnv); err != nil {
+			v.field(at, err)
+		}
+		v.endpointRefs(at+".endpoints", cr.Endpoints)
+		for j, m := range cr.Models {
+			if m == "" {
+				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "must not be empty")
+			}
+		}
+		if cr.MaxInflight < 0 {
+			v.addf(at+".max_inflight", "must be >= 0")
+		}
+	}
+}
+
+// endpointRefs checks a non-empty list of endpoint IDs that must exist.
+func (v *validator) endpointRefs(path string, ids []string) {
+	if len(ids) == 0 {
+		v.addf(path, "must list at least one endpoint")
+	}
+	for j, id := range ids {
+		if v.endpointByID[id] == nil {
+			v.addf(fmt.Sprintf("%s[%d]", path, j), "unknown endpoint %q", id)
+		}
+	}
+}
+
+// unique checks that each of n records has a well-formed ID that no earlier
+// record has. It returns the index of the first record of each ID.
+func (v *validator) unique(list, field string, n int, id func(int) string) map[string]int {
+	first := make(map[string]int, n)
+	for i := range n {
+		s := id(i)
+		path := fmt.Sprintf("%s[%d].%s", list, i, field)
+		if j, dup := first[s]; dup {
+			v.addf(path, "duplicate %s %q (first at %s[%d])", field, s, list, j)
+			continue
+		}
+		if msg := checkID(s, field == "id"); msg != "" {
+			v.addf(path, "%s", msg)
+			continue
+		}
+		first[s] = i
+	}
+	return first
+}
+
+// checkID returns what is wrong with an ID, or "". Stable IDs appear in edge
+// IDs ("credential/endpoint/model"), admin URLs and store keys, so they are
+// restricted to letters, digits, '.', '_' and '-'. Model aliases are names
+// callers send and may hold any character.
+func checkID(s string, stable bool) string {
+	if s == "" {
+		return "required"
+	}
+	if !stable {
+		return ""
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("%q may contain only letters, digits, '.', '_' and '-'", s)
+		}
+	}
+	return ""
+}
+
+// limits checks the max_inflight, rpm and tpm of the record at path; 0 means
+// no limit.
+func (v *validator) limits(at string, maxInflight, rpm, tpm int) {
+	if maxInflight < 0 {
+		v.addf(at+".max_inflight", "must be >= 0")
+	}
+	if rpm < 0 {
+		v.addf(at+".rpm", "must be >= 0")
+	}
+	if tpm < 0 {
+		v.addf(at+".tpm", "must be >= 0")
+	}
+}
+
+// scheme returns the lowercased scheme of a URL ("postgres"), or "" when s
+// has none. Only the scheme is ever quoted back, never the rest.
+func scheme(s string) string {
+	before, _, ok := strings.Cut(s, "://")
+	if !ok || before == "" {
+		return ""
+	}
+	for i, r := range before {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return ""
+		}
+	}
+	return strings.ToLower(before)
+}

@@ -1,0 +1,155 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// The closed sets of names the catalog accepts.
+var (
+	strategies = []string{"round-robin", "fill-first", "weighted", "least-inflight", "affinity"}
+	priorities = []string{"interactive", "standard", "background"}
+	modes      = []string{"default", "strict", "preferred", "pool"}
+)
+
+func (v *validator) models() {
+	v.aliases = make(map[string]bool)
+	for alias := range v.unique("models", "alias", len(v.c.Models), func(i int) string { return v.c.Models[i].Alias }) {
+		v.aliases[alias] = true
+	}
+	for i := range v.c.Models {
+		m := &v.c.Models[i]
+		at := fmt.Sprintf("models[%d]", i)
+		p := sluice.Protocol(m.Protocol)
+		if !p.Known() {
+			v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
+		}
+		if len(m.Deployments) == 0 {
+			v.addf(at+".deployments", "must list at least one deployment")
+		}
+		for j := range m.Deployments {
+			v.deployment(fmt.Sprintf("%s.deployments[%d]", at, j), &m.Deployments[j], p)
+		}
+	}
+}
+
+// deployment checks one deployment of an alias speaking protocol p.
+func (v *validator) deployment(at string, d *Deployment, p sluice.Protocol) {
+	if d.Model == "" {
+		v.addf(at+".model", "required")
+	}
+	v.endpointRefs(at+".endpoints", d.Endpoints)
+	for k, id := range d.Endpoints {
+		e := v.endpointByID[id]
+		if e == nil {
+			continue // reported by endpointRefs
+		}
+		path := fmt.Sprintf("%s.endpoints[%d]", at, k)
+		if p.Known() && !slices.Contains(e.Protocols, string(p)) {
+			v.addf(path, "endpoint %q does not speak %s", id, p)
+		}
+		if d.Model != "" && len(e.Models) > 0 && !slices.Contains(e.Models, d.Model) {
+			v.addf(path, "endpoint %q does not list model %q in its models", id, d.Model)
+		}
+	}
+	if d.Weight <= 0 {
+		v.addf(at+".weight", "must be > 0")
+	}
+	if d.Priority < 0 {
+		v.addf(at+".priority", "must be >= 0")
+	}
+}
+
+func (v *validator) pools() {
+	v.poolIDs = make(map[string]bool)
+	for id := range v.unique("pools", "id", len(v.c.Pools), func(i int) string { return v.c.Pools[i].ID }) {
+		v.poolIDs[id] = true
+	}
+	for i := range v.c.Pools {
+		p := &v.c.Pools[i]
+		at := fmt.Sprintf("pools[%d]", i)
+		v.accountRefs(at+".accounts", p.Accounts)
+		v.limits(at, p.MaxInflight, p.RPM, p.TPM)
+		if !slices.Contains(strategies, p.Strategy) {
+			v.addf(at+".strategy", "must be one of %v, got %q", strategies, p.Strategy)
+		}
+	}
+}
+
+// accountRefs checks a non-empty list of account IDs, declared or implied by
+// a credential without an account.
+func (v *validator) accountRefs(path string, ids []string) {
+	if len(ids) == 0 {
+		v.addf(path, "must list at least one account")
+	}
+	for j, id := range ids {
+		if !v.accountIDs[id] {
+			v.addf(fmt.Sprintf("%s[%d]", path, j), "unknown account %q", id)
+		}
+	}
+}
+
+func (v *validator) keys() {
+	v.unique("keys", "id", len(v.c.Keys), func(i int) string { return v.c.Keys[i].ID })
+	bySecret := make(map[string]int) // secret → first key; the values never leave this function
+	for i := range v.c.Keys {
+		k := &v.c.Keys[i]
+		at := fmt.Sprintf("keys[%d]", i)
+		if s, err := readSecret(k.SecretEnv, k.SecretFile, v.lookupEnv); err != nil {
+			v.field(at, err)
+		} else if j, dup := bySecret[s]; dup {
+			v.addf(at, "has the same secret as keys[%d]", j)
+		} else {
+			bySecret[s] = i
+		}
+		for j, alias := range k.Models {
+			if !v.aliases[alias] {
+				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "unknown model alias %q", alias)
+			}
+		}
+		if !slices.Contains(priorities, k.Priority) {
+			v.addf(at+".priority", "must be one of %v, got %q", priorities, k.Priority)
+		}
+		v.policy(at+".policy", &k.Policy)
+		v.limits(at+".limits", k.Limits.MaxInflight, k.Limits.RPM, k.Limits.TPM)
+		if k.ExpiresAt != "" {
+			if _, err := time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
+				v.addf(at+".expires_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)
+			}
+		}
+	}
+}
+
+// policy checks a route policy: each mode uses its own fields and no others,
+// so a field the mode would ignore is reported rather than silently dropped.
+func (v *validator) policy(at string, p *Policy) {
+	if !slices.Contains(modes, p.Mode) {
+		v.addf(at+".mode", "must be one of %v, got %q", modes, p.Mode)
+		return
+	}
+	usesAccounts := p.Mode == "strict" || p.Mode == "preferred"
+	switch {
+	case usesAccounts:
+		v.accountRefs(at+".accounts", p.Accounts)
+	case len(p.Accounts) > 0:
+		v.addf(at+".accounts", "only used with mode strict or preferred")
+	}
+	switch {
+	case p.Mode == "pool" && p.Pool == "":
+		v.addf(at+".pool", "required with mode pool")
+	case p.Mode == "pool" && !v.poolIDs[p.Pool]:
+		v.addf(at+".pool", "unknown pool %q", p.Pool)
+	case p.Mode != "pool" && p.Pool != "":
+		v.addf(at+".pool", "only used with mode pool")
+	}
+	switch {
+	case p.Fallback == "":
+	case p.Mode != "preferred":
+		v.addf(at+".fallback", "only used with mode preferred")
+	case !v.poolIDs[p.Fallback]:
+		v.addf(at+".fallback", "unknown pool %q", p.Fallback)
+	}
+}

@@ -1,0 +1,333 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// baseYAML is a small valid catalog; each validation case breaks one thing.
+const baseYAML = `
+version: 1
+server: {admin_token_env: SLUICE_ADMIN_TOKEN}
+endpoints:
+  - id: openai-main
+    base_url: https://api.openai.com
+    protocols: [openai.chat, openai.embeddings]
+    models: [gpt-4o-mini, text-embedding-3-small]
+  - id: anthropic-main
+    base_url: https://api.anthropic.com
+    protocols: [anthropic.messages]
+accounts:
+  - {id: org-1, cooldown: {base: 2s, max: 30s}}
+credentials:
+  - {id: openai-k1, account: org-1, secret_env: OPENAI_KEY_1, endpoints: [openai-main]}
+  - {id: anthropic-k1, secret_env: ANTHROPIC_KEY_1, endpoints: [anthropic-main]}
+models:
+  - alias: fast
+    deployments: [{model: gpt-4o-mini, endpoints: [openai-main]}]
+  - alias: claude
+    protocol: anthropic.messages
+    deployments: [{model: claude-haiku-4-5, endpoints: [anthropic-main]}]
+pools:
+  - {id: background, accounts: [org-1, anthropic-k1]}
+keys:
+  - {id: web-app, secret_env: SLUICE_KEY_WEB, models: [fast]}
+  - {id: batch, secret_env: SLUICE_KEY_BATCH, policy: {mode: pool, pool: background}}
+`
+
+// testEnv is the environment the validation tests run with.
+var testEnv = map[string]string{
+	"SLUICE_ADMIN_TOKEN": "admin-token-value-0001",
+	"OPENAI_KEY_1":       "sk-openai-value-0001",
+	"ANTHROPIC_KEY_1":    "sk-ant-value-0001",
+	"SLUICE_KEY_WEB":     "sk-sluice-web-0001",
+	"SLUICE_KEY_BATCH":   "sk-sluice-batch-0001",
+	"EMPTY":              "",
+	"BLANK":              "  \n",
+}
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+}
+
+// base returns a fresh decoded, defaulted copy of baseYAML.
+func base(t *testing.T) *Catalog {
+	t.Helper()
+	c, err := Decode([]byte(baseYAML))
+	if err != nil {
+		t.Fatalf("Decode(baseYAML): %v", err)
+	}
+	ApplyDefaults(c)
+	return c
+}
+
+func TestValidateBase(t *testing.T) {
+	if err := Validate(base(t), lookup(testEnv)); err != nil {
+		t.Fatalf("Validate(base) = %v, want nil", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	emptyFile := writeFile(t, dir, "empty", " \n\t")
+	missingFile := filepath.Join(dir, "missing")
+
+	tests := []struct {
+		name string
+		give func(c *Catalog)
+		want string
+	}{
+		{"VersionMissing", func(c *Catalog) { c.Version = 0 }, "version: required; must be 1"},
+		{"VersionWrong", func(c *Catalog) { c.Version = 2 }, "version: must be 1, got 2"},
+		{"ListenNoPort", func(c *Catalog) { c.Server.Listen = "localhost" }, `server.listen: want host:port, got "localhost"`},
+		{"AdminListenBadPort", func(c *Catalog) { c.Server.AdminListen = "127.0.0.1:99999" }, `server.admin_listen: invalid port "99999"`},
+		{"AdminListenSameAsListen", func(c *Catalog) { c.Server.AdminListen = c.Server.Listen }, "server.admin_listen: must differ from server.listen"},
+		{"MaxBodyBytesNegative", func(c *Catalog) { c.Server.MaxBodyBytes = -1 }, "server.max_body_bytes: must be > 0"},
+		{"AdminTokenUnset", func(c *Catalog) { c.Server.AdminTokenEnv = "NOPE" }, "server.admin_token_env: environment variable NOPE is not set or empty"},
+		{"StateBackendUnknown", func(c *Catalog) { c.State.Backend = "etcd" }, `state.backend: must be memory or redis, got "etcd"`},
+		{"RedisWithoutURL", func(c *Catalog) { c.State.Backend = "redis" }, "state.redis.url: required when state.backend is redis"},
+		{"RedisURLScheme", func(c *Catalog) { c.State.Backend, c.State.Redis.URL = "redis", "127.0.0.1:6379" }, "state.redis.url: must be a redis://, rediss:// or unix:// URL"},
+		{"DatabaseScheme", func(c *Catalog) { c.Database.URL = "mysql://db/sluice" }, "database.url: must start with sqlite://, postgres:// or postgresql://"},
+		{"DatabaseSQLiteWithoutPath", func(c *Catalog) { c.Database.URL = "sqlite://" }, "database.url: sqlite:// needs a file path"},
+
+		{"EndpointDuplicateID", func(c *Catalog) { c.Endpoints[1].ID = "openai-main" }, `endpoints[1].id: duplicate id "openai-main" (first at endpoints[0])`},
+		{"EndpointIDMissing", func(c *Catalog) { c.Endpoints[1].ID = "" }, "endpoints[1].id: required"},
+		{"EndpointIDWithSlash", func(c *Catalog) { c.Endpoints[1].ID = "anthropic/main" }, `endpoints[1].id: "anthropic/main" may contain only letters, digits`},
+		{"EndpointBaseURLRelative", func(c *Catalog) { c.Endpoints[0].BaseURL = "api.openai.com" }, "endpoints[0].base_url: must be an absolute http:// or https:// URL"},
+		{"EndpointBaseURLScheme", func(c *Catalog) { c.Endpoints[0].BaseURL = "ftp://api.openai.com" }, "endpoints[0].base_url: must be an absolute http:// or https:// URL"},
+		{"EndpointBaseURLMissing", func(c *Catalog) { c.Endpoints[0].BaseURL = "" }, "endpoints[0].base_url: required"},
+		{"EndpointBaseURLUserInfo", func(c *Catalog) { c.Endpoints[0].BaseURL = "https://u:p@api.openai.com" }, "endpoints[0].base_url: must not contain user info"},
+		{"EndpointNoProtocols", func(c *Catalog) { c.Endpoints[1].Protocols = nil }, "endpoints[1].protocols: must list at least one protocol"},
+		{"EndpointUnknownProtocol", func(c *Catalog) { c.Endpoints[0].Protocols[1] = "openai.chatt" }, `endpoints[0].protocols[1]: unknown protocol "openai.chatt"`},
+		{"EndpointBreakerFailures", func(c *Catalog) { c.Endpoints[0].Breaker.Failures = -1 }, "endpoints[0].breaker.failures: must be > 0"},
+
+		{"AccountDuplicateID", func(c *Catalog) { c.Accounts = append(c.Accounts, c.Accounts[0]) }, `accounts[1].id: duplicate id "org-1" (first at accounts[0])`},
+		{"AccountQuotaScope", func(c *Catalog) { c.Accounts[0].QuotaScope = "key" }, `accounts[0].quota_scope: must be account or credential, got "key"`},
+		{"AccountMaxInflight", func(c *Catalog) { c.Accounts[0].MaxInflight = -1 }, "accounts[0].max_inflight: must be >= 0"},
+		{"AccountRPM", func(c *Catalog) { c.Accounts[0].RPM = -1 }, "accounts[0].rpm: must be >= 0"},
+		{"AccountTPM", func(c *Catalog) { c.Accounts[0].TPM = -1 }, "accounts[0].tpm: must be >= 0"},
+		{"AccountCooldownBaseAboveMax", func(c *Catalog) { c.Accounts[0].Cooldown.Base = c.Accounts[0].Cooldown.Max + 1 }, "accounts[0].cooldown.base: 30.000000001s exceeds cooldown.max 30s"},
+
+		{"CredentialDuplicateID", func(c *Catalog) { c.Credentials[1].ID = "openai-k1" }, `credentials[1].id: duplicate id "openai-k1" (first at credentials[0])`},
+		{"CredentialUnknownAccount", func(c *Catalog) { c.Credentials[0].Account = "org-9" }, `credentials[0].account: unknown account "org-9"`},
+		{"CredentialOwnAccountClashes", func(c *Catalog) { c.Credentials[1].ID = "org-1" }, `credentials[1].account: required: id "org-1" is also a declared account`},
+		{"CredentialNoEndpoints", func(c *Catalog) { c.Credentials[0].Endpoints = nil }, "credentials[0].endpoints: must list at least one endpoint"},
+		{"CredentialUnknownEndpoint", func(c *Catalog) { c.Credentials[0].Endpoints = []string{"openai-main", "nowhere"} }, `credentials[0].endpoints[1]: unknown endpoint "nowhere"`},
+		{"CredentialNoSecret", func(c *Catalog) { c.Credentials[0].SecretEnv = "" }, "credentials[0]: secret_env or secret_file is required"},
+		{"CredentialTwoSecrets", func(c *Catalog) { c.Credentials[0].SecretFile = emptyFile }, "credentials[0]: set only one of secret_env and secret_file"},
+		{"CredentialEnvUnset", func(c *Catalog) { c.Credentials[0].SecretEnv = "OPENAI_KEY_9" }, "credentials[0].secret_env: environment variable OPENAI_KEY_9 is not set"},
+		{"CredentialEnvEmpty", func(c *Catalog) { c.Credentials[0].SecretEnv = "EMPTY" }, "credentials[0].secret_env: environment variable EMPTY is empty"},
+		{"CredentialEnvBlank", func(c *Catalog) { c.Credentials[0].SecretEnv = "BLANK" }, "credentials[0].secret_env: environment variable BLANK is empty"},
+		{"CredentialFileMissing", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", missingFile }, "credentials[0].secret_file: open " + missingFile + ": no such file or directory"},
+		{"CredentialFileEmpty", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", emptyFile }, "credentials[0].secret_file: " + emptyFile + " is empty"},
+		{"CredentialFileIsDirectory", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", dir }, "credentials[0].secret_file: read " + dir + ": is a directory"},
+		{"CredentialMaxInflight", func(c *Catalog) { c.Credentials[0].MaxInflight = -1 }, "credentials[0].max_inflight: must be >= 0"},
+
+		{"AliasDuplicate", func(c *Catalog) { c.Models[1].Alias = "fast" }, `models[1].alias: duplicate alias "fast" (first at models[0])`},
+		{"AliasMissing", func(c *Catalog) { c.Models[1].Alias = "" }, "models[1].alias: required"},
+		{"AliasUnknownProtocol", func(c *Catalog) { c.Models[0].Protocol = "openai.completions" }, `models[0].protocol: unknown protocol "openai.completions"`},
+		{"AliasNoDeployments", func(c *Catalog) { c.Models[0].Deployments = nil }, "models[0].deployments: must list at least one deployment"},
+		{"DeploymentModelMissing", func(c *Catalog) { c.Models[1].Deployments[0].Model = "" }, "models[1].deployments[0].model: required"},
+		{"DeploymentNoEndpoints", func(c *Catalog) { c.Models[0].Deployments[0].Endpoints = nil }, "models[0].deployments[0].endpoints: must list at least one endpoint"},
+		{"DeploymentUnknownEndpoint", func(c *Catalog) { c.Models[0].Deployments[0].Endpoints[0] = "azure" }, `models[0].deployments[0].endpoints[0]: unknown endpoint "azure"`},
+		{"DeploymentWeightNegative", func(c *Catalog) { c.Models[0].Deployments[0].Weight = -3 }, "models[0].deployments[0].weight: must be > 0"},
+		{"DeploymentPriorityNegative", func(c *Catalog) { c.Models[0].Deployments[0].Priority = -1 }, "models[0].deployments[0].priority: must be >= 0"},
+		{"DeploymentProtocolMismatch", func(c *Catalog) { c.Models[1].Deployments[0].Endpoints[0] = "openai-main" }, `models[1].deployments[0].endpoints[0]: endpoint "openai-main" does not speak anthropic.messages`},
+		{"DeploymentModelNotInCatalog", func(c *Catalog) { c.Models[0].Deployments[0].Model = "gpt-5" }, `models[0].deployments[0].endpoints[0]: endpoint "openai-main" does not list model "gpt-5"`},
+
+		{"PoolDuplicateID", func(c *Catalog) { c.Pools = append(c.Pools, c.Pools[0]) }, `pools[1].id: duplicate id "background" (first at pools[0])`},
+		{"PoolNoAccounts", func(c *Catalog) { c.Pools[0].Accounts = nil }, "pools[0].accounts: must list at least one account"},
+		{"PoolUnknownAccount", func(c *Catalog) { c.Pools[0].Accounts[1] = "org-9" }, `pools[0].accounts[1]: unknown account "org-9"`},
+		{"PoolStrategy", func(c *Catalog) { c.Pools[0].Strategy = "random" }, `pools[0].strategy: must be one of [round-robin fill-first weighted least-inflight affinity], got "random"`},
+		{"PoolRPM", func(c *Catalog) { c.Pools[0].RPM = -1 }, "pools[0].rpm: must be >= 0"},
+
+		{"KeyDuplicateID", func(c *Catalog) { c.Keys[1].ID = "web-app" }, `keys[1].id: duplicate id "web-app" (first at keys[0])`},
+		{"KeyNoSecret", func(c *Catalog) { c.Keys[0].SecretEnv = "" }, "keys[0]: secret_env or secret_file is required"},
+		{"KeyTwoSecrets", func(c *Catalog) { c.Keys[0].SecretFile = emptyFile }, "keys[0]: set only one of secret_env and secret_file"},
+		{"KeyEnvUnset", func(c *Catalog) { c.Keys[0].SecretEnv = "SLUICE_KEY_NOPE" }, "keys[0].secret_env: environment variable SLUICE_KEY_NOPE is not set"},
+		{"KeyFileMissing", func(c *Catalog) { c.Keys[0].SecretEnv, c.Keys[0].SecretFile = "", missingFile }, "keys[0].secret_file: open " + missingFile},
+		{"KeySameSecret", func(c *Catalog) { c.Keys[1].SecretEnv = c.Keys[0].SecretEnv }, "keys[1]: has the same secret as keys[0]"},
+		{"KeyUnknownAlias", func(c *Catalog) { c.Keys[0].Models = []string{"fast", "fats"} }, `keys[0].models[1]: unknown model alias "fats"`},
+		{"KeyPriority", func(c *Catalog) { c.Keys[0].Priority = "urgent" }, `keys[0].priority: must be one of [interactive standard background], got "urgent"`},
+		{"KeyLimits", func(c *Catalog) { c.Keys[0].Limits.MaxInflight = -1 }, "keys[0].limits.max_inflight: must be >= 0"},
+		{"KeyExpiresAt", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01" }, `keys[0].expires_at: want an RFC 3339 time such as 2026-01-02T15:04:05Z, got "2030-01-01"`},
+		{"PolicyMode", func(c *Catalog) { c.Keys[0].Policy.Mode = "sticky" }, `keys[0].policy.mode: must be one of [default strict preferred pool], got "sticky"`},
+		{"PolicyStrictWithoutAccounts", func(c *Catalog) { c.Keys[0].Policy.Mode = "strict" }, "keys[0].policy.accounts: must list at least one account"},
+		{"PolicyStrictUnknownAccount", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"org-9"}} }, `keys[0].policy.accounts[0]: unknown account "org-9"`},
+		{"PolicyPreferredUnknownAccount", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1", "org-9"}} }, `keys[0].policy.accounts[1]: unknown account "org-9"`},
+		{"PolicyPreferredUnknownFallback", func(c *Catalog) {
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "paid"}
+		}, `keys[0].policy.fallback: unknown pool "paid"`},
+		{"PolicyPoolWithoutPool", func(c *Catalog) { c.Keys[1].Policy.Pool = "" }, "keys[1].policy.pool: required with mode pool"},
+		{"PolicyPoolUnknownPool", func(c *Catalog) { c.Keys[1].Policy.Pool = "paid" }, `keys[1].policy.pool: unknown pool "paid"`},
+		{"PolicyAccountsIgnored", func(c *Catalog) { c.Keys[1].Policy.Accounts = []string{"org-1"} }, "keys[1].policy.accounts: only used with mode strict or preferred"},
+		{"PolicyPoolIgnored", func(c *Catalog) { c.Keys[0].Policy.Pool = "background" }, "keys[0].policy.pool: only used with mode pool"},
+		{"PolicyFallbackIgnored", func(c *Catalog) { c.Keys[1].Policy.Fallback = "background" }, "keys[1].policy.fallback: only used with mode preferred"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base(t)
+			tt.give(c)
+			got := errString(Validate(c, lookup(testEnv)))
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("Validate error =\n%s\nwant it to contain\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateAccepts(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := writeFile(t, dir, "secret", "  sk-from-file-0001\n")
+
+	tests := []struct {
+		name string
+		give func(c *Catalog)
+	}{
+		{"SecretFile", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", secretFile }},
+		{"ImplicitAccountInPolicy", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"anthropic-k1"}} }},
+		{"PreferredWithFallback", func(c *Catalog) {
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "background"}
+		}},
+		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
+		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
+		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
+		{"ListenAnyHost", func(c *Catalog) { c.Server.Listen = ":8080" }},
+		{"ExpiresAtWithOffset", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01T00:00:00+02:00" }},
+		{"NoAdminToken", func(c *Catalog) { c.Server.AdminTokenEnv = "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base(t)
+			tt.give(c)
+			if err := Validate(c, lookup(testEnv)); err != nil {
+				t.Errorf("Validate = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := base(t)
+	c.Version = 3
+	c.Endpoints[0].Protocols = append(c.Endpoints[0].Protocols, "grpc")
+	c.Credentials[0].Account = "org-9"
+	c.Models[0].Deployments[0].Weight = -1
+	c.Pools[0].Strategy = "random"
+	c.Keys[0].Priority = "urgent"
+
+	err := Validate(c, lookup(testEnv))
+	want := []string{
+		"version: must be 1, got 3",
+		`endpoints[0].protocols[2]: unknown protocol "grpc"`,
+		`credentials[0].account: unknown account "org-9"`,
+		"models[0].deployments[0].weight: must be > 0",
+		`pools[0].strategy: must be one of`,
+		`keys[0].priority: must be one of`,
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		t.Fatalf("Validate = %v, want errors.Join of %d problems", err, len(want))
+	}
+	got := joined.Unwrap()
+	if len(got) != len(want) {
+		t.Errorf("Validate reported %d problems, want %d:\n%v", len(got), len(want), err)
+	}
+	for i := range min(len(got), len(want)) {
+		if !strings.HasPrefix(got[i].Error(), want[i]) {
+			t.Errorf("problem #%d = %q, want prefix %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestErrorsNeverContainSecrets breaks every rule that touches a secret or a
+// URL that can carry a password, and checks no such value is quoted back.
+func TestErrorsNeverContainSecrets(t *testing.T) {
+	const secret = "sk-live-DO-NOT-PRINT-4242"
+	dir := t.TempDir()
+	file := writeFile(t, dir, "secret", secret+"\n")
+	env := map[string]string{"A": secret, "B": secret, "C": secret, "ADMIN": secret}
+
+	c := base(t)
+	c.Server.AdminTokenEnv = "ADMIN"
+	c.Database.URL = "postgres://sluice:" + secret + "@db:5432/%zz"
+	c.State = State{Backend: "redis", Redis: Redis{URL: "http://:" + secret + "@cache:6379"}}
+	c.Endpoints[0].BaseURL = "https://user:" + secret + "@api.openai.com"
+	c.Endpoints[1].BaseURL = "https://api.anthropic.com/%" + secret
+	c.Credentials[0].SecretEnv = "A"
+	c.Credentials[0].SecretFile = file
+	c.Credentials[1].SecretEnv, c.Credentials[1].SecretFile = "", file
+	c.Credentials[1].Account = "org-9"
+	c.Keys[0].SecretEnv = "B"
+	c.Keys[1].SecretEnv = "C" // same value as keys[0]
+
+	for _, err := range []error{
+		Validate(c, lookup(env)),
+		secretErr(c.Credentials[0].Secret(lookup(env))),
+		secretErr((&Key{ID: "k", SecretFile: dir}).Secret(nil)),
+	} {
+		if err == nil {
+			t.Fatal("got no error, want one")
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "DO-NOT-PRINT") {
+			t.Errorf("error quotes a secret:\n%v", err)
+		}
+	}
+}
+
+func secretErr(_ string, err error) error { return err }
+
+func TestSecret(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "secret", "\n  sk-from-file-0001 \n")
+	env := lookup(map[string]string{"OPENAI_KEY_1": " sk-from-env-0001"})
+
+	tests := []struct {
+		name    string
+		give    Credential
+		want    string
+		wantErr string
+	}{
+		{"Env", Credential{ID: "c", SecretEnv: "OPENAI_KEY_1"}, " sk-from-env-0001", "<nil>"},
+		{"FileTrimmed", Credential{ID: "c", SecretFile: file}, "sk-from-file-0001", "<nil>"},
+		{"EnvUnset", Credential{ID: "c", SecretEnv: "NOPE"}, "", `credential "c": secret_env: environment variable NOPE is not set`},
+		{"FileMissing", Credential{ID: "c", SecretFile: filepath.Join(dir, "nope")}, "", `credential "c": secret_file: open ` + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{"Neither", Credential{ID: "c"}, "", `credential "c": secret_env or secret_file is required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.give.Secret(env)
+			if got != tt.want || errString(err) != tt.wantErr {
+				t.Errorf("Secret() = %q, %v; want %q, %s", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+
+	k := Key{ID: "web-app", SecretEnv: "NOPE"}
+	if _, err := k.Secret(env); errString(err) != `key "web-app": secret_env: environment variable NOPE is not set` {
+		t.Errorf("Key.Secret() error = %v", err)
+	}
+}
+
+func TestSecretFileTooLarge(t *testing.T) {
+	f := writeFile(t, t.TempDir(), "big", strings.Repeat("x", maxSecretFile+1))
+	_, err := (&Credential{ID: "c", SecretFile: f}).Secret(nil)
+	if want := "is larger than 64 KiB"; !strings.Contains(errString(err), want) {
+		t.Errorf("Secret() error = %v, want it to contain %q", err, want)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,285 @@
+// Package ingress is the HTTP surface of the data plane: the path
+// allowlist, body size limits, request IDs, the bearer token, parsing of what
+// routing needs, error envelopes in the caller's protocol, and the one access
+// log line per request. It hands each request to pipeline.Handler and must
+// not be imported by any stage.
+package ingress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/pipeline"
+)
+
+// Server is the data-plane http.Handler.
+type Server struct {
+	handler *pipeline.Handler
+	live    *pipeline.Live
+	keys    *authn.Keyring
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	mux     *http.ServeMux
+	ids     *requestIDs
+}
+
+// New returns the data-plane handler.
+func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metrics.Metrics, log *slog.Logger) *Server {
+	s := &Server{handler: h, live: live, keys: keys, metrics: m, log: log, mux: http.NewServeMux(), ids: newRequestIDs()}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.protocol(sluice.ProtocolOpenAIChat))
+	s.mux.HandleFunc("POST /v1/embeddings", s.protocol(sluice.ProtocolOpenAIEmbeddings))
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	return s
+}
+
+// ServeHTTP routes by the path allowlist; anything else is a 404 (or 405)
+// in the OpenAI envelope.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		code := sluice.CodeNotFound
+		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" {
+			code = sluice.CodeMethodNotAllowed
+		}
+		writeError(w, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// protocol returns the handler of one caller protocol's endpoint.
+func (s *Server) protocol(p sluice.Protocol) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &recorder{ResponseWriter: w}
+		id := s.ids.next()
+		w.Header().Set("X-Request-Id", id)
+		out, req, err := s.serve(rw, r, p, id, start)
+		s.finish(r.Context(), rw, req, p, out, err, start, id)
+	}
+}
+
+func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic serving request", slog.String("request_id", id),
+				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			err = &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error"}
+		}
+	}()
+	body, err := readBody(w, r, s.live.Load().MaxBodyBytes)
+	if err != nil {
+		return out, nil, err
+	}
+	if req, err = Parse(p, body); err != nil {
+		return out, nil, err
+	}
+	req.ID, req.Received = id, start
+	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
+	return out, req, err
+}
+
+// finish renders an uncommitted error, writes the access log line and
+// counts the request.
+func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p sluice.Protocol, out pipeline.Outcome, err error, start time.Time, id string) {
+	code := "ok"
+	gone := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	switch {
+	case gone:
+		code = "caller_gone"
+	case err != nil && !w.wrote:
+		se := asError(err)
+		writeError(w, se)
+		code = string(se.Code)
+	case w.status >= 400:
+		code = "upstream_" + strconv.Itoa(w.status)
+	}
+	status := w.status
+	if gone && !w.wrote {
+		status = 499 // the caller left before any answer
+	}
+	d := time.Since(start)
+	attrs := []slog.Attr{
+		slog.String("request_id", id), slog.String("protocol", string(p)), slog.Int("status", status),
+		slog.String("code", code), slog.Duration("duration", d), slog.String("key_id", out.KeyID),
+		slog.Int("executions", out.Executions),
+	}
+	if req != nil {
+		attrs = append(attrs, slog.String("model", req.Model), slog.Bool("stream", req.Stream),
+			slog.Int64("prompt_tokens", out.Usage.PromptTokens), slog.Int64("completion_tokens", out.Usage.CompletionTokens))
+	}
+	if err != nil && code != "ok" {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+	s.metrics.Requests.WithLabelValues(string(p), code).Inc()
+	stream := "false"
+	if req != nil && req.Stream {
+		stream = "true"
+	}
+	s.metrics.RequestDuration.WithLabelValues(string(p), stream).Observe(d.Seconds())
+	if req != nil && out.Usage.Measured {
+		s.metrics.Tokens.WithLabelValues(req.Model, "prompt").Add(float64(out.Usage.PromptTokens))
+		s.metrics.Tokens.WithLabelValues(req.Model, "completion").Add(float64(out.Usage.CompletionTokens))
+	}
+}
+
+// readBody reads the body under the size limit: a declared length over it
+// is refused before reading, and a chunked body is cut at the limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	tooLarge := &sluice.Error{Code: sluice.CodeRequestTooLarge, Msg: "request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = 512
+	}
+	buf := make([]byte, 0, size+1)
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		if err != nil {
+			return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "could not read the request body", Err: err}
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// bearer returns the token of an "Authorization: Bearer …" header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// models lists the aliases the key may use, in the OpenAI list shape.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	p, err := s.keys.Authenticate(bearer(r))
+	if err != nil {
+		writeError(w, asError(err))
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, name := range s.live.Load().Routes.Names() {
+		if p.Key.Allows(name) {
+			list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "sluice"})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
+}
+
+func asError(err error) *sluice.Error {
+	if se, ok := errors.AsType[*sluice.Error](err); ok {
+		return se
+	}
+	return &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error", Err: err}
+}
+
+// errorTypes gives each status the OpenAI error "type" SDKs expect.
+var errorTypes = map[int]string{
+	http.StatusBadRequest:            "invalid_request_error",
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusMethodNotAllowed:      "invalid_request_error",
+	http.StatusRequestEntityTooLarge: "invalid_request_error",
+	http.StatusTooManyRequests:       "rate_limit_error",
+}
+
+// writeError renders e in the OpenAI error envelope. Only e.Msg and e.Code
+// reach the caller; the cause stays in the logs.
+func writeError(w http.ResponseWriter, e *sluice.Error) {
+	status := e.Code.Status()
+	typ, ok := errorTypes[status]
+	if !ok {
+		typ = "server_error"
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
+	}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// recorder remembers what was written so an error is rendered only when
+// nothing was, and the access log knows the status.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection to flush.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestIDs hands out unique request IDs cheaply: a random per-process
+// prefix and a counter.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	rand.Read(b[:])
+	return &requestIDs{prefix: "req_" + hex.EncodeToString(b[:])}
+}
+
+func (g *requestIDs) next() string {
+	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+}

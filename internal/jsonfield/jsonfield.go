@@ -1,0 +1,172 @@
+// Package jsonfield finds and replaces the value of a top-level field in a
+// JSON object without decoding the rest, so the gateway can rewrite a model
+// name or add a stream option while keeping every other byte of the caller's
+// body. It depends only on the standard library.
+package jsonfield
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// ErrNotObject is returned for input that is not a well-formed JSON object.
+var ErrNotObject = errors.New("jsonfield: not a JSON object")
+
+// Find returns the byte span [start, end) of the value of the top-level field
+// key in obj. ok is false when the field is absent. When the key occurs more
+// than once, the last occurrence wins, as it does for encoding/json, so the
+// field the gateway rewrites is the one every upstream parser reads. It does
+// not allocate for keys without escapes.
+func Find(obj []byte, key string) (start, end int, ok bool, err error) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return 0, 0, false, ErrNotObject
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return 0, 0, false, nil
+	}
+	foundStart, foundEnd := -1, -1
+	for i < len(obj) {
+		if obj[i] != '"' {
+			return 0, 0, false, ErrNotObject
+		}
+		kEnd, err := skipString(obj, i)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		match := keyEquals(obj[i:kEnd], key)
+		i = skipSpace(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return 0, 0, false, ErrNotObject
+		}
+		i = skipSpace(obj, i+1)
+		vEnd, err := skipValue(obj, i)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if match {
+			foundStart, foundEnd = i, vEnd
+		}
+		i = skipSpace(obj, vEnd)
+		if i >= len(obj) {
+			break
+		}
+		switch obj[i] {
+		case ',':
+			i = skipSpace(obj, i+1)
+		case '}':
+			return foundStart, foundEnd, foundStart >= 0, nil
+		default:
+			return 0, 0, false, ErrNotObject
+		}
+	}
+	return 0, 0, false, ErrNotObject
+}
+
+// Set returns obj with the top-level field key set to the raw JSON value.
+// An existing value is replaced in place; a missing field is added first in
+// the object. obj is not modified.
+func Set(obj []byte, key string, value []byte) ([]byte, error) {
+	start, end, ok, err := Find(obj, key)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out := make([]byte, 0, len(obj)-(end-start)+len(value))
+		out = append(out, obj[:start]...)
+		out = append(out, value...)
+		return append(out, obj[end:]...), nil
+	}
+	open := skipSpace(obj, 0) + 1
+	rest := skipSpace(obj, open)
+	quoted := strconv.Quote(key)
+	out := make([]byte, 0, len(obj)+len(quoted)+len(value)+2)
+	out = append(out, obj[:open]...)
+	out = append(out, quoted...)
+	out = append(out, ':')
+	out = append(out, value...)
+	if obj[rest] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, obj[open:]...), nil
+}
+
+// SetString is Set with a JSON string value.
+func SetString(obj []byte, key, value string) ([]byte, error) {
+	v, _ := json.Marshal(value) // a string always marshals
+	return Set(obj, key, v)
+}
+
+func keyEquals(quoted []byte, key string) bool {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == key
+	}
+	var s string
+	return json.Unmarshal(quoted, &s) == nil && s == key
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, ErrNotObject
+}
+
+// skipValue returns the index just past the value starting at b[i]. Nested
+// containers are skipped by bracket depth, strings by their quotes; the
+// contents of scalars are not validated (the body was validated at ingress).
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, ErrNotObject
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, ErrNotObject
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return 0, ErrNotObject
+		}
+		return j, nil
+	}
+}

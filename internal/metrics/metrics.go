@@ -1,0 +1,60 @@
+// Package metrics defines Sluice's Prometheus collectors in one place, so
+// names and label sets stay consistent. Labels are stable IDs and codes from
+// the catalog, never secrets, keys or free text, which keeps cardinality
+// bounded. It depends on the Prometheus client only.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every collector. Safe for concurrent use.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Requests        *prometheus.CounterVec   // protocol, code
+	RequestDuration *prometheus.HistogramVec // protocol, stream
+	Executions      *prometheus.CounterVec   // endpoint, class
+	Tokens          *prometheus.CounterVec   // alias, kind
+	BreakerState    *prometheus.GaugeVec     // endpoint: 0 closed, 1 half-open, 2 open
+	CatalogReloads  *prometheus.CounterVec   // result: ok | error
+	CatalogFailing  prometheus.Gauge         // 1 while the last reload attempt failed
+	CatalogVersion  prometheus.Gauge
+}
+
+// New registers every collector on a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total", Help: "Requests answered, by protocol and outcome code (ok or a public error code).",
+		}, []string{"protocol", "code"}),
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sluice_request_duration_seconds", Help: "Time from request to the end of the answer.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}, []string{"protocol", "stream"}),
+		Executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_upstream_executions_total", Help: "Upstream attempts, by endpoint and outcome class.",
+		}, []string{"endpoint", "class"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_tokens_total", Help: "Tokens measured, by alias and kind (prompt, completion, cached, reasoning).",
+		}, []string{"alias", "kind"}),
+		BreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_endpoint_breaker_state", Help: "Endpoint circuit breaker: 0 closed, 1 half-open, 2 open.",
+		}, []string{"endpoint"}),
+		CatalogReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_catalog_reloads_total", Help: "Catalog reload attempts, by result.",
+		}, []string{"result"}),
+		CatalogFailing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_catalog_reload_failing", Help: "1 while the newest catalog is invalid and the last good one still serves.",
+		}),
+		CatalogVersion: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_catalog_version", Help: "Version of the catalog snapshot serving requests.",
+		}),
+	}
+	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,181 @@
+// Package pipeline runs a request through the stages in order:
+// authenticate → admit → route → call → settle. It also owns the compiled,
+// immutable catalog (Snapshot) that every request reads once, and Live,
+// which swaps snapshots atomically on reload. Stages below it must not import
+// it; only ingress and app do.
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/routing"
+)
+
+// Snapshot is a compiled catalog. It is immutable once compiled: nothing may
+// change it, so requests read it without locks. State that must outlive a
+// reload (breakers, and later claims and cooldowns) lives outside it, keyed
+// by stable IDs.
+type Snapshot struct {
+	Version      int64 // set by Live.Swap: 1 for the first snapshot, +1 per swap
+	Source       string
+	Compiled     time.Time
+	Catalog      *config.Catalog
+	Routes       *routing.Table
+	Endpoints    map[string]*sluice.Endpoint
+	Accounts     map[string]*sluice.Account
+	Credentials  map[string]*sluice.Credential
+	StaticKeys   []*sluice.Key
+	MaxBodyBytes int64
+}
+
+// Compile turns a validated catalog into a Snapshot, resolving secrets
+// through lookupEnv. It builds one edge for every (credential, endpoint,
+// upstream model) that a deployment, the endpoint and the credential all
+// admit.
+func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source string) (*Snapshot, error) {
+	s := &Snapshot{
+		Source:       source,
+		Compiled:     time.Now(),
+		Catalog:      c,
+		Endpoints:    make(map[string]*sluice.Endpoint, len(c.Endpoints)),
+		Accounts:     make(map[string]*sluice.Account, len(c.Accounts)),
+		Credentials:  make(map[string]*sluice.Credential, len(c.Credentials)),
+		MaxBodyBytes: c.Server.MaxBodyBytes,
+	}
+	for _, e := range c.Endpoints {
+		s.Endpoints[e.ID] = compileEndpoint(e)
+	}
+	for _, a := range c.Accounts {
+		s.Accounts[a.ID] = compileAccount(a)
+	}
+	creds := make([]*sluice.Credential, 0, len(c.Credentials))
+	for i := range c.Credentials {
+		cc := &c.Credentials[i]
+		secret, err := cc.Secret(lookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
+		}
+		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight}
+		if cr.AccountID == "" {
+			// A credential without an account is its own account.
+			cr.AccountID = cc.ID
+			s.Accounts[cc.ID] = &sluice.Account{ID: cc.ID, QuotaScope: sluice.QuotaScopeCredential, MaxInflight: cc.MaxInflight}
+		}
+		s.Credentials[cr.ID] = cr
+		creds = append(creds, cr)
+	}
+	aliases := make([]*sluice.Alias, 0, len(c.Models))
+	edges := make(map[string][][]*sluice.Edge, len(c.Models))
+	for _, m := range c.Models {
+		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol)}
+		for _, d := range m.Deployments {
+			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
+			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds))
+		}
+		aliases = append(aliases, a)
+	}
+	s.Routes = routing.Compile(aliases, edges)
+	for i := range c.Keys {
+		k, err := compileKey(&c.Keys[i], lookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+		}
+		s.StaticKeys = append(s.StaticKeys, k)
+	}
+	return s, nil
+}
+
+func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*sluice.Credential) []*sluice.Edge {
+	var out []*sluice.Edge
+	for _, epID := range d.Endpoints {
+		ep := s.Endpoints[epID]
+		if ep == nil || !ep.Speaks(p) || !ep.Serves(d.Model) {
+			continue
+		}
+		for _, cr := range creds {
+			if !slices.Contains(cr.Endpoints, epID) || (len(cr.Models) > 0 && !slices.Contains(cr.Models, d.Model)) {
+				continue
+			}
+			out = append(out, &sluice.Edge{
+				ID:         cr.ID + "/" + epID + "/" + d.Model,
+				Credential: cr,
+				Account:    s.Accounts[cr.AccountID],
+				Endpoint:   ep,
+				Protocol:   p,
+				Model:      d.Model,
+				Priority:   d.Priority,
+				Weight:     d.Weight,
+			})
+		}
+	}
+	return out
+}
+
+func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
+	ps := make([]sluice.Protocol, len(e.Protocols))
+	for i, p := range e.Protocols {
+		ps[i] = sluice.Protocol(p)
+	}
+	return &sluice.Endpoint{
+		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models,
+		Timeouts: sluice.Timeouts{
+			Connect: e.Timeouts.Connect.D(), FirstByte: e.Timeouts.FirstByte.D(),
+			Idle: e.Timeouts.Idle.D(), Total: e.Timeouts.Total.D(),
+		},
+	}
+}
+
+func compileAccount(a config.Account) *sluice.Account {
+	return &sluice.Account{
+		ID: a.ID, QuotaScope: sluice.QuotaScope(a.QuotaScope), MaxInflight: a.MaxInflight, RPM: a.RPM, TPM: a.TPM,
+		Cooldown: sluice.Cooldown{Base: a.Cooldown.Base.D(), Max: a.Cooldown.Max.D()},
+	}
+}
+
+func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.Key, error) {
+	secret, err := k.Secret(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	out := &sluice.Key{
+		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Hash: authn.Hash(secret), Prefix: authn.DisplayPrefix(secret),
+		Status: sluice.KeyActive, Models: k.Models, Priority: k.Priority, Static: true,
+	}
+	if k.ExpiresAt != "" {
+		if out.ExpiresAt, err = time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
+			return nil, fmt.Errorf("expires_at: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// BreakerSettings returns the configured breaker of an endpoint.
+func (s *Snapshot) BreakerSettings(endpointID string) (failures int, open time.Duration) {
+	for _, e := range s.Catalog.Endpoints {
+		if e.ID == endpointID {
+			return e.Breaker.Failures, e.Breaker.Open.D()
+		}
+	}
+	return 5, 30 * time.Second
+}
+
+// Live holds the snapshot requests use. Load it once per request.
+type Live struct {
+	cur     atomic.Pointer[Snapshot]
+	version atomic.Int64
+}
+
+// Load returns the current snapshot (nil before the first Swap).
+func (l *Live) Load() *Snapshot { return l.cur.Load() }
+
+// Swap makes s the current snapshot, numbering it.
+func (l *Live) Swap(s *Snapshot) {
+	s.Version = l.version.Add(1)
+	l.cur.Store(s)
+}

@@ -1,0 +1,197 @@
+package simulator
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// call is one request being served. It lives for one ServeHTTP.
+type call struct {
+	sim   *Simulator
+	w     http.ResponseWriter
+	r     *http.Request
+	b     Behavior
+	rec   *Recorded
+	sent  bool        // headers written
+	timer *time.Timer // reused by every wait of the call
+}
+
+// wait sleeps d. It returns false when the request must end instead: the
+// client went away (recorded as cancelled) or the simulator was closed (the
+// connection is dropped).
+func (c *call) wait(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	select {
+	case <-c.timer.C:
+		return true
+	case <-c.r.Context().Done():
+		c.timer.Stop()
+		c.cancelled()
+		return false
+	case <-c.sim.closing:
+		c.timer.Stop()
+		c.cut()
+		return false
+	}
+}
+
+// cancelled records that the client went away.
+func (c *call) cancelled() {
+	status := http.StatusOK
+	if !c.sent {
+		status = 499 // nginx's "client closed request": nothing was sent
+	}
+	c.sim.journal.cancel(c.rec, status)
+}
+
+// cut drops the connection without finishing the response, so the client
+// sees an unexpected EOF (HTTP/1) or a stream reset (HTTP/2).
+func (c *call) cut() {
+	rc := http.NewResponseController(c.w)
+	if c.r.ProtoMajor >= 2 {
+		// HTTP/2 can't be hijacked; this sentinel panic is net/http's way
+		// to reset the stream, and it logs no stack trace.
+		panic(http.ErrAbortHandler)
+	}
+	if c.sent {
+		_ = rc.Flush() // what was written reaches the client before the cut
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		// Not a real connection (httptest.ResponseRecorder): ending the
+		// body early is the closest equivalent.
+		return
+	}
+	_ = conn.Close()
+}
+
+// header sets the headers every response has and returns the map.
+func (c *call) header(contentType string) http.Header {
+	h := c.w.Header()
+	h["Content-Type"] = []string{contentType}
+	h["X-Request-Id"] = []string{c.sim.requestID()}
+	return h
+}
+
+// writeHeader sends status and records it.
+func (c *call) writeHeader(status int) {
+	c.sent = true
+	c.sim.journal.setStatus(c.rec, status)
+	c.w.WriteHeader(status)
+}
+
+// respond sends a complete response; write errors mean the client is gone,
+// which the next request on a new connection will not notice, so they are
+// ignored.
+func (c *call) respond(status int, contentType string, body []byte) {
+	h := c.header(contentType)
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	c.writeHeader(status)
+	_, _ = c.w.Write(body)
+}
+
+// fail sends an error with a JSON body.
+func (c *call) fail(status int, body []byte) {
+	c.respond(status, "application/json", body)
+}
+
+// capped sets x-ratelimit-* request headers when a concurrency cap applies,
+// as OpenAI sends them on successful responses too.
+func (c *call) capped(acct AccountLimits, hasAcct bool) {
+	if !hasAcct {
+		acct = AccountLimits{}
+	}
+	limit, left, ok := c.sim.gauges.remaining(c.rec.Key, c.b, acct)
+	if !ok {
+		return
+	}
+	h := c.w.Header()
+	h["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(limit)}
+	h["X-Ratelimit-Remaining-Requests"] = []string{strconv.Itoa(left)}
+	h["X-Ratelimit-Reset-Requests"] = []string{"0s"}
+}
+
+// defaultRetryAfter is sent when a Behavior or AccountLimits leaves
+// RetryAfter at 0: OpenAI always sends a hint with its 429s.
+const defaultRetryAfter = time.Second
+
+// rateLimited answers 429 rate_limit_exceeded with OpenAI's headers.
+func (c *call) rateLimited(limit int, retryAfter time.Duration, model string) {
+	retryAfter = c.rateLimitHeaders(limit, retryAfter)
+	c.fail(http.StatusTooManyRequests, rateLimitBody(model, c.b.Account, limit, retryAfter))
+}
+
+// rateLimitHeaders sets the headers of an OpenAI 429 and returns the retry
+// hint sent (0 for none).
+func (c *call) rateLimitHeaders(limit int, retryAfter time.Duration) time.Duration {
+	h := c.w.Header()
+	h["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(limit)}
+	h["X-Ratelimit-Remaining-Requests"] = []string{"0"}
+	if retryAfter == 0 {
+		retryAfter = defaultRetryAfter
+	}
+	if retryAfter < 0 {
+		return 0
+	}
+	secs := (retryAfter + time.Second - 1) / time.Second
+	ms := (retryAfter + time.Millisecond - 1) / time.Millisecond
+	h["Retry-After"] = []string{strconv.FormatInt(int64(secs), 10)}
+	h["Retry-After-Ms"] = []string{strconv.FormatInt(int64(ms), 10)}
+	h["X-Ratelimit-Reset-Requests"] = []string{retryAfter.String()}
+	return retryAfter
+}
+
+// injected answers Behavior.FailStatus.
+func (c *call) injected(model string) {
+	st, body := c.b.FailStatus, c.b.FailBody
+	if st == http.StatusTooManyRequests {
+		limit := c.b.MaxInflight
+		if limit == 0 {
+			limit = nominalLimit
+		}
+		retryAfter := c.rateLimitHeaders(limit, c.b.RetryAfter)
+		if body == "" {
+			c.fail(st, rateLimitBody(model, c.b.Account, limit, retryAfter))
+			return
+		}
+	}
+	if body != "" {
+		c.respond(st, sniff(body), []byte(body))
+		return
+	}
+	if st == http.StatusUnauthorized {
+		c.fail(st, incorrectKey(c.rec.Key))
+		return
+	}
+	ctype, b := failureBody(st)
+	if ctype == htmlType {
+		// Cloudflare answers these, not the origin.
+		h := c.w.Header()
+		h["Server"] = []string{"cloudflare"}
+		h["Cf-Ray"] = []string{c.sim.requestID()[4:20] + "-SJC"}
+	}
+	c.respond(st, ctype, b)
+}
+
+// nominalLimit is the x-ratelimit-limit-requests of an injected 429 when the
+// key has no cap of its own.
+const nominalLimit = 500
+
+// sniff guesses the content type of a FailBody.
+func sniff(body string) string {
+	switch body[0] {
+	case '{', '[':
+		return "application/json"
+	case '<':
+		return htmlType
+	}
+	return "text/plain; charset=utf-8"
+}

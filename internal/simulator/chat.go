@@ -1,0 +1,224 @@
+package simulator
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// MaxCompletionTokens caps the words of one answer, whatever the request
+// asks for.
+const MaxCompletionTokens = 4096
+
+// defaultCompletionTokens is the answer length when the request sets no
+// max_completion_tokens or max_tokens.
+const defaultCompletionTokens = 16
+
+// chatRequest is the part of a chat completion request the simulator uses.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	MaxTokens           *int `json:"max_tokens"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func parseChat(body []byte) parsed {
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return parsed{err: decodeError(err)}
+	}
+	p := parsed{model: req.Model, stream: req.Stream, chat: &req}
+	switch {
+	case req.Model == "":
+		p.err = missingModel
+	case req.Messages == nil:
+		p.err = invalidRequest("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
+	case len(req.Messages) == 0:
+		p.err = invalidRequest("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array")
+	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 1:
+		p.err = belowMinimum("max_completion_tokens", *req.MaxCompletionTokens)
+	case req.MaxTokens != nil && *req.MaxTokens < 1:
+		p.err = belowMinimum("max_tokens", *req.MaxTokens)
+	}
+	return p
+}
+
+func belowMinimum(param string, got int) *apiError {
+	return invalidRequest("Invalid '"+param+"': integer below minimum value. Expected a value >= 1, but got "+strconv.Itoa(got)+" instead.", param, "integer_below_min_value")
+}
+
+// decodeError turns an encoding/json error into OpenAI's answer: a type
+// mismatch names the field, anything else is unparsable JSON.
+func decodeError(err error) *apiError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return invalidRequest("Invalid type for '"+te.Field+"': expected "+jsonKind(te.Type.Kind())+", but got "+te.Value+" instead.", te.Field, "invalid_type")
+	}
+	return invalidJSON
+}
+
+// jsonKind names a Go kind the way OpenAI's type errors name JSON types.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return "an integer"
+}
+
+// answer is the deterministic reply to a chat request.
+type answer struct {
+	seed       uint64 // of the word sequence
+	completion int    // words, one token each
+	prompt     int    // prompt tokens
+	finish     string // "stop" or "length"
+}
+
+// answerFor derives the reply from the messages alone (role and text), so a
+// gateway that re-encodes a request still gets the same answer.
+// prompt_tokens = words of text content + 3 per message + 3, OpenAI's
+// per-message overhead for its chat models.
+func answerFor(req *chatRequest) answer {
+	a := answer{seed: fnvOffset, completion: defaultCompletionTokens, finish: "stop", prompt: 3}
+	for _, m := range req.Messages {
+		a.seed = fnvAdd(a.seed, m.Role)
+		a.seed = fnvAdd(a.seed, "\x00")
+		a.prompt += 3
+		forEachText(m.Content, func(text string) {
+			a.seed = fnvAdd(a.seed, text)
+			a.seed = fnvAdd(a.seed, "\x00")
+			a.prompt += countWords(text)
+		})
+	}
+	limit := req.MaxCompletionTokens
+	if limit == nil {
+		limit = req.MaxTokens
+	}
+	if limit != nil {
+		a.completion = min(*limit, MaxCompletionTokens)
+		if *limit <= MaxCompletionTokens {
+			a.finish = "length"
+		}
+	}
+	return a
+}
+
+// forEachText calls fn with the text of a message content: the string, or
+// each text part of an array. Other content (images, audio) has no words.
+func forEachText(content json.RawMessage, fn func(string)) {
+	if len(content) == 0 {
+		return
+	}
+	switch content[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(content, &s) == nil {
+			fn(s)
+		}
+	case '[':
+		var parts []contentPart
+		if json.Unmarshal(content, &parts) == nil {
+			for _, p := range parts {
+				if p.Type == "text" {
+					fn(p.Text)
+				}
+			}
+		}
+	}
+}
+
+// countWords counts runs of non-space bytes.
+func countWords(s string) int {
+	n := 0
+	in := false
+	for i := 0; i < len(s); i++ {
+		sp := s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'
+		if !sp && !in {
+			n++
+		}
+		in = !sp
+	}
+	return n
+}
+
+// words is the vocabulary of answers. 64 entries, so a word is 6 bits of a
+// random number; none needs JSON escaping.
+var words = [64]string{
+	"the", "river", "carries", "light", "through", "quiet", "valleys", "and",
+	"every", "stone", "remembers", "a", "song", "of", "rain", "while",
+	"gates", "open", "slowly", "to", "let", "water", "find", "its",
+	"way", "toward", "distant", "fields", "where", "morning", "mist", "settles",
+	"over", "green", "hills", "as", "birds", "return", "from", "long",
+	"journeys", "with", "stories", "about", "mountains", "clouds", "bridges", "old",
+	"towns", "under", "bright", "stars", "that", "guide", "travelers", "home",
+	"before", "winter", "arrives", "in", "soft", "white", "silence", "again",
+}
+
+// appendWords appends the n words of seed, separated by spaces.
+func appendWords(b []byte, seed uint64, n int) []byte {
+	x := seed
+	for i := range n {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, words[splitmix64(&x)&63]...)
+	}
+	return b
+}
+
+func appendUsage(b []byte, a answer) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.prompt), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.completion), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.prompt+a.completion), 10)
+	return append(b, `,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
+}
+
+// chat answers a valid chat completion request.
+func (c *call) chat(req *chatRequest) {
+	a := answerFor(req)
+	if req.Stream {
+		c.stream(req, a)
+		return
+	}
+	b := make([]byte, 0, 560+len(req.Model)+a.completion*8)
+	b = append(b, `{"id":"chatcmpl-`...)
+	b = c.sim.appendID(b, 29)
+	b = append(b, `","object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = appendString(b, req.Model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+	b = appendWords(b, a.seed, a.completion)
+	b = append(b, `","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
+	b = append(b, a.finish...)
+	b = append(b, `"}],"usage":`...)
+	b = appendUsage(b, a)
+	b = append(b, `,"service_tier":"default","system_fingerprint":null}`...)
+	c.respond(http.StatusOK, "application/json", b)
+}

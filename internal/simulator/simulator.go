@@ -1,0 +1,306 @@
+// Package simulator is the simulated upstream provider that Sluice ships: an
+// http.Handler that speaks the OpenAI wire format (chat completions as JSON and
+// SSE, embeddings, models) with deterministic answers, and misbehaves on
+// demand per bearer key: latency, slow or cut or stalled streams, concurrency
+// caps that answer 429, injected 5xx, 52x and 529 failures, invalid keys.
+// It records every request it receives so tests can check which credential
+// got what.
+//
+// It is the upstream of the gateway's tests and throughput benchmarks, so the
+// hot path avoids reflection when encoding responses and never logs.
+//
+// The package depends only on the standard library: it stands in for a
+// provider, so it must not share code (and with it, bugs) with the gateway it
+// tests.
+package simulator
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultModels are served by GET /v1/models when Options.Models is empty.
+var DefaultModels = []string{"gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "text-embedding-3-small", "text-embedding-3-large"}
+
+// Options configure a Simulator. They are read once by New.
+type Options struct {
+	// Models are served by GET /v1/models, and only they are accepted by
+	// chat completions and embeddings (others answer 404 model_not_found).
+	// When empty, DefaultModels are listed and any model is accepted.
+	Models []string
+	// Keys holds the behaviour per bearer key; keys not listed get Default.
+	Keys map[string]Behavior
+	// Default is the behaviour of keys not in Keys.
+	Default Behavior
+	// RejectUnknownKeys makes keys not in Keys answer 401 invalid_api_key.
+	RejectUnknownKeys bool
+	// Accounts maps an account id to limits shared by every key whose
+	// Behavior.Account is that id.
+	Accounts map[string]AccountLimits
+	// MaxRecords bounds what Requests keeps: the newest MaxRecords requests.
+	// 0 keeps all of them; a negative value keeps none. Counters are exact
+	// either way. Long benchmarks and `sluice demo-upstream` set it so memory
+	// stays flat.
+	MaxRecords int
+}
+
+// Behavior is how the simulator treats requests made with one bearer key.
+// The zero value answers promptly and correctly.
+type Behavior struct {
+	// Account groups keys: keys with the same Account share the
+	// AccountLimits of that id, and MaxInFlight reports its peak.
+	Account string
+	// Latency is waited before the response headers, also before injected
+	// failures, but not before 401s and 429s from caps (those are cheap
+	// rejections at a real provider too).
+	Latency time.Duration
+	// ChunkDelay is waited between SSE events.
+	ChunkDelay time.Duration
+	// MaxInflight caps concurrent requests of this key; a request over it
+	// answers 429 rate_limit_exceeded. 0 means no cap.
+	MaxInflight int
+	// Invalid makes every request answer 401 invalid_api_key.
+	Invalid bool
+	// FailStatus makes every request answer this status after Latency, with
+	// a body like the real one: OpenAI server_error JSON for 5xx, a
+	// Cloudflare HTML page for 520-530, Anthropic's overloaded_error for
+	// 529, the rate-limit body and headers for 429.
+	FailStatus int
+	// FailBody replaces the body sent with FailStatus. Its content type is
+	// guessed from its first byte ('{' JSON, '<' HTML, else plain text).
+	FailBody string
+	// RetryAfter is sent with 429s caused by this key (its cap, or
+	// FailStatus 429) as retry-after (seconds, rounded up) and
+	// retry-after-ms. 0 sends 1s; a negative value sends no retry headers.
+	RetryAfter time.Duration
+	// CutAfter drops the connection abruptly after this many content events
+	// of a stream (or after the last one, if the answer is shorter): no
+	// finish chunk, no [DONE]. 0 never cuts. JSON responses ignore it.
+	CutAfter int
+	// StallAfter stops a stream after this many content events (or after
+	// the last one) and holds the connection until the client goes away.
+	// 0 never stalls. JSON responses ignore it.
+	StallAfter int
+	// ErrorAfter ends a stream after this many content events (or after the
+	// last one) with a mid-stream error event, `data: {"error":{...}}`, as
+	// OpenAI sends when it fails after the 200; no [DONE]. 0 never does.
+	ErrorAfter int
+}
+
+// AccountLimits are shared by all keys of one account.
+type AccountLimits struct {
+	// MaxInflight caps concurrent requests across the account's keys; a
+	// request over it answers 429. 0 means no cap.
+	MaxInflight int
+	// RetryAfter is sent with the account's 429s, like Behavior.RetryAfter.
+	RetryAfter time.Duration
+}
+
+// Simulator is the simulated provider. It implements http.Handler and is
+// safe for concurrent use. Create it with New.
+type Simulator struct {
+	models    []string
+	modelSet  map[string]bool // nil: any model is accepted
+	modelList []byte          // GET /v1/models body, rendered once
+	accounts  map[string]AccountLimits
+	strict    bool // Options.RejectUnknownKeys
+
+	keysMu sync.RWMutex
+	keys   map[string]Behavior
+	def    Behavior
+
+	journal journal
+	gauges  gauges
+
+	nonce uint64        // makes ids differ between simulators
+	seq   atomic.Uint64 // makes ids differ between requests
+
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a simulator for opts. It copies what it keeps, so the caller
+// may reuse opts.
+func New(opts Options) *Simulator {
+	s := &Simulator{
+		accounts: make(map[string]AccountLimits, len(opts.Accounts)),
+		strict:   opts.RejectUnknownKeys,
+		keys:     make(map[string]Behavior, len(opts.Keys)),
+		def:      opts.Default,
+		nonce:    rand.Uint64(),
+		closing:  make(chan struct{}),
+	}
+	s.models = DefaultModels
+	if len(opts.Models) > 0 {
+		s.models = append([]string(nil), opts.Models...)
+		s.modelSet = make(map[string]bool, len(opts.Models))
+		for _, m := range opts.Models {
+			s.modelSet[m] = true
+		}
+	}
+	s.modelList = renderModelList(s.models)
+	for id, l := range opts.Accounts {
+		s.accounts[id] = l
+	}
+	for k, b := range opts.Keys {
+		s.keys[k] = b
+	}
+	s.journal.init(opts.MaxRecords)
+	s.gauges.init()
+	return s
+}
+
+// SetKey sets the behaviour of requests made with key from now on; requests
+// already running keep the behaviour they started with. Safe for concurrent
+// use.
+func (s *Simulator) SetKey(key string, b Behavior) {
+	s.keysMu.Lock()
+	s.keys[key] = b
+	s.keysMu.Unlock()
+}
+
+// Close makes every request that is waiting (Latency, ChunkDelay, a stall)
+// drop its connection at once, and later waits do the same. Without it a
+// stalled stream would keep httptest.Server.Close or http.Server.Shutdown
+// waiting for its client. Register it to run before the server's Close
+// (t.Cleanup runs last-registered first). Idempotent.
+func (s *Simulator) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+}
+
+// behavior returns the behaviour for key and whether key is listed.
+func (s *Simulator) behavior(key string) (Behavior, bool) {
+	s.keysMu.RLock()
+	b, ok := s.keys[key]
+	s.keysMu.RUnlock()
+	if !ok {
+		b = s.def
+	}
+	return b, ok
+}
+
+// maxBody bounds request bodies; OpenAI's own limit is in this range and a
+// bound keeps a broken client from exhausting the test process.
+const maxBody = 32 << 20
+
+// ServeHTTP serves POST /v1/chat/completions, POST /v1/embeddings,
+// GET /v1/models and GET /v1/models/{model}.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{sim: s, w: w, r: r}
+	key, hasKey := bearer(r.Header.Get("Authorization"))
+	b, listed := s.behavior(key)
+	c.b = b
+
+	ep := route(r)
+	var body []byte
+	if r.Method == http.MethodPost {
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			c.rec = s.journal.add(key, r, nil, "", false)
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				c.fail(http.StatusRequestEntityTooLarge, bodyTooLarge)
+			} else {
+				c.cancelled() // the client left while sending
+			}
+			return
+		}
+	}
+	var p parsed
+	switch ep {
+	case epChat:
+		p = parseChat(body)
+	case epEmbeddings:
+		p = parseEmbeddings(body)
+	}
+	c.rec = s.journal.add(key, r, body, p.model, p.stream)
+
+	switch {
+	case ep == epNone:
+		c.fail(http.StatusNotFound, invalidURL(r))
+		return
+	case !hasKey:
+		c.fail(http.StatusUnauthorized, missingKey)
+		return
+	case b.Invalid || (s.strict && !listed):
+		c.fail(http.StatusUnauthorized, incorrectKey(key))
+		return
+	}
+
+	acct, hasAcct := s.accounts[b.Account]
+	if ok, rej := s.gauges.admit(key, b, acct, hasAcct); !ok {
+		c.rateLimited(rej.limit, rej.retryAfter, p.model)
+		return
+	}
+	defer s.gauges.release(key, b.Account)
+	c.capped(acct, hasAcct)
+
+	if !c.wait(b.Latency) {
+		return
+	}
+	switch {
+	case b.FailStatus != 0:
+		c.injected(p.model)
+	case p.err != nil:
+		c.fail(p.err.status, p.err.body)
+	case ep == epModels:
+		c.models()
+	case ep == epModel:
+		c.model(strings.TrimPrefix(r.URL.Path, "/v1/models/"))
+	case s.modelSet != nil && !s.modelSet[p.model]:
+		c.fail(http.StatusNotFound, modelNotFound(p.model))
+	case ep == epChat:
+		c.chat(p.chat)
+	case ep == epEmbeddings:
+		c.embeddings(p.embed)
+	}
+}
+
+// bearer extracts the key from an Authorization header value.
+func bearer(h string) (string, bool) {
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	key := strings.TrimSpace(h[len(prefix):])
+	return key, key != ""
+}
+
+type endpoint int
+
+const (
+	epNone endpoint = iota
+	epChat
+	epEmbeddings
+	epModels
+	epModel
+)
+
+func route(r *http.Request) endpoint {
+	switch p := r.URL.Path; {
+	case r.Method == http.MethodPost && p == "/v1/chat/completions":
+		return epChat
+	case r.Method == http.MethodPost && p == "/v1/embeddings":
+		return epEmbeddings
+	case r.Method == http.MethodGet && p == "/v1/models":
+		return epModels
+	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/models/") && len(p) > len("/v1/models/"):
+		return epModel
+	}
+	return epNone
+}
+
+// parsed is what ServeHTTP needs from a request body, decoded once.
+type parsed struct {
+	model  string
+	stream bool
+	chat   *chatRequest
+	embed  *embeddingsRequest
+	err    *apiError // answered after Latency, like a real provider validating
+}

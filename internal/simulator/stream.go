@@ -1,0 +1,142 @@
+package simulator
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// midStreamError is what OpenAI sends when it fails after the 200.
+const midStreamError = `data: {"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}` + "\n\n"
+
+// streamer writes one SSE response. It lives for one call.
+type streamer struct {
+	c     *call
+	rc    *http.ResponseController
+	buf   []byte // reused for every event
+	head  []byte // `data: {"id":…,"choices":[`, the same in every chunk
+	usage bool   // stream_options.include_usage
+	first bool   // no event sent yet: ChunkDelay goes between events
+}
+
+// stream answers a chat completion as SSE: a role chunk, one chunk per word,
+// a finish chunk, the usage chunk when asked for, then [DONE]. It returns
+// early when the client goes away, and misbehaves as Behavior says.
+func (c *call) stream(req *chatRequest, a answer) {
+	st := &streamer{
+		c:     c,
+		rc:    http.NewResponseController(c.w),
+		buf:   make([]byte, 0, 512),
+		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		first: true,
+	}
+	st.head = append(st.head, `data: {"id":"chatcmpl-`...)
+	st.head = c.sim.appendID(st.head, 29)
+	st.head = append(st.head, `","object":"chat.completion.chunk","created":`...)
+	st.head = strconv.AppendInt(st.head, time.Now().Unix(), 10)
+	st.head = append(st.head, `,"model":`...)
+	st.head = appendString(st.head, req.Model)
+	st.head = append(st.head, `,"service_tier":"default","system_fingerprint":null,"choices":[`...)
+
+	h := c.header("text/event-stream; charset=utf-8")
+	h["Cache-Control"] = []string{"no-cache"}
+	c.writeHeader(http.StatusOK)
+
+	if !st.chunk(`{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`, "", "") {
+		return
+	}
+	b := c.b
+	x := a.seed
+	for i := 1; i <= a.completion; i++ {
+		// Words after the first carry their leading space, as real tokens
+		// do, so the deltas concatenate to the JSON answer's content.
+		pre := `{"index":0,"delta":{"content":" `
+		if i == 1 {
+			pre = `{"index":0,"delta":{"content":"`
+		}
+		if !st.chunk(pre, words[splitmix64(&x)&63], `"},"logprobs":null,"finish_reason":null}`) {
+			return
+		}
+		switch {
+		case triggers(b.CutAfter, i, a.completion):
+			c.cut()
+			return
+		case triggers(b.ErrorAfter, i, a.completion):
+			st.raw(midStreamError)
+			return
+		case triggers(b.StallAfter, i, a.completion):
+			st.stall()
+			return
+		}
+	}
+	if !st.chunk(`{"index":0,"delta":{},"logprobs":null,"finish_reason":"`, a.finish, `"}`) {
+		return
+	}
+	if st.usage {
+		st.buf = append(st.buf[:0], st.head...)
+		st.buf = append(st.buf, `],"usage":`...)
+		st.buf = appendUsage(st.buf, a)
+		st.buf = append(st.buf, "}\n\n"...)
+		if !st.send() {
+			return
+		}
+	}
+	st.raw("data: [DONE]\n\n")
+}
+
+// triggers reports whether a misbehaviour set to after fires at content
+// event i of n.
+func triggers(after, i, n int) bool {
+	return after > 0 && (i == after || (i == n && after > n))
+}
+
+// chunk sends one chunk whose only choice is pre+mid+post (in parts, so a
+// word is never concatenated into a new string).
+func (st *streamer) chunk(pre, mid, post string) bool {
+	st.buf = append(st.buf[:0], st.head...)
+	st.buf = append(st.buf, pre...)
+	st.buf = append(st.buf, mid...)
+	st.buf = append(st.buf, post...)
+	st.buf = append(st.buf, ']')
+	if st.usage {
+		st.buf = append(st.buf, `,"usage":null`...)
+	}
+	st.buf = append(st.buf, "}\n\n"...)
+	return st.send()
+}
+
+// raw sends a literal event.
+func (st *streamer) raw(event string) bool {
+	st.buf = append(st.buf[:0], event...)
+	return st.send()
+}
+
+// send waits ChunkDelay (not before the first event), writes buf and flushes
+// it, so every event reaches the client on its own as a provider's do. It
+// returns false when the request must end.
+func (st *streamer) send() bool {
+	if !st.first && !st.c.wait(st.c.b.ChunkDelay) {
+		return false
+	}
+	st.first = false
+	if _, err := st.c.w.Write(st.buf); err != nil {
+		st.c.cancelled()
+		return false
+	}
+	if err := st.rc.Flush(); err != nil {
+		st.c.cancelled()
+		return false
+	}
+	return true
+}
+
+// stall holds the connection until the client leaves or the simulator
+// closes.
+func (st *streamer) stall() {
+	select {
+	case <-st.c.r.Context().Done():
+		st.c.cancelled()
+	case <-st.c.sim.closing:
+		st.c.cut()
+	}
+}

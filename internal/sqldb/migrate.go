@@ -1,0 +1,135 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// migration is one step of the schema. Its statements run in the migration
+// transaction. Two type names stand for what differs between dialects:
+// {{bytes}} is a byte string, and {{ordered_text}} is text that sorts byte
+// by byte whatever the database's collation, as Go's strings do. Times
+// are BIGINT microseconds since the Unix epoch (UTC), durations BIGINT
+// microseconds (columns ending in _us).
+type migration struct {
+	version int64
+	name    string
+	stmts   []string
+}
+
+// migrations are applied in order. A released migration is never edited: a
+// change to the schema is a new migration at the end.
+var migrations = []migration{{
+	version: 1,
+	name:    "keys, catalog documents, usage records, executions",
+	stmts: []string{
+		`CREATE TABLE keys (
+			id         {{ordered_text}} NOT NULL PRIMARY KEY,
+			name       TEXT NOT NULL,
+			tenant     TEXT NOT NULL,
+			hash       TEXT NOT NULL UNIQUE,
+			prefix     TEXT NOT NULL,
+			status     TEXT NOT NULL,
+			models     TEXT NOT NULL, -- JSON array of aliases; [] = all
+			priority   TEXT NOT NULL,
+			expires_at BIGINT,        -- NULL = never
+			created_at BIGINT NOT NULL,
+			updated_at BIGINT NOT NULL,
+			static     BOOLEAN NOT NULL
+		)`,
+		`CREATE INDEX keys_created ON keys (created_at, id)`,
+		`CREATE TABLE catalog_documents (
+			version    BIGINT NOT NULL PRIMARY KEY,
+			doc        {{bytes}} NOT NULL,
+			created_at BIGINT NOT NULL
+		)`,
+		`CREATE TABLE usage_records (
+			request_id        {{ordered_text}} NOT NULL PRIMARY KEY,
+			key_id            TEXT NOT NULL,
+			tenant            TEXT NOT NULL,
+			alias             TEXT NOT NULL,
+			protocol          TEXT NOT NULL,
+			stream            BOOLEAN NOT NULL,
+			status            INTEGER NOT NULL,
+			code              TEXT NOT NULL,
+			started_at        BIGINT NOT NULL,
+			latency_us        BIGINT NOT NULL,
+			ttft_us           BIGINT NOT NULL,
+			prompt_tokens     BIGINT NOT NULL,
+			completion_tokens BIGINT NOT NULL,
+			cached_tokens     BIGINT NOT NULL,
+			reasoning_tokens  BIGINT NOT NULL,
+			total_tokens      BIGINT NOT NULL,
+			measured          BOOLEAN NOT NULL
+		)`,
+		`CREATE INDEX usage_records_started ON usage_records (started_at, request_id)`,
+		`CREATE TABLE executions (
+			request_id        {{ordered_text}} NOT NULL REFERENCES usage_records (request_id) ON DELETE CASCADE,
+			seq               INTEGER NOT NULL, -- 0-based attempt number within the request
+			edge_id           TEXT NOT NULL,
+			credential_id     TEXT NOT NULL,
+			account_id        TEXT NOT NULL,
+			endpoint_id       TEXT NOT NULL,
+			model             TEXT NOT NULL,
+			status            TEXT NOT NULL,
+			http_status       INTEGER NOT NULL,
+			error             TEXT NOT NULL,
+			started_at        BIGINT NOT NULL,
+			first_byte_us     BIGINT NOT NULL,
+			duration_us       BIGINT NOT NULL,
+			prompt_tokens     BIGINT NOT NULL,
+			completion_tokens BIGINT NOT NULL,
+			cached_tokens     BIGINT NOT NULL,
+			reasoning_tokens  BIGINT NOT NULL,
+			total_tokens      BIGINT NOT NULL,
+			measured          BOOLEAN NOT NULL,
+			PRIMARY KEY (request_id, seq)
+		)`,
+	},
+}}
+
+// migrationLock is the PostgreSQL advisory lock key that serialises
+// migrations between processes opening the same database.
+const migrationLock int64 = 0x736c75696365 // "sluice"
+
+// migrate applies the pending migrations in one transaction, under the
+// dialect's lock: concurrent openers wait, then find nothing left to do.
+func (db *DB) migrate(ctx context.Context) error {
+	return db.InTx(ctx, func(tx *Tx) error {
+		if db.d.lock != "" {
+			if _, err := tx.Exec(ctx, db.d.lock, migrationLock); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    BIGINT NOT NULL PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at BIGINT NOT NULL
+		)`); err != nil {
+			return err
+		}
+		var current int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return err
+		}
+		if latest := migrations[len(migrations)-1].version; current > latest {
+			return fmt.Errorf("schema version %d is newer than this build's %d", current, latest)
+		}
+		for _, m := range migrations {
+			if m.version <= current {
+				continue
+			}
+			for _, stmt := range m.stmts {
+				if _, err := tx.Exec(ctx, db.d.types.Replace(stmt)); err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UnixMicro()); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,77 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/sse"
+)
+
+var doneData = []byte("[DONE]")
+
+// relay passes an SSE answer to the caller event by event, as each arrives.
+// Until the first event is written the attempt can still fail over; after
+// it, a failure ends the caller's stream with an error event.
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd io.Reader, a attempt, callStart time.Time) attempt {
+	events := sse.NewReader(rd)
+	ev, err := events.Next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errStreamTruncated
+		}
+		a.class, a.err = failureOf(ctx, actx, err)
+		return a
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	a.committed = true
+	a.ttft = time.Since(callStart)
+	out := sse.NewWriter(w)
+	for {
+		done := bytes.Equal(ev.Data, doneData)
+		forward := true
+		if !done && bytes.Contains(ev.Data, usageField) {
+			if u := usageOf(ev.Data); u.Measured {
+				a.exec.Usage = u
+				// The usage-only chunk exists because Sluice asked for it;
+				// a caller that did not ask never sees it.
+				forward = req.IncludeUsage || !isUsageOnly(ev.Data)
+			}
+		}
+		if forward {
+			if err := out.WriteRaw(ev.Raw); err != nil {
+				a.class, a.err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
+				return a
+			}
+		}
+		if done {
+			return a
+		}
+		if ev, err = events.Next(); err != nil {
+			break
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = errStreamTruncated
+	}
+	a.class, a.err = failureOf(ctx, actx, err)
+	if a.class != ClassCallerGone {
+		// The stream is committed: no failover, no splicing of a second
+		// upstream's output; the caller learns why it ended.
+		_ = out.WriteData(streamErrorEvent)
+	}
+	return a
+}
+
+// streamErrorEvent ends a committed stream that broke, in the OpenAI
+// dialect that SDKs recognise (a chunk with an "error" key).
+var streamErrorEvent = []byte(`{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"` + string(sluice.CodeUpstreamStreamFailed) + `"}}`)

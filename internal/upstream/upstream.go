@@ -1,0 +1,173 @@
+// Package upstream executes a request on the candidate edges the router
+// chose: it prepares the body for the edge, calls the endpoint under phase
+// timeouts (connect, first byte, idle between chunks, total), relays the
+// answer to the caller as it arrives, classifies every failure, and fails
+// over to the next edge only before the first byte has reached the caller.
+// It records one sluice.Execution per attempt. It must not depend on
+// pipeline, ingress or app.
+package upstream
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/breaker"
+)
+
+// BreakerSettings configure an endpoint's breaker.
+type BreakerSettings struct {
+	Failures int
+	Open     time.Duration
+}
+
+// Caller runs executions. It owns the HTTP transports (one per connect
+// timeout, so connections are pooled across requests and reloads) and the
+// endpoint breakers, which outlive catalog reloads because they are keyed by
+// the endpoint's stable ID. Safe for concurrent use.
+type Caller struct {
+	log        *slog.Logger
+	mu         sync.Mutex
+	transports map[time.Duration]*http.Transport
+	breakers   sync.Map // endpoint ID → *breaker.Breaker
+	settings   func(endpointID string) BreakerSettings
+	observe    func(Observation)
+}
+
+// Observation tells the owner what happened to an endpoint's breaker, for
+// metrics and logs.
+type Observation struct {
+	EndpointID string
+	State      breaker.State
+}
+
+// New returns a Caller. settings gives each endpoint's breaker settings when
+// its breaker is first needed; observe (may be nil) is told breaker changes.
+func New(log *slog.Logger, settings func(endpointID string) BreakerSettings, observe func(Observation)) *Caller {
+	if observe == nil {
+		observe = func(Observation) {}
+	}
+	return &Caller{log: log, transports: map[time.Duration]*http.Transport{}, settings: settings, observe: observe}
+}
+
+// Breaker returns the endpoint's breaker, creating it on first use.
+func (c *Caller) Breaker(endpointID string) *breaker.Breaker {
+	if b, ok := c.breakers.Load(endpointID); ok {
+		return b.(*breaker.Breaker)
+	}
+	s := c.settings(endpointID)
+	b, _ := c.breakers.LoadOrStore(endpointID, breaker.New(s.Failures, s.Open))
+	return b.(*breaker.Breaker)
+}
+
+func (c *Caller) transport(connect time.Duration) *http.Transport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.transports[connect]; ok {
+		return t
+	}
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         d.DialContext,
+		TLSHandshakeTimeout: connect,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // relay the upstream's bytes as they are
+	}
+	c.transports[connect] = t
+	return t
+}
+
+// Close releases idle upstream connections.
+func (c *Caller) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.transports {
+		t.CloseIdleConnections()
+	}
+}
+
+// Result is what a call did: every execution in order, the usage of the one
+// that answered, and whether bytes reached the caller.
+type Result struct {
+	Executions []sluice.Execution
+	Usage      sluice.Usage
+	Committed  bool
+	TTFT       time.Duration // from the call's start to the first byte written to the caller
+}
+
+// Call tries the edges in order until one answers. When it returns an error
+// and Result.Committed is false, nothing was written to w and the caller of
+// Call renders the error; when Committed is true the response is already
+// (possibly partly) written and the error is only for logs.
+func (c *Caller) Call(ctx context.Context, w http.ResponseWriter, req *sluice.Request, edges []*sluice.Edge) (Result, error) {
+	var res Result
+	start := time.Now()
+	var last attempt
+	tried := 0
+	for _, e := range edges {
+		br := c.Breaker(e.Endpoint.ID)
+		if !br.Allow() {
+			continue
+		}
+		tried++
+		a := c.execute(ctx, w, req, e, start)
+		res.Executions = append(res.Executions, a.exec)
+		c.report(br, e.Endpoint.ID, a.class)
+		if a.committed {
+			res.Committed = true
+			res.Usage = a.exec.Usage
+			res.TTFT = a.ttft
+			return res, a.err
+		}
+		last = a
+		if !a.class.Retryable() {
+			break
+		}
+		if a.class != ClassCallerGone {
+			c.log.LogAttrs(ctx, slog.LevelWarn, "upstream failover",
+				slog.String("request_id", req.ID), slog.String("edge_id", e.ID),
+				slog.String("class", a.class.String()), slog.Int("status", a.exec.HTTPStatus),
+				slog.String("err", a.exec.Error))
+		}
+	}
+	if tried == 0 {
+		return res, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve model " + req.Model + " right now"}
+	}
+	if last.class == ClassRate && last.failed != nil {
+		// Every edge is throttled: the caller gets the upstream's own 429 and
+		// its Retry-After, which is the most precise answer there is.
+		res.Committed = true
+		if err := writeResponse(w, last.failed); err != nil {
+			return res, err
+		}
+		return res, last.err
+	}
+	return res, last.failure()
+}
+
+// report feeds an outcome to the endpoint's breaker. Only endpoint failures
+// count against it; a 429 or a 4xx proves the endpoint is up.
+func (c *Caller) report(br *breaker.Breaker, endpointID string, class Class) {
+	before := br.State()
+	switch class {
+	case ClassEndpoint:
+		br.Failure()
+	case ClassCallerGone:
+		br.Cancel()
+	default:
+		br.Success()
+	}
+	if after := br.State(); after != before {
+		c.observe(Observation{EndpointID: endpointID, State: after})
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "endpoint breaker changed",
+			slog.String("endpoint_id", endpointID), slog.String("state", after.String()))
+	}
+}
