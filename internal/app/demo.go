@@ -39,7 +39,7 @@ func startDemo(log *slog.Logger) (*demo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo upstream: %w", err)
 	}
-	d := &demo{sim: simulator.New(simulator.Options{}), url: "http://" + ln.Addr().String(),
+	d := &demo{sim: simulator.New(simulator.Options{MaxRecords: -1}), url: "http://" + ln.Addr().String(),
 		secret: "sk-demo-upstream-" + authn.NewSecret()[len(authn.KeyPrefix):], key: authn.NewSecret()}
 	d.server = &http.Server{Handler: d.sim, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -108,7 +108,7 @@ func demoUpstreamCommand(ctx context.Context, args []string, stdout, stderr io.W
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	sim := simulator.New(simulator.Options{Default: simulator.Behavior{Latency: *latency, ChunkDelay: *chunkDelay}})
+	sim := simulator.New(simulator.Options{MaxRecords: -1, Default: simulator.Behavior{Latency: *latency, ChunkDelay: *chunkDelay}})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice demo-upstream: %v\n", err)

@@ -36,8 +36,8 @@ func (s State) String() string {
 }
 
 // Breaker is one endpoint's circuit breaker. It is safe for concurrent use.
-// Allow, Success and Failure on a closed breaker take no lock, and Success
-// writes shared memory only when it resets a count.
+// On a closed breaker Allow and Success take no lock, nor does Failure below
+// the threshold, and Success writes shared memory only when it resets a count.
 //
 // Reports are not tied to the Allow that admitted them: Success and Failure
 // say something about the endpoint, whoever made the call. While open, reports
@@ -69,8 +69,13 @@ func New(failures int, open time.Duration) *Breaker {
 // is cancelled, or its lease of one open period runs out.
 func (b *Breaker) Allow() bool {
 	if State(b.state.Load()) == Closed {
-		return true
+		return true // short enough to inline: the hot path
 	}
+	return b.allowSlow()
+}
+
+// allowSlow is Allow on a breaker that was not closed: it may admit the probe.
+func (b *Breaker) allowSlow() bool {
 	now := b.now()
 	if now < b.until.Load() {
 		return false
@@ -100,6 +105,11 @@ func (b *Breaker) Success() {
 		}
 		return
 	}
+	b.successSlow()
+}
+
+// successSlow is Success on a breaker that was not closed.
+func (b *Breaker) successSlow() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if State(b.state.Load()) == HalfOpen {

@@ -17,7 +17,7 @@ type Metrics struct {
 	RequestDuration *prometheus.HistogramVec // protocol, stream
 	Executions      *prometheus.CounterVec   // endpoint, class
 	Tokens          *prometheus.CounterVec   // alias, kind
-	BreakerState    *prometheus.GaugeVec     // endpoint: 0 closed, 1 half-open, 2 open
+	BreakerState    *prometheus.GaugeVec     // endpoint: 0 closed, 1 open, 2 half-open
 	CatalogReloads  *prometheus.CounterVec   // result: ok | error
 	CatalogFailing  prometheus.Gauge         // 1 while the last reload attempt failed
 	CatalogVersion  prometheus.Gauge
@@ -41,7 +41,7 @@ func New() *Metrics {
 			Name: "sluice_tokens_total", Help: "Tokens measured, by alias and kind (prompt, completion, cached, reasoning).",
 		}, []string{"alias", "kind"}),
 		BreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "sluice_endpoint_breaker_state", Help: "Endpoint circuit breaker: 0 closed, 1 half-open, 2 open.",
+			Name: "sluice_endpoint_breaker_state", Help: "Endpoint circuit breaker: 0 closed, 1 open, 2 half-open.",
 		}, []string{"endpoint"}),
 		CatalogReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_catalog_reloads_total", Help: "Catalog reload attempts, by result.",

@@ -21,6 +21,11 @@ var doneData = []byte("[DONE]")
 func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd io.Reader, a attempt, callStart time.Time) attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
+	for err == nil && ev.Data == nil {
+		// Keep-alive comments before the first data event do not commit the
+		// stream: the attempt can still fail over.
+		ev, err = events.Next()
+	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = errStreamTruncated

@@ -1,0 +1,263 @@
+// Package admin is the operator's control plane: the admin HTTP API (virtual
+// keys, the catalog document, status, usage, Prometheus metrics), the Go
+// Client for it, and the CLI built on that client (sluice keys|apply|status).
+//
+// It holds no state of its own: keys go through authn.Keyring, the catalog
+// through the app's Catalog, usage through ledger.Usage. It never returns or
+// logs a key's hash, and returns a plaintext key only in the answer to create
+// or rotate. It may import sluice, authn, catalog and ledger; it must not
+// import pipeline, ingress or app.
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/ledger"
+)
+
+// Options configures the admin API.
+type Options struct {
+	// Token is the admin bearer token, required. It is compared in constant
+	// time; an empty Token refuses every request.
+	Token string
+	// Keys manages virtual keys; required.
+	Keys *authn.Keyring
+	// Usage lists usage records; nil makes GET /admin/usage answer 404.
+	Usage ledger.Usage
+	// Catalog is the running gateway's catalog; nil makes the catalog
+	// routes answer 404 and status report no catalog.
+	Catalog Catalog
+	// Metrics is served at GET /metrics without the admin token, for
+	// Prometheus scrapers; nil answers 404.
+	Metrics http.Handler
+	// Log receives one line per admin write and per failed request; nil
+	// discards them. Tokens and plaintext keys never reach it.
+	Log *slog.Logger
+}
+
+// Catalog is what the admin API needs from the running gateway's catalog.
+// Implementations must be safe for concurrent use.
+type Catalog interface {
+	// Status reports what is serving now.
+	Status() CatalogStatus
+	// Apply validates doc and makes it serve. ifVersion is the version the
+	// operator last saw (0 = no check). It returns an error wrapping
+	// catalog.ErrConflict when ifVersion is stale, one wrapping
+	// ErrCatalogReadOnly when the catalog cannot be changed through the API,
+	// and any other error (for example *InvalidCatalogError) when doc is
+	// invalid; that error's text is shown to the operator in full.
+	Apply(ctx context.Context, doc []byte, ifVersion int64) (CatalogStatus, error)
+}
+
+// CatalogStatus describes the catalog serving now.
+type CatalogStatus struct {
+	Version     int64     `json:"version"`                // serving snapshot version
+	Source      string    `json:"source"`                 // "file:/path", "store", "demo"
+	LoadedAt    time.Time `json:"loaded_at"`              // when the serving snapshot was compiled
+	LastError   string    `json:"last_error,omitempty"`   // last failed reload, kept until a reload succeeds
+	LastErrorAt time.Time `json:"last_error_at,omitzero"` // when LastError happened
+	Document    []byte    `json:"-"`                      // the YAML serving now; GET /admin/catalog serves it
+	Aliases     []string  `json:"aliases"`                // model aliases the catalog serves
+}
+
+// ErrCatalogReadOnly is wrapped by Catalog.Apply when the catalog is managed
+// by something else (a file) and cannot be changed through the admin API.
+var ErrCatalogReadOnly = errors.New("catalog is read-only")
+
+// InvalidCatalogError is a catalog document that failed to decode or
+// validate. Err usually joins every problem (errors.Join), one per line.
+type InvalidCatalogError struct {
+	Err error
+}
+
+// Error returns every problem, one per line.
+func (e *InvalidCatalogError) Error() string { return "invalid catalog: " + e.Err.Error() }
+
+// Unwrap exposes the problems to errors.Is and errors.As.
+func (e *InvalidCatalogError) Unwrap() error { return e.Err }
+
+// maxBody bounds every admin request body.
+const maxBody = 1 << 20
+
+// server is the admin http.Handler.
+type server struct {
+	tokenSum [sha256.Size]byte
+	hasToken bool
+	keys     *authn.Keyring
+	usage    ledger.Usage
+	catalog  Catalog
+	metrics  http.Handler
+	log      *slog.Logger
+	mux      *http.ServeMux
+	now      func() time.Time
+}
+
+// New returns the admin API handler. Every route except GET /metrics and
+// GET /healthz requires "Authorization: Bearer <Options.Token>".
+//
+//	GET  /admin/status                 CatalogStatus plus key counts by status
+//	GET  /admin/catalog                the serving YAML, ETag "<version>"
+//	PUT  /admin/catalog                apply YAML (If-Match "<version>" optional)
+//	POST /admin/keys                   create (KeySpec) → 201 IssuedKey
+//	GET  /admin/keys                   []KeyRecord
+//	GET  /admin/keys/{id}              KeyRecord
+//	POST /admin/keys/{id}/disable      KeyRecord (also enable, revoke)
+//	POST /admin/keys/{id}/rotate       IssuedKey
+//	POST /admin/keys/{id}/expire       Expiry → KeyRecord
+//	PUT  /admin/keys/{id}/models       {"models":[…]} → KeyRecord
+//	GET  /admin/usage?since=&limit=    []UsageRecord
+//
+// Errors use the OpenAI envelope {"error":{"message","type","code"}}.
+func New(opts Options) http.Handler {
+	s := &server{
+		tokenSum: sha256.Sum256([]byte(opts.Token)),
+		hasToken: opts.Token != "",
+		keys:     opts.Keys,
+		usage:    opts.Usage,
+		catalog:  opts.Catalog,
+		metrics:  opts.Metrics,
+		log:      opts.Log,
+		mux:      http.NewServeMux(),
+		now:      time.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if !s.hasToken {
+		s.log.LogAttrs(context.Background(), slog.LevelError, "admin API has no token: every request will be refused")
+	}
+	s.mux.HandleFunc("GET /admin/status", s.handle(s.status))
+	s.mux.HandleFunc("GET /admin/catalog", s.handle(s.getCatalog))
+	s.mux.HandleFunc("PUT /admin/catalog", s.handle(s.applyCatalog))
+	s.mux.HandleFunc("POST /admin/keys", s.handle(s.createKey))
+	s.mux.HandleFunc("GET /admin/keys", s.handle(s.listKeys))
+	s.mux.HandleFunc("GET /admin/keys/{id}", s.handle(s.showKey))
+	s.mux.HandleFunc("POST /admin/keys/{id}/disable", s.handle(s.transition("keys.disable", s.keys.Disable)))
+	s.mux.HandleFunc("POST /admin/keys/{id}/enable", s.handle(s.transition("keys.enable", s.keys.Enable)))
+	s.mux.HandleFunc("POST /admin/keys/{id}/revoke", s.handle(s.transition("keys.revoke", s.keys.Revoke)))
+	s.mux.HandleFunc("POST /admin/keys/{id}/rotate", s.handle(s.rotateKey))
+	s.mux.HandleFunc("POST /admin/keys/{id}/expire", s.handle(s.expireKey))
+	s.mux.HandleFunc("PUT /admin/keys/{id}/models", s.handle(s.setModels))
+	s.mux.HandleFunc("GET /admin/usage", s.handle(s.listUsage))
+	return s
+}
+
+// ServeHTTP serves /metrics and /healthz to anyone, then checks the token
+// before it routes, so an unauthenticated caller learns nothing about the
+// routes.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/metrics", "/healthz":
+		s.public(w, r)
+		return
+	}
+	if !s.authorized(r) {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-admin"`)
+		writeError(w, &sluice.Error{Code: CodeUnauthorized, Msg: "missing or invalid admin token"})
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.unrouted(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// public serves the routes that need no token.
+func (s *server) public(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, sluice.Errorf(sluice.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		return
+	}
+	if r.URL.Path == "/healthz" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if s.metrics == nil {
+		writeError(w, sluice.Errorf(sluice.CodeNotFound, "metrics are not enabled"))
+		return
+	}
+	s.metrics.ServeHTTP(w, r)
+}
+
+// unrouted answers 405 when the path exists under another method, else 404.
+func (s *server) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, sluice.Errorf(sluice.CodeNotFound, "unknown path "+r.Method+" "+r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, sluice.Errorf(sluice.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+}
+
+// authorized compares the bearer token with the admin token in constant
+// time. Both sides are hashed first so that neither the comparison's time
+// nor an early length mismatch tells a caller how long the token is.
+func (s *server) authorized(r *http.Request) bool {
+	tok, ok := bearer(r)
+	if !ok || !s.hasToken {
+		return false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) <= 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
+}
+
+// handle adapts a handler that returns an error, rendering and logging it.
+func (s *server) handle(fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// fail logs err once and renders its public face. Only Msg and Code reach
+// the caller; an internal cause stays in the log.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := asError(err)
+	status := statusOf(e.Code)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(r.Context(), level, "admin request failed",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.String("code", string(e.Code)), slog.String("err", err.Error()))
+	writeError(w, e)
+}
+
+// wrote logs a successful admin write. attrs never hold a token, a hash or
+// a plaintext key.
+func (s *server) wrote(ctx context.Context, action string, attrs ...slog.Attr) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "admin write", append([]slog.Attr{slog.String("action", action)}, attrs...)...)
+}

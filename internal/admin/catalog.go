@@ -1,0 +1,130 @@
+package admin
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Usage listing bounds: GET /admin/usage without since shows the last day,
+// and never more than maxUsage records.
+const (
+	defaultUsageWindow = 24 * time.Hour
+	defaultUsageLimit  = 100
+	maxUsage           = 10000
+)
+
+// status handles GET /admin/status.
+func (s *server) status(w http.ResponseWriter, r *http.Request) error {
+	var st Status
+	if s.catalog != nil {
+		st.CatalogStatus = s.catalog.Status()
+	}
+	if st.Aliases == nil {
+		st.Aliases = []string{}
+	}
+	st.Keys = s.keyCounts(r)
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// keyCounts counts stored keys by effective status. It reads every key once,
+// which is cheap at the scale of an operator's key list; on failure it logs
+// and returns nil, which leaves the counts out of the status.
+func (s *server) keyCounts(r *http.Request) map[sluice.KeyStatus]int {
+	if s.keys == nil {
+		return nil
+	}
+	keys, err := s.keys.List(r.Context())
+	if err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "status: list keys", slog.Any("err", err))
+		return nil
+	}
+	now := s.now()
+	counts := make(map[sluice.KeyStatus]int)
+	for _, k := range keys {
+		counts[k.EffectiveStatus(now)]++
+	}
+	return counts
+}
+
+// getCatalog handles GET /admin/catalog: the YAML serving now.
+func (s *server) getCatalog(w http.ResponseWriter, _ *http.Request) error {
+	if s.catalog == nil {
+		return sluice.Errorf(sluice.CodeNotFound, "this gateway has no catalog")
+	}
+	st := s.catalog.Status()
+	w.Header().Set("Content-Type", "text/yaml; charset=utf-8")
+	w.Header().Set("ETag", etag(st.Version))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(st.Document)
+	return nil
+}
+
+// applyCatalog handles PUT /admin/catalog.
+func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
+	if s.catalog == nil {
+		return sluice.Errorf(sluice.CodeNotFound, "this gateway has no catalog")
+	}
+	ifVersion, err := parseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	doc, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(doc) == 0 {
+		return invalid("the request body is empty; want the catalog YAML")
+	}
+	st, err := s.catalog.Apply(r.Context(), doc, ifVersion)
+	if err != nil {
+		return catalogError(err)
+	}
+	if st.Aliases == nil {
+		st.Aliases = []string{}
+	}
+	s.wrote(r.Context(), "catalog.apply", slog.Int64("version", st.Version), slog.Int64("if_version", ifVersion),
+		slog.Int("bytes", len(doc)))
+	w.Header().Set("ETag", etag(st.Version))
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// listUsage handles GET /admin/usage?since=<RFC3339>&limit=N: records
+// started at or after since (default: a day ago), oldest first, at most
+// limit (default 100, at most 10000).
+func (s *server) listUsage(w http.ResponseWriter, r *http.Request) error {
+	if s.usage == nil {
+		return sluice.Errorf(sluice.CodeNotFound, "this gateway records no usage")
+	}
+	q := r.URL.Query()
+	since := s.now().Add(-defaultUsageWindow)
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return invalid("since %q is not an RFC 3339 time", v)
+		}
+		since = t
+	}
+	n := defaultUsageLimit
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxUsage {
+			return invalid("limit %q is not a number from 1 to %d", v, maxUsage)
+		}
+	}
+	recs, err := s.usage.ListUsage(r.Context(), since, n)
+	if err != nil {
+		return err
+	}
+	out := make([]UsageRecord, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, usageRecord(rec))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

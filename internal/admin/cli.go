@@ -1,0 +1,285 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables the CLI reads.
+const (
+	EnvAdminURL   = "SLUICE_ADMIN_URL"   // admin API base URL
+	EnvAdminToken = "SLUICE_ADMIN_TOKEN" // admin bearer token
+)
+
+// DefaultAdminURL is where the CLI looks for the admin API when neither
+// --admin nor SLUICE_ADMIN_URL says otherwise.
+const DefaultAdminURL = "http://127.0.0.1:8081"
+
+const cliUsage = `usage:
+  sluice keys create --name NAME --tenant TENANT [--models a,b] [--priority CLASS]
+                     [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending]
+  sluice keys list
+  sluice keys show ID
+  sluice keys disable|enable|revoke|rotate ID
+  sluice keys expire ID [--in 1h | --at RFC3339 | --never]   (default: now)
+  sluice keys models ID (ALIAS[,ALIAS…] | --all)
+  sluice apply -f FILE [--if-match VERSION]
+  sluice status
+
+common flags:
+  --admin URL        admin API (default $SLUICE_ADMIN_URL or ` + DefaultAdminURL + `)
+  --token-file FILE  read the admin token from FILE (default $SLUICE_ADMIN_TOKEN)
+  --json             print JSON instead of tables
+`
+
+// RunCLI runs one admin subcommand against a running gateway and returns
+// the exit code: 0 on success, 1 when the API or anything else failed (the
+// message goes to stderr), 2 on a usage error. args start at the
+// subcommand, e.g. ["keys", "create", "--name", "x"]. env looks up
+// environment variables (os.Getenv when nil).
+func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
+	if env == nil {
+		env = os.Getenv
+	}
+	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr, env: env}
+	err := c.run(args)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "sluice: %s\n", ue.msg)
+		if ue.synopsis != "" {
+			fmt.Fprintf(stderr, "usage: sluice %s\n", ue.synopsis)
+		}
+		fmt.Fprintln(stderr, "run 'sluice help' for every command")
+		return 2
+	default:
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 1
+	}
+}
+
+// usageError is a command line the CLI cannot run.
+type usageError struct {
+	msg      string
+	synopsis string // the command's usage line, when known
+}
+
+func (e usageError) Error() string { return e.msg }
+
+// cli is one run of RunCLI.
+type cli struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+	env            func(string) string
+
+	adminURL  string
+	tokenFile string
+	json      bool
+}
+
+func (c *cli) run(args []string) error {
+	if len(args) == 0 {
+		return usageError{msg: "missing command"}
+	}
+	switch args[0] {
+	case "keys":
+		return c.keys(args[1:])
+	case "apply":
+		return c.apply(args[1:])
+	case "status":
+		return c.status(args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, cliUsage)
+		return nil
+	}
+	return usageError{msg: fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// command parses one subcommand's flags and positional arguments.
+type command struct {
+	*cli
+	fs       *flag.FlagSet
+	synopsis string
+}
+
+// command returns the flag set of a subcommand, with the common flags.
+func (c *cli) command(name, synopsis string) *command {
+	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	def := c.env(EnvAdminURL)
+	if def == "" {
+		def = DefaultAdminURL
+	}
+	fs.StringVar(&c.adminURL, "admin", def, "admin API base `URL`")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the admin token from `FILE` (default $"+EnvAdminToken+")")
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	cmd := &command{cli: c, fs: fs, synopsis: name + " " + synopsis}
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "usage: sluice %s\n\nflags:\n", cmd.synopsis)
+		fs.PrintDefaults()
+	}
+	return cmd
+}
+
+// parse reads flags anywhere among the arguments (Go's flag package stops
+// at the first positional one) and checks the number of positional ones.
+func (cmd *command) parse(args []string, minPos, maxPos int) ([]string, error) {
+	var pos []string
+	for {
+		if err := cmd.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{msg: err.Error(), synopsis: cmd.synopsis}
+		}
+		args = cmd.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	switch {
+	case len(pos) < minPos:
+		return nil, usageError{msg: "missing argument", synopsis: cmd.synopsis}
+	case len(pos) > maxPos:
+		return nil, usageError{msg: fmt.Sprintf("unexpected argument %q", pos[maxPos]), synopsis: cmd.synopsis}
+	}
+	return pos, nil
+}
+
+// usage is a usage error of this command.
+func (cmd *command) usage(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...), synopsis: cmd.synopsis}
+}
+
+// client returns a client of the admin API the flags and environment name.
+func (cmd *command) client() (*Client, error) {
+	u, err := url.Parse(cmd.adminURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, cmd.usage("--admin %q is not an http(s) URL", cmd.adminURL)
+	}
+	token := cmd.env(EnvAdminToken)
+	if cmd.tokenFile != "" {
+		b, err := os.ReadFile(cmd.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read token file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return nil, cmd.usage("no admin token: set %s or pass --token-file", EnvAdminToken)
+	}
+	return NewClient(cmd.adminURL, token), nil
+}
+
+// printJSON writes v as indented JSON.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// apply runs "sluice apply -f FILE [--if-match N]".
+func (c *cli) apply(args []string) error {
+	cmd := c.command("apply", "-f FILE [--if-match VERSION]")
+	file := cmd.fs.String("f", "", "catalog YAML `FILE` to apply")
+	ifMatch := cmd.fs.Int64("if-match", 0, "apply only if the serving catalog is still `VERSION` (0 = no check)")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if *file == "" {
+		return cmd.usage("-f FILE is required")
+	}
+	if *ifMatch < 0 {
+		return cmd.usage("--if-match must be a catalog version")
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	doc, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	st, err := cl.ApplyCatalog(c.ctx, doc, *ifMatch)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st)
+	}
+	fmt.Fprintf(c.stdout, "applied %s: catalog version %d, %d aliases\n", *file, st.Version, len(st.Aliases))
+	return nil
+}
+
+// status runs "sluice status".
+func (c *cli) status(args []string) error {
+	cmd := c.command("status", "")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	st, err := cl.Status(c.ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st)
+	}
+	t := newTable(c.stdout)
+	t.row("Catalog version:", strconv.FormatInt(st.Version, 10))
+	t.row("Source:", st.Source)
+	t.row("Loaded at:", when(st.LoadedAt))
+	t.row("Aliases:", list(st.Aliases, "none"))
+	if st.Keys != nil {
+		var counts []string
+		for _, s := range keyStatuses {
+			if n := st.Keys[s]; n > 0 {
+				counts = append(counts, fmt.Sprintf("%d %s", n, s))
+			}
+		}
+		t.row("Keys:", list(counts, "none"))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if st.LastError != "" {
+		fmt.Fprintf(c.stdout, "\nLast reload failed at %s; still serving version %d:\n", when(st.LastErrorAt), st.Version)
+		for line := range strings.SplitSeq(st.LastError, "\n") {
+			fmt.Fprintf(c.stdout, "  %s\n", line)
+		}
+	}
+	return nil
+}
+
+// when formats an instant for people; zero is "-".
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// list joins items, or says none.
+func list(items []string, none string) string {
+	if len(items) == 0 {
+		return none
+	}
+	return strings.Join(items, ", ")
+}

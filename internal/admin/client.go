@@ -1,0 +1,242 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// maxAnswer bounds how much of an admin answer the client reads.
+const maxAnswer = 64 << 20
+
+// APIError is an error answer of the admin API.
+type APIError struct {
+	Status  int    // HTTP status
+	Code    string // stable code, e.g. "not_found", "key_transition_invalid"
+	Message string // may span several lines (catalog validation problems)
+}
+
+// Error returns "message (code, HTTP status)".
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+// Client calls the admin API. It is safe for concurrent use.
+type Client struct {
+	baseURL string
+	token   string
+	http    *http.Client
+}
+
+// NewClient returns a client of the admin API at baseURL (for example
+// "http://127.0.0.1:8081") that presents token.
+func NewClient(baseURL, token string) *Client {
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: time.Minute}}
+}
+
+// CreateKey creates a virtual key. The answer holds its plaintext, which
+// the server never shows again.
+func (c *Client) CreateKey(ctx context.Context, spec KeySpec) (*IssuedKey, error) {
+	return fetch[IssuedKey](ctx, c, http.MethodPost, "/admin/keys", spec)
+}
+
+// ListKeys returns every stored key.
+func (c *Client) ListKeys(ctx context.Context) ([]KeyRecord, error) {
+	out, err := fetch[[]KeyRecord](ctx, c, http.MethodGet, "/admin/keys", nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// Key returns the key with the ID.
+func (c *Client) Key(ctx context.Context, id string) (*KeyRecord, error) {
+	return fetch[KeyRecord](ctx, c, http.MethodGet, keyPath(id, ""), nil)
+}
+
+// Disable stops the key from authenticating until it is enabled.
+func (c *Client) Disable(ctx context.Context, id string) (*KeyRecord, error) {
+	return c.keyAction(ctx, id, "disable", nil)
+}
+
+// Enable makes a disabled or pending key active.
+func (c *Client) Enable(ctx context.Context, id string) (*KeyRecord, error) {
+	return c.keyAction(ctx, id, "enable", nil)
+}
+
+// Revoke ends the key for good.
+func (c *Client) Revoke(ctx context.Context, id string) (*KeyRecord, error) {
+	return c.keyAction(ctx, id, "revoke", nil)
+}
+
+// Expire sets when the key stops working (see Expiry; the zero Expiry means now).
+func (c *Client) Expire(ctx context.Context, id string, e Expiry) (*KeyRecord, error) {
+	return c.keyAction(ctx, id, "expire", e)
+}
+
+// Rotate gives the key a new plaintext, returned this once; the old one
+// stops working at once.
+func (c *Client) Rotate(ctx context.Context, id string) (*IssuedKey, error) {
+	return fetch[IssuedKey](ctx, c, http.MethodPost, keyPath(id, "rotate"), nil)
+}
+
+// SetModels replaces the aliases the key may use; empty allows all.
+func (c *Client) SetModels(ctx context.Context, id string, models []string) (*KeyRecord, error) {
+	if models == nil {
+		models = []string{}
+	}
+	return fetch[KeyRecord](ctx, c, http.MethodPut, keyPath(id, "models"), modelsBody{Models: &models})
+}
+
+// Status returns the serving catalog's status and key counts.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	return fetch[Status](ctx, c, http.MethodGet, "/admin/status", nil)
+}
+
+// Catalog returns the YAML serving now and its version.
+func (c *Client) Catalog(ctx context.Context) (doc []byte, version int64, err error) {
+	resp, body, err := c.send(ctx, http.MethodGet, "/admin/catalog", nil, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	version, err = strconv.ParseInt(strings.Trim(resp.Header.Get("ETag"), `"`), 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("catalog ETag %q: %w", resp.Header.Get("ETag"), err)
+	}
+	return body, version, nil
+}
+
+// ApplyCatalog makes doc the serving catalog. ifVersion is the version the
+// caller last saw (0 = no check); a stale one fails with status 412.
+func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64) (*CatalogStatus, error) {
+	h := http.Header{"Content-Type": {"text/yaml"}}
+	if ifVersion > 0 {
+		h.Set("If-Match", etag(ifVersion))
+	}
+	_, body, err := c.send(ctx, http.MethodPut, "/admin/catalog", h, doc)
+	if err != nil {
+		return nil, err
+	}
+	var out CatalogStatus
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("decode catalog status: %w", err)
+	}
+	return &out, nil
+}
+
+// Usage returns usage records started at or after since (zero: the server's
+// default, a day ago), at most limit (0: the server's default).
+func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]UsageRecord, error) {
+	q := url.Values{}
+	if !since.IsZero() {
+		q.Set("since", since.UTC().Format(time.RFC3339Nano))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/admin/usage"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	out, err := fetch[[]UsageRecord](ctx, c, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+func keyPath(id, action string) string {
+	p := "/admin/keys/" + url.PathEscape(id)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+func (c *Client) keyAction(ctx context.Context, id, action string, in any) (*KeyRecord, error) {
+	return fetch[KeyRecord](ctx, c, http.MethodPost, keyPath(id, action), in)
+}
+
+// fetch calls the route and decodes its answer as a T.
+func fetch[T any](ctx context.Context, c *Client, method, path string, in any) (*T, error) {
+	out := new(T)
+	if err := c.call(ctx, method, path, in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// call sends in as JSON (nil: no body) and decodes the answer into out.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	var h http.Header
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		h = http.Header{"Content-Type": {"application/json"}}
+	}
+	_, answer, err := c.send(ctx, method, path, h, body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// send makes one request. An error answer comes back as *APIError.
+func (c *Client) send(ctx context.Context, method, path string, h http.Header, body []byte) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		return nil, nil, apiError(resp, answer)
+	}
+	return resp, answer, nil
+}
+
+// apiError reads an error answer, in the envelope or not.
+func apiError(resp *http.Response, body []byte) *APIError {
+	e := &APIError{Status: resp.StatusCode}
+	var env envelope
+	if json.Unmarshal(body, &env) == nil && env.Error.Code != "" {
+		e.Code, e.Message = string(env.Error.Code), env.Error.Message
+		return e
+	}
+	e.Code = string(sluice.CodeInternal)
+	e.Message = strings.TrimSpace(string(body))
+	if len(e.Message) > 512 {
+		e.Message = e.Message[:512] + "…"
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return e
+}

@@ -1,0 +1,171 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
+)
+
+const testToken = "admin-token-for-tests-0123456789"
+
+// fakeCatalog is an admin.Catalog: a document is invalid when it contains
+// "invalid", and Apply is refused while readOnly.
+type fakeCatalog struct {
+	mu       sync.Mutex
+	st       admin.CatalogStatus
+	readOnly bool
+}
+
+func newFakeCatalog() *fakeCatalog {
+	return &fakeCatalog{st: admin.CatalogStatus{
+		Version: 1, Source: "store", LoadedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Document: []byte("version: 1\nmodels: []\n"), Aliases: []string{"fast"},
+	}}
+}
+
+func (f *fakeCatalog) Status() admin.CatalogStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64) (admin.CatalogStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.readOnly:
+		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by /etc/sluice.yaml: %w", admin.ErrCatalogReadOnly)
+	case ifVersion != 0 && ifVersion != f.st.Version:
+		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", f.st.Version, ifVersion, catalog.ErrConflict)
+	case bytes.Contains(doc, []byte("invalid")):
+		return admin.CatalogStatus{}, &admin.InvalidCatalogError{Err: errors.Join(
+			errors.New("models[0].alias: required"),
+			errors.New("endpoints[1].base_url: not a URL"),
+		)}
+	}
+	f.st.Version++
+	f.st.Document = bytes.Clone(doc)
+	f.st.LoadedAt = time.Now()
+	return f.st, nil
+}
+
+// fakeUsage is a ledger.Usage holding fixed records.
+type fakeUsage struct {
+	mu        sync.Mutex
+	recs      []sluice.UsageRecord
+	gotSince  time.Time
+	gotLimit  int
+	listCalls int
+}
+
+func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recs = append(f.recs, recs...)
+	return nil
+}
+
+func (f *fakeUsage) ListUsage(_ context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotSince, f.gotLimit = since, limit
+	f.listCalls++
+	var out []sluice.UsageRecord
+	for _, r := range f.recs {
+		if !r.Started.Before(since) && (limit <= 0 || len(out) < limit) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// syncBuffer collects log output written by server goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// harness is an admin API on a real HTTP server, over a real keyring on
+// the in-memory catalog store.
+type harness struct {
+	url     string
+	keys    *authn.Keyring
+	catalog *fakeCatalog
+	usage   *fakeUsage
+	logs    *syncBuffer
+	client  *admin.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		keys:    authn.NewKeyring(new(memcatalog.Store)),
+		catalog: newFakeCatalog(),
+		usage:   &fakeUsage{},
+		logs:    &syncBuffer{},
+	}
+	srv := httptest.NewServer(admin.New(admin.Options{
+		Token:   testToken,
+		Keys:    h.keys,
+		Usage:   h.usage,
+		Catalog: h.catalog,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
+		Log:     slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	h.client = admin.NewClient(srv.URL, testToken)
+	return h
+}
+
+// do sends one raw request with the admin token (token "" sends none).
+func (h *harness) do(t *testing.T, method, path, token, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}

@@ -1,0 +1,196 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authn"
+)
+
+// createKey handles POST /admin/keys.
+func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
+	var req KeySpec
+	if err := decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	now := s.now()
+	spec, err := req.spec(now)
+	if err != nil {
+		return err
+	}
+	k, secret, err := s.keys.Create(r.Context(), spec)
+	if err = s.stored(r.Context(), k, err); err != nil {
+		return keyError(spec.ID, err)
+	}
+	s.wrote(r.Context(), "keys.create", slog.String("key_id", k.ID), slog.String("tenant", k.Tenant),
+		slog.String("status", string(k.Status)))
+	writeJSON(w, http.StatusCreated, IssuedKey{Key: secret, Record: keyRecord(k, now)})
+	return nil
+}
+
+// spec checks the request and turns it into an authn.Spec.
+func (ks *KeySpec) spec(now time.Time) (authn.Spec, error) {
+	sp := authn.Spec{
+		ID: strings.TrimSpace(ks.ID), Name: strings.TrimSpace(ks.Name), Tenant: strings.TrimSpace(ks.Tenant),
+		Priority: strings.TrimSpace(ks.Priority), Pending: ks.Pending,
+	}
+	if err := checkID(sp.ID); err != nil {
+		return sp, err
+	}
+	if sp.Name == "" {
+		return sp, invalid("name is required")
+	}
+	if sp.Tenant == "" {
+		return sp, invalid("tenant is required")
+	}
+	models, err := cleanModels(ks.Models)
+	if err != nil {
+		return sp, err
+	}
+	sp.Models = models
+	e := Expiry{At: ks.ExpiresAt, In: ks.ExpiresIn}
+	if !e.At.IsZero() && e.In != "" {
+		return sp, invalid("set expires_at or expires_in, not both")
+	}
+	if e.At.IsZero() && e.In == "" {
+		return sp, nil
+	}
+	if sp.ExpiresAt, err = e.time(now); err != nil {
+		return sp, err
+	}
+	if !sp.ExpiresAt.After(now) {
+		return sp, invalid("the key would be expired already (expiry %s)", sp.ExpiresAt.Format(time.RFC3339))
+	}
+	return sp, nil
+}
+
+// time is the instant the expiry names: zero for never, now when empty.
+func (e *Expiry) time(now time.Time) (time.Time, error) {
+	set := 0
+	for _, b := range []bool{!e.At.IsZero(), e.In != "", e.Never} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return time.Time{}, invalid("set only one of at, in and never")
+	case e.Never:
+		return time.Time{}, nil
+	case !e.At.IsZero():
+		return e.At.UTC(), nil
+	case e.In != "":
+		d, err := time.ParseDuration(e.In)
+		if err != nil || d < 0 {
+			return time.Time{}, invalid("%q is not a duration from now (want, for example, \"24h\" or \"90m\")", e.In)
+		}
+		return now.Add(d).UTC(), nil
+	}
+	return now.UTC(), nil
+}
+
+// listKeys handles GET /admin/keys.
+func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.keys.List(r.Context())
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	out := make([]KeyRecord, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyRecord(k, now))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// showKey handles GET /admin/keys/{id}.
+func (s *server) showKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	k, err := s.keys.Load(r.Context(), id)
+	if err != nil {
+		return keyError(id, err)
+	}
+	writeJSON(w, http.StatusOK, keyRecord(k, s.now()))
+	return nil
+}
+
+// transition handles POST /admin/keys/{id}/disable, enable and revoke.
+func (s *server) transition(action string, change func(context.Context, string) (*sluice.Key, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		k, err := change(r.Context(), id)
+		return s.answer(w, r, action, id, k, err)
+	}
+}
+
+// rotateKey handles POST /admin/keys/{id}/rotate.
+func (s *server) rotateKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	k, secret, err := s.keys.Rotate(r.Context(), id)
+	if err = s.stored(r.Context(), k, err); err != nil {
+		return keyError(id, err)
+	}
+	s.wrote(r.Context(), "keys.rotate", slog.String("key_id", id))
+	writeJSON(w, http.StatusOK, IssuedKey{Key: secret, Record: keyRecord(k, s.now())})
+	return nil
+}
+
+// expireKey handles POST /admin/keys/{id}/expire.
+func (s *server) expireKey(w http.ResponseWriter, r *http.Request) error {
+	var e Expiry
+	if err := decodeJSON(w, r, &e, true); err != nil {
+		return err
+	}
+	at, err := e.time(s.now())
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	k, err := s.keys.Expire(r.Context(), id, at)
+	return s.answer(w, r, "keys.expire", id, k, err)
+}
+
+// setModels handles PUT /admin/keys/{id}/models.
+func (s *server) setModels(w http.ResponseWriter, r *http.Request) error {
+	var body modelsBody
+	if err := decodeJSON(w, r, &body, false); err != nil {
+		return err
+	}
+	if body.Models == nil {
+		return invalid("models is required (an empty list allows every alias)")
+	}
+	models, err := cleanModels(*body.Models)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	k, err := s.keys.SetModels(r.Context(), id, models)
+	return s.answer(w, r, "keys.models", id, k, err)
+}
+
+// answer finishes a change to one key: logs it and sends the record.
+func (s *server) answer(w http.ResponseWriter, r *http.Request, action, id string, k *sluice.Key, err error) error {
+	if err = s.stored(r.Context(), k, err); err != nil {
+		return keyError(id, err)
+	}
+	s.wrote(r.Context(), action, slog.String("key_id", id), slog.String("status", string(k.EffectiveStatus(s.now()))))
+	writeJSON(w, http.StatusOK, keyRecord(k, s.now()))
+	return nil
+}
+
+// stored drops the error of a Keyring write that reached the store but
+// whose refresh of the in-memory index failed (the Keyring returns the key
+// with the error then): the change is durable and the next periodic refresh
+// publishes it, so the operator must see it succeed.
+func (s *server) stored(ctx context.Context, k *sluice.Key, err error) error {
+	if err != nil && k != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "key saved, index refresh failed", slog.String("key_id", k.ID), slog.Any("err", err))
+		return nil
+	}
+	return err
+}

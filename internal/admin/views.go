@@ -1,0 +1,156 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// KeyRecord is a virtual key as the admin API shows it: never its hash or
+// its plaintext.
+type KeyRecord struct {
+	ID        string           `json:"id"`
+	Name      string           `json:"name"`
+	Tenant    string           `json:"tenant"`
+	Prefix    string           `json:"prefix"`   // display prefix, far too short to use
+	Status    sluice.KeyStatus `json:"status"`   // effective: an active key past its expiry is "expired"
+	Models    []string         `json:"models"`   // allowed aliases; empty = all
+	Priority  string           `json:"priority"` // default priority class
+	ExpiresAt time.Time        `json:"expires_at,omitzero"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+	Static    bool             `json:"static"` // declared in the catalog, not in the store
+}
+
+// keyRecord is the view of k at now.
+func keyRecord(k *sluice.Key, now time.Time) KeyRecord {
+	models := k.Models
+	if models == nil {
+		models = []string{}
+	}
+	return KeyRecord{
+		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Prefix: k.Prefix,
+		Status: k.EffectiveStatus(now), Models: models, Priority: k.Priority,
+		ExpiresAt: utc(k.ExpiresAt), CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt), Static: k.Static,
+	}
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+// IssuedKey answers create and rotate: the plaintext key, shown this once,
+// and the key's record.
+type IssuedKey struct {
+	Key    string    `json:"key"`
+	Record KeyRecord `json:"record"`
+}
+
+// KeySpec is the body of POST /admin/keys. Name and Tenant are required.
+// At most one of ExpiresAt and ExpiresIn may be set; neither means the key
+// never expires.
+type KeySpec struct {
+	ID        string    `json:"id,omitempty"` // optional; letters, digits, '.', '_', '-'; generated when empty
+	Name      string    `json:"name"`
+	Tenant    string    `json:"tenant"`
+	Models    []string  `json:"models,omitempty"`   // allowed aliases; empty = all
+	Priority  string    `json:"priority,omitempty"` // default "standard"
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	ExpiresIn string    `json:"expires_in,omitempty"` // Go duration, e.g. "24h"
+	Pending   bool      `json:"pending,omitempty"`    // created pending; enable activates it
+}
+
+// Expiry is the body of POST /admin/keys/{id}/expire. At most one field may
+// be set; none means now.
+type Expiry struct {
+	At    time.Time `json:"at,omitzero"`
+	In    string    `json:"in,omitempty"`    // Go duration from now, e.g. "1h"; not negative
+	Never bool      `json:"never,omitempty"` // remove the expiry
+}
+
+// modelsBody is the body of PUT /admin/keys/{id}/models. Models is required;
+// an empty list allows every alias.
+type modelsBody struct {
+	Models *[]string `json:"models"`
+}
+
+// Status answers GET /admin/status: the catalog serving now and how many
+// stored keys are in each effective status.
+type Status struct {
+	CatalogStatus
+	Keys map[sluice.KeyStatus]int `json:"keys,omitempty"`
+}
+
+// UsageRecord is a usage record as the admin API shows it. Durations are
+// milliseconds.
+type UsageRecord struct {
+	RequestID  string            `json:"request_id"`
+	KeyID      string            `json:"key_id"`
+	Tenant     string            `json:"tenant"`
+	Alias      string            `json:"alias"`
+	Protocol   sluice.Protocol   `json:"protocol"`
+	Stream     bool              `json:"stream"`
+	Status     int               `json:"status"` // HTTP status the caller saw
+	Code       sluice.Code       `json:"code,omitempty"`
+	Started    time.Time         `json:"started"`
+	LatencyMS  float64           `json:"latency_ms"`
+	TTFTMS     float64           `json:"ttft_ms"`
+	Usage      TokenUsage        `json:"usage"`
+	Executions []ExecutionRecord `json:"executions"`
+}
+
+// ExecutionRecord is one attempt on one edge. Durations are milliseconds.
+type ExecutionRecord struct {
+	EdgeID       string                 `json:"edge_id"`
+	CredentialID string                 `json:"credential_id"`
+	AccountID    string                 `json:"account_id"`
+	EndpointID   string                 `json:"endpoint_id"`
+	Model        string                 `json:"model"`
+	Status       sluice.ExecutionStatus `json:"status"`
+	HTTPStatus   int                    `json:"http_status,omitempty"`
+	Error        string                 `json:"error,omitempty"`
+	Started      time.Time              `json:"started"`
+	FirstByteMS  float64                `json:"first_byte_ms"`
+	DurationMS   float64                `json:"duration_ms"`
+	Usage        TokenUsage             `json:"usage"`
+}
+
+// TokenUsage is sluice.Usage in JSON.
+type TokenUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CachedTokens     int64 `json:"cached_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	Measured         bool  `json:"measured"`
+}
+
+func tokenUsage(u sluice.Usage) TokenUsage {
+	return TokenUsage{
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, Measured: u.Measured,
+	}
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func usageRecord(r sluice.UsageRecord) UsageRecord {
+	out := UsageRecord{
+		RequestID: r.RequestID, KeyID: r.KeyID, Tenant: r.Tenant, Alias: r.Alias, Protocol: r.Protocol,
+		Stream: r.Stream, Status: r.Status, Code: r.Code, Started: utc(r.Started),
+		LatencyMS: ms(r.Latency), TTFTMS: ms(r.TTFT), Usage: tokenUsage(r.Usage),
+		Executions: make([]ExecutionRecord, 0, len(r.Executions)),
+	}
+	for _, e := range r.Executions {
+		out.Executions = append(out.Executions, ExecutionRecord{
+			EdgeID: e.EdgeID, CredentialID: e.CredentialID, AccountID: e.AccountID, EndpointID: e.EndpointID,
+			Model: e.Model, Status: e.Status, HTTPStatus: e.HTTPStatus, Error: e.Error, Started: utc(e.Started),
+			FirstByteMS: ms(e.FirstByte), DurationMS: ms(e.Duration), Usage: tokenUsage(e.Usage),
+		})
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// Upstream secrets and virtual keys of the test catalog. They are made long
+// and distinctive so a leak into logs or bodies is easy to find.
+const (
+	secretA1  = "sk-upstream-a1-SECRET-0f3c9e2d7b5a41"
+	secretA2  = "sk-upstream-a2-SECRET-7d1e0b9c4f2a83"
+	secretB1  = "sk-upstream-b1-SECRET-5b8a6c3e1d9f27"
+	keyWeb    = "sk-sluice-web-KEY-8e4f2a1c9b7d3e5f0a6c"
+	keyScoped = "sk-sluice-scoped-KEY-1a3c5e7f9b2d4f6a8c"
+)
+
+var testEnv = map[string]string{
+	"UP_A1": secretA1, "UP_A2": secretA2, "UP_B1": secretB1,
+	"KEY_WEB": keyWeb, "KEY_SCOPED": keyScoped, "ADMIN_TOKEN": "admin-token-for-tests",
+}
+
+// catalogTemplate has two endpoints on two simulators: ep-a (two
+// credentials, a fast-opening breaker) is tier 0 of "fast", ep-b is tier 1.
+const catalogTemplate = `version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: ADMIN_TOKEN
+  max_body_bytes: 4096
+  timeouts: {connect: 2s, first_byte: 500ms, idle: 500ms, total: 30s}
+database: {url: "sqlite://%s"}
+endpoints:
+  - id: ep-a
+    base_url: %s
+    protocols: [openai.chat, openai.embeddings]
+    breaker: {failures: 3, open: 300ms}
+  - id: ep-b
+    base_url: %s
+    protocols: [openai.chat, openai.embeddings]
+credentials:
+  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
+  - {id: cred-a2, secret_env: UP_A2, endpoints: [ep-a]}
+  - {id: cred-b1, secret_env: UP_B1, endpoints: [ep-b]}
+models:
+  - alias: fast
+    deployments:
+      - {model: gpt-4o-mini, endpoints: [ep-a], priority: 0}
+      - {model: gpt-4o-mini, endpoints: [ep-b], priority: 1}
+  - alias: only-a
+    deployments:
+      - {model: gpt-4o-mini, endpoints: [ep-a]}
+  - alias: embed
+    protocol: openai.embeddings
+    deployments:
+      - {model: text-embedding-3-small, endpoints: [ep-a]}
+keys:
+  - {id: web, tenant: web, secret_env: KEY_WEB}
+  - {id: scoped, tenant: web, secret_env: KEY_SCOPED, models: [fast]}
+`
+
+// harness is a gateway in front of two simulated providers, over real HTTP.
+type harness struct {
+	t          *testing.T
+	simA, simB *simulator.Simulator
+	srvA, srvB *httptest.Server
+	gw         *app.Gateway
+	cfgPath    string
+	dbPath     string
+	logs       *syncBuffer
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, logs: &syncBuffer{}}
+	h.simA = simulator.New(simulator.Options{})
+	h.simB = simulator.New(simulator.Options{})
+	h.srvA, h.srvB = httptest.NewServer(h.simA), httptest.NewServer(h.simB)
+	t.Cleanup(func() { h.simA.Close(); h.simB.Close(); h.srvA.Close(); h.srvB.Close() })
+	dir := t.TempDir()
+	h.dbPath = filepath.Join(dir, "sluice.db")
+	h.cfgPath = filepath.Join(dir, "catalog.yaml")
+	h.writeCatalog(h.catalog())
+	gw, err := app.Start(t.Context(), app.Options{
+		ConfigPath:  h.cfgPath,
+		Log:         slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		LookupEnv:   func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+		ReloadEvery: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	h.gw = gw
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *harness) catalog() string {
+	return fmt.Sprintf(catalogTemplate, h.dbPath, h.srvA.URL, h.srvB.URL)
+}
+
+func (h *harness) writeCatalog(doc string) {
+	h.t.Helper()
+	if err := os.WriteFile(h.cfgPath, []byte(doc), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) url(path string) string { return "http://" + h.gw.Addr() + path }
+
+func (h *harness) sdk(key string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(h.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+}
+
+// post sends a raw request and returns status, headers and body.
+func (h *harness) post(ctx context.Context, path, key, body string) (int, http.Header, string) {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url(path), strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// adminGet calls the admin API with the test token.
+func (h *harness) adminGet(path string) (int, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+h.gw.AdminAddr()+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testEnv["ADMIN_TOKEN"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// eventually polls cond every few milliseconds until it holds or limit passes.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+const chatBody = `{"model":"fast","messages":[{"role":"user","content":"hello there"}]}`
+
+// syncBuffer is a log sink safe for the gateway's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+type catalogStatus struct {
+	Version   int64    `json:"version"`
+	LastError string   `json:"last_error"`
+	Aliases   []string `json:"aliases"`
+}
+
+func (h *harness) status(t *testing.T) catalogStatus {
+	t.Helper()
+	code, body := h.adminGet("/admin/status")
+	var st catalogStatus
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+		t.Fatalf("GET /admin/status = %d %s (%v)", code, body, err)
+	}
+	return st
+}
+
+func TestReloadKeepsTheLastGoodCatalog(t *testing.T) {
+	h := newHarness(t)
+	v1 := h.status(t).Version
+
+	// A broken catalog (an unknown field) is rejected; the last good one serves.
+	h.writeCatalog(strings.Replace(h.catalog(), "  - alias: only-a\n", "  - alias: only-a\n    colour: blue\n", 1))
+	eventually(t, 2*time.Second, "bad catalog noticed", func() bool { return h.status(t).LastError != "" })
+	st := h.status(t)
+	if st.Version != v1 || !strings.Contains(st.LastError, "colour") || !strings.Contains(st.LastError, "line") {
+		t.Errorf("status = %+v, want version %d kept and the error naming the field and its line", st, v1)
+	}
+	if _, body := h.adminGet("/metrics"); !strings.Contains(body, "sluice_catalog_reload_failing 1") {
+		t.Error("metrics do not show the failing reload")
+	}
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+		t.Fatalf("request with a broken catalog on disk = %d %s, want the last good catalog to serve", code, body)
+	}
+
+	// A good catalog with a new alias replaces it.
+	h.writeCatalog(h.catalog() + "  - alias: extra\n    deployments:\n      - {model: gpt-4o, endpoints: [ep-b]}\n")
+	eventually(t, 2*time.Second, "good catalog loaded", func() bool { return h.status(t).Version == v1+1 })
+	if st := h.status(t); st.LastError != "" {
+		t.Errorf("last error = %q after a good reload, want none", st.LastError)
+	}
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, `{"model":"extra","messages":[]}`); code != 200 {
+		t.Errorf("new alias = %d %s, want 200", code, body)
+	}
+}
+
+func TestSIGHUPReloads(t *testing.T) {
+	h := newHarness(t)
+	v1 := h.status(t).Version
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "reload on SIGHUP", func() bool { return h.status(t).Version > v1 })
+}
+
+// TestNoSecretInLogsOrBodies drives successes and every kind of failure,
+// then looks for any plaintext secret in the logs, the answers and the admin API.
+func TestNoSecretInLogsOrBodies(t *testing.T) {
+	h := newHarness(t)
+	var bodies strings.Builder
+	record := func(_ int, _ any, body string) { bodies.WriteString(body) }
+	do := func(key, body string) {
+		code, hdr, b := h.post(t.Context(), "/v1/chat/completions", key, body)
+		record(code, hdr, b)
+	}
+	do(keyWeb, chatBody)
+	do(keyWeb, `{"model":"fast","stream":true,"messages":[]}`)
+	do(keyWeb+"x", chatBody)
+	do(keyScoped, `{"model":"only-a"}`)
+	// Upstream auth failures echo part of the upstream key in their bodies.
+	h.simA.SetKey(secretA1, simulator.Behavior{Invalid: true})
+	h.simA.SetKey(secretA2, simulator.Behavior{Invalid: true})
+	h.simB.SetKey(secretB1, simulator.Behavior{Invalid: true})
+	do(keyWeb, chatBody)
+	h.failAll(simulator.Behavior{FailStatus: 500})
+	do(keyWeb, chatBody)
+	for _, p := range []string{"/admin/status", "/admin/keys", "/admin/usage", "/metrics", "/admin/catalog"} {
+		_, b := h.adminGet(p)
+		bodies.WriteString(b)
+	}
+	h.usage(t, 5)
+	logs := h.logs.String()
+	for name, secret := range testEnv {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain the plaintext of %s", name)
+		}
+		if strings.Contains(bodies.String(), secret) {
+			t.Errorf("answers contain the plaintext of %s", name)
+		}
+	}
+	if !strings.Contains(logs, `"msg":"request"`) {
+		t.Errorf("no access log lines captured; the check above proves nothing")
+	}
+}

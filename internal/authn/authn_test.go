@@ -1,0 +1,168 @@
+package authn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
+)
+
+func newKeyring(t *testing.T) (*Keyring, *memcatalog.Store) {
+	t.Helper()
+	store := new(memcatalog.Store)
+	return NewKeyring(store), store
+}
+
+func wantUnauthenticated(t *testing.T, kr *Keyring, token, why string) {
+	t.Helper()
+	if _, err := kr.Authenticate(token); !errors.Is(err, &sluice.Error{Code: sluice.CodeNoCredentials}) {
+		t.Errorf("Authenticate(%s key) error = %v, want no_credentials", why, err)
+	}
+}
+
+func TestKeyStates(t *testing.T) {
+	ctx := t.Context()
+	kr, _ := newKeyring(t)
+	k, secret, err := kr.Create(ctx, Spec{Name: "web", Tenant: "t1", Models: []string{"fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kr.Authenticate(secret)
+	if err != nil || p.Key.ID != k.ID || p.Key.Tenant != "t1" {
+		t.Fatalf("Authenticate(new key) = %+v, %v; want principal of %s", p, err, k.ID)
+	}
+
+	if _, err := kr.Disable(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "disabled")
+	if _, err := kr.Enable(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Authenticate(secret); err != nil {
+		t.Errorf("Authenticate(re-enabled key) error = %v", err)
+	}
+
+	if _, err := kr.Expire(ctx, k.ID, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "expired")
+	if _, err := kr.Expire(ctx, k.ID, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+
+	_, newSecret, err := kr.Rotate(ctx, k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "rotated-out")
+	if _, err := kr.Authenticate(newSecret); err != nil {
+		t.Errorf("Authenticate(rotated key) error = %v", err)
+	}
+
+	if _, err := kr.Revoke(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, newSecret, "revoked")
+	if _, err := kr.Enable(ctx, k.ID); !errors.Is(err, ErrTransition) {
+		t.Errorf("Enable(revoked) error = %v, want ErrTransition", err)
+	}
+}
+
+func TestPendingKeyNeedsEnable(t *testing.T) {
+	kr, _ := newKeyring(t)
+	k, secret, err := kr.Create(t.Context(), Spec{Name: "later", Pending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "pending")
+	if _, err := kr.Enable(t.Context(), k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Authenticate(secret); err != nil {
+		t.Errorf("Authenticate(enabled pending key) error = %v", err)
+	}
+}
+
+func TestUnknownAndMalformedTokens(t *testing.T) {
+	kr, _ := newKeyring(t)
+	for _, tok := range []string{"", "sk-sluice-", "sk-sluice-nope", "Bearer x", strings.Repeat("a", 5000)} {
+		wantUnauthenticated(t, kr, tok, "unknown")
+	}
+}
+
+func TestStoredKeyHoldsNoPlaintext(t *testing.T) {
+	kr, store := newKeyring(t)
+	k, secret, err := kr.Create(t.Context(), Spec{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.LoadKey(t.Context(), k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != Hash(secret) || strings.Contains(got.Hash+got.Prefix+got.Name+got.ID, secret[len(KeyPrefix)+4:]) {
+		t.Errorf("stored key %+v holds the plaintext or a wrong hash", got)
+	}
+	if !strings.HasPrefix(secret, KeyPrefix) || len(secret) != len(KeyPrefix)+secretLen {
+		t.Errorf("NewSecret() = %d chars %q…, want %s + %d", len(secret), secret[:12], KeyPrefix, secretLen)
+	}
+}
+
+func TestCreateRefusesDuplicateID(t *testing.T) {
+	kr, _ := newKeyring(t)
+	if _, _, err := kr.Create(t.Context(), Spec{ID: "same"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kr.Create(t.Context(), Spec{ID: "same"}); !errors.Is(err, catalog.ErrConflict) {
+		t.Errorf("Create(duplicate ID) error = %v, want ErrConflict", err)
+	}
+}
+
+func TestStaticKeys(t *testing.T) {
+	kr, _ := newKeyring(t)
+	kr.SetStatic([]*sluice.Key{{ID: "web", Hash: Hash("static-secret-web"), Status: sluice.KeyActive, Static: true}})
+	if p, err := kr.Authenticate("static-secret-web"); err != nil || p.Key.ID != "web" {
+		t.Fatalf("Authenticate(static) = %v, %v", p, err)
+	}
+	kr.SetStatic(nil) // a reload that removed the key
+	wantUnauthenticated(t, kr, "static-secret-web", "removed static")
+}
+
+func TestRefreshSeesOtherWriters(t *testing.T) {
+	ctx := t.Context()
+	kr, store := newKeyring(t)
+	other := NewKeyring(store) // another replica on the same store
+	k, secret, err := other.Create(ctx, Spec{Name: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "not yet refreshed")
+	if err := kr.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Authenticate(secret); err != nil {
+		t.Errorf("Authenticate after Refresh error = %v", err)
+	}
+	if !kr.Active(k.ID) {
+		t.Errorf("Active(%s) = false, want true", k.ID)
+	}
+}
+
+func BenchmarkAuthenticate(b *testing.B) {
+	kr := NewKeyring(new(memcatalog.Store))
+	_, secret, err := kr.Create(b.Context(), Spec{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kr.Authenticate(secret); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
