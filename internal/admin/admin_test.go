@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -162,9 +163,7 @@ func TestCatalog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h.catalog.mu.Lock()
-			h.catalog.readOnly = tt.readOnly
-			h.catalog.mu.Unlock()
+			h.catalog.setReadOnly(tt.readOnly)
 			resp, body := h.do(t, http.MethodPut, "/admin/catalog", testToken, tt.doc, "If-Match", tt.ifMatch)
 			if resp.StatusCode != tt.wantStatus {
 				t.Fatalf("PUT /admin/catalog status = %d (%s), want %d", resp.StatusCode, body, tt.wantStatus)
@@ -180,7 +179,7 @@ func TestCatalog(t *testing.T) {
 			}
 		})
 	}
-	h.catalog.readOnly = false
+	h.catalog.setReadOnly(false)
 
 	st, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n# v2\n"), 1)
 	if err != nil || st.Version != 2 {
@@ -256,7 +255,7 @@ func TestRequestErrors(t *testing.T) {
 func TestUsage(t *testing.T) {
 	h := newHarness(t)
 	started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h.usage.recs = []sluice.UsageRecord{{
+	h.usage.RecordUsage(t.Context(), []sluice.UsageRecord{{
 		RequestID: "req-1", KeyID: "k1", Tenant: "t", Alias: "fast", Protocol: sluice.ProtocolOpenAIChat,
 		Status: 200, Started: started, Latency: 1500 * time.Millisecond, TTFT: 250500 * time.Microsecond,
 		Usage: sluice.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Measured: true},
@@ -264,7 +263,7 @@ func TestUsage(t *testing.T) {
 			{EdgeID: "c1/e1/m", Status: sluice.ExecutionRate, HTTPStatus: 429, Started: started, Duration: 20 * time.Millisecond},
 			{EdgeID: "c2/e1/m", Status: sluice.ExecutionOK, HTTPStatus: 200, Started: started, FirstByte: 200 * time.Millisecond, Duration: time.Second},
 		},
-	}}
+	}})
 	recs, err := h.client.Usage(t.Context(), started.Add(-time.Minute), 5)
 	if err != nil {
 		t.Fatal(err)
@@ -280,14 +279,16 @@ func TestUsage(t *testing.T) {
 	if r.Usage.TotalTokens != 15 || r.Executions[0].Status != sluice.ExecutionRate {
 		t.Errorf("record = %+v", r)
 	}
-	if h.usage.gotLimit != 5 || !h.usage.gotSince.Equal(started.Add(-time.Minute)) {
-		t.Errorf("ListUsage got since %v limit %d, want %v 5", h.usage.gotSince, h.usage.gotLimit, started.Add(-time.Minute))
+	since, limit := h.usage.got()
+	if limit != 5 || !since.Equal(started.Add(-time.Minute)) {
+		t.Errorf("ListUsage got since %v limit %d, want %v 5", since, limit, started.Add(-time.Minute))
 	}
 }
 
 // newServer serves the admin API with opts and returns its URL.
 func newServer(t *testing.T, opts admin.Options) string {
 	t.Helper()
-	srv := httptestServer(t, admin.New(opts))
-	return srv
+	srv := httptest.NewServer(admin.New(opts))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -63,7 +63,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, env fu
 		if ue.synopsis != "" {
 			fmt.Fprintf(stderr, "usage: sluice %s\n", ue.synopsis)
 		}
-		fmt.Fprintln(stderr, "run 'sluice help' for every command")
+		fmt.Fprintln(stderr, "run 'sluice keys help' for every admin command")
 		return 2
 	default:
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
@@ -108,7 +108,7 @@ func (c *cli) run(args []string) error {
 	return usageError{msg: fmt.Sprintf("unknown command %q", args[0])}
 }
 
-// command parses one subcommand's flags and positional arguments.
+// command is one subcommand: its flags and its usage line.
 type command struct {
 	*cli
 	fs       *flag.FlagSet
@@ -118,7 +118,9 @@ type command struct {
 // command returns the flag set of a subcommand, with the common flags.
 func (c *cli) command(name, synopsis string) *command {
 	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	// parse reports errors itself, once; -h prints the help to stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	def := c.env(EnvAdminURL)
 	if def == "" {
 		def = DefaultAdminURL
@@ -126,12 +128,7 @@ func (c *cli) command(name, synopsis string) *command {
 	fs.StringVar(&c.adminURL, "admin", def, "admin API base `URL`")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the admin token from `FILE` (default $"+EnvAdminToken+")")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
-	cmd := &command{cli: c, fs: fs, synopsis: name + " " + synopsis}
-	fs.Usage = func() {
-		fmt.Fprintf(c.stderr, "usage: sluice %s\n\nflags:\n", cmd.synopsis)
-		fs.PrintDefaults()
-	}
-	return cmd
+	return &command{cli: c, fs: fs, synopsis: strings.TrimSpace(name + " " + synopsis)}
 }
 
 // parse reads flags anywhere among the arguments (Go's flag package stops
@@ -141,6 +138,9 @@ func (cmd *command) parse(args []string, minPos, maxPos int) ([]string, error) {
 	for {
 		if err := cmd.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(cmd.stdout, "usage: sluice %s\n\nflags:\n", cmd.synopsis)
+				cmd.fs.SetOutput(cmd.stdout)
+				cmd.fs.PrintDefaults()
 				return nil, err
 			}
 			return nil, usageError{msg: err.Error(), synopsis: cmd.synopsis}

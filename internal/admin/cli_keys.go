@@ -37,6 +37,9 @@ func (c *cli) keys(args []string) error {
 		return c.keysExpire(args)
 	case "models":
 		return c.keysModels(args)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, cliUsage)
+		return nil
 	}
 	return usageError{msg: fmt.Sprintf("unknown keys subcommand %q", sub)}
 }

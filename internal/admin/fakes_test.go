@@ -64,13 +64,18 @@ func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64) (adm
 	return f.st, nil
 }
 
+func (f *fakeCatalog) setReadOnly(ro bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readOnly = ro
+}
+
 // fakeUsage is a ledger.Usage holding fixed records.
 type fakeUsage struct {
-	mu        sync.Mutex
-	recs      []sluice.UsageRecord
-	gotSince  time.Time
-	gotLimit  int
-	listCalls int
+	mu       sync.Mutex
+	recs     []sluice.UsageRecord
+	gotSince time.Time
+	gotLimit int
 }
 
 func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
@@ -84,7 +89,6 @@ func (f *fakeUsage) ListUsage(_ context.Context, since time.Time, limit int) ([]
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gotSince, f.gotLimit = since, limit
-	f.listCalls++
 	var out []sluice.UsageRecord
 	for _, r := range f.recs {
 		if !r.Started.Before(since) && (limit <= 0 || len(out) < limit) {
@@ -92,6 +96,13 @@ func (f *fakeUsage) ListUsage(_ context.Context, since time.Time, limit int) ([]
 		}
 	}
 	return out, nil
+}
+
+// got returns the arguments of the last ListUsage.
+func (f *fakeUsage) got() (time.Time, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gotSince, f.gotLimit
 }
 
 // syncBuffer collects log output written by server goroutines.

@@ -89,6 +89,10 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cat.State.Backend == "redis" {
+		// TODO(#3): shared state in Redis arrives with the account issue.
+		return nil, errors.New("state.backend redis is not available yet: use memory")
+	}
 	dbURL := cat.Database.URL
 	if o.DatabaseURL != "" {
 		dbURL = o.DatabaseURL

@@ -129,8 +129,9 @@ func (h *harness) writeCatalog(doc string) {
 
 func (h *harness) url(path string) string { return "http://" + h.gw.Addr() + path }
 
-func (h *harness) sdk(key string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(h.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+func (h *harness) sdk(key string) *openai.Client {
+	c := openai.NewClient(option.WithBaseURL(h.url("/v1/")), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return &c
 }
 
 // post sends a raw request and returns status, headers and body.

@@ -46,12 +46,12 @@ func TestReloadKeepsTheLastGoodCatalog(t *testing.T) {
 	}
 
 	// A good catalog with a new alias replaces it.
-	h.writeCatalog(h.catalog() + "  - alias: extra\n    deployments:\n      - {model: gpt-4o, endpoints: [ep-b]}\n")
+	h.writeCatalog(strings.Replace(h.catalog(), "keys:\n", "  - alias: extra\n    deployments:\n      - {model: gpt-4o, endpoints: [ep-b]}\nkeys:\n", 1))
 	eventually(t, 2*time.Second, "good catalog loaded", func() bool { return h.status(t).Version == v1+1 })
 	if st := h.status(t); st.LastError != "" {
 		t.Errorf("last error = %q after a good reload, want none", st.LastError)
 	}
-	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, `{"model":"extra","messages":[]}`); code != 200 {
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "extra", 1)); code != 200 {
 		t.Errorf("new alias = %d %s, want 200", code, body)
 	}
 }
@@ -76,7 +76,7 @@ func TestNoSecretInLogsOrBodies(t *testing.T) {
 		record(code, hdr, b)
 	}
 	do(keyWeb, chatBody)
-	do(keyWeb, `{"model":"fast","stream":true,"messages":[]}`)
+	do(keyWeb, `{"model":"fast","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	do(keyWeb+"x", chatBody)
 	do(keyScoped, `{"model":"only-a"}`)
 	// Upstream auth failures echo part of the upstream key in their bodies.

@@ -285,10 +285,12 @@ func (kr *Keyring) Rotate(ctx context.Context, id string) (*sluice.Key, string, 
 		k.Prefix = DisplayPrefix(secret)
 		return nil
 	})
-	if err != nil {
+	if k == nil {
 		return nil, "", err
 	}
-	return k, secret, nil
+	// A failed refresh after a successful save still rotated the key: the
+	// caller must get the new plaintext, or nobody ever could.
+	return k, secret, err
 }
 
 // Load returns the stored key with the ID.

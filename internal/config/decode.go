@@ -34,8 +34,8 @@ func Decode(data []byte) (*Catalog, error) {
 	if err == nil {
 		return &c, nil
 	}
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*yaml.TypeError](err)
+	if !ok {
 		return nil, yamlError(err)
 	}
 	return nil, explain(root, te)
@@ -247,8 +247,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	if err == nil {
 		return
 	}
-	var te *yaml.TypeError
-	if t == reflect.TypeFor[Duration]() && errors.As(err, &te) && len(te.Errors) > 0 {
+	if te, ok := errors.AsType[*yaml.TypeError](err); ok && t == reflect.TypeFor[Duration]() && len(te.Errors) > 0 {
 		_, msg := splitLine(te.Errors[0])
 		w.addf(n.Line, "%s: %s", where(path), msg)
 		return

@@ -50,20 +50,20 @@ type validator struct {
 }
 
 func (v *validator) addf(path, format string, args ...any) {
-	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	v.errs = append(v.errs, errors.New(path+": "+fmt.Sprintf(format, args...)))
 }
 
-// field reports a fieldError from readSecret under the record at path.
-func (v *validator) field(path string, err error) {
-	var fe *fieldError
-	if errors.As(err, &fe) && fe.field != "" {
+// secret reports an error from readSecret under the record at path.
+func (v *validator) secret(path string, err error) {
+	fe, ok := errors.AsType[*fieldError](err)
+	if !ok {
+		v.errs = append(v.errs, fmt.Errorf("%s: %w", path, err))
+		return
+	}
+	if fe.field != "" {
 		path += "." + fe.field
 	}
-	msg := err.Error()
-	if fe != nil {
-		msg = fe.msg
-	}
-	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, msg))
+	v.addf(path, "%s", fe.msg)
 }
 
 func (v *validator) top() {
@@ -77,7 +77,8 @@ func (v *validator) top() {
 	}
 	v.listen("server.listen", c.Server.Listen)
 	v.listen("server.admin_listen", c.Server.AdminListen)
-	if c.Server.Listen != "" && c.Server.Listen == c.Server.AdminListen {
+	// Port 0 asks the kernel for a free port, so two ":0" listeners do not clash.
+	if _, port, err := net.SplitHostPort(c.Server.Listen); err == nil && port != "0" && c.Server.Listen == c.Server.AdminListen {
 		v.addf("server.admin_listen", "must differ from server.listen")
 	}
 	if c.Server.MaxBodyBytes <= 0 {
@@ -205,7 +206,7 @@ func (v *validator) credentials() {
 			v.addf(at+".account", "unknown account %q", cr.Account)
 		}
 		if _, err := readSecret(cr.SecretEnv, cr.SecretFile, v.lookupEnv); err != nil {
-			v.field(at, err)
+			v.secret(at, err)
 		}
 		v.endpointRefs(at+".endpoints", cr.Endpoints)
 		for j, m := range cr.Models {

@@ -99,7 +99,7 @@ func (v *validator) keys() {
 		k := &v.c.Keys[i]
 		at := fmt.Sprintf("keys[%d]", i)
 		if s, err := readSecret(k.SecretEnv, k.SecretFile, v.lookupEnv); err != nil {
-			v.field(at, err)
+			v.secret(at, err)
 		} else if j, dup := bySecret[s]; dup {
 			v.addf(at, "has the same secret as keys[%d]", j)
 		} else {

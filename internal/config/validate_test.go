@@ -199,6 +199,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
 		{"ListenAnyHost", func(c *Catalog) { c.Server.Listen = ":8080" }},
+		{"ListenEphemeralPorts", func(c *Catalog) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
 		{"ExpiresAtWithOffset", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01T00:00:00+02:00" }},
 		{"NoAdminToken", func(c *Catalog) { c.Server.AdminTokenEnv = "" }},
 	}

@@ -67,8 +67,7 @@ func belowMinimum(param string, got int) *apiError {
 // decodeError turns an encoding/json error into OpenAI's answer: a type
 // mismatch names the field, anything else is unparsable JSON.
 func decodeError(err error) *apiError {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
 		return invalidRequest("Invalid type for '"+te.Field+"': expected "+jsonKind(te.Type.Kind())+", but got "+te.Value+" instead.", te.Field, "invalid_type")
 	}
 	return invalidJSON
@@ -177,6 +176,12 @@ var words = [64]string{
 	"before", "winter", "arrives", "in", "soft", "white", "silence", "again",
 }
 
+// nextWord returns the next word of the answer whose state is x; JSON and
+// SSE answers both draw from it, so they say the same.
+func nextWord(x *uint64) string {
+	return words[splitmix64(x)&63]
+}
+
 // appendWords appends the n words of seed, separated by spaces.
 func appendWords(b []byte, seed uint64, n int) []byte {
 	x := seed
@@ -184,7 +189,7 @@ func appendWords(b []byte, seed uint64, n int) []byte {
 		if i > 0 {
 			b = append(b, ' ')
 		}
-		b = append(b, words[splitmix64(&x)&63]...)
+		b = append(b, nextWord(&x)...)
 	}
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -362,6 +363,30 @@ func TestCutAfter(t *testing.T) {
 				t.Errorf("record status %d cancelled %v, want 200 false: the simulator cut it", rec.Status, rec.Cancelled)
 			}
 		})
+	}
+}
+
+func TestCutAfterHTTP2(t *testing.T) {
+	sim := simulator.New(simulator.Options{Default: simulator.Behavior{CutAfter: 2}})
+	srv := httptest.NewUnstartedServer(sim)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	t.Cleanup(sim.Close)
+
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/chat/completions", strings.NewReader(strings.Replace(chatBody, `{`, `{"stream":true,`, 1)))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	events, err := readEvents(t, resp.Body, nil)
+	if err == nil || len(events) != 3 {
+		t.Errorf("read %d events, %v; want 3 and a stream reset", len(events), err)
 	}
 }
 

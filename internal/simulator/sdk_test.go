@@ -94,7 +94,8 @@ func TestSDKStreamErrors(t *testing.T) {
 	}})
 	for _, key := range []string{"error", "cut"} {
 		t.Run(key, func(t *testing.T) {
-			stream := sdkClient(srv, key).Chat.Completions.NewStreaming(t.Context(), sdkParams())
+			client := sdkClient(srv, key)
+			stream := client.Chat.Completions.NewStreaming(t.Context(), sdkParams())
 			for stream.Next() {
 			}
 			if stream.Err() == nil {
@@ -125,7 +126,8 @@ func TestSDKEmbeddings(t *testing.T) {
 		t.Fatalf("SDK embeddings = %d items, %d dims, %d tokens; want 2, 6, 3", len(floats.Data), len(floats.Data[1].Embedding), floats.Usage.TotalTokens)
 	}
 	for i := range floats.Data {
-		if !slices.Equal(floats.Data[i].Embedding, b64.Data[i].Embedding) {
+		// The float form is float32's shortest decimal, so compare as float32.
+		if !slices.Equal(float32s(floats.Data[i].Embedding), float32s(b64.Data[i].Embedding)) {
 			t.Errorf("item %d: float %v, base64 %v", i, floats.Data[i].Embedding, b64.Data[i].Embedding)
 		}
 	}
@@ -135,7 +137,8 @@ func TestSDKModelsAndErrors(t *testing.T) {
 	_, srv := start(t, simulator.Options{Keys: map[string]simulator.Behavior{
 		"limited": {FailStatus: 429, RetryAfter: 2 * time.Second},
 	}})
-	page, err := sdkClient(srv, "sk-test").Models.List(t.Context())
+	client := sdkClient(srv, "sk-test")
+	page, err := client.Models.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,8 @@ func TestSDKModelsAndErrors(t *testing.T) {
 		t.Errorf("SDK models = %+v, want the defaults", page.Data)
 	}
 
-	_, err = sdkClient(srv, "limited").Chat.Completions.New(t.Context(), sdkParams())
+	limited := sdkClient(srv, "limited")
+	_, err = limited.Chat.Completions.New(t.Context(), sdkParams())
 	apiErr, ok := errors.AsType[*openai.Error](err)
 	if !ok {
 		t.Fatalf("err = %v, want *openai.Error", err)
@@ -151,4 +155,12 @@ func TestSDKModelsAndErrors(t *testing.T) {
 	if apiErr.StatusCode != 429 || apiErr.Code != "rate_limit_exceeded" || apiErr.Type != "requests" {
 		t.Errorf("SDK error = %d %q %q, want 429 rate_limit_exceeded requests", apiErr.StatusCode, apiErr.Code, apiErr.Type)
 	}
+}
+
+func float32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, f := range v {
+		out[i] = float32(f)
+	}
+	return out
 }

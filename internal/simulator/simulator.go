@@ -105,7 +105,6 @@ type AccountLimits struct {
 // Simulator is the simulated provider. It implements http.Handler and is
 // safe for concurrent use. Create it with New.
 type Simulator struct {
-	models    []string
 	modelSet  map[string]bool // nil: any model is accepted
 	modelList []byte          // GET /v1/models body, rendered once
 	accounts  map[string]AccountLimits
@@ -136,15 +135,14 @@ func New(opts Options) *Simulator {
 		nonce:    rand.Uint64(),
 		closing:  make(chan struct{}),
 	}
-	s.models = DefaultModels
+	s.modelList = renderModelList(DefaultModels)
 	if len(opts.Models) > 0 {
-		s.models = append([]string(nil), opts.Models...)
+		s.modelList = renderModelList(opts.Models)
 		s.modelSet = make(map[string]bool, len(opts.Models))
 		for _, m := range opts.Models {
 			s.modelSet[m] = true
 		}
 	}
-	s.modelList = renderModelList(s.models)
 	for id, l := range opts.Accounts {
 		s.accounts[id] = l
 	}
@@ -190,7 +188,11 @@ func (s *Simulator) behavior(key string) (Behavior, bool) {
 const maxBody = 32 << 20
 
 // ServeHTTP serves POST /v1/chat/completions, POST /v1/embeddings,
-// GET /v1/models and GET /v1/models/{model}.
+// GET /v1/models and GET /v1/models/{model}. It records the request, then
+// answers the first that applies: 404 for another path, 401 without a key or
+// for an invalid one, 429 over a concurrency cap; then, after Latency,
+// FailStatus, 400 for an invalid body, 404 for an unknown model, and
+// finally the answer.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{sim: s, w: w, r: r}
 	key, hasKey := bearer(r.Header.Get("Authorization"))
@@ -201,7 +203,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method == http.MethodPost {
 		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err = readBody(w, r)
 		if err != nil {
 			c.rec = s.journal.add(key, r, nil, "", false)
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -260,6 +262,20 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ep == epEmbeddings:
 		c.embeddings(p.embed)
 	}
+}
+
+// readBody reads the whole body, at most maxBody bytes, in one allocation
+// when the client declared its length (they all do but chunked uploads).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	if n := r.ContentLength; n > 0 && n <= maxBody {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(body)
 }
 
 // bearer extracts the key from an Authorization header value.

@@ -54,7 +54,7 @@ func (c *call) stream(req *chatRequest, a answer) {
 		if i == 1 {
 			pre = `{"index":0,"delta":{"content":"`
 		}
-		if !st.chunk(pre, words[splitmix64(&x)&63], `"},"logprobs":null,"finish_reason":null}`) {
+		if !st.chunk(pre, nextWord(&x), `"},"logprobs":null,"finish_reason":null}`) {
 			return
 		}
 		switch {

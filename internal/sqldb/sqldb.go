@@ -36,34 +36,40 @@ type Tx struct {
 	runner
 }
 
-// Open connects to the database named by url, creating it when it is an
-// SQLite file that does not exist yet, and applies any pending migrations.
+// Open connects to the database named by url, creating an SQLite file and
+// its parent directories when they do not exist yet, and applies any pending
+// migrations.
 //
 // Accepted forms:
 //
 //	sqlite://data/sluice.db         a file, relative to the working directory
 //	sqlite:///var/lib/sluice.db     an absolute path
 //	sqlite://:memory:               a private in-memory database (one connection)
+//	sqlite://file::memory:?cache=shared   the same, as an SQLite URI
 //	postgres://user@host:5432/db?sslmode=disable   (or postgresql://)
 //
 // An SQLite file runs in WAL mode with a busy timeout and foreign keys on.
 // Query parameters of a postgres URL are passed to pgx (search_path=… selects
 // the schema).
 func Open(ctx context.Context, url string) (*DB, error) {
-	d, dsn, err := parse(url)
+	d, dsn, dir, err := parse(url)
 	if err != nil {
 		return nil, err
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("database directory: %w", err)
+		}
 	}
 	sdb, err := sql.Open(d.driver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", d.name, err)
 	}
-	if strings.Contains(dsn, ":memory:") || strings.Contains(dsn, "mode=memory") {
+	if d == &sqliteDialect && inMemory(dsn) {
 		// Every connection to :memory: is a database of its own, and a shared
-		// cache disappears with its last connection: keep exactly one, forever.
+		// cache disappears with its last connection: keep exactly one (the
+		// pool keeps idle connections open by default).
 		sdb.SetMaxOpenConns(1)
-		sdb.SetConnMaxLifetime(0)
-		sdb.SetConnMaxIdleTime(0)
 	}
 	db := &DB{runner: runner{q: sdb, d: d}, pool: sdb}
 	if err := sdb.PingContext(ctx); err != nil {
@@ -77,24 +83,24 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return db, nil
 }
 
-// parse picks the dialect of url and returns the driver's data source name.
-func parse(url string) (*dialect, string, error) {
+// parse picks the dialect of url and returns the driver's data source name
+// and, for an SQLite file, the directory it goes in.
+func parse(url string) (d *dialect, dsn, dir string, err error) {
+	// Errors name the scheme, never the URL: it may hold a password.
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
-		return nil, "", fmt.Errorf("database url %q: want sqlite://path or postgres://…", url)
+		return nil, "", "", errors.New("database url: want sqlite://path or postgres://…")
 	}
 	switch scheme {
 	case "postgres", "postgresql":
-		return &postgresDialect, url, nil
+		return &postgresDialect, url, "", nil
 	case "sqlite":
 		path, query, _ := strings.Cut(rest, "?")
 		if path == "" {
-			return nil, "", fmt.Errorf("database url %q: no file path", url)
+			return nil, "", "", errors.New("database url: sqlite:// without a file path")
 		}
-		if !strings.Contains(path, ":memory:") && !strings.Contains(query, "mode=memory") {
-			if err := os.MkdirAll(filepath.Dir(strings.TrimPrefix(path, "file:")), 0o755); err != nil {
-				return nil, "", fmt.Errorf("database url %q: %w", url, err)
-			}
+		if !inMemory(rest) {
+			dir = filepath.Dir(strings.TrimPrefix(path, "file:"))
 		}
 		// _txlock=immediate takes the write lock at BEGIN, so a transaction
 		// that reads then writes waits for busy_timeout instead of failing
@@ -103,9 +109,14 @@ func parse(url string) (*dialect, string, error) {
 		if query != "" {
 			params = query + "&" + params
 		}
-		return &sqliteDialect, path + "?" + params, nil
+		return &sqliteDialect, path + "?" + params, dir, nil
 	}
-	return nil, "", fmt.Errorf("database url %q: unknown scheme %q (want sqlite or postgres)", url, scheme)
+	return nil, "", "", fmt.Errorf("database url: unknown scheme %q (want sqlite or postgres)", scheme)
+}
+
+// inMemory reports whether an SQLite name (with its query) is a memory database.
+func inMemory(name string) bool {
+	return strings.Contains(name, ":memory:") || strings.Contains(name, "mode=memory")
 }
 
 // Close closes every connection. Calls on a closed DB return an error.

@@ -23,26 +23,26 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
 
-// Defaults used when the environment names no server.
+// The servers used when the environment names none.
 const (
-	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	DefaultRedisURL    = "redis://127.0.0.1:6379/15"
+	defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	defaultRedisURL    = "redis://127.0.0.1:6379/15"
 )
 
 // dialTimeout bounds every reachability check, so a missing server costs a
 // test seconds, not minutes.
 const dialTimeout = 3 * time.Second
 
-// Postgres returns the URL of a PostgreSQL database (SLUICE_TEST_POSTGRES_URL,
-// else DefaultPostgresURL) whose search_path is a fresh, empty schema created
-// for this test and dropped, with everything in it, when the test ends.
-// application_name is set to the schema name too, so a test can find its own
-// backends in pg_stat_activity. Close every connection to the URL before the
-// test's cleanups run (register the Close with t.Cleanup after calling
-// Postgres).
+// Postgres returns the URL of a PostgreSQL database whose search_path is a
+// fresh, empty schema created for this test and dropped, with everything in
+// it, when the test ends. The server is SLUICE_TEST_POSTGRES_URL, else
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable. application_name
+// is the schema name too, so a test can find its own backends in
+// pg_stat_activity. Close connections in a cleanup registered after this
+// call, so they close before the schema is dropped.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	base := envOr("SLUICE_TEST_POSTGRES_URL", DefaultPostgresURL)
+	base := envOr("SLUICE_TEST_POSTGRES_URL", defaultPostgresURL)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("SLUICE_TEST_POSTGRES_URL %q: %v", base, err)
@@ -87,12 +87,12 @@ func dropSchema(t testing.TB, base, schema string) {
 	}
 }
 
-// Redis returns the URL of a Redis server (SLUICE_TEST_REDIS_URL, else
-// DefaultRedisURL) after checking that it answers PING. The database is
-// shared: a test must use keys of its own and clean them up.
+// Redis returns the URL of a Redis server after checking that it answers
+// PING: SLUICE_TEST_REDIS_URL, else redis://127.0.0.1:6379/15. The database
+// is shared: a test must use keys of its own and remove them.
 func Redis(t testing.TB) string {
 	t.Helper()
-	raw := envOr("SLUICE_TEST_REDIS_URL", DefaultRedisURL)
+	raw := envOr("SLUICE_TEST_REDIS_URL", defaultRedisURL)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatalf("SLUICE_TEST_REDIS_URL %q: %v", raw, err)
@@ -161,8 +161,9 @@ func unreachable(t testing.TB, server, addr string, err error) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s not reachable at %s (required because CI=true): %v", server, addr, err)
+	} else {
+		t.Skipf("%s not reachable at %s: %v", server, addr, err)
 	}
-	t.Skipf("%s not reachable at %s: %v", server, addr, err)
 }
 
 func envOr(name, def string) string {

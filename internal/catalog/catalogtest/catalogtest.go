@@ -211,7 +211,7 @@ func runKeys(t *testing.T, open func(t *testing.T) Store) {
 		s := open(t)
 		const writers, each = 8, 10
 		var wg sync.WaitGroup
-		errs := make(chan error, writers*each)
+		errs := make(chan error, 2*writers*each)
 		for w := range writers {
 			wg.Go(func() {
 				for i := range each {

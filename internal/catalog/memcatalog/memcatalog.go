@@ -6,10 +6,10 @@
 package memcatalog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice"
@@ -31,7 +31,7 @@ var (
 	_ catalog.Documents = (*Store)(nil)
 )
 
-// SaveKey stores a copy of k, replacing the key with the same ID. It returns
+// SaveKey stores a copy of k, with its times in UTC, replacing the key with the same ID. It returns
 // ErrConflict when another key has k.Hash.
 func (s *Store) SaveKey(_ context.Context, k *sluice.Key) error {
 	s.mu.Lock()
@@ -46,7 +46,9 @@ func (s *Store) SaveKey(_ context.Context, k *sluice.Key) error {
 	if old, ok := s.keys[k.ID]; ok {
 		delete(s.hashes, old.Hash)
 	}
-	s.keys[k.ID] = clone(k)
+	c := clone(k)
+	c.ExpiresAt, c.CreatedAt, c.UpdatedAt = k.ExpiresAt.UTC(), k.CreatedAt.UTC(), k.UpdatedAt.UTC()
+	s.keys[k.ID] = c
 	s.hashes[k.Hash] = k.ID
 	return nil
 }
@@ -71,10 +73,7 @@ func (s *Store) ListKeys(context.Context) ([]*sluice.Key, error) {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(keys, func(a, b *sluice.Key) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return keys, nil
 }

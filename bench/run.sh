@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# bench/run.sh: Sluice against a bare httputil.ReverseProxy hop (bench/bareproxy)
+# in front of the same simulated upstream (`sluice demo-upstream`), in one run.
+#
+# Each proxy in turn runs alone on core $PROXY_CPU; the upstream, wrk and the
+# streaming client share core $LOAD_CPU. For each proxy:
+#   1. warm-up, then wrk -t2 -c$CONNS -d$DURATION -s post.lua (non-streaming
+#      chat completions): requests/s, latency p50/p99, the proxy's CPU seconds
+#      during the measured run (utime+stime from /proc/PID/stat) per request,
+#      its RSS, and how busy each core was;
+#   2. bench/ttfb: $TTFB_CONC concurrent streams for $TTFB_DURATION against an
+#      upstream that spaces events by $CHUNK_DELAY: time to first event
+#      p50/p99, and events merged or held back (target 0).
+# Variants: bare, sluice-info (access log on, to /dev/null: what `sluice serve`
+# does by default, so what production runs) and sluice-warn (no access log).
+# Rounds alternate the order of the variants to cancel drift.
+#
+# Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
+# Environment: DURATION=15s ROUNDS=2 WARMUP=3s CONNS=64 TTFB_DURATION=10s
+#   TTFB_CONC=16 TTFB_TOKENS=16 CHUNK_DELAY=20ms VARIANTS="bare sluice-info sluice-warn"
+#   PROXY_CPU=0 LOAD_CPU=1
+set -euo pipefail
+
+DURATION=${DURATION:-15s}
+ROUNDS=${ROUNDS:-2}
+WARMUP=${WARMUP:-3s}
+CONNS=${CONNS:-64}
+TTFB_DURATION=${TTFB_DURATION:-10s}
+TTFB_CONC=${TTFB_CONC:-16}
+TTFB_TOKENS=${TTFB_TOKENS:-16}
+CHUNK_DELAY=${CHUNK_DELAY:-20ms}
+VARIANTS=${VARIANTS:-"bare sluice-info sluice-warn"}
+PROXY_CPU=${PROXY_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+for tool in go taskset timeout awk; do
+	command -v "$tool" >/dev/null || die "$tool not found"
+done
+command -v wrk >/dev/null || die "wrk not found; install it with: apt-get install -y wrk"
+
+# seconds turns 15s / 15 / 1m into whole seconds, for the timeouts.
+seconds() {
+	case $1 in
+	*ms) echo 1 ;;
+	*s) echo "${1%s}" ;;
+	*m) echo $((${1%m} * 60)) ;;
+	*) echo "$1" ;;
+	esac
+}
+DUR_S=$(seconds "$DURATION")
+TTFB_S=$(seconds "$TTFB_DURATION")
+[[ $DUR_S =~ ^[0-9]+$ && $TTFB_S =~ ^[0-9]+$ ]] || die "DURATION and TTFB_DURATION must be whole seconds, like 15s"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
+PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop ends one process this script started.
+stop() {
+	local pid=$1
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	local keep=() p
+	for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
+	PIDS=("${keep[@]}")
+}
+
+# address waits (10s at most) for a line matching the regex $2 in file $1
+# and prints the host:port that follows http://.
+address() {
+	local file=$1 pattern=$2 pid=$3 addr
+	for _ in $(seq 100); do
+		addr=$(grep -oE "$pattern"'http://[0-9.:]+' "$file" 2>/dev/null | head -1 | sed 's|.*http://||') || true
+		[[ -n $addr ]] && { echo "$addr"; return 0; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$file" >&2
+	return 1
+}
+
+# cputicks prints utime+stime of a process, in clock ticks.
+cputicks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+# corestat prints "busy total" jiffies of one CPU from /proc/stat.
+corestat() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+CLK_TCK=$(getconf CLK_TCK)
+
+echo "== building into $WORK"
+(cd "$ROOT" && go build -o "$WORK/sluice" ./cmd/sluice && go build -o "$WORK/bareproxy" ./bench/bareproxy &&
+	go build -o "$WORK/ttfb" ./bench/ttfb) || die "build failed"
+
+echo "== starting the simulated upstream on core $LOAD_CPU (chunk delay $CHUNK_DELAY)"
+taskset -c "$LOAD_CPU" "$WORK/sluice" demo-upstream --listen 127.0.0.1:0 --latency 0s --chunk-delay "$CHUNK_DELAY" \
+	>"$WORK/upstream.out" 2>&1 &
+UPSTREAM_PID=$!
+PIDS+=("$UPSTREAM_PID")
+UPSTREAM=$(address "$WORK/upstream.out" 'listening on ' "$UPSTREAM_PID") || die "upstream did not start"
+echo "   http://$UPSTREAM"
+
+BENCH_KEY="sk-sluice-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export BENCH_KEY # post.lua reads it
+BENCH_UPSTREAM_SECRET="sk-bench-upstream-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+BENCH_ADMIN_TOKEN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+
+# catalog writes the Sluice catalog of one run: one endpoint (the simulated
+# upstream), one credential, the alias "bench", one static virtual key; secrets
+# come from the environment; SQLite in the work directory.
+catalog() {
+	cat >"$1" <<EOF
+version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: BENCH_ADMIN_TOKEN
+database: {url: "sqlite://$2"}
+endpoints:
+  - id: sim
+    base_url: http://$UPSTREAM
+    protocols: [openai.chat]
+credentials:
+  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim]}
+models:
+  - alias: bench
+    deployments:
+      - {model: gpt-4o-mini, endpoints: [sim]}
+keys:
+  - {id: bench, tenant: bench, secret_env: BENCH_KEY}
+EOF
+}
+
+# start_proxy starts variant $1 (run tag $2) on core $PROXY_CPU; sets PROXY_PID
+# and PROXY_ADDR.
+start_proxy() {
+	local variant=$1 tag=$2 out="$WORK/$1-$2.out"
+	case $variant in
+	bare)
+		taskset -c "$PROXY_CPU" "$WORK/bareproxy" --listen 127.0.0.1:0 --upstream "http://$UPSTREAM" >"$out" 2>"$WORK/$variant-$tag.err" &
+		PROXY_PID=$!
+		PIDS+=("$PROXY_PID")
+		PROXY_ADDR=$(address "$out" 'listening on ' "$PROXY_PID") || die "bareproxy did not start"
+		;;
+	sluice-info | sluice-warn)
+		local level=${variant#sluice-} err=/dev/null
+		[[ $level == warn ]] && err="$WORK/$variant-$tag.err" # warnings would mean trouble: keep them
+		catalog "$WORK/$variant-$tag.yaml" "$WORK/$variant-$tag.db"
+		BENCH_UPSTREAM_SECRET=$BENCH_UPSTREAM_SECRET BENCH_ADMIN_TOKEN=$BENCH_ADMIN_TOKEN \
+			taskset -c "$PROXY_CPU" "$WORK/sluice" serve --config "$WORK/$variant-$tag.yaml" --log-level "$level" >"$out" 2>"$err" &
+		PROXY_PID=$!
+		PIDS+=("$PROXY_PID")
+		PROXY_ADDR=$(address "$out" 'data plane +' "$PROXY_PID") || die "sluice did not start"
+		;;
+	*) die "unknown variant $variant" ;;
+	esac
+}
+
+# wrk_ms converts a wrk duration (123.45us, 1.2ms, 2.01s) to milliseconds.
+wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
+	printf "%.3f", u == "us" ? n / 1000 : u == "ms" ? n : u == "s" ? n * 1000 : u == "m" ? n * 60000 : n }'; }
+
+RESULTS="$WORK/results.tsv" # variant round rps p50 p99 cpu_us rss_kib core0 core1 ttfb50 ttfb99 merged streams errors non2xx incomplete
+: >"$RESULTS"
+
+run_variant() {
+	local variant=$1 round=$2 url
+	echo "== round $round: $variant"
+	start_proxy "$variant" "$round"
+	url="http://$PROXY_ADDR/v1/chat/completions"
+	# One request first: a misconfigured proxy fails here, loudly.
+	curl -fsS -o /dev/null -H "Authorization: Bearer $BENCH_KEY" -H 'Content-Type: application/json' \
+		-d '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' --max-time 5 "$url" ||
+		die "$variant does not answer $url"
+	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/post.lua" "$url" >/dev/null
+
+	local t0 t1 c0 c1 l0 l1 out="$WORK/wrk-$variant-$round.txt"
+	c0=$(corestat "$PROXY_CPU"); l0=$(corestat "$LOAD_CPU"); t0=$(cputicks "$PROXY_PID")
+	timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$ROOT/bench/post.lua" "$url" >"$out"
+	t1=$(cputicks "$PROXY_PID"); c1=$(corestat "$PROXY_CPU"); l1=$(corestat "$LOAD_CPU")
+	local rss requests rps p50 p99 non2xx
+	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$PROXY_PID/status")
+	requests=$(awk '/requests in/ { print $1 }' "$out")
+	rps=$(awk '/^Requests\/sec/ { print $2 }' "$out")
+	p50=$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$out")")
+	p99=$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$out")")
+	non2xx=$(awk '/Non-2xx/ { print $NF }' "$out")
+	non2xx=${non2xx:-0}
+	if grep -q 'Socket errors' "$out"; then grep 'Socket errors' "$out" >&2; fi
+	local cpu_us core0 core1
+	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
+	core0=$(awk -v a="$c0" -v b="$c1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
+	core1=$(awk -v a="$l0" -v b="$l1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
+	echo "   $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${cpu_us}µs CPU/req, RSS $((rss / 1024))MiB, core$PROXY_CPU ${core0}% core$LOAD_CPU ${core1}% busy, non-2xx $non2xx"
+
+	local ttfb
+	ttfb=$(timeout $((TTFB_S + 45)) taskset -c "$LOAD_CPU" "$WORK/ttfb" --url "$url" --key "$BENCH_KEY" \
+		--concurrency "$TTFB_CONC" --duration "$TTFB_DURATION" --max-tokens "$TTFB_TOKENS" --chunk-delay "$CHUNK_DELAY") ||
+		echo "   ttfb reported errors" >&2
+	echo "   streaming: $ttfb"
+	kv() { sed -nE "s/.*(^| )$1=([0-9]+).*/\2/p" <<<"$ttfb"; }
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
+		"$cpu_us" "$rss" "$core0" "$core1" "$(kv ttfb_p50_us)" "$(kv ttfb_p99_us)" "$(kv merged)" "$(kv streams)" \
+		"$(kv errors)" "$non2xx" "$(kv incomplete)" >>"$RESULTS"
+	stop "$PROXY_PID"
+}
+
+read -r -a ORDER <<<"$VARIANTS"
+for ((round = 1; round <= ROUNDS; round++)); do
+	if ((round % 2 == 1)); then
+		for v in "${ORDER[@]}"; do run_variant "$v" "$round"; done
+	else
+		for ((i = ${#ORDER[@]} - 1; i >= 0; i--)); do run_variant "${ORDER[i]}" "$round"; done
+	fi
+done
+
+echo
+echo "== results: wrk -t2 -c$CONNS -d$DURATION (non-streaming), ttfb -concurrency $TTFB_CONC -duration $TTFB_DURATION"
+echo "   (chunk delay $CHUNK_DELAY, $TTFB_TOKENS tokens); proxies on core $PROXY_CPU, upstream+load on core $LOAD_CPU; $ROUNDS round(s)"
+echo
+echo "Per round:"
+echo
+awk -F'\t' 'BEGIN {
+	print "| variant | round | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | core busy proxy/load | TTFB p50 µs | TTFB p99 µs | streams | merged | errors |"
+	print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |" }
+	{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% / %s%% | %s | %s | %s | %s | %d |\n",
+		$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $9, $10, $11, $13, $12, $14 + $15 + $16 }' "$RESULTS"
+echo
+echo "Mean over rounds, and ratios to bare (targets: throughput >= 0.75, CPU/req <= 1.35, TTFB p50 <= 1.2, merged = 0):"
+echo
+awk -F'\t' '
+	{ n[$1]++; rps[$1] += $3; p50[$1] += $4; p99[$1] += $5; cpu[$1] += $6; rss[$1] += $7
+	  t50[$1] += $10; t99[$1] += $11; merged[$1] += $12; errs[$1] += $14 + $15 + $16
+	  if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+	function pf(ok) { return ok ? "PASS" : "FAIL" }
+	END {
+		print "| variant | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | TTFB p50 µs | TTFB p99 µs | merged | throughput ratio | CPU/req ratio | TTFB p50 ratio | TTFB p99 ratio | verdict |"
+		print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+		b = "bare"
+		for (i = 1; i <= k; i++) {
+			v = order[i]; c = n[v]
+			line = sprintf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.0f | %.0f | %d", v, rps[v] / c, p50[v] / c, p99[v] / c,
+				cpu[v] / c, rss[v] / c / 1024, t50[v] / c, t99[v] / c, merged[v])
+			if (v == b || !(b in n)) { print line " | 1 | 1 | 1 | 1 | baseline |"; continue }
+			tr = (rps[v] / c) / (rps[b] / n[b]); cr = (cpu[v] / c) / (cpu[b] / n[b])
+			fr = (t50[v] / c) / (t50[b] / n[b]); f99 = (t99[v] / c) / (t99[b] / n[b])
+			printf "%s | %.2f %s | %.2f %s | %.2f %s | %.2f | %s |\n", line, tr, pf(tr >= 0.75), cr, pf(cr <= 1.35),
+				fr, pf(fr <= 1.2), f99, (tr >= 0.75 && cr <= 1.35 && fr <= 1.2 && merged[v] == 0 && errs[v] == 0) ? "PASS" : "FAIL"
+		}
+	}' "$RESULTS"
+for f in "$WORK"/sluice-warn-*.err; do
+	[[ -s $f ]] && { echo; echo "warnings logged by Sluice ($(basename "$f")):"; head -5 "$f"; }
+done
+exit 0

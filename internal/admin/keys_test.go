@@ -1,0 +1,219 @@
+package admin_test
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/authn"
+)
+
+// wantAPIError fails unless err is an *admin.APIError with the status and code.
+func wantAPIError(t *testing.T, what string, err error, status int, code string) {
+	t.Helper()
+	ae, ok := errors.AsType[*admin.APIError](err)
+	if !ok || ae.Status != status || ae.Code != code {
+		t.Errorf("%s error = %v, want an *APIError %d %s", what, err, status, code)
+	}
+}
+
+// authenticates reports whether the keyring accepts the plaintext now.
+func authenticates(kr *authn.Keyring, plaintext string) bool {
+	_, err := kr.Authenticate(plaintext)
+	return err == nil
+}
+
+func TestKeyLifecycle(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+
+	created, err := h.client.CreateKey(ctx, admin.KeySpec{
+		ID: "web-1", Name: "web app", Tenant: "web", Models: []string{"fast", "smart"}, Priority: "interactive", ExpiresIn: "24h",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := created.Record
+	if !strings.HasPrefix(created.Key, authn.KeyPrefix) || rec.ID != "web-1" || rec.Status != sluice.KeyActive ||
+		rec.Tenant != "web" || rec.Priority != "interactive" || !slices.Equal(rec.Models, []string{"fast", "smart"}) {
+		t.Fatalf("CreateKey = %+v", created)
+	}
+	if until := time.Until(rec.ExpiresAt); until < 23*time.Hour || until > 25*time.Hour {
+		t.Errorf("expires_at = %v, want about 24h from now", rec.ExpiresAt)
+	}
+	if !strings.HasPrefix(created.Key, strings.TrimSuffix(rec.Prefix, "…")) {
+		t.Errorf("prefix %q is not the start of the key", rec.Prefix)
+	}
+	if !authenticates(h.keys, created.Key) {
+		t.Fatal("the created key does not authenticate")
+	}
+
+	list, err := h.client.ListKeys(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "web-1" {
+		t.Fatalf("ListKeys = %+v, %v; want web-1", list, err)
+	}
+
+	k, err := h.client.Disable(ctx, "web-1")
+	if err != nil || k.Status != sluice.KeyDisabled {
+		t.Fatalf("Disable = %+v, %v; want disabled", k, err)
+	}
+	if authenticates(h.keys, created.Key) {
+		t.Error("a disabled key authenticates")
+	}
+
+	k, err = h.client.Enable(ctx, "web-1")
+	if err != nil || k.Status != sluice.KeyActive {
+		t.Fatalf("Enable = %+v, %v; want active", k, err)
+	}
+	if !authenticates(h.keys, created.Key) {
+		t.Error("an enabled key does not authenticate")
+	}
+
+	k, err = h.client.Expire(ctx, "web-1", admin.Expiry{In: "1h"})
+	if err != nil || k.Status != sluice.KeyActive || time.Until(k.ExpiresAt) > time.Hour || time.Until(k.ExpiresAt) < 59*time.Minute {
+		t.Fatalf("Expire(in 1h) = %+v, %v; want active, expiring in 1h", k, err)
+	}
+	k, err = h.client.Expire(ctx, "web-1", admin.Expiry{Never: true})
+	if err != nil || !k.ExpiresAt.IsZero() {
+		t.Fatalf("Expire(never) = %+v, %v; want no expiry", k, err)
+	}
+
+	k, err = h.client.SetModels(ctx, "web-1", []string{"fast"})
+	if err != nil || !slices.Equal(k.Models, []string{"fast"}) {
+		t.Fatalf("SetModels(fast) = %+v, %v", k, err)
+	}
+	k, err = h.client.SetModels(ctx, "web-1", nil)
+	if err != nil || len(k.Models) != 0 {
+		t.Fatalf("SetModels(nil) = %+v, %v; want every alias", k, err)
+	}
+
+	rotated, err := h.client.Rotate(ctx, "web-1")
+	if err != nil || rotated.Key == created.Key || !strings.HasPrefix(rotated.Key, authn.KeyPrefix) {
+		t.Fatalf("Rotate = %+v, %v; want a new key", rotated, err)
+	}
+	if authenticates(h.keys, created.Key) {
+		t.Error("the old plaintext authenticates after rotate")
+	}
+	if !authenticates(h.keys, rotated.Key) {
+		t.Error("the rotated plaintext does not authenticate")
+	}
+
+	k, err = h.client.Revoke(ctx, "web-1")
+	if err != nil || k.Status != sluice.KeyRevoked {
+		t.Fatalf("Revoke = %+v, %v; want revoked", k, err)
+	}
+	if authenticates(h.keys, rotated.Key) {
+		t.Error("a revoked key authenticates")
+	}
+	_, err = h.client.Enable(ctx, "web-1")
+	wantAPIError(t, "Enable(revoked)", err, http.StatusConflict, "key_transition_invalid")
+	_, err = h.client.Rotate(ctx, "web-1")
+	wantAPIError(t, "Rotate(revoked)", err, http.StatusConflict, "key_transition_invalid")
+	_, err = h.client.Key(ctx, "missing")
+	wantAPIError(t, "Key(missing)", err, http.StatusNotFound, "not_found")
+	_, err = h.client.CreateKey(ctx, admin.KeySpec{ID: "web-1", Name: "again", Tenant: "web"})
+	wantAPIError(t, "CreateKey(duplicate)", err, http.StatusConflict, "key_conflict")
+
+	logs := h.logs.String()
+	for _, action := range []string{"keys.create", "keys.disable", "keys.enable", "keys.expire", "keys.models", "keys.rotate", "keys.revoke"} {
+		if !strings.Contains(logs, `"action":"`+action+`","key_id":"web-1"`) {
+			t.Errorf("no log line for %s of web-1", action)
+		}
+	}
+}
+
+func TestExpireNowAndPending(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	created, err := h.client.CreateKey(ctx, admin.KeySpec{Name: "n", Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Record.ID, "key_") {
+		t.Errorf("generated ID = %q, want key_…", created.Record.ID)
+	}
+	k, err := h.client.Expire(ctx, created.Record.ID, admin.Expiry{})
+	if err != nil || k.Status != sluice.KeyExpired {
+		t.Fatalf("Expire(now) = %+v, %v; want expired", k, err)
+	}
+	if shown, err := h.client.Key(ctx, created.Record.ID); err != nil || shown.Status != sluice.KeyExpired {
+		t.Errorf("Key after expire = %+v, %v; want status expired", shown, err)
+	}
+	if authenticates(h.keys, created.Key) {
+		t.Error("an expired key authenticates")
+	}
+
+	pending, err := h.client.CreateKey(ctx, admin.KeySpec{Name: "p", Tenant: "t", Pending: true})
+	if err != nil || pending.Record.Status != sluice.KeyPending {
+		t.Fatalf("CreateKey(pending) = %+v, %v", pending, err)
+	}
+	if authenticates(h.keys, pending.Key) {
+		t.Error("a pending key authenticates")
+	}
+	if k, err := h.client.Enable(ctx, pending.Record.ID); err != nil || k.Status != sluice.KeyActive || !authenticates(h.keys, pending.Key) {
+		t.Errorf("Enable(pending) = %+v, %v; want an active key that authenticates", k, err)
+	}
+}
+
+// TestPlaintextShownOnce checks that a plaintext key appears in the create
+// and rotate answers and nowhere else: not in list or show, not in the log,
+// and that no answer carries the stored hash.
+func TestPlaintextShownOnce(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	resp, body := h.do(t, http.MethodPost, "/admin/keys", testToken, `{"id":"k1","name":"n","tenant":"t"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create status = %d (%s), want 201", resp.StatusCode, body)
+	}
+	rotated, err := h.client.Rotate(ctx, "k1") // plaintext #2
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := body[strings.Index(body, authn.KeyPrefix):]
+	first = first[:strings.IndexByte(first, '"')]
+	secrets := []string{first, rotated.Key}
+	stored, err := h.keys.Load(ctx, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/admin/keys", ""},
+		{"GET", "/admin/keys/k1", ""},
+		{"GET", "/admin/status", ""},
+		{"POST", "/admin/keys/k1/disable", ""},
+		{"POST", "/admin/keys/k1/enable", ""},
+		{"POST", "/admin/keys/k1/expire", `{"in":"1h"}`},
+		{"PUT", "/admin/keys/k1/models", `{"models":["fast"]}`},
+	} {
+		_, b := h.do(t, r.method, r.path, testToken, r.body)
+		answers = append(answers, b)
+	}
+	logs := h.logs.String()
+	for i, s := range secrets {
+		for _, a := range answers {
+			if strings.Contains(a, s) {
+				t.Errorf("plaintext #%d appears in %q", i, a)
+			}
+		}
+		if strings.Contains(logs, s) {
+			t.Errorf("plaintext #%d appears in the log", i)
+		}
+	}
+	for _, a := range append(answers, body) {
+		if strings.Contains(a, stored.Hash) || strings.Contains(a, `"hash"`) {
+			t.Errorf("the key hash appears in %q", a)
+		}
+	}
+	if strings.Contains(logs, stored.Hash) {
+		t.Error("the key hash appears in the log")
+	}
+	if !strings.Contains(logs, `"action":"keys.create","key_id":"k1"`) {
+		t.Errorf("the create was not logged; log:\n%s", logs)
+	}
+}

@@ -1,0 +1,196 @@
+// Package sqlcatalog stores virtual keys and catalog documents in the SQL
+// database opened by sqldb (SQLite or PostgreSQL, the same queries for both).
+//
+// It must not depend on anything but package sluice, the catalog interfaces
+// and sqldb; it never touches the schema, which sqldb owns.
+package sqlcatalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/sqldb"
+)
+
+// Store implements catalog.Keys and catalog.Documents on a *sqldb.DB, which
+// the caller owns and closes. Times are kept to the microsecond and come
+// back in UTC. It is safe for concurrent use, also by several processes
+// sharing one database.
+type Store struct {
+	db *sqldb.DB
+}
+
+var (
+	_ catalog.Keys      = (*Store)(nil)
+	_ catalog.Documents = (*Store)(nil)
+)
+
+// New returns a store on db.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+const keyColumns = `id, name, tenant, hash, prefix, status, models, priority, expires_at, created_at, updated_at, static`
+
+// SaveKey inserts or replaces the key with k.ID. It returns ErrConflict when
+// another key already has k.Hash.
+func (s *Store) SaveKey(ctx context.Context, k *sluice.Key) error {
+	err := s.upsertKey(ctx, k)
+	if sqldb.IsUniqueViolation(err) {
+		// Either another key has the hash, or (on PostgreSQL) a concurrent
+		// first save of the same ID committed first and tripped the hash
+		// index before the ID conflict was seen. Once it has committed, a
+		// retry updates that row; only a real duplicate fails twice.
+		err = s.upsertKey(ctx, k)
+	}
+	if sqldb.IsUniqueViolation(err) {
+		return fmt.Errorf("save key %s: hash already used by another key: %w", k.ID, catalog.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("save key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) upsertKey(ctx context.Context, k *sluice.Key) error {
+	aliases := k.Models
+	if aliases == nil {
+		aliases = []string{} // stored as [], not null
+	}
+	models, err := json.Marshal(aliases)
+	if err != nil {
+		return err
+	}
+	var expires sql.Null[int64]
+	if !k.ExpiresAt.IsZero() {
+		expires = sql.Null[int64]{V: k.ExpiresAt.UnixMicro(), Valid: true}
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO keys (`+keyColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			name = excluded.name, tenant = excluded.tenant, hash = excluded.hash,
+			prefix = excluded.prefix, status = excluded.status, models = excluded.models,
+			priority = excluded.priority, expires_at = excluded.expires_at,
+			created_at = excluded.created_at, updated_at = excluded.updated_at,
+			static = excluded.static`,
+		k.ID, k.Name, k.Tenant, k.Hash, k.Prefix, string(k.Status), string(models), k.Priority,
+		expires, k.CreatedAt.UnixMicro(), k.UpdatedAt.UnixMicro(), k.Static)
+	return err
+}
+
+// LoadKey returns the key with the ID, or ErrNotFound.
+func (s *Store) LoadKey(ctx context.Context, id string) (*sluice.Key, error) {
+	k, err := scanKey(s.db.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("key %s: %w", id, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load key %s: %w", id, err)
+	}
+	return k, nil
+}
+
+// ListKeys returns every stored key, ordered by CreatedAt then ID.
+func (s *Store) ListKeys(ctx context.Context) ([]*sluice.Key, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []*sluice.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list keys: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return keys, nil
+}
+
+// scanKey reads the keyColumns of one row.
+func scanKey(row interface{ Scan(dest ...any) error }) (*sluice.Key, error) {
+	var (
+		k                sluice.Key
+		models           string
+		expires          sql.Null[int64]
+		created, updated int64
+	)
+	if err := row.Scan(&k.ID, &k.Name, &k.Tenant, &k.Hash, &k.Prefix, &k.Status, &models, &k.Priority,
+		&expires, &created, &updated, &k.Static); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
+		return nil, fmt.Errorf("key %s models: %w", k.ID, err)
+	}
+	if len(k.Models) == 0 {
+		k.Models = nil
+	}
+	if expires.Valid {
+		k.ExpiresAt = time.UnixMicro(expires.V).UTC()
+	}
+	k.CreatedAt = time.UnixMicro(created).UTC()
+	k.UpdatedAt = time.UnixMicro(updated).UTC()
+	return &k, nil
+}
+
+// SaveCatalog stores doc as the next version if the current version is
+// ifVersion (0 = no check); otherwise it returns ErrConflict.
+func (s *Store) SaveCatalog(ctx context.Context, doc []byte, ifVersion int64) (int64, error) {
+	for {
+		v, err := s.insertCatalog(ctx, doc, ifVersion)
+		if ifVersion == 0 && sqldb.IsUniqueViolation(err) {
+			// A concurrent save (PostgreSQL) took the version this one read;
+			// it has committed, so the retry reads a newer one.
+			continue
+		}
+		if sqldb.IsUniqueViolation(err) {
+			err = catalog.ErrConflict // a concurrent save with the same ifVersion won
+		}
+		if err != nil {
+			return 0, fmt.Errorf("save catalog: %w", err)
+		}
+		return v, nil
+	}
+}
+
+func (s *Store) insertCatalog(ctx context.Context, doc []byte, ifVersion int64) (int64, error) {
+	var next int64
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var current int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM catalog_documents`).Scan(&current); err != nil {
+			return err
+		}
+		if ifVersion != 0 && ifVersion != current {
+			return fmt.Errorf("version is %d, not %d: %w", current, ifVersion, catalog.ErrConflict)
+		}
+		next = current + 1
+		_, err := tx.Exec(ctx, `INSERT INTO catalog_documents (version, doc, created_at) VALUES (?, ?, ?)`,
+			next, doc, time.Now().UnixMicro())
+		return err
+	})
+	return next, err
+}
+
+// LoadCatalog returns the latest document, or ErrNotFound when none was saved.
+func (s *Store) LoadCatalog(ctx context.Context) ([]byte, int64, error) {
+	var (
+		doc     []byte
+		version int64
+	)
+	err := s.db.QueryRow(ctx, `SELECT doc, version FROM catalog_documents ORDER BY version DESC LIMIT 1`).Scan(&doc, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, fmt.Errorf("catalog document: %w", catalog.ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("load catalog: %w", err)
+	}
+	return doc, version, nil
+}

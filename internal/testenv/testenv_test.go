@@ -1,0 +1,91 @@
+package testenv
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"testing"
+)
+
+// recorder is a testing.TB that records how a test would have ended.
+type recorder struct {
+	testing.TB
+	ended string
+}
+
+func (r *recorder) Skipf(format string, a ...any)  { r.ended = "skip: " + fmt.Sprintf(format, a...) }
+func (r *recorder) Fatalf(format string, a ...any) { r.ended = "fatal: " + fmt.Sprintf(format, a...) }
+
+func TestUnreachableSkipsUnlessCI(t *testing.T) {
+	tests := []struct {
+		name string
+		ci   string
+		want string
+	}{
+		{"Local", "", "skip: redis not reachable at redis://x: refused"},
+		{"CIOtherValue", "1", "skip: redis not reachable at redis://x: refused"},
+		{"CI", "true", "fatal: redis not reachable at redis://x (required because CI=true): refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("CI", tt.ci)
+			r := &recorder{TB: t}
+			unreachable(r, "redis", "redis://x", fmt.Errorf("refused"))
+			if r.ended != tt.want {
+				t.Errorf("unreachable ended the test with %q, want %q", r.ended, tt.want)
+			}
+		})
+	}
+}
+
+func TestServerDownIsSkipped(t *testing.T) {
+	t.Setenv("CI", "")
+	t.Setenv("SLUICE_TEST_REDIS_URL", "redis://127.0.0.1:1/0")
+	t.Setenv("SLUICE_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:1/test?sslmode=disable")
+	for name, open := range map[string]func(testing.TB) string{"Redis": Redis, "Postgres": Postgres} {
+		var skipped bool
+		t.Run(name, func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			open(t)
+		})
+		if !skipped {
+			t.Errorf("%s with no server was not skipped", name)
+		}
+	}
+}
+
+func TestRedisAnswers(t *testing.T) {
+	if u := Redis(t); u == "" {
+		t.Error("Redis returned an empty URL")
+	}
+}
+
+func TestPostgresSchemaIsFreshAndDropped(t *testing.T) {
+	var schema string
+	t.Run("Use", func(t *testing.T) {
+		u := Postgres(t)
+		db, err := sql.Open("pgx", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if err := db.QueryRowContext(t.Context(), `SELECT current_schema()`).Scan(&schema); err != nil {
+			t.Fatal(err)
+		}
+		if parsed, _ := url.Parse(u); schema != parsed.Query().Get("search_path") {
+			t.Errorf("current_schema() = %q, want the schema named in %s", schema, u)
+		}
+	})
+	if t.Failed() || schema == "" {
+		return
+	}
+	admin, err := sql.Open("pgx", Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var n int
+	if err := admin.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&n); err != nil || n != 0 {
+		t.Errorf("schema %s after its test ended: count %d, %v; want dropped", schema, n, err)
+	}
+}
