@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -86,14 +87,14 @@ type rig struct {
 func newRig(tb testing.TB) *rig {
 	tb.Helper()
 	r := &rig{sim: simulator.New(simulator.Options{MaxRecords: -1})}
-	r.upstream = httptest.NewServer(r.sim)
+	labeled("upstream", func(context.Context) { r.upstream = httptest.NewServer(r.sim) })
 	tb.Cleanup(r.upstream.Close)
 	tb.Cleanup(r.sim.Close) // before the server's Close: it releases stalled streams
 	target, err := url.Parse(r.upstream.URL)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.bare = httptest.NewServer(NewHop(target))
+	labeled("bare", func(context.Context) { r.bare = httptest.NewServer(NewHop(target)) })
 	tb.Cleanup(r.bare.Close)
 
 	dir := tb.TempDir()
@@ -102,10 +103,12 @@ func newRig(tb testing.TB) *rig {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	r.gw, err = app.Start(context.Background(), app.Options{
-		ConfigPath: cfg,
-		Log:        slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok },
+	labeled("sluice", func(ctx context.Context) {
+		r.gw, err = app.Start(ctx, app.Options{
+			ConfigPath: cfg,
+			Log:        slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			LookupEnv:  func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok },
+		})
 	})
 	if err != nil {
 		tb.Fatalf("app.Start: %v", err)
@@ -119,6 +122,18 @@ func newRig(tb testing.TB) *rig {
 	r.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	tb.Cleanup(tr.CloseIdleConnections)
 	return r
+}
+
+// labeled runs start with the profiler label side=name. Goroutines inherit
+// the labels of the goroutine that starts them, so every goroutine a server
+// started in start runs (accept loop, connections, handlers, the
+// transports' connection loops, Sluice's background work) carries the label,
+// and a CPU profile of the benchmarks can be cut down to one side:
+//
+//	go test -run='^$' -bench=Chat/sluice -cpuprofile cpu.out ./bench/
+//	go tool pprof -tagfocus=side=sluice -top bench.test cpu.out
+func labeled(name string, start func(ctx context.Context)) {
+	pprof.Do(context.Background(), pprof.Labels("side", name), start)
 }
 
 // setBehavior makes the upstream treat requests of both paths as b: the bare
@@ -219,6 +234,7 @@ func BenchmarkChat(b *testing.B) {
 			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // ~64 goroutines
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
+				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", "client")))
 				for pb.Next() {
 					if err := r.post(url, chatBody); err != nil {
 						b.Error(err)
