@@ -24,6 +24,7 @@ const (
 	CodeModelNotFound        Code = "model_not_found"
 	CodeInvalidRequest       Code = "invalid_request"
 	CodeRequestTooLarge      Code = "request_too_large"
+	CodeRequestTimeout       Code = "request_timeout"
 	CodeNotFound             Code = "not_found"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeUpstreamTimeout      Code = "upstream_timeout"
@@ -45,6 +46,7 @@ var codeStatus = map[Code]int{
 	CodeModelNotFound:        http.StatusNotFound,
 	CodeInvalidRequest:       http.StatusBadRequest,
 	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeRequestTimeout:       http.StatusRequestTimeout,
 	CodeNotFound:             http.StatusNotFound,
 	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	CodeUpstreamTimeout:      http.StatusGatewayTimeout,

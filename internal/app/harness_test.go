@@ -1,11 +1,13 @@
 package app_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -199,3 +201,5 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }

@@ -22,6 +22,7 @@ type Server struct {
 	AdminListen   string   `yaml:"admin_listen"`    // admin API, default 127.0.0.1:8081
 	AdminTokenEnv string   `yaml:"admin_token_env"` // env var holding the admin token
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
+	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
 	Timeouts      Timeouts `yaml:"timeouts"`        // defaults for every endpoint
 }
 

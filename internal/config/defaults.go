@@ -11,7 +11,7 @@ const defaultMaxBodyBytes = 4 << 20 // 4 MiB
 // ApplyDefaults fills every unset field that has a default, in place:
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
-//     max_body_bytes 4 MiB, timeouts connect 5s, first_byte 60s, idle 30s,
+//     max_body_bytes 4 MiB, body_timeout 30s, timeouts connect 5s, first_byte 60s, idle 30s,
 //     total 10m;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
 //     open 30s;
@@ -30,6 +30,9 @@ func ApplyDefaults(c *Catalog) {
 	setString(&s.AdminListen, "127.0.0.1:8081")
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if s.BodyTimeout == 0 {
+		s.BodyTimeout = Duration(30 * time.Second)
 	}
 	inherit(&s.Timeouts, Timeouts{
 		Connect:   Duration(5 * time.Second),

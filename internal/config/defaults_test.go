@@ -50,6 +50,7 @@ keys:
 			Listen:       "127.0.0.1:8080",
 			AdminListen:  "127.0.0.1:8081",
 			MaxBodyBytes: 4 << 20,
+			BodyTimeout:  Duration(30 * time.Second),
 			Timeouts:     serverTimeouts,
 		},
 		State:    State{Backend: "memory"},

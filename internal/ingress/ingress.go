@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -81,7 +82,8 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 			err = &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error"}
 		}
 	}()
-	body, err := readBody(w, r, s.live.Load().MaxBodyBytes)
+	snap := s.live.Load()
+	body, err := readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout)
 	if err != nil {
 		return out, nil, err
 	}
@@ -138,12 +140,16 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 	}
 }
 
-// readBody reads the body under the size limit: a declared length over it
-// is refused before reading, and a chunked body is cut at the limit.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	tooLarge := &sluice.Error{Code: sluice.CodeRequestTooLarge, Msg: "request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+// readBody reads the body under the size limit and the body timeout: a
+// declared length over the limit is refused before reading, a chunked body is
+// cut at the limit, and a caller that trickles its body is cut off.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge(limit)
+	}
+	rc := http.NewResponseController(w)
+	if timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		timeout = 0 // the connection cannot take a deadline (a test recorder)
 	}
 	size := r.ContentLength
 	if size < 0 {
@@ -155,10 +161,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
+			if timeout > 0 {
+				// Cleared once the body is in: net/http's disconnect detection
+				// reads the connection under this deadline and would cancel a
+				// long stream when it passed. After a failed read it stays, so
+				// net/http's discard of the unread body fails fast too.
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			return buf, nil
 		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
+			return nil, tooLarge(limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &sluice.Error{Code: sluice.CodeRequestTimeout, Msg: "the request body did not arrive within " + timeout.String(), Err: err}
 		}
 		if err != nil {
 			return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "could not read the request body", Err: err}
@@ -167,6 +183,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 			buf = append(buf, 0)[:len(buf)]
 		}
 	}
+}
+
+func tooLarge(limit int64) *sluice.Error {
+	return &sluice.Error{Code: sluice.CodeRequestTooLarge, Msg: "request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
 // bearer returns the token of an "Authorization: Bearer …" header.
@@ -219,6 +239,7 @@ var errorTypes = map[int]string{
 	http.StatusNotFound:              "not_found_error",
 	http.StatusMethodNotAllowed:      "invalid_request_error",
 	http.StatusRequestEntityTooLarge: "invalid_request_error",
+	http.StatusRequestTimeout:        "invalid_request_error",
 	http.StatusTooManyRequests:       "rate_limit_error",
 }
 

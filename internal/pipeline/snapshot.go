@@ -32,6 +32,7 @@ type Snapshot struct {
 	Credentials  map[string]*sluice.Credential
 	StaticKeys   []*sluice.Key
 	MaxBodyBytes int64
+	BodyTimeout  time.Duration
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -47,6 +48,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		Accounts:     make(map[string]*sluice.Account, len(c.Accounts)),
 		Credentials:  make(map[string]*sluice.Credential, len(c.Credentials)),
 		MaxBodyBytes: c.Server.MaxBodyBytes,
+		BodyTimeout:  c.Server.BodyTimeout.D(),
 	}
 	for _, e := range c.Endpoints {
 		s.Endpoints[e.ID] = compileEndpoint(e)

@@ -90,11 +90,10 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	defer resp.Body.Close()
 	a.exec.HTTPStatus = resp.StatusCode
 	a.exec.FirstByte = time.Since(a.exec.Started)
-	rd := io.Reader(resp.Body)
+	rd := &idleReader{r: resp.Body, d: to.Idle}
 	if to.Idle > 0 {
-		idle := &idleReader{r: resp.Body, d: to.Idle, t: time.AfterFunc(to.Idle, func() { cancel(errIdleTimeout) })}
-		defer idle.t.Stop()
-		rd = idle
+		rd.t = time.AfterFunc(to.Idle, func() { cancel(errIdleTimeout) })
+		defer rd.t.Stop()
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return c.rejected(ctx, actx, w, resp, rd, a)
@@ -235,7 +234,9 @@ var executionStatus = [...]sluice.ExecutionStatus{
 	ClassRequest: sluice.ExecutionRequest, ClassCallerGone: sluice.ExecutionCancelled,
 }
 
-// idleReader cancels the execution when no bytes arrive for d.
+// idleReader cancels the execution when the upstream sends nothing for d
+// (no timer when d is 0). Time spent writing to a slow caller is not the
+// upstream's silence: the relay restarts the clock after each write.
 type idleReader struct {
 	r io.Reader
 	d time.Duration
@@ -244,8 +245,14 @@ type idleReader struct {
 
 func (ir *idleReader) Read(p []byte) (int, error) {
 	n, err := ir.r.Read(p)
-	ir.t.Reset(ir.d)
+	ir.restart()
 	return n, err
+}
+
+func (ir *idleReader) restart() {
+	if ir.t != nil {
+		ir.t.Reset(ir.d)
+	}
 }
 
 // failure turns the last failed attempt into the error the caller sees when

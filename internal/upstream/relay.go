@@ -18,7 +18,7 @@ var doneData = []byte("[DONE]")
 // relay passes an SSE answer to the caller event by event, as each arrives.
 // Until the first event is written the attempt can still fail over; after
 // it, a failure ends the caller's stream with an error event.
-func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd io.Reader, a attempt, callStart time.Time) attempt {
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a attempt, callStart time.Time) attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
 	for err == nil && ev.Data == nil {
@@ -41,6 +41,13 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	a.committed = true
 	a.ttft = time.Since(callStart)
 	out := sse.NewWriter(w)
+	// A caller that stops reading must not hold the upstream call forever:
+	// each write gets the idle timeout too. The deadline is cleared at the
+	// end because net/http does not reset it for the connection's next request.
+	rc := http.NewResponseController(w)
+	if rd.d > 0 {
+		defer rc.SetWriteDeadline(time.Time{})
+	}
 	for {
 		done := bytes.Equal(ev.Data, doneData)
 		forward := true
@@ -53,10 +60,14 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			}
 		}
 		if forward {
+			if rd.d > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(rd.d))
+			}
 			if err := out.WriteRaw(ev.Raw); err != nil {
 				a.class, a.err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
 				return a
 			}
+			rd.restart()
 		}
 		if done {
 			return a
@@ -72,6 +83,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if a.class != ClassCallerGone {
 		// The stream is committed: no failover, no splicing of a second
 		// upstream's output; the caller learns why it ended.
+		if rd.d > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(rd.d))
+		}
 		_ = out.WriteData(streamErrorEvent)
 	}
 	return a

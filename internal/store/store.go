@@ -1,0 +1,142 @@
+// Package store defines the hot shared state of the gateway behind small
+// interfaces: capacity claims (leases) on upstream accounts and credentials,
+// the wait queue, per-account cooldowns with a single probe, and the status
+// of credentials and accounts (disabled, draining). memstore holds it in one
+// process; redisstore shares it between replicas through Redis (one Lua
+// script per decision, keys hash-tagged by capacity domain). storetest is
+// the contract suite both pass. This package depends only on the standard
+// library and package sluice.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Unit is one capacity unit a request claims a slot in: an upstream account
+// (quota_scope account) or a credential acting as its own account
+// (quota_scope credential, or a credential without an account). Cooldowns
+// apply to the whole unit.
+type Unit struct {
+	ID   string        // stable: the account ID, or the credential ID for credential scope
+	Cap  int           // max in-flight claims; 0 = unlimited
+	Base time.Duration // cooldown after a rate limit without retry-after: Base·2^level …
+	Max  time.Duration // … capped at Max; a retry-after is honoured up to Max as well
+}
+
+// Candidate is one edge a waiting request could run on, in preference order.
+type Candidate struct {
+	Unit          Unit
+	Credential    string // the credential's stable ID
+	CredentialCap int    // optional inner limit of the credential; 0 = none
+}
+
+// Acquire asks for a slot on the first candidate that has room.
+type Acquire struct {
+	Domain     string        // capacity domain: every key this request touches shares it (Redis hash tag)
+	Ticket     string        // unique per request attempt; makes Acquire idempotent
+	Queue      string        // FIFO wait queue (the model alias), shared by all replicas
+	Candidates []Candidate   // in preference order; never empty
+	LeaseTTL   time.Duration // a granted lease expires unless renewed
+	Replica    string        // who waits; grants for this replica are announced on its wake channel
+}
+
+// Grant is the answer to Acquire.
+type Grant struct {
+	Granted bool
+	Index   int       // the candidate granted (when Granted)
+	Lease   string    // lease ID, = Ticket (when Granted)
+	Expires time.Time // lease expiry (when Granted)
+	Probe   bool      // this lease is the unit's single post-cooldown probe
+	// When not granted: the ticket waits in Queue. Position is its place (0 =
+	// head); RetryAt is the earliest time a cooling candidate reopens (zero
+	// if none is cooling), when the waiter should try again without a wake.
+	Position int
+	RetryAt  time.Time
+}
+
+// Outcome is how the claimed call ended, as far as the unit's state cares.
+type Outcome struct {
+	RateLimited bool          // a 429 rate limit: cool the unit
+	RetryAfter  time.Duration // the upstream's hint with RateLimited; 0 = none
+	Success     bool          // a successful call: resets the backoff level, ends a probe
+}
+
+// Claims are leases on capacity units. Implementations must be safe for
+// concurrent use by many goroutines and (for shared stores) many replicas.
+//
+// Acquire semantics, atomic per call:
+//   - A ticket that already holds a lease gets the same grant again; a ticket
+//     already queued keeps its place.
+//   - Candidates are skipped when their unit is cooling (until the cooldown
+//     ends; then exactly one probe lease is granted unit-wide and no other
+//     claim until the probe is released), their unit is at Cap, or their
+//     credential is at CredentialCap. A disabled or draining credential is
+//     never passed in as a candidate (the caller filters by Status).
+//   - No barging: a candidate is granted only if no ticket queued earlier in
+//     Queue lists the same unit among its candidates (the earlier ticket has
+//     the first right to it).
+//   - If nothing can be granted, the ticket is queued at the tail of Queue
+//     (FIFO) and Grant.Granted is false.
+//
+// Release removes the lease exactly once (a second Release, or a Release of
+// an expired lease, is a no-op and returns nil), applies the Outcome to the
+// unit (cooldown state machine), and announces on the wake channel of every
+// replica with a ticket that could now be granted. Renew pushes the expiry
+// of the given leases to now+ttl; unknown or expired leases are ignored.
+// Cancel removes a queued ticket (a caller that gave up); if the ticket was
+// granted meanwhile, its lease is released as if with a zero Outcome.
+type Claims interface {
+	Acquire(ctx context.Context, a Acquire) (Grant, error)
+	Release(ctx context.Context, domain, lease string, out Outcome) error
+	Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error
+	Cancel(ctx context.Context, domain, queue, ticket string) error
+}
+
+// Waker delivers wake-ups: a hint that a ticket of this replica may now be
+// granted, so its waiter calls Acquire again at once. Hints may be lost or
+// duplicated; waiters also retry at Grant.RetryAt and on a slow safety tick.
+type Waker interface {
+	// Wake returns a channel of ticket IDs woken for replica. It is closed
+	// when ctx ends.
+	Wake(ctx context.Context, replica string) (<-chan string, error)
+}
+
+// UnitState is what an operator sees of a unit.
+type UnitState struct {
+	ID           string
+	InFlight     int
+	Cap          int
+	Waiting      int       // tickets queued that list this unit
+	CoolingUntil time.Time // zero when not cooling
+	Level        int       // backoff level
+	Probe        string    // "", "available" (cooldown over, probe not taken) or "in_flight"
+}
+
+// Inspector reads unit and credential state for the admin API and metrics.
+type Inspector interface {
+	Units(ctx context.Context, domain string, ids []string) ([]UnitState, error)
+	// CredentialInFlight counts live leases per credential ID.
+	CredentialInFlight(ctx context.Context, domain string, ids []string) (map[string]int, error)
+}
+
+// Status values of credentials and accounts that every replica must see.
+type Status struct {
+	State  string // "active", "draining", "disabled"
+	Reason string // why (e.g. "auth: 401 invalid_api_key", "billing: insufficient_quota", "operator")
+	Since  time.Time
+}
+
+// Statuses hold the operator- and failure-driven state of credentials and
+// accounts, shared by every replica. Kind is "credential" or "account".
+type Statuses interface {
+	SetStatus(ctx context.Context, kind, id string, s Status) error
+	// Statuses returns every non-active status of kind, by ID (active is
+	// the default and is not stored).
+	Statuses(ctx context.Context, kind string) (map[string]Status, error)
+}
+
+// ErrUnavailable wraps failures of the store itself (Redis down), so the
+// pipeline can answer 503 rather than blame the upstream.
+var ErrUnavailable = errors.New("state store unavailable")
