@@ -226,7 +226,7 @@ run_variant() {
 		echo "   ttfb reported errors" >&2
 	echo "   streaming: $ttfb"
 	kv() { sed -nE "s/.*(^| )$1=([0-9]+).*/\2/p" <<<"$ttfb"; }
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
 		"$cpu_us" "$rss" "$core0" "$core1" "$(kv ttfb_p50_us)" "$(kv ttfb_p99_us)" "$(kv merged)" "$(kv streams)" \
 		"$(kv errors)" "$non2xx" "$(kv incomplete)" "$proxy_pct" >>"$RESULTS"
 	stop "$PROXY_PID"

@@ -1,12 +1,14 @@
 // Package admin is the operator's control plane: the admin HTTP API (virtual
-// keys, the catalog document, status, usage, Prometheus metrics), the Go
-// Client for it, and the CLI built on that client (sluice keys|apply|status).
+// keys, upstream accounts and credentials, the catalog document, status,
+// usage, Prometheus metrics), the Go Client for it, and the CLI built on that
+// client (sluice keys|accounts|credentials|apply|status).
 //
-// It holds no state of its own: keys go through authn.Keyring, the catalog
-// through the app's Catalog, usage through ledger.Usage. It never returns or
-// logs a key's hash, and returns a plaintext key only in the answer to create
-// or rotate. It may import sluice, authn, catalog and ledger; it must not
-// import pipeline, ingress or app.
+// It holds no state of its own: keys go through authn.Keyring, accounts and
+// credentials through the app's Pool, the catalog through the app's Catalog,
+// usage through ledger.Usage. It never returns or logs a key's hash or a
+// credential's secret, and returns a plaintext key only in the answer to
+// create or rotate. It may import sluice, authn, catalog and ledger; it must
+// not import pipeline, ingress or app.
 package admin
 
 import (
@@ -36,6 +38,9 @@ type Options struct {
 	// Catalog is the running gateway's catalog; nil makes the catalog
 	// routes answer 404 and status report no catalog.
 	Catalog Catalog
+	// Pool shows and maintains upstream accounts and credentials; nil makes
+	// the account and credential routes answer 404.
+	Pool Pool
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -85,6 +90,57 @@ func (e *InvalidCatalogError) Error() string { return "invalid catalog: " + e.Er
 // Unwrap exposes the problems to errors.Is and errors.As.
 func (e *InvalidCatalogError) Unwrap() error { return e.Err }
 
+// Pool is what the admin API needs to see and maintain upstream accounts
+// and credentials. Implementations must be safe for concurrent use. An error
+// that is a *sluice.Error is shown to the operator as it is; any other error
+// not described here answers 500.
+type Pool interface {
+	// Accounts returns the state of every account.
+	Accounts(ctx context.Context) ([]AccountState, error)
+	// Credentials returns the state of every credential.
+	Credentials(ctx context.Context) ([]CredentialState, error)
+	// SetCredential applies "disable", "drain", "enable" or "remove". remove is
+	// refused with an error wrapping ErrClaimsHeld while the credential holds
+	// claims, unless it is draining and force is set. Unknown id → wraps catalog.ErrNotFound.
+	SetCredential(ctx context.Context, id, action string, force bool) (CredentialState, error)
+	// SetAccount applies "disable" or "enable" (re-enabling an account disabled by a billing failure).
+	// Unknown id → wraps catalog.ErrNotFound.
+	SetAccount(ctx context.Context, id, action string) (AccountState, error)
+}
+
+// ErrClaimsHeld is wrapped by Pool.SetCredential when a remove would drop running work.
+var ErrClaimsHeld = errors.New("claims held")
+
+// AccountState is an upstream account as the operator sees it: its limits,
+// its load and its cooldown now. Times are UTC.
+type AccountState struct {
+	ID           string    `json:"id"`
+	QuotaScope   string    `json:"quota_scope"`
+	Cap          int       `json:"cap"` // max in flight; 0 = unlimited (for quota_scope credential: per credential)
+	InFlight     int       `json:"in_flight"`
+	Waiting      int       `json:"waiting"` // queued requests that could use it
+	CoolingUntil time.Time `json:"cooling_until,omitzero"`
+	Level        int       `json:"backoff_level"`
+	Probe        string    `json:"probe,omitempty"` // "", "available", "in_flight"
+	Status       string    `json:"status"`          // active | disabled
+	Reason       string    `json:"reason,omitempty"`
+	Since        time.Time `json:"since,omitzero"`
+	Credentials  []string  `json:"credentials"`
+}
+
+// CredentialState is an upstream credential as the operator sees it: never
+// its secret. Times are UTC.
+type CredentialState struct {
+	ID           string    `json:"id"`
+	Account      string    `json:"account"`
+	Status       string    `json:"status"` // active | draining | disabled | removed
+	Reason       string    `json:"reason,omitempty"`
+	Since        time.Time `json:"since,omitzero"`
+	InFlight     int       `json:"in_flight"`
+	CoolingUntil time.Time `json:"cooling_until,omitzero"` // for quota_scope credential, its own cooldown
+	Endpoints    []string  `json:"endpoints"`
+}
+
 // maxBody bounds every admin request body.
 const maxBody = 1 << 20
 
@@ -95,6 +151,7 @@ type server struct {
 	keys     *authn.Keyring
 	usage    ledger.Usage
 	catalog  Catalog
+	pool     Pool
 	metrics  http.Handler
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -104,17 +161,24 @@ type server struct {
 // New returns the admin API handler. Every route except GET /metrics and
 // GET /healthz requires "Authorization: Bearer <Options.Token>".
 //
-//	GET  /admin/status                 CatalogStatus plus key counts by status
-//	GET  /admin/catalog                the serving YAML, ETag "<version>"
-//	PUT  /admin/catalog                apply YAML (If-Match "<version>" optional)
-//	POST /admin/keys                   create (KeySpec) → 201 IssuedKey
-//	GET  /admin/keys                   []KeyRecord
-//	GET  /admin/keys/{id}              KeyRecord
-//	POST /admin/keys/{id}/disable      KeyRecord (also enable, revoke)
-//	POST /admin/keys/{id}/rotate       IssuedKey
-//	POST /admin/keys/{id}/expire       Expiry → KeyRecord
-//	PUT  /admin/keys/{id}/models       {"models":[…]} → KeyRecord
-//	GET  /admin/usage?since=&limit=    []UsageRecord
+//	GET  /admin/status                  CatalogStatus plus key, account and credential counts by status
+//	GET  /admin/catalog                 the serving YAML, ETag "<version>"
+//	PUT  /admin/catalog                 apply YAML (If-Match "<version>" optional)
+//	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
+//	GET  /admin/keys                    []KeyRecord
+//	GET  /admin/keys/{id}               KeyRecord
+//	POST /admin/keys/{id}/disable       KeyRecord (also enable, revoke)
+//	POST /admin/keys/{id}/rotate        IssuedKey
+//	POST /admin/keys/{id}/expire        Expiry → KeyRecord
+//	PUT  /admin/keys/{id}/models        {"models":[…]} → KeyRecord
+//	GET  /admin/accounts                []AccountState
+//	GET  /admin/accounts/{id}           AccountState
+//	POST /admin/accounts/{id}/disable   AccountState (also enable)
+//	GET  /admin/credentials             []CredentialState
+//	GET  /admin/credentials/{id}        CredentialState
+//	POST /admin/credentials/{id}/drain  CredentialState (also disable, enable)
+//	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
+//	GET  /admin/usage?since=&limit=     []UsageRecord
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
@@ -124,6 +188,7 @@ func New(opts Options) http.Handler {
 		keys:     opts.Keys,
 		usage:    opts.Usage,
 		catalog:  opts.Catalog,
+		pool:     opts.Pool,
 		metrics:  opts.Metrics,
 		log:      opts.Log,
 		mux:      http.NewServeMux(),
@@ -147,6 +212,16 @@ func New(opts Options) http.Handler {
 	s.mux.HandleFunc("POST /admin/keys/{id}/rotate", s.handle(s.rotateKey))
 	s.mux.HandleFunc("POST /admin/keys/{id}/expire", s.handle(s.expireKey))
 	s.mux.HandleFunc("PUT /admin/keys/{id}/models", s.handle(s.setModels))
+	s.mux.HandleFunc("GET /admin/accounts", s.handle(listAll(s, accountKind)))
+	s.mux.HandleFunc("GET /admin/accounts/{id}", s.handle(showOne(s, accountKind)))
+	for _, action := range []string{"disable", "enable"} {
+		s.mux.HandleFunc("POST /admin/accounts/{id}/"+action, s.handle(s.setAccount(action)))
+	}
+	s.mux.HandleFunc("GET /admin/credentials", s.handle(listAll(s, credentialKind)))
+	s.mux.HandleFunc("GET /admin/credentials/{id}", s.handle(showOne(s, credentialKind)))
+	for _, action := range []string{"disable", "drain", "enable", "remove"} {
+		s.mux.HandleFunc("POST /admin/credentials/{id}/"+action, s.handle(s.setCredential(action)))
+	}
 	s.mux.HandleFunc("GET /admin/usage", s.handle(s.listUsage))
 	return s
 }

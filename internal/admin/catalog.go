@@ -27,6 +27,8 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 		st.Aliases = []string{}
 	}
 	st.Keys = s.keyCounts(r)
+	st.Accounts = poolCounts(s, r, accountKind)
+	st.Credentials = poolCounts(s, r, credentialKind)
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }

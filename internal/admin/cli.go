@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,11 @@ const cliUsage = `usage:
   sluice keys disable|enable|revoke|rotate ID
   sluice keys expire ID [--in 1h | --at RFC3339 | --never]   (default: now)
   sluice keys models ID (ALIAS[,ALIAS…] | --all)
+  sluice accounts list
+  sluice accounts show|disable|enable ID
+  sluice credentials list
+  sluice credentials show|disable|drain|enable ID
+  sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -97,6 +104,10 @@ func (c *cli) run(args []string) error {
 	switch args[0] {
 	case "keys":
 		return c.keys(args[1:])
+	case "accounts":
+		return c.accounts(args[1:])
+	case "credentials":
+		return c.credentials(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":
@@ -248,13 +259,13 @@ func (c *cli) status(args []string) error {
 	t.row("Loaded at:", when(st.LoadedAt))
 	t.row("Aliases:", list(st.Aliases, "none"))
 	if st.Keys != nil {
-		var counts []string
-		for _, s := range keyStatuses {
-			if n := st.Keys[s]; n > 0 {
-				counts = append(counts, fmt.Sprintf("%d %s", n, s))
-			}
-		}
-		t.row("Keys:", list(counts, "none"))
+		t.row("Keys:", counts(st.Keys, keyStatuses))
+	}
+	if st.Accounts != nil {
+		t.row("Accounts:", counts(st.Accounts, accountStatuses))
+	}
+	if st.Credentials != nil {
+		t.row("Credentials:", counts(st.Credentials, credentialStatuses))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -266,6 +277,19 @@ func (c *cli) status(args []string) error {
 		}
 	}
 	return nil
+}
+
+// counts lists the counts by status, "2 active, 1 disabled": the statuses in
+// order first, then any other in name order.
+func counts[S ~string](by map[S]int, order []S) string {
+	others := slices.DeleteFunc(slices.Sorted(maps.Keys(by)), func(s S) bool { return slices.Contains(order, s) })
+	var out []string
+	for _, s := range append(slices.Clone(order), others...) {
+		if n := by[s]; n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	return list(out, "none")
 }
 
 // when formats an instant for people; zero is "-".

@@ -51,16 +51,12 @@ func (c *Client) CreateKey(ctx context.Context, spec KeySpec) (*IssuedKey, error
 
 // ListKeys returns every stored key.
 func (c *Client) ListKeys(ctx context.Context) ([]KeyRecord, error) {
-	out, err := fetch[[]KeyRecord](ctx, c, http.MethodGet, "/admin/keys", nil)
-	if err != nil {
-		return nil, err
-	}
-	return *out, nil
+	return fetchAll[KeyRecord](ctx, c, "/admin/keys")
 }
 
 // Key returns the key with the ID.
 func (c *Client) Key(ctx context.Context, id string) (*KeyRecord, error) {
-	return fetch[KeyRecord](ctx, c, http.MethodGet, keyPath(id, ""), nil)
+	return fetch[KeyRecord](ctx, c, http.MethodGet, itemPath("keys", id, ""), nil)
 }
 
 // Disable stops the key from authenticating until it is enabled.
@@ -86,7 +82,7 @@ func (c *Client) Expire(ctx context.Context, id string, e Expiry) (*KeyRecord, e
 // Rotate gives the key a new plaintext, returned this once; the old one
 // stops working at once.
 func (c *Client) Rotate(ctx context.Context, id string) (*IssuedKey, error) {
-	return fetch[IssuedKey](ctx, c, http.MethodPost, keyPath(id, "rotate"), nil)
+	return fetch[IssuedKey](ctx, c, http.MethodPost, itemPath("keys", id, "rotate"), nil)
 }
 
 // SetModels replaces the aliases the key may use; empty allows all.
@@ -94,7 +90,7 @@ func (c *Client) SetModels(ctx context.Context, id string, models []string) (*Ke
 	if models == nil {
 		models = []string{}
 	}
-	return fetch[KeyRecord](ctx, c, http.MethodPut, keyPath(id, "models"), modelsBody{Models: &models})
+	return fetch[KeyRecord](ctx, c, http.MethodPut, itemPath("keys", id, "models"), modelsBody{Models: &models})
 }
 
 // Status returns the serving catalog's status and key counts.
@@ -147,15 +143,52 @@ func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]Usage
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	out, err := fetch[[]UsageRecord](ctx, c, http.MethodGet, path, nil)
-	if err != nil {
-		return nil, err
-	}
-	return *out, nil
+	return fetchAll[UsageRecord](ctx, c, path)
 }
 
-func keyPath(id, action string) string {
-	p := "/admin/keys/" + url.PathEscape(id)
+// Accounts returns the state of every upstream account.
+func (c *Client) Accounts(ctx context.Context) ([]AccountState, error) {
+	return fetchAll[AccountState](ctx, c, "/admin/accounts")
+}
+
+// Account returns the state of the account with the ID.
+func (c *Client) Account(ctx context.Context, id string) (*AccountState, error) {
+	return fetch[AccountState](ctx, c, http.MethodGet, itemPath("accounts", id, ""), nil)
+}
+
+// SetAccount applies "disable" or "enable" to the account and returns its
+// new state. enable also re-enables an account a billing failure disabled.
+func (c *Client) SetAccount(ctx context.Context, id, action string) (*AccountState, error) {
+	return fetch[AccountState](ctx, c, http.MethodPost, itemPath("accounts", id, action), nil)
+}
+
+// Credentials returns the state of every upstream credential.
+func (c *Client) Credentials(ctx context.Context) ([]CredentialState, error) {
+	return fetchAll[CredentialState](ctx, c, "/admin/credentials")
+}
+
+// Credential returns the state of the credential with the ID.
+func (c *Client) Credential(ctx context.Context, id string) (*CredentialState, error) {
+	return fetch[CredentialState](ctx, c, http.MethodGet, itemPath("credentials", id, ""), nil)
+}
+
+// SetCredential applies "disable", "drain", "enable" or "remove" to the
+// credential and returns its new state. A remove while the credential holds
+// claims fails with status 409 (credential_claims_held) unless it is
+// draining and force is set, which drops the work running on it. Only
+// remove looks at force.
+func (c *Client) SetCredential(ctx context.Context, id, action string, force bool) (*CredentialState, error) {
+	var in any
+	if force {
+		in = Removal{Force: true}
+	}
+	return fetch[CredentialState](ctx, c, http.MethodPost, itemPath("credentials", id, action), in)
+}
+
+// itemPath is the path of one key, account or credential ("keys",
+// "accounts", "credentials"), or of an action on it.
+func itemPath(kind, id, action string) string {
+	p := "/admin/" + kind + "/" + url.PathEscape(id)
 	if action != "" {
 		p += "/" + action
 	}
@@ -163,7 +196,7 @@ func keyPath(id, action string) string {
 }
 
 func (c *Client) keyAction(ctx context.Context, id, action string, in any) (*KeyRecord, error) {
-	return fetch[KeyRecord](ctx, c, http.MethodPost, keyPath(id, action), in)
+	return fetch[KeyRecord](ctx, c, http.MethodPost, itemPath("keys", id, action), in)
 }
 
 // fetch calls the route and decodes its answer as a T.
@@ -173,6 +206,15 @@ func fetch[T any](ctx context.Context, c *Client, method, path string, in any) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// fetchAll calls the GET route of a list and returns its items.
+func fetchAll[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+	out, err := fetch[[]T](ctx, c, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
 }
 
 // call sends in as JSON (nil: no body) and decodes the answer into out.

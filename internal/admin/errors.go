@@ -22,6 +22,7 @@ const (
 	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"        // 409
 	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"   // 409
 	CodeKeyConflict            sluice.Code = "key_conflict"             // 409
+	CodeCredentialClaimsHeld   sluice.Code = "credential_claims_held"   // 409
 )
 
 var adminStatus = map[sluice.Code]int{
@@ -31,6 +32,7 @@ var adminStatus = map[sluice.Code]int{
 	CodeCatalogReadOnly:        http.StatusConflict,
 	CodeKeyTransitionInvalid:   http.StatusConflict,
 	CodeKeyConflict:            http.StatusConflict,
+	CodeCredentialClaimsHeld:   http.StatusConflict,
 }
 
 // statusOf is the HTTP status of an admin or sluice code.
@@ -103,13 +105,31 @@ func invalid(format string, args ...any) error {
 func keyError(id string, err error) error {
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return &sluice.Error{Code: sluice.CodeNotFound, Msg: fmt.Sprintf("key %q not found", id), Err: err}
+		return notFound("key", id, err)
 	case errors.Is(err, authn.ErrTransition):
 		return &sluice.Error{Code: CodeKeyTransitionInvalid, Msg: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrConflict):
 		return &sluice.Error{Code: CodeKeyConflict, Msg: fmt.Sprintf("key %q conflicts with an existing key", id), Err: err}
 	}
 	return err
+}
+
+// poolError maps a Pool error for the account or credential id (kind says
+// which) to its public face.
+func poolError(kind, id string, err error) error {
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return notFound(kind, id, err)
+	case errors.Is(err, ErrClaimsHeld):
+		return &sluice.Error{Code: CodeCredentialClaimsHeld, Err: err, Msg: fmt.Sprintf(
+			"%s %q still holds claims: drain it and remove it once its running work has finished, or force the remove while it drains (which drops that work)", kind, id)}
+	}
+	return err
+}
+
+// notFound is a 404 for the key, account or credential id.
+func notFound(kind, id string, err error) error {
+	return &sluice.Error{Code: sluice.CodeNotFound, Msg: fmt.Sprintf("%s %q not found", kind, id), Err: err}
 }
 
 // catalogError maps a Catalog.Apply error to its public face. Anything that

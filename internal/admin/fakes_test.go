@@ -130,6 +130,7 @@ type harness struct {
 	keys    *authn.Keyring
 	catalog *fakeCatalog
 	usage   *fakeUsage
+	pool    *fakePool
 	logs    *syncBuffer
 	client  *admin.Client
 }
@@ -140,6 +141,7 @@ func newHarness(t *testing.T) *harness {
 		keys:    authn.NewKeyring(new(memcatalog.Store)),
 		catalog: newFakeCatalog(),
 		usage:   &fakeUsage{},
+		pool:    newFakePool(),
 		logs:    &syncBuffer{},
 	}
 	srv := httptest.NewServer(admin.New(admin.Options{
@@ -147,6 +149,7 @@ func newHarness(t *testing.T) *harness {
 		Keys:    h.keys,
 		Usage:   h.usage,
 		Catalog: h.catalog,
+		Pool:    h.pool,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
 		Log:     slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}))

@@ -24,15 +24,19 @@ type KeyRecord struct {
 
 // keyRecord is the view of k at now.
 func keyRecord(k *sluice.Key, now time.Time) KeyRecord {
-	models := k.Models
-	if models == nil {
-		models = []string{}
-	}
 	return KeyRecord{
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Prefix: k.Prefix,
-		Status: k.EffectiveStatus(now), Models: models, Priority: k.Priority,
+		Status: k.EffectiveStatus(now), Models: nonNil(k.Models), Priority: k.Priority,
 		ExpiresAt: utc(k.ExpiresAt), CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt), Static: k.Static,
 	}
+}
+
+// nonNil makes a nil list empty, so that it renders as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func utc(t time.Time) time.Time {
@@ -77,11 +81,33 @@ type modelsBody struct {
 	Models *[]string `json:"models"`
 }
 
+// Removal is the body of POST /admin/credentials/{id}/remove; it may be
+// empty. ?force=true in the query does the same as Force.
+type Removal struct {
+	// Force removes a draining credential although it still holds claims,
+	// dropping the work running on it. It is refused for any other status.
+	Force bool `json:"force,omitempty"`
+}
+
+// accountView is a as the API shows it: lists never null, times in UTC.
+func accountView(a AccountState) AccountState {
+	a.CoolingUntil, a.Since, a.Credentials = utc(a.CoolingUntil), utc(a.Since), nonNil(a.Credentials)
+	return a
+}
+
+// credentialView is c as the API shows it: lists never null, times in UTC.
+func credentialView(c CredentialState) CredentialState {
+	c.CoolingUntil, c.Since, c.Endpoints = utc(c.CoolingUntil), utc(c.Since), nonNil(c.Endpoints)
+	return c
+}
+
 // Status answers GET /admin/status: the catalog serving now and how many
-// stored keys are in each effective status.
+// stored keys, upstream accounts and credentials are in each status.
 type Status struct {
 	CatalogStatus
-	Keys map[sluice.KeyStatus]int `json:"keys,omitempty"`
+	Keys        map[sluice.KeyStatus]int `json:"keys,omitempty"`
+	Accounts    map[string]int           `json:"accounts,omitempty"`    // by AccountState.Status; absent without a Pool
+	Credentials map[string]int           `json:"credentials,omitempty"` // by CredentialState.Status; absent without a Pool
 }
 
 // UsageRecord is a usage record as the admin API shows it. Durations are

@@ -27,7 +27,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "demo-upstream":
 		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
-	case "keys", "apply", "status":
+	case "keys", "apply", "status", "accounts", "credentials":
 		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
 	case "version":
 		fmt.Fprintln(stdout, "sluice", version())
@@ -47,6 +47,8 @@ commands:
   serve          run the gateway (no --config: built-in demo provider, embedded store)
   apply -f FILE  apply a catalog to a running gateway through the admin API
   keys …         create, list, show, disable, enable, revoke, rotate, expire virtual keys
+  accounts …     list upstream accounts (claims, queue, cooldown, probe, status); disable, enable
+  credentials …  list upstream credentials; disable, drain, enable, remove [--force]
   status         show the running gateway's catalog status
   demo-upstream  run the simulated upstream provider on its own
   version        print the version

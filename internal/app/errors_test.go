@@ -96,14 +96,25 @@ func TestUpstreamRequestErrorPassesThroughWithoutFailover(t *testing.T) {
 	}
 }
 
-func TestRateLimitedEverywherePassesTheLast429On(t *testing.T) {
+// TestRateLimitedEverywhereWaitsThenTimesOut: every credential answers 429
+// with a long Retry-After, so every unit cools; the request waits instead of
+// hammering them, and gets capacity_wait_timeout with a Retry-After when the
+// wait deadline passes. Each credential was called exactly once.
+func TestRateLimitedEverywhereWaitsThenTimesOut(t *testing.T) {
 	h := newHarness(t)
 	h.failAll(simulator.Behavior{FailStatus: 429, RetryAfter: 7e9})
 	status, hdr, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody)
-	if status != 429 || hdr.Get("Retry-After") != "7" || !strings.Contains(body, "rate_limit_exceeded") {
-		t.Errorf("answer = %d (Retry-After %q) %s, want the upstream 429 with its Retry-After", status, hdr.Get("Retry-After"), body)
+	var e envelope
+	json.Unmarshal([]byte(body), &e)
+	if status != 429 || e.Error.Code != string(sluice.CodeCapacityWaitTimeout) || hdr.Get("Retry-After") == "" {
+		t.Errorf("answer = %d (Retry-After %q) %s, want 429 capacity_wait_timeout with a Retry-After", status, hdr.Get("Retry-After"), body)
 	}
-	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 3 {
-		t.Errorf("upstream calls = %d, want 3 (every edge tried once)", n)
+	for _, k := range []string{secretA1, secretA2} {
+		if n := h.simA.Count(k); n != 1 {
+			t.Errorf("calls on a cooled credential = %d, want 1", n)
+		}
+	}
+	if n := h.simB.Count(secretB1); n != 1 {
+		t.Errorf("calls on cred-b1 = %d, want 1", n)
 	}
 }

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/ingress"
@@ -28,6 +30,9 @@ import (
 	"github.com/sluicehq/sluice/internal/pipeline"
 	"github.com/sluicehq/sluice/internal/settle"
 	"github.com/sluicehq/sluice/internal/sqldb"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/memstore"
+	"github.com/sluicehq/sluice/internal/store/redisstore"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -51,6 +56,9 @@ type Gateway struct {
 	keys     *authn.Keyring
 	caller   *upstream.Caller
 	recorder *settle.Recorder
+	capacity *capacity.Engine
+	statuses *capacity.Statuses
+	closers  []func() error // shared-state clients, closed last
 	metrics  *metrics.Metrics
 	catalog  *catalogSource
 	demo     *demo
@@ -88,10 +96,6 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	cat, doc, err := src.initial()
 	if err != nil {
 		return nil, err
-	}
-	if cat.State.Backend == "redis" {
-		// TODO(#3): shared state in Redis arrives with the account issue.
-		return nil, errors.New("state.backend redis is not available yet: use memory")
 	}
 	dbURL := cat.Database.URL
 	if o.DatabaseURL != "" {
@@ -132,7 +136,19 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		g.metrics.BreakerState.WithLabelValues(ob.EndpointID).Set(float64(ob.State))
 	})
 	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
-	handler := pipeline.NewHandler(g.live, g.keys, g.caller, g.recorder, o.Log)
+	shared, err := g.openState(ctx, cat.State)
+	if err != nil {
+		return nil, err
+	}
+	g.capacity = capacity.New(shared, shared, replicaID(), cat.State.LeaseTTL.D(), o.Log)
+	g.statuses = capacity.NewStatuses(shared, o.Log)
+	if err := g.statuses.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("read credential statuses: %w", err)
+	}
+	handler := pipeline.NewHandler(pipeline.Stages{
+		Live: g.live, Keys: g.keys, Capacity: g.capacity, Statuses: g.statuses,
+		Caller: g.caller, Usage: g.recorder, Log: o.Log,
+	})
 
 	srv := cat.Server
 	listen, adminListen := firstOf(o.Listen, srv.Listen), firstOf(o.AdminListen, srv.AdminListen)
@@ -148,10 +164,19 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	g.addr, g.admin = dataLn.Addr().String(), adminLn.Addr().String()
 	g.serve(dataLn, ingress.New(handler, g.live, g.keys, g.metrics, o.Log))
+	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
+	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.serve(adminLn, admin.New(admin.Options{
-		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Log: o.Log,
+		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Log: o.Log,
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}))
+	g.background(ctx, func(ctx context.Context) {
+		if err := g.capacity.Run(ctx); err != nil {
+			o.Log.LogAttrs(ctx, slog.LevelError, "capacity engine stopped", slog.Any("err", err))
+		}
+	})
+	// Statuses changed on another replica are seen here within a second.
+	g.background(ctx, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(ctx, func(ctx context.Context) {
 		g.keys.Run(ctx, time.Second, func(err error) {
 			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err))
@@ -208,6 +233,9 @@ func (g *Gateway) Close() error {
 	if g.db != nil {
 		errs = append(errs, g.db.Close())
 	}
+	for _, c := range g.closers {
+		errs = append(errs, c())
+	}
 	return errors.Join(errs...)
 }
 
@@ -222,6 +250,48 @@ func (g *Gateway) banner(w io.Writer, token string, generated bool) {
 	if g.demo != nil {
 		g.demo.banner(w, g.addr)
 	}
+}
+
+// sharedState is everything the capacity engine keeps in the shared store.
+type sharedState interface {
+	store.Claims
+	store.Waker
+	store.Inspector
+	store.Statuses
+}
+
+// openState opens the configured shared-state backend: memory for one
+// process, Redis for replicas that share accounts.
+func (g *Gateway) openState(ctx context.Context, st config.State) (sharedState, error) {
+	if st.Backend != "redis" {
+		return memstore.New(), nil
+	}
+	opts, err := redis.ParseURL(st.Redis.URL)
+	if err != nil {
+		return nil, errors.New("state.redis.url: not a valid redis URL") // the URL may hold a password
+	}
+	client := redis.NewClient(opts)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("connect to redis: %w", err)
+	}
+	prefix := st.Redis.Prefix
+	if prefix == "" {
+		prefix = "sluice:"
+	}
+	s := redisstore.New(client, prefix)
+	g.closers = append(g.closers, s.Close, client.Close)
+	return s, nil
+}
+
+// replicaID names this process among the replicas sharing a store.
+func replicaID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // adminToken reads the admin token from the environment, or makes one up

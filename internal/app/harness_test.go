@@ -47,6 +47,7 @@ server:
   admin_listen: 127.0.0.1:0
   admin_token_env: ADMIN_TOKEN
   max_body_bytes: 4096
+  wait_timeout: 1s
   timeouts: {connect: 2s, first_byte: 500ms, idle: 500ms, total: 30s}
 database: {url: "sqlite://%s"}
 endpoints:

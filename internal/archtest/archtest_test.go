@@ -21,12 +21,13 @@ var layers = [][]string{
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
 	{"internal/authn", "internal/routing", "internal/settle"},
-	{"internal/upstream"},
+	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
 	{"internal/config"},
-	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger"},
+	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
+		"internal/store/memstore", "internal/store/redisstore"},
 	{"internal/sqldb"},
-	{"internal/catalog", "internal/ledger"},
+	{"internal/catalog", "internal/ledger", "internal/store"},
 	{""}, // package sluice
 }
 
@@ -34,10 +35,11 @@ var layers = [][]string{
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
 	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator",
+	"internal/store/memstore", "internal/store/redisstore",
 }
 
 // testOnly are helper packages no production code may import.
-var testOnly = []string{"internal/testenv", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest"}
+var testOnly = []string{"internal/testenv", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest", "internal/store/storetest"}
 
 func TestImportsPointDown(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()

@@ -23,6 +23,7 @@ type Server struct {
 	AdminTokenEnv string   `yaml:"admin_token_env"` // env var holding the admin token
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
 	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
+	WaitTimeout   Duration `yaml:"wait_timeout"`    // longest a request waits for capacity; default 30s
 	Timeouts      Timeouts `yaml:"timeouts"`        // defaults for every endpoint
 }
 
@@ -36,8 +37,9 @@ type Timeouts struct {
 
 // State selects where hot shared state lives.
 type State struct {
-	Backend string `yaml:"backend"` // memory (default) | redis
-	Redis   Redis  `yaml:"redis"`
+	Backend  string   `yaml:"backend"` // memory (default) | redis
+	Redis    Redis    `yaml:"redis"`
+	LeaseTTL Duration `yaml:"lease_ttl"` // a claim held by a dead replica comes back after this; default 30s
 }
 
 // Redis locates the Redis server for the cluster backend.

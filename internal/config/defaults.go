@@ -11,7 +11,7 @@ const defaultMaxBodyBytes = 4 << 20 // 4 MiB
 // ApplyDefaults fills every unset field that has a default, in place:
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
-//     max_body_bytes 4 MiB, body_timeout 30s, timeouts connect 5s, first_byte 60s, idle 30s,
+//     max_body_bytes 4 MiB, body_timeout 30s, wait_timeout 30s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
 //     total 10m;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
 //     open 30s;
@@ -33,6 +33,12 @@ func ApplyDefaults(c *Catalog) {
 	}
 	if s.BodyTimeout == 0 {
 		s.BodyTimeout = Duration(30 * time.Second)
+	}
+	if s.WaitTimeout == 0 {
+		s.WaitTimeout = Duration(30 * time.Second)
+	}
+	if c.State.LeaseTTL == 0 {
+		c.State.LeaseTTL = Duration(30 * time.Second)
 	}
 	inherit(&s.Timeouts, Timeouts{
 		Connect:   Duration(5 * time.Second),

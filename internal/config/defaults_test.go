@@ -51,9 +51,10 @@ keys:
 			AdminListen:  "127.0.0.1:8081",
 			MaxBodyBytes: 4 << 20,
 			BodyTimeout:  Duration(30 * time.Second),
+			WaitTimeout:  Duration(30 * time.Second),
 			Timeouts:     serverTimeouts,
 		},
-		State:    State{Backend: "memory"},
+		State:    State{Backend: "memory", LeaseTTL: Duration(30 * time.Second)},
 		Database: Database{URL: "sqlite://data/sluice.db"},
 		Endpoints: []Endpoint{
 			{

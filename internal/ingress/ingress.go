@@ -118,7 +118,7 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 	attrs := []slog.Attr{
 		slog.String("request_id", id), slog.String("protocol", string(p)), slog.Int("status", status),
 		slog.String("code", code), slog.Duration("duration", d), slog.String("key_id", out.KeyID),
-		slog.Int("executions", out.Executions),
+		slog.Int("executions", len(out.Executions)),
 	}
 	if req != nil {
 		attrs = append(attrs, slog.String("model", req.Model), slog.Bool("stream", req.Stream),

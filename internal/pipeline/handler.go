@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -19,16 +20,29 @@ type Recorder interface {
 
 // Handler runs requests through the pipeline. Safe for concurrent use.
 type Handler struct {
-	live   *Live
-	keys   *authn.Keyring
-	caller *upstream.Caller
-	usage  Recorder
-	log    *slog.Logger
+	live     *Live
+	keys     *authn.Keyring
+	capacity *capacity.Engine
+	statuses *capacity.Statuses
+	caller   *upstream.Caller
+	usage    Recorder
+	log      *slog.Logger
+}
+
+// Stages are the parts a Handler runs, built by app.
+type Stages struct {
+	Live     *Live
+	Keys     *authn.Keyring
+	Capacity *capacity.Engine
+	Statuses *capacity.Statuses
+	Caller   *upstream.Caller
+	Usage    Recorder
+	Log      *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
-func NewHandler(live *Live, keys *authn.Keyring, caller *upstream.Caller, usage Recorder, log *slog.Logger) *Handler {
-	return &Handler{live: live, keys: keys, caller: caller, usage: usage, log: log}
+func NewHandler(s Stages) *Handler {
+	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -36,13 +50,14 @@ type Outcome struct {
 	KeyID      string
 	Status     int // what the caller saw; 0 when Serve returned an uncommitted error
 	Committed  bool
-	Executions int
+	Executions []sluice.Execution
 	Usage      sluice.Usage
+	TTFT       time.Duration
 }
 
-// Serve authenticates, admits, routes and calls. When it returns an error
-// with Outcome.Committed false, nothing was written and the caller of Serve
-// renders the error in the caller's protocol.
+// Serve authenticates, admits, routes, waits for capacity and calls. When
+// it returns an error with Outcome.Committed false, nothing was written and
+// the caller of Serve renders the error in the caller's protocol.
 func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.Request, token string) (Outcome, error) {
 	p, err := h.keys.Authenticate(token)
 	if err != nil {
@@ -50,39 +65,48 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	}
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
-	edges, err := route(snap, p, req)
-	if err != nil {
-		h.settle(ctx, p, req, out, upstream.Result{}, err)
+	if !p.Key.Allows(req.Model) {
+		err = &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
+		h.settle(ctx, p, req, out, err)
 		return out, err
 	}
-	res, err := h.caller.Call(ctx, w, req, edges)
-	out.Committed, out.Executions, out.Usage = res.Committed, len(res.Executions), res.Usage
-	if res.Committed {
-		out.Status = res.Executions[len(res.Executions)-1].HTTPStatus
+	edges, err := h.route(snap, req)
+	if err == nil {
+		err = h.call(ctx, w, snap, req, edges, &out)
 	}
-	h.settle(ctx, p, req, out, res, err)
+	h.settle(ctx, p, req, out, err)
 	return out, err
 }
 
-// route checks the key's scope and returns the alias's candidate edges.
-func route(snap *Snapshot, p *sluice.Principal, req *sluice.Request) ([]*sluice.Edge, error) {
-	if !p.Key.Allows(req.Model) {
-		return nil, &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
-	}
+// route returns the alias's candidate edges that are in service (credential
+// active, account not disabled), in the strategy's order.
+func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, error) {
 	alias := snap.Routes.Alias(req.Model)
 	if alias == nil || alias.Protocol != req.Protocol {
 		return nil, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + req.Model + " does not exist or does not support this endpoint"}
 	}
-	edges, _ := snap.Routes.Candidates(req.Model)
+	all, _ := snap.Routes.Candidates(req.Model)
+	edges := all[:0]
+	for _, e := range all {
+		if h.inService(e) {
+			edges = append(edges, e)
+		}
+	}
 	if len(edges) == 0 {
 		return nil, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve model " + req.Model}
 	}
 	return edges, nil
 }
 
+// inService reports whether new claims may go to e: a draining credential
+// finishes what it runs but takes nothing new.
+func (h *Handler) inService(e *sluice.Edge) bool {
+	return h.statuses.Credential(e.Credential.ID).State == "active" && h.statuses.Account(e.Account.ID).State != "disabled"
+}
+
 // settle records the request's usage. It runs even if the caller has gone:
 // the tokens were spent.
-func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.Request, out Outcome, res upstream.Result, callErr error) {
+func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.Request, out Outcome, callErr error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	rec := sluice.UsageRecord{
@@ -95,9 +119,9 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		Status:     out.Status,
 		Started:    req.Received,
 		Latency:    time.Since(req.Received),
-		TTFT:       res.TTFT,
-		Usage:      res.Usage,
-		Executions: res.Executions,
+		TTFT:       out.TTFT,
+		Usage:      out.Usage,
+		Executions: out.Executions,
 	}
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {
 		rec.Code, rec.Status = se.Code, se.Code.Status()

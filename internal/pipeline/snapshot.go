@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/routing"
+	"github.com/sluicehq/sluice/internal/store"
 )
 
 // Snapshot is a compiled catalog. It is immutable once compiled: nothing may
@@ -33,6 +34,13 @@ type Snapshot struct {
 	StaticKeys   []*sluice.Key
 	MaxBodyBytes int64
 	BodyTimeout  time.Duration
+	WaitTimeout  time.Duration
+	// Domain is the capacity domain every claim is made in. Today the whole
+	// catalog is one domain (its Redis keys share one hash tag); splitting
+	// by connected accounts is the Redis Cluster escape hatch, and must keep
+	// names stable across reloads so claims never move keys.
+	Domain string
+	units  map[string]store.Candidate // by edge ID
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -49,6 +57,9 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		Credentials:  make(map[string]*sluice.Credential, len(c.Credentials)),
 		MaxBodyBytes: c.Server.MaxBodyBytes,
 		BodyTimeout:  c.Server.BodyTimeout.D(),
+		WaitTimeout:  c.Server.WaitTimeout.D(),
+		Domain:       "main",
+		units:        map[string]store.Candidate{},
 	}
 	for _, e := range c.Endpoints {
 		s.Endpoints[e.ID] = compileEndpoint(e)
@@ -67,7 +78,8 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
-			s.Accounts[cc.ID] = &sluice.Account{ID: cc.ID, QuotaScope: sluice.QuotaScopeCredential, MaxInflight: cc.MaxInflight}
+			s.Accounts[cc.ID] = &sluice.Account{ID: cc.ID, QuotaScope: sluice.QuotaScopeCredential, MaxInflight: cc.MaxInflight,
+				Cooldown: sluice.Cooldown{Base: time.Second, Max: time.Minute}}
 		}
 		s.Credentials[cr.ID] = cr
 		creds = append(creds, cr)
@@ -104,7 +116,7 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 			if !slices.Contains(cr.Endpoints, epID) || (len(cr.Models) > 0 && !slices.Contains(cr.Models, d.Model)) {
 				continue
 			}
-			out = append(out, &sluice.Edge{
+			e := &sluice.Edge{
 				ID:         cr.ID + "/" + epID + "/" + d.Model,
 				Credential: cr,
 				Account:    s.Accounts[cr.AccountID],
@@ -113,10 +125,43 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 				Model:      d.Model,
 				Priority:   d.Priority,
 				Weight:     d.Weight,
-			})
+			}
+			s.units[e.ID] = candidate(e.Account, cr)
+			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// candidate is the capacity an edge claims. With quota_scope account the
+// unit is the account, and the credential's max_inflight is an inner limit;
+// with quota_scope credential each credential is its own unit, capped by its
+// own max_inflight or else the account's, and cooled on its own. Unit IDs are
+// stable IDs, so a reordered catalog keeps every unit's state.
+func candidate(a *sluice.Account, cr *sluice.Credential) store.Candidate {
+	if a.QuotaScope == sluice.QuotaScopeCredential {
+		limit := cr.MaxInflight
+		if limit == 0 {
+			limit = a.MaxInflight
+		}
+		return store.Candidate{
+			Unit:       store.Unit{ID: "credential:" + cr.ID, Cap: limit, Base: a.Cooldown.Base, Max: a.Cooldown.Max},
+			Credential: cr.ID,
+		}
+	}
+	return store.Candidate{
+		Unit:          store.Unit{ID: "account:" + a.ID, Cap: a.MaxInflight, Base: a.Cooldown.Base, Max: a.Cooldown.Max},
+		Credential:    cr.ID,
+		CredentialCap: cr.MaxInflight,
+	}
+}
+
+// Candidate returns the capacity edge e claims.
+func (s *Snapshot) Candidate(e *sluice.Edge) store.Candidate { return s.units[e.ID] }
+
+// CredentialCandidate returns the capacity a credential's edges claim.
+func (s *Snapshot) CredentialCandidate(cr *sluice.Credential) store.Candidate {
+	return candidate(s.Accounts[cr.AccountID], cr)
 }
 
 func compileEndpoint(e config.Endpoint) *sluice.Endpoint {

@@ -21,14 +21,15 @@ const (
 	maxResponseBody = 64 << 20 // a non-streamed answer is buffered so it can fail over
 )
 
-// attempt is one execution's outcome.
-type attempt struct {
-	exec      sluice.Execution
-	class     Class
-	committed bool
-	ttft      time.Duration
-	err       error     // internal cause; nil on success
-	failed    *response // the upstream's error answer, kept for passing a final 429 on
+// Attempt is one execution's outcome.
+type Attempt struct {
+	Exec       sluice.Execution
+	Class      Class
+	Skipped    bool          // the endpoint's breaker refused the attempt; nothing was sent
+	Committed  bool          // bytes reached the caller: no other attempt may follow
+	TTFT       time.Duration // from the request's first attempt to the first byte written to the caller
+	RetryAfter time.Duration // the upstream's wait hint on a rate limit
+	Err        error         // internal cause; nil on success
 }
 
 // response is an upstream answer held in memory.
@@ -39,21 +40,21 @@ type response struct {
 }
 
 // execute runs one attempt of req on edge e.
-func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time) (a attempt) {
-	a.exec = sluice.Execution{
+func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time) (a Attempt) {
+	a.Exec = sluice.Execution{
 		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
 		Model: e.Model, Started: time.Now(),
 	}
 	defer func() {
-		a.exec.Duration = time.Since(a.exec.Started)
-		a.exec.Status = executionStatus[a.class]
-		if a.err != nil {
-			a.exec.Error = a.err.Error()
+		a.Exec.Duration = time.Since(a.Exec.Started)
+		a.Exec.Status = executionStatus[a.Class]
+		if a.Err != nil {
+			a.Exec.Error = a.Err.Error()
 		}
 	}()
 	body, err := prepareBody(req, e.Model)
 	if err != nil {
-		a.class, a.err = ClassRequest, fmt.Errorf("prepare body: %w", err)
+		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
 		return a
 	}
 	to := e.Endpoint.Timeouts
@@ -66,7 +67,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, endpointURL(e.Endpoint.BaseURL, req.Protocol), bytes.NewReader(body))
 	if err != nil {
-		a.class, a.err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
+		a.Class, a.Err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
 		return a
 	}
 	hreq.Header.Set("Authorization", "Bearer "+e.Credential.Secret)
@@ -84,12 +85,12 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		firstByte.Stop()
 	}
 	if err != nil {
-		a.class, a.err = failureOf(ctx, actx, err)
+		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
 	defer resp.Body.Close()
-	a.exec.HTTPStatus = resp.StatusCode
-	a.exec.FirstByte = time.Since(a.exec.Started)
+	a.Exec.HTTPStatus = resp.StatusCode
+	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	rd := &idleReader{r: resp.Body, d: to.Idle}
 	if to.Idle > 0 {
 		rd.t = time.AfterFunc(to.Idle, func() { cancel(errIdleTimeout) })
@@ -106,19 +107,21 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 
 // rejected handles a non-2xx answer: it is classified, and a request error
 // goes back to the caller unchanged.
-func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a attempt) attempt {
+func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt) Attempt {
 	body, err := io.ReadAll(io.LimitReader(rd, maxErrorBody))
 	if err != nil && ctx.Err() != nil {
-		a.class, a.err = failureOf(ctx, actx, err)
+		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
-	a.class = Classify(resp.StatusCode, body)
-	a.err = fmt.Errorf("upstream answered %d", resp.StatusCode)
-	a.failed = &response{status: resp.StatusCode, header: resp.Header, body: body}
-	if a.class == ClassRequest {
-		a.committed = true
-		if err := writeResponse(w, a.failed); err != nil {
-			a.err = fmt.Errorf("upstream answered %d; relaying it: %w", resp.StatusCode, err)
+	a.Class = Classify(resp.StatusCode, body)
+	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
+	if a.Class == ClassRate {
+		a.RetryAfter = RetryAfter(resp.Header, time.Now())
+	}
+	if a.Class == ClassRequest {
+		a.Committed = true
+		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
+			a.Err = fmt.Errorf("upstream answered %d; relaying it: %w", resp.StatusCode, err)
 		}
 	}
 	return a
@@ -126,17 +129,17 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 
 // forward relays a complete JSON answer after reading all of it, so a broken
 // body can still fail over.
-func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a attempt, callStart time.Time) attempt {
+func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, callStart time.Time) Attempt {
 	body, err := readBody(rd, resp.ContentLength)
 	if err != nil {
-		a.class, a.err = failureOf(ctx, actx, err)
+		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
-	a.exec.Usage = usageOf(body)
-	a.ttft = time.Since(callStart)
-	a.committed = true
+	a.Exec.Usage = usageOf(body)
+	a.TTFT = time.Since(callStart)
+	a.Committed = true
 	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
-		a.class, a.err = ClassCallerGone, err
+		a.Class, a.Err = ClassCallerGone, err
 	}
 	return a
 }
@@ -255,15 +258,15 @@ func (ir *idleReader) restart() {
 	}
 }
 
-// failure turns the last failed attempt into the error the caller sees when
-// no edge answered.
-func (a attempt) failure() error {
+// Failure is the error the caller sees when this was the last attempt and
+// it did not answer.
+func (a Attempt) Failure() error {
 	switch {
-	case a.class == ClassCallerGone:
-		return a.err
-	case errors.Is(a.err, errFirstByteTimeout), errors.Is(a.err, errIdleTimeout), errors.Is(a.err, errTotalTimeout):
-		return &sluice.Error{Code: sluice.CodeUpstreamTimeout, Msg: "the upstream did not answer in time", Err: a.err}
+	case a.Class == ClassCallerGone:
+		return a.Err
+	case errors.Is(a.Err, errFirstByteTimeout), errors.Is(a.Err, errIdleTimeout), errors.Is(a.Err, errTotalTimeout):
+		return &sluice.Error{Code: sluice.CodeUpstreamTimeout, Msg: "the upstream did not answer in time", Err: a.Err}
 	default:
-		return &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream could serve the request", Err: a.err}
+		return &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream could serve the request", Err: a.Err}
 	}
 }

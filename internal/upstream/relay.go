@@ -18,7 +18,7 @@ var doneData = []byte("[DONE]")
 // relay passes an SSE answer to the caller event by event, as each arrives.
 // Until the first event is written the attempt can still fail over; after
 // it, a failure ends the caller's stream with an error event.
-func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a attempt, callStart time.Time) attempt {
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time) Attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
 	for err == nil && ev.Data == nil {
@@ -30,7 +30,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		if errors.Is(err, io.EOF) {
 			err = errStreamTruncated
 		}
-		a.class, a.err = failureOf(ctx, actx, err)
+		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
 	h := w.Header()
@@ -38,8 +38,8 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	a.committed = true
-	a.ttft = time.Since(callStart)
+	a.Committed = true
+	a.TTFT = time.Since(callStart)
 	out := sse.NewWriter(w)
 	// A caller that stops reading must not hold the upstream call forever:
 	// each write gets the idle timeout too. The deadline is cleared at the
@@ -53,7 +53,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		forward := true
 		if !done && bytes.Contains(ev.Data, usageField) {
 			if u := usageOf(ev.Data); u.Measured {
-				a.exec.Usage = u
+				a.Exec.Usage = u
 				// The usage-only chunk exists because Sluice asked for it;
 				// a caller that did not ask never sees it.
 				forward = req.IncludeUsage || !isUsageOnly(ev.Data)
@@ -64,7 +64,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 				_ = rc.SetWriteDeadline(time.Now().Add(rd.d))
 			}
 			if err := out.WriteRaw(ev.Raw); err != nil {
-				a.class, a.err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
+				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
 				return a
 			}
 			rd.restart()
@@ -79,8 +79,8 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if errors.Is(err, io.EOF) {
 		err = errStreamTruncated
 	}
-	a.class, a.err = failureOf(ctx, actx, err)
-	if a.class != ClassCallerGone {
+	a.Class, a.Err = failureOf(ctx, actx, err)
+	if a.Class != ClassCallerGone {
 		// The stream is committed: no failover, no splicing of a second
 		// upstream's output; the caller learns why it ended.
 		if rd.d > 0 {

@@ -72,11 +72,11 @@ func TestCallerThatStopsReadingCancelsUpstream(t *testing.T) {
 	w := &stuckWriter{header: http.Header{}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	res, err := c.Call(ctx, w, req, []*sluice.Edge{edge})
-	if err == nil || !res.Committed || !strings.Contains(err.Error(), "write to caller") {
-		t.Fatalf("Call = %+v, %v; want a committed call ended by the stuck caller", res, err)
+	a := c.Execute(ctx, w, req, edge, time.Now())
+	if a.Err == nil || !a.Committed || !strings.Contains(a.Err.Error(), "write to caller") {
+		t.Fatalf("Execute = %+v; want a committed attempt ended by the stuck caller", a)
 	}
-	if ex := res.Executions[0]; ex.Status != sluice.ExecutionCancelled {
+	if ex := a.Exec; ex.Status != sluice.ExecutionCancelled {
 		t.Errorf("execution status = %s, want cancelled", ex.Status)
 	}
 	deadline := time.Now().Add(2 * time.Second)

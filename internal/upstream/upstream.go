@@ -9,6 +9,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -94,63 +95,25 @@ func (c *Caller) Close() {
 	}
 }
 
-// Result is what a call did: every execution in order, the usage of the one
-// that answered, and whether bytes reached the caller.
-type Result struct {
-	Executions []sluice.Execution
-	Usage      sluice.Usage
-	Committed  bool
-	TTFT       time.Duration // from the call's start to the first byte written to the caller
-}
-
-// Call tries the edges in order until one answers. When it returns an error
-// and Result.Committed is false, nothing was written to w and the caller of
-// Call renders the error; when Committed is true the response is already
-// (possibly partly) written and the error is only for logs.
-func (c *Caller) Call(ctx context.Context, w http.ResponseWriter, req *sluice.Request, edges []*sluice.Edge) (Result, error) {
-	var res Result
-	start := time.Now()
-	var last attempt
-	tried := 0
-	for _, e := range edges {
-		br := c.Breaker(e.Endpoint.ID)
-		if !br.Allow() {
-			continue
-		}
-		tried++
-		a := c.execute(ctx, w, req, e, start)
-		res.Executions = append(res.Executions, a.exec)
-		c.report(br, e.Endpoint.ID, a.class)
-		if a.committed {
-			res.Committed = true
-			res.Usage = a.exec.Usage
-			res.TTFT = a.ttft
-			return res, a.err
-		}
-		last = a
-		if !a.class.Retryable() {
-			break
-		}
-		if a.class != ClassCallerGone {
-			c.log.LogAttrs(ctx, slog.LevelWarn, "upstream failover",
-				slog.String("request_id", req.ID), slog.String("edge_id", e.ID),
-				slog.String("class", a.class.String()), slog.Int("status", a.exec.HTTPStatus),
-				slog.String("err", a.exec.Error))
-		}
+// Execute runs one attempt of req on edge e, unless the endpoint's breaker
+// refuses it (Attempt.Skipped). callStart is when the request's first
+// attempt began, for the time to first byte. The caller of Execute decides
+// what follows from Attempt.Class; nothing was written to w unless
+// Attempt.Committed.
+func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time) Attempt {
+	br := c.Breaker(e.Endpoint.ID)
+	if !br.Allow() {
+		return Attempt{Class: ClassEndpoint, Skipped: true, Err: fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)}
 	}
-	if tried == 0 {
-		return res, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve model " + req.Model + " right now"}
+	a := c.execute(ctx, w, req, e, callStart)
+	c.report(br, e.Endpoint.ID, a.Class)
+	if a.Class.Retryable() || a.Class == ClassCallerGone {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "upstream attempt failed",
+			slog.String("request_id", req.ID), slog.String("edge_id", e.ID),
+			slog.String("class", a.Class.String()), slog.Int("status", a.Exec.HTTPStatus),
+			slog.String("err", a.Exec.Error))
 	}
-	if last.class == ClassRate && last.failed != nil {
-		// Every edge is throttled: the caller gets the upstream's own 429 and
-		// its Retry-After, which is the most precise answer there is.
-		res.Committed = true
-		if err := writeResponse(w, last.failed); err != nil {
-			return res, err
-		}
-		return res, last.err
-	}
-	return res, last.failure()
+	return a
 }
 
 // report feeds an outcome to the endpoint's breaker. Only endpoint failures

@@ -1,0 +1,182 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/sluicehq/sluice"
+)
+
+// accountStatuses and credentialStatuses are the orders statuses are shown in.
+var (
+	accountStatuses    = []string{"active", "disabled"}
+	credentialStatuses = []string{
+		string(sluice.CredentialActive), string(sluice.CredentialDraining),
+		string(sluice.CredentialDisabled), string(sluice.CredentialRemoved),
+	}
+)
+
+// accounts runs "sluice accounts …".
+func (c *cli) accounts(args []string) error {
+	if len(args) == 0 {
+		return usageError{msg: "missing accounts subcommand (list, show, disable, enable)"}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "list":
+		return listItems(c, "accounts", args, (*Client).Accounts,
+			[]string{"ID", "SCOPE", "IN-FLIGHT/CAP", "WAITING", "COOLDOWN", "PROBE", "STATUS", "REASON"},
+			func(a AccountState) []string {
+				return []string{a.ID, a.QuotaScope, strconv.Itoa(a.InFlight) + "/" + inFlightCap(a.Cap, "∞"),
+					strconv.Itoa(a.Waiting), when(a.CoolingUntil), dash(a.Probe), a.Status, dash(a.Reason)}
+			})
+	case "show", "disable", "enable":
+		return c.accountAction(args, sub)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, cliUsage)
+		return nil
+	}
+	return usageError{msg: fmt.Sprintf("unknown accounts subcommand %q", sub)}
+}
+
+// credentials runs "sluice credentials …".
+func (c *cli) credentials(args []string) error {
+	if len(args) == 0 {
+		return usageError{msg: "missing credentials subcommand (list, show, disable, drain, enable, remove)"}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "list":
+		return listItems(c, "credentials", args, (*Client).Credentials,
+			[]string{"ID", "ACCOUNT", "STATUS", "IN-FLIGHT", "COOLDOWN", "REASON"},
+			func(cr CredentialState) []string {
+				return []string{cr.ID, cr.Account, cr.Status, strconv.Itoa(cr.InFlight), when(cr.CoolingUntil), dash(cr.Reason)}
+			})
+	case "show", "disable", "drain", "enable", "remove":
+		return c.credentialAction(args, sub)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, cliUsage)
+		return nil
+	}
+	return usageError{msg: fmt.Sprintf("unknown credentials subcommand %q", sub)}
+}
+
+// listItems runs "sluice GROUP list": fetch lists the items, printed as
+// JSON or as a table of header and one row per item.
+func listItems[T any](c *cli, group string, args []string, fetch func(*Client, context.Context) ([]T, error), header []string, row func(T) []string) error {
+	cmd := c.command(group+" list", "")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	items, err := fetch(cl, c.ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(items)
+	}
+	t := newTable(c.stdout)
+	t.row(header...)
+	for _, it := range items {
+		t.row(row(it)...)
+	}
+	return t.flush()
+}
+
+// accountAction runs "accounts show|disable|enable ID".
+func (c *cli) accountAction(args []string, action string) error {
+	cmd := c.command("accounts "+action, "ID")
+	pos, err := cmd.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	var a *AccountState
+	if action == "show" {
+		a, err = cl.Account(c.ctx, pos[0])
+	} else {
+		a, err = cl.SetAccount(c.ctx, pos[0], action)
+	}
+	if err != nil {
+		return err
+	}
+	limit := inFlightCap(a.Cap, "unlimited")
+	if a.QuotaScope == string(sluice.QuotaScopeCredential) && a.Cap > 0 {
+		limit += " per credential"
+	}
+	return c.printFields(a, [][2]string{
+		{"ID", a.ID}, {"Quota scope", a.QuotaScope}, {"Status", a.Status}, {"Reason", dash(a.Reason)},
+		{"Since", when(a.Since)}, {"In flight", strconv.Itoa(a.InFlight)}, {"Cap", limit},
+		{"Waiting", strconv.Itoa(a.Waiting)}, {"Cooling until", when(a.CoolingUntil)},
+		{"Backoff level", strconv.Itoa(a.Level)}, {"Probe", dash(a.Probe)}, {"Credentials", list(a.Credentials, "none")},
+	})
+}
+
+// credentialAction runs "credentials show|disable|drain|enable ID" and
+// "credentials remove ID [--force]".
+func (c *cli) credentialAction(args []string, action string) error {
+	cmd := c.command("credentials "+action, "ID")
+	var force bool
+	if action == "remove" {
+		cmd.synopsis += " [--force]"
+		cmd.fs.BoolVar(&force, "force", false, "remove a draining credential although it holds claims, dropping its running work")
+	}
+	pos, err := cmd.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	var cr *CredentialState
+	if action == "show" {
+		cr, err = cl.Credential(c.ctx, pos[0])
+	} else {
+		cr, err = cl.SetCredential(c.ctx, pos[0], action, force)
+	}
+	if err != nil {
+		return err
+	}
+	return c.printFields(cr, [][2]string{
+		{"ID", cr.ID}, {"Account", cr.Account}, {"Status", cr.Status}, {"Reason", dash(cr.Reason)},
+		{"Since", when(cr.Since)}, {"In flight", strconv.Itoa(cr.InFlight)},
+		{"Cooling until", when(cr.CoolingUntil)}, {"Endpoints", list(cr.Endpoints, "none")},
+	})
+}
+
+// printFields prints v as JSON, or as one "Name: value" line per field.
+func (c *cli) printFields(v any, fields [][2]string) error {
+	if c.json {
+		return c.printJSON(v)
+	}
+	t := newTable(c.stdout)
+	for _, f := range fields {
+		t.row(f[0]+":", f[1])
+	}
+	return t.flush()
+}
+
+// inFlightCap formats an in-flight cap; 0 is unlimited.
+func inFlightCap(n int, unlimited string) string {
+	if n == 0 {
+		return unlimited
+	}
+	return strconv.Itoa(n)
+}
+
+// dash is s, or "-" when it is empty.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/pipeline"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// pool shows and maintains the upstream accounts and credentials of the
+// serving catalog: their claims and cooldowns come from the shared store,
+// their statuses from the shared status view.
+type pool struct {
+	live      *pipeline.Live
+	inspector store.Inspector
+	statuses  *capacity.Statuses
+}
+
+var _ admin.Pool = (*pool)(nil)
+
+// units returns every unit of the catalog's accounts, grouped by account.
+func (p *pool) units(snap *pipeline.Snapshot) (byAccount map[string][]string, creds map[string][]*sluice.Credential) {
+	byAccount, creds = map[string][]string{}, map[string][]*sluice.Credential{}
+	for _, cr := range snap.Credentials {
+		creds[cr.AccountID] = append(creds[cr.AccountID], cr)
+		u := snap.CredentialCandidate(cr).Unit.ID
+		if !slices.Contains(byAccount[cr.AccountID], u) {
+			byAccount[cr.AccountID] = append(byAccount[cr.AccountID], u)
+		}
+	}
+	return byAccount, creds
+}
+
+// Accounts reports every account with its claims, queue, cooldown and status.
+func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
+	snap := p.live.Load()
+	byAccount, creds := p.units(snap)
+	var ids []string
+	for _, us := range byAccount {
+		ids = append(ids, us...)
+	}
+	states, err := p.inspector.Units(ctx, snap.Domain, ids)
+	if err != nil {
+		return nil, err
+	}
+	byUnit := make(map[string]store.UnitState, len(states))
+	for _, u := range states {
+		byUnit[u.ID] = u
+	}
+	out := make([]admin.AccountState, 0, len(snap.Accounts))
+	for _, a := range snap.Accounts {
+		st := p.statuses.Account(a.ID)
+		as := admin.AccountState{ID: a.ID, QuotaScope: string(a.QuotaScope), Cap: a.MaxInflight,
+			Status: st.State, Reason: st.Reason, Since: st.Since}
+		for _, cr := range creds[a.ID] {
+			as.Credentials = append(as.Credentials, cr.ID)
+		}
+		slices.Sort(as.Credentials)
+		for _, uid := range byAccount[a.ID] {
+			u := byUnit[uid]
+			as.InFlight += u.InFlight
+			as.Waiting = max(as.Waiting, u.Waiting)
+			if a.QuotaScope == sluice.QuotaScopeAccount {
+				as.CoolingUntil, as.Level, as.Probe = u.CoolingUntil, u.Level, u.Probe
+			}
+		}
+		out = append(out, as)
+	}
+	slices.SortFunc(out, func(x, y admin.AccountState) int { return cmp.Compare(x.ID, y.ID) })
+	return out, nil
+}
+
+// Credentials reports every credential with its status, claims and cooldown.
+func (p *pool) Credentials(ctx context.Context) ([]admin.CredentialState, error) {
+	snap := p.live.Load()
+	ids := make([]string, 0, len(snap.Credentials))
+	var units []string
+	for _, cr := range snap.Credentials {
+		ids = append(ids, cr.ID)
+		units = append(units, snap.CredentialCandidate(cr).Unit.ID)
+	}
+	inflight, err := p.inspector.CredentialInFlight(ctx, snap.Domain, ids)
+	if err != nil {
+		return nil, err
+	}
+	states, err := p.inspector.Units(ctx, snap.Domain, units)
+	if err != nil {
+		return nil, err
+	}
+	cooling := map[string]store.UnitState{}
+	for _, u := range states {
+		cooling[u.ID] = u
+	}
+	out := make([]admin.CredentialState, 0, len(ids))
+	for _, cr := range snap.Credentials {
+		st := p.statuses.Credential(cr.ID)
+		cs := admin.CredentialState{ID: cr.ID, Account: cr.AccountID, Status: st.State, Reason: st.Reason, Since: st.Since,
+			InFlight: inflight[cr.ID], Endpoints: cr.Endpoints}
+		if c := snap.CredentialCandidate(cr); c.Unit.ID == "credential:"+cr.ID {
+			cs.CoolingUntil = cooling[c.Unit.ID].CoolingUntil
+		}
+		out = append(out, cs)
+	}
+	slices.SortFunc(out, func(x, y admin.CredentialState) int { return cmp.Compare(x.ID, y.ID) })
+	return out, nil
+}
+
+// credentialStates maps an operator action to the status it sets.
+var credentialStates = map[string]string{"disable": "disabled", "drain": "draining", "enable": "active", "remove": "removed"}
+
+// SetCredential disables, drains, enables or removes a credential. Removal
+// would strand running work, so it is refused while the credential holds
+// claims, unless it is draining and the operator forces it.
+func (p *pool) SetCredential(ctx context.Context, id, action string, force bool) (admin.CredentialState, error) {
+	snap := p.live.Load()
+	cr, ok := snap.Credentials[id]
+	state, known := credentialStates[action]
+	if !ok || !known {
+		return admin.CredentialState{}, fmt.Errorf("credential %s: %w", id, catalog.ErrNotFound)
+	}
+	if action == "remove" {
+		inflight, err := p.inspector.CredentialInFlight(ctx, snap.Domain, []string{id})
+		if err != nil {
+			return admin.CredentialState{}, err
+		}
+		if n := inflight[id]; n > 0 && !(force && p.statuses.Credential(id).State == "draining") {
+			return admin.CredentialState{}, fmt.Errorf("credential %s holds %d claims (drain it, then force): %w", id, n, admin.ErrClaimsHeld)
+		}
+	}
+	if err := p.statuses.Set(ctx, capacity.KindCredential, cr.ID, store.Status{State: state, Reason: "operator: " + action}); err != nil {
+		return admin.CredentialState{}, err
+	}
+	return p.credential(ctx, id)
+}
+
+func (p *pool) credential(ctx context.Context, id string) (admin.CredentialState, error) {
+	all, err := p.Credentials(ctx)
+	if err != nil {
+		return admin.CredentialState{}, err
+	}
+	i := slices.IndexFunc(all, func(c admin.CredentialState) bool { return c.ID == id })
+	if i < 0 {
+		return admin.CredentialState{}, fmt.Errorf("credential %s: %w", id, catalog.ErrNotFound)
+	}
+	return all[i], nil
+}
+
+// SetAccount disables or re-enables an account (for example after a
+// billing failure was settled).
+func (p *pool) SetAccount(ctx context.Context, id, action string) (admin.AccountState, error) {
+	snap := p.live.Load()
+	state := map[string]string{"disable": "disabled", "enable": "active"}[action]
+	if _, ok := snap.Accounts[id]; !ok || state == "" {
+		return admin.AccountState{}, fmt.Errorf("account %s: %w", id, catalog.ErrNotFound)
+	}
+	if err := p.statuses.Set(ctx, capacity.KindAccount, id, store.Status{State: state, Reason: "operator: " + action}); err != nil {
+		return admin.AccountState{}, err
+	}
+	all, err := p.Accounts(ctx)
+	if err != nil {
+		return admin.AccountState{}, err
+	}
+	return all[slices.IndexFunc(all, func(a admin.AccountState) bool { return a.ID == id })], nil
+}

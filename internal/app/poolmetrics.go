@@ -1,0 +1,81 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// poolCollector exports account and credential state at scrape time, read
+// from the shared store, so every replica reports the cluster's view.
+type poolCollector struct {
+	pool *pool
+	log  *slog.Logger
+
+	accountInFlight, accountCap, accountWaiting, accountCooling, accountProbe, accountStatus *prometheus.Desc
+	credentialInFlight, credentialStatus                                                     *prometheus.Desc
+}
+
+func newPoolCollector(p *pool, log *slog.Logger) *poolCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &poolCollector{
+		pool: p, log: log,
+		accountInFlight:    d("sluice_account_inflight", "Claims held on the account (all replicas).", "account"),
+		accountCap:         d("sluice_account_cap", "The account's in-flight cap (0 = unlimited).", "account"),
+		accountWaiting:     d("sluice_account_queue_depth", "Requests waiting that could use the account.", "account"),
+		accountCooling:     d("sluice_account_cooldown_until_seconds", "Unix time the account's cooldown ends (0 = not cooling).", "account"),
+		accountProbe:       d("sluice_account_probe", "1 for the account's probe state: available or in_flight.", "account", "state"),
+		accountStatus:      d("sluice_account_status", "1 for the account's status.", "account", "status"),
+		credentialInFlight: d("sluice_credential_inflight", "Claims held by the credential (all replicas).", "credential"),
+		credentialStatus:   d("sluice_credential_status", "1 for the credential's status, with the reason it has it.", "credential", "status", "reason"),
+	}
+}
+
+// Describe sends every descriptor.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.accountInFlight, c.accountCap, c.accountWaiting, c.accountCooling,
+		c.accountProbe, c.accountStatus, c.credentialInFlight, c.credentialStatus} {
+		ch <- d
+	}
+}
+
+// Collect reads the pool once per scrape.
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	accounts, err := c.pool.Accounts(ctx)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "account metrics unavailable", slog.Any("err", err))
+		return
+	}
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, a := range accounts {
+		g(c.accountInFlight, float64(a.InFlight), a.ID)
+		g(c.accountCap, float64(a.Cap), a.ID)
+		g(c.accountWaiting, float64(a.Waiting), a.ID)
+		until := 0.0
+		if !a.CoolingUntil.IsZero() {
+			until = float64(a.CoolingUntil.Unix())
+		}
+		g(c.accountCooling, until, a.ID)
+		if a.Probe != "" {
+			g(c.accountProbe, 1, a.ID, a.Probe)
+		}
+		g(c.accountStatus, 1, a.ID, a.Status)
+	}
+	creds, err := c.pool.Credentials(ctx)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "credential metrics unavailable", slog.Any("err", err))
+		return
+	}
+	for _, cr := range creds {
+		g(c.credentialInFlight, float64(cr.InFlight), cr.ID)
+		g(c.credentialStatus, 1, cr.ID, cr.Status, cr.Reason)
+	}
+}

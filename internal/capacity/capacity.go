@@ -1,0 +1,214 @@
+// Package capacity turns the shared claim store into what a request needs:
+// Wait blocks until one of the request's candidate edges has room on its
+// unit (account, or credential acting as its own account), queueing in FIFO
+// order with every replica and waking on a release anywhere in the cluster;
+// a Claim is renewed while the request runs and released exactly once. It
+// depends on package sluice and the store interfaces, never on a store
+// implementation.
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Engine hands out claims. One per process; safe for concurrent use.
+type Engine struct {
+	claims   store.Claims
+	waker    store.Waker
+	replica  string
+	leaseTTL time.Duration
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{}   // ticket → wake signal (size 1: a wake is a hint, one pending is enough)
+	held    map[string]map[string]bool // domain → leases to renew
+}
+
+// New returns an Engine. replica names this process in the store; leaseTTL
+// is how long a claim of a dead replica lingers.
+func New(claims store.Claims, waker store.Waker, replica string, leaseTTL time.Duration, log *slog.Logger) *Engine {
+	return &Engine{
+		claims: claims, waker: waker, replica: replica, leaseTTL: leaseTTL, log: log,
+		waiters: map[string]chan struct{}{}, held: map[string]map[string]bool{},
+	}
+}
+
+// Run routes wake-ups to waiters and renews held leases until ctx ends.
+func (e *Engine) Run(ctx context.Context) error {
+	wake, err := e.waker.Wake(ctx, e.replica)
+	if err != nil {
+		return fmt.Errorf("subscribe to wake-ups: %w", err)
+	}
+	renew := time.NewTicker(e.leaseTTL / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ticket, ok := <-wake:
+			if !ok {
+				return nil
+			}
+			e.signal(ticket)
+		case <-renew.C:
+			e.renew(ctx)
+		}
+	}
+}
+
+func (e *Engine) signal(ticket string) {
+	e.mu.Lock()
+	ch := e.waiters[ticket]
+	e.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// renew extends every held lease, one batched call per domain. A failed
+// renewal is logged: the call in flight is never aborted for it.
+func (e *Engine) renew(ctx context.Context) {
+	e.mu.Lock()
+	batches := make(map[string][]string, len(e.held))
+	for d, leases := range e.held {
+		for l := range leases {
+			batches[d] = append(batches[d], l)
+		}
+	}
+	e.mu.Unlock()
+	for d, leases := range batches {
+		if err := e.claims.Renew(ctx, d, leases, e.leaseTTL); err != nil && ctx.Err() == nil {
+			e.log.LogAttrs(ctx, slog.LevelWarn, "lease renewal failed; claims may lapse",
+				slog.String("domain", d), slog.Int("leases", len(leases)), slog.Any("err", err))
+		}
+	}
+}
+
+// safetyTick bounds how long a waiter sleeps without a wake-up, covering
+// lost pub/sub messages and capacity that appears without a release (a
+// lease of a dead replica expiring).
+const safetyTick = time.Second
+
+// Claim is a held slot. Release it exactly once; later calls do nothing.
+type Claim struct {
+	Index int  // which candidate was granted
+	Probe bool // the unit's single post-cooldown probe
+	e     *Engine
+	dom   string
+	lease string
+	once  sync.Once
+}
+
+// Wait claims a slot on the first candidate with room, waiting in the queue
+// until deadline. plan returns the request's candidates in preference order;
+// it is called before every try, so a credential added (or disabled) while
+// the request waits is seen; a.Candidates is ignored. Claim.Index refers to
+// the list of the plan call that won. An empty plan fails at once with
+// no_upstream_available. Wait returns capacity_wait_timeout when the deadline
+// passes, the context's cause when the caller leaves, and no_upstream_available
+// wrapping store.ErrUnavailable when the store cannot be reached.
+func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
+	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
+	wake := make(chan struct{}, 1)
+	e.mu.Lock()
+	e.waiters[a.Ticket] = wake
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.waiters, a.Ticket)
+		e.mu.Unlock()
+	}()
+	expired := time.NewTimer(time.Until(deadline))
+	defer expired.Stop()
+	retry := time.NewTimer(safetyTick)
+	defer retry.Stop()
+	for {
+		if a.Candidates = plan(); len(a.Candidates) == 0 {
+			return nil, e.leave(ctx, a, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
+		}
+		g, err := e.claims.Acquire(ctx, a)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, e.leave(ctx, a, context.Cause(ctx))
+			}
+			return nil, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "capacity state is unavailable", Err: err}
+		}
+		if g.Granted {
+			e.hold(a.Domain, g.Lease)
+			return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, nil
+		}
+		next := safetyTick
+		if !g.RetryAt.IsZero() {
+			next = min(next, max(time.Until(g.RetryAt), time.Millisecond))
+		}
+		retry.Reset(next)
+		select {
+		case <-wake:
+		case <-retry.C:
+		case <-expired.C:
+			return nil, e.leave(ctx, a, &sluice.Error{
+				Code: sluice.CodeCapacityWaitTimeout, Msg: "no upstream capacity became free in time",
+				RetryAfter: retryAfter(g.RetryAt),
+			})
+		case <-ctx.Done():
+			return nil, e.leave(ctx, a, context.Cause(ctx))
+		}
+	}
+}
+
+// leave takes the ticket out of the queue (or releases what was granted in
+// the race) and returns why.
+func (e *Engine) leave(ctx context.Context, a store.Acquire, why error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := e.claims.Cancel(cctx, a.Domain, a.Queue, a.Ticket); err != nil {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "leaving the wait queue failed; the ticket expires on its own",
+			slog.String("request_id", a.Ticket), slog.Any("err", err))
+	}
+	return why
+}
+
+func retryAfter(at time.Time) time.Duration {
+	if d := time.Until(at); d > time.Second {
+		return d
+	}
+	return time.Second
+}
+
+func (e *Engine) hold(domain, lease string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.held[domain]
+	if m == nil {
+		m = map[string]bool{}
+		e.held[domain] = m
+	}
+	m[lease] = true
+}
+
+// Release gives the slot back with the call's outcome. It runs at most once
+// and survives a caller that has gone (it uses a detached, bounded context).
+func (c *Claim) Release(ctx context.Context, out store.Outcome) {
+	c.once.Do(func() {
+		c.e.mu.Lock()
+		delete(c.e.held[c.dom], c.lease)
+		c.e.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := c.e.claims.Release(rctx, c.dom, c.lease, out); err != nil {
+			// The lease expires on its own after its TTL.
+			c.e.log.LogAttrs(ctx, slog.LevelError, "releasing a claim failed; it lapses after the lease TTL",
+				slog.String("lease", c.lease), slog.Any("err", err))
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/upstream"
+)
+
+// call runs attempts until one answers or none is left: each attempt first
+// claims capacity on one of the remaining edges (waiting in the queue when
+// none has room), then executes there and releases the claim with its
+// outcome. What a failure means decides which edges remain: a rate limit
+// keeps them all (its unit is now cooling, so the store skips it until its
+// probe, and the request waits or goes to another unit — never to a sibling
+// credential of the cooled account); an auth failure disables the credential;
+// a billing failure disables the account; an endpoint failure drops the edge.
+// Nothing is retried after the first byte reached the caller.
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, req *sluice.Request, edges []*sluice.Edge, out *Outcome) error {
+	start := time.Now()
+	deadline := start.Add(snap.WaitTimeout)
+	var failed []failure // what earlier attempts of this request ruled out
+	// plan is re-run before every try to claim capacity, so a request that
+	// waits sees credentials added or disabled meanwhile (a reload swaps the
+	// snapshot; statuses change on any replica).
+	var current []*sluice.Edge
+	plan := func() []store.Candidate {
+		if s := h.live.Load(); s != snap {
+			snap = s
+			edges, _ = h.route(snap, req)
+		}
+		current = current[:0]
+		var cands []store.Candidate
+		for _, e := range edges {
+			if h.inService(e) && !ruledOut(failed, e) {
+				current = append(current, e)
+				cands = append(cands, snap.Candidate(e))
+			}
+		}
+		return cands
+	}
+	var last upstream.Attempt
+	for n := 0; ; n++ {
+		claim, err := h.capacity.Wait(ctx, store.Acquire{Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model}, deadline, plan)
+		if err != nil {
+			if n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
+				return last.Failure() // every edge was tried: the last failure says most
+			}
+			return err
+		}
+		e := current[claim.Index]
+		a := h.caller.Execute(ctx, w, req, e, start)
+		claim.Release(ctx, store.Outcome{RateLimited: a.Class == upstream.ClassRate, RetryAfter: a.RetryAfter, Success: a.Class == upstream.ClassNone})
+		if !a.Skipped {
+			out.Executions = append(out.Executions, a.Exec)
+		}
+		if a.Committed {
+			out.Committed, out.Usage, out.TTFT, out.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
+			return a.Err
+		}
+		if !a.Skipped && !a.Class.Retryable() {
+			return a.Failure()
+		}
+		h.react(ctx, e, a)
+		if a.Class != upstream.ClassRate { // a rate limit cools the unit; the store skips it until its probe
+			failed = append(failed, failure{edge: e, class: a.Class})
+		}
+		last = a
+	}
+}
+
+// failure is an attempt that rules edges out for the rest of the request.
+type failure struct {
+	edge  *sluice.Edge
+	class upstream.Class
+}
+
+// ruledOut reports whether an earlier failure excludes e: an auth failure
+// rules out its credential, a billing failure its account, anything else
+// just that edge. IDs, not pointers, so a reload mid-request keeps the rule.
+func ruledOut(failed []failure, e *sluice.Edge) bool {
+	for _, f := range failed {
+		switch {
+		case f.class == upstream.ClassAuth && f.edge.Credential.ID == e.Credential.ID,
+			f.class == upstream.ClassBilling && f.edge.Account.ID == e.Account.ID,
+			f.edge.ID == e.ID:
+			return true
+		}
+	}
+	return false
+}
+
+// react records what a failure says about the credential or its account,
+// so every replica stops using it.
+func (h *Handler) react(ctx context.Context, e *sluice.Edge, a upstream.Attempt) {
+	kind, id := "", ""
+	switch a.Class {
+	case upstream.ClassAuth:
+		kind, id = capacity.KindCredential, e.Credential.ID
+	case upstream.ClassBilling:
+		kind, id = capacity.KindAccount, e.Account.ID
+	default:
+		return
+	}
+	st := store.Status{State: "disabled", Reason: fmt.Sprintf("%s: upstream answered %d", a.Class, a.Exec.HTTPStatus)}
+	if err := h.statuses.Set(context.WithoutCancel(ctx), kind, id, st); err != nil {
+		h.log.Error("recording a disabled "+kind+" failed", "id", id, "err", err)
+		return
+	}
+	h.log.Warn(kind+" disabled by an upstream failure", kind+"_id", id, "reason", st.Reason)
+}

@@ -1,0 +1,198 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// defaultBase is the cooldown base of a unit with Base 0.
+const defaultBase = time.Second
+
+// Acquire grants a slot on the first candidate with room, or queues the
+// ticket, as store.Claims describes. A queued ticket keeps the candidates of
+// its first Acquire; a later Acquire only refreshes it. ctx is unused: the
+// call never waits, apart from taking the domain's lock.
+func (s *Store) Acquire(_ context.Context, a store.Acquire) (store.Grant, error) {
+	if len(a.Candidates) == 0 {
+		return store.Grant{}, fmt.Errorf("acquire %s: no candidates", a.Ticket)
+	}
+	d := s.domain(a.Domain)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.acquire(a, time.Now()), nil
+}
+
+func (d *domain) acquire(a store.Acquire, now time.Time) store.Grant {
+	if l := d.leases[a.Ticket]; l != nil {
+		if now.Before(l.expires) {
+			return l.grant()
+		}
+		d.drop(l)
+	}
+	q := d.queue(a.Queue)
+	t := q.tickets[a.Ticket]
+	if t != nil {
+		t.deadline = now.Add(a.LeaseTTL)
+	}
+	var retryAt time.Time
+	var u *unit
+	for i, c := range a.Candidates {
+		if u == nil || u.id != c.Unit.ID {
+			u = d.unit(c.Unit.ID)
+			u.cap = c.Unit.Cap
+			d.reap(u, now)
+		}
+		if now.Before(u.until) {
+			if retryAt.IsZero() || u.until.Before(retryAt) {
+				retryAt = u.until
+			}
+			continue
+		}
+		probing := !u.until.IsZero()
+		if (probing && u.probe != "") ||
+			(u.cap > 0 && len(u.leases) >= u.cap) ||
+			(c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) ||
+			d.barred(q, u, t, now) {
+			continue
+		}
+		l := &lease{
+			id:      a.Ticket,
+			unit:    u,
+			cred:    c.Credential,
+			index:   i,
+			expires: now.Add(a.LeaseTTL),
+			probe:   probing,
+			base:    c.Unit.Base,
+			max:     c.Unit.Max,
+		}
+		d.add(l)
+		if probing {
+			u.probe = l.id
+		}
+		if t != nil {
+			d.dequeue(q, t)
+		}
+		return l.grant()
+	}
+	if t == nil {
+		t = d.enqueue(q, a, now)
+	}
+	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}
+}
+
+func (l *lease) grant() store.Grant {
+	return store.Grant{Granted: true, Index: l.index, Lease: l.id, Expires: l.expires, Probe: l.probe}
+}
+
+// Release ends lease and applies out to its unit; an unknown, expired or
+// already released lease is a no-op. It wakes the first waiter for the
+// unit in every queue, unless the unit is cooling.
+func (s *Store) Release(_ context.Context, domain, lease string, out store.Outcome) error {
+	d := s.lookup(domain)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	wakes := d.release(lease, out, time.Now())
+	d.mu.Unlock()
+	s.wake.publish(wakes)
+	return nil
+}
+
+// release removes lease id, applies out, and returns the hints to send.
+func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
+	l := d.leases[id]
+	if l == nil {
+		return nil
+	}
+	u := l.unit
+	wasProbe := u.probe == l.id
+	d.drop(l)
+	if !now.Before(l.expires) {
+		return nil
+	}
+	d.reap(u, now)
+	switch {
+	case out.RateLimited:
+		cool := out.RetryAfter
+		if cool <= 0 {
+			cool = backoff(l.base, l.max, u.level)
+		}
+		if l.max > 0 {
+			cool = min(cool, l.max)
+		}
+		if end := now.Add(cool); end.After(u.until) {
+			u.until = end
+		}
+		u.level++
+	case out.Success:
+		u.level = 0
+		if wasProbe || (!u.until.IsZero() && !now.Before(u.until)) {
+			u.until = time.Time{}
+			u.probe = ""
+		}
+	}
+	if now.Before(u.until) {
+		return nil // a waiter could not have the slot yet
+	}
+	return d.first(u, now, nil)
+}
+
+// backoff is base·2^level, capped at ceiling (0 = uncapped).
+func backoff(base, ceiling time.Duration, level int) time.Duration {
+	if base <= 0 {
+		base = defaultBase
+	}
+	if ceiling <= 0 {
+		ceiling = math.MaxInt64 / 2
+	}
+	d := base
+	for i := 0; i < level && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// Renew pushes the expiry of the live leases among leases to now+ttl;
+// unknown and expired leases are ignored.
+func (s *Store) Renew(_ context.Context, domain string, leases []string, ttl time.Duration) error {
+	d := s.lookup(domain)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for _, id := range leases {
+		l := d.leases[id]
+		if l == nil || !now.Before(l.expires) {
+			continue
+		}
+		l.expires = now.Add(ttl)
+		if l.expires.Before(l.unit.soonest) {
+			l.unit.soonest = l.expires
+		}
+	}
+	return nil
+}
+
+// Cancel takes ticket out of queue; if it holds a lease, the lease is
+// released with a zero Outcome.
+func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
+	d := s.lookup(domain)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	now := time.Now()
+	if q := d.queues[queue]; q != nil {
+	}
+	wakes := d.release(ticket, store.Outcome{}, now)
+	d.mu.Unlock()
+	s.wake.publish(wakes)
+	return nil
+}

@@ -1,0 +1,84 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Units returns the state of the units ids, in order; a unit the domain has
+// not seen has only its ID set. It reaps expired leases of those units and
+// dead waiters in the queues listing them, so Waiting counts live tickets.
+func (s *Store) Units(_ context.Context, domain string, ids []string) ([]store.UnitState, error) {
+	out := make([]store.UnitState, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+	}
+	d := s.lookup(domain)
+	if d == nil {
+		return out, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	swept := make(map[string]bool)
+	for i, id := range ids {
+		u := d.units[id]
+		if u == nil {
+			continue
+		}
+		d.reap(u, now)
+		for name := range u.waiting {
+			if !swept[name] {
+				swept[name] = true
+				d.sweep(d.queues[name], now)
+			}
+		}
+		out[i] = u.state(now)
+	}
+	return out, nil
+}
+
+// sweep dequeues every dead waiter of q.
+func (d *domain) sweep(q *queue, now time.Time) {
+	for e := q.order.Front(); e != nil; {
+		next := e.Next()
+		d.live(q, e.Value.(*ticket), now)
+		e = next
+	}
+}
+
+func (u *unit) state(now time.Time) store.UnitState {
+	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, CoolingUntil: u.until, Level: u.level}
+	for _, n := range u.waiting {
+		st.Waiting += n
+	}
+	switch {
+	case u.probe != "":
+		st.Probe = "in_flight"
+	case !u.until.IsZero() && !now.Before(u.until):
+		st.Probe = "available"
+	}
+	return st
+}
+
+// CredentialInFlight counts the live leases of each credential of ids; the
+// map has an entry for every ID, 0 for a credential without leases.
+func (s *Store) CredentialInFlight(_ context.Context, domain string, ids []string) (map[string]int, error) {
+	out := make(map[string]int, len(ids))
+	for _, id := range ids {
+		out[id] = 0
+	}
+	d := s.lookup(domain)
+	if d == nil {
+		return out, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for _, id := range ids {
+		out[id] = d.credInFlight(id, now)
+	}
+	return out, nil
+}

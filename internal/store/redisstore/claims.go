@@ -1,0 +1,127 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Acquire grants a slot on the first eligible candidate or queues the
+// ticket, in one script run (one round trip once the script is loaded).
+// See store.Claims for the semantics.
+func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	if len(a.Candidates) == 0 {
+		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: no candidates", a.Ticket)
+	}
+	if err := checkIDs(a); err != nil {
+		return store.Grant{}, err
+	}
+	args := make([]any, 0, 5+6*len(a.Candidates))
+	args = append(args, a.Ticket, a.Queue, a.Replica, millis(a.LeaseTTL), len(a.Candidates))
+	for _, c := range a.Candidates {
+		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
+			c.Unit.Base.Milliseconds(), c.Unit.Max.Milliseconds())
+	}
+	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
+	if err != nil {
+		return store.Grant{}, unavailable("acquire "+a.Ticket, err)
+	}
+	if len(v) < 3 {
+		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: unexpected reply %v", a.Ticket, v)
+	}
+	if v[0] == 1 {
+		if len(v) < 4 {
+			return store.Grant{}, fmt.Errorf("redisstore: acquire %s: unexpected reply %v", a.Ticket, v)
+		}
+		return store.Grant{
+			Granted: true,
+			Index:   int(v[1]),
+			Lease:   a.Ticket,
+			Expires: time.UnixMilli(v[2]),
+			Probe:   v[3] == 1,
+		}, nil
+	}
+	g := store.Grant{Position: int(v[1])}
+	if v[2] != 0 {
+		g.RetryAt = time.UnixMilli(v[2])
+	}
+	return g, nil
+}
+
+// Release drops the lease once, applies out to its unit and publishes
+// wake-ups, in one script run. Releasing an unknown, expired or already
+// released lease is a no-op.
+func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
+	err := releaseScript.Run(ctx, s.rdb, s.domainKeys(domain),
+		lease, flag(out.RateLimited), out.RetryAfter.Milliseconds(), flag(out.Success), s.wakePrefix()).Err()
+	if err != nil {
+		return unavailable("release "+lease, err)
+	}
+	return nil
+}
+
+// Renew pushes the expiry of every live lease in leases to now+ttl (Redis
+// time) in one script run; unknown or expired leases are ignored.
+func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 1+len(leases))
+	args = append(args, millis(ttl))
+	for _, l := range leases {
+		args = append(args, l)
+	}
+	ks := s.domainKeys(domain)
+	if err := renewScript.Run(ctx, s.rdb, ks[expKey:expKey+1], args...).Err(); err != nil {
+		return unavailable("renew", err)
+	}
+	return nil
+}
+
+// Cancel removes a queued ticket and releases, with a zero Outcome, a lease
+// it was granted meanwhile. queue is not needed: the ticket's record names
+// its queue.
+func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error {
+	err := cancelScript.Run(ctx, s.rdb, s.domainKeys(domain), ticket, s.wakePrefix()).Err()
+	if err != nil {
+		return unavailable("cancel "+ticket, err)
+	}
+	return nil
+}
+
+// millis rounds d up to whole milliseconds, at least 1, so a sub-millisecond
+// TTL does not expire at once.
+func millis(d time.Duration) int64 {
+	ms := (d + time.Millisecond - 1).Milliseconds()
+	return max(ms, 1)
+}
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkIDs checks every ID Acquire stores; it does not allocate unless one
+// is bad.
+func checkIDs(a store.Acquire) error {
+	for _, id := range [...]struct{ what, id string }{
+		{"domain", a.Domain}, {"ticket", a.Ticket}, {"queue", a.Queue}, {"replica", a.Replica},
+	} {
+		if err := checkID(id.what, id.id); err != nil {
+			return err
+		}
+	}
+	for _, c := range a.Candidates {
+		if err := checkID("unit", c.Unit.ID); err != nil {
+			return err
+		}
+		if err := checkID("credential", c.Credential); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,431 @@
+package redisstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/storetest"
+	"github.com/sluicehq/sluice/internal/testenv"
+)
+
+// roundTrips counts what the client sends: one per command, one per
+// pipeline. It skips the set-up of new connections (HELLO, CLIENT SETINFO,
+// AUTH, SELECT), which is not part of a call's cost.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) count(name string) {
+	switch name {
+	case "hello", "client", "auth", "select":
+	default:
+		h.n.Add(1)
+	}
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		h.count(c.Name())
+		return next(ctx, c)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		h.count(cs[0].Name())
+		return next(ctx, cs)
+	}
+}
+
+func TestRoundTrips(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.replica()
+	h := &roundTrips{}
+	s.rdb.AddHook(h)
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wake, err := s.Wake(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cand("u", 1, "c")
+	acquire(t, s, req("warm", c)) // warms the pool
+	if err := s.Release(t.Context(), "dom", "warm", store.Outcome{}); err != nil {
+		t.Fatal(err)
+	}
+
+	trips := func(what string, want int64, call func()) {
+		t.Helper()
+		h.n.Store(0)
+		call()
+		if got := h.n.Load(); got != want {
+			t.Errorf("%s took %d round trips, want %d", what, got, want)
+		}
+	}
+	trips("Acquire (granted)", 1, func() { acquire(t, s, req("t1", c)) })
+	trips("Acquire (queued)", 1, func() { acquire(t, s, req("t2", c)) })
+	trips("waiting 300ms", 0, func() {
+		select {
+		case id := <-wake:
+			t.Errorf("woken %s with no release", id)
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
+	trips("Renew (2 leases)", 1, func() {
+		if err := s.Renew(t.Context(), "dom", []string{"t1", "t2"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	})
+	trips("Release", 1, func() {
+		if err := s.Release(t.Context(), "dom", "t1", store.Outcome{Success: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waitFor(t, wake, "t2")
+	trips("Cancel", 1, func() {
+		if err := s.Cancel(t.Context(), "dom", "q", "t2"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// An emptied script cache (restart, failover) costs one extra trip, once.
+	if err := s.rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	trips("Acquire after SCRIPT FLUSH", 2, func() { acquire(t, s, req("t3", c)) })
+	trips("Acquire after that", 1, func() { acquire(t, s, req("t3", c)) })
+}
+
+// unavailableWithin checks that every call fails with store.ErrUnavailable
+// before the deadline has long passed.
+func unavailableWithin(t *testing.T, s *Store, deadline time.Duration) {
+	t.Helper()
+	calls := map[string]func(ctx context.Context) error{
+		"Acquire": func(ctx context.Context) error {
+			_, err := s.Acquire(ctx, req("t1", cand("u", 1, "c")))
+			return err
+		},
+		"Release": func(ctx context.Context) error { return s.Release(ctx, "dom", "t1", store.Outcome{}) },
+		"Renew":   func(ctx context.Context) error { return s.Renew(ctx, "dom", []string{"t1"}, time.Second) },
+		"Cancel":  func(ctx context.Context) error { return s.Cancel(ctx, "dom", "q", "t1") },
+		"Units": func(ctx context.Context) error {
+			_, err := s.Units(ctx, "dom", []string{"u"})
+			return err
+		},
+		"SetStatus": func(ctx context.Context) error {
+			return s.SetStatus(ctx, "credential", "c", store.Status{State: "disabled"})
+		},
+		"Wake": func(ctx context.Context) error {
+			_, err := s.Wake(ctx, "r")
+			return err
+		},
+	}
+	var wg sync.WaitGroup
+	for name, call := range calls {
+		wg.Go(func() { // concurrently: each may take the whole deadline
+			ctx, cancel := context.WithTimeout(t.Context(), deadline)
+			defer cancel()
+			start := time.Now()
+			err := call(ctx)
+			took := time.Since(start)
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("%s error = %v, want store.ErrUnavailable", name, err)
+			}
+			if took > deadline+100*time.Millisecond {
+				t.Errorf("%s took %v, want at most the %v deadline", name, took, deadline)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestRedisGoneAway(t *testing.T) {
+	t.Run("ConnectionRefused", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close() // nothing listens there now
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer c.Close()
+		unavailableWithin(t, New(c, "x:"), time.Second)
+	})
+	t.Run("Stalled", func(t *testing.T) {
+		// A server that accepts and never answers: only the deadline ends a call.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conns = append(conns, c)
+			}
+		}()
+		c := redis.NewClient(&redis.Options{Addr: l.Addr().String(), ContextTimeoutEnabled: true})
+		defer c.Close()
+		unavailableWithin(t, New(c, "x:"), 200*time.Millisecond)
+	})
+}
+
+// clientIDs lists the IDs of the server's connections named name that
+// hold a subscription.
+func clientIDs(t *testing.T, rdb *redis.Client, name string) []string {
+	t.Helper()
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for line := range strings.Lines(list) {
+		f := strings.Fields(line)
+		if slicesContains(f, "name="+name) && !slicesContains(f, "sub=0") {
+			ids = append(ids, strings.TrimPrefix(f[0], "id="))
+		}
+	}
+	return ids
+}
+
+func slicesContains(f []string, s string) bool {
+	for _, x := range f {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The subscription survives its connection being killed: go-redis
+// re-subscribes, and wake-ups flow again.
+func TestWakeSurvivesReconnect(t *testing.T) {
+	b := newTestBackend(t)
+	opt, err := redis.ParseURL(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.ClientName = "sluicetest-" + strings.TrimSuffix(strings.TrimPrefix(b.prefix, "sluicetest:"), ":")
+	c := redis.NewClient(opt)
+	defer c.Close()
+	s := New(c, b.prefix)
+	defer s.Close()
+	wake, err := s.Wake(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newClient(t, b.url)
+	defer admin.Close()
+	ids := clientIDs(t, admin, opt.ClientName)
+	if len(ids) != 1 {
+		t.Fatalf("subscribed connections named %s: %v, want one", opt.ClientName, ids)
+	}
+	if err := admin.Do(t.Context(), "CLIENT", "KILL", "ID", ids[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Lost while disconnected: the gap's wake-ups are what RetryAt and the
+	// safety tick cover. Wait for the re-subscription.
+	channel := b.prefix + "wake:r"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := admin.PubSubNumSub(t.Context(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[channel] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not re-subscribed within 5s")
+		}
+	}
+	cd := cand("u", 1, "c")
+	acquire(t, s, req("t1", cd))
+	acquire(t, s, req("t2", cd))
+	if err := s.Release(t.Context(), "dom", "t1", store.Outcome{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, wake, "t2")
+}
+
+// Wake hands every caller for one replica its own channel over one
+// subscription, and closes each when its context ends.
+func TestWakeSharesOneSubscription(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.replica()
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	ch1, err := s.Wake(ctx1, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch2, err := s.Wake(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newClient(t, b.url)
+	defer admin.Close()
+	n, err := admin.Publish(t.Context(), b.prefix+"wake:r", "x").Result()
+	if err != nil || n != 1 {
+		t.Fatalf("PUBLISH reached %d subscribers (%v), want 1", n, err)
+	}
+	waitFor(t, ch1, "x")
+	waitFor(t, ch2, "x")
+	cancel1()
+	for range ch1 { // closed once ctx1 ends
+	}
+	admin.Publish(t.Context(), b.prefix+"wake:r", "y")
+	waitFor(t, ch2, "y")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range ch2 { // closed by Close
+	}
+}
+
+// TestCluster runs the contract suite and the scripts against a one-node
+// Redis Cluster, which rejects a script whose keys span slots: the check
+// that the key layout is cluster safe.
+func TestCluster(t *testing.T) {
+	addr := startCluster(t)
+	newReplica := func(t *testing.T) *Store {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		s := New(c, testPrefix())
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("Contract", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) func() storetest.Stores {
+			prefix := testPrefix() // a throwaway server: no keys to clean up
+			return func() storetest.Stores {
+				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+				s := New(c, prefix)
+				t.Cleanup(func() {
+					s.Close()
+					c.Close()
+				})
+				return s
+			}
+		})
+	})
+	s := newReplica(t)
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wake, err := s.Wake(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cand("u", 1, "c")
+	acquire(t, s, req("t1", c))
+	acquire(t, s, req("t2", c))
+	if err := s.Renew(t.Context(), "dom", []string{"t1"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(t.Context(), "dom", "t1", store.Outcome{RateLimited: true, RetryAfter: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(70 * time.Millisecond)
+	if g := acquire(t, s, req("t2", c)); !g.Probe {
+		t.Fatalf("t2 = %+v, want the probe", g)
+	}
+	acquire(t, s, req("t3", c))
+	if err := s.Cancel(t.Context(), "dom", "q", "t2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, wake, "t3")
+	if _, err := s.Units(t.Context(), "dom", []string{"u"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CredentialInFlight(t.Context(), "dom", []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startCluster starts a one-node Redis Cluster owning every slot and
+// returns its address. Without redis-server the test is skipped, except in
+// CI, which must run it.
+func startCluster(t *testing.T) string {
+	t.Helper()
+	testenv.Redis(t) // the same skip rule as every Redis test
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found (required because CI=true): %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--cluster-enabled", "yes",
+		"--cluster-config-file", dir+"/nodes.conf")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // drain the log so the server never blocks on it
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for c.Ping(ctx).Err() != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("cluster node on %s did not answer", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, _ := c.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") {
+			return addr
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("cluster on %s not ok: %s", addr, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

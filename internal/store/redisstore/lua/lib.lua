@@ -1,0 +1,164 @@
+-- Shared by every script. KEYS (all tagged {d:<domain>}, so one slot):
+--   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms"
+--   2 exp    ZSET  lease id -> expiry (Redis ms)
+--   3 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
+--                  w (waiting), q\0<queue> (waiting in that queue)
+--   4 cred   HASH  credential id -> in flight
+--   5 q      ZSET  score 0, "<queue>\0<seq %016d><ticket>": lex order is FIFO per queue
+--   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30"
+--   7 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
+--   8 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
+--   9 seq    STRING arrival counter
+-- Dynamic names (units, credentials, queues, tickets) live in fields and
+-- members, never in key names, so every key is declared and the scripts
+-- stay Redis Cluster safe.
+local K_LEASE, K_EXP, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+
+-- REAP bounds the work of one call; the rest is reaped by the next calls.
+local REAP = 64
+-- SCAN bounds how many queued tickets one decision looks at.
+local SCAN = 64
+-- QUEUES bounds how many queues one wake-up looks at for a unit.
+local QUEUES = 16
+-- WAKES bounds the wake-ups one queue gets from one release.
+local WAKES = 4
+
+-- The Redis clock in ms: the only clock the store decides by.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function split(s, sep)
+  local out, i = {}, 1
+  while true do
+    local j = string.find(s, sep, i, true)
+    if not j then
+      out[#out + 1] = string.sub(s, i)
+      return out
+    end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+
+-- incr adds by to a counter field and deletes it at zero, so idle units
+-- and credentials leave no fields behind.
+local function incr(key, field, by)
+  local v = redis.call('HINCRBY', key, field, by)
+  if v <= 0 then
+    redis.call('HDEL', key, field)
+  end
+  return v
+end
+
+-- drop_lease removes a lease and its counts; it returns the parsed record
+-- (unit, cred, index, probe, base, max) or nil when there was none.
+local function drop_lease(id)
+  redis.call('ZREM', K_EXP, id)
+  local rec = redis.call('HGET', K_LEASE, id)
+  if not rec then
+    return nil
+  end
+  redis.call('HDEL', K_LEASE, id)
+  local l = split(rec, '\31')
+  incr(K_UNIT, l[1] .. '\0n', -1)
+  incr(K_CRED, l[2], -1)
+  -- Losing the probe (released or expired) frees the probe slot.
+  if l[4] == '1' and redis.call('HGET', K_UNIT, l[1] .. '\0probe') == id then
+    redis.call('HDEL', K_UNIT, l[1] .. '\0probe')
+  end
+  return l
+end
+
+-- dequeue removes a ticket from its queue and the waiting counts; it
+-- returns the parsed record (queue, member, replica, units) or nil.
+local function dequeue(t)
+  redis.call('ZREM', K_SEEN, t)
+  local rec = redis.call('HGET', K_TIX, t)
+  if not rec then
+    return nil
+  end
+  redis.call('HDEL', K_TIX, t)
+  local r = split(rec, '\31')
+  redis.call('ZREM', K_Q, r[2])
+  for u in string.gmatch(r[4], '[^\30]+') do
+    incr(K_UNIT, u .. '\0w', -1)
+    if incr(K_UNIT, u .. '\0q\0' .. r[1], -1) <= 0 then
+      redis.call('ZREM', K_UQ, u .. '\0' .. r[1])
+    end
+  end
+  return r
+end
+
+-- reap drops expired leases and dead waiters, at most REAP of each.
+local function reap(now)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, REAP)) do
+    drop_lease(id)
+  end
+  for _, t in ipairs(redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', now, 'LIMIT', 0, REAP)) do
+    dequeue(t)
+  end
+end
+
+-- live_lease returns the expiry of a lease that is still live; a lease past
+-- its expiry that the bounded reap missed is dropped here.
+local function live_lease(id, now)
+  local s = redis.call('ZSCORE', K_EXP, id)
+  if not s then
+    return nil
+  end
+  s = tonumber(s)
+  if s <= now then
+    drop_lease(id)
+    return nil
+  end
+  return s
+end
+
+-- free_slots is how many waiters a unit could take now (at most WAKES):
+-- none while cooling or while its probe is out, one in probe mode.
+local function free_slots(u, now)
+  local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0probe')
+  local n, cap, untl = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+  if untl ~= 0 then
+    if now < untl or v[4] then
+      return 0
+    end
+    return 1
+  end
+  if cap == 0 then
+    return WAKES
+  end
+  return math.min(cap - n, WAKES)
+end
+
+-- wake publishes, for each queue listing unit u, the first k tickets (FIFO)
+-- that list u on their replica's channel. It is a hint: a waiter that
+-- misses it retries at RetryAt or on its safety tick.
+local function wake(u, k, prefix)
+  if k <= 0 then
+    return 0
+  end
+  local sent = 0
+  local needle = '\30' .. u .. '\30'
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', K_UQ, '[' .. u .. '\0', '(' .. u .. '\1', 'LIMIT', 0, QUEUES)) do
+    local queue = string.sub(m, #u + 2)
+    local skip = #queue + 18 -- queue, \0 and the 16-digit sequence
+    local n = 0
+    for _, mem in ipairs(redis.call('ZRANGEBYLEX', K_Q, '[' .. queue .. '\0', '(' .. queue .. '\1', 'LIMIT', 0, SCAN)) do
+      local t = string.sub(mem, skip)
+      local rec = redis.call('HGET', K_TIX, t)
+      if rec and string.find(rec, needle, 1, true) then
+        redis.call('PUBLISH', prefix .. split(rec, '\31')[3], t)
+        n = n + 1
+        if n >= k then
+          break
+        end
+      end
+    end
+    sent = sent + n
+  end
+  return sent
+end

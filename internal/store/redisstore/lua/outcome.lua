@@ -1,0 +1,34 @@
+-- apply runs the cooldown state machine for a released lease l (see
+-- drop_lease) and reports whether the unit is now cooling.
+local function apply(l, now, limited, retry_after, success)
+  local u, base, max = l[1], tonumber(l[5]), tonumber(l[6])
+  local fu, fl = u .. '\0until', u .. '\0level'
+  local v = redis.call('HMGET', K_UNIT, fu, fl)
+  local untl, level = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  if limited then
+    local d = retry_after
+    if d <= 0 then
+      if base <= 0 then
+        base = 1000
+      end
+      d = base * 2 ^ math.min(level, 40) -- the exponent bound keeps d finite
+    end
+    if max > 0 and d > max then
+      d = max
+    end
+    if now + d > untl then
+      untl = now + d
+    end
+    redis.call('HSET', K_UNIT, fu, string.format('%d', untl), fl, level + 1)
+    return true
+  end
+  if success then
+    redis.call('HDEL', K_UNIT, fl)
+    if l[4] == '1' or (untl ~= 0 and now >= untl) then
+      redis.call('HDEL', K_UNIT, fu, u .. '\0probe') -- the probe worked: open
+      untl = 0
+    end
+  end
+  -- drop_lease already freed the probe slot of a probe that failed otherwise.
+  return untl ~= 0 and now < untl
+end

@@ -1,0 +1,23 @@
+-- units: reap, then report each unit as 6 integers: in flight, cap,
+-- cooling until (ms, 0 = none), level, probe (0 none, 1 available,
+-- 2 in flight), waiting. ARGV: unit ids.
+local now = now_ms()
+reap(now)
+local out = {}
+for _, u in ipairs(ARGV) do
+  local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0level', u .. '\0probe', u .. '\0w')
+  local untl = tonumber(v[3]) or 0
+  local probe = 0
+  if v[5] then
+    probe = 2
+  elseif untl ~= 0 and now >= untl then
+    probe = 1
+  end
+  out[#out + 1] = tonumber(v[1]) or 0
+  out[#out + 1] = tonumber(v[2]) or 0
+  out[#out + 1] = untl
+  out[#out + 1] = tonumber(v[4]) or 0
+  out[#out + 1] = probe
+  out[#out + 1] = tonumber(v[6]) or 0
+end
+return out

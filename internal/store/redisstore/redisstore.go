@@ -1,0 +1,154 @@
+// Package redisstore is the Redis implementation of the store interfaces
+// (store.Claims, store.Waker, store.Inspector, store.Statuses), shared by
+// every replica of the gateway.
+//
+// Every capacity decision is one Lua script (EVALSHA) over keys that carry
+// the same {d:<domain>} hash tag, so a domain lives on one Redis Cluster
+// slot and a decision is atomic: Acquire and Release cost one round trip
+// each, Renew one per batch. Scripts decide by the Redis clock (TIME),
+// never by a replica's clock, and are idempotent by ticket or lease ID, so
+// a go-redis retry after a timeout changes nothing. Wake-ups are PUBLISHed
+// from the release and cancel scripts to <prefix>wake:<replica>; they are
+// hints (see Wake).
+//
+// Key layout, with P the prefix and D the domain (see lua/lib.lua):
+//
+//	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max
+//	P{d:D}:exp    ZSET  lease → expiry (ms)
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, cooldown, level, probe, waiting
+//	P{d:D}:cred   HASH  credential → in flight
+//	P{d:D}:q      ZSET  "<queue>\x00<seq><ticket>", score 0: lex order is FIFO per queue
+//	P{d:D}:tix    HASH  ticket → queue, member, replica, units
+//	P{d:D}:seen   ZSET  ticket → dead-waiter deadline (ms)
+//	P{d:D}:uq     ZSET  "<unit>\x00<queue>", score 0: the queues that list a unit
+//	P{d:D}:seq    STRING arrival counter
+//	Pstatus:<kind> HASH id → JSON Status
+//
+// IDs (domains, units, credentials, queues, tickets) must not contain the
+// bytes 0x00, 0x1e or 0x1f, which the scripts use as separators.
+//
+// It depends on package store and on go-redis; nothing else of Sluice.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Store implements store.Claims, store.Waker, store.Inspector and
+// store.Statuses on Redis. It is safe for concurrent use. One Store per
+// replica; replicas share state by sharing the Redis server and prefix.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	keys   sync.Map // domain → []string, the nine keys of lua/lib.lua
+
+	mu     sync.Mutex
+	hubs   map[string]*hub // replica → its one wake subscription
+	closed bool
+	wg     sync.WaitGroup // the hubs' fan-out goroutines
+}
+
+var (
+	_ store.Claims    = (*Store)(nil)
+	_ store.Waker     = (*Store)(nil)
+	_ store.Inspector = (*Store)(nil)
+	_ store.Statuses  = (*Store)(nil)
+)
+
+// New returns a Store on client whose keys and wake channels all start with
+// prefix (e.g. "sluice:"), so deployments and tests sharing a server stay
+// apart. It does no I/O; call Load at startup to preload the scripts.
+//
+// The client must be built with ContextTimeoutEnabled: true: without it,
+// go-redis ignores context deadlines and a stalled Redis holds a call for
+// ReadTimeout instead of the caller's deadline. The Store does not own the
+// client: Close does not close it.
+func New(client redis.UniversalClient, prefix string) *Store {
+	return &Store{rdb: client, prefix: prefix, hubs: make(map[string]*hub)}
+}
+
+// Load preloads every script (on every primary of a cluster), so the first
+// decisions cost one round trip each. Without it, the first call of each
+// script costs two (EVALSHA, NOSCRIPT, EVAL); so does the first call after
+// a restart or failover empties the script cache.
+func (s *Store) Load(ctx context.Context) error {
+	for _, sc := range allScripts {
+		var err error
+		if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+			err = cc.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
+				return sc.Load(ctx, shard).Err()
+			})
+		} else {
+			err = sc.Load(ctx, s.rdb).Err()
+		}
+		if err != nil {
+			return unavailable("load scripts", err)
+		}
+	}
+	return nil
+}
+
+// Close ends every wake subscription and closes the channels Wake returned,
+// then waits for the goroutines that fed them.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	hubs := s.hubs
+	s.hubs = make(map[string]*hub)
+	s.mu.Unlock()
+	var errs []error
+	for _, h := range hubs {
+		errs = append(errs, h.ps.Close())
+	}
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// domainKeys returns the keys every capacity script declares, in the order
+// of lua/lib.lua. They are built once per domain: the slice is shared and
+// must not be modified.
+func (s *Store) domainKeys(domain string) []string {
+	if ks, ok := s.keys.Load(domain); ok {
+		return ks.([]string)
+	}
+	tag := s.prefix + "{d:" + domain + "}:"
+	ks := []string{
+		tag + "lease", tag + "exp", tag + "unit", tag + "cred",
+		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq",
+	}
+	s.keys.Store(domain, ks)
+	return ks
+}
+
+// expKey is the lease-expiry key, the only one Renew touches.
+const expKey = 1
+
+// wakePrefix is the start of every wake channel; the scripts append the
+// replica.
+func (s *Store) wakePrefix() string { return s.prefix + "wake:" }
+
+// unavailable wraps a failure of Redis so that errors.Is(err,
+// store.ErrUnavailable) holds while the cause stays visible.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("redisstore: %s: %w: %w", op, store.ErrUnavailable, err)
+}
+
+// separators are the bytes the scripts use between fields and list items.
+const separators = "\x00\x1e\x1f"
+
+// checkID rejects an ID that would corrupt a record. It is a caller bug,
+// not an outage, so the error does not wrap store.ErrUnavailable.
+func checkID(what, id string) error {
+	if strings.ContainsAny(id, separators) {
+		return fmt.Errorf("redisstore: %s %q contains a reserved byte (0x00, 0x1e or 0x1f)", what, id)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package redisstore
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts are assembled from lua/: lib.lua holds the key layout and the
+// helpers (reap, dequeue, wake) every capacity script shares.
+var (
+	//go:embed lua/lib.lua
+	luaLib string
+	//go:embed lua/outcome.lua
+	luaOutcome string
+	//go:embed lua/acquire.lua
+	luaAcquire string
+	//go:embed lua/release.lua
+	luaRelease string
+	//go:embed lua/cancel.lua
+	luaCancel string
+	//go:embed lua/renew.lua
+	luaRenew string
+	//go:embed lua/units.lua
+	luaUnits string
+	//go:embed lua/credentials.lua
+	luaCredentials string
+)
+
+// The shebang makes Redis 7 enforce declared keys: a script touching an
+// undeclared key fails at once instead of working until a reshard.
+// allow-oom lets the scripts that free state (release, cancel, renew) run
+// when Redis is at maxmemory, so an outage of memory does not also pin every
+// lease until it expires.
+const (
+	shebang    = "#!lua\n"
+	shebangOOM = "#!lua flags=allow-oom\n"
+)
+
+var (
+	acquireScript     = redis.NewScript(shebang + luaLib + luaAcquire)
+	releaseScript     = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaRelease)
+	cancelScript      = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaCancel)
+	renewScript       = redis.NewScript(shebangOOM + luaRenew)
+	unitsScript       = redis.NewScript(shebang + luaLib + luaUnits)
+	credentialsScript = redis.NewScript(shebang + luaLib + luaCredentials)
+
+	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, unitsScript, credentialsScript}
+)
