@@ -18,7 +18,7 @@
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 # Environment: DURATION=15s ROUNDS=2 WARMUP=3s CONNS=64 TTFB_DURATION=10s
 #   TTFB_CONC=16 TTFB_TOKENS=16 CHUNK_DELAY=20ms VARIANTS="bare sluice-info sluice-warn"
-#   PROXY_CPU=0 LOAD_CPU=1
+#   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet)
 set -euo pipefail
 
 DURATION=${DURATION:-15s}
@@ -32,6 +32,8 @@ CHUNK_DELAY=${CHUNK_DELAY:-20ms}
 VARIANTS=${VARIANTS:-"bare sluice-info sluice-warn"}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+QUIET=${QUIET:-10}
+QUIET_WAIT=${QUIET_WAIT:-120}
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
@@ -107,7 +109,32 @@ address() {
 cputicks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # corestat prints "busy total" jiffies of one CPU from /proc/stat.
 corestat() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+# proctime prints user+nice+system jiffies of the whole machine and the total.
+proctime() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print $2 + $3 + $4, t }' /proc/stat; }
+# childticks prints the CPU ticks of this script's reaped descendants (wrk).
+childticks() { awk '{ sub(/.*\) /, ""); print $14 + $15 }' "/proc/$$/stat"; }
 CLK_TCK=$(getconf CLK_TCK)
+NCPU=$(nproc)
+
+# wait_quiet waits until the rest of the machine is idle (under $QUIET% of one
+# core for a second; our upstream is idle between measurements), at most
+# $QUIET_WAIT seconds: other work on a shared machine skews every figure.
+wait_quiet() {
+	local a b busy waited=0
+	while :; do
+		a=$(proctime)
+		sleep 1
+		b=$(proctime)
+		busy=$(awk -v a="$a" -v b="$b" -v n="$NCPU" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * n * (y[1] - x[1]) / (y[2] - x[2]) }')
+		((busy < QUIET)) && return 0
+		if ((waited >= QUIET_WAIT)); then
+			echo "   the machine is still busy (${busy}% of a core) after ${QUIET_WAIT}s; measuring anyway" >&2
+			return 0
+		fi
+		((waited == 0)) && echo "   waiting for the machine to be idle (${busy}% of a core busy)"
+		waited=$((waited + 1))
+	done
+}
 
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(uname -sr)"
 echo "   $(go version), $(wrk --version 2>&1 | head -1 | awk '{ print $1, $2 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -183,7 +210,7 @@ start_proxy() {
 wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
 	printf "%.3f", u == "us" ? n / 1000 : u == "ms" ? n : u == "s" ? n * 1000 : u == "m" ? n * 60000 : n }'; }
 
-# variant round rps p50 p99 cpu_us rss_kib core0 core1 ttfb50 ttfb99 merged streams errors non2xx incomplete proxy_pct
+# variant round rps p50 p99 cpu_us rss_kib core0 core1 ttfb50 ttfb99 merged streams errors non2xx incomplete proxy_pct foreign
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 
@@ -196,12 +223,15 @@ run_variant() {
 	curl -fsS -o /dev/null -H "Authorization: Bearer $BENCH_KEY" -H 'Content-Type: application/json' \
 		-d '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' --max-time 5 "$url" ||
 		die "$variant does not answer $url"
+	wait_quiet
 	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/post.lua" "$url" >/dev/null
 
-	local t0 t1 c0 c1 l0 l1 out="$WORK/wrk-$variant-$round.txt"
+	local t0 t1 c0 c1 l0 l1 u0 u1 k0 k1 m0 m1 out="$WORK/wrk-$variant-$round.txt"
 	c0=$(corestat "$PROXY_CPU"); l0=$(corestat "$LOAD_CPU"); t0=$(cputicks "$PROXY_PID")
+	u0=$(cputicks "$UPSTREAM_PID"); k0=$(childticks); m0=$(proctime)
 	timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$ROOT/bench/post.lua" "$url" >"$out"
 	t1=$(cputicks "$PROXY_PID"); c1=$(corestat "$PROXY_CPU"); l1=$(corestat "$LOAD_CPU")
+	u1=$(cputicks "$UPSTREAM_PID"); k1=$(childticks); m1=$(proctime)
 	local rss requests rps p50 p99 non2xx
 	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$PROXY_PID/status")
 	requests=$(awk '/requests in/ { print $1 }' "$out")
@@ -211,14 +241,18 @@ run_variant() {
 	non2xx=$(awk '/Non-2xx/ { print $NF }' "$out")
 	non2xx=${non2xx:-0}
 	if grep -q 'Socket errors' "$out"; then grep 'Socket errors' "$out" >&2; fi
-	local cpu_us core0 core1 proxy_pct
+	local cpu_us core0 core1 proxy_pct foreign
 	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
 	core0=$(awk -v a="$c0" -v b="$c1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
 	core1=$(awk -v a="$l0" -v b="$l1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
 	# The proxy's share of its core; the rest of the busy time there is the
 	# kernel's loopback work (softirq) and whatever else runs on the machine.
 	proxy_pct=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (t1 - t0) / (y[2] - x[2]) }')
-	echo "   $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${cpu_us}µs CPU/req, RSS $((rss / 1024))MiB, core$PROXY_CPU ${core0}% busy (proxy ${proxy_pct}%), core$LOAD_CPU ${core1}%, non-2xx $non2xx"
+	# CPU (user+system) of processes other than the proxy, the upstream and
+	# wrk, as a share of one core: other work on the machine during the run.
+	foreign=$(awk -v a="$m0" -v b="$m1" -v n="$NCPU" -v ours=$((t1 - t0 + u1 - u0 + k1 - k0)) 'BEGIN { split(a, x, " "); split(b, y, " ");
+		f = 100 * n * (y[1] - x[1] - ours) / (y[2] - x[2]); printf "%.0f", f < 0 ? 0 : f }')
+	echo "   $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${cpu_us}µs CPU/req, RSS $((rss / 1024))MiB, core$PROXY_CPU ${core0}% busy (proxy ${proxy_pct}%), core$LOAD_CPU ${core1}%, others ${foreign}% of a core, non-2xx $non2xx"
 
 	local ttfb
 	ttfb=$(timeout $((TTFB_S + 45)) taskset -c "$LOAD_CPU" "$WORK/ttfb" --url "$url" --key "$BENCH_KEY" \
@@ -226,9 +260,9 @@ run_variant() {
 		echo "   ttfb reported errors" >&2
 	echo "   streaming: $ttfb"
 	kv() { sed -nE "s/.*(^| )$1=([0-9]+).*/\2/p" <<<"$ttfb"; }
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
 		"$cpu_us" "$rss" "$core0" "$core1" "$(kv ttfb_p50_us)" "$(kv ttfb_p99_us)" "$(kv merged)" "$(kv streams)" \
-		"$(kv errors)" "$non2xx" "$(kv incomplete)" "$proxy_pct" >>"$RESULTS"
+		"$(kv errors)" "$non2xx" "$(kv incomplete)" "$proxy_pct" "$foreign" >>"$RESULTS"
 	stop "$PROXY_PID"
 }
 
@@ -248,10 +282,10 @@ echo
 echo "Per round:"
 echo
 awk -F'\t' 'BEGIN {
-	print "| variant | round | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | proxy core busy (proxy itself) | load core busy | TTFB p50 µs | TTFB p99 µs | streams | merged | errors |"
-	print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |" }
-	{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% (%s%%) | %s%% | %s | %s | %s | %s | %d |\n",
-		$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $17, $9, $10, $11, $13, $12, $14 + $15 + $16 }' "$RESULTS"
+	print "| variant | round | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | proxy core busy (proxy itself) | load core busy | other processes | TTFB p50 µs | TTFB p99 µs | streams | merged | errors |"
+	print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" }
+	{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% (%s%%) | %s%% | %s%% | %s | %s | %s | %s | %d |\n",
+		$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $17, $9, $18, $10, $11, $13, $12, $14 + $15 + $16 }' "$RESULTS"
 echo
 echo "Mean over rounds, and ratios to bare (targets: throughput >= 0.75, CPU/req <= 1.35, TTFB p50 <= 1.2, merged = 0):"
 echo

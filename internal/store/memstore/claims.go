@@ -190,6 +190,9 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 	d.mu.Lock()
 	now := time.Now()
 	if q := d.queues[queue]; q != nil {
+		if t := q.tickets[ticket]; t != nil {
+			d.dequeue(q, t)
+		}
 	}
 	wakes := d.release(ticket, store.Outcome{}, now)
 	d.mu.Unlock()

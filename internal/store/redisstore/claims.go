@@ -18,11 +18,11 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err
 	}
-	args := make([]any, 0, 5+6*len(a.Candidates))
-	args = append(args, a.Ticket, a.Queue, a.Replica, millis(a.LeaseTTL), len(a.Candidates))
+	args := make([]any, 0, 6+6*len(a.Candidates))
+	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(), len(a.Candidates))
 	for _, c := range a.Candidates {
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
-			c.Unit.Base.Milliseconds(), c.Unit.Max.Milliseconds())
+			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
 	if err != nil {
@@ -55,7 +55,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 // released lease is a no-op.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
 	err := releaseScript.Run(ctx, s.rdb, s.domainKeys(domain),
-		lease, flag(out.RateLimited), out.RetryAfter.Milliseconds(), flag(out.Success), s.wakePrefix()).Err()
+		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix()).Err()
 	if err != nil {
 		return unavailable("release "+lease, err)
 	}
@@ -69,7 +69,7 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 		return nil
 	}
 	args := make([]any, 0, 1+len(leases))
-	args = append(args, millis(ttl))
+	args = append(args, ttlMillis(ttl))
 	for _, l := range leases {
 		args = append(args, l)
 	}
@@ -91,12 +91,19 @@ func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error 
 	return nil
 }
 
-// millis rounds d up to whole milliseconds, at least 1, so a sub-millisecond
-// TTL does not expire at once.
-func millis(d time.Duration) int64 {
-	ms := (d + time.Millisecond - 1).Milliseconds()
-	return max(ms, 1)
+// ceilMillis rounds d up to whole milliseconds, the scripts' unit, so a
+// positive duration never becomes 0 (which means "none" for RetryAfter and
+// "default" for Base).
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return (d + time.Millisecond - 1).Milliseconds()
 }
+
+// ttlMillis is ceilMillis for a TTL, at least 1 ms, so a lease or ticket is
+// never dead on arrival.
+func ttlMillis(d time.Duration) int64 { return max(ceilMillis(d), 1) }
 
 func flag(b bool) int {
 	if b {

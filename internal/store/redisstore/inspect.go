@@ -9,14 +9,15 @@ import (
 )
 
 // Units reports the state of each unit in ids, in order, after reaping
-// expired leases and dead waiters (bounded, as in every script). Cap is the
+// expired leases and dead waiters (bounded, as in every script; waiters
+// that reaping made room for are woken). Cap is the
 // last Cap an Acquire passed for the unit; Waiting counts queued tickets
 // listing it across every queue.
 func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store.UnitState, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	v, err := unitsScript.Run(ctx, s.rdb, s.domainKeys(domain), strArgs(ids)...).Int64Slice()
+	v, err := unitsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
@@ -48,7 +49,7 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 	if len(ids) == 0 {
 		return out, nil
 	}
-	v, err := credentialsScript.Run(ctx, s.rdb, s.domainKeys(domain), strArgs(ids)...).Int64Slice()
+	v, err := credentialsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
 	if err != nil {
 		return nil, unavailable("credential in flight", err)
 	}
@@ -61,10 +62,13 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 	return out, nil
 }
 
-func strArgs(ss []string) []any {
-	args := make([]any, len(ss))
-	for i, s := range ss {
-		args[i] = s
+// idArgs is the ARGV of the inspector scripts: the wake prefix (they reap,
+// and announce what reaping freed), then the IDs.
+func (s *Store) idArgs(ids []string) []any {
+	args := make([]any, 0, 1+len(ids))
+	args = append(args, s.wakePrefix())
+	for _, id := range ids {
+		args = append(args, id)
 	}
 	return args
 }

@@ -7,9 +7,11 @@
 // slot and a decision is atomic: Acquire and Release cost one round trip
 // each, Renew one per batch. Scripts decide by the Redis clock (TIME),
 // never by a replica's clock, and are idempotent by ticket or lease ID, so
-// a go-redis retry after a timeout changes nothing. Wake-ups are PUBLISHed
-// from the release and cancel scripts to <prefix>wake:<replica>; they are
-// hints (see Wake).
+// a go-redis retry after a timeout changes nothing. Every script first
+// reaps expired leases and dead waiters (at most 64 of each per call).
+// Wake-ups are PUBLISHed by the scripts to <prefix>wake:<replica>: by a
+// release or cancel for the unit it freed, and by any script for the units
+// its reaping freed. They are hints (see Wake).
 //
 // Key layout, with P the prefix and D the domain (see lua/lib.lua):
 //
@@ -69,7 +71,9 @@ var (
 //
 // The client must be built with ContextTimeoutEnabled: true: without it,
 // go-redis ignores context deadlines and a stalled Redis holds a call for
-// ReadTimeout instead of the caller's deadline. The Store does not own the
+// ReadTimeout instead of the caller's deadline. With the default
+// DialerRetries (5) and MaxRetries (3), a refused connection takes about a
+// second to fail; lower them to fail faster. The Store does not own the
 // client: Close does not close it.
 func New(client redis.UniversalClient, prefix string) *Store {
 	return &Store{rdb: client, prefix: prefix, hubs: make(map[string]*hub)}

@@ -453,3 +453,23 @@ func TestStatuses(t *testing.T) {
 		t.Errorf("Statuses after active = %v, %v; want empty", got, err)
 	}
 }
+
+// A crashed holder's lease, once reaped by any later call in the domain,
+// wakes the waiter it was blocking: no release will announce that slot.
+func TestReapWakesWaiters(t *testing.T) {
+	s := newTestBackend(t).replica()
+	wake, err := s.Wake(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cand("u", 1, "c")
+	holder := req("dead", c)
+	holder.LeaseTTL = 100 * time.Millisecond
+	acquire(t, s, holder)
+	acquire(t, s, req("t1", c))
+	time.Sleep(150 * time.Millisecond)
+	other := req("x", cand("v", 1, "cv")) // any call in the domain reaps
+	other.Queue = "elsewhere"
+	acquire(t, s, other)
+	waitFor(t, wake, "t1")
+}

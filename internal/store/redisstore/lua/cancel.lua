@@ -3,7 +3,7 @@
 -- ARGV: ticket, wake prefix. Returns {dequeued (0/1), released (0/1)}.
 local now = now_ms()
 local ticket, prefix = ARGV[1], ARGV[2]
-reap(now)
+wake_all(reap(now), now, prefix)
 local dq, rel = 0, 0
 local r = dequeue(ticket)
 if r then

@@ -1,8 +1,9 @@
 -- credentials: reap, then return the in-flight count of each credential.
--- ARGV: credential ids.
-reap(now_ms())
+-- ARGV: wake prefix, credential ids.
+local now = now_ms()
+wake_all(reap(now), now, ARGV[1])
 local out = {}
-for i, c in ipairs(ARGV) do
-  out[i] = tonumber(redis.call('HGET', K_CRED, c)) or 0
+for i = 2, #ARGV do
+  out[i - 1] = tonumber(redis.call('HGET', K_CRED, ARGV[i])) or 0
 end
 return out

@@ -92,14 +92,36 @@ local function dequeue(t)
   return r
 end
 
--- reap drops expired leases and dead waiters, at most REAP of each.
+-- REAPED bounds how many units reaping may wake waiters for in one call.
+local REAPED = 8
+
+-- reap drops expired leases and dead waiters, at most REAP of each. It
+-- returns the units (at most REAPED) that may now have room for a waiter:
+-- a crashed holder's slot or a dead head's place, which no release will
+-- announce.
 local function reap(now)
+  local units, set = {}, {}
+  local function note(u)
+    if #units < REAPED and not set[u] then
+      set[u] = true
+      units[#units + 1] = u
+    end
+  end
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, REAP)) do
-    drop_lease(id)
+    local l = drop_lease(id)
+    if l then
+      note(l[1])
+    end
   end
   for _, t in ipairs(redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', now, 'LIMIT', 0, REAP)) do
-    dequeue(t)
+    local r = dequeue(t)
+    if r then
+      for u in string.gmatch(r[4], '[^\30]+') do
+        note(u)
+      end
+    end
   end
+  return units
 end
 
 -- live_lease returns the expiry of a lease that is still live; a lease past
@@ -161,4 +183,15 @@ local function wake(u, k, prefix)
     sent = sent + n
   end
   return sent
+end
+
+-- wake_all wakes, for each unit in units, as many waiters as it has room
+-- for. With no wake prefix (a read-only caller) it does nothing.
+local function wake_all(units, now, prefix)
+  if not prefix or prefix == '' then
+    return
+  end
+  for _, u in ipairs(units) do
+    wake(u, free_slots(u, now), prefix)
+  end
 end

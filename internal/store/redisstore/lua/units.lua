@@ -1,10 +1,11 @@
 -- units: reap, then report each unit as 6 integers: in flight, cap,
 -- cooling until (ms, 0 = none), level, probe (0 none, 1 available,
--- 2 in flight), waiting. ARGV: unit ids.
+-- 2 in flight), waiting. ARGV: wake prefix, unit ids.
 local now = now_ms()
-reap(now)
+wake_all(reap(now), now, ARGV[1])
 local out = {}
-for _, u in ipairs(ARGV) do
+for i = 2, #ARGV do
+  local u = ARGV[i]
   local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0level', u .. '\0probe', u .. '\0w')
   local untl = tonumber(v[3]) or 0
   local probe = 0
