@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
 	"github.com/sluicehq/sluice/internal/config"
@@ -132,9 +133,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	g.caller = upstream.New(o.Log, func(id string) upstream.BreakerSettings {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}
-	}, func(ob upstream.Observation) {
-		g.metrics.BreakerState.WithLabelValues(ob.EndpointID).Set(float64(ob.State))
-	})
+	}, g.breakerChanged)
 	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
 	shared, err := g.openState(ctx, cat.State)
 	if err != nil {
@@ -249,6 +248,24 @@ func (g *Gateway) banner(w io.Writer, token string, generated bool) {
 	}
 	if g.demo != nil {
 		g.demo.banner(w, g.addr)
+	}
+}
+
+// breakerChanged shares an endpoint breaker's opening and closing with every
+// replica (through the status store) and exports it as a metric.
+func (g *Gateway) breakerChanged(ob upstream.Observation) {
+	g.metrics.BreakerState.WithLabelValues(ob.EndpointID).Set(float64(ob.State))
+	st := store.Status{State: "active"}
+	switch ob.State {
+	case breaker.Open:
+		st = store.Status{State: "open", Reason: "endpoint breaker opened"}
+	case breaker.HalfOpen:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := g.statuses.Set(ctx, capacity.KindEndpoint, ob.EndpointID, st); err != nil {
+		g.log.LogAttrs(ctx, slog.LevelWarn, "sharing a breaker change failed", slog.String("endpoint_id", ob.EndpointID), slog.Any("err", err))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 const (
 	KindCredential = "credential"
 	KindAccount    = "account"
+	KindEndpoint   = "endpoint" // "open" while a replica's breaker for it is open
 )
 
 // Statuses is every replica's view of the shared credential and account
@@ -29,12 +30,13 @@ type Statuses struct {
 type statusView struct {
 	credentials map[string]store.Status
 	accounts    map[string]store.Status
+	endpoints   map[string]store.Status
 }
 
 // NewStatuses returns a view over s; call Refresh or Run to fill it.
 func NewStatuses(s store.Statuses, log *slog.Logger) *Statuses {
 	st := &Statuses{store: s, log: log}
-	st.view.Store(&statusView{credentials: map[string]store.Status{}, accounts: map[string]store.Status{}})
+	st.view.Store(&statusView{credentials: map[string]store.Status{}, accounts: map[string]store.Status{}, endpoints: map[string]store.Status{}})
 	return st
 }
 
@@ -43,6 +45,9 @@ func (s *Statuses) Credential(id string) store.Status { return get(s.view.Load()
 
 // Account returns the account's status; active when none is stored.
 func (s *Statuses) Account(id string) store.Status { return get(s.view.Load().accounts, id) }
+
+// Endpoint returns the endpoint's shared breaker status; active when none is stored.
+func (s *Statuses) Endpoint(id string) store.Status { return get(s.view.Load().endpoints, id) }
 
 func get(m map[string]store.Status, id string) store.Status {
 	if st, ok := m[id]; ok {
@@ -72,7 +77,11 @@ func (s *Statuses) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.view.Store(&statusView{credentials: creds, accounts: accts})
+	eps, err := s.store.Statuses(ctx, KindEndpoint)
+	if err != nil {
+		return err
+	}
+	s.view.Store(&statusView{credentials: creds, accounts: accts, endpoints: eps})
 	return nil
 }
 

@@ -39,7 +39,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 		current = current[:0]
 		var cands []store.Candidate
 		for _, e := range edges {
-			if h.inService(e) && !ruledOut(failed, e) {
+			if h.inService(snap, e) && !ruledOut(failed, e) {
 				current = append(current, e)
 				cands = append(cands, snap.Candidate(e))
 			}

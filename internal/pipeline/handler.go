@@ -88,7 +88,7 @@ func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, er
 	all, _ := snap.Routes.Candidates(req.Model)
 	edges := all[:0]
 	for _, e := range all {
-		if h.inService(e) {
+		if h.inService(snap, e) {
 			edges = append(edges, e)
 		}
 	}
@@ -99,9 +99,19 @@ func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, er
 }
 
 // inService reports whether new claims may go to e: a draining credential
-// finishes what it runs but takes nothing new.
-func (h *Handler) inService(e *sluice.Edge) bool {
-	return h.statuses.Credential(e.Credential.ID).State == "active" && h.statuses.Account(e.Account.ID).State != "disabled"
+// finishes what it runs but takes nothing new, and an endpoint whose breaker
+// another replica opened is skipped for the breaker's open period (this
+// replica's own breaker then probes it).
+func (h *Handler) inService(snap *Snapshot, e *sluice.Edge) bool {
+	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" {
+		return false
+	}
+	ep := h.statuses.Endpoint(e.Endpoint.ID)
+	if ep.State != "open" {
+		return true
+	}
+	_, open := snap.BreakerSettings(e.Endpoint.ID)
+	return time.Since(ep.Since) >= open
 }
 
 // settle records the request's usage. It runs even if the caller has gone:

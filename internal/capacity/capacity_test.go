@@ -1,0 +1,181 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/memstore"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newEngine(t *testing.T) (*Engine, *memstore.Store) {
+	t.Helper()
+	s := memstore.New()
+	e := New(s, s, "replica-1", time.Second, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return e, s
+}
+
+func unit(id string, limit int) []store.Candidate {
+	return []store.Candidate{{Unit: store.Unit{ID: id, Cap: limit, Base: 50 * time.Millisecond, Max: time.Second}, Credential: id + "-cred"}}
+}
+
+func fixed(c []store.Candidate) func() []store.Candidate { return func() []store.Candidate { return c } }
+
+func acquire(ticket string) store.Acquire {
+	return store.Acquire{Domain: "d", Ticket: ticket, Queue: "q"}
+}
+
+func TestWaitIsWokenByARelease(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := t.Context()
+	first, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		c, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
+		if err == nil {
+			c.Release(ctx, store.Outcome{Success: true})
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	first.Release(ctx, store.Outcome{Success: true})
+	if err := <-got; err != nil {
+		t.Fatalf("second Wait = %v, want a grant after the release", err)
+	}
+	// Woken by the release, not by the one-second safety tick.
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("second Wait took %v, want a wake-up right after the release", d)
+	}
+}
+
+func TestWaitTimesOutWithRetryAfter(t *testing.T) {
+	e, _ := newEngine(t)
+	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(100*time.Millisecond), fixed(unit("a", 1)))
+	se, ok := errors.AsType[*sluice.Error](err)
+	if !ok || se.Code != sluice.CodeCapacityWaitTimeout || se.RetryAfter <= 0 {
+		t.Fatalf("Wait past its deadline = %v, want capacity_wait_timeout with a Retry-After", err)
+	}
+}
+
+func TestCallerThatLeavesLeavesTheQueue(t *testing.T) {
+	e, s := newEngine(t)
+	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait after cancel = %v, want context.Canceled", err)
+	}
+	// t3 arrives after t2 left: it is first in line, not behind a ghost.
+	g, err := s.Acquire(t.Context(), store.Acquire{Domain: "d", Ticket: "t3", Queue: "q", Candidates: unit("a", 1), LeaseTTL: time.Second, Replica: "x"})
+	if err != nil || g.Granted || g.Position != 0 {
+		t.Errorf("Acquire after the caller left = %+v, %v; want queued at position 0", g, err)
+	}
+}
+
+func TestWaitSeesCandidatesAddedWhileWaiting(t *testing.T) {
+	e, _ := newEngine(t)
+	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan struct{})
+	plan := func() []store.Candidate {
+		select {
+		case <-added:
+			return append(unit("a", 1), unit("b", 1)...)
+		default:
+			return unit("a", 1)
+		}
+	}
+	go func() { time.Sleep(50 * time.Millisecond); close(added) }()
+	c, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(3*time.Second), plan)
+	if err != nil || c.Index != 1 {
+		t.Fatalf("Wait = %+v, %v; want the added candidate (index 1)", c, err)
+	}
+}
+
+func TestEmptyPlanFailsAtOnce(t *testing.T) {
+	e, _ := newEngine(t)
+	_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(nil))
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
+		t.Errorf("Wait with no candidates = %v, want no_upstream_available", err)
+	}
+}
+
+// downStore fails every call, as a store whose server went away.
+type downStore struct{ memstore.Store }
+
+func (downStore) Acquire(context.Context, store.Acquire) (store.Grant, error) {
+	return store.Grant{}, store.ErrUnavailable
+}
+
+func TestStoreOutageIsNoUpstreamAvailable(t *testing.T) {
+	s := &downStore{}
+	e := New(s, memstore.New(), "r", time.Second, quiet)
+	_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Wait on a down store = %v, want no_upstream_available wrapping ErrUnavailable", err)
+	}
+}
+
+func TestReleaseIsOnce(t *testing.T) {
+	e, s := newEngine(t)
+	c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(time.Second), fixed(unit("a", 2))); err != nil {
+		t.Fatal(err)
+	}
+	c.Release(t.Context(), store.Outcome{})
+	c.Release(t.Context(), store.Outcome{})
+	us, _ := s.Units(t.Context(), "d", []string{"a"})
+	if us[0].InFlight != 1 {
+		t.Errorf("in flight after a double release = %d, want 1", us[0].InFlight)
+	}
+}
+
+func TestStatusesSeenAfterRefresh(t *testing.T) {
+	shared := memstore.New()
+	a, b := NewStatuses(shared, quiet), NewStatuses(shared, quiet)
+	if err := a.Set(t.Context(), KindCredential, "k1", store.Status{State: "disabled", Reason: "auth"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Credential("k1"); got.State != "disabled" {
+		t.Errorf("writer sees %+v, want disabled at once", got)
+	}
+	if got := b.Credential("k1"); got.State != "active" {
+		t.Errorf("other replica before refresh sees %+v", got)
+	}
+	if err := b.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Credential("k1"); got.State != "disabled" || got.Reason != "auth" {
+		t.Errorf("other replica after refresh sees %+v, want disabled (auth)", got)
+	}
+}
