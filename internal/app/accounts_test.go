@@ -181,13 +181,17 @@ func TestRateLimitCoolsTheWholeAccountThenOneProbe(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		statuses := make([]int, 6)
-		wg.Go(func() { statuses[0], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1)) })
+		wg.Go(func() {
+			statuses[0], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1))
+		})
 		eventually(t, 2*time.Second, "first 429", func() bool { return h.upstream429s() == 1 })
 		for _, id := range []string{"k1", "k2", "k3"} {
 			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
 		}
 		for i := 1; i < 6; i++ {
-			wg.Go(func() { statuses[i], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1)) })
+			wg.Go(func() {
+				statuses[i], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1))
+			})
 		}
 		wg.Wait()
 		allOK(t, statuses)

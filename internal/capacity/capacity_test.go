@@ -30,7 +30,9 @@ func unit(id string, limit int) []store.Candidate {
 	return []store.Candidate{{Unit: store.Unit{ID: id, Cap: limit, Base: 50 * time.Millisecond, Max: time.Second}, Credential: id + "-cred"}}
 }
 
-func fixed(c []store.Candidate) func() []store.Candidate { return func() []store.Candidate { return c } }
+func fixed(c []store.Candidate) func() []store.Candidate {
+	return func() []store.Candidate { return c }
+}
 
 func acquire(ticket string) store.Acquire {
 	return store.Acquire{Domain: "d", Ticket: ticket, Queue: "q"}
