@@ -24,7 +24,8 @@ type Recorder struct {
 	queue   chan sluice.UsageRecord
 	batch   int           // records per write
 	every   time.Duration // longest a record waits before it is written
-	done    chan struct{}
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when the writer has flushed and stopped
 	closing sync.Once
 	dropped atomic.Int64
 	written atomic.Int64
@@ -37,7 +38,7 @@ const queueSize = 4096
 
 // NewRecorder starts a writer that flushes every interval or every batch records.
 func NewRecorder(store ledger.Usage, log *slog.Logger, batch int, interval time.Duration) *Recorder {
-	r := &Recorder{store: store, log: log, queue: make(chan sluice.UsageRecord, queueSize), batch: batch, every: interval, done: make(chan struct{})}
+	r := &Recorder{store: store, log: log, queue: make(chan sluice.UsageRecord, queueSize), batch: batch, every: interval, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -66,28 +67,38 @@ func (r *Recorder) Written() int64 { return r.written.Load() }
 
 // Close flushes the queue and stops the writer. Record must not be called after Close.
 func (r *Recorder) Close() {
-	r.closing.Do(func() { close(r.queue) })
+	r.closing.Do(func() { close(r.stop) })
 	<-r.done
 }
 
 func (r *Recorder) run() {
 	defer close(r.done)
-	t := time.NewTicker(r.every)
+	// The tick writes partial batches and retries a refused write; it is at
+	// most a second so an outage is retried promptly whatever the interval.
+	t := time.NewTicker(min(r.every, time.Second))
 	defer t.Stop()
 	var pending []sluice.UsageRecord
 	queue := r.queue
 	for {
 		select {
-		case rec, ok := <-queue:
-			if !ok {
-				r.drain(pending)
-				return
-			}
+		case rec := <-queue:
 			if pending = append(pending, rec); len(pending) >= r.batch {
 				pending = r.write(pending)
 			}
 		case <-t.C:
 			pending = r.write(pending)
+		case <-r.stop:
+			for {
+				select {
+				case rec := <-r.queue:
+					pending = append(pending, rec)
+					continue
+				default:
+				}
+				break
+			}
+			r.drain(pending)
+			return
 		}
 		// While the store is down, records wait here; past a bound the
 		// writer stops reading, the queue fills, and Record pushes back on

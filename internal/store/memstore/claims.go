@@ -22,14 +22,20 @@ func (s *Store) Acquire(_ context.Context, a store.Acquire) (store.Grant, error)
 	}
 	d := s.domain(a.Domain)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.acquire(a, time.Now()), nil
+	g, wakes := d.acquire(a, time.Now())
+	d.mu.Unlock()
+	s.wake.publish(wakes)
+	return g, nil
 }
 
-func (d *domain) acquire(a store.Acquire, now time.Time) store.Grant {
+// acquire decides a.Ticket's grant. When it grants a queued ticket and the
+// unit still has room, it also returns a hint for the next waiter: several
+// waiters woken for several free slots race, and the one that lost to no
+// barging would otherwise sleep while a slot sits idle.
+func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	if l := d.leases[a.Ticket]; l != nil {
 		if now.Before(l.expires) {
-			return l.grant()
+			return l.grant(), nil
 		}
 		d.drop(l)
 	}
@@ -38,27 +44,30 @@ func (d *domain) acquire(a store.Acquire, now time.Time) store.Grant {
 	if t != nil {
 		t.deadline = now.Add(a.LeaseTTL)
 	}
-	var retryAt time.Time
-	var u *unit
-	for i, c := range a.Candidates {
+	var (
+		retryAt time.Time
+		u       *unit
+		room    bool // u can take a lease, credential caps apart
+	)
+	for i := range a.Candidates {
+		c := &a.Candidates[i] // not a copy: candidate lists can be long
 		if u == nil || u.id != c.Unit.ID {
 			u = d.unit(c.Unit.ID)
 			u.cap = c.Unit.Cap
 			d.reap(u, now)
-		}
-		if now.Before(u.until) {
-			if retryAt.IsZero() || u.until.Before(retryAt) {
+			room = u.hasRoom(now)
+			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
 			}
+		}
+		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
+			continue
+		}
+		if d.barred(q, u, t, now) {
+			room = false
 			continue
 		}
 		probing := !u.until.IsZero()
-		if (probing && u.probe != "") ||
-			(u.cap > 0 && len(u.leases) >= u.cap) ||
-			(c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) ||
-			d.barred(q, u, t, now) {
-			continue
-		}
 		l := &lease{
 			id:      a.Ticket,
 			unit:    u,
@@ -73,15 +82,31 @@ func (d *domain) acquire(a store.Acquire, now time.Time) store.Grant {
 		if probing {
 			u.probe = l.id
 		}
+		var wakes []wake
 		if t != nil {
 			d.dequeue(q, t)
+			if u.hasRoom(now) {
+				wakes = d.first(u, now, nil)
+			}
 		}
-		return l.grant()
+		return l.grant(), wakes
 	}
 	if t == nil {
 		t = d.enqueue(q, a, now)
 	}
-	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}
+	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}, nil
+}
+
+// hasRoom reports whether u can take a lease: it is not cooling, its probe
+// slot is free if it is probing, and it is below Cap.
+func (u *unit) hasRoom(now time.Time) bool {
+	switch {
+	case now.Before(u.until):
+		return false
+	case !u.until.IsZero() && u.probe != "":
+		return false
+	}
+	return u.cap <= 0 || len(u.leases) < u.cap
 }
 
 func (l *lease) grant() store.Grant {
@@ -189,12 +214,19 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 	}
 	d.mu.Lock()
 	now := time.Now()
+	var wakes []wake
 	if q := d.queues[queue]; q != nil {
 		if t := q.tickets[ticket]; t != nil {
 			d.dequeue(q, t)
+			// The next in line may now be free of this ticket's claim to go first.
+			for _, u := range t.units {
+				if u.hasRoom(now) {
+					wakes = d.first(u, now, wakes)
+				}
+			}
 		}
 	}
-	wakes := d.release(ticket, store.Outcome{}, now)
+	wakes = append(wakes, d.release(ticket, store.Outcome{}, now)...)
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return nil

@@ -6,10 +6,11 @@
 //
 // Concurrency: each capacity domain has its own mutex, held for the whole of
 // one call, so every Acquire, Release, Renew and Cancel is atomic, as a Lua
-// script is in redisstore. The table of domains, the wake subscribers and
-// the statuses have a mutex each, never held while a domain's is taken.
-// Wake-ups decided under a domain's lock are sent after it is released, on
-// buffered channels, without blocking. All times come from time.Now.
+// script is in redisstore. The table of domains is a sync.Map; the wake
+// subscribers and the statuses have a mutex each, never held while a
+// domain's is taken. Wake-ups decided under a domain's lock are sent after
+// it is released, on buffered channels, without blocking. All times come
+// from time.Now.
 package memstore
 
 import (
@@ -24,9 +25,7 @@ import (
 // replica handle of one process is the same *Store, and Wake still routes a
 // hint only to the subscribers of the replica it names.
 type Store struct {
-	mu      sync.Mutex
-	domains map[string]*domain
-
+	domains  sync.Map // capacity domain ID → *domain; never deleted
 	wake     hub
 	statuses statuses
 }
@@ -41,7 +40,6 @@ var (
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		domains:  make(map[string]*domain),
 		wake:     hub{subs: make(map[string]map[chan string]struct{})},
 		statuses: statuses{byKind: make(map[string]map[string]store.Status)},
 	}
@@ -49,21 +47,18 @@ func New() *Store {
 
 // domain returns the state of capacity domain id, creating it if need be.
 func (s *Store) domain(id string) *domain {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.domains[id]
-	if d == nil {
-		d = newDomain()
-		s.domains[id] = d
+	if d, ok := s.domains.Load(id); ok {
+		return d.(*domain)
 	}
-	return d
+	d, _ := s.domains.LoadOrStore(id, newDomain())
+	return d.(*domain)
 }
 
 // lookup returns the state of capacity domain id, or nil if it has none.
 func (s *Store) lookup(id string) *domain {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.domains[id]
+	v, _ := s.domains.Load(id)
+	d, _ := v.(*domain)
+	return d
 }
 
 // Wake returns a channel of the tickets of replica that may now be granted.

@@ -39,6 +39,7 @@ func (h *hub) subscribe(ctx context.Context, replica string) <-chan string {
 		if len(h.subs[replica]) == 0 {
 			delete(h.subs, replica)
 		}
+		close(ch)
 	})
 	return ch
 }

@@ -8,12 +8,17 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
+// maxCandidates bounds the work of one Acquire script (and keeps its Lua
+// unpack of 4 fields per candidate far below Lua's stack limit). Routing
+// passes a short, ordered list; a thousand is already a bug.
+const maxCandidates = 1000
+
 // Acquire grants a slot on the first eligible candidate or queues the
 // ticket, in one script run (one round trip once the script is loaded).
 // See store.Claims for the semantics.
 func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
-	if len(a.Candidates) == 0 {
-		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: no candidates", a.Ticket)
+	if len(a.Candidates) == 0 || len(a.Candidates) > maxCandidates {
+		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d candidates, want 1 to %d", a.Ticket, len(a.Candidates), maxCandidates)
 	}
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,20 +205,11 @@ func clientIDs(t *testing.T, rdb *redis.Client, name string) []string {
 	var ids []string
 	for line := range strings.Lines(list) {
 		f := strings.Fields(line)
-		if slicesContains(f, "name="+name) && !slicesContains(f, "sub=0") {
+		if slices.Contains(f, "name="+name) && !slices.Contains(f, "sub=0") {
 			ids = append(ids, strings.TrimPrefix(f[0], "id="))
 		}
 	}
 	return ids
-}
-
-func slicesContains(f []string, s string) bool {
-	for _, x := range f {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // The subscription survives its connection being killed: go-redis

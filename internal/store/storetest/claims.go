@@ -179,41 +179,40 @@ func testReleaseExactlyOnce(t *testing.T, f *fixture) {
 
 func testLeaseExpires(t *testing.T, f *fixture) {
 	const short = 300 * time.Millisecond
-	c := f.cand(f.unit("u", 1), "c", 0)
+	c := f.cand(f.unit("u", 2), "c", 0)
 	g1 := mustGrant(t, f.s, ttl(short, f.req("t1", c)))
-	mustQueueAt(t, f.s, f.req("t2", c), 0)
-	sleepPast(g1.Expires)
-	mustGrant(t, f.s, f.req("t2", c))
+	g2 := mustGrant(t, f.s, ttl(short, f.req("t2", c)))
+	mustQueueAt(t, f.s, f.req("t3", c), 0)
+	sleepPast(latest(g1.Expires, g2.Expires))
 
-	// Renewing an expired lease does not bring it back.
-	if err := f.s.Renew(t.Context(), f.domain, []string{f.name("t1")}, longTTL); err != nil {
+	// Too late: an expired lease can be neither released (its outcome does
+	// not count) nor renewed.
+	f.release(f.s, "t1", limited)
+	if err := f.s.Renew(t.Context(), f.domain, []string{f.name("t2")}, longTTL); err != nil {
 		t.Fatalf("Renew error: %v", err)
 	}
-	if got := f.unitState(f.s, "u").InFlight; got != 1 {
-		t.Errorf("InFlight after renewing an expired lease = %d, want 1", got)
+	if us := f.unitState(f.s, "u"); us.InFlight != 0 || us.Level != 0 || !us.CoolingUntil.IsZero() {
+		t.Errorf("after the leases expired: %+v, want InFlight 0, Level 0, not cooling", us)
 	}
-	// Releasing it is a no-op too: its outcome does not cool the unit.
-	f.release(f.s, "t1", limited)
-	if us := f.unitState(f.s, "u"); us.InFlight != 1 || us.Level != 0 || !us.CoolingUntil.IsZero() {
-		t.Errorf("after releasing an expired lease: %+v, want InFlight 1, Level 0, not cooling", us)
-	}
-	mustQueueAt(t, f.s, f.req("t3", c), 0)
+	mustGrant(t, f.s, f.req("t3", c))
+	mustGrant(t, f.s, f.req("t4", c))
+	mustQueueAt(t, f.s, f.req("t5", c), 0)
 
 	// Renewal keeps a lease alive past its first expiry; unknown leases in
 	// the batch are ignored.
 	cv := f.cand(f.unit("v", 1), "cv", 0)
-	g4 := mustGrant(t, f.s, f.in("q2", ttl(short, f.req("t4", cv))))
+	g6 := mustGrant(t, f.s, f.in("q2", ttl(short, f.req("t6", cv))))
 	var renewed time.Time
-	for time.Now().Before(g4.Expires.Add(2 * clockSlop)) {
+	for time.Now().Before(g6.Expires.Add(2 * clockSlop)) {
 		time.Sleep(short / 4)
-		if err := f.s.Renew(t.Context(), f.domain, []string{f.name("nobody"), f.name("t4")}, short); err != nil {
+		if err := f.s.Renew(t.Context(), f.domain, []string{f.name("nobody"), f.name("t6")}, short); err != nil {
 			t.Fatalf("Renew error: %v", err)
 		}
 		renewed = time.Now()
 	}
-	mustQueueAt(t, f.s, f.in("q2", f.req("t5", cv)), 0)
+	mustQueueAt(t, f.s, f.in("q2", f.req("t7", cv)), 0)
 	sleepPast(renewed.Add(short))
-	mustGrant(t, f.s, f.in("q2", f.req("t5", cv)))
+	mustGrant(t, f.s, f.in("q2", f.req("t7", cv)))
 }
 
 func testNoBarging(t *testing.T, f *fixture) {

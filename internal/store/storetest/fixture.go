@@ -241,6 +241,14 @@ func sleepPast(tm time.Time) {
 	time.Sleep(time.Until(tm.Add(clockSlop)))
 }
 
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // acquireAll calls Acquire for every a concurrently, and returns the grants
 // in the order of as.
 func acquireAll(t *testing.T, s store.Claims, as []store.Acquire) []store.Grant {

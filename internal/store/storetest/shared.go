@@ -65,16 +65,7 @@ func testNoOverAdmission(t *testing.T, f *fixture) {
 			t.Fatalf("Wake error: %v", err)
 		}
 		var waiting sync.Map // ticket → chan struct{} of its waiter
-		routers.Go(func() {
-			for id := range hints {
-				if ch, ok := waiting.Load(id); ok {
-					select {
-					case ch.(chan struct{}) <- struct{}{}:
-					default:
-					}
-				}
-			}
-		})
+		routers.Go(func() { route(ctx, hints, &waiting) })
 		for w := range racingWorkers {
 			workers.Go(func() {
 				for i := range racingRounds {
@@ -125,6 +116,27 @@ func testNoOverAdmission(t *testing.T, f *fixture) {
 	for id, n := range creds {
 		if n != 0 {
 			t.Errorf("after the race: CredentialInFlight[%s] = %d, want 0", id, n)
+		}
+	}
+}
+
+// route passes each hint to the waiter of its ticket in waiting (ticket →
+// chan struct{}), until ctx ends.
+func route(ctx context.Context, hints <-chan string, waiting *sync.Map) {
+	for {
+		select {
+		case id, ok := <-hints:
+			if !ok {
+				return
+			}
+			if ch, ok := waiting.Load(id); ok {
+				select {
+				case ch.(chan struct{}) <- struct{}{}:
+				default:
+				}
+			}
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -27,7 +27,7 @@ type Stores interface {
 // Run checks the behaviour every store backend must have. newBackend is
 // called once per case with that case's t; it returns a constructor of
 // replica handles that all share one backend. The constructor may be called
-// several times (the Replicas and NoOverAdmission cases use three handles).
+// several times: Replicas and NoOverAdmission use several handles.
 //
 // Beyond the doc comments of package store, the suite relies on:
 //   - Wake being subscribed when it returns: a hint published right after

@@ -55,16 +55,35 @@ local function decide()
     return false
   end
 
+  -- One HMGET for every candidate's unit state: a call costs more than
+  -- its fields, and nothing changes before the loop grants and returns.
+  local fields = {}
+  for i = 0, n - 1 do
+    local u = ARGV[7 + i * 6]
+    fields[#fields + 1] = u .. '\0n'
+    fields[#fields + 1] = u .. '\0until'
+    fields[#fields + 1] = u .. '\0probe'
+    fields[#fields + 1] = u .. '\0cap'
+  end
+  local state = redis.call('HMGET', K_UNIT, unpack(fields))
+  local caps = {}
+  for i = 0, n - 1 do
+    local cap = ARGV[9 + i * 6]
+    if tonumber(state[i * 4 + 4]) ~= tonumber(cap) then
+      caps[#caps + 1] = fields[i * 4 + 4]
+      caps[#caps + 1] = cap
+    end
+  end
+  if #caps > 0 then
+    redis.call('HSET', K_UNIT, unpack(caps)) -- the last cap seen, for the Inspector and wake-ups
+  end
+
   local retry = 0
   for i = 0, n - 1 do
     local b = 7 + i * 6
     local u, c = ARGV[b], ARGV[b + 1]
     local cap, ccap = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-    local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0until', u .. '\0probe', u .. '\0cap')
-    if tonumber(v[4]) ~= cap then
-      redis.call('HSET', K_UNIT, u .. '\0cap', cap) -- for the Inspector and wake-ups
-    end
-    local inflight, untl = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+    local inflight, untl = tonumber(state[i * 4 + 1]) or 0, tonumber(state[i * 4 + 2]) or 0
     local ok, probe = true, false
     if untl ~= 0 then
       if now < untl then
@@ -72,7 +91,7 @@ local function decide()
         if retry == 0 or untl < retry then
           retry = untl
         end
-      elseif v[3] then
+      elseif state[i * 4 + 3] then
         ok = false -- cooldown over, but the single probe is out
       else
         probe = true
@@ -96,6 +115,11 @@ local function decide()
       end
       if qrec then
         dequeue(ticket)
+        -- Several waiters may have been woken for several free slots and
+        -- raced: a later one was barred by this one. With room left, wake
+        -- the next in line now, or that slot would sit idle until some
+        -- unrelated release.
+        wake(u, free_slots(u, now), ARGV[5])
       end
       return {1, i, expires, p}
     end
