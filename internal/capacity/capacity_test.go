@@ -130,14 +130,14 @@ func TestEmptyPlanFailsAtOnce(t *testing.T) {
 }
 
 // downStore fails every call, as a store whose server went away.
-type downStore struct{ memstore.Store }
+type downStore struct{ *memstore.Store }
 
 func (downStore) Acquire(context.Context, store.Acquire) (store.Grant, error) {
 	return store.Grant{}, store.ErrUnavailable
 }
 
 func TestStoreOutageIsNoUpstreamAvailable(t *testing.T) {
-	s := &downStore{}
+	s := downStore{memstore.New()}
 	e := New(s, memstore.New(), "r", time.Second, quiet)
 	_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
 	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) || !errors.Is(err, store.ErrUnavailable) {

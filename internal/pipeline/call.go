@@ -57,7 +57,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 		}
 		e := current[claim.Index]
 		a := h.caller.Execute(ctx, w, req, e, start)
-		claim.Release(ctx, store.Outcome{RateLimited: a.Class == upstream.ClassRate, RetryAfter: a.RetryAfter, Success: a.Class == upstream.ClassNone})
+		claim.Release(ctx, outcome(a))
 		if !a.Skipped {
 			out.Executions = append(out.Executions, a.Exec)
 		}
@@ -95,6 +95,19 @@ func ruledOut(failed []failure, e *sluice.Edge) bool {
 		}
 	}
 	return false
+}
+
+// outcome is what an attempt tells the claim's unit. A success whose
+// rate-limit headers say the window is empty cools the unit until the
+// window resets, so the next request waits instead of earning a 429.
+func outcome(a upstream.Attempt) store.Outcome {
+	switch {
+	case a.Class == upstream.ClassRate:
+		return store.Outcome{RateLimited: true, RetryAfter: a.RetryAfter}
+	case a.Class == upstream.ClassNone && a.Exhausted > 0:
+		return store.Outcome{RateLimited: true, RetryAfter: a.Exhausted}
+	}
+	return store.Outcome{Success: a.Class == upstream.ClassNone}
 }
 
 // react records what a failure says about the credential or its account,

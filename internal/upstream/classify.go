@@ -33,35 +33,63 @@ func (c Class) Retryable() bool {
 	return c == ClassRate || c == ClassAuth || c == ClassBilling || c == ClassEndpoint
 }
 
-// openAIError is the error envelope of OpenAI-compatible upstreams.
-type openAIError struct {
+// errorBody reads the error dialects of the upstreams Sluice speaks to:
+// OpenAI and its compatibles ({"error":{"message","type","code"}}),
+// Anthropic ({"type":"error","error":{"type","message"}}), DashScope's
+// native one ({"code":"Throttling.RateQuota","message"}) and fal's ({"detail"}).
+type errorBody struct {
 	Error struct {
 		Message string          `json:"message"`
 		Type    string          `json:"type"`
 		Code    json.RawMessage `json:"code"` // a string, a number or null
 	} `json:"error"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Detail  json.RawMessage `json:"detail"` // fal: a string, or a list of validation errors
 }
 
-// Classify sorts an upstream HTTP failure of an OpenAI-compatible endpoint.
-// It uses the status, the error code and type, and for the documented cases
-// the message; never the status alone.
+// rateMarkers are codes and message texts that mean a throttle whatever the
+// status (DashScope answers some with 400 or 403).
+var rateMarkers = []string{
+	"rate_limit_exceeded", "rate_limit_error", "limit_requests", "limit_burst_rate",
+	"throttling", "requests rate limit exceeded", "allocated quota exceeded",
+	"request rate increased too quickly", "requests throttling triggered",
+}
+
+// billingMarkers are codes and message texts that mean the account cannot
+// pay, whatever the status.
+var billingMarkers = []string{
+	"insufficient_quota", "billing_hard_limit_reached", "billing_error", "account_deactivated",
+	"check your plan and billing", "credit balance is too low", "arrearage", "billoverdue",
+	"free allocated quota exceeded", "exhausted balance", "user is locked",
+}
+
+// Classify sorts an upstream HTTP failure. It uses the status, the error
+// code and type, and for the documented cases the message; never the status
+// alone (reference/upstream-errors.md).
 func Classify(status int, body []byte) Class {
-	var e openAIError
+	var e errorBody
 	_ = json.Unmarshal(body, &e) // an HTML or empty body leaves e empty, which is informative too
-	code := strings.Trim(string(e.Error.Code), `"`)
-	typ, msg := e.Error.Type, strings.ToLower(e.Error.Message)
+	code := strings.ToLower(strings.Trim(string(e.Error.Code), `"`) + " " + e.Error.Type + " " + e.Code)
+	msg := strings.ToLower(e.Error.Message + " " + e.Message + " " + string(e.Detail))
+	has := func(markers []string) bool {
+		for _, m := range markers {
+			if strings.Contains(code, m) || strings.Contains(msg, m) {
+				return true
+			}
+		}
+		return false
+	}
 	switch {
-	case code == "insufficient_quota" || typ == "insufficient_quota" || code == "account_deactivated" ||
-		code == "billing_hard_limit_reached" || strings.Contains(msg, "check your plan and billing") ||
-		strings.Contains(msg, "credit balance is too low") || code == "Arrearage" ||
-		strings.HasSuffix(code, "BillOverdue"):
+	case has(billingMarkers) && !strings.Contains(msg, "allocated quota exceeded, please increase"):
 		return ClassBilling
-	case status == http.StatusTooManyRequests:
+	case status == http.StatusTooManyRequests || has(rateMarkers):
 		return ClassRate
-	case code == "unsupported_country_region_territory":
+	case strings.Contains(code, "unsupported_country_region_territory"):
 		return ClassEndpoint // an egress problem, not the key's fault
 	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
-		code == "invalid_api_key" || strings.Contains(msg, "api key not valid"):
+		strings.Contains(code, "invalid_api_key") || strings.Contains(code, "authentication_error") ||
+		strings.Contains(msg, "api key not valid"):
 		return ClassAuth
 	case status == http.StatusPaymentRequired:
 		return ClassBilling
@@ -70,6 +98,25 @@ func Classify(status int, body []byte) Class {
 	default:
 		return ClassRequest
 	}
+}
+
+// Exhausted reads the provider's rate-limit headers of a successful answer
+// and returns how long to hold off when they say no request is left in the
+// window (0 otherwise), so the account cools before the upstream's 429.
+// OpenAI sends x-ratelimit-remaining-requests with a reset like "6m0s";
+// Anthropic anthropic-ratelimit-requests-remaining with an RFC 3339 reset.
+func Exhausted(h http.Header, now time.Time) time.Duration {
+	if h.Get("X-Ratelimit-Remaining-Requests") == "0" {
+		if d, err := time.ParseDuration(h.Get("X-Ratelimit-Reset-Requests")); err == nil && d > 0 {
+			return min(d, maxRetryAfter)
+		}
+	}
+	if h.Get("Anthropic-Ratelimit-Requests-Remaining") == "0" {
+		if t, err := time.Parse(time.RFC3339, h.Get("Anthropic-Ratelimit-Requests-Reset")); err == nil && t.After(now) {
+			return min(t.Sub(now), maxRetryAfter)
+		}
+	}
+	return 0 // room left, or no reset to wait for
 }
 
 // maxRetryAfter bounds what an upstream can ask for; longer hints are

@@ -29,6 +29,18 @@ func TestClassify(t *testing.T) {
 		{"not found", 404, `{"error":{"message":"The model does not exist","type":"invalid_request_error","code":"model_not_found"}}`, ClassRequest},
 		{"too large", 413, `<html>413</html>`, ClassRequest},
 		{"numeric code", 500, `{"error":{"message":"x","code":500}}`, ClassEndpoint},
+		{"anthropic rate", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`, ClassRate},
+		{"anthropic billing", 402, `{"type":"error","error":{"type":"billing_error","message":"payment"}}`, ClassBilling},
+		{"anthropic auth", 401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, ClassAuth},
+		{"dashscope native rate", 429, `{"code":"Throttling.RateQuota","message":"Requests rate limit exceeded, please try again later.","request_id":"x"}`, ClassRate},
+		{"dashscope burst", 429, `{"error":{"message":"Request rate increased too quickly. To ensure system stability, please adjust your client logic to scale requests more smoothly over time.","type":"limit_burst_rate","code":"limit_burst_rate"}}`, ClassRate},
+		{"dashscope allocation quota", 429, `{"code":"Throttling.AllocationQuota","message":"Allocated quota exceeded, please increase your quota limit."}`, ClassRate},
+		{"dashscope free quota", 429, `{"code":"Throttling.AllocationQuota","message":"Free allocated quota exceeded."}`, ClassBilling},
+		{"dashscope throttling on 400", 400, `{"code":"Throttling","message":"Requests throttling triggered."}`, ClassRate},
+		{"dashscope arrearage", 400, `{"code":"Arrearage","message":"Access denied, please make sure your account is in good standing."}`, ClassBilling},
+		{"dashscope overdue", 429, `{"code":"PrepaidBillOverdue","message":"The prepaid bill is overdue."}`, ClassBilling},
+		{"fal locked", 403, `{"detail":"User is locked. Reason: Exhausted balance. Top up your balance at fal.ai/dashboard/billing"}`, ClassBilling},
+		{"fal validation", 422, `{"detail":[{"loc":["body","prompt"],"msg":"field required","type":"value_error.missing"}]}`, ClassRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +76,33 @@ func TestRetryAfter(t *testing.T) {
 			}
 			if got := RetryAfter(h, now); got != tt.want {
 				t.Errorf("RetryAfter(%v) = %v, want %v", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExhausted(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		give map[string]string
+		want time.Duration
+	}{
+		{"room left", map[string]string{"X-Ratelimit-Remaining-Requests": "12", "X-Ratelimit-Reset-Requests": "6s"}, 0},
+		{"openai empty", map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "1m30s"}, 90 * time.Second},
+		{"openai empty, no reset", map[string]string{"X-Ratelimit-Remaining-Requests": "0"}, 0},
+		{"openai empty, resetting now", map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "0s"}, 0},
+		{"anthropic empty", map[string]string{"Anthropic-Ratelimit-Requests-Remaining": "0", "Anthropic-Ratelimit-Requests-Reset": now.Add(4 * time.Second).Format(time.RFC3339)}, 4 * time.Second},
+		{"none", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tt.give {
+				h.Set(k, v)
+			}
+			if got := Exhausted(h, now); got != tt.want {
+				t.Errorf("Exhausted(%v) = %v, want %v", tt.give, got, tt.want)
 			}
 		})
 	}

@@ -29,6 +29,7 @@ type Attempt struct {
 	Committed  bool          // bytes reached the caller: no other attempt may follow
 	TTFT       time.Duration // from the request's first attempt to the first byte written to the caller
 	RetryAfter time.Duration // the upstream's wait hint on a rate limit
+	Exhausted  time.Duration // on success: the upstream said its request window is empty for this long
 	Err        error         // internal cause; nil on success
 }
 
@@ -99,6 +100,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return c.rejected(ctx, actx, w, resp, rd, a)
 	}
+	a.Exhausted = Exhausted(resp.Header, time.Now())
 	if req.Stream {
 		return c.relay(ctx, actx, w, req, rd, a, callStart)
 	}
