@@ -20,13 +20,12 @@ import (
 // catalog: an in-process simulated upstream, a catalog routing to it, and a
 // static key printed once.
 type demo struct {
-	server   *http.Server
-	sim      *simulator.Simulator
-	url      string
-	secret   string // the demo credential's upstream secret
-	key      string // the demo virtual key
-	catalog  *config.Catalog
-	serveErr chan error
+	server  *http.Server
+	sim     *simulator.Simulator
+	url     string
+	secret  string // the demo credential's upstream secret
+	key     string // the demo virtual key
+	catalog *config.Catalog
 }
 
 const (
