@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/ingress"
@@ -106,16 +107,23 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	src.docs = sqlcatalog.New(g.db)
-	if o.ConfigPath == "" {
+	found := o.ConfigPath != ""
+	if !found {
 		// A catalog applied through the admin API outlives restarts.
-		if stored, _, err := src.docs.LoadCatalog(ctx); err == nil {
+		stored, _, err := src.docs.LoadCatalog(ctx)
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("load the applied catalog: %w", err)
+		default:
+			found = true
 			if cat, err = config.Load(stored, o.LookupEnv); err != nil {
 				return nil, fmt.Errorf("stored catalog: %w", err)
 			}
 			doc, src.origin = stored, "store"
 		}
 	}
-	if cat == nil {
+	if !found {
 		if g.demo, err = startDemo(o.Log); err != nil {
 			return nil, err
 		}
