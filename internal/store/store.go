@@ -23,6 +23,14 @@ type Unit struct {
 	Cap  int           // max in-flight claims; 0 = unlimited
 	Base time.Duration // cooldown after a rate limit without retry-after: Base·2^level …
 	Max  time.Duration // … capped at Max; a retry-after is honoured up to Max as well
+	// Reserve[k] is the number of the unit's slots that tickets of classes
+	// less urgent than k (Acquire.Class > k) may not use: a ticket of class
+	// c may take a slot only if InFlight < Cap - Σ_{k<c} Reserve[k]. E.g.
+	// Cap 4, Reserve [1]: class 0 may use all 4 slots, classes 1 and 2
+	// only 3. A nil or short slice means 0 for the missing entries;
+	// negative entries count as 0. Ignored when Cap is 0 (unlimited). It
+	// applies to the post-cooldown probe as well.
+	Reserve []int
 }
 
 // Candidate is one edge a waiting request could run on, in preference order.
@@ -36,11 +44,16 @@ type Candidate struct {
 type Acquire struct {
 	Domain     string        // capacity domain: every key this request touches shares it (Redis hash tag)
 	Ticket     string        // unique per request attempt; makes Acquire idempotent
-	Queue      string        // FIFO wait queue (the model alias), shared by all replicas
+	Queue      string        // wait queue (the model alias), shared by all replicas; ordered by (Class, arrival)
 	Candidates []Candidate   // in preference order; never empty
 	LeaseTTL   time.Duration // a granted lease expires unless renewed
 	Replica    string        // who waits; grants for this replica are announced on its wake channel
+	Class      int           // priority class: 0 interactive, 1 standard, 2 background (lower is more urgent)
 }
+
+// Classes is the number of priority classes; Acquire.Class is clamped to
+// [0, Classes-1].
+const Classes = 3
 
 // Grant is the answer to Acquire.
 type Grant struct {
@@ -74,16 +87,32 @@ type Outcome struct {
 //     claim until the probe is released), their unit is at Cap, or their
 //     credential is at CredentialCap. A disabled or draining credential is
 //     never passed in as a candidate (the caller filters by Status).
-//   - No barging: a candidate is granted only if no ticket queued earlier in
-//     Queue lists the same unit among its candidates (the earlier ticket has
-//     the first right to it).
-//   - If nothing can be granted, the ticket is queued at the tail of Queue
-//     (FIFO) and Grant.Granted is false.
+//   - Priority: Queue is ordered by (Class, arrival). A queued ticket of a
+//     class is ahead of every queued ticket of a less urgent class, whenever
+//     it arrived; within a class, order is FIFO. A ticket keeps the Class
+//     and candidates of its first Acquire while it waits.
+//   - No barging: a candidate is granted only if no live ticket ahead of
+//     this one in Queue lists the same unit among its candidates (the
+//     earlier ticket has the first right to it). A newcomer (not queued) of
+//     class k is behind every queued ticket of class ≤ k and ahead of the
+//     queued tickets of less urgent classes. At most 64 live tickets ahead
+//     are looked at; with more, every unit counts as taken.
+//   - Reserved shares: a ticket of class c is granted a slot of a unit only
+//     while the unit's in-flight count is below Cap - Σ_{k<c} Unit.Reserve[k]
+//     (probes included).
+//   - Background is throttled first on a cooling unit: a ticket of class 2
+//     takes the post-cooldown probe only if no ticket of a more urgent class
+//     waits for the unit (in any queue).
+//   - If nothing can be granted, the ticket is queued in Queue at the tail
+//     of its class and Grant.Granted is false; Grant.Position counts the
+//     live tickets ahead of it in (Class, arrival) order.
 //
 // Release removes the lease exactly once (a second Release, or a Release of
 // an expired lease, is a no-op and returns nil), applies the Outcome to the
 // unit (cooldown state machine), and announces on the wake channel of every
-// replica with a ticket that could now be granted. Renew pushes the expiry
+// replica with a ticket that could now be granted: in each queue listing the
+// unit, the first tickets in (Class, arrival) order that list it, as many as
+// the unit has room for given their class's Reserve. Renew pushes the expiry
 // of the given leases to now+ttl; unknown or expired leases are ignored.
 // Cancel removes a queued ticket (a caller that gave up); if the ticket was
 // granted meanwhile, its lease is released as if with a zero Outcome.
@@ -105,13 +134,15 @@ type Waker interface {
 
 // UnitState is what an operator sees of a unit.
 type UnitState struct {
-	ID           string
-	InFlight     int
-	Cap          int
-	Waiting      int       // tickets queued that list this unit
-	CoolingUntil time.Time // zero when not cooling
-	Level        int       // backoff level
-	Probe        string    // "", "available" (cooldown over, probe not taken) or "in_flight"
+	ID       string
+	InFlight int
+	Cap      int
+	Waiting  int // tickets queued that list this unit
+	// WaitingByClass splits Waiting by priority class (Acquire.Class).
+	WaitingByClass [Classes]int
+	CoolingUntil   time.Time // zero when not cooling
+	Level          int       // backoff level
+	Probe          string    // "", "available" (cooldown over, probe not taken) or "in_flight"
 }
 
 // Inspector reads unit and credential state for the admin API and metrics.

@@ -41,8 +41,10 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	}
 	q := d.queue(a.Queue)
 	t := q.tickets[a.Ticket]
+	class := clampClass(a.Class)
 	if t != nil {
 		t.deadline = now.Add(a.LeaseTTL)
+		class = t.class // a queued ticket keeps its class
 	}
 	var (
 		retryAt time.Time
@@ -54,8 +56,9 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		if u == nil || u.id != c.Unit.ID {
 			u = d.unit(c.Unit.ID)
 			u.cap = c.Unit.Cap
+			u.setReserve(c.Unit.Reserve)
 			d.reap(u, now)
-			room = u.hasRoom(now)
+			room = d.eligible(u, class, now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
 			}
@@ -63,7 +66,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
 		}
-		if d.barred(q, u, t, now) {
+		if d.barred(q, u, t, class, now) {
 			room = false
 			continue
 		}
@@ -85,28 +88,29 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		var wakes []wake
 		if t != nil {
 			d.dequeue(q, t)
-			if u.hasRoom(now) {
+			if u.hasRoom(0, now) {
 				wakes = d.first(u, now, nil)
 			}
 		}
 		return l.grant(), wakes
 	}
 	if t == nil {
-		t = d.enqueue(q, a, now)
+		t = d.enqueue(q, a, class, now)
 	}
 	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}, nil
 }
 
-// hasRoom reports whether u can take a lease: it is not cooling, its probe
-// slot is free if it is probing, and it is below Cap.
-func (u *unit) hasRoom(now time.Time) bool {
+// hasRoom reports whether u can take a lease for a ticket of class c: it is
+// not cooling, its probe slot is free if it is probing, and it is below Cap
+// less the slots reserved for classes more urgent than c.
+func (u *unit) hasRoom(c int, now time.Time) bool {
 	switch {
 	case now.Before(u.until):
 		return false
 	case !u.until.IsZero() && u.probe != "":
 		return false
 	}
-	return u.cap <= 0 || len(u.leases) < u.cap
+	return len(u.leases) < u.limit(c)
 }
 
 func (l *lease) grant() store.Grant {
@@ -220,7 +224,7 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 			d.dequeue(q, t)
 			// The next in line may now be free of this ticket's claim to go first.
 			for _, u := range t.units {
-				if u.hasRoom(now) {
+				if u.hasRoom(0, now) {
 					wakes = d.first(u, now, wakes)
 				}
 			}

@@ -2,6 +2,8 @@ package memstore
 
 import (
 	"container/list"
+	"iter"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -27,14 +29,16 @@ type domain struct {
 // unit is a capacity unit: its leases and its cooldown state.
 type unit struct {
 	id      string
-	cap     int // the last Cap an Acquire listed
+	cap     int                // the last Cap an Acquire listed
+	res     [store.Classes]int // res[c] = Σ_{k<c} Reserve[k] of the last Acquire listing the unit
 	leases  map[*lease]struct{}
-	soonest time.Time // no lease of the unit expires before it
-	until   time.Time // cooling until; zero = open, past = probe mode
-	level   int       // backoff level
-	probe   string    // lease ID of the probe in flight, or ""
-	waiting map[string]int
-	mark    uint64 // de-duplicates the units of one ticket
+	soonest time.Time          // no lease of the unit expires before it
+	until   time.Time          // cooling until; zero = open, past = probe mode
+	level   int                // backoff level
+	probe   string             // lease ID of the probe in flight, or ""
+	waiting map[string]int     // tickets listing the unit, by queue
+	byClass [store.Classes]int // tickets listing the unit, by class (all queues)
+	mark    uint64             // de-duplicates the units of one ticket
 }
 
 // lease is a granted claim on a unit.
@@ -48,17 +52,38 @@ type lease struct {
 	base, max time.Duration // the unit's cooldown durations, for Release
 }
 
-// queue is a FIFO wait queue.
+// queue is a wait queue, ordered by (class, arrival): one FIFO list per
+// class, the most urgent first.
 type queue struct {
 	name    string
-	order   list.List // of *ticket, oldest first
+	order   [store.Classes]list.List // of *ticket, oldest first
 	tickets map[string]*ticket
 }
+
+// upTo yields the tickets of the classes 0 through hi, in (class, arrival)
+// order. The consumer may dequeue the ticket it is given, and no other.
+func (q *queue) upTo(hi int) iter.Seq[*ticket] {
+	return func(yield func(*ticket) bool) {
+		for c := 0; c <= hi; c++ {
+			for e := q.order[c].Front(); e != nil; {
+				next := e.Next()
+				if !yield(e.Value.(*ticket)) {
+					return
+				}
+				e = next
+			}
+		}
+	}
+}
+
+// all yields every ticket of q in (class, arrival) order.
+func (q *queue) all() iter.Seq[*ticket] { return q.upTo(store.Classes - 1) }
 
 // ticket is a request waiting in a queue.
 type ticket struct {
 	id       string
 	replica  string
+	class    int       // priority class, 0 (most urgent) to store.Classes-1
 	units    []*unit   // the distinct units of its candidates
 	deadline time.Time // reaped as a dead waiter after it, unless refreshed
 	elem     *list.Element
@@ -148,9 +173,31 @@ func (d *domain) credInFlight(id string, now time.Time) int {
 	return n
 }
 
-// enqueue puts the ticket of a at the tail of q.
-func (d *domain) enqueue(q *queue, a store.Acquire, now time.Time) *ticket {
-	t := &ticket{id: a.Ticket, replica: a.Replica, deadline: now.Add(a.LeaseTTL)}
+// clampClass maps an Acquire.Class to a valid class.
+func clampClass(c int) int { return min(max(c, 0), store.Classes-1) }
+
+// setReserve records the reserved shares of Unit r as cumulative sums.
+func (u *unit) setReserve(r []int) {
+	sum := 0
+	for c := 1; c < store.Classes; c++ {
+		if c-1 < len(r) {
+			sum += max(r[c-1], 0)
+		}
+		u.res[c] = sum
+	}
+}
+
+// limit is how many leases u may hold for a ticket of class c to take one.
+func (u *unit) limit(c int) int {
+	if u.cap <= 0 {
+		return math.MaxInt
+	}
+	return u.cap - u.res[c]
+}
+
+// enqueue puts the ticket of a, of class class, at the tail of its class in q.
+func (d *domain) enqueue(q *queue, a store.Acquire, class int, now time.Time) *ticket {
+	t := &ticket{id: a.Ticket, replica: a.Replica, class: class, deadline: now.Add(a.LeaseTTL)}
 	d.stamp++
 	for _, c := range a.Candidates {
 		u := d.unit(c.Unit.ID)
@@ -158,18 +205,20 @@ func (d *domain) enqueue(q *queue, a store.Acquire, now time.Time) *ticket {
 			u.mark = d.stamp
 			t.units = append(t.units, u)
 			u.waiting[q.name]++
+			u.byClass[class]++
 		}
 	}
-	t.elem = q.order.PushBack(t)
+	t.elem = q.order[class].PushBack(t)
 	q.tickets[t.id] = t
 	return t
 }
 
 // dequeue takes t out of q.
 func (d *domain) dequeue(q *queue, t *ticket) {
-	q.order.Remove(t.elem)
+	q.order[t.class].Remove(t.elem)
 	delete(q.tickets, t.id)
 	for _, u := range t.units {
+		u.byClass[t.class]--
 		u.waiting[q.name]--
 		if u.waiting[q.name] == 0 {
 			delete(u.waiting, q.name)
@@ -186,13 +235,13 @@ func (d *domain) live(q *queue, t *ticket, now time.Time) bool {
 	return true
 }
 
-// barred reports whether u is taken for t by no-barging: a live ticket
-// ahead of t in q (all of q when t is nil) lists u, or more than maxScan
-// are ahead.
-func (d *domain) barred(q *queue, u *unit, t *ticket, now time.Time) bool {
+// barred reports whether u is taken for a ticket of class class by
+// no-barging: a live ticket ahead of it in q lists u, or more than maxScan
+// are ahead. The ticket is t when it is queued; a newcomer (t nil) is
+// behind every ticket of class ≤ class.
+func (d *domain) barred(q *queue, u *unit, t *ticket, class int, now time.Time) bool {
 	n := 0
-	for e := q.order.Front(); e != nil; {
-		w, next := e.Value.(*ticket), e.Next()
+	for w := range q.upTo(class) {
 		switch {
 		case w == t:
 			return false
@@ -202,7 +251,6 @@ func (d *domain) barred(q *queue, u *unit, t *ticket, now time.Time) bool {
 		default:
 			n++
 		}
-		e = next
 	}
 	return false
 }
@@ -210,32 +258,68 @@ func (d *domain) barred(q *queue, u *unit, t *ticket, now time.Time) bool {
 // position counts the live tickets ahead of t in q.
 func (d *domain) position(q *queue, t *ticket, now time.Time) int {
 	n := 0
-	for e := q.order.Front(); e != t.elem; {
-		w, next := e.Value.(*ticket), e.Next()
+	for w := range q.upTo(t.class) {
+		if w == t {
+			break
+		}
 		if d.live(q, w, now) {
 			n++
 		}
-		e = next
 	}
 	return n
 }
 
-// first appends a hint for the first live ticket listing u in every queue
-// that has one: the ticket no-barging lets take a slot of u.
+// urgentWaiting reports whether a live ticket of a class more urgent than
+// background waits for u in any queue; dead waiters met are dequeued.
+func (d *domain) urgentWaiting(u *unit, now time.Time) bool {
+	const bg = store.Classes - 1
+	if u.byClass[0]+u.byClass[1] == 0 {
+		return false
+	}
+	for name := range u.waiting {
+		q := d.queues[name]
+		for w := range q.upTo(bg - 1) {
+			if d.live(q, w, now) && slices.Contains(w.units, u) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// eligible reports whether a ticket of class c could take a lease of u now:
+// u has room for c (see hasRoom), and a background ticket does not take
+// the post-cooldown probe while a more urgent ticket waits for u.
+func (d *domain) eligible(u *unit, c int, now time.Time) bool {
+	if !u.hasRoom(c, now) {
+		return false
+	}
+	return c < store.Classes-1 || u.until.IsZero() || !d.urgentWaiting(u, now)
+}
+
+// first appends a hint, in every queue listing u, for the first live
+// ticket (in class, arrival order) listing u, if it could take a lease of
+// u now: the ticket no-barging lets take a slot of u. A later ticket is of
+// the same class or a less urgent one, so it could take a lease only if
+// the first could.
 func (d *domain) first(u *unit, now time.Time, wakes []wake) []wake {
 	for name := range u.waiting {
 		q := d.queues[name]
 		n := 0
-		for e := q.order.Front(); e != nil && n <= maxScan; {
-			w, next := e.Value.(*ticket), e.Next()
-			if d.live(q, w, now) {
-				if slices.Contains(w.units, u) {
-					wakes = append(wakes, wake{replica: w.replica, ticket: w.id})
-					break
-				}
-				n++
+		for w := range q.all() {
+			if n > maxScan {
+				break
 			}
-			e = next
+			if !d.live(q, w, now) {
+				continue
+			}
+			if slices.Contains(w.units, u) {
+				if d.eligible(u, w.class, now) {
+					wakes = append(wakes, wake{replica: w.replica, ticket: w.id})
+				}
+				break
+			}
+			n++
 		}
 	}
 	return wakes

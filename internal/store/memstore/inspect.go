@@ -42,10 +42,8 @@ func (s *Store) Units(_ context.Context, domain string, ids []string) ([]store.U
 
 // sweep dequeues every dead waiter of q.
 func (d *domain) sweep(q *queue, now time.Time) {
-	for e := q.order.Front(); e != nil; {
-		next := e.Next()
-		d.live(q, e.Value.(*ticket), now)
-		e = next
+	for t := range q.all() {
+		d.live(q, t, now)
 	}
 }
 
@@ -54,6 +52,7 @@ func (u *unit) state(now time.Time) store.UnitState {
 	for _, n := range u.waiting {
 		st.Waiting += n
 	}
+	st.WaitingByClass = u.byClass
 	switch {
 	case u.probe != "":
 		st.Probe = "in_flight"

@@ -9,8 +9,8 @@ import (
 )
 
 // maxCandidates bounds the work of one Acquire script (and keeps its Lua
-// unpack of 4 fields per candidate far below Lua's stack limit). Routing
-// passes a short, ordered list; a thousand is already a bug.
+// unpack of 6 fields per candidate below Lua's stack limit of 8,000).
+// Routing passes a short, ordered list; a thousand is already a bug.
 const maxCandidates = 1000
 
 // Acquire grants a slot on the first eligible candidate or queues the
@@ -23,11 +23,13 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err
 	}
-	args := make([]any, 0, 6+6*len(a.Candidates))
-	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(), len(a.Candidates))
+	args := make([]any, 0, 7+8*len(a.Candidates))
+	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
+		min(max(a.Class, 0), store.Classes-1), len(a.Candidates))
 	for _, c := range a.Candidates {
+		r1, r2 := reserves(c.Unit.Reserve)
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
-			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max))
+			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2)
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
 	if err != nil {
@@ -94,6 +96,20 @@ func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error 
 		return unavailable("cancel "+ticket, err)
 	}
 	return nil
+}
+
+// reserves returns the slots of a unit that classes 1 and 2 may not use:
+// Reserve[0], and Reserve[0] + Reserve[1] (missing or negative entries
+// count as 0).
+func reserves(r []int) (r1, r2 int) {
+	if len(r) > 0 {
+		r1 = max(r[0], 0)
+	}
+	r2 = r1
+	if len(r) > 1 {
+		r2 += max(r[1], 0)
+	}
+	return r1, r2
 }
 
 // ceilMillis rounds d up to whole milliseconds, the scripts' unit, so a

@@ -12,7 +12,7 @@ import (
 // expired leases and dead waiters (bounded, as in every script; waiters
 // that reaping made room for are woken). Cap is the
 // last Cap an Acquire passed for the unit; Waiting counts queued tickets
-// listing it across every queue.
+// listing it across every queue, and WaitingByClass splits them by class.
 func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store.UnitState, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -21,14 +21,18 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
-	const width = 6 // integers per unit, see lua/units.lua
+	const width = 8 // integers per unit, see lua/units.lua
 	if len(v) != width*len(ids) {
 		return nil, fmt.Errorf("redisstore: units: %d integers for %d units", len(v), len(ids))
 	}
 	out := make([]store.UnitState, len(ids))
 	for i, id := range ids {
 		r := v[i*width : (i+1)*width]
-		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3]), Waiting: int(r[5])}
+		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3])}
+		for c := range store.Classes {
+			u.WaitingByClass[c] = int(r[5+c])
+			u.Waiting += int(r[5+c])
+		}
 		if r[2] != 0 {
 			u.CoolingUntil = time.UnixMilli(r[2])
 		}

@@ -17,9 +17,9 @@
 //
 //	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
-//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, cooldown, level, probe, waiting
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class
 //	P{d:D}:cred   HASH  credential → in flight
-//	P{d:D}:q      ZSET  "<queue>\x00<seq><ticket>", score 0: lex order is FIFO per queue
+//	P{d:D}:q      ZSET  "<queue>\x00<class><seq><ticket>", score 0: lex order is (class, arrival) per queue
 //	P{d:D}:tix    HASH  ticket → queue, member, replica, units
 //	P{d:D}:seen   ZSET  ticket → dead-waiter deadline (ms)
 //	P{d:D}:uq     ZSET  "<unit>\x00<queue>", score 0: the queues that list a unit

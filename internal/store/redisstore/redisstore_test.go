@@ -181,7 +181,7 @@ func TestGrantQueueWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.UnitState{ID: "u", InFlight: 1, Cap: 1, Waiting: 1}); st[0] != want {
+	if want := (store.UnitState{ID: "u", InFlight: 1, Cap: 1, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}); st[0] != want {
 		t.Errorf("Units = %+v, want %+v", st[0], want)
 	}
 }
@@ -472,4 +472,25 @@ func TestReapWakesWaiters(t *testing.T) {
 	other.Queue = "elsewhere"
 	acquire(t, s, other)
 	waitFor(t, wake, "t1")
+}
+
+// The largest candidate list Acquire accepts fits the script, new units
+// with reserves included (the most unit fields it writes at once).
+func TestMaxCandidates(t *testing.T) {
+	s := newTestBackend(t).replica()
+	cs := make([]store.Candidate, maxCandidates)
+	for i := range cs {
+		cs[i] = cand(fmt.Sprint("u", i), 3, fmt.Sprint("c", i))
+		cs[i].Unit.Reserve = []int{1, 1}
+	}
+	a := req("t1", cs...)
+	a.Class = 2
+	if g := acquire(t, s, a); !g.Granted || g.Index != 0 {
+		t.Fatalf("Acquire = %+v, want granted at 0", g)
+	}
+	a = req("t2", cs...)
+	a.Class = 2
+	if g := acquire(t, s, a); !g.Granted || g.Index != 1 {
+		t.Fatalf("Acquire = %+v, want granted at 1 (u0's last slot is reserved)", g)
+	}
 }

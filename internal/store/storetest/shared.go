@@ -191,7 +191,7 @@ func testInspector(t *testing.T, f *fixture) {
 	mustQueueAt(t, f.s, t4, 0)
 	mustGrant(t, f.s, f.req("t5", c3))
 	states := f.units(f.s, "u", "v")
-	wantU := store.UnitState{ID: u.ID, InFlight: 2, Cap: 2, Waiting: 2}
+	wantU := store.UnitState{ID: u.ID, InFlight: 2, Cap: 2, Waiting: 2, WaitingByClass: [store.Classes]int{2, 0, 0}}
 	wantV := store.UnitState{ID: v.ID, InFlight: 1, Cap: 5}
 	if states[0] != wantU || states[1] != wantV {
 		t.Errorf("Units = %+v, want %+v", states, []store.UnitState{wantU, wantV})
@@ -218,7 +218,7 @@ func testInspector(t *testing.T, f *fixture) {
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 1})
 
 	f.release(f.s, "t3", store.Outcome{Success: true})
-	wantU = store.UnitState{ID: u.ID, InFlight: 1, Cap: 2, Waiting: 1}
+	wantU = store.UnitState{ID: u.ID, InFlight: 1, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}
 	if us := f.unitState(f.s, "u"); us != wantU {
 		t.Errorf("open again: %+v, want %+v", us, wantU)
 	}

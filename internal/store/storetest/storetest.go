@@ -59,6 +59,12 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"Replicas", testReplicas},
 		{"NoOverAdmission", testNoOverAdmission},
 		{"Inspector", testInspector},
+		{"PriorityOrder", testPriorityOrder},
+		{"InteractiveNewcomerBeatsWaitingBackground", testInteractiveNewcomerBeatsWaitingBackground},
+		{"SameClassNoBarging", testSameClassNoBarging},
+		{"ReservedShare", testReservedShare},
+		{"BackgroundNeverProbesWhileInteractiveWaits", testBackgroundNeverProbesWhileInteractiveWaits},
+		{"WaitingByClass", testWaitingByClass},
 		{"Statuses", testStatuses},
 	}
 	for _, tt := range tests {

@@ -1,10 +1,13 @@
 -- acquire: grant the first eligible candidate, else queue the ticket.
--- ARGV: ticket, queue, replica, ttl_ms, wake prefix, n, then n × (unit,
--- cred, cap, cred_cap, base_ms, max_ms).
+-- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, then n × (unit,
+-- cred, cap, cred_cap, base_ms, max_ms, res1, res2), where resC is the
+-- number of the unit's slots class C may not use (Reserve[0], then
+-- Reserve[0] + Reserve[1]).
 -- Returns {1, index, expires_ms, probe} or {0, position, retry_at_ms}.
 local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
-local ttl, n = tonumber(ARGV[4]), tonumber(ARGV[6])
+local ttl, class, n = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local A, W = 8, 8 -- the first candidate's ARGV index, and the ARGV per candidate
 local reaped = reap(now)
 
 local function decide()
@@ -21,22 +24,24 @@ local function decide()
   if qrec then
     local r = split(qrec, '\31')
     queue, member = r[1], r[2]
+    class = member_class(member, queue) -- a queued ticket keeps its class
   end
 
-  -- Records of the tickets queued ahead of this one, read once on demand.
-  -- More than SCAN ahead: every unit counts as taken (conservative).
+  -- Records of the tickets queued ahead of this one in (class, arrival)
+  -- order, read once on demand: a newcomer is behind every ticket of its
+  -- class or a more urgent one. More than SCAN ahead: every unit counts as
+  -- taken (conservative).
   local ahead, all_taken
   local function barred(u)
     if not ahead then
-      local hi = member and ('(' .. member) or ('(' .. queue .. '\1')
+      local hi = member and ('(' .. member) or ('(' .. queue .. '\0' .. (class + 1))
       local ms = redis.call('ZRANGEBYLEX', K_Q, '[' .. queue .. '\0', hi, 'LIMIT', 0, SCAN + 1)
       ahead = {}
       if #ms > SCAN then
         all_taken = true
       else
-        local skip = #queue + 18
         for _, m in ipairs(ms) do
-          local rec = redis.call('HGET', K_TIX, string.sub(m, skip))
+          local rec = redis.call('HGET', K_TIX, member_ticket(m, queue))
           if rec then
             ahead[#ahead + 1] = rec
           end
@@ -57,33 +62,59 @@ local function decide()
 
   -- One HMGET for every candidate's unit state: a call costs more than
   -- its fields, and nothing changes before the loop grants and returns.
+  local F = 6 -- fields per candidate
   local fields = {}
   for i = 0, n - 1 do
-    local u = ARGV[7 + i * 6]
+    local u = ARGV[A + i * W]
     fields[#fields + 1] = u .. '\0n'
     fields[#fields + 1] = u .. '\0until'
     fields[#fields + 1] = u .. '\0probe'
     fields[#fields + 1] = u .. '\0cap'
+    fields[#fields + 1] = u .. '\0r1'
+    fields[#fields + 1] = u .. '\0r2'
   end
   local state = redis.call('HMGET', K_UNIT, unpack(fields))
-  local caps = {}
+  -- The last cap and reserves seen, for the Inspector and wake-ups; a zero
+  -- reserve is stored as no field.
+  local sets, dels = {}, {}
   for i = 0, n - 1 do
-    local cap = ARGV[9 + i * 6]
-    if tonumber(state[i * 4 + 4]) ~= tonumber(cap) then
-      caps[#caps + 1] = fields[i * 4 + 4]
-      caps[#caps + 1] = cap
+    local cap = ARGV[A + i * W + 2]
+    if tonumber(state[i * F + 4]) ~= tonumber(cap) then
+      sets[#sets + 1] = fields[i * F + 4]
+      sets[#sets + 1] = cap
+      state[i * F + 4] = cap
+    end
+    for j = 5, 6 do
+      local res = tonumber(ARGV[A + i * W + j + 1])
+      if (tonumber(state[i * F + j]) or 0) ~= res then
+        if res == 0 then
+          dels[#dels + 1] = fields[i * F + j]
+          state[i * F + j] = false
+        else
+          sets[#sets + 1] = fields[i * F + j]
+          sets[#sets + 1] = res
+          state[i * F + j] = res
+        end
+      end
     end
   end
-  if #caps > 0 then
-    redis.call('HSET', K_UNIT, unpack(caps)) -- the last cap seen, for the Inspector and wake-ups
+  if #sets > 0 then
+    redis.call('HSET', K_UNIT, unpack(sets))
+  end
+  if #dels > 0 then
+    redis.call('HDEL', K_UNIT, unpack(dels))
   end
 
   local retry = 0
   for i = 0, n - 1 do
-    local b = 7 + i * 6
+    local b = A + i * W
     local u, c = ARGV[b], ARGV[b + 1]
     local cap, ccap = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-    local inflight, untl = tonumber(state[i * 4 + 1]) or 0, tonumber(state[i * 4 + 2]) or 0
+    local res = 0
+    if class > 0 then
+      res = tonumber(ARGV[b + 5 + class])
+    end
+    local inflight, untl = tonumber(state[i * F + 1]) or 0, tonumber(state[i * F + 2]) or 0
     local ok, probe = true, false
     if untl ~= 0 then
       if now < untl then
@@ -91,13 +122,15 @@ local function decide()
         if retry == 0 or untl < retry then
           retry = untl
         end
-      elseif state[i * 4 + 3] then
+      elseif state[i * F + 3] then
         ok = false -- cooldown over, but the single probe is out
+      elseif class == BG and urgent_waiting(u) then
+        ok = false -- background is throttled first: a more urgent ticket probes
       else
         probe = true
       end
     end
-    if ok and cap > 0 and inflight >= cap then
+    if ok and cap > 0 and inflight >= cap - res then
       ok = false
     end
     if ok and ccap > 0 and (tonumber(redis.call('HGET', K_CRED, c)) or 0) >= ccap then
@@ -119,7 +152,7 @@ local function decide()
         -- raced: a later one was barred by this one. With room left, wake
         -- the next in line now, or that slot would sit idle until some
         -- unrelated release.
-        wake(u, free_slots(u, now), ARGV[5])
+        wake(u, now, ARGV[5])
       end
       return {1, i, expires, p}
     end
@@ -128,10 +161,10 @@ local function decide()
   if qrec then
     redis.call('ZADD', K_SEEN, now + ttl, ticket) -- still waiting: not a dead waiter
   else
-    member = queue .. '\0' .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
+    member = queue .. '\0' .. class .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
     local units, set = {}, {}
     for i = 0, n - 1 do
-      local u = ARGV[7 + i * 6]
+      local u = ARGV[A + i * W]
       if not set[u] then
         set[u] = true
         units[#units + 1] = u
@@ -141,7 +174,7 @@ local function decide()
     redis.call('HSET', K_TIX, ticket, queue .. '\31' .. member .. '\31' .. replica .. '\31\30' .. table.concat(units, '\30') .. '\30')
     redis.call('ZADD', K_SEEN, now + ttl, ticket)
     for _, u in ipairs(units) do
-      redis.call('HINCRBY', K_UNIT, u .. '\0w', 1)
+      redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, 1)
       if redis.call('HINCRBY', K_UNIT, u .. '\0q\0' .. queue, 1) == 1 then
         redis.call('ZADD', K_UQ, 0, u .. '\0' .. queue)
       end

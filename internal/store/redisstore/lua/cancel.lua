@@ -11,7 +11,7 @@ if r then
   -- It may have been the head that barred the others from a free unit.
   local budget = 8
   for u in string.gmatch(r[4], '[^\30]+') do
-    wake(u, math.min(free_slots(u, now), 1), prefix)
+    wake(u, now, prefix, 1)
     budget = budget - 1
     if budget == 0 then
       break
@@ -22,7 +22,7 @@ if live_lease(ticket, now) then
   rel = 1
   local l = drop_lease(ticket)
   if l and not apply(l, now, false, 0, false) then
-    wake(l[1], free_slots(l[1], now), prefix)
+    wake(l[1], now, prefix)
   end
 end
 return {dq, rel}

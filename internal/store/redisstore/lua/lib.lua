@@ -2,9 +2,12 @@
 --   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms"
 --   2 exp    ZSET  lease id -> expiry (Redis ms)
 --   3 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
---                  w (waiting), q\0<queue> (waiting in that queue)
+--                  r1, r2 (slots reserved from classes 1 and 2: Reserve[0],
+--                  Reserve[0]+Reserve[1]; absent = 0), w0, w1, w2 (waiting,
+--                  by class), q\0<queue> (waiting in that queue)
 --   4 cred   HASH  credential id -> in flight
---   5 q      ZSET  score 0, "<queue>\0<seq %016d><ticket>": lex order is FIFO per queue
+--   5 q      ZSET  score 0, "<queue>\0<class digit><seq %016d><ticket>": lex
+--                  order is (class, arrival) per queue
 --   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30"
 --   7 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
 --   8 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
@@ -23,6 +26,17 @@ local SCAN = 64
 local QUEUES = 16
 -- WAKES bounds the wake-ups one queue gets from one release.
 local WAKES = 4
+-- BG is the background class: it never takes a post-cooldown probe while
+-- a more urgent ticket waits for the unit.
+local BG = 2
+
+-- A member of q is "<queue>\0<class digit><16-digit seq><ticket>".
+local function member_class(m, queue)
+  return tonumber(string.sub(m, #queue + 2, #queue + 2))
+end
+local function member_ticket(m, queue)
+  return string.sub(m, #queue + 19)
+end
 
 -- The Redis clock in ms: the only clock the store decides by.
 local function now_ms()
@@ -83,8 +97,9 @@ local function dequeue(t)
   redis.call('HDEL', K_TIX, t)
   local r = split(rec, '\31')
   redis.call('ZREM', K_Q, r[2])
+  local wc = '\0w' .. member_class(r[2], r[1])
   for u in string.gmatch(r[4], '[^\30]+') do
-    incr(K_UNIT, u .. '\0w', -1)
+    incr(K_UNIT, u .. wc, -1)
     if incr(K_UNIT, u .. '\0q\0' .. r[1], -1) <= 0 then
       redis.call('ZREM', K_UQ, u .. '\0' .. r[1])
     end
@@ -139,45 +154,68 @@ local function live_lease(id, now)
   return s
 end
 
--- free_slots is how many waiters a unit could take now (at most WAKES):
--- none while cooling or while its probe is out, one in probe mode.
-local function free_slots(u, now)
-  local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0probe')
-  local n, cap, untl = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
-  if untl ~= 0 then
-    if now < untl or v[4] then
-      return 0
-    end
-    return 1
-  end
-  if cap == 0 then
-    return WAKES
-  end
-  return math.min(cap - n, WAKES)
+-- urgent_waiting reports whether a ticket of a class more urgent than
+-- background waits for unit u (in any queue).
+local function urgent_waiting(u)
+  local v = redis.call('HMGET', K_UNIT, u .. '\0w0', u .. '\0w1')
+  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) > 0
 end
 
--- wake publishes, for each queue listing unit u, the first k tickets (FIFO)
--- that list u on their replica's channel. It is a hint: a waiter that
--- misses it retries at RetryAt or on its safety tick.
-local function wake(u, k, prefix)
-  if k <= 0 then
-    return 0
+-- rooms returns how many waiters of each class (index class + 1) unit u
+-- could take now, at most WAKES each: none while cooling or while its probe
+-- is out; in probe mode one, but none for background while a more urgent
+-- ticket waits; and never more than Cap less the in-flight count and the
+-- slots reserved for more urgent classes. Room never grows with the class.
+local function rooms(u, now)
+  local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0probe',
+    u .. '\0r1', u .. '\0r2', u .. '\0w0', u .. '\0w1')
+  local n, cap, untl = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+  local res = {0, tonumber(v[5]) or 0, tonumber(v[6]) or 0}
+  local out = {WAKES, WAKES, WAKES}
+  if untl ~= 0 then
+    if now < untl or v[4] then
+      return {0, 0, 0}
+    end
+    out = {1, 1, 1}
+    if (tonumber(v[7]) or 0) + (tonumber(v[8]) or 0) > 0 then
+      out[BG + 1] = 0
+    end
+  end
+  if cap > 0 then
+    for c = 1, 3 do
+      out[c] = math.max(0, math.min(out[c], cap - res[c] - n))
+    end
+  end
+  return out
+end
+
+-- wake publishes, for each queue listing unit u, the first tickets in
+-- (class, arrival) order that list u, on their replica's channel: as many
+-- as u has room for given their class (see rooms), and at most limit
+-- (default WAKES) per queue. It is a hint: a waiter that misses it retries
+-- at RetryAt or on its safety tick.
+local function wake(u, now, prefix, limit)
+  limit = limit or WAKES
+  local room = rooms(u, now)
+  if math.min(room[1], limit) <= 0 then
+    return 0 -- class 0 has the most room
   end
   local sent = 0
   local needle = '\30' .. u .. '\30'
   for _, m in ipairs(redis.call('ZRANGEBYLEX', K_UQ, '[' .. u .. '\0', '(' .. u .. '\1', 'LIMIT', 0, QUEUES)) do
     local queue = string.sub(m, #u + 2)
-    local skip = #queue + 18 -- queue, \0 and the 16-digit sequence
     local n = 0
     for _, mem in ipairs(redis.call('ZRANGEBYLEX', K_Q, '[' .. queue .. '\0', '(' .. queue .. '\1', 'LIMIT', 0, SCAN)) do
-      local t = string.sub(mem, skip)
+      -- Later members are of the same class or a less urgent one, with no
+      -- more room: once this one's class is full, the queue is done.
+      if n >= math.min(room[member_class(mem, queue) + 1], limit) then
+        break
+      end
+      local t = member_ticket(mem, queue)
       local rec = redis.call('HGET', K_TIX, t)
       if rec and string.find(rec, needle, 1, true) then
         redis.call('PUBLISH', prefix .. split(rec, '\31')[3], t)
         n = n + 1
-        if n >= k then
-          break
-        end
       end
     end
     sent = sent + n
@@ -192,6 +230,6 @@ local function wake_all(units, now, prefix)
     return
   end
   for _, u in ipairs(units) do
-    wake(u, free_slots(u, now), prefix)
+    wake(u, now, prefix)
   end
 end

@@ -16,4 +16,4 @@ local u = l[1]
 if apply(l, now, ARGV[2] == '1', tonumber(ARGV[3]), ARGV[4] == '1') then
   return {1, 0} -- the unit is cooling: a wake-up could not be granted
 end
-return {1, wake(u, free_slots(u, now), prefix)}
+return {1, wake(u, now, prefix)}
