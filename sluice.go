@@ -200,6 +200,10 @@ func (k *Key) Allows(alias string) bool {
 	return len(k.Models) == 0 || slices.Contains(k.Models, alias)
 }
 
+// Priorities are the priority classes, most urgent first. A class decides
+// a request's place in the wait queue and the capacity reserved for it.
+var Priorities = []string{"interactive", "standard", "background"}
+
 // Principal is who a request runs as, after authentication.
 type Principal struct {
 	Key *Key
@@ -213,7 +217,8 @@ type Request struct {
 	Protocol     Protocol
 	Model        string // alias as sent by the caller
 	Stream       bool
-	IncludeUsage bool // the caller asked for stream usage itself
+	IncludeUsage bool   // the caller asked for stream usage itself
+	Priority     string // the class the caller asked for (X-Sluice-Priority); "" = the key's
 	User         string
 	Body         []byte
 	Received     time.Time

@@ -66,6 +66,7 @@ const accountCredentials = `  - {id: k1, account: org-1, secret_env: K1, endpoin
 func upstreamKey(id string) string { return "sk-upstream-" + id + "-SECRET-2b7c" }
 
 func init() {
+	testEnv["KEY_BG"], testEnv["KEY_UI"] = "sk-sluice-bg-KEY-5e8a0c2d4f6b", "sk-sluice-ui-KEY-9d1f3b5a7c0e"
 	for i := range 10 {
 		id := fmt.Sprintf("k%d", i)
 		testEnv[strings.ToUpper(id)] = upstreamKey(id)

@@ -24,7 +24,10 @@ type Server struct {
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
 	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
 	WaitTimeout   Duration `yaml:"wait_timeout"`    // longest a request waits for capacity; default 30s
-	Timeouts      Timeouts `yaml:"timeouts"`        // defaults for every endpoint
+	// Priorities tune each priority class by name (interactive, standard,
+	// background); a class left out waits up to WaitTimeout.
+	Priorities map[string]Priority `yaml:"priorities"`
+	Timeouts   Timeouts            `yaml:"timeouts"` // defaults for every endpoint
 }
 
 // Timeouts are phase timeouts as durations ("30s"). Empty = inherit.
@@ -33,6 +36,11 @@ type Timeouts struct {
 	FirstByte Duration `yaml:"first_byte"`
 	Idle      Duration `yaml:"idle"`
 	Total     Duration `yaml:"total"`
+}
+
+// Priority tunes one priority class.
+type Priority struct {
+	Wait Duration `yaml:"wait"` // longest a request of this class waits for capacity
 }
 
 // State selects where hot shared state lives.
@@ -77,6 +85,10 @@ type Account struct {
 	RPM         int      `yaml:"rpm"`
 	TPM         int      `yaml:"tpm"`
 	Cooldown    Cooldown `yaml:"cooldown"`
+	// Reserve keeps slots of max_inflight for urgent classes: reserve
+	// {interactive: 1} means standard and background work may use at most
+	// max_inflight-1 slots, so interactive requests always find one.
+	Reserve map[string]int `yaml:"reserve"`
 }
 
 // Cooldown bounds the backoff after a rate limit.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,6 +84,11 @@ func (v *validator) top() {
 	}
 	if c.Server.MaxBodyBytes <= 0 {
 		v.addf("server.max_body_bytes", "must be > 0")
+	}
+	for name := range c.Server.Priorities {
+		if !slices.Contains(sluice.Priorities, name) {
+			v.addf("server.priorities."+name, "unknown priority class; must be one of %v", sluice.Priorities)
+		}
 	}
 	if name := c.Server.AdminTokenEnv; name != "" {
 		if s, ok := v.lookupEnv(name); !ok || strings.TrimSpace(s) == "" {
@@ -186,6 +192,19 @@ func (v *validator) accounts() {
 		v.limits(at, a.MaxInflight, a.RPM, a.TPM)
 		if a.Cooldown.Base > a.Cooldown.Max {
 			v.addf(at+".cooldown.base", "%s exceeds cooldown.max %s", a.Cooldown.Base.D(), a.Cooldown.Max.D())
+		}
+		reserved := 0
+		for name, n := range a.Reserve {
+			switch {
+			case name != "interactive" && name != "standard":
+				v.addf(at+".reserve."+name, "only interactive and standard can have slots reserved")
+			case n < 0:
+				v.addf(at+".reserve."+name, "must be >= 0")
+			}
+			reserved += n
+		}
+		if reserved > 0 && (a.MaxInflight == 0 || reserved >= a.MaxInflight) {
+			v.addf(at+".reserve", "reserves %d slots; needs max_inflight above that", reserved)
 		}
 	}
 }

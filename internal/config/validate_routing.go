@@ -11,7 +11,6 @@ import (
 // The closed sets of names the catalog accepts.
 var (
 	strategies = []string{"round-robin", "fill-first", "weighted", "least-inflight", "affinity"}
-	priorities = []string{"interactive", "standard", "background"}
 	modes      = []string{"default", "strict", "preferred", "pool"}
 )
 
@@ -110,8 +109,8 @@ func (v *validator) keys() {
 				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "unknown model alias %q", alias)
 			}
 		}
-		if !slices.Contains(priorities, k.Priority) {
-			v.addf(at+".priority", "must be one of %v, got %q", priorities, k.Priority)
+		if !slices.Contains(sluice.Priorities, k.Priority) {
+			v.addf(at+".priority", "must be one of %v, got %q", sluice.Priorities, k.Priority)
 		}
 		v.policy(at+".policy", &k.Policy)
 		v.limits(at+".limits", k.Limits.MaxInflight, k.Limits.RPM, k.Limits.TPM)

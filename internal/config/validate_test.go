@@ -155,6 +155,19 @@ func TestValidate(t *testing.T) {
 		{"KeySameSecret", func(c *Catalog) { c.Keys[1].SecretEnv = c.Keys[0].SecretEnv }, "keys[1]: has the same secret as keys[0]"},
 		{"KeyUnknownAlias", func(c *Catalog) { c.Keys[0].Models = []string{"fast", "fats"} }, `keys[0].models[1]: unknown model alias "fats"`},
 		{"KeyPriority", func(c *Catalog) { c.Keys[0].Priority = "urgent" }, `keys[0].priority: must be one of [interactive standard background], got "urgent"`},
+		{"UnknownPriorityClass", func(c *Catalog) { c.Server.Priorities = map[string]Priority{"urgent": {}} }, `server.priorities.urgent: unknown priority class`},
+		{"ReserveForBackground", func(c *Catalog) {
+			c.Accounts[0].MaxInflight = 4
+			c.Accounts[0].Reserve = map[string]int{"background": 1}
+		}, `accounts[0].reserve.background: only interactive and standard`},
+		{"ReserveNegative", func(c *Catalog) {
+			c.Accounts[0].MaxInflight = 4
+			c.Accounts[0].Reserve = map[string]int{"interactive": -1}
+		}, `accounts[0].reserve.interactive: must be >= 0`},
+		{"ReserveAboveCap", func(c *Catalog) {
+			c.Accounts[0].MaxInflight = 2
+			c.Accounts[0].Reserve = map[string]int{"interactive": 2}
+		}, `accounts[0].reserve: reserves 2 slots; needs max_inflight above that`},
 		{"KeyLimits", func(c *Catalog) { c.Keys[0].Limits.MaxInflight = -1 }, "keys[0].limits.max_inflight: must be >= 0"},
 		{"KeyExpiresAt", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01" }, `keys[0].expires_at: want an RFC 3339 time such as 2026-01-02T15:04:05Z, got "2030-01-01"`},
 		{"PolicyMode", func(c *Catalog) { c.Keys[0].Policy.Mode = "sticky" }, `keys[0].policy.mode: must be one of [default strict preferred pool], got "sticky"`},

@@ -90,7 +90,7 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
 	}
-	req.ID, req.Received = id, start
+	req.ID, req.Received, req.Priority = id, start, r.Header.Get("X-Sluice-Priority")
 	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
 	return out, req, err
 }

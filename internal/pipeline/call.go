@@ -23,9 +23,9 @@ import (
 // credential of the cooled account); an auth failure disables the credential;
 // a billing failure disables the account; an endpoint failure drops the edge.
 // Nothing is retried after the first byte reached the caller.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, req *sluice.Request, edges []*sluice.Edge, out *Outcome) error {
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, req *sluice.Request, class int, edges []*sluice.Edge, out *Outcome) error {
 	start := time.Now()
-	deadline := start.Add(snap.WaitTimeout)
+	deadline := start.Add(snap.Wait(class))
 	var failed []failure // what earlier attempts of this request ruled out
 	// plan is re-run before every try to claim capacity, so a request that
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
@@ -48,7 +48,9 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 	}
 	var last upstream.Attempt
 	for n := 0; ; n++ {
-		claim, err := h.capacity.Wait(ctx, store.Acquire{Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model}, deadline, plan)
+		claim, err := h.capacity.Wait(ctx, store.Acquire{
+			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model, Class: class,
+		}, deadline, plan)
 		if err != nil {
 			if n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
 				return last.Failure() // every edge was tried: the last failure says most

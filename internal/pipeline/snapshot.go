@@ -34,13 +34,14 @@ type Snapshot struct {
 	StaticKeys   []*sluice.Key
 	MaxBodyBytes int64
 	BodyTimeout  time.Duration
-	WaitTimeout  time.Duration
 	// Domain is the capacity domain every claim is made in. Today the whole
 	// catalog is one domain (its Redis keys share one hash tag); splitting
 	// by connected accounts is the Redis Cluster escape hatch, and must keep
 	// names stable across reloads so claims never move keys.
-	Domain string
-	units  map[string]store.Candidate // by edge ID
+	Domain  string
+	units   map[string]store.Candidate // by edge ID
+	wait    [store.Classes]time.Duration
+	reserve map[string][]int // by account ID: slots kept for interactive, standard
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -57,15 +58,22 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		Credentials:  make(map[string]*sluice.Credential, len(c.Credentials)),
 		MaxBodyBytes: c.Server.MaxBodyBytes,
 		BodyTimeout:  c.Server.BodyTimeout.D(),
-		WaitTimeout:  c.Server.WaitTimeout.D(),
 		Domain:       "main",
 		units:        map[string]store.Candidate{},
+		reserve:      map[string][]int{},
+	}
+	for i, name := range sluice.Priorities {
+		s.wait[i] = c.Server.WaitTimeout.D()
+		if p, ok := c.Server.Priorities[name]; ok && p.Wait > 0 {
+			s.wait[i] = p.Wait.D()
+		}
 	}
 	for _, e := range c.Endpoints {
 		s.Endpoints[e.ID] = compileEndpoint(e)
 	}
 	for _, a := range c.Accounts {
 		s.Accounts[a.ID] = compileAccount(a)
+		s.reserve[a.ID] = []int{a.Reserve["interactive"], a.Reserve["standard"]}
 	}
 	creds := make([]*sluice.Credential, 0, len(c.Credentials))
 	for i := range c.Credentials {
@@ -126,7 +134,7 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 				Priority:   d.Priority,
 				Weight:     d.Weight,
 			}
-			s.units[e.ID] = candidate(e.Account, cr)
+			s.units[e.ID] = s.candidate(e.Account, cr)
 			out = append(out, e)
 		}
 	}
@@ -138,7 +146,7 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 // with quota_scope credential each credential is its own unit, capped by its
 // own max_inflight or else the account's, and cooled on its own. Unit IDs are
 // stable IDs, so a reordered catalog keeps every unit's state.
-func candidate(a *sluice.Account, cr *sluice.Credential) store.Candidate {
+func (s *Snapshot) candidate(a *sluice.Account, cr *sluice.Credential) store.Candidate {
 	if a.QuotaScope == sluice.QuotaScopeCredential {
 		limit := cr.MaxInflight
 		if limit == 0 {
@@ -150,7 +158,8 @@ func candidate(a *sluice.Account, cr *sluice.Credential) store.Candidate {
 		}
 	}
 	return store.Candidate{
-		Unit:          store.Unit{ID: "account:" + a.ID, Cap: a.MaxInflight, Base: a.Cooldown.Base, Max: a.Cooldown.Max},
+		Unit: store.Unit{ID: "account:" + a.ID, Cap: a.MaxInflight, Base: a.Cooldown.Base, Max: a.Cooldown.Max,
+			Reserve: s.reserve[a.ID]},
 		Credential:    cr.ID,
 		CredentialCap: cr.MaxInflight,
 	}
@@ -161,7 +170,7 @@ func (s *Snapshot) Candidate(e *sluice.Edge) store.Candidate { return s.units[e.
 
 // CredentialCandidate returns the capacity a credential's edges claim.
 func (s *Snapshot) CredentialCandidate(cr *sluice.Credential) store.Candidate {
-	return candidate(s.Accounts[cr.AccountID], cr)
+	return s.candidate(s.Accounts[cr.AccountID], cr)
 }
 
 func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
