@@ -114,18 +114,20 @@ var ErrClaimsHeld = errors.New("claims held")
 // AccountState is an upstream account as the operator sees it: its limits,
 // its load and its cooldown now. Times are UTC.
 type AccountState struct {
-	ID           string    `json:"id"`
-	QuotaScope   string    `json:"quota_scope"`
-	Cap          int       `json:"cap"` // max in flight; 0 = unlimited (for quota_scope credential: per credential)
-	InFlight     int       `json:"in_flight"`
-	Waiting      int       `json:"waiting"` // queued requests that could use it
-	CoolingUntil time.Time `json:"cooling_until,omitzero"`
-	Level        int       `json:"backoff_level"`
-	Probe        string    `json:"probe,omitempty"` // "", "available", "in_flight"
-	Status       string    `json:"status"`          // active | disabled
-	Reason       string    `json:"reason,omitempty"`
-	Since        time.Time `json:"since,omitzero"`
-	Credentials  []string  `json:"credentials"`
+	ID         string `json:"id"`
+	QuotaScope string `json:"quota_scope"`
+	Cap        int    `json:"cap"` // max in flight; 0 = unlimited (for quota_scope credential: per credential)
+	InFlight   int    `json:"in_flight"`
+	Waiting    int    `json:"waiting"`
+	// WaitingByClass splits Waiting by priority class (interactive, standard, background).
+	WaitingByClass map[string]int `json:"waiting_by_class,omitempty"` // queued requests that could use it
+	CoolingUntil   time.Time      `json:"cooling_until,omitzero"`
+	Level          int            `json:"backoff_level"`
+	Probe          string         `json:"probe,omitempty"` // "", "available", "in_flight"
+	Status         string         `json:"status"`          // active | disabled
+	Reason         string         `json:"reason,omitempty"`
+	Since          time.Time      `json:"since,omitzero"`
+	Credentials    []string       `json:"credentials"`
 }
 
 // CredentialState is an upstream credential as the operator sees it: never

@@ -67,6 +67,14 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 			u := byUnit[uid]
 			as.InFlight += u.InFlight
 			as.Waiting = max(as.Waiting, u.Waiting)
+			for c, n := range u.WaitingByClass {
+				if n > 0 {
+					if as.WaitingByClass == nil {
+						as.WaitingByClass = map[string]int{}
+					}
+					as.WaitingByClass[sluice.Priorities[c]] = max(as.WaitingByClass[sluice.Priorities[c]], n)
+				}
+			}
 			if a.QuotaScope == sluice.QuotaScopeAccount {
 				as.CoolingUntil, as.Level, as.Probe = u.CoolingUntil, u.Level, u.Probe
 			}

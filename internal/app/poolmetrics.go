@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice"
 )
 
 // poolCollector exports account and credential state at scrape time, read
@@ -26,7 +28,7 @@ func newPoolCollector(p *pool, log *slog.Logger) *poolCollector {
 		pool: p, log: log,
 		accountInFlight:    d("sluice_account_inflight", "Claims held on the account (all replicas).", "account"),
 		accountCap:         d("sluice_account_cap", "The account's in-flight cap (0 = unlimited).", "account"),
-		accountWaiting:     d("sluice_account_queue_depth", "Requests waiting that could use the account.", "account"),
+		accountWaiting:     d("sluice_account_queue_depth", "Requests waiting that could use the account, by priority class.", "account", "class"),
 		accountCooling:     d("sluice_account_cooldown_until_seconds", "Unix time the account's cooldown ends (0 = not cooling).", "account"),
 		accountProbe:       d("sluice_account_probe", "1 for the account's probe state: available or in_flight.", "account", "state"),
 		accountStatus:      d("sluice_account_status", "1 for the account's status.", "account", "status"),
@@ -58,7 +60,9 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, a := range accounts {
 		g(c.accountInFlight, float64(a.InFlight), a.ID)
 		g(c.accountCap, float64(a.Cap), a.ID)
-		g(c.accountWaiting, float64(a.Waiting), a.ID)
+		for _, class := range sluice.Priorities {
+			g(c.accountWaiting, float64(a.WaitingByClass[class]), a.ID, class)
+		}
 		until := 0.0
 		if !a.CoolingUntil.IsZero() {
 			until = float64(a.CoolingUntil.Unix())

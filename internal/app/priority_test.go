@@ -44,7 +44,7 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 		for _, tag := range []string{"bg-1", "bg-2", "bg-3"} {
 			wg.Go(func() { send(testEnv["KEY_BG"], tag, map[string]string{"X-Sluice-Priority": "interactive"}) })
 		}
-		eventually(t, 2*time.Second, "background queued", func() bool { return h.accounts(t)["org-1"].Waiting == 3 })
+		eventually(t, 2*time.Second, "background queued", func() bool { return h.accounts(t)["org-1"].WaitingByClass["background"] == 3 })
 		wg.Go(func() { send(testEnv["KEY_UI"], "ui-1", nil) })
 		wg.Wait()
 		var order []string
