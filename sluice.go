@@ -220,6 +220,7 @@ type Request struct {
 	IncludeUsage bool   // the caller asked for stream usage itself
 	Priority     string // the class the caller asked for (X-Sluice-Priority); "" = the key's
 	User         string
+	Tokens       int // estimated tokens (prompt + allowed output), reserved against TPM limits
 	Body         []byte
 	Received     time.Time
 }

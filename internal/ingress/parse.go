@@ -17,6 +17,27 @@ type fields struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	MaxTokens           int `json:"max_tokens"`
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+}
+
+// defaultOutputTokens is the output reserved for a request that sets no
+// max_tokens; the reservation is corrected to the measured usage after.
+const defaultOutputTokens = 512
+
+// estimate is the tokens a request is expected to use, reserved against
+// token-per-minute limits before the call: about four bytes of prompt per
+// token (JSON syntax included, so it errs high) plus the output allowed.
+func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
+	prompt := bodyLen/4 + 1
+	if p == sluice.ProtocolOpenAIEmbeddings {
+		return prompt
+	}
+	out := max(f.MaxTokens, f.MaxCompletionTokens)
+	if out <= 0 {
+		out = defaultOutputTokens
+	}
+	return prompt + out
 }
 
 // Parse reads the fields of an OpenAI-style body that Sluice routes on and
@@ -40,6 +61,7 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 		IncludeUsage: f.StreamOptions != nil && f.StreamOptions.IncludeUsage,
 		User:         f.User,
 		Body:         body,
+		Tokens:       f.estimate(p, len(body)),
 	}, nil
 }
 

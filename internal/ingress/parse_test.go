@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice"
@@ -66,6 +67,21 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %+v: accepted without a model or changed the body", give, req)
 		}
 	})
+}
+
+func TestTokenEstimate(t *testing.T) {
+	body := `{"model":"m","max_completion_tokens":100,"messages":[{"role":"user","content":"` + strings.Repeat("x", 400) + `"}]}`
+	req, err := Parse(sluice.ProtocolOpenAIChat, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(body)/4 + 1 + 100; req.Tokens != want {
+		t.Errorf("Tokens = %d, want %d (prompt bytes/4 + max_completion_tokens)", req.Tokens, want)
+	}
+	req, _ = Parse(sluice.ProtocolOpenAIChat, []byte(`{"model":"m"}`))
+	if req.Tokens != 13/4+1+defaultOutputTokens {
+		t.Errorf("Tokens without max_tokens = %d, want the default output reserved", req.Tokens)
+	}
 }
 
 func BenchmarkParse(b *testing.B) {
