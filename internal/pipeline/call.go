@@ -49,7 +49,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 	var last upstream.Attempt
 	for n := 0; ; n++ {
 		claim, err := h.capacity.Wait(ctx, store.Acquire{
-			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model, Class: class,
+			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model, Class: class, Tokens: req.Tokens,
 		}, deadline, plan)
 		if err != nil {
 			if n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
@@ -99,17 +99,21 @@ func ruledOut(failed []failure, e *sluice.Edge) bool {
 	return false
 }
 
-// outcome is what an attempt tells the claim's unit. A success whose
-// rate-limit headers say the window is empty cools the unit until the
-// window resets, so the next request waits instead of earning a 429.
+// outcome is what an attempt tells the claim's unit: the tokens it used, and
+// whether it was rate limited. A success whose rate-limit headers say the
+// window is empty cools the unit until the window resets, so the next
+// request waits instead of earning a 429.
 func outcome(a upstream.Attempt) store.Outcome {
+	out := store.Outcome{Tokens: int(a.Exec.Usage.TotalTokens)} // corrects the TPM reservation when measured
 	switch {
 	case a.Class == upstream.ClassRate:
-		return store.Outcome{RateLimited: true, RetryAfter: a.RetryAfter}
+		out.RateLimited, out.RetryAfter = true, a.RetryAfter
 	case a.Class == upstream.ClassNone && a.Exhausted > 0:
-		return store.Outcome{RateLimited: true, RetryAfter: a.Exhausted}
+		out.RateLimited, out.RetryAfter = true, a.Exhausted
+	default:
+		out.Success = a.Class == upstream.ClassNone
 	}
-	return store.Outcome{Success: a.Class == upstream.ClassNone}
+	return out
 }
 
 // react records what a failure says about the credential or its account,

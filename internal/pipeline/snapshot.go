@@ -141,8 +141,9 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 	return out
 }
 
-// candidate is the capacity an edge claims. With quota_scope account the
-// unit is the account, and the credential's max_inflight is an inner limit;
+// candidate is the capacity an edge claims, with the account's RPM and TPM.
+// With quota_scope account the unit is the account, and the credential's
+// max_inflight is an inner limit;
 // with quota_scope credential each credential is its own unit, capped by its
 // own max_inflight or else the account's, and cooled on its own. Unit IDs are
 // stable IDs, so a reordered catalog keeps every unit's state.
@@ -153,13 +154,14 @@ func (s *Snapshot) candidate(a *sluice.Account, cr *sluice.Credential) store.Can
 			limit = a.MaxInflight
 		}
 		return store.Candidate{
-			Unit:       store.Unit{ID: "credential:" + cr.ID, Cap: limit, Base: a.Cooldown.Base, Max: a.Cooldown.Max},
+			Unit: store.Unit{ID: "credential:" + cr.ID, Cap: limit, Base: a.Cooldown.Base, Max: a.Cooldown.Max,
+				RPM: a.RPM, TPM: a.TPM},
 			Credential: cr.ID,
 		}
 	}
 	return store.Candidate{
 		Unit: store.Unit{ID: "account:" + a.ID, Cap: a.MaxInflight, Base: a.Cooldown.Base, Max: a.Cooldown.Max,
-			Reserve: s.reserve[a.ID]},
+			RPM: a.RPM, TPM: a.TPM, Reserve: s.reserve[a.ID]},
 		Credential:    cr.ID,
 		CredentialCap: cr.MaxInflight,
 	}

@@ -31,6 +31,18 @@ type Unit struct {
 	// negative entries count as 0. Ignored when Cap is 0 (unlimited). It
 	// applies to the post-cooldown probe as well.
 	Reserve []int
+	// RPM and TPM limit the requests and the tokens the unit admits in a
+	// rolling one-minute window; 0 = unlimited. Each is a GCRA with an
+	// emission interval of one minute / limit and a burst tolerance of one
+	// minute: a grant of cost c (1 request for RPM, Acquire.Tokens for TPM)
+	// moves the dimension's theoretical arrival time TAT to max(TAT, now) +
+	// c·interval, and is allowed only if that is at most now + 1 minute. So
+	// over any minute the unit admits about RPM requests and TPM tokens,
+	// burst included, and as the check and the reservation are one atomic
+	// step, replicas sharing a store never exceed a limit together by more
+	// than one request's reservation.
+	RPM int
+	TPM int
 }
 
 // Candidate is one edge a waiting request could run on, in preference order.
@@ -49,6 +61,12 @@ type Acquire struct {
 	LeaseTTL   time.Duration // a granted lease expires unless renewed
 	Replica    string        // who waits; grants for this replica are announced on its wake channel
 	Class      int           // priority class: 0 interactive, 1 standard, 2 background (lower is more urgent)
+	// Tokens is the estimated tokens this request will use (prompt estimate
+	// + max output), reserved against the granted unit's TPM (Unit.TPM) at
+	// the grant; 0 reserves nothing. An estimate above TPM is reserved as
+	// TPM: such a request is granted only when the unit's token window is
+	// otherwise empty, so it can still run, alone, rather than never.
+	Tokens int
 }
 
 // Classes is the number of priority classes; Acquire.Class is clamped to
@@ -63,8 +81,10 @@ type Grant struct {
 	Expires time.Time // lease expiry (when Granted)
 	Probe   bool      // this lease is the unit's single post-cooldown probe
 	// When not granted: the ticket waits in Queue. Position is its place (0 =
-	// head); RetryAt is the earliest time a cooling candidate reopens (zero
-	// if none is cooling), when the waiter should try again without a wake.
+	// head); RetryAt is the earliest time a cooling candidate reopens or a
+	// candidate skipped for its RPM/TPM window would pass that check (zero
+	// if neither), when the waiter should try again without a wake: a
+	// rolling window frees room without any release to announce it.
 	Position int
 	RetryAt  time.Time
 }
@@ -74,6 +94,11 @@ type Outcome struct {
 	RateLimited bool          // a 429 rate limit: cool the unit
 	RetryAfter  time.Duration // the upstream's hint with RateLimited; 0 = none
 	Success     bool          // a successful call: resets the backoff level, ends a probe
+	// Tokens is the tokens the call really used, when measured (> 0): the
+	// unit's TPM window is corrected from the lease's reservation
+	// (Acquire.Tokens, capped at TPM) to this, which may give tokens back
+	// (never past now) or take more. 0 leaves the reservation as it is.
+	Tokens int
 }
 
 // Claims are leases on capacity units. Implementations must be safe for
@@ -84,8 +109,10 @@ type Outcome struct {
 //     already queued keeps its place.
 //   - Candidates are skipped when their unit is cooling (until the cooldown
 //     ends; then exactly one probe lease is granted unit-wide and no other
-//     claim until the probe is released), their unit is at Cap, or their
-//     credential is at CredentialCap. A disabled or draining credential is
+//     claim until the probe is released), their unit is at Cap, their
+//     credential is at CredentialCap, or granting would exceed the unit's
+//     RPM (one request) or TPM (Acquire.Tokens) window (see Unit.RPM); a
+//     grant reserves its request and tokens in those windows. A disabled or draining credential is
 //     never passed in as a candidate (the caller filters by Status).
 //   - Priority: Queue is ordered by (Class, arrival). A queued ticket of a
 //     class is ahead of every queued ticket of a less urgent class, whenever
@@ -109,7 +136,8 @@ type Outcome struct {
 //
 // Release removes the lease exactly once (a second Release, or a Release of
 // an expired lease, is a no-op and returns nil), applies the Outcome to the
-// unit (cooldown state machine), and announces on the wake channel of every
+// unit (cooldown state machine; with Outcome.Tokens > 0 the TPM window is
+// corrected from the lease's reservation to the tokens used), and announces on the wake channel of every
 // replica with a ticket that could now be granted: in each queue listing the
 // unit, the first tickets in (Class, arrival) order that list it, as many as
 // the unit has room for given their class's Reserve. Renew pushes the expiry

@@ -62,6 +62,14 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
 			}
+			if room {
+				// The rolling windows free room without a release to
+				// announce it: the waiter retries when they would pass.
+				var at time.Time
+				if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room && (retryAt.IsZero() || at.Before(retryAt)) {
+					retryAt = at
+				}
+			}
 		}
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
@@ -80,6 +88,8 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			probe:   probing,
 			base:    c.Unit.Base,
 			max:     c.Unit.Max,
+			tokens:  u.reserve(c.Unit, a.Tokens, now),
+			tpm:     max(c.Unit.TPM, 0),
 		}
 		d.add(l)
 		if probing {
@@ -145,6 +155,7 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 		return nil
 	}
 	d.reap(u, now)
+	u.correct(l, out.Tokens, now)
 	switch {
 	case out.RateLimited:
 		cool := out.RetryAfter

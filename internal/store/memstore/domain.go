@@ -39,6 +39,8 @@ type unit struct {
 	waiting map[string]int     // tickets listing the unit, by queue
 	byClass [store.Classes]int // tickets listing the unit, by class (all queues)
 	mark    uint64             // de-duplicates the units of one ticket
+	rtat    time.Time          // GCRA theoretical arrival time of the RPM window
+	ttat    time.Time          // GCRA theoretical arrival time of the TPM window
 }
 
 // lease is a granted claim on a unit.
@@ -50,6 +52,8 @@ type lease struct {
 	expires   time.Time
 	probe     bool          // granted as the unit's probe
 	base, max time.Duration // the unit's cooldown durations, for Release
+	tokens    int           // tokens reserved in the unit's TPM window (0 if none)
+	tpm       int           // the TPM they were reserved under (0 = unlimited)
 }
 
 // queue is a wait queue, ordered by (class, arrival): one FIFO list per

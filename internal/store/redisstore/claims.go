@@ -23,13 +23,13 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err
 	}
-	args := make([]any, 0, 7+8*len(a.Candidates))
+	args := make([]any, 0, 8+10*len(a.Candidates))
 	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
-		min(max(a.Class, 0), store.Classes-1), len(a.Candidates))
+		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0))
 	for _, c := range a.Candidates {
 		r1, r2 := reserves(c.Unit.Reserve)
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
-			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2)
+			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 // released lease is a no-op.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
 	err := releaseScript.Run(ctx, s.rdb, s.domainKeys(domain),
-		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix()).Err()
+		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix(), max(out.Tokens, 0)).Err()
 	if err != nil {
 		return unavailable("release "+lease, err)
 	}

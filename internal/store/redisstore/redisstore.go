@@ -15,9 +15,9 @@
 //
 // Key layout, with P the prefix and D the domain (see lua/lib.lua):
 //
-//	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max
+//	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
-//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs
 //	P{d:D}:cred   HASH  credential → in flight
 //	P{d:D}:q      ZSET  "<queue>\x00<class><seq><ticket>", score 0: lex order is (class, arrival) per queue
 //	P{d:D}:tix    HASH  ticket → queue, member, replica, units

@@ -65,6 +65,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"ReservedShare", testReservedShare},
 		{"BackgroundNeverProbesWhileInteractiveWaits", testBackgroundNeverProbesWhileInteractiveWaits},
 		{"WaitingByClass", testWaitingByClass},
+		{"RPMWindow", testRPMWindow},
+		{"TPMReservation", testTPMReservation},
+		{"TPMCorrection", testTPMCorrection},
+		{"TwoReplicasShareWindows", testTwoReplicasShareWindows},
 		{"Statuses", testStatuses},
 	}
 	for _, tt := range tests {

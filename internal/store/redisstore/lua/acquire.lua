@@ -1,14 +1,26 @@
 -- acquire: grant the first eligible candidate, else queue the ticket.
--- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, then n × (unit,
--- cred, cap, cred_cap, base_ms, max_ms, res1, res2), where resC is the
--- number of the unit's slots class C may not use (Reserve[0], then
--- Reserve[0] + Reserve[1]).
+-- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens, then
+-- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm),
+-- where resC is the number of the unit's slots class C may not use
+-- (Reserve[0], then Reserve[0] + Reserve[1]), rpm and tpm the unit's limits
+-- (0 = none) and tokens the estimate reserved against tpm.
 -- Returns {1, index, expires_ms, probe} or {0, position, retry_at_ms}.
 local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
-local ttl, class, n = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local A, W = 8, 8 -- the first candidate's ARGV index, and the ARGV per candidate
+local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local A, W = 9, 10 -- the first candidate's ARGV index, and the ARGV per candidate
 local reaped = reap(now)
+
+-- gcra returns the new TAT (Redis ms) of a grant of cost under limit per
+-- WINDOW, and whether it passes: the new TAT is at most now + WINDOW (the
+-- burst tolerance). A cost above limit counts as limit, so it passes when
+-- the window is empty.
+local WINDOW = 60000
+local function gcra(tat, limit, cost)
+  cost = math.max(0, math.min(cost, limit))
+  local new = math.max(tat, now) + cost * WINDOW / limit
+  return new, new - now <= WINDOW
+end
 
 local function decide()
   -- A retried call (or a go-redis retry after a timeout) gets the same grant.
@@ -136,11 +148,49 @@ local function decide()
     if ok and ccap > 0 and (tonumber(redis.call('HGET', K_CRED, c)) or 0) >= ccap then
       ok = false
     end
+    -- The RPM and TPM windows (GCRA, one TAT field each). They free room
+    -- without a release to announce it: a skipped waiter retries when
+    -- they would pass.
+    local rpm, tpm = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9])
+    local rtat, ttat
+    if ok and (rpm > 0 or tpm > 0) then
+      local v = redis.call('HMGET', K_UNIT, u .. '\0rtat', u .. '\0ttat')
+      local pass, at = true, 0
+      if rpm > 0 then
+        rtat, pass = gcra(tonumber(v[1]) or 0, rpm, 1)
+        if not pass then
+          ok, at = false, rtat - WINDOW
+        end
+      end
+      if tpm > 0 then
+        ttat, pass = gcra(tonumber(v[2]) or 0, tpm, tokens)
+        if not pass then
+          ok, at = false, math.max(at, ttat - WINDOW)
+        end
+      end
+      if not ok then
+        at = math.ceil(at)
+        if retry == 0 or at < retry then
+          retry = at
+        end
+      end
+    end
     if ok and not barred(u) then
       local expires = now + ttl
       local p = probe and 1 or 0
       redis.call('ZADD', K_EXP, expires, ticket)
-      redis.call('HSET', K_LEASE, ticket, u .. '\31' .. c .. '\31' .. i .. '\31' .. p .. '\31' .. ARGV[b + 4] .. '\31' .. ARGV[b + 5])
+      local reserved = 0
+      if tpm > 0 then
+        reserved = math.max(0, math.min(tokens, tpm))
+      end
+      redis.call('HSET', K_LEASE, ticket, u .. '\31' .. c .. '\31' .. i .. '\31' .. p .. '\31' .. ARGV[b + 4] .. '\31' .. ARGV[b + 5] ..
+        '\31' .. reserved .. '\31' .. tpm)
+      if rtat then
+        redis.call('HSET', K_UNIT, u .. '\0rtat', string.format('%.3f', rtat))
+      end
+      if ttat then
+        redis.call('HSET', K_UNIT, u .. '\0ttat', string.format('%.3f', ttat))
+      end
       redis.call('HINCRBY', K_UNIT, u .. '\0n', 1)
       redis.call('HINCRBY', K_CRED, c, 1)
       if probe then

@@ -1,10 +1,12 @@
 -- Shared by every script. KEYS (all tagged {d:<domain>}, so one slot):
---   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms"
+--   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms
+--                  \31tokens\31tpm" (tokens reserved against tpm)
 --   2 exp    ZSET  lease id -> expiry (Redis ms)
 --   3 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
 --                  r1, r2 (slots reserved from classes 1 and 2: Reserve[0],
 --                  Reserve[0]+Reserve[1]; absent = 0), w0, w1, w2 (waiting,
---                  by class), q\0<queue> (waiting in that queue)
+--                  by class), q\0<queue> (waiting in that queue), rtat,
+--                  ttat (GCRA TATs of the RPM and TPM windows, Redis ms)
 --   4 cred   HASH  credential id -> in flight
 --   5 q      ZSET  score 0, "<queue>\0<class digit><seq %016d><ticket>": lex
 --                  order is (class, arrival) per queue
