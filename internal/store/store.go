@@ -43,6 +43,15 @@ type Unit struct {
 	// than one request's reservation.
 	RPM int
 	TPM int
+	// DailyTokens limits the tokens the unit admits per UTC day; 0 =
+	// unlimited. A grant is allowed only if the tokens reserved and used
+	// today plus Acquire.Tokens is at most DailyTokens (an estimate above
+	// DailyTokens counts as DailyTokens, as with TPM, so it can still run
+	// alone on a fresh day); it reserves Acquire.Tokens for the day, and
+	// Outcome.Tokens corrects the reservation on Release (same day only).
+	// A unit refused for its day gets Grant.RetryAt at the next UTC
+	// midnight.
+	DailyTokens int
 }
 
 // Candidate is one edge a waiting request could run on, in preference order.
@@ -50,20 +59,47 @@ type Candidate struct {
 	Unit          Unit
 	Credential    string // the credential's stable ID
 	CredentialCap int    // optional inner limit of the credential; 0 = none
+	// Limits are further limits the request must fit in as well, besides
+	// Unit: pool, tenant, key, end user, task type, model — each with its
+	// own Cap, RPM, TPM and DailyTokens (no cooldowns, no Reserve, no
+	// hidden-cap learning: they are Sluice's own limits). The candidate is
+	// granted only if Unit and every limit have room, atomically; the
+	// lease holds a slot and reserves its request and tokens in each, and
+	// Release frees and corrects each. A limit is a unit like any other for
+	// no-barging, wake-ups and the Inspector: a ticket lists the IDs of its
+	// candidates' limits among its units, and a release of a limit's lease
+	// wakes the first waiter listing it.
+	Limits []Unit
 }
 
 // Acquire asks for a slot on the first candidate that has room.
 type Acquire struct {
 	Domain     string        // capacity domain: every key this request touches shares it (Redis hash tag)
 	Ticket     string        // unique per request attempt; makes Acquire idempotent
-	Queue      string        // wait queue (the model alias), shared by all replicas; ordered by (Class, arrival)
+	Queue      string        // wait queue (the model alias), shared by all replicas; ordered by (Class, WFQ tag, arrival)
 	Candidates []Candidate   // in preference order; never empty
 	LeaseTTL   time.Duration // a granted lease expires unless renewed
 	Replica    string        // who waits; grants for this replica are announced on its wake channel
 	Class      int           // priority class: 0 interactive, 1 standard, 2 background (lower is more urgent)
+	// Tenant and Weight share a class of a queue fairly between tenants
+	// (weighted fair queueing): a queued ticket of tenant t gets the
+	// virtual finish tag max(V, F_t) + 1000000/Weight, where V is the
+	// class's virtual time (the largest tag granted from it) and F_t the
+	// tag of t's previous ticket in it, and F_t becomes that tag. Within a
+	// class, tickets are ordered by (tag, arrival). A tenant's burst thus
+	// cannot starve a tenant arriving later, whose first ticket lands near
+	// the front, and over time tenants waiting together are granted in
+	// proportion to their weights. One tenant alone (or every ticket with
+	// Tenant "") is FIFO. Weight ≤ 0 counts as 1. V and the F_t are
+	// forgotten when the class of the queue has no ticket left (and F_t
+	// when t has none left in it), so a tenant's cancelled tickets do not
+	// count against it later.
+	Tenant string
+	Weight int
 	// Tokens is the estimated tokens this request will use (prompt estimate
 	// + max output), reserved against the granted unit's TPM (Unit.TPM) at
-	// the grant; 0 reserves nothing. An estimate above TPM is reserved as
+	// the grant, and against every DailyTokens and TPM of the granted
+	// candidate's Limits; 0 reserves nothing. An estimate above TPM is reserved as
 	// TPM: such a request is granted only when the unit's token window is
 	// otherwise empty, so it can still run, alone, rather than never.
 	Tokens int
@@ -82,9 +118,11 @@ type Grant struct {
 	Probe   bool      // this lease is the unit's single post-cooldown probe
 	// When not granted: the ticket waits in Queue. Position is its place (0 =
 	// head); RetryAt is the earliest time a cooling candidate reopens or a
-	// candidate skipped for its RPM/TPM window would pass that check (zero
-	// if neither), when the waiter should try again without a wake: a
-	// rolling window frees room without any release to announce it.
+	// candidate skipped for its (or only for its Limits') RPM/TPM window or
+	// daily tokens would pass that check (the next UTC midnight for a day;
+	// zero if none), when the waiter should try again without a wake: a
+	// rolling window or a new day frees room without any release to
+	// announce it.
 	Position int
 	RetryAt  time.Time
 }
@@ -111,18 +149,22 @@ type Outcome struct {
 //     ends; then exactly one probe lease is granted unit-wide and no other
 //     claim until the probe is released), their unit is at Cap, their
 //     credential is at CredentialCap, or granting would exceed the unit's
-//     RPM (one request) or TPM (Acquire.Tokens) window (see Unit.RPM); a
-//     grant reserves its request and tokens in those windows. A disabled or draining credential is
+//     RPM (one request) or TPM (Acquire.Tokens) window (see Unit.RPM) or
+//     its DailyTokens, or any of the candidate's Limits lacks a slot or
+//     room in those windows or day; a grant reserves its request and
+//     tokens in those windows and days, the unit's and every limit's. A disabled or draining credential is
 //     never passed in as a candidate (the caller filters by Status).
-//   - Priority: Queue is ordered by (Class, arrival). A queued ticket of a
-//     class is ahead of every queued ticket of a less urgent class, whenever
-//     it arrived; within a class, order is FIFO. A ticket keeps the Class
-//     and candidates of its first Acquire while it waits.
+//   - Priority: Queue is ordered by (Class, tag, arrival). A queued ticket
+//     of a class is ahead of every queued ticket of a less urgent class,
+//     whenever it arrived; within a class, order is by WFQ tag (see
+//     Acquire.Tenant), then FIFO. A ticket keeps the Class, tag and
+//     candidates of its first Acquire while it waits.
 //   - No barging: a candidate is granted only if no live ticket ahead of
 //     this one in Queue lists the same unit among its candidates (the
 //     earlier ticket has the first right to it). A newcomer (not queued) of
-//     class k is behind every queued ticket of class ≤ k and ahead of the
-//     queued tickets of less urgent classes. At most 64 live tickets ahead
+//     class k is placed where its tag would put it: behind every queued
+//     ticket of a more urgent class and those of class k with a tag up to
+//     its own, ahead of the rest. At most 64 live tickets ahead
 //     are looked at; with more, every unit counts as taken.
 //   - Reserved shares: a ticket of class c is granted a slot of a unit only
 //     while the unit's in-flight count is below Cap - Σ_{k<c} Unit.Reserve[k]
@@ -130,16 +172,27 @@ type Outcome struct {
 //   - Background is throttled first on a cooling unit: a ticket of class 2
 //     takes the post-cooldown probe only if no ticket of a more urgent class
 //     waits for the unit (in any queue).
-//   - If nothing can be granted, the ticket is queued in Queue at the tail
-//     of its class and Grant.Granted is false; Grant.Position counts the
-//     live tickets ahead of it in (Class, arrival) order.
+//   - If nothing can be granted, the ticket is queued in Queue behind
+//     every ticket of its class with a tag up to its own, and
+//     Grant.Granted is false; Grant.Position counts
+//     the live tickets ahead of it in (Class, tag, arrival) order.
+//
+// Hidden caps (AIMD): a unit's Cap may exceed the upstream's real
+// concurrency cap. Each unit keeps an effective cap ecap (0 = none). A
+// Release with Outcome.RateLimited, k being the unit's in-flight count
+// including the released lease, sets ecap = max(1, k-1) when Cap is 0 or
+// k-1 < Cap, and never raises it that way. Each ecap successful Releases
+// since its last change raise it by one (additive increase); once it
+// reaches Cap it is dropped (0), and with Cap 0 once it exceeds the k of
+// its last decrease. Room checks (Cap, Reserve, wake-ups) use min(Cap,
+// ecap) where ecap is set.
 //
 // Release removes the lease exactly once (a second Release, or a Release of
 // an expired lease, is a no-op and returns nil), applies the Outcome to the
 // unit (cooldown state machine; with Outcome.Tokens > 0 the TPM window is
 // corrected from the lease's reservation to the tokens used), and announces on the wake channel of every
 // replica with a ticket that could now be granted: in each queue listing the
-// unit, the first tickets in (Class, arrival) order that list it, as many as
+// unit, the first tickets in (Class, tag, arrival) order that list it, as many as
 // the unit has room for given their class's Reserve. Renew pushes the expiry
 // of the given leases to now+ttl; unknown or expired leases are ignored.
 // Cancel removes a queued ticket (a caller that gave up); if the ticket was
@@ -171,6 +224,9 @@ type UnitState struct {
 	CoolingUntil   time.Time // zero when not cooling
 	Level          int       // backoff level
 	Probe          string    // "", "available" (cooldown over, probe not taken) or "in_flight"
+	// EffectiveCap is the hidden concurrency cap learned from rate limits
+	// (AIMD, see Claims); 0 = none, Cap applies.
+	EffectiveCap int
 }
 
 // Inspector reads unit and credential state for the admin API and metrics.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -42,9 +43,12 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	q := d.queue(a.Queue)
 	t := q.tickets[a.Ticket]
 	class := clampClass(a.Class)
+	var tag int64 // where a newcomer would queue, for no-barging
 	if t != nil {
 		t.deadline = now.Add(a.LeaseTTL)
-		class = t.class // a queued ticket keeps its class
+		class = t.class // a queued ticket keeps its class and tag
+	} else {
+		tag = q.fair[class].tag(a.Tenant, a.Weight)
 	}
 	var (
 		retryAt time.Time
@@ -74,8 +78,15 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
 		}
-		if d.barred(q, u, t, class, now) {
+		if d.barred(q, u, t, class, tag, now) {
 			room = false
+			continue
+		}
+		lims, ok, at := d.limitsRoom(q, t, c, class, tag, a.Tokens, now)
+		if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
+			retryAt = at
+		}
+		if !ok {
 			continue
 		}
 		probing := !u.until.IsZero()
@@ -88,8 +99,13 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			probe:   probing,
 			base:    c.Unit.Base,
 			max:     c.Unit.Max,
-			tokens:  u.reserve(c.Unit, a.Tokens, now),
-			tpm:     max(c.Unit.TPM, 0),
+			holds:   make([]hold, 0, 1+len(lims)),
+		}
+		l.holds = append(l.holds, u.reserve(c.Unit, a.Tokens, now))
+		for j, lu := range lims {
+			if lu != nil {
+				l.holds = append(l.holds, lu.reserve(c.Limits[j], a.Tokens, now))
+			}
 		}
 		d.add(l)
 		if probing {
@@ -97,9 +113,12 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		}
 		var wakes []wake
 		if t != nil {
+			q.granted(t)
 			d.dequeue(q, t)
-			if u.hasRoom(0, now) {
-				wakes = d.first(u, now, nil)
+			for _, h := range l.holds {
+				if h.u.hasRoom(0, now) {
+					wakes = d.first(h.u, now, wakes)
+				}
 			}
 		}
 		return l.grant(), wakes
@@ -108,6 +127,48 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		t = d.enqueue(q, a, class, now)
 	}
 	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}, nil
+}
+
+// limitsRoom checks the limits of candidate c for a ticket of class class
+// (t when queued): each must have a free slot, pass its RPM, TPM and daily
+// checks for tokens, and not be taken by no-barging. It returns the limit
+// units, in the order of c.Limits (nil for a repeated ID or the
+// candidate's own unit, which hold no second slot), whether all have room,
+// and, when some were refused only for a window or their day, the earliest
+// time all of those would pass.
+func (d *domain) limitsRoom(q *queue, t *ticket, c *store.Candidate, class int, tag int64, tokens int, now time.Time) ([]*unit, bool, time.Time) {
+	if len(c.Limits) == 0 {
+		return nil, true, time.Time{}
+	}
+	lims := make([]*unit, len(c.Limits))
+	ok, blocked := true, false
+	var at time.Time
+	for j := range c.Limits {
+		lim := &c.Limits[j]
+		if lim.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == lim.ID }) {
+			continue
+		}
+		lu := d.unit(lim.ID)
+		lims[j] = lu
+		lu.cap = lim.Cap
+		lu.setReserve(nil)
+		d.reap(lu, now)
+		if !lu.hasRoom(class, now) {
+			ok, blocked = false, true
+			continue
+		}
+		if pass, when := lu.rateRoom(*lim, tokens, now); !pass {
+			ok, at = false, latest(at, when)
+			continue
+		}
+		if d.barred(q, lu, t, class, tag, now) {
+			ok, blocked = false, true
+		}
+	}
+	if blocked {
+		at = time.Time{} // a release will announce the slot
+	}
+	return lims, ok, at
 }
 
 // hasRoom reports whether u can take a lease for a ticket of class c: it is
@@ -150,12 +211,22 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 	}
 	u := l.unit
 	wasProbe := u.probe == l.id
-	d.drop(l)
 	if !now.Before(l.expires) {
+		d.drop(l)
 		return nil
 	}
 	d.reap(u, now)
-	u.correct(l, out.Tokens, now)
+	k := len(u.leases) // in flight, this lease included
+	d.drop(l)
+	u.learn(out, k)
+	var wakes []wake
+	for i, h := range l.holds {
+		h.correct(out.Tokens, now)
+		if i > 0 { // a limit: no cooldown
+			d.reap(h.u, now)
+			wakes = d.first(h.u, now, wakes)
+		}
+	}
 	switch {
 	case out.RateLimited:
 		cool := out.RetryAfter
@@ -177,9 +248,9 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 		}
 	}
 	if now.Before(u.until) {
-		return nil // a waiter could not have the slot yet
+		return wakes // a waiter of u could not have the slot yet
 	}
-	return d.first(u, now, nil)
+	return d.first(u, now, wakes)
 }
 
 // backoff is base·2^level, capped at ceiling (0 = uncapped).
@@ -213,8 +284,10 @@ func (s *Store) Renew(_ context.Context, domain string, leases []string, ttl tim
 			continue
 		}
 		l.expires = now.Add(ttl)
-		if l.expires.Before(l.unit.soonest) {
-			l.unit.soonest = l.expires
+		for _, h := range l.holds {
+			if l.expires.Before(h.u.soonest) {
+				h.u.soonest = l.expires
+			}
 		}
 	}
 	return nil

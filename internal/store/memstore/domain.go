@@ -41,6 +41,13 @@ type unit struct {
 	mark    uint64             // de-duplicates the units of one ticket
 	rtat    time.Time          // GCRA theoretical arrival time of the RPM window
 	ttat    time.Time          // GCRA theoretical arrival time of the TPM window
+	// AIMD of a hidden concurrency cap (see learn): ecap is the effective
+	// cap learned from rate limits (0 = none: Cap applies), succ the
+	// successes since it last changed, top the in-flight count that was
+	// rate limited when it was last lowered (the ceiling for Cap 0).
+	ecap, succ, top int
+	day             int64 // the UTC day (days since the epoch) of used
+	used            int   // tokens reserved and used on day, against DailyTokens
 }
 
 // lease is a granted claim on a unit.
@@ -52,19 +59,57 @@ type lease struct {
 	expires   time.Time
 	probe     bool          // granted as the unit's probe
 	base, max time.Duration // the unit's cooldown durations, for Release
-	tokens    int           // tokens reserved in the unit's TPM window (0 if none)
-	tpm       int           // the TPM they were reserved under (0 = unlimited)
+	// holds are the slots the lease holds: holds[0] in unit, then one per
+	// distinct limit of the candidate.
+	holds []hold
 }
 
-// queue is a wait queue, ordered by (class, arrival): one FIFO list per
-// class, the most urgent first.
+// hold is a lease's slot in one unit and what it reserved there.
+type hold struct {
+	u      *unit
+	tokens int   // tokens reserved in the unit's TPM window (0 if none)
+	tpm    int   // the TPM they were reserved under (0 = unlimited)
+	daily  int   // tokens reserved against DailyTokens (0 if none)
+	day    int64 // the UTC day they were reserved on
+}
+
+// queue is a wait queue, ordered by (class, tag, arrival): one list per
+// class, the most urgent first, each ordered by (tag, arrival).
 type queue struct {
 	name    string
-	order   [store.Classes]list.List // of *ticket, oldest first
+	order   [store.Classes]list.List // of *ticket, by (tag, arrival)
+	fair    [store.Classes]fairness
 	tickets map[string]*ticket
 }
 
-// upTo yields the tickets of the classes 0 through hi, in (class, arrival)
+// fairness is the WFQ state of one class of a queue: its virtual time and
+// each tenant's last finish tag. It is forgotten when the class empties,
+// and a tenant's when it has no ticket left in the class.
+type fairness struct {
+	v       int64
+	n       int // tickets queued in the class
+	tenants map[string]*tenantTag
+}
+
+type tenantTag struct {
+	f int64 // finish tag of the tenant's last ticket
+	n int   // its tickets queued in the class
+}
+
+// tagScale is the tag of one ticket of weight 1.
+const tagScale = 1000000
+
+// tag returns the WFQ tag a new ticket of tenant with weight would get in
+// f, without taking it.
+func (f *fairness) tag(tenant string, weight int) int64 {
+	start := f.v
+	if t := f.tenants[tenant]; t != nil {
+		start = max(start, t.f)
+	}
+	return start + max(tagScale/int64(max(weight, 1)), 1)
+}
+
+// upTo yields the tickets of the classes 0 through hi, in (class, tag, arrival)
 // order. The consumer may dequeue the ticket it is given, and no other.
 func (q *queue) upTo(hi int) iter.Seq[*ticket] {
 	return func(yield func(*ticket) bool) {
@@ -80,13 +125,15 @@ func (q *queue) upTo(hi int) iter.Seq[*ticket] {
 	}
 }
 
-// all yields every ticket of q in (class, arrival) order.
+// all yields every ticket of q in (class, tag, arrival) order.
 func (q *queue) all() iter.Seq[*ticket] { return q.upTo(store.Classes - 1) }
 
 // ticket is a request waiting in a queue.
 type ticket struct {
 	id       string
 	replica  string
+	tenant   string
+	tag      int64     // WFQ virtual finish tag in its class
 	class    int       // priority class, 0 (most urgent) to store.Classes-1
 	units    []*unit   // the distinct units of its candidates
 	deadline time.Time // reaped as a dead waiter after it, unless refreshed
@@ -124,11 +171,13 @@ func (d *domain) queue(name string) *queue {
 
 // add records a new lease.
 func (d *domain) add(l *lease) {
-	u := l.unit
-	if len(u.leases) == 0 || l.expires.Before(u.soonest) {
-		u.soonest = l.expires
+	for _, h := range l.holds {
+		u := h.u
+		if len(u.leases) == 0 || l.expires.Before(u.soonest) {
+			u.soonest = l.expires
+		}
+		u.leases[l] = struct{}{}
 	}
-	u.leases[l] = struct{}{}
 	d.leases[l.id] = l
 	byCred := d.creds[l.cred]
 	if byCred == nil {
@@ -141,7 +190,9 @@ func (d *domain) add(l *lease) {
 // drop forgets a lease; if it was the unit's probe, the probe slot is free.
 func (d *domain) drop(l *lease) {
 	delete(d.leases, l.id)
-	delete(l.unit.leases, l)
+	for _, h := range l.holds {
+		delete(h.u.leases, l)
+	}
 	delete(d.creds[l.cred], l)
 	if l.unit.probe == l.id {
 		l.unit.probe = ""
@@ -193,18 +244,69 @@ func (u *unit) setReserve(r []int) {
 
 // limit is how many leases u may hold for a ticket of class c to take one.
 func (u *unit) limit(c int) int {
-	if u.cap <= 0 {
+	eff := u.effCap()
+	if eff <= 0 {
 		return math.MaxInt
 	}
-	return u.cap - u.res[c]
+	return eff - u.res[c]
 }
 
-// enqueue puts the ticket of a, of class class, at the tail of its class in q.
+// effCap is the cap in force: min(Cap, ecap) where either is set; 0 = none.
+func (u *unit) effCap() int {
+	switch {
+	case u.ecap <= 0:
+		return u.cap
+	case u.cap <= 0:
+		return u.ecap
+	}
+	return min(u.cap, u.ecap)
+}
+
+// learn runs the AIMD of u's hidden cap on a release that ended with out,
+// k being the unit's in-flight count including the released lease. A rate
+// limit lowers ecap to max(1, k-1) (never raising it, and only below Cap);
+// every ecap successes since the last change raise it by one, and it is
+// dropped (0, not limiting) once it reaches Cap, or, with Cap 0, once it
+// exceeds top, the in-flight count that was rate limited.
+func (u *unit) learn(out store.Outcome, k int) {
+	switch {
+	case out.RateLimited:
+		e := max(1, k-1)
+		if (u.cap <= 0 || k-1 < u.cap) && (u.ecap <= 0 || e < u.ecap) {
+			u.ecap, u.succ, u.top = e, 0, k
+		}
+	case out.Success && u.ecap > 0:
+		u.succ++
+		if u.succ < u.ecap {
+			return
+		}
+		u.ecap++
+		u.succ = 0
+		if (u.cap > 0 && u.ecap >= u.cap) || (u.cap <= 0 && u.ecap > u.top) {
+			u.ecap, u.top = 0, 0
+		}
+	}
+}
+
+// enqueue puts the ticket of a, of class class, in q behind every ticket of
+// its class with a tag up to its own, taking its tag.
 func (d *domain) enqueue(q *queue, a store.Acquire, class int, now time.Time) *ticket {
-	t := &ticket{id: a.Ticket, replica: a.Replica, class: class, deadline: now.Add(a.LeaseTTL)}
+	f := &q.fair[class]
+	t := &ticket{id: a.Ticket, replica: a.Replica, tenant: a.Tenant, tag: f.tag(a.Tenant, a.Weight), class: class, deadline: now.Add(a.LeaseTTL)}
+	if f.tenants == nil {
+		f.tenants = make(map[string]*tenantTag)
+	}
+	tt := f.tenants[a.Tenant]
+	if tt == nil {
+		tt = &tenantTag{}
+		f.tenants[a.Tenant] = tt
+	}
+	tt.f = t.tag
+	tt.n++
+	f.n++
 	d.stamp++
-	for _, c := range a.Candidates {
-		u := d.unit(c.Unit.ID)
+	note := func(id string) {
+		u := d.unit(id)
 		if u.mark != d.stamp {
 			u.mark = d.stamp
 			t.units = append(t.units, u)
@@ -212,15 +314,44 @@ func (d *domain) enqueue(q *queue, a store.Acquire, class int, now time.Time) *t
 			u.byClass[class]++
 		}
 	}
-	t.elem = q.order[class].PushBack(t)
+	for _, c := range a.Candidates {
+		note(c.Unit.ID)
+		for _, lim := range c.Limits {
+			note(lim.ID)
+		}
+	}
+	l := &q.order[class]
+	e := l.Back()
+	for e != nil && e.Value.(*ticket).tag > t.tag {
+		e = e.Prev()
+	}
+	if e == nil {
+		t.elem = l.PushFront(t)
+	} else {
+		t.elem = l.InsertAfter(t, e)
+	}
 	q.tickets[t.id] = t
 	return t
+}
+
+// granted advances the virtual time of t's class to t's tag.
+func (q *queue) granted(t *ticket) {
+	f := &q.fair[t.class]
+	f.v = max(f.v, t.tag)
 }
 
 // dequeue takes t out of q.
 func (d *domain) dequeue(q *queue, t *ticket) {
 	q.order[t.class].Remove(t.elem)
 	delete(q.tickets, t.id)
+	f := &q.fair[t.class]
+	if f.n--; f.n <= 0 {
+		*f = fairness{}
+	} else if tt := f.tenants[t.tenant]; tt != nil {
+		if tt.n--; tt.n <= 0 {
+			delete(f.tenants, t.tenant)
+		}
+	}
 	for _, u := range t.units {
 		u.byClass[t.class]--
 		u.waiting[q.name]--
@@ -241,13 +372,14 @@ func (d *domain) live(q *queue, t *ticket, now time.Time) bool {
 
 // barred reports whether u is taken for a ticket of class class by
 // no-barging: a live ticket ahead of it in q lists u, or more than maxScan
-// are ahead. The ticket is t when it is queued; a newcomer (t nil) is
-// behind every ticket of class ≤ class.
-func (d *domain) barred(q *queue, u *unit, t *ticket, class int, now time.Time) bool {
+// are ahead. The ticket is t when it is queued; a newcomer (t nil) of tag
+// tag is behind every ticket of a class < class and those of class with a
+// tag ≤ tag.
+func (d *domain) barred(q *queue, u *unit, t *ticket, class int, tag int64, now time.Time) bool {
 	n := 0
 	for w := range q.upTo(class) {
 		switch {
-		case w == t:
+		case w == t, t == nil && w.class == class && w.tag > tag:
 			return false
 		case !d.live(q, w, now):
 		case n == maxScan || slices.Contains(w.units, u):
@@ -302,7 +434,7 @@ func (d *domain) eligible(u *unit, c int, now time.Time) bool {
 }
 
 // first appends a hint, in every queue listing u, for the first live
-// ticket (in class, arrival order) listing u, if it could take a lease of
+// ticket (in class, tag, arrival order) listing u, if it could take a lease of
 // u now: the ticket no-barging lets take a slot of u. A later ticket is of
 // the same class or a less urgent one, so it could take a lease only if
 // the first could.

@@ -48,7 +48,7 @@ func (d *domain) sweep(q *queue, now time.Time) {
 }
 
 func (u *unit) state(now time.Time) store.UnitState {
-	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, CoolingUntil: u.until, Level: u.level}
+	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, EffectiveCap: u.ecap, CoolingUntil: u.until, Level: u.level}
 	for _, n := range u.waiting {
 		st.Waiting += n
 	}

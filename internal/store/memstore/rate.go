@@ -44,29 +44,59 @@ func (u *unit) rateRoom(lim store.Unit, tokens int, now time.Time) (ok bool, at 
 			ok, at = false, latest(at, t)
 		}
 	}
+	if lim.DailyTokens > 0 && u.today(now)+min(max(tokens, 0), lim.DailyTokens) > lim.DailyTokens {
+		ok, at = false, latest(at, time.Unix((day(now)+1)*secondsPerDay, 0))
+	}
 	return ok, at
 }
 
-// reserve takes one request and tokens from u's windows (which rateRoom
-// said admit them) and returns the tokens reserved against TPM.
-func (u *unit) reserve(lim store.Unit, tokens int, now time.Time) int {
+const secondsPerDay = 24 * 60 * 60
+
+// day is the UTC day of now, in days since the epoch.
+func day(now time.Time) int64 { return now.Unix() / secondsPerDay }
+
+// today is the tokens reserved and used on u's daily limit today.
+func (u *unit) today(now time.Time) int {
+	if u.day != day(now) {
+		return 0
+	}
+	return u.used
+}
+
+// reserve takes one request and tokens from u's windows and its day
+// (which rateRoom said admit them) and returns the hold recording what it
+// reserved.
+func (u *unit) reserve(lim store.Unit, tokens int, now time.Time) hold {
+	h := hold{u: u}
 	if lim.RPM > 0 {
 		u.rtat, _, _ = gcra(u.rtat, lim.RPM, 1, now)
 	}
-	if lim.TPM <= 0 {
-		return 0
+	if lim.TPM > 0 {
+		u.ttat, _, _ = gcra(u.ttat, lim.TPM, tokens, now)
+		h.tokens, h.tpm = min(max(tokens, 0), lim.TPM), lim.TPM
 	}
-	u.ttat, _, _ = gcra(u.ttat, lim.TPM, tokens, now)
-	return min(max(tokens, 0), lim.TPM)
+	if lim.DailyTokens > 0 {
+		h.daily, h.day = min(max(tokens, 0), lim.DailyTokens), day(now)
+		u.used = u.today(now) + h.daily
+		u.day = h.day
+	}
+	return h
 }
 
-// correct moves u's TPM window from the reservation of l to used tokens:
-// back (never before now) for fewer, forward for more.
-func (u *unit) correct(l *lease, used int, now time.Time) {
-	if used <= 0 || l.tpm <= 0 {
+// correct moves h's unit's TPM window from the reservation of h to used
+// tokens: back (never before now) for fewer, forward for more; and its
+// daily count likewise, if the reservation was made today (never below 0).
+func (h hold) correct(used int, now time.Time) {
+	if used <= 0 {
 		return
 	}
-	u.ttat = latest(u.ttat.Add(interval(used-l.tokens, l.tpm)), now)
+	u := h.u
+	if h.tpm > 0 {
+		u.ttat = latest(u.ttat.Add(interval(used-h.tokens, h.tpm)), now)
+	}
+	if h.day != 0 && u.day == h.day && day(now) == h.day {
+		u.used = max(0, u.used+used-h.daily)
+	}
 }
 
 // latest returns the later of a and b.

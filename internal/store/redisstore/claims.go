@@ -3,15 +3,20 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
 )
 
 // maxCandidates bounds the work of one Acquire script (and keeps its Lua
-// unpack of 6 fields per candidate below Lua's stack limit of 8,000).
+// unpack of 7 fields per candidate below Lua's stack limit of 8,000).
 // Routing passes a short, ordered list; a thousand is already a bug.
 const maxCandidates = 1000
+
+// maxLimits bounds the Candidate.Limits of one Acquire, summed over its
+// candidates, likewise.
+const maxLimits = 4000
 
 // Acquire grants a slot on the first eligible candidate or queues the
 // ticket, in one script run (one round trip once the script is loaded).
@@ -23,13 +28,29 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err
 	}
-	args := make([]any, 0, 8+10*len(a.Candidates))
+	args := make([]any, 0, 10+13*len(a.Candidates))
 	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
-		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0))
-	for _, c := range a.Candidates {
+		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1))
+	var lims []store.Unit // the limits section: each candidate's distinct limits
+	for i := range a.Candidates {
+		c := &a.Candidates[i]
 		r1, r2 := reserves(c.Unit.Reserve)
+		start := len(lims)
+		for j, l := range c.Limits {
+			if l.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == l.ID }) {
+				continue // no second slot in the same unit
+			}
+			lims = append(lims, l)
+		}
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
-			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0))
+			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0),
+			max(c.Unit.DailyTokens, 0), start, len(lims)-start)
+	}
+	if len(lims) > maxLimits {
+		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d limits over all candidates, want at most %d", a.Ticket, len(lims), maxLimits)
+	}
+	for _, l := range lims {
+		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
 	if err != nil {
@@ -137,7 +158,7 @@ func flag(b bool) int {
 // is bad.
 func checkIDs(a store.Acquire) error {
 	for _, id := range [...]struct{ what, id string }{
-		{"domain", a.Domain}, {"ticket", a.Ticket}, {"queue", a.Queue}, {"replica", a.Replica},
+		{"domain", a.Domain}, {"ticket", a.Ticket}, {"queue", a.Queue}, {"replica", a.Replica}, {"tenant", a.Tenant},
 	} {
 		if err := checkID(id.what, id.id); err != nil {
 			return err
@@ -149,6 +170,11 @@ func checkIDs(a store.Acquire) error {
 		}
 		if err := checkID("credential", c.Credential); err != nil {
 			return err
+		}
+		for _, l := range c.Limits {
+			if err := checkID("limit", l.ID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

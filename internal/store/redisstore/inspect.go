@@ -21,14 +21,14 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
-	const width = 8 // integers per unit, see lua/units.lua
+	const width = 9 // integers per unit, see lua/units.lua
 	if len(v) != width*len(ids) {
 		return nil, fmt.Errorf("redisstore: units: %d integers for %d units", len(v), len(ids))
 	}
 	out := make([]store.UnitState, len(ids))
 	for i, id := range ids {
 		r := v[i*width : (i+1)*width]
-		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3])}
+		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3]), EffectiveCap: int(r[8])}
 		for c := range store.Classes {
 			u.WaitingByClass[c] = int(r[5+c])
 			u.Waiting += int(r[5+c])

@@ -15,18 +15,19 @@
 //
 // Key layout, with P the prefix and D the domain (see lua/lib.lua):
 //
-//	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm
+//	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm, daily reserved, day, limits held
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
-//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens
 //	P{d:D}:cred   HASH  credential → in flight
-//	P{d:D}:q      ZSET  "<queue>\x00<class><seq><ticket>", score 0: lex order is (class, arrival) per queue
-//	P{d:D}:tix    HASH  ticket → queue, member, replica, units
+//	P{d:D}:q      ZSET  "<queue>\x00<class><tag><seq><ticket>", score 0: lex order is (class, WFQ tag, arrival) per queue
+//	P{d:D}:tix    HASH  ticket → queue, member, replica, units (and limits), tenant
 //	P{d:D}:seen   ZSET  ticket → dead-waiter deadline (ms)
 //	P{d:D}:uq     ZSET  "<unit>\x00<queue>", score 0: the queues that list a unit
 //	P{d:D}:seq    STRING arrival counter
+//	P{d:D}:fair   HASH  WFQ virtual time per queue class, finish tag per tenant in it
 //	Pstatus:<kind> HASH id → JSON Status
 //
-// IDs (domains, units, credentials, queues, tickets) must not contain the
+// IDs (domains, units, limits, credentials, queues, tickets, tenants) must not contain the
 // bytes 0x00, 0x1e or 0x1f, which the scripts use as separators.
 //
 // It depends on package store and on go-redis; nothing else of Sluice.
@@ -50,7 +51,7 @@ import (
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
-	keys   sync.Map // domain → []string, the nine keys of lua/lib.lua
+	keys   sync.Map // domain → []string, the ten keys of lua/lib.lua
 
 	mu     sync.Mutex
 	hubs   map[string]*hub // replica → its one wake subscription
@@ -126,7 +127,7 @@ func (s *Store) domainKeys(domain string) []string {
 	tag := s.prefix + "{d:" + domain + "}:"
 	ks := []string{
 		tag + "lease", tag + "exp", tag + "unit", tag + "cred",
-		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq",
+		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq", tag + "fair",
 	}
 	s.keys.Store(domain, ks)
 	return ks

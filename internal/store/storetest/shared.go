@@ -198,10 +198,13 @@ func testInspector(t *testing.T, f *fixture) {
 	}
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 1, "c3": 1, "nobody": 0})
 
+	// t2 ends first, so t1 is limited alone: the learned effective cap
+	// (max(1, k-1) = 1) does not keep the probe out.
+	f.release(f.s, "t2", store.Outcome{})
 	before, after := f.release(f.s, "t1", store.Outcome{RateLimited: true, RetryAfter: cool})
 	us := f.unitState(f.s, "u")
-	if us.InFlight != 1 || us.Level != 1 || us.Probe != "" {
-		t.Errorf("cooling: %+v, want InFlight 1, Level 1, Probe \"\"", us)
+	if us.InFlight != 0 || us.Level != 1 || us.Probe != "" || us.EffectiveCap != 1 {
+		t.Errorf("cooling: %+v, want InFlight 0, Level 1, Probe \"\", EffectiveCap 1", us)
 	}
 	within(t, "cooling: CoolingUntil", us.CoolingUntil, before.Add(cool), after.Add(cool))
 
@@ -212,13 +215,14 @@ func testInspector(t *testing.T, f *fixture) {
 	if g := mustGrant(t, f.s, f.req("t3", c1)); !g.Probe {
 		t.Errorf("t3 = %+v, want the probe", g)
 	}
-	if us := f.unitState(f.s, "u"); us.Probe != "in_flight" || us.InFlight != 2 || us.Waiting != 1 {
-		t.Errorf("probing: %+v, want Probe in_flight, InFlight 2, Waiting 1", us)
+	if us := f.unitState(f.s, "u"); us.Probe != "in_flight" || us.InFlight != 1 || us.Waiting != 1 {
+		t.Errorf("probing: %+v, want Probe in_flight, InFlight 1, Waiting 1", us)
 	}
-	f.checkCredentials(map[string]int{"c1": 1, "c2": 1})
+	f.checkCredentials(map[string]int{"c1": 1, "c2": 0})
 
+	// The probe's success also raises the effective cap back to Cap.
 	f.release(f.s, "t3", store.Outcome{Success: true})
-	wantU = store.UnitState{ID: u.ID, InFlight: 1, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}
+	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}
 	if us := f.unitState(f.s, "u"); us != wantU {
 		t.Errorf("open again: %+v, want %+v", us, wantU)
 	}

@@ -69,6 +69,14 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"TPMReservation", testTPMReservation},
 		{"TPMCorrection", testTPMCorrection},
 		{"TwoReplicasShareWindows", testTwoReplicasShareWindows},
+		{"HiddenCapLearned", testHiddenCapLearned},
+		{"EffectiveCapCreepsBack", testEffectiveCapCreepsBack},
+		{"LimitsAllMustFit", testLimitsAllMustFit},
+		{"LimitsSharedAcrossUnits", testLimitsSharedAcrossUnits},
+		{"DailyTokens", testDailyTokens},
+		{"FairShareBetweenTenants", testFairShareBetweenTenants},
+		{"WeightedShare", testWeightedShare},
+		{"SingleTenantStaysFIFO", testSingleTenantStaysFIFO},
 		{"Statuses", testStatuses},
 	}
 	for _, tt := range tests {

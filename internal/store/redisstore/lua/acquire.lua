@@ -1,14 +1,20 @@
 -- acquire: grant the first eligible candidate, else queue the ticket.
--- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens, then
--- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm),
+-- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens,
+-- tenant, weight, then
+-- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm,
+-- daily, lstart, lcount), then the limits, each (id, cap, rpm, tpm, daily),
 -- where resC is the number of the unit's slots class C may not use
--- (Reserve[0], then Reserve[0] + Reserve[1]), rpm and tpm the unit's limits
--- (0 = none) and tokens the estimate reserved against tpm.
+-- (Reserve[0], then Reserve[0] + Reserve[1]), rpm, tpm and daily the unit's
+-- limits (0 = none), tokens the estimate reserved against tpm and daily,
+-- and lstart, lcount the candidate's limits: the limits section's entries
+-- lstart (0-based) through lstart + lcount - 1.
 -- Returns {1, index, expires_ms, probe} or {0, position, retry_at_ms}.
 local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local A, W = 9, 10 -- the first candidate's ARGV index, and the ARGV per candidate
+local tenant, weight = ARGV[9], tonumber(ARGV[10])
+local A, W = 11, 13 -- the first candidate's ARGV index, and the ARGV per candidate
+local L, LW = A + n * W, 5 -- the first limit's ARGV index, and the ARGV per limit
 local reaped = reap(now)
 
 -- gcra returns the new TAT (Redis ms) of a grant of cost under limit per
@@ -22,6 +28,54 @@ local function gcra(tat, limit, cost)
   return new, new - now <= WINDOW
 end
 
+-- rate checks the RPM, TPM and daily limits of unit u (v: its rtat, ttat,
+-- dday and dused fields) for one request of tokens. It returns whether
+-- they pass, the earliest time they would (when not), and the new values
+-- {rtat, ttat, dused, day, reserved tpm tokens, reserved daily tokens}.
+local today = math.floor(now / DAY)
+local function rate(v, rpm, tpm, daily)
+  local pass, ok, at = true, true, 0
+  local r = {false, false, false, 0, 0, 0}
+  if rpm > 0 then
+    r[1], pass = gcra(tonumber(v[1]) or 0, rpm, 1)
+    if not pass then
+      ok, at = false, r[1] - WINDOW
+    end
+  end
+  if tpm > 0 then
+    r[2], pass = gcra(tonumber(v[2]) or 0, tpm, tokens)
+    if not pass then
+      ok, at = false, math.max(at, r[2] - WINDOW)
+    end
+    r[5] = math.max(0, math.min(tokens, tpm))
+  end
+  if daily > 0 then
+    local used = 0
+    if tonumber(v[3]) == today then
+      used = tonumber(v[4]) or 0
+    end
+    r[6] = math.max(0, math.min(tokens, daily))
+    r[3], r[4] = used + r[6], today
+    if r[3] > daily then
+      ok, at = false, math.max(at, (today + 1) * DAY)
+    end
+  end
+  return ok, math.ceil(at), r
+end
+
+-- keep writes the new window values r (see rate) of unit u.
+local function keep(u, r)
+  if r[1] then
+    redis.call('HSET', K_UNIT, u .. '\0rtat', string.format('%.3f', r[1]))
+  end
+  if r[2] then
+    redis.call('HSET', K_UNIT, u .. '\0ttat', string.format('%.3f', r[2]))
+  end
+  if r[3] then
+    redis.call('HSET', K_UNIT, u .. '\0dday', r[4], u .. '\0dused', r[3])
+  end
+end
+
 local function decide()
   -- A retried call (or a go-redis retry after a timeout) gets the same grant.
   local held = live_lease(ticket, now)
@@ -32,21 +86,24 @@ local function decide()
   end
 
   local qrec = redis.call('HGET', K_TIX, ticket)
-  local member
+  local member, tag
   if qrec then
     local r = split(qrec, '\31')
     queue, member = r[1], r[2]
-    class = member_class(member, queue) -- a queued ticket keeps its class
+    class = member_class(member, queue) -- a queued ticket keeps its class and tag
+    tag = member_tag(member, queue)
+  else
+    tag = fair_tag(queue, class, tenant, weight) -- where it would queue
   end
 
-  -- Records of the tickets queued ahead of this one in (class, arrival)
-  -- order, read once on demand: a newcomer is behind every ticket of its
-  -- class or a more urgent one. More than SCAN ahead: every unit counts as
-  -- taken (conservative).
+  -- Records of the tickets queued ahead of this one in (class, tag,
+  -- arrival) order, read once on demand: a newcomer is behind every ticket
+  -- of a more urgent class and those of its class with a tag up to its
+  -- own. More than SCAN ahead: every unit counts as taken (conservative).
   local ahead, all_taken
   local function barred(u)
     if not ahead then
-      local hi = member and ('(' .. member) or ('(' .. queue .. '\0' .. (class + 1))
+      local hi = member and ('(' .. member) or ('(' .. queue .. '\0' .. class .. string.format('%020d', tag + 1))
       local ms = redis.call('ZRANGEBYLEX', K_Q, '[' .. queue .. '\0', hi, 'LIMIT', 0, SCAN + 1)
       ahead = {}
       if #ms > SCAN then
@@ -74,7 +131,7 @@ local function decide()
 
   -- One HMGET for every candidate's unit state: a call costs more than
   -- its fields, and nothing changes before the loop grants and returns.
-  local F = 6 -- fields per candidate
+  local F = 7 -- fields per candidate
   local fields = {}
   for i = 0, n - 1 do
     local u = ARGV[A + i * W]
@@ -84,6 +141,7 @@ local function decide()
     fields[#fields + 1] = u .. '\0cap'
     fields[#fields + 1] = u .. '\0r1'
     fields[#fields + 1] = u .. '\0r2'
+    fields[#fields + 1] = u .. '\0ecap'
   end
   local state = redis.call('HMGET', K_UNIT, unpack(fields))
   -- The last cap and reserves seen, for the Inspector and wake-ups; a zero
@@ -121,7 +179,7 @@ local function decide()
   for i = 0, n - 1 do
     local b = A + i * W
     local u, c = ARGV[b], ARGV[b + 1]
-    local cap, ccap = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+    local cap, ccap = eff_cap(ARGV[b + 2], state[i * F + 7]), tonumber(ARGV[b + 3])
     local res = 0
     if class > 0 then
       res = tonumber(ARGV[b + 5 + class])
@@ -148,61 +206,83 @@ local function decide()
     if ok and ccap > 0 and (tonumber(redis.call('HGET', K_CRED, c)) or 0) >= ccap then
       ok = false
     end
-    -- The RPM and TPM windows (GCRA, one TAT field each). They free room
-    -- without a release to announce it: a skipped waiter retries when
-    -- they would pass.
-    local rpm, tpm = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9])
-    local rtat, ttat
-    if ok and (rpm > 0 or tpm > 0) then
-      local v = redis.call('HMGET', K_UNIT, u .. '\0rtat', u .. '\0ttat')
-      local pass, at = true, 0
-      if rpm > 0 then
-        rtat, pass = gcra(tonumber(v[1]) or 0, rpm, 1)
-        if not pass then
-          ok, at = false, rtat - WINDOW
-        end
-      end
-      if tpm > 0 then
-        ttat, pass = gcra(tonumber(v[2]) or 0, tpm, tokens)
-        if not pass then
-          ok, at = false, math.max(at, ttat - WINDOW)
-        end
-      end
-      if not ok then
-        at = math.ceil(at)
-        if retry == 0 or at < retry then
-          retry = at
-        end
+    -- The RPM and TPM windows (GCRA, one TAT field each) and the day.
+    -- They free room without a release to announce it: a skipped waiter
+    -- retries when they would pass.
+    local rpm, tpm, daily = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10])
+    local r = {false, false, false, 0, 0, 0}
+    if ok and (rpm > 0 or tpm > 0 or daily > 0) then
+      local v = redis.call('HMGET', K_UNIT, u .. '\0rtat', u .. '\0ttat', u .. '\0dday', u .. '\0dused')
+      local at
+      ok, at, r = rate(v, rpm, tpm, daily)
+      if not ok and (retry == 0 or at < retry) then
+        retry = at
       end
     end
-    if ok and not barred(u) then
+    ok = ok and not barred(u)
+    -- The candidate's limits: each must have a slot, pass its windows and
+    -- day, and not be taken by no-barging. Only when none is refused for
+    -- a slot (which a release announces) does RetryAt count their windows.
+    local lims = {}
+    if ok then
+      local blocked, lat = false, 0
+      for j = 0, tonumber(ARGV[b + 12]) - 1 do
+        local x = L + (tonumber(ARGV[b + 11]) + j) * LW
+        local id, lcap = ARGV[x], tonumber(ARGV[x + 1])
+        local v = redis.call('HMGET', K_UNIT, id .. '\0n', id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday',
+          id .. '\0dused', id .. '\0ecap')
+        if (tonumber(v[2]) or 0) ~= lcap then
+          redis.call('HSET', K_UNIT, id .. '\0cap', lcap)
+        end
+        local ecap = eff_cap(lcap, v[7])
+        if ecap > 0 and (tonumber(v[1]) or 0) >= ecap then
+          ok, blocked = false, true
+        else
+          local pass, at, lr = rate({v[3], v[4], v[5], v[6]}, tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]),
+            tonumber(ARGV[x + 4]))
+          if not pass then
+            ok, lat = false, math.max(lat, at)
+          elseif barred(id) then
+            ok, blocked = false, true
+          else
+            lims[#lims + 1] = {id, lr, tonumber(ARGV[x + 3])}
+          end
+        end
+      end
+      if not ok and not blocked and (retry == 0 or lat < retry) then
+        retry = lat
+      end
+    end
+    if ok then
       local expires = now + ttl
       local p = probe and 1 or 0
       redis.call('ZADD', K_EXP, expires, ticket)
-      local reserved = 0
-      if tpm > 0 then
-        reserved = math.max(0, math.min(tokens, tpm))
+      local lrec = {}
+      for _, lim in ipairs(lims) do
+        local id, lr = lim[1], lim[2]
+        keep(id, lr)
+        redis.call('HINCRBY', K_UNIT, id .. '\0n', 1)
+        lrec[#lrec + 1] = id .. '\0' .. lr[5] .. '\0' .. lim[3] .. '\0' .. lr[6] .. '\0' .. (lr[3] and lr[4] or 0)
       end
       redis.call('HSET', K_LEASE, ticket, u .. '\31' .. c .. '\31' .. i .. '\31' .. p .. '\31' .. ARGV[b + 4] .. '\31' .. ARGV[b + 5] ..
-        '\31' .. reserved .. '\31' .. tpm)
-      if rtat then
-        redis.call('HSET', K_UNIT, u .. '\0rtat', string.format('%.3f', rtat))
-      end
-      if ttat then
-        redis.call('HSET', K_UNIT, u .. '\0ttat', string.format('%.3f', ttat))
-      end
+        '\31' .. r[5] .. '\31' .. tpm .. '\31' .. r[6] .. '\31' .. (r[3] and r[4] or 0) .. '\31' .. table.concat(lrec, '\30'))
+      keep(u, r)
       redis.call('HINCRBY', K_UNIT, u .. '\0n', 1)
       redis.call('HINCRBY', K_CRED, c, 1)
       if probe then
         redis.call('HSET', K_UNIT, u .. '\0probe', ticket)
       end
       if qrec then
+        fair_granted(queue, class, tag)
         dequeue(ticket)
         -- Several waiters may have been woken for several free slots and
         -- raced: a later one was barred by this one. With room left, wake
         -- the next in line now, or that slot would sit idle until some
         -- unrelated release.
         wake(u, now, ARGV[5])
+        for _, lim in ipairs(lims) do
+          wake(lim[1], now, ARGV[5])
+        end
       end
       return {1, i, expires, p}
     end
@@ -211,17 +291,27 @@ local function decide()
   if qrec then
     redis.call('ZADD', K_SEEN, now + ttl, ticket) -- still waiting: not a dead waiter
   else
-    member = queue .. '\0' .. class .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
+    member = queue .. '\0' .. class .. string.format('%020d', tag) .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
+    local fc = queue .. '\0' .. class
+    fair_count(fc, 1)
+    fair_count(fc .. '\0' .. tenant, 1, string.format('%d', tag))
     local units, set = {}, {}
-    for i = 0, n - 1 do
-      local u = ARGV[A + i * W]
+    local function note(u)
       if not set[u] then
         set[u] = true
         units[#units + 1] = u
       end
     end
+    for i = 0, n - 1 do
+      local b = A + i * W
+      note(ARGV[b])
+      for j = 0, tonumber(ARGV[b + 12]) - 1 do
+        note(ARGV[L + (tonumber(ARGV[b + 11]) + j) * LW])
+      end
+    end
     redis.call('ZADD', K_Q, 0, member)
-    redis.call('HSET', K_TIX, ticket, queue .. '\31' .. member .. '\31' .. replica .. '\31\30' .. table.concat(units, '\30') .. '\30')
+    redis.call('HSET', K_TIX, ticket, queue .. '\31' .. member .. '\31' .. replica .. '\31\30' .. table.concat(units, '\30') .. '\30\31' ..
+      tenant)
     redis.call('ZADD', K_SEEN, now + ttl, ticket)
     for _, u in ipairs(units) do
       redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, 1)

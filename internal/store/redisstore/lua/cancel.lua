@@ -21,8 +21,14 @@ end
 if live_lease(ticket, now) then
   rel = 1
   local l = drop_lease(ticket)
-  if l and not apply(l, now, false, 0, false) then
-    wake(l[1], now, prefix)
+  if l then
+    local hs = lease_holds(l)
+    for i = 2, #hs do
+      wake(hs[i][1], now, prefix)
+    end
+    if not apply(l, now, false, 0, false) then
+      wake(l[1], now, prefix)
+    end
   end
 end
 return {dq, rel}

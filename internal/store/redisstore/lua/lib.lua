@@ -1,24 +1,36 @@
 -- Shared by every script. KEYS (all tagged {d:<domain>}, so one slot):
 --   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms
---                  \31tokens\31tpm" (tokens reserved against tpm)
+--                  \31tokens\31tpm\31daily\31day\31limits" (tokens reserved
+--                  against tpm, daily tokens reserved on UTC day `day`;
+--                  limits: "\30"-joined "id\0tokens\0tpm\0daily\0day", the
+--                  further units the lease holds a slot in)
 --   2 exp    ZSET  lease id -> expiry (Redis ms)
 --   3 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
 --                  r1, r2 (slots reserved from classes 1 and 2: Reserve[0],
 --                  Reserve[0]+Reserve[1]; absent = 0), w0, w1, w2 (waiting,
 --                  by class), q\0<queue> (waiting in that queue), rtat,
---                  ttat (GCRA TATs of the RPM and TPM windows, Redis ms)
+--                  ttat (GCRA TATs of the RPM and TPM windows, Redis ms),
+--                  ecap, es, etop (hidden-cap AIMD: effective cap, successes
+--                  since its last change, in flight when last lowered),
+--                  dday, dused (the UTC day and its tokens reserved and
+--                  used, against DailyTokens)
 --   4 cred   HASH  credential id -> in flight
---   5 q      ZSET  score 0, "<queue>\0<class digit><seq %016d><ticket>": lex
---                  order is (class, arrival) per queue
---   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30"
+--   5 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
+--                  <ticket>": lex order is (class, WFQ tag, arrival) per queue
+--   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30
+--                  \31tenant"
 --   7 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
 --   8 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
 --   9 seq    STRING arrival counter
+--  10 fair   HASH  WFQ state: "<queue>\0<class>" -> "V\31n" (virtual time,
+--                  tickets queued in the class), "<queue>\0<class>\0<tenant>"
+--                  -> "F\31n" (the tenant's last finish tag, its tickets
+--                  queued in the class); a field goes at n = 0
 -- Dynamic names (units, credentials, queues, tickets) live in fields and
 -- members, never in key names, so every key is declared and the scripts
 -- stay Redis Cluster safe.
-local K_LEASE, K_EXP, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local K_LEASE, K_EXP, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
 -- REAP bounds the work of one call; the rest is reaped by the next calls.
 local REAP = 64
@@ -32,12 +44,27 @@ local WAKES = 4
 -- a more urgent ticket waits for the unit.
 local BG = 2
 
--- A member of q is "<queue>\0<class digit><16-digit seq><ticket>".
+-- A member of q is "<queue>\0<class digit><20-digit tag><16-digit seq>
+-- <ticket>".
 local function member_class(m, queue)
   return tonumber(string.sub(m, #queue + 2, #queue + 2))
 end
+local function member_tag(m, queue)
+  return tonumber(string.sub(m, #queue + 3, #queue + 22))
+end
 local function member_ticket(m, queue)
-  return string.sub(m, #queue + 19)
+  return string.sub(m, #queue + 39)
+end
+
+-- eff_cap is the cap in force: min(cap, ecap) where either is set; 0 = none.
+local function eff_cap(cap, ecap)
+  cap, ecap = tonumber(cap) or 0, tonumber(ecap) or 0
+  if ecap <= 0 then
+    return cap
+  elseif cap <= 0 then
+    return ecap
+  end
+  return math.min(cap, ecap)
 end
 
 -- The Redis clock in ms: the only clock the store decides by.
@@ -59,6 +86,52 @@ local function split(s, sep)
   end
 end
 
+-- TAG is the WFQ tag of one ticket of weight 1.
+local TAG = 1000000
+
+-- fair_tag returns the tag a new ticket of tenant with weight would get in
+-- class of queue: max(V, F_tenant) + TAG / weight.
+local function fair_tag(queue, class, tenant, weight)
+  local fc = queue .. '\0' .. class
+  local v = redis.call('HMGET', K_FAIR, fc, fc .. '\0' .. tenant)
+  local start = 0
+  for i = 1, 2 do
+    if v[i] then
+      start = math.max(start, tonumber(string.match(v[i], '^[^\31]*')))
+    end
+  end
+  return start + math.max(1, math.floor(TAG / math.max(weight, 1)))
+end
+
+-- fair_count adds by to the count of field f of K_FAIR, setting its value
+-- to val (or keeping it when val is nil); at 0 the field goes.
+local function fair_count(f, by, val)
+  local cur = redis.call('HGET', K_FAIR, f)
+  local old, n = '0', 0
+  if cur then
+    local p = split(cur, '\31')
+    old, n = p[1], tonumber(p[2])
+  end
+  n = n + by
+  if n <= 0 then
+    redis.call('HDEL', K_FAIR, f)
+  else
+    redis.call('HSET', K_FAIR, f, (val or old) .. '\31' .. n)
+  end
+end
+
+-- fair_granted advances the virtual time of class of queue to tag.
+local function fair_granted(queue, class, tag)
+  local fc = queue .. '\0' .. class
+  local cur = redis.call('HGET', K_FAIR, fc)
+  if cur then
+    local p = split(cur, '\31')
+    if tag > tonumber(p[1]) then
+      redis.call('HSET', K_FAIR, fc, string.format('%d', tag) .. '\31' .. p[2])
+    end
+  end
+end
+
 -- incr adds by to a counter field and deletes it at zero, so idle units
 -- and credentials leave no fields behind.
 local function incr(key, field, by)
@@ -69,8 +142,44 @@ local function incr(key, field, by)
   return v
 end
 
+-- DAY is a UTC day in ms.
+local DAY = 86400000
+
+-- lease_holds returns the slots a parsed lease record holds: its unit,
+-- then its limits, each {id, tokens, tpm, daily, day}.
+local function lease_holds(l)
+  local out = {{l[1], tonumber(l[7]) or 0, tonumber(l[8]) or 0, tonumber(l[9]) or 0, tonumber(l[10]) or 0}}
+  for e in string.gmatch(l[11] or '', '[^\30]+') do
+    local f = split(e, '\0')
+    out[#out + 1] = {f[1], tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5])}
+  end
+  return out
+end
+
+-- correct moves a hold's TPM window from its reservation to used tokens
+-- (back, never before now, or forward), and its daily count likewise when
+-- it was reserved today (never below 0).
+local function correct(h, used, now)
+  if used <= 0 then
+    return
+  end
+  local u, reserved, tpm, daily, day = h[1], h[2], h[3], h[4], h[5]
+  if tpm > 0 then
+    local f = u .. '\0ttat'
+    local tat = (tonumber(redis.call('HGET', K_UNIT, f)) or 0) + (used - reserved) * 60000 / tpm
+    redis.call('HSET', K_UNIT, f, string.format('%.3f', math.max(tat, now)))
+  end
+  if day > 0 and math.floor(now / DAY) == day then
+    local v = redis.call('HMGET', K_UNIT, u .. '\0dday', u .. '\0dused')
+    if tonumber(v[1]) == day then
+      redis.call('HSET', K_UNIT, u .. '\0dused', math.max(0, (tonumber(v[2]) or 0) + used - daily))
+    end
+  end
+end
+
 -- drop_lease removes a lease and its counts; it returns the parsed record
--- (unit, cred, index, probe, base, max) or nil when there was none.
+-- (unit, cred, index, probe, base, max, tokens, tpm, daily, day, limits)
+-- or nil when there was none.
 local function drop_lease(id)
   redis.call('ZREM', K_EXP, id)
   local rec = redis.call('HGET', K_LEASE, id)
@@ -80,6 +189,9 @@ local function drop_lease(id)
   redis.call('HDEL', K_LEASE, id)
   local l = split(rec, '\31')
   incr(K_UNIT, l[1] .. '\0n', -1)
+  for e in string.gmatch(l[11] or '', '[^\30]+') do
+    incr(K_UNIT, split(e, '\0')[1] .. '\0n', -1)
+  end
   incr(K_CRED, l[2], -1)
   -- Losing the probe (released or expired) frees the probe slot.
   if l[4] == '1' and redis.call('HGET', K_UNIT, l[1] .. '\0probe') == id then
@@ -99,7 +211,11 @@ local function dequeue(t)
   redis.call('HDEL', K_TIX, t)
   local r = split(rec, '\31')
   redis.call('ZREM', K_Q, r[2])
-  local wc = '\0w' .. member_class(r[2], r[1])
+  local class = member_class(r[2], r[1])
+  local fc = r[1] .. '\0' .. class
+  fair_count(fc, -1)
+  fair_count(fc .. '\0' .. (r[5] or ''), -1)
+  local wc = '\0w' .. class
   for u in string.gmatch(r[4], '[^\30]+') do
     incr(K_UNIT, u .. wc, -1)
     if incr(K_UNIT, u .. '\0q\0' .. r[1], -1) <= 0 then
@@ -127,7 +243,9 @@ local function reap(now)
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, REAP)) do
     local l = drop_lease(id)
     if l then
-      note(l[1])
+      for _, h in ipairs(lease_holds(l)) do
+        note(h[1])
+      end
     end
   end
   for _, t in ipairs(redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', now, 'LIMIT', 0, REAP)) do
@@ -170,8 +288,8 @@ end
 -- slots reserved for more urgent classes. Room never grows with the class.
 local function rooms(u, now)
   local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0probe',
-    u .. '\0r1', u .. '\0r2', u .. '\0w0', u .. '\0w1')
-  local n, cap, untl = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+    u .. '\0r1', u .. '\0r2', u .. '\0w0', u .. '\0w1', u .. '\0ecap')
+  local n, cap, untl = tonumber(v[1]) or 0, eff_cap(v[2], v[9]), tonumber(v[3]) or 0
   local res = {0, tonumber(v[5]) or 0, tonumber(v[6]) or 0}
   local out = {WAKES, WAKES, WAKES}
   if untl ~= 0 then
@@ -192,7 +310,7 @@ local function rooms(u, now)
 end
 
 -- wake publishes, for each queue listing unit u, the first tickets in
--- (class, arrival) order that list u, on their replica's channel: as many
+-- (class, tag, arrival) order that list u, on their replica's channel: as many
 -- as u has room for given their class (see rooms), and at most limit
 -- (default WAKES) per queue. It is a hint: a waiter that misses it retries
 -- at RetryAt or on its safety tick.

@@ -1,6 +1,6 @@
 -- release: drop the lease once, apply the outcome to its unit, wake waiters.
 -- ARGV: lease, rate_limited (0/1), retry_after_ms, success (0/1), wake prefix,
--- tokens used (0 = not measured: the TPM reservation stands).
+-- tokens used (0 = not measured: the TPM and daily reservations stand).
 -- Returns {released (0/1), wakes published}.
 local now = now_ms()
 local reaped = reap(now)
@@ -9,20 +9,53 @@ wake_all(reaped, now, prefix)
 if not live_lease(ARGV[1], now) then
   return {0, 0} -- already released, expired or unknown: never count twice
 end
-local l = drop_lease(ARGV[1])
-if not l then
+local rec = redis.call('HGET', K_LEASE, ARGV[1])
+if not rec then
   return {0, 0}
 end
-local u = l[1]
--- Correct the TPM window from the lease's reservation (l[7], under TPM
--- l[8]) to the tokens used: back, never before now, or forward.
-local used, reserved, tpm = tonumber(ARGV[6]) or 0, tonumber(l[7]) or 0, tonumber(l[8]) or 0
-if used > 0 and tpm > 0 then
-  local f = u .. '\0ttat'
-  local tat = (tonumber(redis.call('HGET', K_UNIT, f)) or 0) + (used - reserved) * 60000 / tpm
-  redis.call('HSET', K_UNIT, f, string.format('%.3f', math.max(tat, now)))
+local u = split(rec, '\31')[1]
+-- k: the unit's in flight, this lease included (what ran when it ended).
+local av = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0ecap', u .. '\0es', u .. '\0etop')
+local l = drop_lease(ARGV[1])
+-- Hidden-cap AIMD (see store.Claims): a rate limit lowers ecap to
+-- max(1, k-1) (only below Cap, never raising it); every ecap successes
+-- raise it by one; it is dropped once it reaches Cap, or with Cap 0 once
+-- it exceeds etop, the k of its last decrease.
+do
+  local k, cap, ecap = tonumber(av[1]) or 0, tonumber(av[2]) or 0, tonumber(av[3]) or 0
+  if ARGV[2] == '1' then
+    local e = math.max(1, k - 1)
+    if (cap <= 0 or k - 1 < cap) and (ecap <= 0 or e < ecap) then
+      redis.call('HSET', K_UNIT, u .. '\0ecap', e, u .. '\0etop', k)
+      redis.call('HDEL', K_UNIT, u .. '\0es')
+    end
+  elseif ARGV[4] == '1' and ecap > 0 then
+    local es = (tonumber(av[4]) or 0) + 1
+    if es < ecap then
+      redis.call('HSET', K_UNIT, u .. '\0es', es)
+    else
+      ecap = ecap + 1
+      redis.call('HDEL', K_UNIT, u .. '\0es')
+      if (cap > 0 and ecap >= cap) or (cap <= 0 and ecap > (tonumber(av[5]) or 0)) then
+        redis.call('HDEL', K_UNIT, u .. '\0ecap', u .. '\0etop')
+      else
+        redis.call('HSET', K_UNIT, u .. '\0ecap', ecap)
+      end
+    end
+  end
+end
+-- Correct the TPM windows and daily counts of the unit and every limit
+-- from the lease's reservations to the tokens used; the limits (no
+-- cooldown) may let their waiters in at once.
+local used = tonumber(ARGV[6]) or 0
+local sent = 0
+for i, h in ipairs(lease_holds(l)) do
+  correct(h, used, now)
+  if i > 1 then
+    sent = sent + wake(h[1], now, prefix)
+  end
 end
 if apply(l, now, ARGV[2] == '1', tonumber(ARGV[3]), ARGV[4] == '1') then
-  return {1, 0} -- the unit is cooling: a wake-up could not be granted
+  return {1, sent} -- the unit is cooling: a wake-up could not be granted
 end
-return {1, wake(u, now, prefix)}
+return {1, sent + wake(u, now, prefix)}
