@@ -14,6 +14,14 @@ type Catalog struct {
 	Models      []Model      `yaml:"models"`
 	Pools       []Pool       `yaml:"pools"`
 	Keys        []Key        `yaml:"keys"`
+	Tenants     []Tenant     `yaml:"tenants"`
+}
+
+// Tenant holds the limits shared by every key of one tenant.
+type Tenant struct {
+	ID     string `yaml:"id"`
+	Weight int    `yaml:"weight"` // share against other tenants of a class while waiting; default 1
+	Limits Limits `yaml:"limits"`
 }
 
 // Server configures the listeners and request-wide limits.
@@ -114,6 +122,7 @@ type Model struct {
 	Alias       string       `yaml:"alias"`
 	Protocol    string       `yaml:"protocol"` // default openai.chat
 	Deployments []Deployment `yaml:"deployments"`
+	Limits      Limits       `yaml:"limits"` // shared by every request for the alias
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -161,4 +170,5 @@ type Limits struct {
 	RPM         int `yaml:"rpm"`
 	TPM         int `yaml:"tpm"`
 	MaxInflight int `yaml:"max_inflight"`
+	DailyTokens int `yaml:"daily_tokens"` // tokens per UTC day
 }

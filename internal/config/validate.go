@@ -33,6 +33,7 @@ func Validate(c *Catalog, lookupEnv func(string) (string, bool)) error {
 	v.models()
 	v.pools()
 	v.keys()
+	v.tenants()
 	return errors.Join(v.errs...)
 }
 
@@ -292,6 +293,27 @@ func checkID(s string, stable bool) string {
 
 // limits checks the max_inflight, rpm and tpm of the record at path; 0 means
 // no limit.
+// tenants checks the tenants' limits; a tenant needs no declaration to
+// exist (keys name it), only to have limits.
+func (v *validator) tenants() {
+	v.unique("tenants", "id", len(v.c.Tenants), func(i int) string { return v.c.Tenants[i].ID })
+	for i, t := range v.c.Tenants {
+		at := fmt.Sprintf("tenants[%d]", i)
+		if t.Weight < 0 {
+			v.addf(at+".weight", "must be >= 0")
+		}
+		v.limitSet(at+".limits", t.Limits)
+	}
+}
+
+// limitSet checks a limits block.
+func (v *validator) limitSet(at string, l Limits) {
+	v.limits(at, l.MaxInflight, l.RPM, l.TPM)
+	if l.DailyTokens < 0 {
+		v.addf(at+".daily_tokens", "must be >= 0")
+	}
+}
+
 func (v *validator) limits(at string, maxInflight, rpm, tpm int) {
 	if maxInflight < 0 {
 		v.addf(at+".max_inflight", "must be >= 0")

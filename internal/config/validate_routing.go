@@ -26,6 +26,7 @@ func (v *validator) models() {
 		if !p.Known() {
 			v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
 		}
+		v.limitSet(at+".limits", m.Limits)
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")
 		}
@@ -113,7 +114,7 @@ func (v *validator) keys() {
 			v.addf(at+".priority", "must be one of %v, got %q", sluice.Priorities, k.Priority)
 		}
 		v.policy(at+".policy", &k.Policy)
-		v.limits(at+".limits", k.Limits.MaxInflight, k.Limits.RPM, k.Limits.TPM)
+		v.limitSet(at+".limits", k.Limits)
 		if k.ExpiresAt != "" {
 			if _, err := time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
 				v.addf(at+".expires_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)

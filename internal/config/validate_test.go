@@ -155,6 +155,9 @@ func TestValidate(t *testing.T) {
 		{"KeySameSecret", func(c *Catalog) { c.Keys[1].SecretEnv = c.Keys[0].SecretEnv }, "keys[1]: has the same secret as keys[0]"},
 		{"KeyUnknownAlias", func(c *Catalog) { c.Keys[0].Models = []string{"fast", "fats"} }, `keys[0].models[1]: unknown model alias "fats"`},
 		{"KeyPriority", func(c *Catalog) { c.Keys[0].Priority = "urgent" }, `keys[0].priority: must be one of [interactive standard background], got "urgent"`},
+		{"TenantDuplicate", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t"}, {ID: "t"}} }, `tenants[1].id: duplicate`},
+		{"TenantDailyNegative", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t", Limits: Limits{DailyTokens: -1}}} }, `tenants[0].limits.daily_tokens: must be >= 0`},
+		{"ModelLimitNegative", func(c *Catalog) { c.Models[0].Limits.MaxInflight = -1 }, `models[0].limits.max_inflight: must be >= 0`},
 		{"UnknownPriorityClass", func(c *Catalog) { c.Server.Priorities = map[string]Priority{"urgent": {}} }, `server.priorities.urgent: unknown priority class`},
 		{"ReserveForBackground", func(c *Catalog) {
 			c.Accounts[0].MaxInflight = 4

@@ -23,8 +23,9 @@ import (
 // credential of the cooled account); an auth failure disables the credential;
 // a billing failure disables the account; an endpoint failure drops the edge.
 // Nothing is retried after the first byte reached the caller.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, req *sluice.Request, class int, edges []*sluice.Edge, out *Outcome) error {
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, key *sluice.Key, req *sluice.Request, edges []*sluice.Edge, out *Outcome) error {
 	start := time.Now()
+	class := class(key, req)
 	deadline := start.Add(snap.Wait(class))
 	var failed []failure // what earlier attempts of this request ruled out
 	// plan is re-run before every try to claim capacity, so a request that
@@ -36,12 +37,15 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 			snap = s
 			edges, _ = h.route(snap, req)
 		}
+		limits := snap.Limits(key, req.Model)
 		current = current[:0]
 		var cands []store.Candidate
 		for _, e := range edges {
 			if h.inService(snap, e) && !ruledOut(failed, e) {
+				c := snap.Candidate(e)
+				c.Limits = limits
 				current = append(current, e)
-				cands = append(cands, snap.Candidate(e))
+				cands = append(cands, c)
 			}
 		}
 		return cands
@@ -50,6 +54,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 	for n := 0; ; n++ {
 		claim, err := h.capacity.Wait(ctx, store.Acquire{
 			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model, Class: class, Tokens: req.Tokens,
+			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
 		}, deadline, plan)
 		if err != nil {
 			if n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {

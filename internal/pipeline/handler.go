@@ -72,7 +72,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	}
 	edges, err := h.route(snap, req)
 	if err == nil {
-		err = h.call(ctx, w, snap, req, class(p.Key, req), edges, &out)
+		err = h.call(ctx, w, snap, p.Key, req, edges, &out)
 	}
 	h.settle(ctx, p, req, out, err)
 	return out, err

@@ -41,7 +41,9 @@ type Snapshot struct {
 	Domain  string
 	units   map[string]store.Candidate // by edge ID
 	wait    [store.Classes]time.Duration
-	reserve map[string][]int // by account ID: slots kept for interactive, standard
+	reserve map[string][]int      // by account ID: slots kept for interactive, standard
+	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…"
+	weights map[string]int        // tenant → fair-queueing weight
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -61,6 +63,8 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		Domain:       "main",
 		units:        map[string]store.Candidate{},
 		reserve:      map[string][]int{},
+		limits:       map[string]store.Unit{},
+		weights:      map[string]int{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
@@ -103,6 +107,16 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		aliases = append(aliases, a)
 	}
 	s.Routes = routing.Compile(aliases, edges)
+	for _, m := range c.Models {
+		s.limit("model:"+m.Alias, m.Limits)
+	}
+	for _, t := range c.Tenants {
+		s.limit("tenant:"+t.ID, t.Limits)
+		s.weights[t.ID] = t.Weight
+	}
+	for _, k := range c.Keys {
+		s.limit("key:"+k.ID, k.Limits)
+	}
 	for i := range c.Keys {
 		k, err := compileKey(&c.Keys[i], lookupEnv)
 		if err != nil {
@@ -212,6 +226,29 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 	}
 	return out, nil
 }
+
+// limit records a limit unit when l sets any limit.
+func (s *Snapshot) limit(id string, l config.Limits) {
+	if l != (config.Limits{}) {
+		s.limits[id] = store.Unit{ID: id, Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+	}
+}
+
+// Limits returns the limits of Sluice's own that a request of key k for
+// alias must fit in besides its upstream unit: the key's, its tenant's and
+// the alias's, where configured.
+func (s *Snapshot) Limits(k *sluice.Key, alias string) []store.Unit {
+	var out []store.Unit
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + alias} {
+		if u, ok := s.limits[id]; ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Weight is a tenant's share against other tenants of its class while waiting.
+func (s *Snapshot) Weight(tenant string) int { return max(s.weights[tenant], 1) }
 
 // BreakerSettings returns the configured breaker of an endpoint.
 func (s *Snapshot) BreakerSettings(endpointID string) (failures int, open time.Duration) {
