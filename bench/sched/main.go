@@ -48,6 +48,10 @@ var accounts = []struct {
 
 const service = 100 * time.Millisecond
 
+// catalogCap multiplies the caps the catalog declares (the provider keeps
+// the real ones hidden).
+var catalogCap = 1
+
 // caller is one stream of load: a key, its class and tenant, and its rate.
 type caller struct {
 	key, class, tenant string
@@ -57,7 +61,12 @@ type caller struct {
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long the load runs")
 	overload := flag.Float64("overload", 3, "offered load as a multiple of capacity")
+	hidden := flag.Bool("hidden", false, "declare caps twice the provider's hidden ones: Sluice must learn them")
 	flag.Parse()
+	catalogCap = 1
+	if *hidden {
+		catalogCap = 2
+	}
 	capacity := 0.0
 	for _, a := range accounts {
 		capacity += float64(a.cap) / service.Seconds()
@@ -71,7 +80,12 @@ func main() {
 	}
 	fmt.Printf("capacity %.0f req/s (Σ caps %d, service %v); offered %.0f req/s for %v\n\n",
 		capacity, int(capacity*service.Seconds()), service, offered, *duration)
-	for _, mode := range []string{"sluice", "naive"} {
+	modes := []string{"sluice", "naive"}
+	if *hidden {
+		modes = modes[:1]
+		fmt.Printf("catalog caps are %d× the provider's hidden caps\n\n", catalogCap)
+	}
+	for _, mode := range modes {
 		r := run(mode, callers, *duration, capacity)
 		r.print(mode)
 	}
@@ -80,11 +94,13 @@ func main() {
 // result is what one run measured.
 type result struct {
 	upstream429 int
+	late429     int // in the second half of the load, after Sluice had time to converge
+	duration    time.Duration
 	served      int
 	elapsed     time.Duration
 	capacity    float64
 	waits       map[string][]time.Duration // by class: request start → upstream call start
-	byTenant    map[string]int             // served background requests per tenant
+	byTenant    map[string]int             // background upstream calls per tenant while the load lasted
 	failed      map[string]int             // by class: never served
 }
 
@@ -108,7 +124,7 @@ func run(mode string, callers []caller, duration time.Duration, capacity float64
 	}
 	defer closeTarget()
 
-	res := result{capacity: capacity, waits: map[string][]time.Duration{}, byTenant: map[string]int{}, failed: map[string]int{}}
+	res := result{duration: duration, capacity: capacity, waits: map[string][]time.Duration{}, byTenant: map[string]int{}, failed: map[string]int{}}
 	var mu sync.Mutex
 	starts := map[string]time.Time{}
 	var wg sync.WaitGroup
@@ -134,9 +150,6 @@ func run(mode string, callers []caller, duration time.Duration, capacity float64
 						return
 					}
 					res.served++
-					if c.class == "background" {
-						res.byTenant[c.tenant]++
-					}
 				})
 			}
 		})
@@ -146,6 +159,9 @@ func run(mode string, callers []caller, duration time.Duration, capacity float64
 	for _, r := range sim.Requests() {
 		if r.Status == http.StatusTooManyRequests {
 			res.upstream429++
+			if d := r.At.Sub(begin); d > duration/2 && d <= duration {
+				res.late429++
+			}
 			continue
 		}
 		tag, class := tagOf(r.Body), ""
@@ -156,6 +172,11 @@ func run(mode string, callers []caller, duration time.Duration, capacity float64
 		}
 		if start, ok := starts[tag]; ok && class != "" {
 			res.waits[class] = append(res.waits[class], r.At.Sub(start))
+		}
+		// Shares are counted while the load lasts: every tenant has a
+		// backlog then, so the order of service is what decides them.
+		if class == "background" && r.At.Sub(begin) < duration {
+			res.byTenant[strings.SplitN(tag, "-", 3)[0]+"-"+strings.SplitN(tag, "-", 3)[1]]++
 		}
 	}
 	return res
@@ -210,7 +231,7 @@ func startSluice(upstream string, callers []caller) (string, func()) {
 	fmt.Fprintf(&b, "version: 1\nserver:\n  listen: 127.0.0.1:0\n  admin_listen: 127.0.0.1:0\n  admin_token_env: ADMIN\n  wait_timeout: 60s\n  priorities: {interactive: {wait: 30s}, background: {wait: 60s}}\n")
 	fmt.Fprintf(&b, "database: {url: \"sqlite://%s\"}\nendpoints:\n  - {id: up, base_url: %s, protocols: [openai.chat]}\naccounts:\n", filepath.Join(dir, "db"), upstream)
 	for _, a := range accounts {
-		fmt.Fprintf(&b, "  - {id: %s, max_inflight: %d, cooldown: {base: 200ms, max: 2s}}\n", a.id, a.cap)
+		fmt.Fprintf(&b, "  - {id: %s, max_inflight: %d, cooldown: {base: 200ms, max: 2s}}\n", a.id, a.cap*catalogCap)
 	}
 	b.WriteString("credentials:\n")
 	for _, a := range accounts {
@@ -252,7 +273,8 @@ func startNaive(upstream string) (string, func()) {
 
 func (r result) print(mode string) {
 	fmt.Printf("== %s\n", mode)
-	fmt.Printf("upstream 429s: %d (%.1f/min)\n", r.upstream429, float64(r.upstream429)/r.elapsed.Minutes())
+	fmt.Printf("upstream 429s: %d (%.1f/min); in the load's second half %.1f/min\n", r.upstream429,
+		float64(r.upstream429)/r.elapsed.Minutes(), float64(r.late429)/(r.duration/2).Minutes())
 	fmt.Printf("throughput: %d served in %v = %.1f req/s = %.2f of the theoretical maximum\n",
 		r.served, r.elapsed.Round(time.Millisecond), float64(r.served)/r.elapsed.Seconds(), float64(r.served)/r.elapsed.Seconds()/r.capacity)
 	for _, class := range []string{"interactive", "background"} {
@@ -270,7 +292,7 @@ func (r result) print(mode string) {
 		total += n
 	}
 	if total > 0 {
-		fmt.Printf("background shares (fair share 0.33): batch-a %.2f, batch-b %.2f, batch-c %.2f\n",
+		fmt.Printf("background shares while overloaded (fair share 0.33; offered 0.60/0.20/0.20): batch-a %.2f, batch-b %.2f, batch-c %.2f\n",
 			float64(r.byTenant["batch-a"])/float64(total), float64(r.byTenant["batch-b"])/float64(total), float64(r.byTenant["batch-c"])/float64(total))
 	}
 	fmt.Println()
