@@ -63,8 +63,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 			return err
 		}
 		e := current[claim.Index]
-		a := h.caller.Execute(ctx, w, req, e, start)
-		claim.Release(ctx, outcome(a))
+		a := h.execute(ctx, w, req, e, start, claim)
 		if !a.Skipped {
 			out.Executions = append(out.Executions, a.Exec)
 		}
@@ -81,6 +80,14 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 		}
 		last = a
 	}
+}
+
+// execute runs one attempt on the claimed edge and releases the claim
+// with its outcome — also when the attempt panics, so a claim is released
+// exactly once on every path.
+func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim) (a upstream.Attempt) {
+	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
+	return h.caller.Execute(ctx, w, req, e, start)
 }
 
 // failure is an attempt that rules edges out for the rest of the request.
