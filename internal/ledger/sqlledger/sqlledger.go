@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -37,15 +38,24 @@ const (
 
 // RecordUsage writes the records in one transaction, idempotently by
 // RequestID: a record whose RequestID is already stored, or appeared earlier
-// in recs, changes nothing, and neither do its executions.
+// in recs, changes nothing, and neither do its executions. Rows go in
+// multi-row statements (a few per batch, not one per row): the writer runs
+// beside the request path, and per-row statements cost as much CPU as the
+// requests themselves.
 func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error {
+	recs = firstOfEach(recs)
 	if len(recs) == 0 {
 		return nil
 	}
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		for i := range recs {
-			if err := insertRecord(ctx, tx, &recs[i]); err != nil {
-				return fmt.Errorf("request %s: %w", recs[i].RequestID, err)
+		for start := 0; start < len(recs); start += rowsPerStatement {
+			batch := recs[start:min(start+rowsPerStatement, len(recs))]
+			inserted, err := insertRecords(ctx, tx, batch)
+			if err != nil {
+				return err
+			}
+			if err := insertExecutions(ctx, tx, batch, inserted); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -56,28 +66,96 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 	return nil
 }
 
-func insertRecord(ctx context.Context, tx *sqldb.Tx, r *sluice.UsageRecord) error {
-	res, err := tx.Exec(ctx, `INSERT INTO usage_records (`+recordColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (request_id) DO NOTHING`,
-		append([]any{r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, r.Status, string(r.Code),
-			r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds()}, usageArgs(r.Usage)...)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err // n == 0: stored before, executions included
-	}
-	for seq, e := range r.Executions {
-		if _, err := tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			append([]any{r.RequestID, seq, e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
-				e.HTTPStatus, e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds()},
-				usageArgs(e.Usage)...)...); err != nil {
-			return fmt.Errorf("execution %d: %w", seq, err)
+// rowsPerStatement bounds the records (17 parameters each) per statement.
+const rowsPerStatement = 64
+
+// firstOfEach drops records whose RequestID appeared earlier in recs.
+func firstOfEach(recs []sluice.UsageRecord) []sluice.UsageRecord {
+	seen := make(map[string]bool, len(recs))
+	out := recs[:0:0]
+	for _, r := range recs {
+		if !seen[r.RequestID] {
+			seen[r.RequestID] = true
+			out = append(out, r)
 		}
 	}
-	return nil
+	return out
+}
+
+// insertRecords inserts recs and returns the IDs that were new.
+func insertRecords(ctx context.Context, tx *sqldb.Tx, recs []sluice.UsageRecord) (map[string]bool, error) {
+	args := make([]any, 0, len(recs)*17)
+	for i := range recs {
+		r := &recs[i]
+		args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, r.Status, string(r.Code),
+			r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds())
+		args = append(args, usageArgs(r.Usage)...)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO usage_records (`+recordColumns+`) VALUES `+
+		placeholders(len(recs), 17)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	inserted := make(map[string]bool, len(recs))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		inserted[id] = true
+	}
+	return inserted, rows.Err()
+}
+
+// insertExecutions inserts the executions of the records that were new,
+// at most executionsPerStatement rows per statement.
+func insertExecutions(ctx context.Context, tx *sqldb.Tx, recs []sluice.UsageRecord, inserted map[string]bool) error {
+	var args []any
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+placeholders(n, 19), args...)
+		args, n = args[:0], 0
+		return err
+	}
+	for i := range recs {
+		r := &recs[i]
+		if !inserted[r.RequestID] {
+			continue // stored before, executions included
+		}
+		for seq, e := range r.Executions {
+			args = append(args, r.RequestID, seq, e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
+				e.HTTPStatus, e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds())
+			args = append(args, usageArgs(e.Usage)...)
+			if n++; n == executionsPerStatement {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// executionsPerStatement keeps 19 parameters a row under SQLite's limit of
+// 32,766 parameters a statement.
+const executionsPerStatement = 1000
+
+// placeholders is "(?, …), (?, …)": rows groups of cols parameters.
+func placeholders(rows, cols int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var b strings.Builder
+	b.Grow(rows * (len(row) + 2))
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
 }
 
 // ListUsage returns records started at or after since, oldest first (ties
