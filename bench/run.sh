@@ -72,7 +72,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
 PIDS=()
 
 cleanup() {
-	local pid
+	local status=$? pid
 	for pid in "${PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null || true
 	done
@@ -83,7 +83,11 @@ cleanup() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
-	rm -rf "$WORK"
+	if ((status == 0)); then
+		rm -rf "$WORK"
+	else
+		echo "run.sh: failed; logs kept in $WORK" >&2
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -232,6 +236,13 @@ wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 
+# alive fails the run, with the end of its log, when process $1 ($2) is gone.
+alive() {
+	kill -0 "$1" 2>/dev/null && return 0
+	tail -n 20 "$3" >&2 2>/dev/null
+	die "$2 (pid $1) has exited"
+}
+
 # pct prints 100 * (b1 - a1) / (b2 - a2) for two "busy total" samples.
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }'; }
 
@@ -245,6 +256,8 @@ others() { awk -v a="$1" -v b="$2" -v n="$NCPU" -v ours="$3" 'BEGIN { split(a, x
 measure() {
 	local variant=$1 round=$2 url=$3 out="$WORK/wrk-$1-$2.txt"
 	local t0 t1 c0 c1 l0 l1 u0 u1 k0 k1 m0 m1 requests
+	alive "$UPSTREAM_PID" upstream "$WORK/upstream.out"
+	alive "$PROXY_PID" "$variant" "$WORK/$variant-$round.err"
 	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/post.lua" "$url" >/dev/null
 	c0=$(corestat "$PROXY_CPU"); l0=$(corestat "$LOAD_CPU"); t0=$(cputicks "$PROXY_PID")
 	u0=$(cputicks "$UPSTREAM_PID"); k0=$(childticks); m0=$(proctime)

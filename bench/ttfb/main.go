@@ -4,7 +4,9 @@
 // complete `data:` event) and records when each event arrived, to check
 // that the proxy passes every upstream event on as it comes: an event that
 // arrives in the same read as the one before, or less than a quarter of the
-// upstream's --chunk-delay after it, counts as merged (target 0).
+// upstream's --chunk-delay after it, counts as merged (target 0). Callers
+// start their streams spread out in time, so what is measured is the
+// latency of one stream, not of a burst of simultaneous ones.
 //
 // It prints one line of key=value pairs for scripts (see run.sh):
 //
@@ -17,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -65,14 +68,21 @@ func main() {
 		results []result
 		wg      sync.WaitGroup
 	)
-	for range *concurrency {
+	// Streams all last about as long, so callers that started together
+	// would keep arriving together and each would wait for the others'
+	// requests: spread their starts over one stream's length, and pause a
+	// random fraction of a chunk delay between streams so they stay apart.
+	period := *chunkDelay * time.Duration(*maxTokens+4)
+	for i := range *concurrency {
 		wg.Go(func() {
 			buf := make([]byte, 32<<10)
+			time.Sleep(period * time.Duration(i) / time.Duration(*concurrency))
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				r := stream(ctx, client, *url, *key, body, buf, minGap)
 				mu.Lock()
 				results = append(results, r)
 				mu.Unlock()
+				time.Sleep(rand.N(*chunkDelay))
 			}
 		})
 	}
