@@ -177,6 +177,20 @@ func (cmd *command) usage(format string, args ...any) error {
 }
 
 // client returns a client of the admin API the flags and environment name.
+// oneID parses a command that takes exactly one ID, and returns the ID
+// with a client for the admin API.
+func (cmd *command) oneID(args []string) (string, *Client, error) {
+	pos, err := cmd.parse(args, 1, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return "", nil, err
+	}
+	return pos[0], cl, nil
+}
+
 func (cmd *command) client() (*Client, error) {
 	u, err := url.Parse(cmd.adminURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -108,24 +108,20 @@ func (c *cli) keysList(args []string) error {
 // keyAction runs "keys show|disable|enable|revoke ID".
 func (c *cli) keyAction(args []string, action string) error {
 	cmd := c.command("keys "+action, "ID")
-	pos, err := cmd.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := cmd.client()
+	id, cl, err := cmd.oneID(args)
 	if err != nil {
 		return err
 	}
 	var k *KeyRecord
 	switch action {
 	case "show":
-		k, err = cl.Key(c.ctx, pos[0])
+		k, err = cl.Key(c.ctx, id)
 	case "disable":
-		k, err = cl.Disable(c.ctx, pos[0])
+		k, err = cl.Disable(c.ctx, id)
 	case "enable":
-		k, err = cl.Enable(c.ctx, pos[0])
+		k, err = cl.Enable(c.ctx, id)
 	case "revoke":
-		k, err = cl.Revoke(c.ctx, pos[0])
+		k, err = cl.Revoke(c.ctx, id)
 	}
 	if err != nil {
 		return err
@@ -135,15 +131,11 @@ func (c *cli) keyAction(args []string, action string) error {
 
 func (c *cli) keysRotate(args []string) error {
 	cmd := c.command("keys rotate", "ID")
-	pos, err := cmd.parse(args, 1, 1)
+	id, cl, err := cmd.oneID(args)
 	if err != nil {
 		return err
 	}
-	cl, err := cmd.client()
-	if err != nil {
-		return err
-	}
-	issued, err := cl.Rotate(c.ctx, pos[0])
+	issued, err := cl.Rotate(c.ctx, id)
 	if err != nil {
 		return err
 	}

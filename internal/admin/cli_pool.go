@@ -91,19 +91,15 @@ func listItems[T any](c *cli, group string, args []string, fetch func(*Client, c
 // accountAction runs "accounts show|disable|enable ID".
 func (c *cli) accountAction(args []string, action string) error {
 	cmd := c.command("accounts "+action, "ID")
-	pos, err := cmd.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := cmd.client()
+	id, cl, err := cmd.oneID(args)
 	if err != nil {
 		return err
 	}
 	var a *AccountState
 	if action == "show" {
-		a, err = cl.Account(c.ctx, pos[0])
+		a, err = cl.Account(c.ctx, id)
 	} else {
-		a, err = cl.SetAccount(c.ctx, pos[0], action)
+		a, err = cl.SetAccount(c.ctx, id, action)
 	}
 	if err != nil {
 		return err
@@ -129,19 +125,15 @@ func (c *cli) credentialAction(args []string, action string) error {
 		cmd.synopsis += " [--force]"
 		cmd.fs.BoolVar(&force, "force", false, "remove a draining credential although it holds claims, dropping its running work")
 	}
-	pos, err := cmd.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := cmd.client()
+	id, cl, err := cmd.oneID(args)
 	if err != nil {
 		return err
 	}
 	var cr *CredentialState
 	if action == "show" {
-		cr, err = cl.Credential(c.ctx, pos[0])
+		cr, err = cl.Credential(c.ctx, id)
 	} else {
-		cr, err = cl.SetCredential(c.ctx, pos[0], action, force)
+		cr, err = cl.SetCredential(c.ctx, id, action, force)
 	}
 	if err != nil {
 		return err
