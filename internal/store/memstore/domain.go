@@ -264,20 +264,25 @@ func (u *unit) effCap() int {
 
 // learn runs the AIMD of u's hidden cap on a release that ended with out,
 // k being the unit's in-flight count including the released lease. A rate
-// limit lowers ecap to max(1, k-1) (never raising it, and only below Cap);
-// every ecap successes since the last change raise it by one, and it is
-// dropped (0, not limiting) once it reaches Cap, or, with Cap 0, once it
-// exceeds top, the in-flight count that was rate limited.
+// limit with others in flight (k >= 2; a lone request's 429 says nothing
+// about concurrency) lowers ecap to k-1 (never raising it, and only below
+// Cap) and restarts the count of successes: the k-1 calls still in flight
+// started before the lesson, so their successes do not count. Enough later
+// successes (patience) raise ecap by one; it is dropped (0, not limiting)
+// once it reaches Cap, or, with Cap 0, once it exceeds top, the in-flight
+// count that was rate limited.
 func (u *unit) learn(out store.Outcome, k int) {
 	switch {
-	case out.RateLimited:
-		e := max(1, k-1)
-		if (u.cap <= 0 || k-1 < u.cap) && (u.ecap <= 0 || e < u.ecap) {
-			u.ecap, u.succ, u.top = e, 0, k
+	case out.RateLimited && k >= 2:
+		if e := k - 1; (u.cap <= 0 || e < u.cap) && (u.ecap <= 0 || e < u.ecap) {
+			u.ecap, u.top = e, k
+		}
+		if u.ecap > 0 {
+			u.succ = -(k - 1)
 		}
 	case out.Success && u.ecap > 0:
 		u.succ++
-		if u.succ < u.ecap {
+		if u.succ < patience(u.ecap, u.top) {
 			return
 		}
 		u.ecap++
@@ -286,6 +291,18 @@ func (u *unit) learn(out store.Outcome, k int) {
 			u.ecap, u.top = 0, 0
 		}
 	}
+}
+
+// patience is how many successes at effective cap ecap earn one more slot:
+// ten rounds of the cap, and a hundred before retrying the concurrency that
+// was last rate limited (top), so a unit that found the upstream's hidden cap
+// tests it again only now and then instead of earning a 429 every few
+// rounds. redisstore's release.lua applies the same rule.
+func patience(ecap, top int) int {
+	if ecap+1 >= top {
+		return ecap * 100
+	}
+	return ecap * 10
 }
 
 // enqueue puts the ticket of a, of class class, in q behind every ticket of

@@ -35,61 +35,56 @@ func testHiddenCapLearned(t *testing.T, f *fixture) {
 	f.cancel(f.s, "x")
 }
 
-// testEffectiveCapCreepsBack: after a learned cap, every ecap successes
-// raise it by one, until it reaches Cap and stops limiting.
+// testEffectiveCapCreepsBack: after a learned cap, the successes of calls
+// that were in flight at the 429 do not count; then ten rounds of the cap
+// raise it by one, and a hundred before it retries the concurrency that was
+// rate limited; it stops limiting at Cap (or, with Cap 0, above that
+// concurrency).
 func testEffectiveCapCreepsBack(t *testing.T, f *fixture) {
-	c := f.cand(f.unit("u", 4), "c", 0)
-	for i := range 3 {
-		mustGrant(t, f.s, f.req(fmt.Sprintf("t%d", i), c))
+	for _, tt := range []struct {
+		name  string
+		limit int
+	}{{"u", 4}, {"z", 0}} {
+		c := f.cand(f.unit(tt.name, tt.limit), "c"+tt.name, 0)
+		for i := range 3 {
+			mustGrant(t, f.s, f.req(fmt.Sprintf("%s-t%d", tt.name, i), c))
+		}
+		_, after := f.release(f.s, tt.name+"-t0", store.Outcome{RateLimited: true, RetryAfter: time.Millisecond})
+		sleepPast(after.Add(time.Millisecond))
+		f.release(f.s, tt.name+"-t1", store.Outcome{Success: true})
+		f.release(f.s, tt.name+"-t2", store.Outcome{Success: true})
+		if us := f.unitState(f.s, tt.name); us.EffectiveCap != 2 {
+			t.Fatalf("%s after the calls in flight succeeded: EffectiveCap %d, want 2 (they started before the lesson)", tt.name, us.EffectiveCap)
+		}
+		// 2 → 3 retries the concurrency that was rate limited (3): 100 rounds.
+		if n := successesUntilChange(t, f, c, tt.name); n != 200 {
+			t.Errorf("%s: successes to raise 2 → 3 = %d, want 200", tt.name, n)
+		}
+		if us := f.unitState(f.s, tt.name); us.EffectiveCap != 3 {
+			t.Fatalf("%s: EffectiveCap %d, want 3", tt.name, us.EffectiveCap)
+		}
+		if n := successesUntilChange(t, f, c, tt.name); n != 300 {
+			t.Errorf("%s: successes to raise 3 → 4 = %d, want 300", tt.name, n)
+		}
+		if us := f.unitState(f.s, tt.name); us.EffectiveCap != 0 {
+			t.Fatalf("%s: EffectiveCap %d, want 0 (no longer limiting)", tt.name, us.EffectiveCap)
+		}
 	}
-	_, after := f.release(f.s, "t0", store.Outcome{RateLimited: true, RetryAfter: time.Millisecond})
-	sleepPast(after.Add(time.Millisecond))
-	f.release(f.s, "t1", store.Outcome{Success: true})
-	if us := f.unitState(f.s, "u"); us.EffectiveCap != 2 {
-		t.Fatalf("after 1 success: EffectiveCap %d, want 2", us.EffectiveCap)
-	}
-	f.release(f.s, "t2", store.Outcome{Success: true})
-	if us := f.unitState(f.s, "u"); us.EffectiveCap != 3 {
-		t.Fatalf("after 2 successes: EffectiveCap %d, want 3", us.EffectiveCap)
-	}
-	for i := range 3 {
-		s := fmt.Sprintf("s%d", i)
-		mustGrant(t, f.s, f.req(s, c))
-		f.release(f.s, s, store.Outcome{Success: true})
-	}
-	if us := f.unitState(f.s, "u"); us.EffectiveCap != 0 {
-		t.Fatalf("after 5 successes: EffectiveCap %d, want 0 (back at Cap)", us.EffectiveCap)
-	}
-	for i := range 4 {
-		mustGrant(t, f.s, f.req(fmt.Sprintf("f%d", i), c))
-	}
-	mustQueueAt(t, f.s, f.req("over", c), 0)
-	for i := range 4 {
-		f.release(f.s, fmt.Sprintf("f%d", i), store.Outcome{})
-	}
-	f.cancel(f.s, "over")
+}
 
-	// Cap 0 (unlimited): the learned cap limits, and is dropped once it
-	// exceeds the in-flight count that was rate limited (3 here).
-	z := f.cand(store.Unit{ID: f.name("z")}, "cz", 0)
-	for i := range 3 {
-		mustGrant(t, f.s, f.req(fmt.Sprintf("z%d", i), z))
+// successesUntilChange runs one successful call at a time on c until the
+// unit's effective cap changes, and returns how many it took.
+func successesUntilChange(t *testing.T, f *fixture, c store.Candidate, unit string) int {
+	t.Helper()
+	start := f.unitState(f.s, unit).EffectiveCap
+	for n := 1; n <= 1000; n++ {
+		id := fmt.Sprintf("%s-s%d-%d", unit, start, n)
+		mustGrant(t, f.s, f.req(id, c))
+		f.release(f.s, id, store.Outcome{Success: true})
+		if f.unitState(f.s, unit).EffectiveCap != start {
+			return n
+		}
 	}
-	_, after = f.release(f.s, "z0", store.Outcome{RateLimited: true, RetryAfter: time.Millisecond})
-	sleepPast(after.Add(time.Millisecond))
-	mustQueueAt(t, f.s, f.req("zw", z), 0)
-	f.cancel(f.s, "zw")
-	f.release(f.s, "z1", store.Outcome{Success: true})
-	f.release(f.s, "z2", store.Outcome{Success: true})
-	if us := f.unitState(f.s, "z"); us.EffectiveCap != 3 || us.Cap != 0 {
-		t.Fatalf("Cap 0 after 2 successes: EffectiveCap %d, Cap %d; want 3, 0", us.EffectiveCap, us.Cap)
-	}
-	for i := range 3 {
-		s := fmt.Sprintf("zs%d", i)
-		mustGrant(t, f.s, f.req(s, z))
-		f.release(f.s, s, store.Outcome{Success: true})
-	}
-	if us := f.unitState(f.s, "z"); us.EffectiveCap != 0 {
-		t.Errorf("Cap 0 after 5 successes: EffectiveCap %d, want 0", us.EffectiveCap)
-	}
+	t.Fatalf("%s: effective cap %d never changed", unit, start)
+	return 0
 }

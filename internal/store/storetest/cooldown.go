@@ -46,17 +46,14 @@ func testCooldown(t *testing.T, f *fixture) {
 		t.Errorf("probing: Probe %q, InFlight %d; want in_flight, 1", us.Probe, us.InFlight)
 	}
 
-	// The probe succeeds: the unit is open, up to its effective cap: t0
-	// was limited alone, which taught a cap of 1, and this success raised
-	// it to 2.
+	// The probe succeeds: the unit is open, up to Cap.
 	f.release(f.s, "w0", store.Outcome{Success: true})
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= 3; i++ {
 		if g := mustGrant(t, f.s, reqs[i]); g.Probe {
 			t.Errorf("open again: %s is a probe", reqs[i].Ticket)
 		}
 	}
-	mustQueueAt(t, f.s, reqs[3], 0)
-	mustQueueAt(t, f.s, reqs[4], 1)
+	mustQueueAt(t, f.s, reqs[4], 0)
 	if us := f.unitState(f.s, "u"); us.Level != 0 || !us.CoolingUntil.IsZero() || us.Probe != "" {
 		t.Errorf("open again: Level %d, CoolingUntil %v, Probe %q; want 0, zero, \"\"", us.Level, us.CoolingUntil, us.Probe)
 	}
@@ -65,7 +62,7 @@ func testCooldown(t *testing.T, f *fixture) {
 	// Base·2.
 	_, after = f.release(f.s, "w1", limited)
 	f.release(f.s, "w2", store.Outcome{})
-	f.cancel(f.s, "w3")
+	f.release(f.s, "w3", store.Outcome{})
 	sleepPast(after.Add(baseCool))
 	if g := mustGrant(t, f.s, reqs[4]); !g.Probe {
 		t.Errorf("after the second cooldown w4 = %+v, want the probe", g)

@@ -198,13 +198,13 @@ func testInspector(t *testing.T, f *fixture) {
 	}
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 1, "c3": 1, "nobody": 0})
 
-	// t2 ends first, so t1 is limited alone: the learned effective cap
-	// (max(1, k-1) = 1) does not keep the probe out.
+	// t2 ends first, so t1 is limited alone: a lone request's 429 teaches
+	// no concurrency cap, and the probe is not kept out.
 	f.release(f.s, "t2", store.Outcome{})
 	before, after := f.release(f.s, "t1", store.Outcome{RateLimited: true, RetryAfter: cool})
 	us := f.unitState(f.s, "u")
-	if us.InFlight != 0 || us.Level != 1 || us.Probe != "" || us.EffectiveCap != 1 {
-		t.Errorf("cooling: %+v, want InFlight 0, Level 1, Probe \"\", EffectiveCap 1", us)
+	if us.InFlight != 0 || us.Level != 1 || us.Probe != "" || us.EffectiveCap != 0 {
+		t.Errorf("cooling: %+v, want InFlight 0, Level 1, Probe \"\", EffectiveCap 0", us)
 	}
 	within(t, "cooling: CoolingUntil", us.CoolingUntil, before.Add(cool), after.Add(cool))
 
@@ -220,7 +220,6 @@ func testInspector(t *testing.T, f *fixture) {
 	}
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 0})
 
-	// The probe's success also raises the effective cap back to Cap.
 	f.release(f.s, "t3", store.Outcome{Success: true})
 	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}
 	if us := f.unitState(f.s, "u"); us != wantU {

@@ -17,26 +17,38 @@ local u = split(rec, '\31')[1]
 -- k: the unit's in flight, this lease included (what ran when it ended).
 local av = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0ecap', u .. '\0es', u .. '\0etop')
 local l = drop_lease(ARGV[1])
--- Hidden-cap AIMD (see store.Claims): a rate limit lowers ecap to
--- max(1, k-1) (only below Cap, never raising it); every ecap successes
--- raise it by one; it is dropped once it reaches Cap, or with Cap 0 once
--- it exceeds etop, the k of its last decrease.
+-- Hidden-cap AIMD, as memstore's unit.learn: a rate limit with others in
+-- flight (k >= 2) lowers ecap to k-1 (only below Cap, never raising it) and
+-- restarts the success count at -(k-1), since the calls still in flight
+-- started before the lesson; then ten rounds of the cap per step, a
+-- hundred before retrying the concurrency last rate limited (etop); ecap is
+-- dropped once it reaches Cap, or with Cap 0 once it exceeds etop.
 do
   local k, cap, ecap = tonumber(av[1]) or 0, tonumber(av[2]) or 0, tonumber(av[3]) or 0
+  local top = tonumber(av[5]) or 0
   if ARGV[2] == '1' then
-    local e = math.max(1, k - 1)
-    if (cap <= 0 or k - 1 < cap) and (ecap <= 0 or e < ecap) then
-      redis.call('HSET', K_UNIT, u .. '\0ecap', e, u .. '\0etop', k)
-      redis.call('HDEL', K_UNIT, u .. '\0es')
+    if k >= 2 then
+      local e = k - 1
+      if (cap <= 0 or e < cap) and (ecap <= 0 or e < ecap) then
+        ecap, top = e, k
+        redis.call('HSET', K_UNIT, u .. '\0ecap', e, u .. '\0etop', k)
+      end
+      if ecap > 0 then
+        redis.call('HSET', K_UNIT, u .. '\0es', -(k - 1))
+      end
     end
   elseif ARGV[4] == '1' and ecap > 0 then
     local es = (tonumber(av[4]) or 0) + 1
-    if es < ecap then
+    local need = ecap * 10
+    if ecap + 1 >= top then
+      need = ecap * 100
+    end
+    if es < need then
       redis.call('HSET', K_UNIT, u .. '\0es', es)
     else
       ecap = ecap + 1
       redis.call('HDEL', K_UNIT, u .. '\0es')
-      if (cap > 0 and ecap >= cap) or (cap <= 0 and ecap > (tonumber(av[5]) or 0)) then
+      if (cap > 0 and ecap >= cap) or (cap <= 0 and ecap > top) then
         redis.call('HDEL', K_UNIT, u .. '\0ecap', u .. '\0etop')
       else
         redis.call('HSET', K_UNIT, u .. '\0ecap', ecap)
