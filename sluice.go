@@ -219,8 +219,9 @@ type Request struct {
 	Stream       bool
 	IncludeUsage bool   // the caller asked for stream usage itself
 	Priority     string // the class the caller asked for (X-Sluice-Priority); "" = the key's
-	User         string
-	Tokens       int // estimated tokens (prompt + allowed output), reserved against TPM limits
+	Task         string // the task type the caller declared (X-Sluice-Task); "" = the key's
+	User         string // the end user: X-Sluice-User, else the body's "user"
+	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	Body         []byte
 	Received     time.Time
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,59 @@ func TestKeyAndTenantLimitsWaitAndBudget(t *testing.T) {
 		midnight := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		if s != http.StatusTooManyRequests || e.Error.Code != string(sluice.CodeCapacityWaitTimeout) || time.Duration(retry)*time.Second < time.Until(midnight)-time.Minute {
 			t.Errorf("request past the daily budget = %d %s (Retry-After %ds), want capacity_wait_timeout until about midnight UTC (%v)", s, body, retry, time.Until(midnight).Round(time.Second))
+		}
+	})
+}
+
+// TestEndUserAndTaskTypeLimits: a key's per-user limit keeps each end user
+// to one call in flight while two users run side by side; a task type's limit
+// holds across users; a task type the key may not declare is refused.
+func TestEndUserAndTaskTypeLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
+		tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, user_limits: {max_inflight: 1}, task: chat, tasks: [summarize]}\n", 1)
+		tpl += "task_types:\n  - {id: chat}\n  - {id: summarize, limits: {max_inflight: 1}}\n"
+		h := newHarnessWith(t, tpl, state, simAccounts())
+		send := func(user, task string) int {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/chat/completions"),
+				strings.NewReader(`{"model":"two","user":"`+user+`","messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+testEnv["KEY_BG"])
+			if task != "" {
+				req.Header.Set("X-Sluice-Task", task)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("send: %v", err)
+				return 0
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		burst := func(users []string, task string) {
+			statuses := make([]int, len(users))
+			var wg sync.WaitGroup
+			for i, u := range users {
+				wg.Go(func() { statuses[i] = send(u, task) })
+			}
+			wg.Wait()
+			allOK(t, statuses)
+		}
+		burst([]string{"alice", "alice", "alice"}, "")
+		if peak := h.simA.MaxInFlight(""); peak != 1 {
+			t.Errorf("one end user's peak = %d, want 1 (user_limits max_inflight 1)", peak)
+		}
+		h.simA.Reset()
+		burst([]string{"alice", "bob"}, "")
+		if peak := h.simA.MaxInFlight(""); peak != 2 {
+			t.Errorf("two end users' peak = %d, want 2: each has a limit of its own", peak)
+		}
+		h.simA.Reset()
+		burst([]string{"carol", "dave", "erin"}, "summarize")
+		if peak := h.simA.MaxInFlight(""); peak != 1 {
+			t.Errorf("task type summarize peak = %d, want 1 across users", peak)
+		}
+		if s := send("alice", "translate"); s != http.StatusForbidden {
+			t.Errorf("undeclared task type = %d, want 403", s)
 		}
 	})
 }

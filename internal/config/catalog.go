@@ -15,6 +15,14 @@ type Catalog struct {
 	Pools       []Pool       `yaml:"pools"`
 	Keys        []Key        `yaml:"keys"`
 	Tenants     []Tenant     `yaml:"tenants"`
+	TaskTypes   []TaskType   `yaml:"task_types"`
+}
+
+// TaskType is a kind of work (for example "summarize" or "batch-embed")
+// with limits shared by every request that declares it.
+type TaskType struct {
+	ID     string `yaml:"id"`
+	Limits Limits `yaml:"limits"`
 }
 
 // Tenant holds the limits shared by every key of one tenant.
@@ -154,7 +162,10 @@ type Key struct {
 	Priority   string   `yaml:"priority"`
 	Policy     Policy   `yaml:"policy"`
 	Limits     Limits   `yaml:"limits"`
-	ExpiresAt  string   `yaml:"expires_at"` // RFC 3339, optional
+	UserLimits Limits   `yaml:"user_limits"` // for each end user of the key (the request's "user" or X-Sluice-User)
+	Task       string   `yaml:"task"`        // default task type; X-Sluice-Task may pick another of Tasks
+	Tasks      []string `yaml:"tasks"`       // task types the key may declare besides its default
+	ExpiresAt  string   `yaml:"expires_at"`  // RFC 3339, optional
 }
 
 // Policy is a key's route policy.

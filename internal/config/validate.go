@@ -32,6 +32,7 @@ func Validate(c *Catalog, lookupEnv func(string) (string, bool)) error {
 	v.credentials()
 	v.models()
 	v.pools()
+	v.taskTypes()
 	v.keys()
 	v.tenants()
 	return errors.Join(v.errs...)
@@ -40,6 +41,7 @@ func Validate(c *Catalog, lookupEnv func(string) (string, bool)) error {
 // validator collects the problems of one catalog. Each pass indexes the IDs
 // the later passes refer to, so the passes run in declaration order.
 type validator struct {
+	tasks     map[string]int // task type IDs
 	c         *Catalog
 	lookupEnv func(string) (string, bool)
 	errs      []error
@@ -303,6 +305,14 @@ func (v *validator) tenants() {
 			v.addf(at+".weight", "must be >= 0")
 		}
 		v.limitSet(at+".limits", t.Limits)
+	}
+}
+
+// taskTypes checks the task types and indexes them for the keys.
+func (v *validator) taskTypes() {
+	v.tasks = v.unique("task_types", "id", len(v.c.TaskTypes), func(i int) string { return v.c.TaskTypes[i].ID })
+	for i, tt := range v.c.TaskTypes {
+		v.limitSet(fmt.Sprintf("task_types[%d].limits", i), tt.Limits)
 	}
 }
 

@@ -115,6 +115,15 @@ func (v *validator) keys() {
 		}
 		v.policy(at+".policy", &k.Policy)
 		v.limitSet(at+".limits", k.Limits)
+		v.limitSet(at+".user_limits", k.UserLimits)
+		if _, ok := v.tasks[k.Task]; k.Task != "" && !ok {
+			v.addf(at+".task", "unknown task type %q", k.Task)
+		}
+		for j, task := range k.Tasks {
+			if _, ok := v.tasks[task]; !ok {
+				v.addf(fmt.Sprintf("%s.tasks[%d]", at, j), "unknown task type %q", task)
+			}
+		}
 		if k.ExpiresAt != "" {
 			if _, err := time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
 				v.addf(at+".expires_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)

@@ -158,6 +158,9 @@ func TestValidate(t *testing.T) {
 		{"TenantDuplicate", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t"}, {ID: "t"}} }, `tenants[1].id: duplicate`},
 		{"TenantDailyNegative", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t", Limits: Limits{DailyTokens: -1}}} }, `tenants[0].limits.daily_tokens: must be >= 0`},
 		{"ModelLimitNegative", func(c *Catalog) { c.Models[0].Limits.MaxInflight = -1 }, `models[0].limits.max_inflight: must be >= 0`},
+		{"KeyUnknownTask", func(c *Catalog) { c.Keys[0].Task = "nope" }, `keys[0].task: unknown task type "nope"`},
+		{"KeyUnknownTasks", func(c *Catalog) { c.Keys[0].Tasks = []string{"nope"} }, `keys[0].tasks[0]: unknown task type "nope"`},
+		{"UserLimitNegative", func(c *Catalog) { c.Keys[0].UserLimits.RPM = -1 }, `keys[0].user_limits.rpm: must be >= 0`},
 		{"UnknownPriorityClass", func(c *Catalog) { c.Server.Priorities = map[string]Priority{"urgent": {}} }, `server.priorities.urgent: unknown priority class`},
 		{"ReserveForBackground", func(c *Catalog) {
 			c.Accounts[0].MaxInflight = 4

@@ -90,7 +90,10 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
 	}
-	req.ID, req.Received, req.Priority = id, start, r.Header.Get("X-Sluice-Priority")
+	req.ID, req.Received, req.Priority, req.Task = id, start, r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
+	if u := r.Header.Get("X-Sluice-User"); u != "" {
+		req.User = u
+	}
 	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
 	return out, req, err
 }

@@ -23,7 +23,7 @@ import (
 // credential of the cooled account); an auth failure disables the credential;
 // a billing failure disables the account; an endpoint failure drops the edge.
 // Nothing is retried after the first byte reached the caller.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, key *sluice.Key, req *sluice.Request, edges []*sluice.Edge, out *Outcome) error {
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, out *Outcome) error {
 	start := time.Now()
 	class := class(key, req)
 	deadline := start.Add(snap.Wait(class))
@@ -37,7 +37,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 			snap = s
 			edges, _ = h.route(snap, req)
 		}
-		limits := snap.Limits(key, req.Model)
+		limits := snap.Limits(key, req, task)
 		current = current[:0]
 		var cands []store.Candidate
 		for _, e := range edges {

@@ -70,9 +70,15 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		h.settle(ctx, p, req, out, err)
 		return out, err
 	}
+	task, ok := snap.Task(p.Key, req.Task)
+	if !ok {
+		err = &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not declare task type " + req.Task}
+		h.settle(ctx, p, req, out, err)
+		return out, err
+	}
 	edges, err := h.route(snap, req)
 	if err == nil {
-		err = h.call(ctx, w, snap, p.Key, req, edges, &out)
+		err = h.call(ctx, w, snap, p.Key, req, task, edges, &out)
 	}
 	h.settle(ctx, p, req, out, err)
 	return out, err

@@ -42,8 +42,17 @@ type Snapshot struct {
 	units   map[string]store.Candidate // by edge ID
 	wait    [store.Classes]time.Duration
 	reserve map[string][]int      // by account ID: slots kept for interactive, standard
-	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…"
+	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…", "task:…"
 	weights map[string]int        // tenant → fair-queueing weight
+	tasks   map[string]keyTasks   // static key ID → its task types
+	perUser map[string]store.Unit // static key ID → the limits of each of its end users (ID left empty)
+}
+
+// keyTasks is the task type a key's requests have by default and the
+// others it may declare.
+type keyTasks struct {
+	def     string
+	allowed []string
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -65,6 +74,8 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		reserve:      map[string][]int{},
 		limits:       map[string]store.Unit{},
 		weights:      map[string]int{},
+		tasks:        map[string]keyTasks{},
+		perUser:      map[string]store.Unit{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
@@ -114,8 +125,15 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		s.limit("tenant:"+t.ID, t.Limits)
 		s.weights[t.ID] = t.Weight
 	}
+	for _, tt := range c.TaskTypes {
+		s.limit("task:"+tt.ID, tt.Limits)
+	}
 	for _, k := range c.Keys {
 		s.limit("key:"+k.ID, k.Limits)
+		s.tasks[k.ID] = keyTasks{def: k.Task, allowed: k.Tasks}
+		if l := k.UserLimits; l != (config.Limits{}) {
+			s.perUser[k.ID] = store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+		}
 	}
 	for i := range c.Keys {
 		k, err := compileKey(&c.Keys[i], lookupEnv)
@@ -234,15 +252,31 @@ func (s *Snapshot) limit(id string, l config.Limits) {
 	}
 }
 
-// Limits returns the limits of Sluice's own that a request of key k for
-// alias must fit in besides its upstream unit: the key's, its tenant's and
-// the alias's, where configured.
-func (s *Snapshot) Limits(k *sluice.Key, alias string) []store.Unit {
+// Task is the task type of a request of key k that declared asked ("" =
+// none): the key's default, or one of the types the key may declare; false
+// when the key may not declare it.
+func (s *Snapshot) Task(k *sluice.Key, asked string) (string, bool) {
+	kt := s.tasks[k.ID]
+	if asked == "" || asked == kt.def {
+		return kt.def, true
+	}
+	return asked, slices.Contains(kt.allowed, asked)
+}
+
+// Limits returns the limits of Sluice's own that a request must fit in
+// besides its upstream unit, where configured: its key's, its tenant's, its
+// alias's, its task type's and its end user's (per key, so one tenant's user
+// names never meet another's).
+func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []store.Unit {
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + alias} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
+	}
+	if u, ok := s.perUser[k.ID]; ok && req.User != "" {
+		u.ID = "user:" + k.ID + ":" + req.User
+		out = append(out, u)
 	}
 	return out
 }
