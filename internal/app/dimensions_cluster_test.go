@@ -1,0 +1,98 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
+)
+
+// TestLimitsHoldAcrossTwoGatewaysOnOneRedis: two gateways share one Redis;
+// a key limited to one call in flight and an alias limited to two keep
+// their limits whichever gateway the calls go through.
+func TestLimitsHoldAcrossTwoGatewaysOnOneRedis(t *testing.T) {
+	url := testenv.Redis(t)
+	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+strings.ToLower(t.Name()[:8])+fmt.Sprint(time.Now().UnixNano())+":")
+	tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
+	tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, limits: {max_inflight: 1}}\n", 1)
+	tpl = strings.Replace(tpl, "  - alias: two\n", "  - alias: two\n    limits: {max_inflight: 2}\n", 1)
+	h := newHarnessWith(t, tpl, state, simAccounts())
+	second, err := app.Start(t.Context(), app.Options{
+		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Close() })
+	gateways := []string{h.gw.Addr(), second.Addr()}
+
+	burst := func(key, model string, n int) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+gateways[i%2]+"/v1/chat/completions",
+					strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("request: %v", err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("request through %s = %d", gateways[i%2], resp.StatusCode)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	burst(testEnv["KEY_BG"], "two", 6)
+	if peak := h.simA.MaxInFlight(""); peak != 1 {
+		t.Errorf("key limited to 1, through two gateways: upstream peak %d, want 1", peak)
+	}
+	h.simA.Reset()
+	burst(keyWeb, "two", 8) // org-1 and org-2 would take 4 at once
+	if peak := h.simA.MaxInFlight(""); peak != 2 {
+		t.Errorf("alias limited to 2, through two gateways: upstream peak %d, want 2", peak)
+	}
+}
+
+// TestHiddenCapIsLearned: the catalog allows org-1 four calls in flight but
+// the provider refuses a third. After the first refusals Sluice keeps to
+// two: the later calls see no 429.
+func TestHiddenCapIsLearned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
+		tpl = strings.Replace(tpl, "{id: org-1, quota_scope: account, max_inflight: 2, cooldown: {base: 300ms, max: 2s}}",
+			"{id: org-1, quota_scope: account, max_inflight: 4, cooldown: {base: 50ms, max: 500ms}}", 1)
+		opts := simAccounts() // org-1's hidden cap stays 2
+		for _, id := range []string{"k1", "k2", "k3"} {
+			opts.Keys[upstreamKey(id)] = simulator.Behavior{Account: "org-1", Latency: 50 * time.Millisecond, RetryAfter: 50 * time.Millisecond}
+		}
+		h := newHarnessWith(t, tpl, state, opts)
+		allOK(t, h.burst(t.Context(), 40, "one"))
+		recs := h.simA.Requests()
+		late := 0
+		for _, r := range recs[len(recs)/2:] {
+			if r.Status == http.StatusTooManyRequests {
+				late++
+			}
+		}
+		if total := h.upstream429s(); total > 6 || late != 0 {
+			t.Errorf("upstream 429s: %d in all, %d in the second half of %d calls; want a few while learning, none after", total, late, len(recs))
+		}
+		if a := h.accounts(t)["org-1"]; a.InFlight != 0 {
+			t.Errorf("org-1 after the burst: %+v, want no claims left", a)
+		}
+	})
+}
