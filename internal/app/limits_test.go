@@ -108,3 +108,28 @@ func TestEndUserAndTaskTypeLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestPoolPolicyRoutesThroughItsAccountsUnderItsLimit: a key whose policy
+// routes through a pool uses only the pool's accounts, and the pool's limit
+// applies on top of theirs.
+func TestPoolPolicyRoutesThroughItsAccountsUnderItsLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
+		tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, policy: {mode: pool, pool: cheap}}\n", 1)
+		tpl += "pools:\n  - {id: cheap, accounts: [org-2], max_inflight: 1}\n"
+		h := newHarnessWith(t, tpl, state, simAccounts())
+		statuses := make([]int, 4)
+		var wg sync.WaitGroup
+		for i := range statuses {
+			wg.Go(func() {
+				statuses[i], _, _ = h.post(t.Context(), "/v1/chat/completions", testEnv["KEY_BG"], strings.Replace(chatBody, "fast", "two", 1))
+			})
+		}
+		wg.Wait()
+		allOK(t, statuses)
+		org1 := h.simA.Count(upstreamKey("k1")) + h.simA.Count(upstreamKey("k2")) + h.simA.Count(upstreamKey("k3"))
+		if peak := h.simA.MaxInFlight("org-2"); org1 != 0 || peak != 1 {
+			t.Errorf("pool key: %d calls on org-1 (outside the pool), org-2 peak %d; want 0 and 1 (the pool's limit)", org1, peak)
+		}
+	})
+}

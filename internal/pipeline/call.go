@@ -41,7 +41,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 		current = current[:0]
 		var cands []store.Candidate
 		for _, e := range edges {
-			if h.inService(snap, e) && !ruledOut(failed, e) {
+			if h.inService(snap, e) && snap.InPool(key, e.Account.ID) && !ruledOut(failed, e) {
 				c := snap.Candidate(e)
 				c.Limits = limits
 				current = append(current, e)

@@ -45,6 +45,8 @@ type Snapshot struct {
 	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…", "task:…"
 	weights map[string]int        // tenant → fair-queueing weight
 	tasks   map[string]keyTasks   // static key ID → its task types
+	keyPool map[string]string     // static key ID → the pool its policy routes through
+	pools   map[string][]string   // pool ID → its accounts
 	perUser map[string]store.Unit // static key ID → the limits of each of its end users (ID left empty)
 }
 
@@ -75,6 +77,8 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		limits:       map[string]store.Unit{},
 		weights:      map[string]int{},
 		tasks:        map[string]keyTasks{},
+		keyPool:      map[string]string{},
+		pools:        map[string][]string{},
 		perUser:      map[string]store.Unit{},
 	}
 	for i, name := range sluice.Priorities {
@@ -128,9 +132,16 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	for _, tt := range c.TaskTypes {
 		s.limit("task:"+tt.ID, tt.Limits)
 	}
+	for _, p := range c.Pools {
+		s.limit("pool:"+p.ID, config.Limits{MaxInflight: p.MaxInflight, RPM: p.RPM, TPM: p.TPM})
+		s.pools[p.ID] = p.Accounts
+	}
 	for _, k := range c.Keys {
 		s.limit("key:"+k.ID, k.Limits)
 		s.tasks[k.ID] = keyTasks{def: k.Task, allowed: k.Tasks}
+		if k.Policy.Mode == "pool" {
+			s.keyPool[k.ID] = k.Policy.Pool
+		}
 		if l := k.UserLimits; l != (config.Limits{}) {
 			s.perUser[k.ID] = store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
 		}
@@ -265,11 +276,13 @@ func (s *Snapshot) Task(k *sluice.Key, asked string) (string, bool) {
 
 // Limits returns the limits of Sluice's own that a request must fit in
 // besides its upstream unit, where configured: its key's, its tenant's, its
-// alias's, its task type's and its end user's (per key, so one tenant's user
-// names never meet another's).
+// alias's, its task type's, its pool's (for a key whose policy routes
+// through a pool; pools may share accounts, and the account's own cap still
+// applies) and its end user's (per key, so one tenant's user names never
+// meet another's).
 func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []store.Unit {
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.keyPool[k.ID]} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
@@ -279,6 +292,13 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 		out = append(out, u)
 	}
 	return out
+}
+
+// InPool reports whether key k may use an edge on account: a key whose
+// policy routes through a pool uses only that pool's accounts.
+func (s *Snapshot) InPool(k *sluice.Key, account string) bool {
+	pool, ok := s.keyPool[k.ID]
+	return !ok || slices.Contains(s.pools[pool], account)
 }
 
 // Weight is a tenant's share against other tenants of its class while waiting.
