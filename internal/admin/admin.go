@@ -120,14 +120,18 @@ type AccountState struct {
 	InFlight   int    `json:"in_flight"`
 	Waiting    int    `json:"waiting"`
 	// WaitingByClass splits Waiting by priority class (interactive, standard, background).
-	WaitingByClass map[string]int `json:"waiting_by_class,omitempty"` // queued requests that could use it
-	CoolingUntil   time.Time      `json:"cooling_until,omitzero"`
-	Level          int            `json:"backoff_level"`
-	Probe          string         `json:"probe,omitempty"` // "", "available", "in_flight"
-	Status         string         `json:"status"`          // active | disabled
-	Reason         string         `json:"reason,omitempty"`
-	Since          time.Time      `json:"since,omitzero"`
-	Credentials    []string       `json:"credentials"`
+	WaitingByClass map[string]int `json:"waiting_by_class,omitempty"`
+	// OldestWaitByClass is when the oldest waiting request of each class arrived.
+	OldestWaitByClass map[string]time.Time `json:"oldest_wait_by_class,omitempty"`
+	// WaitingByTenant splits Waiting by tenant.
+	WaitingByTenant map[string]int `json:"waiting_by_tenant,omitempty"` // queued requests that could use it
+	CoolingUntil    time.Time      `json:"cooling_until,omitzero"`
+	Level           int            `json:"backoff_level"`
+	Probe           string         `json:"probe,omitempty"` // "", "available", "in_flight"
+	Status          string         `json:"status"`          // active | disabled
+	Reason          string         `json:"reason,omitempty"`
+	Since           time.Time      `json:"since,omitzero"`
+	Credentials     []string       `json:"credentials"`
 }
 
 // CredentialState is an upstream credential as the operator sees it: never

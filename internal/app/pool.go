@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
@@ -67,14 +68,7 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 			u := byUnit[uid]
 			as.InFlight += u.InFlight
 			as.Waiting = max(as.Waiting, u.Waiting)
-			for c, n := range u.WaitingByClass {
-				if n > 0 {
-					if as.WaitingByClass == nil {
-						as.WaitingByClass = map[string]int{}
-					}
-					as.WaitingByClass[sluice.Priorities[c]] = max(as.WaitingByClass[sluice.Priorities[c]], n)
-				}
-			}
+			mergeQueue(&as, u)
 			if a.QuotaScope == sluice.QuotaScopeAccount {
 				as.CoolingUntil, as.Level, as.Probe = u.CoolingUntil, u.Level, u.Probe
 			}
@@ -83,6 +77,31 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 	}
 	slices.SortFunc(out, func(x, y admin.AccountState) int { return cmp.Compare(x.ID, y.ID) })
 	return out, nil
+}
+
+// mergeQueue adds a unit's queue to its account's view. A waiting request
+// lists every unit it could use, so an account of several units (quota_scope
+// credential) takes the largest count and the oldest arrival, never a sum.
+func mergeQueue(as *admin.AccountState, u store.UnitState) {
+	for c, n := range u.WaitingByClass {
+		if n == 0 {
+			continue
+		}
+		class := sluice.Priorities[c]
+		if as.WaitingByClass == nil {
+			as.WaitingByClass, as.OldestWaitByClass = map[string]int{}, map[string]time.Time{}
+		}
+		as.WaitingByClass[class] = max(as.WaitingByClass[class], n)
+		if old, ok := as.OldestWaitByClass[class]; !u.OldestByClass[c].IsZero() && (!ok || u.OldestByClass[c].Before(old)) {
+			as.OldestWaitByClass[class] = u.OldestByClass[c]
+		}
+	}
+	for tenant, n := range u.WaitingByTenant {
+		if as.WaitingByTenant == nil {
+			as.WaitingByTenant = map[string]int{}
+		}
+		as.WaitingByTenant[tenant] = max(as.WaitingByTenant[tenant], n)
+	}
 }
 
 // Credentials reports every credential with its status, claims and cooldown.

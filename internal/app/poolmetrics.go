@@ -17,6 +17,7 @@ type poolCollector struct {
 	log  *slog.Logger
 
 	accountInFlight, accountCap, accountWaiting, accountCooling, accountProbe, accountStatus *prometheus.Desc
+	accountOldest, accountTenantWaiting                                                      *prometheus.Desc
 	credentialInFlight, credentialStatus                                                     *prometheus.Desc
 }
 
@@ -26,20 +27,22 @@ func newPoolCollector(p *pool, log *slog.Logger) *poolCollector {
 	}
 	return &poolCollector{
 		pool: p, log: log,
-		accountInFlight:    d("sluice_account_inflight", "Claims held on the account (all replicas).", "account"),
-		accountCap:         d("sluice_account_cap", "The account's in-flight cap (0 = unlimited).", "account"),
-		accountWaiting:     d("sluice_account_queue_depth", "Requests waiting that could use the account, by priority class.", "account", "class"),
-		accountCooling:     d("sluice_account_cooldown_until_seconds", "Unix time the account's cooldown ends (0 = not cooling).", "account"),
-		accountProbe:       d("sluice_account_probe", "1 for the account's probe state: available or in_flight.", "account", "state"),
-		accountStatus:      d("sluice_account_status", "1 for the account's status.", "account", "status"),
-		credentialInFlight: d("sluice_credential_inflight", "Claims held by the credential (all replicas).", "credential"),
-		credentialStatus:   d("sluice_credential_status", "1 for the credential's status, with the reason it has it.", "credential", "status", "reason"),
+		accountInFlight:      d("sluice_account_inflight", "Claims held on the account (all replicas).", "account"),
+		accountCap:           d("sluice_account_cap", "The account's in-flight cap (0 = unlimited).", "account"),
+		accountWaiting:       d("sluice_account_queue_depth", "Requests waiting that could use the account, by priority class.", "account", "class"),
+		accountOldest:        d("sluice_account_queue_oldest_wait_seconds", "Age of the oldest request waiting for the account, by priority class.", "account", "class"),
+		accountTenantWaiting: d("sluice_account_queue_depth_by_tenant", "Requests waiting that could use the account, by tenant.", "account", "tenant"),
+		accountCooling:       d("sluice_account_cooldown_until_seconds", "Unix time the account's cooldown ends (0 = not cooling).", "account"),
+		accountProbe:         d("sluice_account_probe", "1 for the account's probe state: available or in_flight.", "account", "state"),
+		accountStatus:        d("sluice_account_status", "1 for the account's status.", "account", "status"),
+		credentialInFlight:   d("sluice_credential_inflight", "Claims held by the credential (all replicas).", "credential"),
+		credentialStatus:     d("sluice_credential_status", "1 for the credential's status, with the reason it has it.", "credential", "status", "reason"),
 	}
 }
 
 // Describe sends every descriptor.
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.accountInFlight, c.accountCap, c.accountWaiting, c.accountCooling,
+	for _, d := range []*prometheus.Desc{c.accountInFlight, c.accountCap, c.accountWaiting, c.accountOldest, c.accountTenantWaiting, c.accountCooling,
 		c.accountProbe, c.accountStatus, c.credentialInFlight, c.credentialStatus} {
 		ch <- d
 	}
@@ -62,6 +65,14 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.accountCap, float64(a.Cap), a.ID)
 		for _, class := range sluice.Priorities {
 			g(c.accountWaiting, float64(a.WaitingByClass[class]), a.ID, class)
+			age := 0.0
+			if t, ok := a.OldestWaitByClass[class]; ok {
+				age = time.Since(t).Seconds()
+			}
+			g(c.accountOldest, age, a.ID, class)
+		}
+		for tenant, n := range a.WaitingByTenant {
+			g(c.accountTenantWaiting, float64(n), a.ID, tenant)
 		}
 		until := 0.0
 		if !a.CoolingUntil.IsZero() {

@@ -45,6 +45,13 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 			wg.Go(func() { send(testEnv["KEY_BG"], tag, map[string]string{"X-Sluice-Priority": "interactive"}) })
 		}
 		eventually(t, 2*time.Second, "background queued", func() bool { return h.accounts(t)["org-1"].WaitingByClass["background"] == 3 })
+		if a := h.accounts(t)["org-1"]; a.WaitingByTenant["batch"] != 3 || a.OldestWaitByClass["background"].IsZero() {
+			t.Errorf("queue view = %+v, want 3 waiting for tenant batch and the oldest background arrival", a)
+		}
+		if _, m := h.adminGet("/metrics"); !strings.Contains(m, `sluice_account_queue_depth_by_tenant{account="org-1",tenant="batch"} 3`) ||
+			!strings.Contains(m, `sluice_account_queue_oldest_wait_seconds{account="org-1",class="background"}`) {
+			t.Errorf("metrics lack the queue's depth by tenant or its oldest wait")
+		}
 		wg.Go(func() { send(testEnv["KEY_UI"], "ui-1", nil) })
 		wg.Wait()
 		var order []string

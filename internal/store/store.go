@@ -227,6 +227,14 @@ type UnitState struct {
 	// EffectiveCap is the hidden concurrency cap learned from rate limits
 	// (AIMD, see Claims); 0 = none, Cap applies.
 	EffectiveCap int
+	// OldestByClass is when the oldest live queued ticket of each class
+	// that lists the unit arrived (its first Acquire); zero when none.
+	// Stores may bound the tickets they look at (see each store's Units).
+	OldestByClass [Classes]time.Time
+	// WaitingByTenant counts the live queued tickets listing the unit by
+	// tenant (Acquire.Tenant; "" for none); nil when none wait. It has a
+	// map, so UnitState is not comparable.
+	WaitingByTenant map[string]int
 }
 
 // Inspector reads unit and credential state for the admin API and metrics.

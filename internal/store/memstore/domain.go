@@ -137,6 +137,7 @@ type ticket struct {
 	class    int       // priority class, 0 (most urgent) to store.Classes-1
 	units    []*unit   // the distinct units of its candidates
 	deadline time.Time // reaped as a dead waiter after it, unless refreshed
+	arrived  time.Time // when it was queued (for the Inspector)
 	elem     *list.Element
 }
 
@@ -309,7 +310,7 @@ func patience(ecap, top int) int {
 // its class with a tag up to its own, taking its tag.
 func (d *domain) enqueue(q *queue, a store.Acquire, class int, now time.Time) *ticket {
 	f := &q.fair[class]
-	t := &ticket{id: a.Ticket, replica: a.Replica, tenant: a.Tenant, tag: f.tag(a.Tenant, a.Weight), class: class, deadline: now.Add(a.LeaseTTL)}
+	t := &ticket{id: a.Ticket, replica: a.Replica, tenant: a.Tenant, tag: f.tag(a.Tenant, a.Weight), class: class, deadline: now.Add(a.LeaseTTL), arrived: now}
 	if f.tenants == nil {
 		f.tenants = make(map[string]*tenantTag)
 	}

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -36,8 +37,32 @@ func (s *Store) Units(_ context.Context, domain string, ids []string) ([]store.U
 			}
 		}
 		out[i] = u.state(now)
+		d.visibility(u, &out[i])
 	}
 	return out, nil
+}
+
+// visibility fills st.OldestByClass and st.WaitingByTenant from the
+// tickets listing u in every queue that has one (all of them: no bound).
+func (d *domain) visibility(u *unit, st *store.UnitState) {
+	for name, n := range u.waiting {
+		q := d.queues[name]
+		if n <= 0 || q == nil {
+			continue
+		}
+		for t := range q.all() {
+			if !slices.Contains(t.units, u) {
+				continue
+			}
+			if o := &st.OldestByClass[t.class]; o.IsZero() || t.arrived.Before(*o) {
+				*o = t.arrived
+			}
+			if st.WaitingByTenant == nil {
+				st.WaitingByTenant = make(map[string]int)
+			}
+			st.WaitingByTenant[t.tenant]++
+		}
+	}
 }
 
 // sweep dequeues every dead waiter of q.

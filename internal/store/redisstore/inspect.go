@@ -13,25 +13,41 @@ import (
 // that reaping made room for are woken). Cap is the
 // last Cap an Acquire passed for the unit; Waiting counts queued tickets
 // listing it across every queue, and WaitingByClass splits them by class.
+// OldestByClass and WaitingByTenant come from a bounded scan (see
+// lua/units.lua): of at most 64 queues listing the unit, the first 256
+// tickets of each class; beyond that they under-report.
 func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store.UnitState, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	v, err := unitsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
+	v, err := unitsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Slice()
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
-	const width = 9 // integers per unit, see lua/units.lua
-	if len(v) != width*len(ids) {
-		return nil, fmt.Errorf("redisstore: units: %d integers for %d units", len(v), len(ids))
-	}
 	out := make([]store.UnitState, len(ids))
+	p := unitsReply{v: v}
 	for i, id := range ids {
-		r := v[i*width : (i+1)*width]
+		var r [9 + store.Classes + 1]int64 // see lua/units.lua
+		for j := range r {
+			r[j] = p.int()
+		}
 		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3]), EffectiveCap: int(r[8])}
 		for c := range store.Classes {
 			u.WaitingByClass[c] = int(r[5+c])
 			u.Waiting += int(r[5+c])
+			if ms := r[9+c]; ms != 0 {
+				u.OldestByClass[c] = time.UnixMilli(ms)
+			}
+		}
+		for range r[9+store.Classes] {
+			if p.err != nil {
+				break
+			}
+			if u.WaitingByTenant == nil {
+				u.WaitingByTenant = make(map[string]int)
+			}
+			tenant := p.str()
+			u.WaitingByTenant[tenant] += int(p.int())
 		}
 		if r[2] != 0 {
 			u.CoolingUntil = time.UnixMilli(r[2])
@@ -44,7 +60,58 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 		}
 		out[i] = u
 	}
+	if p.err == nil && p.i != len(v) {
+		p.err = fmt.Errorf("%d values left over", len(v)-p.i)
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("redisstore: units: reply for %d units: %w", len(ids), p.err)
+	}
 	return out, nil
+}
+
+// unitsReply reads the flat reply of lua/units.lua; the first malformed or
+// missing value sets err, and later reads return zero values.
+type unitsReply struct {
+	v   []any
+	i   int
+	err error
+}
+
+func (p *unitsReply) next() any {
+	if p.err != nil {
+		return nil
+	}
+	if p.i >= len(p.v) {
+		p.err = fmt.Errorf("reply too short (%d values)", len(p.v))
+		return nil
+	}
+	x := p.v[p.i]
+	p.i++
+	return x
+}
+
+func (p *unitsReply) int() int64 {
+	x := p.next()
+	if p.err != nil {
+		return 0
+	}
+	n, ok := x.(int64)
+	if !ok {
+		p.err = fmt.Errorf("value %d is %T, want an integer", p.i-1, x)
+	}
+	return n
+}
+
+func (p *unitsReply) str() string {
+	x := p.next()
+	if p.err != nil {
+		return ""
+	}
+	s, ok := x.(string)
+	if !ok {
+		p.err = fmt.Errorf("value %d is %T, want a string", p.i-1, x)
+	}
+	return s
 }
 
 // CredentialInFlight counts the live leases of each credential in ids.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -181,7 +182,9 @@ func TestGrantQueueWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.UnitState{ID: "u", InFlight: 1, Cap: 1, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}); st[0] != want {
+	want := store.UnitState{ID: "u", InFlight: 1, Cap: 1, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0},
+		OldestByClass: [store.Classes]time.Time{st[0].OldestByClass[0]}, WaitingByTenant: map[string]int{"": 1}}
+	if st[0].OldestByClass[0].IsZero() || !reflect.DeepEqual(st[0], want) {
 		t.Errorf("Units = %+v, want %+v", st[0], want)
 	}
 }
@@ -230,7 +233,7 @@ func TestCooldownAndProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = s.Units(t.Context(), "dom", []string{"u"})
-	if want := (store.UnitState{ID: "u", Cap: 2}); st[0] != want {
+	if want := (store.UnitState{ID: "u", Cap: 2}); !reflect.DeepEqual(st[0], want) {
 		t.Errorf("after a good probe: %+v, want %+v", st[0], want)
 	}
 }
@@ -492,5 +495,47 @@ func TestMaxCandidates(t *testing.T) {
 	a.Class = 2
 	if g := acquire(t, s, a); !g.Granted || g.Index != 1 {
 		t.Fatalf("Acquire = %+v, want granted at 1 (u0's last slot is reserved)", g)
+	}
+}
+
+// A ticket record written before arrival times were stored (no trailing
+// field) still counts by tenant, and only has no arrival for OldestByClass;
+// cancelling it still works.
+func TestUnitsReadsOldTicketRecords(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.replica()
+	c := cand("u", 1, "c")
+	acquire(t, s, req("t1", c))
+	old := req("t2", c)
+	old.Tenant = "x"
+	if g := acquire(t, s, old); g.Granted {
+		t.Fatalf("t2 = %+v, want queued", g)
+	}
+	rdb := newClient(t, b.url)
+	defer rdb.Close()
+	key := b.prefix + "{d:dom}:tix"
+	rec, err := rdb.HGet(t.Context(), key, "t2").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.LastIndexByte(rec, '\x1f')
+	if !strings.HasSuffix(rec[:i], "\x1fx") {
+		t.Fatalf("ticket record %q: want tenant x, then the arrival", rec)
+	}
+	if err := rdb.HSet(t.Context(), key, "t2", rec[:i]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Units(t.Context(), "dom", []string{"u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].OldestByClass != [store.Classes]time.Time{} || !reflect.DeepEqual(st[0].WaitingByTenant, map[string]int{"x": 1}) {
+		t.Errorf("old record: OldestByClass %v, WaitingByTenant %v; want zero, map[x:1]", st[0].OldestByClass, st[0].WaitingByTenant)
+	}
+	if err := s.Cancel(t.Context(), "dom", "q", "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.Units(t.Context(), "dom", []string{"u"}); err != nil || st[0].Waiting != 0 || st[0].WaitingByTenant != nil {
+		t.Errorf("after cancel: %+v, %v; want nothing waiting", st, err)
 	}
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,7 +179,7 @@ func raise(peak *atomic.Int64, n int64) {
 func testInspector(t *testing.T, f *fixture) {
 	const cool = 200 * time.Millisecond
 	never := f.unitState(f.s, "never")
-	if never != (store.UnitState{ID: f.name("never")}) {
+	if !reflect.DeepEqual(never, store.UnitState{ID: f.name("never")}) {
 		t.Errorf("unknown unit = %+v, want only its ID", never)
 	}
 
@@ -191,9 +192,13 @@ func testInspector(t *testing.T, f *fixture) {
 	mustQueueAt(t, f.s, t4, 0)
 	mustGrant(t, f.s, f.req("t5", c3))
 	states := f.units(f.s, "u", "v")
-	wantU := store.UnitState{ID: u.ID, InFlight: 2, Cap: 2, Waiting: 2, WaitingByClass: [store.Classes]int{2, 0, 0}}
+	wantU := store.UnitState{ID: u.ID, InFlight: 2, Cap: 2, Waiting: 2, WaitingByClass: [store.Classes]int{2, 0, 0},
+		OldestByClass: [store.Classes]time.Time{states[0].OldestByClass[0]}, WaitingByTenant: map[string]int{"": 2}}
 	wantV := store.UnitState{ID: v.ID, InFlight: 1, Cap: 5}
-	if states[0] != wantU || states[1] != wantV {
+	if states[0].OldestByClass[0].IsZero() {
+		t.Errorf("Units: %s OldestByClass[0] zero with 2 waiting", u.ID)
+	}
+	if !reflect.DeepEqual(states[0], wantU) || !reflect.DeepEqual(states[1], wantV) {
 		t.Errorf("Units = %+v, want %+v", states, []store.UnitState{wantU, wantV})
 	}
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 1, "c3": 1, "nobody": 0})
@@ -221,8 +226,13 @@ func testInspector(t *testing.T, f *fixture) {
 	f.checkCredentials(map[string]int{"c1": 1, "c2": 0})
 
 	f.release(f.s, "t3", store.Outcome{Success: true})
-	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}}
-	if us := f.unitState(f.s, "u"); us != wantU {
+	us = f.unitState(f.s, "u")
+	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0},
+		OldestByClass: [store.Classes]time.Time{us.OldestByClass[0]}, WaitingByTenant: map[string]int{"": 1}}
+	if us.OldestByClass[0].IsZero() {
+		t.Errorf("open again: OldestByClass[0] zero with 1 waiting")
+	}
+	if !reflect.DeepEqual(us, wantU) {
 		t.Errorf("open again: %+v, want %+v", us, wantU)
 	}
 

@@ -65,6 +65,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"ReservedShare", testReservedShare},
 		{"BackgroundNeverProbesWhileInteractiveWaits", testBackgroundNeverProbesWhileInteractiveWaits},
 		{"WaitingByClass", testWaitingByClass},
+		{"QueueVisibility", testQueueVisibility},
 		{"RPMWindow", testRPMWindow},
 		{"TPMReservation", testTPMReservation},
 		{"TPMCorrection", testTPMCorrection},

@@ -311,7 +311,7 @@ local function decide()
     end
     redis.call('ZADD', K_Q, 0, member)
     redis.call('HSET', K_TIX, ticket, queue .. '\31' .. member .. '\31' .. replica .. '\31\30' .. table.concat(units, '\30') .. '\30\31' ..
-      tenant)
+      tenant .. '\31' .. now)
     redis.call('ZADD', K_SEEN, now + ttl, ticket)
     for _, u in ipairs(units) do
       redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, 1)

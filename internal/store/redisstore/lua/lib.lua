@@ -18,7 +18,8 @@
 --   5 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
 --                  <ticket>": lex order is (class, WFQ tag, arrival) per queue
 --   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30
---                  \31tenant"
+--                  \31tenant\31arrived" (arrived: Redis ms when queued;
+--                  absent in records written before it was added)
 --   7 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
 --   8 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
 --   9 seq    STRING arrival counter
