@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,4 +97,68 @@ func TestHiddenCapIsLearned(t *testing.T) {
 			t.Errorf("org-1 after the burst: %+v, want no claims left", a)
 		}
 	})
+}
+
+// TestPriorityOrderHoldsAcrossTwoGateways: background requests wait on one
+// gateway, an interactive one arrives later on the other; when the account
+// frees a slot, the interactive one is served first.
+func TestPriorityOrderHoldsAcrossTwoGateways(t *testing.T) {
+	url := testenv.Redis(t)
+	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, fmt.Sprintf("sluice-test-prio-%d:", time.Now().UnixNano()))
+	tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
+	tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, priority: background}\n  - {id: ui, tenant: web, secret_env: KEY_UI, priority: interactive}\n", 1)
+	h := newHarnessWith(t, tpl, state, simAccounts())
+	for _, id := range []string{"k1", "k2", "k3"} {
+		h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 300 * time.Millisecond})
+	}
+	second, err := app.Start(t.Context(), app.Options{
+		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Close() })
+	send := func(addr, key, tag string) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+addr+"/v1/chat/completions",
+			strings.NewReader(`{"model":"one","messages":[{"role":"user","content":"`+tag+`"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %v %v", tag, resp, err)
+			return
+		}
+		resp.Body.Close()
+	}
+	var wg sync.WaitGroup
+	for _, tag := range []string{"fill-1", "fill-2"} {
+		wg.Go(func() { send(h.gw.Addr(), keyWeb, tag) })
+	}
+	eventually(t, 2*time.Second, "org-1 full", func() bool { return h.simA.InFlight() == 2 })
+	for _, tag := range []string{"bg-1", "bg-2", "bg-3"} {
+		wg.Go(func() { send(second.Addr(), testEnv["KEY_BG"], tag) })
+	}
+	eventually(t, 2*time.Second, "background queued", func() bool { return h.accounts(t)["org-1"].WaitingByClass["background"] == 3 })
+	wg.Go(func() { send(h.gw.Addr(), testEnv["KEY_UI"], "ui-1") })
+	wg.Wait()
+	var order []string
+	for _, r := range h.simA.Requests() {
+		order = append(order, tagOf(r.Body))
+	}
+	if i := slices.Index(order, "ui-1"); i < 2 || i > 3 {
+		t.Errorf("upstream order = %v, want ui-1 right after the fill, ahead of the background waiting on the other gateway", order)
+	}
+}
+
+// tagOf is the content of a request's single user message.
+func tagOf(body []byte) string {
+	var b struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &b) != nil || len(b.Messages) == 0 {
+		return ""
+	}
+	return b.Messages[0].Content
 }
