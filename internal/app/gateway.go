@@ -340,7 +340,7 @@ func firstOf(a, b string) string {
 	return b
 }
 
-// signals delivers SIGHUP to the catalog watcher.
+// hangups delivers SIGHUP to the catalog watcher until ctx ends.
 func hangups(ctx context.Context) <-chan os.Signal {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)

@@ -65,23 +65,29 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	}
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
-	if !p.Key.Allows(req.Model) {
-		err = &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
-		h.settle(ctx, p, req, out, err)
-		return out, err
+	task, err := admit(snap, p.Key, req)
+	var edges []*sluice.Edge
+	if err == nil {
+		edges, err = h.route(snap, req)
 	}
-	task, ok := snap.Task(p.Key, req.Task)
-	if !ok {
-		err = &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not declare task type " + req.Task}
-		h.settle(ctx, p, req, out, err)
-		return out, err
-	}
-	edges, err := h.route(snap, req)
 	if err == nil {
 		err = h.call(ctx, w, snap, p.Key, req, task, edges, &out)
 	}
 	h.settle(ctx, p, req, out, err)
 	return out, err
+}
+
+// admit checks what the key may ask for — the alias and the task type it
+// declared — and returns the request's task type.
+func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
+	if !k.Allows(req.Model) {
+		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
+	}
+	task, ok := snap.Task(k, req.Task)
+	if !ok {
+		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not declare task type " + req.Task}
+	}
+	return task, nil
 }
 
 // route returns the alias's candidate edges that are in service (credential
