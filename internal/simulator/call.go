@@ -15,6 +15,7 @@ type call struct {
 	rec   *Recorded
 	sent  bool        // headers written
 	timer *time.Timer // reused by every wait of the call
+	kept  bool        // a job took over the request's concurrency slot
 }
 
 // wait sleeps d. It returns false when the request must end instead: the

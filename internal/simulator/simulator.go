@@ -91,6 +91,15 @@ type Behavior struct {
 	// last one) with a mid-stream error event, `data: {"error":{...}}`, as
 	// OpenAI sends when it fails after the 200; no [DONE]. 0 never does.
 	ErrorAfter int
+	// JobDuration is how long an async job (OpenAI video, fal queue request)
+	// submitted with this key runs: queued for the first quarter, then
+	// in_progress, then terminal. 0 means 2s. A job holds a MaxInflight slot
+	// of its key and account until it is terminal (or deleted, or cancelled).
+	JobDuration time.Duration
+	// JobFail makes jobs of this key end failed instead of completed: OpenAI
+	// status "failed" with error{code,message}, fal COMPLETED with error and
+	// error_type, and an error on the result.
+	JobFail bool
 }
 
 // AccountLimits are shared by all keys of one account.
@@ -116,6 +125,7 @@ type Simulator struct {
 
 	journal journal
 	gauges  gauges
+	jobs    jobStore
 
 	nonce uint64        // makes ids differ between simulators
 	seq   atomic.Uint64 // makes ids differ between requests
@@ -151,6 +161,7 @@ func New(opts Options) *Simulator {
 	}
 	s.journal.init(opts.MaxRecords)
 	s.gauges.init()
+	s.jobs.init()
 	return s
 }
 
@@ -188,18 +199,22 @@ func (s *Simulator) behavior(key string) (Behavior, bool) {
 const maxBody = 32 << 20
 
 // ServeHTTP serves POST /v1/chat/completions, POST /v1/embeddings,
-// GET /v1/models and GET /v1/models/{model}. It records the request, then
+// GET /v1/models and GET /v1/models/{model}, the OpenAI Videos job API
+// (POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content,
+// DELETE /v1/videos/{id}) and the fal queue API (POST /{owner}/{app}[/...],
+// GET /{owner}/{app}/requests/{id}[/status], PUT .../requests/{id}/cancel;
+// authenticated with "Authorization: Key ..."). It records the request, then
 // answers the first that applies: 404 for another path, 401 without a key or
-// for an invalid one, 429 over a concurrency cap; then, after Latency,
-// FailStatus, 400 for an invalid body, 404 for an unknown model, and
-// finally the answer.
+// for an invalid one, 429 over a concurrency cap (not for job follow-ups);
+// then, after Latency, FailStatus, 400 for an invalid body, 404 for an
+// unknown model (not for jobs), and finally the answer.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{sim: s, w: w, r: r}
-	key, hasKey := bearer(r.Header.Get("Authorization"))
+	ep := route(r)
+	key, hasKey := credential(r.Header.Get("Authorization"), ep.fal())
 	b, listed := s.behavior(key)
 	c.b = b
 
-	ep := route(r)
 	var body []byte
 	if r.Method == http.MethodPost {
 		var err error
@@ -220,6 +235,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p = parseChat(body)
 	case epEmbeddings:
 		p = parseEmbeddings(body)
+	case epVideoCreate:
+		p = parseVideo(body)
+	case epFalSubmit:
+		p.model = strings.TrimPrefix(r.URL.Path, "/")
 	}
 	c.rec = s.journal.add(key, r, body, p.model, p.stream)
 
@@ -227,20 +246,49 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ep == epNone:
 		c.fail(http.StatusNotFound, invalidURL(r))
 		return
+	case !hasKey && ep.fal():
+		c.fail(http.StatusUnauthorized, falDetail("Missing authorization header. Use 'Authorization: Key <FAL_KEY>'."))
+		return
 	case !hasKey:
 		c.fail(http.StatusUnauthorized, missingKey)
+		return
+	case (b.Invalid || (s.strict && !listed)) && ep.fal():
+		c.fail(http.StatusUnauthorized, falDetail("Invalid key"))
 		return
 	case b.Invalid || (s.strict && !listed):
 		c.fail(http.StatusUnauthorized, incorrectKey(key))
 		return
 	}
 
+	if ep.followUp() {
+		// Polls hold no slot: a running job already holds one.
+		if !c.wait(b.Latency) {
+			return
+		}
+		switch {
+		case b.FailStatus != 0:
+			c.injected(p.model)
+		case ep.fal():
+			c.falFollowUp(ep)
+		default:
+			c.videoFollowUp(ep)
+		}
+		return
+	}
+
+	if ep == epVideoCreate || ep == epFalSubmit {
+		s.settleJobs() // finished jobs give their slots back first
+	}
 	acct, hasAcct := s.accounts[b.Account]
 	if ok, rej := s.gauges.admit(key, b, acct, hasAcct); !ok {
 		c.rateLimited(rej.limit, rej.retryAfter, p.model)
 		return
 	}
-	defer s.gauges.release(key, b.Account)
+	defer func() {
+		if !c.kept {
+			s.gauges.release(key, b.Account)
+		}
+	}()
 	c.capped(acct, hasAcct)
 
 	if !c.wait(b.Latency) {
@@ -251,6 +299,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.injected(p.model)
 	case p.err != nil:
 		c.fail(p.err.status, p.err.body)
+	case ep == epVideoCreate:
+		c.videoCreate(p.video)
+	case ep == epFalSubmit:
+		c.falSubmit(body)
 	case ep == epModels:
 		c.models()
 	case ep == epModel:
@@ -278,9 +330,13 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return io.ReadAll(body)
 }
 
-// bearer extracts the key from an Authorization header value.
-func bearer(h string) (string, bool) {
-	const prefix = "Bearer "
+// credential extracts the key from an Authorization header value: a Bearer
+// token, or for fal "Key <FAL_KEY>".
+func credential(h string, fal bool) (string, bool) {
+	prefix := "Bearer "
+	if fal {
+		prefix = "Key "
+	}
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return "", false
 	}
@@ -296,7 +352,26 @@ const (
 	epEmbeddings
 	epModels
 	epModel
+	epVideoCreate
+	epVideoGet
+	epVideoContent
+	epVideoDelete
+	epFalSubmit
+	epFalStatus
+	epFalResult
+	epFalCancel
 )
+
+func (e endpoint) fal() bool { return e >= epFalSubmit }
+
+// followUp reports a request about an existing job.
+func (e endpoint) followUp() bool {
+	switch e {
+	case epVideoGet, epVideoContent, epVideoDelete, epFalStatus, epFalResult, epFalCancel:
+		return true
+	}
+	return false
+}
 
 func route(r *http.Request) endpoint {
 	switch p := r.URL.Path; {
@@ -308,6 +383,39 @@ func route(r *http.Request) endpoint {
 		return epModels
 	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/models/") && len(p) > len("/v1/models/"):
 		return epModel
+	case r.Method == http.MethodPost && p == "/v1/videos":
+		return epVideoCreate
+	case strings.HasPrefix(p, "/v1/videos/"):
+		id, content := strings.CutSuffix(p[len("/v1/videos/"):], "/content")
+		switch {
+		case id == "" || strings.Contains(id, "/"):
+		case content && r.Method == http.MethodGet:
+			return epVideoContent
+		case !content && r.Method == http.MethodGet:
+			return epVideoGet
+		case !content && r.Method == http.MethodDelete:
+			return epVideoDelete
+		}
+		return epNone
+	}
+	return routeFal(r)
+}
+
+func routeFal(r *http.Request) endpoint {
+	segs := falPath(r.URL.Path)
+	switch {
+	case segs == nil:
+	case len(segs) >= 3 && segs[2] == "requests":
+		switch {
+		case len(segs) == 4 && r.Method == http.MethodGet:
+			return epFalResult
+		case len(segs) == 5 && segs[4] == "status" && r.Method == http.MethodGet:
+			return epFalStatus
+		case len(segs) == 5 && segs[4] == "cancel" && r.Method == http.MethodPut:
+			return epFalCancel
+		}
+	case r.Method == http.MethodPost:
+		return epFalSubmit
 	}
 	return epNone
 }
@@ -318,5 +426,6 @@ type parsed struct {
 	stream bool
 	chat   *chatRequest
 	embed  *embeddingsRequest
+	video  *videoRequest
 	err    *apiError // answered after Latency, like a real provider validating
 }
