@@ -108,7 +108,11 @@ func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	a := c.execute(ctx, w, req, e, callStart)
 	c.report(br, e.Endpoint.ID, a.Class)
 	if a.Class.Retryable() || a.Class == ClassCallerGone {
-		c.log.LogAttrs(ctx, slog.LevelWarn, "upstream attempt failed",
+		level := slog.LevelWarn
+		if a.Class == ClassCallerGone {
+			level = slog.LevelDebug // a caller leaving is nobody's fault; the access log line records it
+		}
+		c.log.LogAttrs(ctx, level, "upstream attempt failed",
 			slog.String("request_id", req.ID), slog.String("edge_id", e.ID),
 			slog.String("class", a.Class.String()), slog.Int("status", a.Exec.HTTPStatus),
 			slog.String("err", a.Exec.Error))
