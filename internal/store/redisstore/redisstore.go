@@ -1,5 +1,5 @@
 // Package redisstore is the Redis implementation of the store interfaces
-// (store.Claims, store.Waker, store.Inspector, store.Statuses), shared by
+// (store.Claims, store.Waker, store.Inspector, store.Statuses, store.Jobs), shared by
 // every replica of the gateway.
 //
 // Every capacity decision is one Lua script (EVALSHA) over keys that carry
@@ -26,6 +26,7 @@
 //	P{d:D}:seq    STRING arrival counter
 //	P{d:D}:fair   HASH  WFQ virtual time per queue class, finish tag per tenant in it
 //	Pstatus:<kind> HASH id → JSON Status
+//	P{jobs}:…      job bindings (see jobs.go)
 //
 // IDs (domains, units, limits, credentials, queues, tickets, tenants) must not contain the
 // bytes 0x00, 0x1e or 0x1f, which the scripts use as separators.
@@ -45,8 +46,8 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// Store implements store.Claims, store.Waker, store.Inspector and
-// store.Statuses on Redis. It is safe for concurrent use. One Store per
+// Store implements store.Claims, store.Waker, store.Inspector,
+// store.Statuses and store.Jobs on Redis. It is safe for concurrent use. One Store per
 // replica; replicas share state by sharing the Redis server and prefix.
 type Store struct {
 	rdb    redis.UniversalClient
@@ -64,6 +65,7 @@ var (
 	_ store.Waker     = (*Store)(nil)
 	_ store.Inspector = (*Store)(nil)
 	_ store.Statuses  = (*Store)(nil)
+	_ store.Jobs      = (*Store)(nil)
 )
 
 // New returns a Store on client whose keys and wake channels all start with

@@ -25,6 +25,12 @@ var (
 	luaUnits string
 	//go:embed lua/credentials.lua
 	luaCredentials string
+	//go:embed lua/job_create.lua
+	luaJobCreate string
+	//go:embed lua/job_update.lua
+	luaJobUpdate string
+	//go:embed lua/job_due.lua
+	luaJobDue string
 )
 
 // The shebang makes Redis 7 enforce declared keys: a script touching an
@@ -44,6 +50,10 @@ var (
 	renewScript       = redis.NewScript(shebangOOM + luaRenew)
 	unitsScript       = redis.NewScript(shebang + luaLib + luaUnits)
 	credentialsScript = redis.NewScript(shebang + luaLib + luaCredentials)
+	jobCreateScript   = redis.NewScript(shebang + luaJobCreate)
+	jobUpdateScript   = redis.NewScript(shebang + luaJobUpdate)
+	jobDueScript      = redis.NewScript(shebang + luaJobDue)
 
-	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, unitsScript, credentialsScript}
+	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, unitsScript, credentialsScript,
+		jobCreateScript, jobUpdateScript, jobDueScript}
 )

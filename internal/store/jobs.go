@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Job is an asynchronous upstream job (a video generation) bound to the edge
+// that created it. Every follow-up — poll, download, cancel — goes to that
+// credential and endpoint, whatever their status, because upstream jobs are
+// visible only to the key (or project) that created them. The job holds the
+// capacity claim of its submit (Domain, Lease) until it ends.
+type Job struct {
+	ID        string // Sluice's job ID, the one the caller sees
+	RequestID string // the submit request
+	KeyID     string // the virtual key that created the job: only it may follow the job
+	Tenant    string
+	Protocol  string // the caller's and upstream's protocol ("openai.videos", "fal.queue")
+	Alias     string
+
+	EdgeID       string
+	CredentialID string
+	EndpointID   string
+	AccountID    string
+	Model        string // the upstream model (for fal, the endpoint ID it was submitted to)
+
+	UpstreamID string // the upstream's job ID; never shown to the caller
+	// StatusURL, ResultURL and CancelURL are the follow-up URLs the upstream
+	// returned, verbatim (fal); empty when the protocol builds them from
+	// UpstreamID.
+	StatusURL string
+	ResultURL string
+	CancelURL string
+
+	Domain string // the capacity claim held until the job ends
+	Lease  string
+
+	// State is the last status seen: "queued", "in_progress", or, once
+	// Ended is set, a terminal one ("completed", "failed", "cancelled",
+	// "expired").
+	State     string
+	Queued    time.Time // the submit arrived at Sluice
+	Submitted time.Time // the upstream accepted it
+	Running   time.Time // first seen in progress; zero if never seen so
+	Ended     time.Time // first seen in a terminal state; zero while it runs
+	Seconds   float64   // run or video length the upstream reported, if any
+
+	NextPoll  time.Time     // when the background poller looks at it next
+	PollEvery time.Duration // the poller's current interval (it backs off)
+	// Expires is when the record may be forgotten: a running job's is past
+	// its maximum age, an ended job's is its retention after the end.
+	Expires time.Time
+}
+
+// Done reports whether the job has reached a terminal state.
+func (j *Job) Done() bool { return !j.Ended.IsZero() }
+
+// ErrJobNotFound is returned for a job ID the store does not hold (never
+// created, or forgotten after it expired).
+var ErrJobNotFound = errors.New("job not found")
+
+// Jobs hold the job bindings, shared by every replica: a job created through
+// one replica is followed through any other, also after a restart.
+// Implementations must be safe for concurrent use.
+type Jobs interface {
+	// CreateJob stores a new job. Creating an ID that exists is an error.
+	CreateJob(ctx context.Context, j Job) error
+	// Job returns the job with id, or ErrJobNotFound.
+	Job(ctx context.Context, id string) (Job, error)
+	// UpdateJob replaces the stored job j.ID with j unless the stored one
+	// has ended, and reports whether it did (ErrJobNotFound if there is
+	// none). So a job ends exactly once: of the callers that write it with
+	// Ended set, only the first gets true, and only it releases the job's
+	// claim and records its usage; an observation that the job still runs
+	// never overwrites its end.
+	UpdateJob(ctx context.Context, j Job) (bool, error)
+	// DueJobs returns up to limit jobs that have not ended and whose
+	// NextPoll is at or before now, earliest first, and moves their
+	// NextPoll to now+hold, so that another poller (another replica) does
+	// not take them while this one polls.
+	DueJobs(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]Job, error)
+}

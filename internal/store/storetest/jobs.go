@@ -1,0 +1,188 @@
+package storetest
+
+import (
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// job returns a running job of the case, due for a poll at next. Times are
+// UTC and whole milliseconds, as every backend keeps them.
+func (f *fixture) job(short string, next time.Time) store.Job {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	return store.Job{
+		ID: f.name(short), RequestID: f.name("req-" + short), KeyID: f.name("key"), Tenant: "t",
+		Protocol: "openai.videos", Alias: "video", EdgeID: "video/sora-2/ep/c1", CredentialID: "c1",
+		EndpointID: "ep", AccountID: "acct", Model: "sora-2", UpstreamID: "video_up_" + short,
+		StatusURL: "https://queue.example/r/status", Domain: f.domain, Lease: f.name("lease-" + short),
+		State: "queued", Queued: now.Add(-time.Second), Submitted: now, NextPoll: next.UTC().Truncate(time.Millisecond),
+		PollEvery: time.Second, Expires: now.Add(time.Hour),
+	}
+}
+
+func (f *fixture) createJob(j store.Job) {
+	f.t.Helper()
+	if err := f.s.CreateJob(f.t.Context(), j); err != nil {
+		f.t.Fatalf("CreateJob(%s): %v", j.ID, err)
+	}
+}
+
+func (f *fixture) update(j store.Job) bool {
+	f.t.Helper()
+	ok, err := f.s.UpdateJob(f.t.Context(), j)
+	if err != nil {
+		f.t.Fatalf("UpdateJob(%s): %v", j.ID, err)
+	}
+	return ok
+}
+
+func (f *fixture) due(now time.Time, hold time.Duration, limit int) []string {
+	f.t.Helper()
+	jobs, err := f.s.DueJobs(f.t.Context(), now, hold, limit)
+	if err != nil {
+		f.t.Fatalf("DueJobs: %v", err)
+	}
+	var ids []string
+	for _, j := range jobs {
+		if j.Domain == f.domain { // other runs may share the backend
+			ids = append(ids, j.ID)
+		}
+	}
+	return ids
+}
+
+// testJobRoundTrip: a created job reads back whole, from every replica; an
+// ID is created once; an unknown ID is ErrJobNotFound.
+func testJobRoundTrip(t *testing.T, f *fixture) {
+	j := f.job("a", time.Now())
+	j.Running, j.Seconds = j.Submitted.Add(time.Second), 8
+	f.createJob(j)
+	got, err := f.newReplica().Job(t.Context(), j.ID)
+	if err != nil {
+		t.Fatalf("Job from another replica: %v", err)
+	}
+	if !reflect.DeepEqual(got, j) {
+		t.Errorf("Job =\n%+v\nwant\n%+v", got, j)
+	}
+	if err := f.s.CreateJob(t.Context(), j); err == nil {
+		t.Error("CreateJob of an existing ID succeeded")
+	}
+	if _, err := f.s.Job(t.Context(), f.name("none")); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("Job(unknown) error = %v, want ErrJobNotFound", err)
+	}
+	if _, err := f.s.UpdateJob(t.Context(), f.job("none", time.Now())); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("UpdateJob(unknown) error = %v, want ErrJobNotFound", err)
+	}
+}
+
+// testJobEndsOnce: updates replace a running job; the first update that
+// ends it wins, and nothing replaces an ended job.
+func testJobEndsOnce(t *testing.T, f *fixture) {
+	j := f.job("a", time.Now())
+	f.createJob(j)
+	j.State, j.Running = "in_progress", j.Submitted.Add(time.Second)
+	if !f.update(j) {
+		t.Fatal("UpdateJob of a running job = false")
+	}
+	end := j
+	end.State, end.Ended = "completed", j.Running.Add(time.Second)
+	if !f.update(end) {
+		t.Fatal("first UpdateJob that ends the job = false")
+	}
+	again := end
+	again.State = "failed"
+	if f.update(again) {
+		t.Error("second UpdateJob that ends the job = true")
+	}
+	if f.update(j) {
+		t.Error("UpdateJob of a running state over an ended job = true")
+	}
+	got, err := f.s.Job(t.Context(), j.ID)
+	if err != nil || got.State != "completed" || !got.Done() {
+		t.Errorf("Job = %+v, %v; want the first end (completed)", got, err)
+	}
+}
+
+// testJobEndRace: of many replicas ending one job at once, exactly one wins.
+func testJobEndRace(t *testing.T, f *fixture) {
+	j := f.job("a", time.Now())
+	f.createJob(j)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		r := f.newReplica()
+		wg.Go(func() {
+			end := j
+			end.State, end.Ended = "completed", time.Now().UTC().Truncate(time.Millisecond)
+			end.Seconds = float64(i)
+			ok, err := r.UpdateJob(t.Context(), end)
+			if err != nil {
+				t.Errorf("UpdateJob: %v", err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 1 {
+		t.Errorf("%d replicas ended the job, want exactly 1", n)
+	}
+}
+
+// testJobsDue: DueJobs returns running jobs whose poll is due, earliest
+// first, up to the limit, and holds them from other pollers; ended jobs and
+// jobs due later are not returned.
+func testJobsDue(t *testing.T, f *fixture) {
+	now := time.Now()
+	early, late, future, ended := f.job("early", now.Add(-2*time.Second)), f.job("late", now.Add(-time.Second)),
+		f.job("future", now.Add(time.Hour)), f.job("ended", now.Add(-3*time.Second))
+	for _, j := range []store.Job{late, early, future, ended} {
+		f.createJob(j)
+	}
+	ended.State, ended.Ended = "failed", now
+	f.update(ended)
+	if got := f.due(now, time.Hour, 1000); !reflect.DeepEqual(got, []string{early.ID, late.ID}) {
+		t.Fatalf("DueJobs = %v, want [early late]", got)
+	}
+	if got := f.due(now.Add(time.Minute), time.Hour, 1000); len(got) != 0 {
+		t.Errorf("DueJobs while held = %v, want none", got)
+	}
+	later := now.Add(2 * time.Hour)
+	if got := f.due(later, time.Minute, 1000); len(got) != 3 {
+		t.Errorf("DueJobs after the hold = %v, want early, late and future", got)
+	}
+	// The limit: another case's jobs may come first in a shared backend, so
+	// only its upper bound is checked.
+	if jobs, err := f.s.DueJobs(t.Context(), later.Add(time.Hour), time.Minute, 2); err != nil || len(jobs) > 2 {
+		t.Errorf("DueJobs with limit 2 = %d jobs, %v", len(jobs), err)
+	}
+	// An update sets the next poll.
+	early.NextPoll = later.Add(10 * time.Hour).Truncate(time.Millisecond)
+	f.update(early)
+	if got := f.due(later.Add(5*time.Hour), time.Minute, 1000); !reflect.DeepEqual(got, []string{late.ID, future.ID}) {
+		t.Errorf("DueJobs after rescheduling early = %v, want [late future]", got)
+	}
+}
+
+// testJobExpires: a record is forgotten at Expires, and is no longer due.
+func testJobExpires(t *testing.T, f *fixture) {
+	j := f.job("a", time.Now().Add(-time.Second))
+	j.Expires = time.Now().Add(300 * time.Millisecond)
+	f.createJob(j)
+	if _, err := f.s.Job(t.Context(), j.ID); err != nil {
+		t.Fatalf("Job before it expires: %v", err)
+	}
+	time.Sleep(300*time.Millisecond + clockSlop)
+	if _, err := f.s.Job(t.Context(), j.ID); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("Job after it expired: err = %v, want ErrJobNotFound", err)
+	}
+	if got := f.due(time.Now(), time.Minute, 1000); len(got) != 0 {
+		t.Errorf("DueJobs after it expired = %v, want none", got)
+	}
+}
