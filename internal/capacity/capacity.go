@@ -197,18 +197,48 @@ func (e *Engine) hold(domain, lease string) {
 }
 
 // Release gives the slot back with the call's outcome. It runs at most once
-// and survives a caller that has gone (it uses a detached, bounded context).
+// (and not at all after Keep) and survives a caller that has gone (it uses
+// a detached, bounded context).
 func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 	c.once.Do(func() {
-		c.e.mu.Lock()
-		delete(c.e.held[c.dom], c.lease)
-		c.e.mu.Unlock()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if err := c.e.claims.Release(rctx, c.dom, c.lease, out); err != nil {
-			// The lease expires on its own after its TTL.
-			c.e.log.LogAttrs(ctx, slog.LevelError, "releasing a claim failed; it lapses after the lease TTL",
-				slog.String("lease", c.lease), slog.Any("err", err))
+		c.unhold()
+		_ = c.e.ReleaseLease(ctx, c.dom, c.lease, out)
+	})
+}
+
+// Keep hands the claim over to an async job, which holds it until the job
+// ends, beyond the request and maybe beyond this process: the lease is no
+// longer renewed but extended once to ttl (the job's maximum age), Release
+// becomes a no-op, and ReleaseLease(domain, lease) frees the slot from any
+// replica. A lease nobody releases lapses after ttl. If the extension fails
+// the claim is released and the error returned.
+func (c *Claim) Keep(ctx context.Context, ttl time.Duration) (domain, lease string, err error) {
+	c.once.Do(func() {
+		c.unhold()
+		if err = c.e.claims.Renew(ctx, c.dom, []string{c.lease}, ttl); err != nil {
+			_ = c.e.ReleaseLease(ctx, c.dom, c.lease, store.Outcome{})
 		}
 	})
+	return c.dom, c.lease, err
+}
+
+func (c *Claim) unhold() {
+	c.e.mu.Lock()
+	delete(c.e.held[c.dom], c.lease)
+	c.e.mu.Unlock()
+}
+
+// ReleaseLease releases a lease by its ID with the call's outcome: a kept
+// claim, from whichever replica learns that its job ended. Releasing a lease
+// twice, or one that lapsed, does nothing. A failure is logged and returned;
+// the lease then lapses after its TTL.
+func (e *Engine) ReleaseLease(ctx context.Context, domain, lease string, out store.Outcome) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err := e.claims.Release(rctx, domain, lease, out)
+	if err != nil {
+		e.log.LogAttrs(ctx, slog.LevelError, "releasing a claim failed; it lapses after the lease TTL",
+			slog.String("lease", lease), slog.Any("err", err))
+	}
+	return err
 }

@@ -181,3 +181,48 @@ func TestStatusesSeenAfterRefresh(t *testing.T) {
 		t.Errorf("other replica after refresh sees %+v, want disabled (auth)", got)
 	}
 }
+
+// TestKeptClaim: a kept claim outlives renewal and Release; ReleaseLease
+// frees it, and one nobody releases lapses after the kept TTL.
+func TestKeptClaim(t *testing.T) {
+	e, _ := newEngine(t) // lease TTL 1 s, renewed every 333 ms while held
+	ctx := t.Context()
+	try := func(ticket string) error {
+		c, err := e.Wait(ctx, acquire(ticket), time.Now().Add(50*time.Millisecond), fixed(unit("a", 1)))
+		if err == nil {
+			c.Release(ctx, store.Outcome{Success: true})
+		}
+		return err
+	}
+	c, err := e.Wait(ctx, acquire("job1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, lease, err := c.Keep(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(ctx, store.Outcome{Success: true}) // a no-op after Keep
+	time.Sleep(1500 * time.Millisecond)          // past the engine's TTL: kept, not lapsed
+	if err := try("other1"); !errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}) {
+		t.Fatalf("Wait while the job holds the slot = %v, want capacity_wait_timeout", err)
+	}
+	if err := e.ReleaseLease(ctx, dom, lease, store.Outcome{Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := try("other2"); err != nil {
+		t.Fatalf("Wait after ReleaseLease = %v, want a grant", err)
+	}
+
+	c, err = e.Wait(ctx, acquire("job2"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Keep(ctx, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := try("other3"); err != nil {
+		t.Fatalf("Wait after the kept lease lapsed = %v, want a grant", err)
+	}
+}

@@ -44,6 +44,23 @@ type Server struct {
 	// background); a class left out waits up to WaitTimeout.
 	Priorities map[string]Priority `yaml:"priorities"`
 	Timeouts   Timeouts            `yaml:"timeouts"` // defaults for every endpoint
+	Jobs       Jobs                `yaml:"jobs"`
+}
+
+// Jobs tune how Sluice follows async jobs (video generation) it did not see
+// end through a caller's poll.
+type Jobs struct {
+	// MaxAge is how long a job may run: one whose end Sluice cannot learn
+	// frees its slots after this and is recorded as expired; default 2h.
+	MaxAge Duration `yaml:"max_age"`
+	// PollInterval is when the background poller first looks at a job
+	// nobody polls, and its shortest interval; default 2s.
+	PollInterval Duration `yaml:"poll_interval"`
+	// MaxPollInterval is how far the poller backs off; default 30s.
+	MaxPollInterval Duration `yaml:"max_poll_interval"`
+	// Retention is how long an ended job can still be followed (its result
+	// downloaded); default 24h.
+	Retention Duration `yaml:"retention"`
 }
 
 // Timeouts are phase timeouts as durations ("30s"). Empty = inherit.

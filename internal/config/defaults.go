@@ -12,7 +12,8 @@ const defaultMaxBodyBytes = 4 << 20 // 4 MiB
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
 //     max_body_bytes 4 MiB, body_timeout 30s, wait_timeout 30s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
-//     total 10m;
+//     total 10m; jobs max_age 2h, poll_interval 2s, max_poll_interval 30s (or
+//     poll_interval, when larger), retention 24h;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
 //     open 30s;
 //   - accounts: quota_scope account, cooldown base 1s and max 60s (or base,
@@ -37,6 +38,10 @@ func ApplyDefaults(c *Catalog) {
 	if s.WaitTimeout == 0 {
 		s.WaitTimeout = Duration(30 * time.Second)
 	}
+	setDuration(&s.Jobs.MaxAge, Duration(2*time.Hour))
+	setDuration(&s.Jobs.PollInterval, Duration(2*time.Second))
+	setDuration(&s.Jobs.MaxPollInterval, max(Duration(30*time.Second), s.Jobs.PollInterval))
+	setDuration(&s.Jobs.Retention, Duration(24*time.Hour))
 	if c.State.LeaseTTL == 0 {
 		c.State.LeaseTTL = Duration(30 * time.Second)
 	}

@@ -53,6 +53,10 @@ keys:
 			BodyTimeout:  Duration(30 * time.Second),
 			WaitTimeout:  Duration(30 * time.Second),
 			Timeouts:     serverTimeouts,
+			Jobs: Jobs{
+				MaxAge: Duration(2 * time.Hour), PollInterval: Duration(2 * time.Second),
+				MaxPollInterval: Duration(30 * time.Second), Retention: Duration(24 * time.Hour),
+			},
 		},
 		State:    State{Backend: "memory", LeaseTTL: Duration(30 * time.Second)},
 		Database: Database{URL: "sqlite://data/sluice.db"},

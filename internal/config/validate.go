@@ -85,6 +85,11 @@ func (v *validator) top() {
 	if _, port, err := net.SplitHostPort(c.Server.Listen); err == nil && port != "0" && c.Server.Listen == c.Server.AdminListen {
 		v.addf("server.admin_listen", "must differ from server.listen")
 	}
+	if j := c.Server.Jobs; j.MaxAge < 0 || j.PollInterval < 0 || j.Retention < 0 {
+		v.addf("server.jobs", "durations must be > 0")
+	} else if j.MaxPollInterval < j.PollInterval {
+		v.addf("server.jobs.max_poll_interval", "must be at least poll_interval (%s)", j.PollInterval.D())
+	}
 	if c.Server.MaxBodyBytes <= 0 {
 		v.addf("server.max_body_bytes", "must be > 0")
 	}

@@ -1,0 +1,182 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// JobCall is one call of an async job API (OpenAI Videos, the fal queue):
+// a submit, a poll, a download or a cancel.
+type JobCall struct {
+	Method string
+	URL    string // absolute; see JobURL
+	Body   []byte // nil: none
+	Submit bool   // a submit: the endpoint's breaker may refuse it, so another edge can take it
+}
+
+// JobURL is the upstream URL of a job call on e, from the endpoint's base
+// URL: for OpenAI Videos /v1/videos followed by the parts ("video_…",
+// "content"), for the fal queue the parts alone (the endpoint ID on submit).
+func JobURL(e *sluice.Edge, parts ...string) string {
+	base := strings.TrimSuffix(e.Endpoint.BaseURL, "/")
+	var b strings.Builder
+	b.WriteString(base)
+	if e.Protocol == sluice.ProtocolOpenAIVideos {
+		if !strings.HasSuffix(base, "/v1") {
+			b.WriteString("/v1")
+		}
+		b.WriteString("/videos")
+	}
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(p))
+	}
+	return b.String()
+}
+
+// SameOrigin reports whether u is an http(s) URL on the endpoint's scheme and
+// host: follow-up URLs an upstream returns (fal's status_url…) are used only
+// then, so an upstream cannot point Sluice — and the credential it sends — at
+// another host.
+func SameOrigin(e *sluice.Edge, u string) bool {
+	base, err1 := url.Parse(e.Endpoint.BaseURL)
+	got, err2 := url.Parse(u)
+	return err1 == nil && err2 == nil && got.Scheme == base.Scheme && got.Host == base.Host && got.User == nil
+}
+
+// maxJobAnswer bounds a job API answer that is read whole (everything but a
+// download's body).
+const maxJobAnswer = 1 << 20
+
+// CallJob runs one job API call on edge e with e's credential, sent the way
+// the endpoint's protocol expects ("Key …" for fal, a bearer token
+// otherwise), under the endpoint's connect, first-byte and total timeouts.
+// On a 2xx answer the response body is left open for the caller to stream
+// (and close): a video download is never buffered; its Attempt has Class
+// ClassNone. A non-2xx answer is read (up to 1 MiB), classified, and
+// returned with that body, so the caller can pass it on. With no answer the
+// response is nil. Only endpoint failures count against the endpoint's
+// breaker, which refuses only submits (a follow-up has nowhere else to go).
+func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*http.Response, Attempt) {
+	a := Attempt{Exec: sluice.Execution{
+		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
+		Model: e.Model, Started: time.Now(),
+	}}
+	br := c.Breaker(e.Endpoint.ID)
+	if call.Submit && !br.Allow() {
+		a.Class, a.Skipped, a.Err = ClassEndpoint, true, fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)
+		return nil, a
+	}
+	resp := c.callJob(ctx, e, call, &a)
+	a.Exec.Duration = time.Since(a.Exec.Started)
+	a.Exec.Status = executionStatus[a.Class]
+	if a.Err != nil {
+		a.Exec.Error = a.Err.Error()
+	}
+	c.report(br, e.Endpoint.ID, a.Class)
+	if a.Class != ClassNone && a.Class != ClassRequest {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream job call failed", slog.String("edge_id", e.ID),
+			slog.String("method", call.Method), slog.String("class", a.Class.String()),
+			slog.Int("status", a.Exec.HTTPStatus), slog.String("err", a.Exec.Error))
+	}
+	return resp, a
+}
+
+func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *Attempt) *http.Response {
+	to := e.Endpoint.Timeouts
+	actx, cancelCause := context.WithCancelCause(ctx)
+	var total *time.Timer
+	if to.Total > 0 {
+		total = time.AfterFunc(to.Total, func() { cancelCause(errTotalTimeout) })
+	}
+	cancel := func(cause error) {
+		if total != nil {
+			total.Stop()
+		}
+		cancelCause(cause)
+	}
+	var body io.Reader = http.NoBody
+	if call.Body != nil {
+		body = bytes.NewReader(call.Body)
+	}
+	hreq, err := http.NewRequestWithContext(actx, call.Method, call.URL, body)
+	if err != nil {
+		cancel(nil)
+		a.Class, a.Err = ClassRequest, fmt.Errorf("build upstream job request: %w", err)
+		return nil
+	}
+	scheme := "Bearer "
+	if e.Protocol == sluice.ProtocolFalQueue {
+		scheme = "Key "
+	}
+	hreq.Header.Set("Authorization", scheme+e.Credential.Secret)
+	hreq.Header.Set("User-Agent", "sluice")
+	if call.Body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	var firstByte *time.Timer
+	if to.FirstByte > 0 {
+		firstByte = time.AfterFunc(to.FirstByte, func() { cancel(errFirstByteTimeout) })
+	}
+	resp, err := c.transport(to.Connect).RoundTrip(hreq)
+	if firstByte != nil {
+		firstByte.Stop()
+	}
+	if err != nil {
+		cancel(nil)
+		a.Class, a.Err = failureOf(ctx, actx, err)
+		return nil
+	}
+	a.Exec.HTTPStatus = resp.StatusCode
+	a.Exec.FirstByte = time.Since(a.Exec.Started)
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxJobAnswer))
+	if err != nil {
+		a.Class, a.Err = failureOf(ctx, actx, err)
+		return nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	resp.ContentLength = int64(len(answer))
+	a.Class = Classify(resp.StatusCode, answer)
+	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
+	if a.Class == ClassRate {
+		a.RetryAfter = RetryAfter(resp.Header, time.Now())
+	}
+	return resp
+}
+
+// ReadJobAnswer reads a job API answer that is JSON (not a download).
+func ReadJobAnswer(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJobAnswer+1))
+	if err == nil && len(b) > maxJobAnswer {
+		err = errors.New("upstream job answer larger than 1 MiB")
+	}
+	return b, err
+}
+
+// cancelOnClose ends a job call's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func(error)
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel(nil)
+	return err
+}
