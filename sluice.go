@@ -284,4 +284,16 @@ type UsageRecord struct {
 	TTFT       time.Duration
 	Usage      Usage
 	Executions []Execution
+	Job        *JobUsage // set on the record of an async job, written when it ends
+}
+
+// JobUsage is what the usage record of an async job (a video generation)
+// adds. Its record has the job's ID as RequestID; Started is when the submit
+// arrived and Latency runs to the job's end.
+type JobUsage struct {
+	State     string    // how it ended: completed, failed, cancelled, expired (its end was never learned)
+	Submitted time.Time // the upstream accepted it
+	Running   time.Time // first seen running; zero if never seen so
+	Ended     time.Time
+	Seconds   float64 // run or video length the upstream reported; 0 if none
 }

@@ -52,23 +52,25 @@ type Options struct {
 
 // Gateway is a running Sluice. Close stops it.
 type Gateway struct {
-	log      *slog.Logger
-	db       *sqldb.DB
-	live     *pipeline.Live
-	keys     *authn.Keyring
-	caller   *upstream.Caller
-	recorder *settle.Recorder
-	capacity *capacity.Engine
-	statuses *capacity.Statuses
-	closers  []func() error // shared-state clients, closed last
-	metrics  *metrics.Metrics
-	catalog  *catalogSource
-	demo     *demo
-	servers  []*http.Server
-	addr     string
-	admin    string
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	log       *slog.Logger
+	db        *sqldb.DB
+	live      *pipeline.Live
+	keys      *authn.Keyring
+	caller    *upstream.Caller
+	recorder  *settle.Recorder
+	capacity  *capacity.Engine
+	statuses  *capacity.Statuses
+	closers   []func() error // shared-state clients, closed last
+	metrics   *metrics.Metrics
+	catalog   *catalogSource
+	demo      *demo
+	servers   []*http.Server
+	addr      string
+	admin     string
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // Addr is the data plane's listen address.
@@ -154,7 +156,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Keys: g.keys, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Log: o.Log,
+		Caller: g.caller, Usage: g.recorder, Jobs: shared, Log: o.Log,
 	})
 
 	srv := cat.Server
@@ -182,6 +184,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 			o.Log.LogAttrs(ctx, slog.LevelError, "capacity engine stopped", slog.Any("err", err))
 		}
 	})
+	g.background(ctx, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
 	// Statuses changed on another replica are seen here within a second.
 	g.background(ctx, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(ctx, func(ctx context.Context) {
@@ -218,8 +221,14 @@ func (g *Gateway) background(ctx context.Context, f func(context.Context)) {
 }
 
 // Close stops accepting requests, lets running ones finish (bounded), then
-// flushes usage records and closes the stores.
+// flushes usage records and closes the stores. Later calls return the
+// first one's result.
 func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() { g.closeErr = g.close() })
+	return g.closeErr
+}
+
+func (g *Gateway) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -277,12 +286,14 @@ func (g *Gateway) breakerChanged(ob upstream.Observation) {
 	}
 }
 
-// sharedState is everything the capacity engine keeps in the shared store.
+// sharedState is everything the replicas share: the capacity engine's
+// state and the bindings of async jobs.
 type sharedState interface {
 	store.Claims
 	store.Waker
 	store.Inspector
 	store.Statuses
+	store.Jobs
 }
 
 // openState opens the configured shared-state backend: memory for one

@@ -44,6 +44,7 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 	s.mux.HandleFunc("POST /v1/chat/completions", s.protocol(sluice.ProtocolOpenAIChat))
 	s.mux.HandleFunc("POST /v1/embeddings", s.protocol(sluice.ProtocolOpenAIEmbeddings))
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.routeJobs()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return s
 }
@@ -53,10 +54,11 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		code := sluice.CodeNotFound
-		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" {
+		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
+			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") {
 			code = sluice.CodeMethodNotAllowed
 		}
-		writeError(w, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})
+		writeError(w, sluice.ProtocolOpenAIChat, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -75,13 +77,7 @@ func (s *Server) protocol(p sluice.Protocol) http.HandlerFunc {
 }
 
 func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic serving request", slog.String("request_id", id),
-				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			err = &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error"}
-		}
-	}()
+	defer s.recoverPanic(r.Context(), id, &err)
 	snap := s.live.Load()
 	body, err := readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout)
 	if err != nil {
@@ -98,6 +94,16 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	return out, req, err
 }
 
+// recoverPanic turns a panic of the request id into an internal error in
+// *err, logged with its stack. Call it deferred.
+func (s *Server) recoverPanic(ctx context.Context, id string, err *error) {
+	if v := recover(); v != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "panic serving request", slog.String("request_id", id),
+			slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+		*err = &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error"}
+	}
+}
+
 // finish renders an uncommitted error, writes the access log line and
 // counts the request.
 func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p sluice.Protocol, out pipeline.Outcome, err error, start time.Time, id string) {
@@ -108,7 +114,7 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 		code = "caller_gone"
 	case err != nil && !w.wrote:
 		se := asError(err)
-		writeError(w, se)
+		writeError(w, p, se)
 		code = string(se.Code)
 	case w.status >= 400:
 		code = "upstream_" + strconv.Itoa(w.status)
@@ -205,7 +211,7 @@ func bearer(r *http.Request) string {
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	p, err := s.keys.Authenticate(bearer(r))
 	if err != nil {
-		writeError(w, asError(err))
+		writeError(w, sluice.ProtocolOpenAIChat, asError(err))
 		return
 	}
 	type model struct {
@@ -246,17 +252,23 @@ var errorTypes = map[int]string{
 	http.StatusTooManyRequests:       "rate_limit_error",
 }
 
-// writeError renders e in the OpenAI error envelope. Only e.Msg and e.Code
-// reach the caller; the cause stays in the logs.
-func writeError(w http.ResponseWriter, e *sluice.Error) {
+// writeError renders e in the error envelope of protocol p: fal's
+// {"detail": …} for the fal queue, OpenAI's otherwise. Only e.Msg and
+// e.Code reach the caller; the cause stays in the logs.
+func writeError(w http.ResponseWriter, p sluice.Protocol, e *sluice.Error) {
 	status := e.Code.Status()
-	typ, ok := errorTypes[status]
-	if !ok {
-		typ = "server_error"
+	var body []byte
+	if p == sluice.ProtocolFalQueue {
+		body, _ = json.Marshal(map[string]any{"detail": e.Msg, "code": e.Code})
+	} else {
+		typ, ok := errorTypes[status]
+		if !ok {
+			typ = "server_error"
+		}
+		body, _ = json.Marshal(map[string]any{"error": map[string]any{
+			"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
+		}})
 	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
-	}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {

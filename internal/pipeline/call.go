@@ -22,8 +22,9 @@ import (
 // probe, and the request waits or goes to another unit — never to a sibling
 // credential of the cooled account); an auth failure disables the credential;
 // a billing failure disables the account; an endpoint failure drops the edge.
-// Nothing is retried after the first byte reached the caller.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, out *Outcome) error {
+// Nothing is retried after the first byte reached the caller, nor after an
+// attempt that says it is final.
+func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, out *Outcome, try tryFunc) error {
 	start := time.Now()
 	class := class(key, req)
 	deadline := start.Add(snap.Wait(class))
@@ -63,7 +64,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 			return err
 		}
 		e := current[claim.Index]
-		a := h.execute(ctx, w, req, e, start, claim)
+		a, final := try(e, claim, start)
 		if !a.Skipped {
 			out.Executions = append(out.Executions, a.Exec)
 		}
@@ -71,7 +72,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 			out.Committed, out.Usage, out.TTFT, out.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
 			return a.Err
 		}
-		if !a.Skipped && !a.Class.Retryable() {
+		if !a.Skipped && (final || !a.Class.Retryable()) {
 			return a.Failure()
 		}
 		h.react(ctx, e, a)
@@ -82,9 +83,14 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, snap *Snapsho
 	}
 }
 
-// execute runs one attempt on the claimed edge and releases the claim
-// with its outcome — also when the attempt panics, so a claim is released
-// exactly once on every path.
+// tryFunc runs one attempt on the claimed edge e and releases the claim (or
+// hands it over) — also when the attempt panics, so a claim is released
+// exactly once on every path. start is when the request's first attempt
+// began. final says that no other edge may be tried, whatever the class.
+type tryFunc func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (a upstream.Attempt, final bool)
+
+// execute runs one attempt of a request that answers at once (chat,
+// embeddings) and releases the claim with its outcome.
 func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim) (a upstream.Attempt) {
 	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
 	return h.caller.Execute(ctx, w, req, e, start)

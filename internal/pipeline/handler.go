@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -26,6 +27,7 @@ type Handler struct {
 	statuses *capacity.Statuses
 	caller   *upstream.Caller
 	usage    Recorder
+	jobs     store.Jobs
 	log      *slog.Logger
 }
 
@@ -37,12 +39,13 @@ type Stages struct {
 	Statuses *capacity.Statuses
 	Caller   *upstream.Caller
 	Usage    Recorder
+	Jobs     store.Jobs // async job bindings
 	Log      *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, log: s.Log}
+	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -71,7 +74,9 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		edges, err = h.route(snap, req)
 	}
 	if err == nil {
-		err = h.call(ctx, w, snap, p.Key, req, task, edges, &out)
+		err = h.call(ctx, snap, p.Key, req, task, edges, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
+			return h.execute(ctx, w, req, e, start, claim), false
+		})
 	}
 	h.settle(ctx, p, req, out, err)
 	return out, err

@@ -1,0 +1,454 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// jobsTemplate: OpenAI Videos on simA (account org-v: three credentials,
+// two jobs at once) and the fal queue on simB (account org-f, one
+// credential). The poller looks every 100 ms, backing off to 300 ms.
+const jobsTemplate = `version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: ADMIN_TOKEN
+  wait_timeout: 20s
+  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
+  jobs: {max_age: 1m, poll_interval: 100ms, max_poll_interval: 300ms, retention: 1h}
+database: {url: "sqlite://%s"}
+state: %s
+endpoints:
+  - {id: ep-v, base_url: %s, protocols: [openai.videos]}
+  - {id: ep-f, base_url: %s, protocols: [fal.queue]}
+accounts:
+  - {id: org-v, max_inflight: 2, cooldown: {base: 500ms, max: 2s}}
+  - {id: org-f, max_inflight: 2, cooldown: {base: 500ms, max: 2s}}
+credentials:
+  - {id: v1, account: org-v, secret_env: V1, endpoints: [ep-v]}
+  - {id: v2, account: org-v, secret_env: V2, endpoints: [ep-v]}
+  - {id: v3, account: org-v, secret_env: V3, endpoints: [ep-v]}
+  - {id: f1, account: org-f, secret_env: F1, endpoints: [ep-f]}
+models:
+  - alias: sora
+    protocol: openai.videos
+    deployments: [{model: sora-2, endpoints: [ep-v]}]
+  - alias: veo
+    protocol: fal.queue
+    deployments: [{model: fal-ai/veo3/fast, endpoints: [ep-f]}]
+keys:
+  - {id: web, tenant: web, secret_env: KEY_WEB}
+  - {id: other, tenant: other, secret_env: KEY_BG}
+`
+
+const jobDuration = 600 * time.Millisecond
+
+func init() {
+	for _, id := range []string{"v1", "v2", "v3", "f1"} {
+		testEnv[strings.ToUpper(id)] = upstreamKey(id)
+	}
+}
+
+// simJobs: both providers enforce their account's two jobs at once (a 429
+// past it) and run each job for jobDuration.
+func simJobs(account string, ids ...string) simulator.Options {
+	o := simulator.Options{Accounts: map[string]simulator.AccountLimits{account: {MaxInflight: 2}}, Keys: map[string]simulator.Behavior{}}
+	for _, id := range ids {
+		o.Keys[upstreamKey(id)] = simulator.Behavior{Account: account, JobDuration: jobDuration}
+	}
+	return o
+}
+
+func newJobsHarness(t *testing.T, template, state string) *harness {
+	t.Helper()
+	h := newHarnessWith(t, template, state, simJobs("org-v", "v1", "v2", "v3"))
+	h.simB.Close()
+	h.srvB.Config.Handler = simulator.New(simJobs("org-f", "f1"))
+	h.simB = h.srvB.Config.Handler.(*simulator.Simulator)
+	return h
+}
+
+// call sends a request to the gateway at addr and decodes a JSON answer
+// into v (when v is not nil).
+func call(t *testing.T, method, url, auth, body string, v any) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Errorf("%s %s: %v in %s", method, url, err, b)
+		}
+	}
+	return resp.StatusCode, string(b)
+}
+
+type video struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+const videoBody = `{"model":"sora","prompt":"a red kite over dunes at dusk","seconds":"4"}`
+
+// submits lists the video submits simA received, in arrival order.
+func submits(sim *simulator.Simulator) []simulator.Recorded {
+	var out []simulator.Recorded
+	for _, r := range sim.Requests() {
+		if r.Path == "/v1/videos" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestJobsHoldAccountSlotsUntilTheyEnd: one account with two slots and three
+// credentials, five submits, nobody polls: at most two jobs run upstream at
+// once, the third is submitted only when a job has ended (learned by the
+// background poller), no credential is refused, and every slot comes back.
+func TestJobsHoldAccountSlotsUntilTheyEnd(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		h := newJobsHarness(t, jobsTemplate, state)
+		ids := make([]string, 5)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				var v video
+				if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
+					t.Errorf("submit %d = %d %s", i, code, body)
+				}
+				ids[i] = v.ID
+			})
+		}
+		wg.Wait()
+		subs := submits(h.simA)
+		if len(subs) != 5 {
+			t.Fatalf("upstream saw %d submits, want 5", len(subs))
+		}
+		for _, r := range subs {
+			if r.Status != 200 {
+				t.Errorf("upstream answered a submit %d (with %s): a credential was tried past the account's two slots", r.Status, r.Key)
+			}
+		}
+		if third, first := subs[2].At, subs[0].At; third.Sub(first) < jobDuration-50*time.Millisecond {
+			t.Errorf("the third job was submitted %v after the first, before any job could end (%v)", third.Sub(first), jobDuration)
+		}
+		if peak := h.simA.MaxInFlight("org-v"); peak > 2 {
+			t.Errorf("org-v ran %d jobs at once, want at most 2", peak)
+		}
+		for _, id := range ids {
+			if !strings.HasPrefix(id, "video_") || slices.ContainsFunc(subs, func(r simulator.Recorded) bool { return strings.Contains(id, r.Key) }) {
+				t.Errorf("job id %q is not one of Sluice's own", id)
+			}
+		}
+		eventually(t, 5*time.Second, "every job ends and frees its slot", func() bool { return h.claimsHeld(t) == 0 })
+		recs := h.usage(t, 10) // five submits and five jobs
+		jobs := 0
+		for _, r := range recs {
+			if r.Job != nil {
+				jobs++
+				if r.Job.State != "completed" || r.Job.Submitted.IsZero() || r.Job.Ended.Before(r.Job.Submitted) || len(r.Executions) != 1 ||
+					r.Executions[0].AccountID != "org-v" || !slices.Contains(ids, r.RequestID) {
+					t.Errorf("job usage record = %+v %+v", r, r.Job)
+				}
+			}
+		}
+		if jobs != 5 {
+			t.Errorf("%d job usage records, want 5", jobs)
+		}
+	})
+}
+
+// TestJobFollowUpsStayOnTheCreatingCredential: every poll and the download
+// go to the credential that created the job, also after it is disabled;
+// the disabled credential gets no new submits; the caller never sees the
+// upstream's job ID.
+func TestJobFollowUpsStayOnTheCreatingCredential(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	auth := "Bearer " + keyWeb
+	var v video
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	creator := submits(h.simA)[0].Key
+	cred := strings.TrimSuffix(strings.TrimPrefix(creator, "sk-upstream-"), "-SECRET-2b7c")
+	h.adminPost(t, "/admin/credentials/"+cred+"/disable")
+	for v.Status != "completed" {
+		var got video
+		code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got)
+		if code != 200 || got.ID != v.ID {
+			t.Fatalf("poll = %d %s", code, body)
+		}
+		v.Status = got.Status
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID+"/content"), auth, "", nil); code != 200 || !strings.Contains(body, "ftyp") {
+		t.Fatalf("content = %d %.80q", code, body)
+	}
+	var next video
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &next); code != 200 {
+		t.Fatalf("second submit = %d %s", code, body)
+	}
+	if subs := submits(h.simA); subs[1].Key == creator {
+		t.Errorf("the disabled credential %s got a new submit", cred)
+	}
+	followUps := 0
+	for _, r := range h.simA.Requests() {
+		switch {
+		case strings.HasPrefix(r.Path, "/v1/videos/"):
+			followUps++
+			if r.Key != creator {
+				t.Errorf("%s went to %s, not to the job's credential %s", r.Path, r.Key, creator)
+			}
+		}
+	}
+	if followUps < 2 {
+		t.Errorf("upstream saw %d follow-ups, want the polls and the download", followUps)
+	}
+	for _, r := range h.simA.Requests() {
+		if strings.HasPrefix(r.Path, "/v1/videos/video_") && strings.Contains(r.Path, v.ID) {
+			t.Errorf("Sluice's job ID reached the upstream: %s", r.Path)
+		}
+	}
+}
+
+// TestJobsAreVisibleOnlyToTheirKey: another key, an unknown ID and the other
+// protocol's paths all get the same 404.
+func TestJobsAreVisibleOnlyToTheirKey(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	var v video
+	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	for _, tc := range []struct{ method, path, auth string }{
+		{"GET", "/v1/videos/" + v.ID, "Bearer " + testEnv["KEY_BG"]},
+		{"GET", "/v1/videos/" + v.ID + "/content", "Bearer " + testEnv["KEY_BG"]},
+		{"DELETE", "/v1/videos/" + v.ID, "Bearer " + testEnv["KEY_BG"]},
+		{"GET", "/v1/videos/video_00000000000000000000000000000000", "Bearer " + keyWeb},
+		{"GET", "/fal/requests/" + v.ID + "/status", "Key " + keyWeb},
+	} {
+		code, body := call(t, tc.method, h.url(tc.path), tc.auth, "", nil)
+		if code != 404 || !strings.Contains(body, "not_found") {
+			t.Errorf("%s %s = %d %s, want 404 not_found", tc.method, tc.path, code, body)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 1 {
+		t.Errorf("upstream saw %d requests, want only the submit", n)
+	}
+	// An alias of one family is not served through the other's API.
+	if code, body := call(t, "POST", h.url("/fal/sora"), "Key "+keyWeb, `{"prompt":"x"}`, nil); code != 404 || !strings.Contains(body, "model_not_found") {
+		t.Errorf("fal submit of an OpenAI Videos alias = %d %s, want 404 model_not_found", code, body)
+	}
+	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, `{"model":"veo","prompt":"x"}`, nil); code != 404 || !strings.Contains(body, "model_not_found") {
+		t.Errorf("video submit of a fal alias = %d %s, want 404 model_not_found", code, body)
+	}
+}
+
+type falStatus struct {
+	Status      string `json:"status"`
+	RequestID   string `json:"request_id"`
+	StatusURL   string `json:"status_url"`
+	ResponseURL string `json:"response_url"`
+	CancelURL   string `json:"cancel_url"`
+}
+
+// TestFalQueueJob: a fal submit answers with Sluice's request ID and URLs;
+// status, result and cancel go through them to the creating key.
+func TestFalQueueJob(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	auth := "Key " + keyWeb
+	var sub falStatus
+	if code, body := call(t, "POST", h.url("/fal/veo"), auth, `{"prompt":"a kite"}`, &sub); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	upstreamID := ""
+	for _, r := range h.simB.Requests() {
+		if r.Path == "/fal-ai/veo3/fast" && r.Status == 200 {
+			upstreamID = "?" // found below from the follow-ups
+		}
+	}
+	if upstreamID == "" {
+		t.Fatalf("upstream saw no submit to /fal-ai/veo3/fast: %+v", h.simB.Requests())
+	}
+	if !strings.HasPrefix(sub.StatusURL, h.url("/fal/requests/"+sub.RequestID)) || !strings.HasPrefix(sub.ResponseURL, h.url("/fal/")) ||
+		!strings.HasSuffix(sub.CancelURL, "/cancel") {
+		t.Fatalf("submit answer = %+v, want Sluice's URLs", sub)
+	}
+	st := sub
+	for st.Status != "COMPLETED" {
+		code, body := call(t, "GET", st.StatusURL, auth, "", &st)
+		if code != 200 || st.RequestID != sub.RequestID {
+			t.Fatalf("status = %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, body := call(t, "GET", sub.ResponseURL, auth, "", nil)
+	if code != 200 || !strings.Contains(body, "video") {
+		t.Fatalf("result = %d %s", code, body)
+	}
+	for _, r := range h.simB.Requests() {
+		if r.Key != upstreamKey("f1") {
+			t.Errorf("%s went with key %q", r.Path, r.Key)
+		}
+		if strings.Contains(r.Path, "/requests/") {
+			upstreamID = strings.Split(strings.SplitAfter(r.Path, "/requests/")[1], "/")[0]
+		}
+	}
+	if upstreamID == "?" || upstreamID == sub.RequestID {
+		t.Errorf("upstream request ID %q: want one distinct from Sluice's %q", upstreamID, sub.RequestID)
+	}
+
+	// Cancel a running job: its slot comes back at once.
+	var run falStatus
+	if code, body := call(t, "POST", h.url("/fal/veo"), auth, `{"prompt":"another"}`, &run); code != 200 {
+		t.Fatalf("second submit = %d %s", code, body)
+	}
+	if code, body := call(t, "PUT", run.CancelURL, auth, "", nil); code != 202 || !strings.Contains(body, "CANCELLATION_REQUESTED") {
+		t.Fatalf("cancel = %d %s", code, body)
+	}
+	if h.simB.Jobs(upstreamKey("f1")) != 0 {
+		t.Error("the cancelled job still runs upstream")
+	}
+	eventually(t, 2*time.Second, "the cancelled job frees its slot", func() bool { return h.claimsHeld(t) == 0 })
+}
+
+// TestJobPastItsMaxAgeFreesItsSlot: jobs whose end is never learned (they
+// outlive server.jobs.max_age) are ended as expired and free their slots,
+// so a waiting submit goes through.
+func TestJobPastItsMaxAgeFreesItsSlot(t *testing.T) {
+	tpl := strings.Replace(jobsTemplate, "max_age: 1m", "max_age: 500ms", 1)
+	h := newJobsHarness(t, tpl, "{backend: memory}")
+	// The provider has no cap here: expired jobs may still run upstream, and
+	// it is Sluice's slots that are under test.
+	h.simA.Close()
+	h.simA = simulator.New(simulator.Options{Keys: map[string]simulator.Behavior{
+		upstreamKey("v1"): {JobDuration: time.Hour}, upstreamKey("v2"): {JobDuration: time.Hour}, upstreamKey("v3"): {JobDuration: time.Hour},
+	}})
+	h.srvA.Config.Handler = h.simA
+	auth := "Bearer " + keyWeb
+	for range 2 {
+		if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 200 {
+			t.Fatalf("submit = %d %s", code, body)
+		}
+	}
+	start := time.Now()
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 200 {
+		t.Fatalf("third submit = %d %s", code, body)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("the third submit went through after %v, before any job's max age", d)
+	}
+	recs := h.usage(t, 5)
+	expired := 0
+	for _, r := range recs {
+		if r.Job != nil && r.Job.State == "expired" {
+			expired++
+		}
+	}
+	if expired != 2 {
+		t.Errorf("%d jobs recorded as expired, want 2", expired)
+	}
+}
+
+// TestJobsOutliveTheirGateway: jobs submitted through one gateway are
+// followed through another on the same Redis, after the first has stopped;
+// its poller gone, the second's ends them and frees their slots.
+func TestJobsOutliveTheirGateway(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		if strings.Contains(state, "memory") {
+			t.Skip("the in-memory state lives and dies with its process")
+		}
+		h := newJobsHarness(t, jobsTemplate, state)
+		auth := "Bearer " + keyWeb
+		var v video
+		if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
+			t.Fatalf("submit = %d %s", code, body)
+		}
+		var f falStatus
+		if code, body := call(t, "POST", h.url("/fal/veo"), "Key "+keyWeb, `{"prompt":"x"}`, &f); code != 200 {
+			t.Fatalf("fal submit = %d %s", code, body)
+		}
+		first := h.gw.Addr()
+		if err := h.gw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		second, err := app.Start(context.Background(), app.Options{
+			ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.gw = second // closed by the harness
+		var got video
+		if code, body := call(t, "GET", "http://"+second.Addr()+"/v1/videos/"+v.ID, auth, "", &got); code != 200 || got.ID != v.ID {
+			t.Fatalf("poll through the second gateway = %d %s", code, body)
+		}
+		var st falStatus
+		if code, body := call(t, "GET", strings.Replace(f.StatusURL, first, second.Addr(), 1), "Key "+keyWeb, "", &st); code != 200 || st.RequestID != f.RequestID {
+			t.Fatalf("fal status through the second gateway = %d %s", code, body)
+		}
+		eventually(t, 5*time.Second, "the second gateway's poller ends both jobs", func() bool { return h.claimsHeld(t) == 0 })
+	})
+}
+
+// TestJobSubmitRateLimitedCoolsTheAccount: the provider runs one job per
+// account though the catalog says two. The second submit's 429 cools the
+// whole account: no sibling credential is tried during the cooldown, and
+// the submit goes through once a slot is free.
+func TestJobSubmitRateLimitedCoolsTheAccount(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	h.simA.Close()
+	o := simJobs("org-v", "v1", "v2", "v3")
+	o.Accounts["org-v"] = simulator.AccountLimits{MaxInflight: 1}
+	h.simA = simulator.New(o)
+	h.srvA.Config.Handler = h.simA
+	auth := "Bearer " + keyWeb
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 200 {
+				t.Errorf("submit = %d %s", code, body)
+			}
+		})
+	}
+	wg.Wait()
+	subs := submits(h.simA)
+	var refused time.Time
+	for _, r := range subs {
+		switch {
+		case r.Status == http.StatusTooManyRequests && refused.IsZero():
+			refused = r.At
+		case r.Status == http.StatusTooManyRequests:
+			t.Errorf("a second 429 (with %s): the account was not cooled", r.Key)
+		case !refused.IsZero() && r.At.Sub(refused) < 400*time.Millisecond:
+			t.Errorf("a submit with %s %v after the 429, within the account's cooldown", r.Key, r.At.Sub(refused))
+		}
+	}
+	if refused.IsZero() {
+		t.Fatalf("the provider never refused a submit: %d submits", len(subs))
+	}
+}

@@ -1,0 +1,188 @@
+package ingress
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/pipeline"
+)
+
+// The async job endpoints. OpenAI Videos lives where the SDKs expect it;
+// the fal queue under /fal/, so that a fal client's base URL can point at
+// Sluice: POST /fal/{alias} submits, and the follow-ups are the URLs the
+// submit answer gives (/fal/requests/{id}[/status|/cancel]); any path
+// ending that way is accepted, as fal clients also build them from the
+// app's root (/fal/{owner}/{app}/requests/{id}/status).
+func (s *Server) routeJobs() {
+	videos, fal := s.jobs(sluice.ProtocolOpenAIVideos), s.jobs(sluice.ProtocolFalQueue)
+	s.mux.HandleFunc("POST /v1/videos", videos)
+	s.mux.HandleFunc("GET /v1/videos/{id}", videos)
+	s.mux.HandleFunc("GET /v1/videos/{id}/content", videos)
+	s.mux.HandleFunc("DELETE /v1/videos/{id}", videos)
+	s.mux.HandleFunc("POST /fal/{path...}", fal)
+	s.mux.HandleFunc("GET /fal/{path...}", fal)
+	s.mux.HandleFunc("PUT /fal/{path...}", fal)
+}
+
+// jobs returns the handler of protocol p's job endpoints.
+func (s *Server) jobs(p sluice.Protocol) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &recorder{ResponseWriter: w}
+		id := s.ids.next()
+		w.Header().Set("X-Request-Id", id)
+		req := &sluice.Request{ID: id, Protocol: p, Received: start}
+		out, err := s.serveJob(rw, r, req)
+		s.finish(r.Context(), rw, req, p, out, err, start, id)
+	}
+}
+
+// jobTarget is what a job endpoint's path and method ask for.
+type jobTarget struct {
+	submit bool
+	alias  string // fal submit: the model alias is the path
+	job    string // follow-up: Sluice's job ID
+	op     pipeline.JobOp
+}
+
+func target(r *http.Request, p sluice.Protocol) (jobTarget, bool) {
+	if p == sluice.ProtocolOpenAIVideos {
+		id := r.PathValue("id")
+		switch {
+		case r.Method == http.MethodPost:
+			return jobTarget{submit: true}, true
+		case r.Method == http.MethodDelete:
+			return jobTarget{job: id, op: pipeline.JobCancel}, true
+		case strings.HasSuffix(r.URL.Path, "/content"):
+			return jobTarget{job: id, op: pipeline.JobResult}, true
+		}
+		return jobTarget{job: id, op: pipeline.JobStatus}, true
+	}
+	path := r.PathValue("path")
+	i := strings.LastIndex("/"+path, "/requests/")
+	if i < 0 {
+		return jobTarget{submit: true, alias: path}, r.Method == http.MethodPost
+	}
+	id, tail, _ := strings.Cut(path[i+len("requests/"):], "/")
+	switch {
+	case id == "":
+		return jobTarget{}, false
+	case r.Method == http.MethodGet && tail == "":
+		return jobTarget{job: id, op: pipeline.JobResult}, true
+	case r.Method == http.MethodGet && tail == "status":
+		return jobTarget{job: id, op: pipeline.JobStatus}, true
+	case r.Method == http.MethodPut && tail == "cancel":
+		return jobTarget{job: id, op: pipeline.JobCancel}, true
+	}
+	return jobTarget{}, false
+}
+
+func (s *Server) serveJob(w *recorder, r *http.Request, req *sluice.Request) (out pipeline.Outcome, err error) {
+	defer s.recoverPanic(r.Context(), req.ID, &err)
+	t, ok := target(r, req.Protocol)
+	if !ok {
+		return out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path}
+	}
+	token := bearer(r)
+	if h := r.Header.Get("Authorization"); token == "" && len(h) > 4 && strings.EqualFold(h[:4], "key ") {
+		token = strings.TrimSpace(h[4:]) // fal clients send "Key <key>"
+	}
+	var ans *pipeline.JobAnswer
+	if t.submit {
+		snap := s.live.Load()
+		var body []byte
+		if body, err = readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout); err != nil {
+			return out, err
+		}
+		if err = parseSubmit(req, body, t.alias); err != nil {
+			return out, err
+		}
+		req.Priority, req.Task, req.User = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task"), r.Header.Get("X-Sluice-User")
+		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
+	} else {
+		ans, out, err = s.handler.FollowJob(r.Context(), token, req.Protocol, t.job, t.op, r.URL.RawQuery)
+	}
+	if err != nil {
+		return out, err
+	}
+	return out, renderJob(w, r, req.Protocol, ans)
+}
+
+// parseSubmit fills req from a submit body: an OpenAI video request names
+// its model; a fal body is the model's input, a JSON object, and the model
+// is the path. Job submits reserve no tokens: a video is not priced in them.
+func parseSubmit(req *sluice.Request, body []byte, alias string) error {
+	if req.Protocol == sluice.ProtocolFalQueue {
+		if alias == "" {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "the path must name a model: POST /fal/{model}"}
+		}
+		if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "request body must be a JSON object (the model input)"}
+		}
+		req.Model, req.Body = alias, body
+		return nil
+	}
+	parsed, err := Parse(req.Protocol, body)
+	if err != nil {
+		return err
+	}
+	req.Model, req.User, req.Body = parsed.Model, parsed.User, body
+	return nil
+}
+
+// jobHeaders are the upstream headers a job's caller can act on. Nothing
+// else passes: fal's X-Fal-Request-Id, for one, is the upstream's job ID.
+var jobHeaders = []string{"Content-Type", "Openai-Poll-After-Ms", "Retry-After", "Retry-After-Ms", "X-Fal-Error-Type", "Content-Disposition"}
+
+// renderJob writes a job answer with Sluice's job ID (and, for fal, its
+// URLs) in place of the upstream's: the caller never learns which upstream
+// job, and so which credential, runs its job. A download is streamed.
+func renderJob(w http.ResponseWriter, r *http.Request, p sluice.Protocol, ans *pipeline.JobAnswer) error {
+	h := w.Header()
+	for _, k := range jobHeaders {
+		if v := ans.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	if ans.Stream != nil {
+		defer ans.Stream.Close()
+		if n := ans.Header.Get("Content-Length"); n != "" {
+			h.Set("Content-Length", n)
+		}
+		w.WriteHeader(ans.Status)
+		_, err := io.Copy(w, ans.Stream)
+		return err
+	}
+	body := ans.JSON
+	if job := ans.Job; job.ID != "" {
+		if p == sluice.ProtocolFalQueue {
+			base := origin(r) + "/fal/requests/" + job.ID
+			for field, u := range map[string]string{"status_url": base + "/status", "response_url": base, "cancel_url": base + "/cancel"} {
+				if _, _, ok, _ := jsonfield.Find(body, field); ok {
+					body, _ = jsonfield.SetString(body, field, u)
+				}
+			}
+		}
+		body = bytes.ReplaceAll(body, []byte(job.UpstreamID), []byte(job.ID))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(ans.Status)
+	_, err := w.Write(body)
+	return err
+}
+
+// origin is the scheme and host the caller reached Sluice at.
+func origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

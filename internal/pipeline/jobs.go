@@ -1,0 +1,451 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/upstream"
+)
+
+// Async jobs (video generation). A submit goes through the pipeline like any
+// request — admitted, routed, queued for capacity, failed over before an
+// upstream job exists — but its claim is kept when the upstream accepts the
+// job: the slot stays taken until the job ends, which Sluice learns from a
+// caller's poll or from its background poller, whichever is first (the job
+// store ends a job exactly once). The job is bound to the edge that created
+// it; every follow-up goes there, whatever the credential's status since. The
+// caller sees only Sluice's job ID.
+
+// JobOp is what a caller asks of an existing job.
+type JobOp int
+
+const (
+	JobStatus JobOp = iota // its status: OpenAI GET /v1/videos/{id}, fal GET …/requests/{id}/status
+	JobResult              // its output: OpenAI GET /v1/videos/{id}/content, fal GET …/requests/{id}
+	JobCancel              // stop it: OpenAI DELETE /v1/videos/{id}, fal PUT …/requests/{id}/cancel
+)
+
+// JobAnswer is an upstream's answer to a job call, for ingress to render in
+// the caller's protocol with Sluice's job ID and URLs in place of the
+// upstream's.
+type JobAnswer struct {
+	Job    store.Job
+	Status int
+	Header http.Header
+	JSON   []byte        // the answer, when Sluice read it whole (a submit, a status, a cancel, an error)
+	Stream io.ReadCloser // else the open answer body (a download, a result); the renderer closes it
+}
+
+// Job states as Sluice names them, whatever the protocol.
+const (
+	jobQueued     = "queued"
+	jobInProgress = "in_progress"
+	jobCompleted  = "completed"
+	jobFailed     = "failed"
+	jobCancelled  = "cancelled"
+	jobExpired    = "expired" // its end was never learned within the maximum age
+)
+
+// SubmitJob runs a job submit (req.Protocol openai.videos or fal.queue)
+// through the pipeline. On success the answer carries the new job; an
+// upstream's refusal of the request itself (a 4xx) is an answer too, to be
+// passed on as is. A submit is not idempotent upstream, so after a failure
+// that may have created a job (a timeout, a 5xx, a broken answer) no other
+// edge is tried.
+func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, token string) (*JobAnswer, Outcome, error) {
+	p, err := h.keys.Authenticate(token)
+	if err != nil {
+		return nil, Outcome{}, err
+	}
+	out := Outcome{KeyID: p.Key.ID}
+	snap := h.live.Load()
+	task, err := admit(snap, p.Key, req)
+	var edges []*sluice.Edge
+	if err == nil {
+		edges, err = h.route(snap, req)
+	}
+	var ans *JobAnswer
+	var bindErr error
+	if err == nil {
+		err = h.call(ctx, snap, p.Key, req, task, edges, &out, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
+			var a upstream.Attempt
+			ans, a, bindErr = h.submit(ctx, p.Key, req, e, claim)
+			final := bindErr != nil || a.Class == upstream.ClassEndpoint && !a.Skipped && !dialFailed(a.Err)
+			return a, final
+		})
+	}
+	if bindErr != nil {
+		err = bindErr
+	}
+	h.settle(ctx, p, req, out, err)
+	return ans, out, err
+}
+
+// submit runs one submit on the claimed edge. When the upstream accepts the
+// job, the claim is kept for it and the job stored; otherwise the claim is
+// released with the attempt's outcome. bindErr is set when the job was
+// created upstream but Sluice could not keep track of it.
+func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Request, e *sluice.Edge, claim *capacity.Claim) (ans *JobAnswer, a upstream.Attempt, bindErr error) {
+	kept := false
+	defer func() {
+		if !kept {
+			claim.Release(ctx, outcome(a))
+		}
+	}()
+	call := upstream.JobCall{Method: http.MethodPost, Body: req.Body, Submit: true}
+	if e.Protocol == sluice.ProtocolFalQueue {
+		call.URL = upstream.JobURL(e, strings.Split(e.Model, "/")...) // the fal endpoint ID is the path
+	} else {
+		call.URL = upstream.JobURL(e)
+		if e.Model != req.Model {
+			body, err := jsonfield.SetString(req.Body, "model", e.Model)
+			if err != nil {
+				a.Class, a.Err = upstream.ClassRequest, fmt.Errorf("prepare body: %w", err)
+				return nil, a, nil
+			}
+			call.Body = body
+		}
+	}
+	resp, a := h.caller.CallJob(ctx, e, call)
+	if resp == nil {
+		return nil, a, nil
+	}
+	body, err := upstream.ReadJobAnswer(resp)
+	if err != nil {
+		a.Class, a.Err = upstream.ClassEndpoint, fmt.Errorf("read submit answer: %w", err)
+		return nil, a, nil
+	}
+	if a.Class != upstream.ClassNone {
+		if a.Class == upstream.ClassRequest {
+			a.Committed = true
+			return &JobAnswer{Status: resp.StatusCode, Header: resp.Header, JSON: body}, a, nil
+		}
+		return nil, a, nil
+	}
+	sub, err := parseSubmit(e, body)
+	if err != nil {
+		a.Class, a.Err = upstream.ClassEndpoint, err
+		return nil, a, nil
+	}
+	js := h.live.Load().Catalog.Server.Jobs
+	now := time.Now()
+	job := store.Job{
+		ID: newJobID(e.Protocol), RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
+		Protocol: string(e.Protocol), Alias: req.Model,
+		EdgeID: e.ID, CredentialID: e.Credential.ID, EndpointID: e.Endpoint.ID, AccountID: e.Account.ID, Model: e.Model,
+		UpstreamID: sub.id, StatusURL: sub.statusURL, ResultURL: sub.resultURL, CancelURL: sub.cancelURL,
+		State: sub.state, Queued: req.Received, Submitted: now,
+		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
+		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
+	}
+	kept = true
+	// The lease outlives the maximum age by one poll, so that the poller
+	// normally ends an unlearnable job (and records it) before it lapses.
+	job.Domain, job.Lease, err = claim.Keep(ctx, js.MaxAge.D()+js.PollInterval.D())
+	if err == nil {
+		if err = h.jobs.CreateJob(context.WithoutCancel(ctx), job); err != nil {
+			_ = h.capacity.ReleaseLease(ctx, job.Domain, job.Lease, store.Outcome{})
+		}
+	}
+	if err != nil {
+		// The job runs upstream, but no poll could reach it: say so, and
+		// leave the operator what is needed to find it.
+		h.log.LogAttrs(ctx, slog.LevelError, "an upstream job was created but could not be bound",
+			slog.String("request_id", req.ID), slog.String("edge_id", e.ID), slog.String("upstream_job_id", sub.id), slog.Any("err", err))
+		return nil, a, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "the job was submitted but Sluice could not record it; it is not retried", Err: err}
+	}
+	a.Committed = true
+	return &JobAnswer{Job: job, Status: resp.StatusCode, Header: resp.Header, JSON: body}, a, nil
+}
+
+// dialFailed reports whether an attempt failed before anything was sent: a
+// submit may then go to another edge without risking a second job.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// FollowJob runs a caller's follow-up on the job id: on the job's own edge,
+// with its creating credential even if that is disabled or draining now. A
+// job of another key (or another protocol) is not found, exactly as one that
+// does not exist. What the answer says of the job's state is recorded; an
+// end seen here ends the job.
+func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
+	pr, err := h.keys.Authenticate(token)
+	if err != nil {
+		return nil, Outcome{}, err
+	}
+	out := Outcome{KeyID: pr.Key.ID}
+	job, err := h.jobs.Job(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrJobNotFound) || err == nil && (job.KeyID != pr.Key.ID || job.Protocol != string(p)):
+		return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no job with id " + id}
+	case err != nil:
+		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
+	}
+	snap := h.live.Load()
+	e, err := jobEdge(snap, &job)
+	if err != nil {
+		return nil, out, err
+	}
+	call := followCall(e, &job, op, query)
+	resp, a := h.caller.CallJob(ctx, e, call)
+	out.Executions = []sluice.Execution{a.Exec}
+	if resp == nil {
+		return nil, out, a.Failure()
+	}
+	out.Committed, out.Status = true, resp.StatusCode
+	ans := &JobAnswer{Job: job, Status: resp.StatusCode, Header: resp.Header}
+	if a.Class == upstream.ClassNone && op == JobResult {
+		ans.Stream = resp.Body
+		return ans, out, nil
+	}
+	if ans.JSON, err = upstream.ReadJobAnswer(resp); err != nil {
+		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
+	}
+	switch {
+	case a.Class == upstream.ClassNone && op == JobStatus:
+		h.observe(ctx, snap, job, ans.JSON, job.PollEvery)
+	case a.Class == upstream.ClassNone && op == JobCancel:
+		h.endJob(ctx, snap, job, jobCancelled, 0)
+	case resp.StatusCode == http.StatusNotFound && op != JobResult:
+		// Pinned to its creating credential, a job the upstream does not
+		// know has expired or been deleted: it holds no slot there.
+		h.endJob(ctx, snap, job, jobExpired, 0)
+	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
+		h.react(ctx, e, a)
+	}
+	return ans, out, nil
+}
+
+// jobEdge rebuilds the edge a job is bound to from the current catalog.
+func jobEdge(snap *Snapshot, job *store.Job) (*sluice.Edge, error) {
+	cr, ep := snap.Credentials[job.CredentialID], snap.Endpoints[job.EndpointID]
+	if cr == nil || ep == nil {
+		return nil, &sluice.Error{Code: sluice.CodeBindingUnavailable,
+			Msg: "the upstream credential or endpoint that runs job " + job.ID + " is no longer configured"}
+	}
+	acct := snap.Accounts[cr.AccountID]
+	if acct == nil {
+		acct = &sluice.Account{ID: job.AccountID}
+	}
+	return &sluice.Edge{ID: job.EdgeID, Credential: cr, Account: acct, Endpoint: ep, Protocol: sluice.Protocol(job.Protocol), Model: job.Model}, nil
+}
+
+// followCall is the upstream call of op on job: fal's follow-ups go to the
+// URLs its submit answer gave; OpenAI's are built from the video ID.
+func followCall(e *sluice.Edge, job *store.Job, op JobOp, query string) upstream.JobCall {
+	if e.Protocol == sluice.ProtocolFalQueue {
+		root := strings.SplitN(job.Model, "/", 3)[:min(2, strings.Count(job.Model, "/")+1)]
+		built := func(tail ...string) string {
+			return upstream.JobURL(e, append(append(root, "requests", job.UpstreamID), tail...)...)
+		}
+		switch op {
+		case JobResult:
+			return upstream.JobCall{Method: http.MethodGet, URL: or(job.ResultURL, built())}
+		case JobCancel:
+			return upstream.JobCall{Method: http.MethodPut, URL: or(job.CancelURL, built("cancel"))}
+		}
+		return upstream.JobCall{Method: http.MethodGet, URL: withQuery(or(job.StatusURL, built("status")), query)}
+	}
+	switch op {
+	case JobResult:
+		return upstream.JobCall{Method: http.MethodGet, URL: withQuery(upstream.JobURL(e, job.UpstreamID, "content"), query)}
+	case JobCancel:
+		return upstream.JobCall{Method: http.MethodDelete, URL: upstream.JobURL(e, job.UpstreamID)}
+	}
+	return upstream.JobCall{Method: http.MethodGet, URL: upstream.JobURL(e, job.UpstreamID)}
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func withQuery(u, query string) string {
+	if query == "" {
+		return u
+	}
+	if strings.Contains(u, "?") {
+		return u + "&" + query
+	}
+	return u + "?" + query
+}
+
+// observe records a status answer: the job's state, and its end if it has
+// ended. next is when it should be polled again if it has not.
+func (h *Handler) observe(ctx context.Context, snap *Snapshot, job store.Job, answer []byte, next time.Duration) {
+	st, err := parseStatus(sluice.Protocol(job.Protocol), answer)
+	if err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "unreadable job status", slog.String("job_id", job.ID), slog.Any("err", err))
+		return
+	}
+	now := time.Now()
+	if st.state == jobInProgress && job.Running.IsZero() {
+		job.Running = now
+	}
+	if st.ended() {
+		h.endJob(ctx, snap, job, st.state, st.seconds)
+		return
+	}
+	job.State, job.NextPoll, job.PollEvery = st.state, now.Add(next), next
+	if _, err := h.jobs.UpdateJob(context.WithoutCancel(ctx), job); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "recording a job's state failed", slog.String("job_id", job.ID), slog.Any("err", err))
+	}
+}
+
+// endJob ends the job in state, once: whoever ends it first in the store
+// releases its claim and records its usage.
+func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, state string, seconds float64) {
+	ctx = context.WithoutCancel(ctx)
+	now := time.Now()
+	job.State, job.Ended, job.Seconds = state, now, seconds
+	job.Expires = now.Add(snap.Catalog.Server.Jobs.Retention.D())
+	won, err := h.jobs.UpdateJob(ctx, job)
+	if err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "recording a job's end failed; it is polled again", slog.String("job_id", job.ID), slog.Any("err", err))
+		return
+	}
+	if !won {
+		return
+	}
+	_ = h.capacity.ReleaseLease(ctx, job.Domain, job.Lease, store.Outcome{Success: state == jobCompleted})
+	level := slog.LevelInfo
+	if state == jobExpired {
+		level = slog.LevelWarn
+	}
+	h.log.LogAttrs(ctx, level, "job ended", slog.String("job_id", job.ID), slog.String("state", state),
+		slog.String("edge_id", job.EdgeID), slog.Duration("ran", now.Sub(job.Submitted)))
+	h.usage.Record(ctx, jobUsage(&job))
+}
+
+// jobUsage is the usage record of an ended job: its one execution is its run
+// on its edge, from the upstream's acceptance to its end.
+func jobUsage(job *store.Job) sluice.UsageRecord {
+	exec := sluice.Execution{
+		EdgeID: job.EdgeID, CredentialID: job.CredentialID, AccountID: job.AccountID, EndpointID: job.EndpointID,
+		Model: job.Model, Status: sluice.ExecutionOK, HTTPStatus: http.StatusOK,
+		Started: job.Submitted, Duration: job.Ended.Sub(job.Submitted),
+	}
+	if !job.Running.IsZero() {
+		exec.FirstByte = job.Running.Sub(job.Submitted)
+	}
+	switch job.State {
+	case jobFailed:
+		exec.Status = sluice.ExecutionEndpoint
+	case jobCancelled, jobExpired:
+		exec.Status = sluice.ExecutionCancelled
+	}
+	return sluice.UsageRecord{
+		RequestID: job.ID, KeyID: job.KeyID, Tenant: job.Tenant, Alias: job.Alias, Protocol: sluice.Protocol(job.Protocol),
+		Status: http.StatusOK, Started: job.Queued, Latency: job.Ended.Sub(job.Queued), TTFT: job.Submitted.Sub(job.Queued),
+		Executions: []sluice.Execution{exec},
+		Job:        &sluice.JobUsage{State: job.State, Submitted: job.Submitted, Running: job.Running, Ended: job.Ended, Seconds: job.Seconds},
+	}
+}
+
+// Background polling.
+
+const (
+	jobPollTick    = 100 * time.Millisecond // how often the poller asks the store for due jobs
+	jobPollHold    = time.Minute            // a due job is another replica's to poll again only after this
+	jobPollBatch   = 64
+	jobPollWorkers = 8
+)
+
+// RunJobPoller follows the jobs nobody polls, so their slots are freed when
+// they end, until ctx ends. Every replica runs one; the store hands each due
+// job to one of them. Each poll of a running job backs off by half its
+// interval, up to server.jobs.max_poll_interval; a job older than
+// server.jobs.max_age is ended as expired.
+func (h *Handler) RunJobPoller(ctx context.Context) error {
+	tick := time.NewTicker(jobPollTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		due, err := h.jobs.DueJobs(ctx, time.Now(), jobPollHold, jobPollBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.LogAttrs(ctx, slog.LevelWarn, "reading due jobs failed", slog.Any("err", err))
+			}
+			continue
+		}
+		snap := h.live.Load()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, jobPollWorkers)
+		for _, j := range due {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				h.pollJob(ctx, snap, j)
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// pollJob polls one due job. A poll that teaches nothing (the credential is
+// gone from the catalog, the upstream fails) is retried after a longer
+// interval.
+func (h *Handler) pollJob(ctx context.Context, snap *Snapshot, job store.Job) {
+	js := snap.Catalog.Server.Jobs
+	if time.Since(job.Submitted) >= js.MaxAge.D() {
+		h.endJob(ctx, snap, job, jobExpired, 0)
+		return
+	}
+	next := min(job.PollEvery+job.PollEvery/2, js.MaxPollInterval.D())
+	if e, err := jobEdge(snap, &job); err == nil {
+		resp, a := h.caller.CallJob(ctx, e, followCall(e, &job, JobStatus, ""))
+		if resp != nil {
+			answer, err := upstream.ReadJobAnswer(resp)
+			switch {
+			case err == nil && a.Class == upstream.ClassNone:
+				h.observe(ctx, snap, job, answer, next)
+				return
+			case resp.StatusCode == http.StatusNotFound:
+				h.endJob(ctx, snap, job, jobExpired, 0)
+				return
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the hold lapses and another poller takes it
+	}
+	job.NextPoll, job.PollEvery = time.Now().Add(next), next
+	if _, err := h.jobs.UpdateJob(context.WithoutCancel(ctx), job); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "recording a job's next poll failed", slog.String("job_id", job.ID), slog.Any("err", err))
+	}
+}
+
+// newJobID returns an unguessable job ID shaped like the protocol's own:
+// "video_" and 32 hex digits for OpenAI, a UUID for fal.
+func newJobID(p sluice.Protocol) string {
+	var b [16]byte
+	rand.Read(b[:])
+	if p != sluice.ProtocolFalQueue {
+		return "video_" + hex.EncodeToString(b[:])
+	}
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // version 4, RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
