@@ -87,6 +87,21 @@ var migrations = []migration{{
 			PRIMARY KEY (request_id, seq)
 		)`,
 	},
+}, {
+	version: 2,
+	name:    "usage of async jobs",
+	stmts: []string{
+		// Apart from usage_records, so that the hot path's insert of a
+		// request's record does not grow for what only jobs have.
+		`CREATE TABLE job_usage (
+			request_id   {{ordered_text}} NOT NULL PRIMARY KEY REFERENCES usage_records (request_id) ON DELETE CASCADE,
+			state        TEXT NOT NULL,
+			submitted_at BIGINT NOT NULL,
+			running_at   BIGINT NOT NULL, -- 0: never seen running
+			ended_at     BIGINT NOT NULL,
+			seconds      DOUBLE PRECISION NOT NULL
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

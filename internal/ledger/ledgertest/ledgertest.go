@@ -35,6 +35,16 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 		wantList(t, u, time.Time{}, 0, want)
 	})
 
+	t.Run("RoundTripsJobUsage", func(t *testing.T) {
+		u := open(t)
+		job := newRecord("video_1", 0)
+		job.Job = &sluice.JobUsage{State: "completed", Submitted: at(1), Running: at(2), Ended: at(9), Seconds: 8}
+		never := newRecord("video_2", 1)
+		never.Job = &sluice.JobUsage{State: "expired", Submitted: at(1), Ended: at(30)} // never seen running
+		record(t, u, job, never)
+		wantList(t, u, time.Time{}, 0, job, never)
+	})
+
 	t.Run("ReturnsUTC", func(t *testing.T) {
 		u := open(t)
 		record(t, u, newRecord("r1", 0))
