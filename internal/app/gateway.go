@@ -35,6 +35,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/store/memstore"
 	"github.com/sluicehq/sluice/internal/store/redisstore"
+	"github.com/sluicehq/sluice/internal/store/sqlstore"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -145,7 +146,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
 	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
-	shared, err := g.openState(ctx, cat.State)
+	shared, jobs, err := g.openState(ctx, cat.State)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Keys: g.keys, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: shared, Log: o.Log,
+		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Log: o.Log,
 	})
 
 	srv := cat.Server
@@ -286,32 +287,31 @@ func (g *Gateway) breakerChanged(ob upstream.Observation) {
 	}
 }
 
-// sharedState is everything the replicas share: the capacity engine's
-// state and the bindings of async jobs.
+// sharedState is everything the capacity engine keeps in the shared store.
 type sharedState interface {
 	store.Claims
 	store.Waker
 	store.Inspector
 	store.Statuses
-	store.Jobs
 }
 
-// openState opens the configured shared-state backend: memory for one
-// process, Redis for replicas that share accounts.
-func (g *Gateway) openState(ctx context.Context, st config.State) (sharedState, error) {
+// openState opens the configured shared-state backend and the job bindings:
+// for one process, memory and the database (so that a restart can still
+// follow its jobs); for replicas that share accounts, Redis for both.
+func (g *Gateway) openState(ctx context.Context, st config.State) (sharedState, store.Jobs, error) {
 	if st.Backend != "redis" {
-		return memstore.New(), nil
+		return memstore.New(), sqlstore.New(g.db), nil
 	}
 	opts, err := redis.ParseURL(st.Redis.URL)
 	if err != nil {
-		return nil, errors.New("state.redis.url: not a valid redis URL") // the URL may hold a password
+		return nil, nil, errors.New("state.redis.url: not a valid redis URL") // the URL may hold a password
 	}
 	client := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("connect to redis: %w", err)
+		return nil, nil, fmt.Errorf("connect to redis: %w", err)
 	}
 	prefix := st.Redis.Prefix
 	if prefix == "" {
@@ -319,7 +319,7 @@ func (g *Gateway) openState(ctx context.Context, st config.State) (sharedState, 
 	}
 	s := redisstore.New(client, prefix)
 	g.closers = append(g.closers, s.Close, client.Close)
-	return s, nil
+	return s, s, nil
 }
 
 // replicaID names this process among the replicas sharing a store.

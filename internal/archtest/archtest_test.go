@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
-		"internal/store/memstore", "internal/store/redisstore"},
+		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
 	{""}, // package sluice
@@ -35,7 +35,7 @@ var layers = [][]string{
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
 	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator",
-	"internal/store/memstore", "internal/store/redisstore",
+	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
 }
 
 // testOnly are helper packages no production code may import.

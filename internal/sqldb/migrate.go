@@ -102,6 +102,20 @@ var migrations = []migration{{
 			seconds      DOUBLE PRECISION NOT NULL
 		)`,
 	},
+}, {
+	version: 3,
+	name:    "job bindings",
+	stmts: []string{
+		// The single-node home of store.Jobs: jobs outlive a restart.
+		`CREATE TABLE job_bindings (
+			id         {{ordered_text}} NOT NULL PRIMARY KEY,
+			record     TEXT NOT NULL,    -- JSON store.Job
+			ended      BOOLEAN NOT NULL,
+			next_poll  BIGINT NOT NULL,  -- unix ms
+			expires_at BIGINT NOT NULL   -- unix ms; 0 = never
+		)`,
+		`CREATE INDEX job_bindings_due ON job_bindings (ended, next_poll)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

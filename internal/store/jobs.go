@@ -10,47 +10,48 @@ import (
 // that created it. Every follow-up — poll, download, cancel — goes to that
 // credential and endpoint, whatever their status, because upstream jobs are
 // visible only to the key (or project) that created them. The job holds the
-// capacity claim of its submit (Domain, Lease) until it ends.
+// capacity claim of its submit (Domain, Lease) until it ends. Shared stores
+// keep it as JSON, with the field names of its tags.
 type Job struct {
-	ID        string // Sluice's job ID, the one the caller sees
-	RequestID string // the submit request
-	KeyID     string // the virtual key that created the job: only it may follow the job
-	Tenant    string
-	Protocol  string // the caller's and upstream's protocol ("openai.videos", "fal.queue")
-	Alias     string
+	ID        string `json:"id"`         // Sluice's job ID, the one the caller sees
+	RequestID string `json:"request_id"` // the submit request
+	KeyID     string `json:"key_id"`     // the virtual key that created the job: only it may follow the job
+	Tenant    string `json:"tenant,omitempty"`
+	Protocol  string `json:"protocol"` // the caller's and upstream's protocol ("openai.videos", "fal.queue")
+	Alias     string `json:"alias"`
 
-	EdgeID       string
-	CredentialID string
-	EndpointID   string
-	AccountID    string
-	Model        string // the upstream model (for fal, the endpoint ID it was submitted to)
+	EdgeID       string `json:"edge_id"`
+	CredentialID string `json:"credential_id"`
+	EndpointID   string `json:"endpoint_id"`
+	AccountID    string `json:"account_id"`
+	Model        string `json:"model"` // the upstream model (for fal, the endpoint ID it was submitted to)
 
-	UpstreamID string // the upstream's job ID; never shown to the caller
+	UpstreamID string `json:"upstream_id"` // the upstream's job ID; never shown to the caller
 	// StatusURL, ResultURL and CancelURL are the follow-up URLs the upstream
 	// returned, verbatim (fal); empty when the protocol builds them from
 	// UpstreamID.
-	StatusURL string
-	ResultURL string
-	CancelURL string
+	StatusURL string `json:"status_url,omitempty"`
+	ResultURL string `json:"result_url,omitempty"`
+	CancelURL string `json:"cancel_url,omitempty"`
 
-	Domain string // the capacity claim held until the job ends
-	Lease  string
+	Domain string `json:"domain"` // the capacity claim held until the job ends
+	Lease  string `json:"lease"`
 
 	// State is the last status seen: "queued", "in_progress", or, once
 	// Ended is set, a terminal one ("completed", "failed", "cancelled",
 	// "expired").
-	State     string
-	Queued    time.Time // the submit arrived at Sluice
-	Submitted time.Time // the upstream accepted it
-	Running   time.Time // first seen in progress; zero if never seen so
-	Ended     time.Time // first seen in a terminal state; zero while it runs
-	Seconds   float64   // run or video length the upstream reported, if any
+	State     string    `json:"state"`
+	Queued    time.Time `json:"queued"`            // the submit arrived at Sluice
+	Submitted time.Time `json:"submitted"`         // the upstream accepted it
+	Running   time.Time `json:"running"`           // first seen in progress; zero if never seen so
+	Ended     time.Time `json:"ended"`             // first seen in a terminal state; zero while it runs
+	Seconds   float64   `json:"seconds,omitempty"` // run or video length the upstream reported, if any
 
-	NextPoll  time.Time     // when the background poller looks at it next
-	PollEvery time.Duration // the poller's current interval (it backs off)
+	NextPoll  time.Time     `json:"next_poll"`  // when the background poller looks at it next
+	PollEvery time.Duration `json:"poll_every"` // the poller's current interval (it backs off)
 	// Expires is when the record may be forgotten: a running job's is past
 	// its maximum age, an ended job's is its retention after the end.
-	Expires time.Time
+	Expires time.Time `json:"expires"`
 }
 
 // Done reports whether the job has reached a terminal state.

@@ -1,14 +1,13 @@
 // Package memstore holds the hot shared state of package store in one
 // process: claims (leases), the wait queues, cooldowns with a single probe,
-// wake-ups, the statuses of credentials and accounts, and the bindings of
-// async jobs. It serves a
+// wake-ups and the statuses of credentials and accounts. It serves a
 // gateway running as a single replica, and tests; replicas that share state
 // use redisstore. It depends only on package store and the standard library.
 //
 // Concurrency: each capacity domain has its own mutex, held for the whole of
 // one call, so every Acquire, Release, Renew and Cancel is atomic, as a Lua
 // script is in redisstore. The table of domains is a sync.Map; the wake
-// subscribers, the statuses and the jobs have a mutex each, never held while a
+// subscribers and the statuses have a mutex each, never held while a
 // domain's is taken. Wake-ups decided under a domain's lock are sent after
 // it is released, on buffered channels, without blocking. All times come
 // from time.Now.
@@ -29,7 +28,6 @@ type Store struct {
 	domains  sync.Map // capacity domain ID → *domain; never deleted
 	wake     hub
 	statuses statuses
-	jobs     jobs
 }
 
 var (
@@ -37,7 +35,6 @@ var (
 	_ store.Waker     = (*Store)(nil)
 	_ store.Inspector = (*Store)(nil)
 	_ store.Statuses  = (*Store)(nil)
-	_ store.Jobs      = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -45,7 +42,6 @@ func New() *Store {
 	return &Store{
 		wake:     hub{subs: make(map[string]map[chan string]struct{})},
 		statuses: statuses{byKind: make(map[string]map[string]store.Status)},
-		jobs:     jobs{byID: make(map[string]store.Job)},
 	}
 }
 

@@ -16,38 +16,8 @@ import (
 // domains: a poll arrives with only a job ID, so the binding cannot be found
 // through a domain.
 //
-//	P{jobs}:job:<id>  HASH  rec → JSON jobRecord, ended → 0/1; expires at Job.Expires
+//	P{jobs}:job:<id>  HASH  rec → JSON store.Job, ended → 0/1; expires at Job.Expires
 //	P{jobs}:due       ZSET  job ID → next background poll (unix ms), jobs not ended only
-
-// jobRecord is the JSON form of a store.Job.
-type jobRecord struct {
-	ID           string        `json:"id"`
-	RequestID    string        `json:"request_id"`
-	KeyID        string        `json:"key_id"`
-	Tenant       string        `json:"tenant,omitempty"`
-	Protocol     string        `json:"protocol"`
-	Alias        string        `json:"alias"`
-	EdgeID       string        `json:"edge_id"`
-	CredentialID string        `json:"credential_id"`
-	EndpointID   string        `json:"endpoint_id"`
-	AccountID    string        `json:"account_id"`
-	Model        string        `json:"model"`
-	UpstreamID   string        `json:"upstream_id"`
-	StatusURL    string        `json:"status_url,omitempty"`
-	ResultURL    string        `json:"result_url,omitempty"`
-	CancelURL    string        `json:"cancel_url,omitempty"`
-	Domain       string        `json:"domain"`
-	Lease        string        `json:"lease"`
-	State        string        `json:"state"`
-	Queued       time.Time     `json:"queued"`
-	Submitted    time.Time     `json:"submitted"`
-	Running      time.Time     `json:"running"`
-	Ended        time.Time     `json:"ended"`
-	Seconds      float64       `json:"seconds,omitempty"`
-	NextPoll     time.Time     `json:"next_poll"`
-	PollEvery    time.Duration `json:"poll_every"`
-	Expires      time.Time     `json:"expires"`
-}
 
 func (s *Store) jobKey(id string) string { return s.prefix + "{jobs}:job:" + id }
 func (s *Store) dueKey() string          { return s.prefix + "{jobs}:due" }
@@ -57,7 +27,7 @@ func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
 	if j.ID == "" {
 		return nil, nil, errors.New("redisstore: job without an ID")
 	}
-	rec, err := json.Marshal(jobRecord(j))
+	rec, err := json.Marshal(j)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: job %s: %w", j.ID, err)
 	}
@@ -159,9 +129,9 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, 
 }
 
 func decodeJob(id, raw string) (store.Job, error) {
-	var r jobRecord
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+	var j store.Job
+	if err := json.Unmarshal([]byte(raw), &j); err != nil {
 		return store.Job{}, fmt.Errorf("redisstore: job %s: %w", id, err)
 	}
-	return store.Job(r), nil
+	return j, nil
 }

@@ -146,6 +146,14 @@ func TestContract(t *testing.T) {
 	})
 }
 
+// TestJobsContract runs the job bindings' contract suite the same way.
+func TestJobsContract(t *testing.T) {
+	storetest.RunJobs(t, func(t *testing.T) func() store.Jobs {
+		b := newTestBackend(t)
+		return func() store.Jobs { return b.replica() }
+	})
+}
+
 func TestGrantQueueWake(t *testing.T) {
 	s := newTestBackend(t).replica()
 	wake, err := s.Wake(t.Context(), "r")

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -11,9 +12,44 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
+// RunJobs checks the behaviour every store.Jobs must have, as Run does for
+// the capacity stores: newBackend is called once per case and returns a
+// constructor of replica handles on one shared backend.
+func RunJobs(t *testing.T, newBackend func(t *testing.T) func() store.Jobs) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, f *jobFixture)
+	}{
+		{"RoundTrip", testJobRoundTrip},
+		{"EndsOnce", testJobEndsOnce},
+		{"EndRace", testJobEndRace},
+		{"Due", testJobsDue},
+		{"Expires", testJobExpires},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			newReplica := newBackend(t)
+			p := fmt.Sprintf("sj%x.%d.", time.Now().UnixNano(), runs.Add(1))
+			tt.run(t, &jobFixture{t: t, newReplica: newReplica, s: newReplica(), prefix: p, domain: p + "dom"})
+		})
+	}
+}
+
+// jobFixture gives one case its replica handles and names unique to the
+// case and the run.
+type jobFixture struct {
+	t          *testing.T
+	newReplica func() store.Jobs
+	s          store.Jobs
+	prefix     string
+	domain     string
+}
+
+func (f *jobFixture) name(short string) string { return f.prefix + short }
+
 // job returns a running job of the case, due for a poll at next. Times are
 // UTC and whole milliseconds, as every backend keeps them.
-func (f *fixture) job(short string, next time.Time) store.Job {
+func (f *jobFixture) job(short string, next time.Time) store.Job {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return store.Job{
 		ID: f.name(short), RequestID: f.name("req-" + short), KeyID: f.name("key"), Tenant: "t",
@@ -25,14 +61,14 @@ func (f *fixture) job(short string, next time.Time) store.Job {
 	}
 }
 
-func (f *fixture) createJob(j store.Job) {
+func (f *jobFixture) createJob(j store.Job) {
 	f.t.Helper()
 	if err := f.s.CreateJob(f.t.Context(), j); err != nil {
 		f.t.Fatalf("CreateJob(%s): %v", j.ID, err)
 	}
 }
 
-func (f *fixture) update(j store.Job) bool {
+func (f *jobFixture) update(j store.Job) bool {
 	f.t.Helper()
 	ok, err := f.s.UpdateJob(f.t.Context(), j)
 	if err != nil {
@@ -41,7 +77,7 @@ func (f *fixture) update(j store.Job) bool {
 	return ok
 }
 
-func (f *fixture) due(now time.Time, hold time.Duration, limit int) []string {
+func (f *jobFixture) due(now time.Time, hold time.Duration, limit int) []string {
 	f.t.Helper()
 	jobs, err := f.s.DueJobs(f.t.Context(), now, hold, limit)
 	if err != nil {
@@ -58,7 +94,7 @@ func (f *fixture) due(now time.Time, hold time.Duration, limit int) []string {
 
 // testJobRoundTrip: a created job reads back whole, from every replica; an
 // ID is created once; an unknown ID is ErrJobNotFound.
-func testJobRoundTrip(t *testing.T, f *fixture) {
+func testJobRoundTrip(t *testing.T, f *jobFixture) {
 	j := f.job("a", time.Now())
 	j.Running, j.Seconds = j.Submitted.Add(time.Second), 8
 	f.createJob(j)
@@ -82,7 +118,7 @@ func testJobRoundTrip(t *testing.T, f *fixture) {
 
 // testJobEndsOnce: updates replace a running job; the first update that
 // ends it wins, and nothing replaces an ended job.
-func testJobEndsOnce(t *testing.T, f *fixture) {
+func testJobEndsOnce(t *testing.T, f *jobFixture) {
 	j := f.job("a", time.Now())
 	f.createJob(j)
 	j.State, j.Running = "in_progress", j.Submitted.Add(time.Second)
@@ -109,7 +145,7 @@ func testJobEndsOnce(t *testing.T, f *fixture) {
 }
 
 // testJobEndRace: of many replicas ending one job at once, exactly one wins.
-func testJobEndRace(t *testing.T, f *fixture) {
+func testJobEndRace(t *testing.T, f *jobFixture) {
 	j := f.job("a", time.Now())
 	f.createJob(j)
 	var wins atomic.Int32
@@ -138,7 +174,7 @@ func testJobEndRace(t *testing.T, f *fixture) {
 // testJobsDue: DueJobs returns running jobs whose poll is due, earliest
 // first, up to the limit, and holds them from other pollers; ended jobs and
 // jobs due later are not returned.
-func testJobsDue(t *testing.T, f *fixture) {
+func testJobsDue(t *testing.T, f *jobFixture) {
 	now := time.Now()
 	early, late, future, ended := f.job("early", now.Add(-2*time.Second)), f.job("late", now.Add(-time.Second)),
 		f.job("future", now.Add(time.Hour)), f.job("ended", now.Add(-3*time.Second))
@@ -171,7 +207,7 @@ func testJobsDue(t *testing.T, f *fixture) {
 }
 
 // testJobExpires: a record is forgotten at Expires, and is no longer due.
-func testJobExpires(t *testing.T, f *fixture) {
+func testJobExpires(t *testing.T, f *jobFixture) {
 	j := f.job("a", time.Now().Add(-time.Second))
 	j.Expires = time.Now().Add(300 * time.Millisecond)
 	f.createJob(j)

@@ -22,7 +22,6 @@ type Stores interface {
 	store.Waker
 	store.Inspector
 	store.Statuses
-	store.Jobs
 }
 
 // Run checks the behaviour every store backend must have. newBackend is
@@ -80,11 +79,6 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"WeightedShare", testWeightedShare},
 		{"SingleTenantStaysFIFO", testSingleTenantStaysFIFO},
 		{"Statuses", testStatuses},
-		{"JobRoundTrip", testJobRoundTrip},
-		{"JobEndsOnce", testJobEndsOnce},
-		{"JobEndRace", testJobEndRace},
-		{"JobsDue", testJobsDue},
-		{"JobExpires", testJobExpires},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
