@@ -450,3 +450,69 @@ func TestJobSubmitRateLimitedCoolsTheAccount(t *testing.T) {
 		t.Fatalf("the provider never refused a submit: %d submits", len(subs))
 	}
 }
+
+// TestJobBadInput: malformed submits and unknown job paths get a clear error
+// in the caller's protocol (fal's {"detail"} envelope under /fal/), reach no
+// upstream, and nothing secret is logged.
+func TestJobBadInput(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	for _, tc := range []struct {
+		method, path, auth, body string
+		status                   int
+		want                     string
+	}{
+		{"POST", "/v1/videos", "Bearer " + keyWeb, `{"model":`, 400, `"code":"invalid_request"`},
+		{"POST", "/v1/videos", "Bearer " + keyWeb, `{"prompt":"no model"}`, 400, `"type":"invalid_request_error"`},
+		{"POST", "/v1/videos", "", videoBody, 401, `"code":"no_credentials"`},
+		{"POST", "/v1/videos", "Bearer " + keyWeb, `{"model":"nope","prompt":"x"}`, 404, `"code":"model_not_found"`},
+		{"POST", "/fal/veo", "Key " + keyWeb, `[1,2]`, 400, `"detail":"request body must be a JSON object`},
+		{"POST", "/fal/veo", "", `{"prompt":"x"}`, 401, `"detail":`},
+		{"GET", "/fal/requests/abc/bogus", "Key " + keyWeb, "", 404, `"code":"not_found"`},
+		{"PATCH", "/v1/videos/video_x", "Bearer " + keyWeb, "", 405, `"code":"method_not_allowed"`},
+	} {
+		if code, body := call(t, tc.method, h.url(tc.path), tc.auth, tc.body, nil); code != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s %q = %d %s, want %d with %s", tc.method, tc.path, tc.body, code, body, tc.status, tc.want)
+		}
+	}
+	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 0 {
+		t.Errorf("the upstreams saw %d requests, want none", n)
+	}
+	// A whole job's life, then no secret anywhere in the logs.
+	var v video
+	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	eventually(t, 5*time.Second, "the job ends", func() bool { return h.claimsHeld(t) == 0 })
+	for _, secret := range []string{keyWeb, upstreamKey("v1"), upstreamKey("v2"), upstreamKey("v3")} {
+		if strings.Contains(h.logs.String(), secret) {
+			t.Errorf("the logs hold the secret %s", secret)
+		}
+	}
+}
+
+// TestJobPollOfAHungUpstream: a poll the upstream does not answer in time is
+// a 504 upstream_timeout; the job stays bound, and is followed to its end
+// once the upstream answers again.
+func TestJobPollOfAHungUpstream(t *testing.T) {
+	tpl := strings.Replace(jobsTemplate, "first_byte: 5s", "first_byte: 200ms", 1)
+	h := newJobsHarness(t, tpl, "{backend: memory}")
+	auth := "Bearer " + keyWeb
+	var v video
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	creator := submits(h.simA)[0].Key
+	h.simA.SetKey(creator, simulator.Behavior{Account: "org-v", JobDuration: jobDuration, Latency: time.Second})
+	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil); code != 504 || !strings.Contains(body, "upstream_timeout") {
+		t.Errorf("poll of a hung upstream = %d %s, want 504 upstream_timeout", code, body)
+	}
+	if h.claimsHeld(t) != 1 {
+		t.Error("the job lost its slot while its upstream hung")
+	}
+	h.simA.SetKey(creator, simulator.Behavior{Account: "org-v", JobDuration: jobDuration})
+	eventually(t, 5*time.Second, "the job is followed to its end", func() bool { return h.claimsHeld(t) == 0 })
+	var got video
+	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got); code != 200 || got.Status != "completed" {
+		t.Errorf("poll after the end = %d %s", code, body)
+	}
+}
