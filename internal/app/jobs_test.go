@@ -55,7 +55,7 @@ keys:
 const jobDuration = 600 * time.Millisecond
 
 func init() {
-	for _, id := range []string{"v1", "v2", "v3", "f1"} {
+	for _, id := range []string{"v1", "v2", "v3", "v9", "f1"} {
 		testEnv[strings.ToUpper(id)] = upstreamKey(id)
 	}
 }
@@ -514,5 +514,43 @@ func TestJobPollOfAHungUpstream(t *testing.T) {
 	var got video
 	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got); code != 200 || got.Status != "completed" {
 		t.Errorf("poll after the end = %d %s", code, body)
+	}
+}
+
+// TestWaitingSubmitTakesACredentialAddedMeanwhile: a submit waiting for a
+// slot (no job yet) goes to a credential added to the catalog while it
+// waits, before any running job ends.
+func TestWaitingSubmitTakesACredentialAddedMeanwhile(t *testing.T) {
+	tpl := strings.Replace(jobsTemplate, "  - {id: v2, account: org-v, secret_env: V2, endpoints: [ep-v]}\n  - {id: v3, account: org-v, secret_env: V3, endpoints: [ep-v]}\n", "", 1)
+	tpl = strings.Replace(tpl, "{id: org-v, max_inflight: 2,", "{id: org-v, max_inflight: 1,", 1)
+	h := newJobsHarness(t, tpl, "{backend: memory}")
+	h.simA.SetKey(upstreamKey("v1"), simulator.Behavior{Account: "org-v", JobDuration: time.Hour})
+	h.simA.SetKey(upstreamKey("v9"), simulator.Behavior{Account: "org-w", JobDuration: time.Hour})
+	auth := "Bearer " + keyWeb
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 200 {
+		t.Fatalf("first submit = %d %s", code, body)
+	}
+	done := make(chan int, 1)
+	go func() {
+		code, _ := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil)
+		done <- code
+	}()
+	time.Sleep(300 * time.Millisecond) // it waits: org-v's one slot is the first job's
+	select {
+	case code := <-done:
+		t.Fatalf("second submit = %d before any capacity was added", code)
+	default:
+	}
+	h.writeCatalog(strings.Replace(h.catalog(), "  - {id: f1,", "  - {id: v9, secret_env: V9, endpoints: [ep-v]}\n  - {id: f1,", 1))
+	select {
+	case code := <-done:
+		if code != 200 {
+			t.Fatalf("second submit = %d, want 200 on the new credential", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting submit did not take the credential added meanwhile")
+	}
+	if subs := submits(h.simA); len(subs) != 2 || subs[1].Key != upstreamKey("v9") {
+		t.Errorf("submits = %d, the second with %q; want it on v9", len(subs), subs[len(subs)-1].Key)
 	}
 }
