@@ -47,7 +47,7 @@ func startDemo(log *slog.Logger) (*demo, error) {
 		Version: 1,
 		Endpoints: []config.Endpoint{{
 			ID: "demo", BaseURL: d.url,
-			Protocols: []string{"openai.chat", "openai.embeddings"},
+			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue"},
 		}},
 		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
 		Models: []config.Model{
@@ -55,6 +55,8 @@ func startDemo(log *slog.Logger) (*demo, error) {
 			{Alias: "gpt-4o-mini", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
 			{Alias: "text-embedding-3-small", Protocol: "openai.embeddings",
 				Deployments: []config.Deployment{{Model: "text-embedding-3-small", Endpoints: []string{"demo"}}}},
+			{Alias: "sora-2", Protocol: "openai.videos", Deployments: []config.Deployment{{Model: "sora-2", Endpoints: []string{"demo"}}}},
+			{Alias: "fal-ai/veo3", Protocol: "fal.queue", Deployments: []config.Deployment{{Model: "fal-ai/veo3", Endpoints: []string{"demo"}}}},
 		},
 		Keys: []config.Key{{ID: "demo", Name: "demo key", Tenant: "demo", SecretEnv: demoKeyEnv}},
 	}
