@@ -477,6 +477,11 @@ func TestJobBadInput(t *testing.T) {
 	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 0 {
 		t.Errorf("the upstreams saw %d requests, want none", n)
 	}
+	// The upstream's refusal of a submit is passed on as it is.
+	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, `{"model":"sora","prompt":"x","seconds":"5"}`, nil); code != 400 ||
+		!strings.Contains(body, `"param":"seconds"`) {
+		t.Errorf("submit the upstream refuses = %d %s, want its 400 about seconds", code, body)
+	}
 	// A whole job's life, then no secret anywhere in the logs.
 	var v video
 	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {

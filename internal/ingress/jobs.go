@@ -108,6 +108,9 @@ func (s *Server) serveJob(w *recorder, r *http.Request, req *sluice.Request) (ou
 		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
 	} else {
 		ans, out, err = s.handler.FollowJob(r.Context(), token, req.Protocol, t.job, t.op, r.URL.RawQuery)
+		if ans != nil {
+			req.Model = ans.Job.Alias // for the access log
+		}
 	}
 	if err != nil {
 		return out, err

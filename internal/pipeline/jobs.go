@@ -131,7 +131,9 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 	}
 	if a.Class != upstream.ClassNone {
 		if a.Class == upstream.ClassRequest {
-			a.Committed = true
+			// The upstream's refusal is the answer (its execution keeps the
+			// error): no job, nothing to retry, nothing to report as failed.
+			a.Committed, a.Err = true, nil
 			return &JobAnswer{Status: resp.StatusCode, Header: resp.Header, JSON: body}, a, nil
 		}
 		return nil, a, nil
