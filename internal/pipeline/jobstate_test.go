@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice"
+)
+
+func TestParseStatus(t *testing.T) {
+	fal, videos := sluice.ProtocolFalQueue, sluice.ProtocolOpenAIVideos
+	tests := []struct {
+		name  string
+		p     sluice.Protocol
+		body  string
+		state string
+		secs  float64
+	}{
+		{"fal queued", fal, `{"status":"IN_QUEUE","queue_position":3}`, jobQueued, 0},
+		{"fal running", fal, `{"status":"IN_PROGRESS","logs":[]}`, jobInProgress, 0},
+		{"fal completed", fal, `{"status":"COMPLETED","metrics":{"inference_time":7.5}}`, jobCompleted, 7.5},
+		{"fal completed with null error", fal, `{"status":"COMPLETED","error":null}`, jobCompleted, 0},
+		{"fal completed but failed", fal, `{"status":"COMPLETED","error":"boom","error_type":"runner_error"}`, jobFailed, 0},
+		{"fal cancelled", fal, `{"status":"COMPLETED","error":"Request was cancelled","error_type":"request_cancelled"}`, jobCancelled, 0},
+		{"fal third-party CANCELED", fal, `{"status":"CANCELED"}`, jobCancelled, 0},
+		{"fal unknown status ends the job", fal, `{"status":"SOMETHING_NEW"}`, jobFailed, 0},
+		{"video queued", videos, `{"id":"video_1","status":"queued","progress":0}`, jobQueued, 0},
+		{"video running", videos, `{"status":"in_progress","progress":40}`, jobInProgress, 0},
+		{"video completed", videos, `{"status":"completed","seconds":"8"}`, jobCompleted, 8},
+		{"video completed, numeric seconds", videos, `{"status":"completed","seconds":12}`, jobCompleted, 12},
+		{"video failed", videos, `{"status":"failed","error":{"code":"x","message":"y"}}`, jobFailed, 0},
+		{"video unknown status ends the job", videos, `{"status":"archived"}`, jobFailed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := parseStatus(tt.p, []byte(tt.body))
+			if err != nil || st.state != tt.state || st.seconds != tt.secs {
+				t.Errorf("parseStatus(%s) = %+v, %v; want %s, %v seconds", tt.body, st, err, tt.state, tt.secs)
+			}
+			if want := tt.state != jobQueued && tt.state != jobInProgress; st.ended() != want {
+				t.Errorf("ended() = %v, want %v", st.ended(), want)
+			}
+		})
+	}
+	if _, err := parseStatus(videos, []byte(`<html>`)); err == nil {
+		t.Error("parseStatus of HTML succeeded")
+	}
+}
+
+func TestParseSubmit(t *testing.T) {
+	fal := &sluice.Edge{Protocol: sluice.ProtocolFalQueue, Endpoint: &sluice.Endpoint{BaseURL: "https://queue.fal.run"}}
+	videos := &sluice.Edge{Protocol: sluice.ProtocolOpenAIVideos, Endpoint: &sluice.Endpoint{BaseURL: "https://api.openai.com"}}
+	s, err := parseSubmit(fal, []byte(`{"request_id":"r1","status":"IN_QUEUE",
+		"status_url":"https://queue.fal.run/fal-ai/veo3/requests/r1/status",
+		"response_url":"https://elsewhere.example/fal-ai/veo3/requests/r1",
+		"cancel_url":"http://queue.fal.run/fal-ai/veo3/requests/r1/cancel"}`))
+	if err != nil || s.id != "r1" || s.state != jobQueued {
+		t.Fatalf("parseSubmit(fal) = %+v, %v", s, err)
+	}
+	if s.statusURL == "" || s.resultURL != "" || s.cancelURL != "" {
+		t.Errorf("follow-up URLs = %q %q %q; want only the one on the endpoint's own origin", s.statusURL, s.resultURL, s.cancelURL)
+	}
+	if s, err := parseSubmit(videos, []byte(`{"id":"video_9","status":"in_progress"}`)); err != nil || s.id != "video_9" || s.state != jobInProgress {
+		t.Errorf("parseSubmit(videos) = %+v, %v", s, err)
+	}
+	if _, err := parseSubmit(videos, []byte(`{"status":"queued"}`)); err == nil {
+		t.Error("parseSubmit of an answer without an ID succeeded")
+	}
+}
