@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -252,9 +253,12 @@ func jobEdge(snap *Snapshot, job *store.Job) (*sluice.Edge, error) {
 // URLs its submit answer gave; OpenAI's are built from the video ID.
 func followCall(e *sluice.Edge, job *store.Job, op JobOp, query string) upstream.JobCall {
 	if e.Protocol == sluice.ProtocolFalQueue {
-		root := strings.SplitN(job.Model, "/", 3)[:min(2, strings.Count(job.Model, "/")+1)]
+		// Without a URL from the submit answer: fal's follow-ups live under
+		// the app's root, {owner}/{app}, whatever the submit's subpath.
+		root := strings.Split(job.Model, "/")
+		root = root[:min(len(root), 2)]
 		built := func(tail ...string) string {
-			return upstream.JobURL(e, append(append(root, "requests", job.UpstreamID), tail...)...)
+			return upstream.JobURL(e, slices.Concat(root, []string{"requests", job.UpstreamID}, tail)...)
 		}
 		switch op {
 		case JobResult:

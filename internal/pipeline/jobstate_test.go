@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/store"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -64,5 +65,27 @@ func TestParseSubmit(t *testing.T) {
 	}
 	if _, err := parseSubmit(videos, []byte(`{"status":"queued"}`)); err == nil {
 		t.Error("parseSubmit of an answer without an ID succeeded")
+	}
+}
+
+func TestFollowCallBuildsFalURLsFromTheAppRoot(t *testing.T) {
+	e := &sluice.Edge{Protocol: sluice.ProtocolFalQueue, Endpoint: &sluice.Endpoint{BaseURL: "https://queue.fal.run/"}}
+	job := &store.Job{Model: "fal-ai/flux/dev", UpstreamID: "r1"}
+	for op, want := range map[JobOp]string{
+		JobStatus: "GET https://queue.fal.run/fal-ai/flux/requests/r1/status?logs=1",
+		JobResult: "GET https://queue.fal.run/fal-ai/flux/requests/r1",
+		JobCancel: "PUT https://queue.fal.run/fal-ai/flux/requests/r1/cancel",
+	} {
+		if c := followCall(e, job, op, "logs=1"); c.Method+" "+c.URL != want {
+			t.Errorf("followCall(%d) = %s %s, want %s", op, c.Method, c.URL, want)
+		}
+	}
+	job.StatusURL = "https://queue.fal.run/fal-ai/flux/requests/r1/status"
+	if c := followCall(e, job, JobStatus, ""); c.URL != job.StatusURL {
+		t.Errorf("followCall with a stored status URL = %s, want it as is", c.URL)
+	}
+	v := &sluice.Edge{Protocol: sluice.ProtocolOpenAIVideos, Endpoint: &sluice.Endpoint{BaseURL: "https://api.openai.com/v1"}}
+	if c := followCall(v, &store.Job{UpstreamID: "video_1"}, JobResult, "variant=thumbnail"); c.URL != "https://api.openai.com/v1/videos/video_1/content?variant=thumbnail" {
+		t.Errorf("video content URL = %s", c.URL)
 	}
 }
