@@ -69,6 +69,68 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// TestScan checks which bodies the scan reads itself and which it leaves to
+// encoding/json: the bodies clients send must not take the slow path.
+func TestScan(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want fields // compared when the scan takes the body
+		ok   bool
+	}{
+		{name: "chat", give: `{"model":"m","messages":[{"role":"user","content":"h\u00e9"}],"max_tokens":100,"user":"u"}`,
+			want: fields{Model: "m", MaxTokens: 100, User: "u"}, ok: true},
+		{name: "stream with usage", give: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":5}`,
+			want: fields{Model: "m", Stream: true, IncludeUsage: true, MaxCompletionTokens: 5}, ok: true},
+		{name: "null leaves a field", give: `{"model":"a","model":null,"stream":null,"user":null,"max_tokens":null}`, want: fields{Model: "a"}, ok: true},
+		{name: "last duplicate wins", give: `{"model":"a","model":"b","stream":true,"stream":false}`, want: fields{Model: "b"}, ok: true},
+		{name: "null options", give: `{"model":"m","stream_options":{"include_usage":true},"stream_options":null}`, want: fields{Model: "m"}, ok: true},
+		{name: "options merge", give: `{"model":"m","stream_options":{"include_usage":true},"stream_options":{}}`, want: fields{Model: "m", IncludeUsage: true}, ok: true},
+		{name: "options after null", give: `{"model":"m","stream_options":null,"stream_options":{}}`, want: fields{Model: "m"}, ok: true},
+		{name: "upper case key", give: `{"Model":"m"}`},
+		{name: "escaped key", give: `{"mod\u0065l":"m"}`},
+		{name: "escaped model", give: `{"model":"\u006d"}`},
+		{name: "invalid UTF-8 in model", give: "{\"model\":\"\xff\"}"},
+		{name: "wrong type", give: `{"model":"m","stream":1}`},
+		{name: "fractional max_tokens", give: `{"model":"m","max_tokens":1.0}`},
+		{name: "options not an object", give: `{"model":"m","stream_options":[]}`},
+		{name: "upper case option", give: `{"model":"m","stream_options":{"Include_usage":true}}`},
+		{name: "invalid JSON", give: `{"model":"m",}`},
+		{name: "not an object", give: `null`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := scan([]byte(tt.give))
+			if ok != tt.ok || ok && got != tt.want {
+				t.Errorf("scan(%s) = %+v, %v; want %+v, %v", tt.give, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// FuzzScanMatchesDecode checks the scan against encoding/json: a body the
+// scan takes, encoding/json takes too, with the same fields.
+func FuzzScanMatchesDecode(f *testing.F) {
+	for _, s := range []string{`{"model":"fast","messages":[]}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"a","model":null,"stream_options":{"include_usage":true},"stream_options":{}}`, `{"model":"m","max_tokens":-9223372036854775808}`,
+		`{"model":"m","max_tokens":1e2}`, `{"MODEL":"m"}`, `{"model":"m","user":"\u00e9"}`, `[1]`, ``, `{"model":7}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, give string) {
+		got, ok := scan([]byte(give))
+		if !ok {
+			return
+		}
+		want, err := decode([]byte(give))
+		if err != nil {
+			t.Fatalf("scan(%q) = %+v, but encoding/json refuses it: %v", give, got, err)
+		}
+		if got != want {
+			t.Fatalf("scan(%q) = %+v, encoding/json reads %+v", give, got, want)
+		}
+	})
+}
+
 func TestTokenEstimate(t *testing.T) {
 	body := `{"model":"m","max_completion_tokens":100,"messages":[{"role":"user","content":"` + strings.Repeat("x", 400) + `"}]}`
 	req, err := Parse(sluice.ProtocolOpenAIChat, []byte(body))

@@ -1,7 +1,10 @@
 // Package jsonfield finds and replaces the value of a top-level field in a
 // JSON object without decoding the rest, so the gateway can rewrite a model
 // name or add a stream option while keeping every other byte of the caller's
-// body. It depends only on the standard library.
+// body. Members reads an object's top-level fields in one pass that also
+// validates all of it, and the Decode functions decode plain values exactly
+// as encoding/json does, so the request path reads the few fields it needs
+// without reflection. It depends only on the standard library.
 package jsonfield
 
 import (
@@ -94,10 +97,26 @@ func Set(obj []byte, key string, value []byte) ([]byte, error) {
 	return append(out, obj[open:]...), nil
 }
 
-// SetString is Set with a JSON string value.
+// SetString is Set with a JSON string value, encoded as encoding/json
+// encodes it.
 func SetString(obj []byte, key, value string) ([]byte, error) {
-	v, _ := json.Marshal(value) // a string always marshals
-	return Set(obj, key, v)
+	var buf [64]byte // enough for a model name: the value stays off the heap
+	return Set(obj, key, appendQuoted(buf[:0], value))
+}
+
+// appendQuoted appends s encoded as a JSON string. A model name needs no
+// escapes and is copied as it is; anything else goes through encoding/json,
+// which also escapes <, > and & and replaces invalid UTF-8.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			v, _ := json.Marshal(s) // a string always marshals
+			return append(dst, v...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 func keyEquals(quoted []byte, key string) bool {

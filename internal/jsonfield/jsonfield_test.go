@@ -103,6 +103,20 @@ func FuzzSet(f *testing.F) {
 	})
 }
 
+// FuzzAppendQuoted checks that a string is quoted exactly as
+// encoding/json quotes it.
+func FuzzAppendQuoted(f *testing.F) {
+	for _, s := range []string{"gpt-4o-mini", "", `a"b`, `a\b`, "<&>", "é", "\xff", "tab\there", "~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, give string) {
+		want, _ := json.Marshal(give)
+		if got := appendQuoted(nil, give); string(got) != string(want) {
+			t.Fatalf("appendQuoted(%q) = %s, want %s", give, got, want)
+		}
+	})
+}
+
 func BenchmarkSetModel(b *testing.B) {
 	body := []byte(`{"model":"fast","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"Tell me about the weather in Paris today, please."}],"stream":true,"temperature":0.2}`)
 	b.ReportAllocs()

@@ -34,6 +34,7 @@ type DB struct {
 // placeholders. It must not be used after the function it was passed to returns.
 type Tx struct {
 	runner
+	stx *sql.Tx // for binding prepared statements (Stmt)
 }
 
 // Open connects to the database named by url, creating an SQLite file and
@@ -131,7 +132,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return err
 	}
 	defer stx.Rollback() // a no-op after Commit; otherwise fn's error is the one to report
-	if err := fn(&Tx{runner{q: stx, d: db.d}}); err != nil {
+	if err := fn(&Tx{runner: runner{q: stx, d: db.d}, stx: stx}); err != nil {
 		return err
 	}
 	return stx.Commit()

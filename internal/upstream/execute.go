@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -61,30 +62,21 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	to := e.Endpoint.Timeouts
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if to.Total > 0 {
-		var stop context.CancelFunc
-		actx, stop = context.WithTimeoutCause(actx, to.Total, errTotalTimeout)
-		defer stop()
-	}
+	timeouts := startPhases(cancel, to)
+	defer timeouts.stop()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, endpointURL(e.Endpoint.BaseURL, req.Protocol), bytes.NewReader(body))
 	if err != nil {
 		a.Class, a.Err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
 		return a
 	}
-	hreq.Header.Set("Authorization", "Bearer "+e.Credential.Secret)
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "sluice")
+	h := hreq.Header
+	h["Authorization"] = []string{"Bearer " + e.Credential.Secret}
+	h["Content-Type"] = jsonContentType
+	h["User-Agent"] = userAgent
 	if req.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	}
-	var firstByte *time.Timer
-	if to.FirstByte > 0 {
-		firstByte = time.AfterFunc(to.FirstByte, func() { cancel(errFirstByteTimeout) })
+		h["Accept"] = eventStream
 	}
 	resp, err := c.transport(to.Connect).RoundTrip(hreq)
-	if firstByte != nil {
-		firstByte.Stop()
-	}
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
@@ -92,11 +84,8 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	defer resp.Body.Close()
 	a.Exec.HTTPStatus = resp.StatusCode
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
-	rd := &idleReader{r: resp.Body, d: to.Idle}
-	if to.Idle > 0 {
-		rd.t = time.AfterFunc(to.Idle, func() { cancel(errIdleTimeout) })
-		defer rd.t.Stop()
-	}
+	timeouts.receiving()
+	rd := &idleReader{r: resp.Body, p: timeouts}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return c.rejected(ctx, actx, w, resp, rd, a)
 	}
@@ -146,27 +135,39 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 	return a
 }
 
+// readBody reads an answer of up to maxResponseBody bytes into one buffer
+// of its announced size (plus one byte, to see the end without growing).
 func readBody(r io.Reader, size int64) ([]byte, error) {
 	if size < 0 || size > maxResponseBody {
 		size = 512
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	n, err := buf.ReadFrom(io.LimitReader(r, maxResponseBody+1))
-	if err == nil && n > maxResponseBody {
-		err = errors.New("upstream answer larger than 64 MiB")
+	buf := make([]byte, 0, size+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case len(buf) > maxResponseBody:
+			return buf, errors.New("upstream answer larger than 64 MiB")
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return buf, err
+		}
 	}
-	return buf.Bytes(), err
 }
 
 // writeResponse sends an upstream answer held in memory to the caller.
 func writeResponse(w http.ResponseWriter, r *response) error {
 	h := w.Header()
-	if ct := r.header.Get("Content-Type"); ct != "" {
-		h.Set("Content-Type", ct)
-	}
 	for _, k := range passedHeaders {
-		if v := r.header.Get(k); v != "" {
-			h.Set(k, v)
+		// The first value, as Header.Get reads it. The upstream's header is
+		// this execution's alone, so the caller's can share its slice; cut
+		// to capacity 1, Header.Add copies it instead of writing into it.
+		if v := r.header[k]; len(v) > 0 && v[0] != "" {
+			h[k] = v[:1:1]
 		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(r.body)))
@@ -175,8 +176,9 @@ func writeResponse(w http.ResponseWriter, r *response) error {
 	return err
 }
 
-// passedHeaders are upstream headers a caller can act on.
-var passedHeaders = []string{"Retry-After", "Retry-After-Ms"}
+// passedHeaders are the upstream headers passed on to the caller (in
+// canonical form): the answer's type, and what a caller can act on.
+var passedHeaders = []string{"Content-Type", "Retry-After", "Retry-After-Ms"}
 
 // failureOf classifies an execution that ended without an HTTP answer (or
 // whose body broke): the caller leaving, one of our phase timeouts, or a
@@ -216,6 +218,17 @@ func prepareBody(req *sluice.Request, model string) ([]byte, error) {
 	return body, nil
 }
 
+// Header values of every upstream request, set under canonical keys. One
+// slice serves all requests: the transport only reads a request's header
+// (and net/http's server copies a response's header before writing it),
+// and Header.Add copies a full slice (length and capacity 1) before
+// appending, so none is ever written to.
+var (
+	jsonContentType = []string{"application/json"}
+	userAgent       = []string{"sluice"}
+	eventStream     = []string{"text/event-stream"}
+)
+
 // protocolPaths are the upstream paths of the protocols Sluice forwards.
 var protocolPaths = map[sluice.Protocol]string{
 	sluice.ProtocolOpenAIChat:       "/v1/chat/completions",
@@ -239,25 +252,96 @@ var executionStatus = [...]sluice.ExecutionStatus{
 	ClassRequest: sluice.ExecutionRequest, ClassCallerGone: sluice.ExecutionCancelled,
 }
 
-// idleReader cancels the execution when the upstream sends nothing for d
-// (no timer when d is 0). Time spent writing to a slow caller is not the
-// upstream's silence: the relay restarts the clock after each write.
+// phases cancels an execution whose upstream overruns a phase timeout
+// (DESIGN.md §3): first byte until the answer's headers arrive, then idle
+// between reads, and total throughout; a timeout of 0 is none. The cancel
+// cause names the timeout. One timer serves every phase, re-armed for the
+// nearest deadline at each step, where a context and a timer per phase
+// would cost about fifteen allocations per execution.
+type phases struct {
+	cancel context.CancelCauseFunc
+	total  time.Time     // deadline of the total timeout; zero when none
+	idle   time.Duration // the idle timeout, once receiving
+	timer  *time.Timer   // nil until a timeout is armed
+	// body is set when the headers have arrived: from then on the timer
+	// stands for the idle timeout. Atomic because the timer's function
+	// reads it on another goroutine.
+	body atomic.Bool
+}
+
+// startPhases arms the first-byte and total timeouts of to.
+func startPhases(cancel context.CancelCauseFunc, to sluice.Timeouts) *phases {
+	p := &phases{cancel: cancel, idle: to.Idle}
+	if to.Total > 0 {
+		p.total = time.Now().Add(to.Total)
+	}
+	p.arm(to.FirstByte)
+	return p
+}
+
+// receiving moves on to the body: the idle timeout replaces the first-byte one.
+func (p *phases) receiving() {
+	p.body.Store(true)
+	p.arm(p.idle)
+}
+
+// restart gives the upstream the idle timeout again after a read (or a
+// write to a slow caller, whose time is not the upstream's silence).
+func (p *phases) restart() {
+	if p.idle > 0 {
+		p.arm(p.idle)
+	}
+}
+
+// arm sets the timer to d (0: no phase timeout), or to the total deadline
+// if that comes first.
+func (p *phases) arm(d time.Duration) {
+	armed := d > 0
+	if !p.total.IsZero() {
+		if left := time.Until(p.total); !armed || left < d {
+			d, armed = left, true
+		}
+	}
+	switch {
+	case !armed:
+		p.stop()
+	case p.timer == nil:
+		p.timer = time.AfterFunc(d, p.expire)
+	default:
+		p.timer.Reset(d)
+	}
+}
+
+// expire runs on the timer's goroutine when the nearest deadline passed.
+func (p *phases) expire() {
+	switch {
+	case !p.total.IsZero() && !time.Now().Before(p.total):
+		p.cancel(errTotalTimeout)
+	case p.body.Load():
+		p.cancel(errIdleTimeout)
+	default:
+		p.cancel(errFirstByteTimeout)
+	}
+}
+
+// stop disarms the timer; the execution is over or needs no timeout now.
+func (p *phases) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// idleReader is the body of an upstream answer: each read restarts the
+// idle timeout.
 type idleReader struct {
 	r io.Reader
-	d time.Duration
-	t *time.Timer
+	p *phases
 }
 
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	ir.restart()
+func (ir *idleReader) Read(b []byte) (int, error) {
+	n, err := ir.r.Read(b)
+	ir.p.restart()
 	return n, err
-}
-
-func (ir *idleReader) restart() {
-	if ir.t != nil {
-		ir.t.Reset(ir.d)
-	}
 }
 
 // Failure is the error the caller sees when this was the last attempt and

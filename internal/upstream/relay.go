@@ -15,6 +15,13 @@ import (
 
 var doneData = []byte("[DONE]")
 
+// Header values of every relayed stream, shared by all of them as the
+// upstream request's are (see jsonContentType).
+var (
+	noCache     = []string{"no-cache"}
+	noBuffering = []string{"no"}
+)
+
 // relay passes an SSE answer to the caller event by event, as each arrives.
 // Until the first event is written the attempt can still fail over; after
 // it, a failure ends the caller's stream with an error event.
@@ -34,9 +41,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		return a
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = eventStream
+	h["Cache-Control"] = noCache
+	h["X-Accel-Buffering"] = noBuffering
 	w.WriteHeader(http.StatusOK)
 	a.Committed = true
 	a.TTFT = time.Since(callStart)
@@ -45,7 +52,8 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	// each write gets the idle timeout too. The deadline is cleared at the
 	// end because net/http does not reset it for the connection's next request.
 	rc := http.NewResponseController(w)
-	if rd.d > 0 {
+	idle := rd.p.idle
+	if idle > 0 {
 		defer rc.SetWriteDeadline(time.Time{})
 	}
 	for {
@@ -60,14 +68,14 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			}
 		}
 		if forward {
-			if rd.d > 0 {
-				_ = rc.SetWriteDeadline(time.Now().Add(rd.d))
+			if idle > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
 			if err := out.WriteRaw(ev.Raw); err != nil {
 				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
 				return a
 			}
-			rd.restart()
+			rd.p.restart()
 		}
 		if done {
 			return a
@@ -83,8 +91,8 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if a.Class != ClassCallerGone {
 		// The stream is committed: no failover, no splicing of a second
 		// upstream's output; the caller learns why it ended.
-		if rd.d > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(rd.d))
+		if idle > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(idle))
 		}
 		_ = out.WriteData(streamErrorEvent)
 	}

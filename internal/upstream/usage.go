@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
@@ -24,15 +25,18 @@ type openAIUsage struct {
 }
 
 // usageOf reads the top-level usage object of an OpenAI answer or chunk.
-// Measured is false when there is none (or it is null).
+// Measured is false when there is none (or it is null), or it does not
+// decode.
 func usageOf(obj []byte) sluice.Usage {
 	s, e, ok, err := jsonfield.Find(obj, "usage")
 	if err != nil || !ok || obj[s] != '{' {
 		return sluice.Usage{}
 	}
-	var u openAIUsage
-	if json.Unmarshal(obj[s:e], &u) != nil {
-		return sluice.Usage{}
+	u, ok := scanUsage(obj[s:e])
+	if !ok {
+		if u, ok = decodeUsage(obj[s:e]); !ok {
+			return sluice.Usage{}
+		}
 	}
 	total := u.TotalTokens
 	if total == 0 {
@@ -46,6 +50,62 @@ func usageOf(obj []byte) sluice.Usage {
 		TotalTokens:      total,
 		Measured:         true,
 	}
+}
+
+// errUnusualKey stops scanUsage at a key it leaves to encoding/json.
+var errUnusualKey = errors.New("key left to encoding/json")
+
+// scanUsage decodes a usage object without reflection, exactly as
+// encoding/json decodes it into an openAIUsage, for the objects upstreams
+// send: plain keys, integer counts, details as objects or null. ok is false
+// for anything else, which encoding/json then decodes (or refuses).
+func scanUsage(obj []byte) (u openAIUsage, ok bool) {
+	err := jsonfield.Members(obj, func(key, value []byte) error {
+		if !jsonfield.PlainKey(key) {
+			return errUnusualKey
+		}
+		switch string(key) {
+		case "prompt_tokens":
+			return jsonfield.DecodeInt(&u.PromptTokens, value)
+		case "completion_tokens":
+			return jsonfield.DecodeInt(&u.CompletionTokens, value)
+		case "total_tokens":
+			return jsonfield.DecodeInt(&u.TotalTokens, value)
+		case "prompt_tokens_details":
+			return scanDetail(&u.PromptTokensDetails.CachedTokens, "cached_tokens", value)
+		case "completion_tokens_details":
+			return scanDetail(&u.CompletionTokensDetails.ReasoningTokens, "reasoning_tokens", value)
+		}
+		return nil
+	})
+	return u, err == nil
+}
+
+// decodeUsage decodes a usage object with encoding/json, the reference, for
+// the objects scanUsage leaves to it.
+func decodeUsage(obj []byte) (u openAIUsage, ok bool) {
+	return u, json.Unmarshal(obj, &u) == nil
+}
+
+// scanDetail reads the count name of a details object into dst. As for
+// encoding/json (the details are structs, not pointers), null changes
+// nothing and a second object keeps what the first set unless it sets it.
+func scanDetail(dst *int64, name string, value []byte) error {
+	if string(value) == "null" {
+		return nil
+	}
+	if value[0] != '{' {
+		return jsonfield.ErrNotPlain
+	}
+	return jsonfield.Members(value, func(key, value []byte) error {
+		if !jsonfield.PlainKey(key) {
+			return errUnusualKey
+		}
+		if string(key) == name {
+			return jsonfield.DecodeInt(dst, value)
+		}
+		return nil
+	})
 }
 
 // isUsageOnly reports whether a chunk is the final usage chunk, whose

@@ -7,9 +7,12 @@ package sqlledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -23,6 +26,9 @@ import (
 // one database.
 type Store struct {
 	db *sqldb.DB
+
+	mu    sync.Mutex  // guards stmts while they are prepared
+	stmts *statements // nil until the first write prepares them
 }
 
 var _ ledger.Usage = (*Store)(nil)
@@ -36,29 +42,40 @@ const (
 	execColumns   = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns
 )
 
+// Parameters per row of each table: the columns above.
+const (
+	recordParams = 17
+	execParams   = 19
+)
+
 // RecordUsage writes the records in one transaction, idempotently by
 // RequestID: a record whose RequestID is already stored, or appeared earlier
 // in recs, changes nothing, and neither do its executions. Rows go in
-// multi-row statements (a few per batch, not one per row): the writer runs
-// beside the request path, and per-row statements cost as much CPU as the
-// requests themselves.
+// multi-row statements (a few per batch, not one per row), prepared once per
+// Store: the writer runs beside the request path, and per-row statements, or
+// statements parsed again on every call, cost as much CPU as the requests
+// themselves.
 func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error {
 	recs = firstOfEach(recs)
 	if len(recs) == 0 {
 		return nil
 	}
-	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		for start := 0; start < len(recs); start += rowsPerStatement {
-			batch := recs[start:min(start+rowsPerStatement, len(recs))]
-			inserted, err := insertRecords(ctx, tx, batch)
-			if err != nil {
-				return err
-			}
-			if err := insertExecutions(ctx, tx, batch, inserted); err != nil {
-				return err
-			}
+	// Prepared before the transaction begins: preparing takes a connection,
+	// and an in-memory database has only the one the transaction holds.
+	st, err := s.statements(ctx)
+	if err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*execParams)}
+		inserted, err := w.insertRecords(ctx, recs)
+		if err != nil {
+			return err
 		}
-		return nil
+		if err := w.insertExecutions(ctx, recs, inserted); err != nil {
+			return err
+		}
+		return w.insertJobs(ctx, recs, inserted)
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
@@ -66,8 +83,141 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 	return nil
 }
 
-// rowsPerStatement bounds the records (17 parameters each) per statement.
-const rowsPerStatement = 64
+// Statements are prepared for shapes row counts, 1, 2, 4, … up to
+// rowsPerStatement, which bounds the rows of one statement (19 parameters
+// each at most, far below SQLite's limit of 32,766 a statement).
+const (
+	shapes           = 7
+	rowsPerStatement = 1 << (shapes - 1)
+)
+
+// statements are the INSERTs of each table for 1<<i rows at index i. A batch
+// of n rows is written as the binary digits of n (37 rows: 32 + 4 + 1), so a
+// few prepared shapes serve every batch size, at most shapes statements
+// per rowsPerStatement rows.
+type statements struct {
+	records    [shapes]*sqldb.Stmt
+	executions [shapes]*sqldb.Stmt
+}
+
+// statements returns the prepared statements, preparing them on first use;
+// a failed prepare is tried again by the next write.
+func (s *Store) statements(ctx context.Context) (*statements, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stmts != nil {
+		return s.stmts, nil
+	}
+	st := new(statements)
+	for i := range shapes {
+		var err error
+		// RETURNING tells which records were new: only their executions are
+		// written, so a record written twice never gains executions.
+		st.records[i], err = s.db.Prepare(ctx, `INSERT INTO usage_records (`+recordColumns+`) VALUES `+
+			placeholders(1<<i, recordParams)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`)
+		if err != nil {
+			return nil, err
+		}
+		st.executions[i], err = s.db.Prepare(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+placeholders(1<<i, execParams))
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.stmts = st
+	return st, nil
+}
+
+// chunk is the rows the next statement writes of n left: the largest
+// prepared shape that fits.
+func chunk(n int) (rows, shape int) {
+	shape = min(bits.Len(uint(n)), shapes) - 1
+	return 1 << shape, shape
+}
+
+// writer writes one batch in its transaction, reusing one argument slice
+// for all of its statements. Arguments are the driver's own types (string,
+// int64, bool): database/sql converts anything else by reflection.
+type writer struct {
+	tx   *sqldb.Tx
+	st   *statements
+	args []any
+}
+
+// insertRecords inserts recs, which have distinct RequestIDs, and reports
+// which of them were new (inserted[i] for recs[i]).
+func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) ([]bool, error) {
+	index := make(map[string]int, len(recs)) // RequestID → position in recs
+	for i := range recs {
+		index[recs[i].RequestID] = i
+	}
+	inserted := make([]bool, len(recs))
+	for rest := recs; len(rest) > 0; {
+		n, shape := chunk(len(rest))
+		args := w.args[:0]
+		for i := range rest[:n] {
+			r := &rest[i]
+			u := &r.Usage
+			args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, int64(r.Status), string(r.Code),
+				r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds(),
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured)
+		}
+		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
+			return nil, err
+		}
+		rest = rest[n:]
+	}
+	return inserted, nil
+}
+
+// returned runs a records statement and marks the IDs it returned.
+func (w *writer) returned(ctx context.Context, shape int, args []any, index map[string]int, inserted []bool) error {
+	rows, err := w.tx.QueryStmt(ctx, w.st.records[shape], args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var id sql.RawBytes // valid until the next row; looked up without a copy
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		if i, ok := index[string(id)]; ok {
+			inserted[i] = true
+		}
+	}
+	return rows.Err()
+}
+
+// insertExecutions inserts the executions of the records that were new.
+func (w *writer) insertExecutions(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
+	type ref struct{ rec, seq int }
+	var todo []ref
+	for i := range recs {
+		if !inserted[i] {
+			continue // stored before, executions included
+		}
+		for seq := range recs[i].Executions {
+			todo = append(todo, ref{i, seq})
+		}
+	}
+	for len(todo) > 0 {
+		n, shape := chunk(len(todo))
+		args := w.args[:0]
+		for _, t := range todo[:n] {
+			r := &recs[t.rec]
+			e := &r.Executions[t.seq]
+			u := &e.Usage
+			args = append(args, r.RequestID, int64(t.seq), e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
+				int64(e.HTTPStatus), e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds(),
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured)
+		}
+		if _, err := w.tx.ExecStmt(ctx, w.st.executions[shape], args...); err != nil {
+			return err
+		}
+		todo = todo[n:]
+	}
+	return nil
+}
 
 // firstOfEach drops records whose RequestID appeared earlier in recs.
 func firstOfEach(recs []sluice.UsageRecord) []sluice.UsageRecord {
@@ -81,68 +231,6 @@ func firstOfEach(recs []sluice.UsageRecord) []sluice.UsageRecord {
 	}
 	return out
 }
-
-// insertRecords inserts recs and returns the IDs that were new.
-func insertRecords(ctx context.Context, tx *sqldb.Tx, recs []sluice.UsageRecord) (map[string]bool, error) {
-	args := make([]any, 0, len(recs)*17)
-	for i := range recs {
-		r := &recs[i]
-		args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, r.Status, string(r.Code),
-			r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds())
-		args = append(args, usageArgs(r.Usage)...)
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO usage_records (`+recordColumns+`) VALUES `+
-		placeholders(len(recs), 17)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	inserted := make(map[string]bool, len(recs))
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		inserted[id] = true
-	}
-	return inserted, rows.Err()
-}
-
-// insertExecutions inserts the executions of the records that were new,
-// at most executionsPerStatement rows per statement.
-func insertExecutions(ctx context.Context, tx *sqldb.Tx, recs []sluice.UsageRecord, inserted map[string]bool) error {
-	var args []any
-	n := 0
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+placeholders(n, 19), args...)
-		args, n = args[:0], 0
-		return err
-	}
-	for i := range recs {
-		r := &recs[i]
-		if !inserted[r.RequestID] {
-			continue // stored before, executions included
-		}
-		for seq, e := range r.Executions {
-			args = append(args, r.RequestID, seq, e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
-				e.HTTPStatus, e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds())
-			args = append(args, usageArgs(e.Usage)...)
-			if n++; n == executionsPerStatement {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return flush()
-}
-
-// executionsPerStatement keeps 19 parameters a row under SQLite's limit of
-// 32,766 parameters a statement.
-const executionsPerStatement = 1000
 
 // placeholders is "(?, …), (?, …)": rows groups of cols parameters.
 func placeholders(rows, cols int) string {
@@ -167,6 +255,9 @@ func (s *Store) ListUsage(ctx context.Context, since time.Time, limit int) ([]sl
 		return recs, err
 	}
 	if err := s.attachExecutions(ctx, recs); err != nil {
+		return nil, err
+	}
+	if err := s.attachJobs(ctx, recs); err != nil {
 		return nil, err
 	}
 	return recs, nil
@@ -247,11 +338,7 @@ func (s *Store) attachExecutions(ctx context.Context, recs []sluice.UsageRecord)
 	return nil
 }
 
-// usageArgs and usageDest are the values of usageColumns, in order.
-func usageArgs(u sluice.Usage) []any {
-	return []any{u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured}
-}
-
+// usageDest is where the values of usageColumns go, in order.
 func usageDest(u *sluice.Usage) []any {
 	return []any{&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.TotalTokens, &u.Measured}
 }

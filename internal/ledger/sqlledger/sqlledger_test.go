@@ -1,8 +1,12 @@
 package sqlledger_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ledger"
@@ -37,4 +41,72 @@ func TestClosedDatabaseReturnsErrors(t *testing.T) {
 			t.Error("ListUsage = nil error, want an error")
 		}
 	})
+}
+
+// TestBatchesOfEverySize checks batches that take several prepared
+// statement shapes (rows are written in chunks of 64, 32, … 1), part of
+// them stored before: every new record is written whole, once, and a
+// record stored before keeps its first version and executions.
+func TestBatchesOfEverySize(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		s := sqlledger.New(sqldbtest.Open(t, url(t)))
+		start := time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC)
+		rec := func(i int, edge string) sluice.UsageRecord {
+			r := sluice.UsageRecord{RequestID: fmt.Sprintf("r%03d", i), Started: start.Add(time.Duration(i) * time.Second), Status: 200}
+			for seq := range i % 4 { // 0 to 3 executions
+				r.Executions = append(r.Executions, sluice.Execution{EdgeID: edge, Model: fmt.Sprint(seq), Started: r.Started})
+			}
+			return r
+		}
+		var want, first, second []sluice.UsageRecord
+		for i := range 40 {
+			first = append(first, rec(i, "first"))
+		}
+		for i := range 167 {
+			second = append(second, rec(i, "second"))
+			want = append(want, rec(i, map[bool]string{true: "first", false: "second"}[i < 40]))
+		}
+		for _, batch := range [][]sluice.UsageRecord{first, second} {
+			if err := s.RecordUsage(t.Context(), batch); err != nil {
+				t.Fatalf("RecordUsage(%d records) = %v", len(batch), err)
+			}
+		}
+		got, err := s.ListUsage(t.Context(), time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("ListUsage after batches of 40 and 167 (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// BenchmarkRecordUsage writes batches of 256 records of one execution each,
+// the usage writer's batch, to an SQLite file; ns/op and allocs/op are per
+// record.
+func BenchmarkRecordUsage(b *testing.B) {
+	s := sqlledger.New(sqldbtest.Open(b, "sqlite://"+b.TempDir()+"/sluice.db"))
+	const batch = 256
+	recs := make([]sluice.UsageRecord, batch)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if n%batch == 0 && n > 0 {
+			if err := s.RecordUsage(b.Context(), recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		now := time.Now()
+		recs[n%batch] = sluice.UsageRecord{
+			RequestID: fmt.Sprintf("req-%08d", n), KeyID: "bench", Tenant: "bench", Alias: "bench", Protocol: sluice.ProtocolOpenAIChat,
+			Status: 200, Started: now, Latency: 40 * time.Millisecond, TTFT: 30 * time.Millisecond,
+			Usage: sluice.Usage{PromptTokens: 146, CompletionTokens: 100, TotalTokens: 246, Measured: true},
+			Executions: []sluice.Execution{{
+				EdgeID: "sim-1/sim/gpt-4o-mini", CredentialID: "sim-1", AccountID: "sim-1", EndpointID: "sim", Model: "gpt-4o-mini",
+				Status: sluice.ExecutionOK, HTTPStatus: 200, Started: now, FirstByte: 30 * time.Millisecond, Duration: 39 * time.Millisecond,
+				Usage: sluice.Usage{PromptTokens: 146, CompletionTokens: 100, TotalTokens: 246, Measured: true},
+			}},
+		}
+		n++
+	}
 }

@@ -1,0 +1,72 @@
+package upstream
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice"
+)
+
+func TestUsageOf(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want sluice.Usage
+	}{
+		{name: "answer", give: `{"id":"c","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,` +
+			`"prompt_tokens_details":{"cached_tokens":64,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":8,"audio_tokens":0}}}`,
+			want: sluice.Usage{PromptTokens: 146, CompletionTokens: 100, CachedTokens: 64, ReasoningTokens: 8, TotalTokens: 246, Measured: true}},
+		{name: "total missing", give: `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, want: sluice.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7, Measured: true}},
+		{name: "null details", give: `{"usage":{"prompt_tokens":3,"prompt_tokens_details":null,"completion_tokens_details":null}}`, want: sluice.Usage{PromptTokens: 3, TotalTokens: 3, Measured: true}},
+		{name: "details merge", give: `{"usage":{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":{}}}`, want: sluice.Usage{CachedTokens: 2, Measured: true}},
+		{name: "upper case key (encoding/json)", give: `{"usage":{"Prompt_Tokens":5}}`, want: sluice.Usage{PromptTokens: 5, TotalTokens: 5, Measured: true}},
+		{name: "escaped key (encoding/json)", give: `{"usage":{"prompt_tok\u0065ns":5}}`, want: sluice.Usage{PromptTokens: 5, TotalTokens: 5, Measured: true}},
+		{name: "no usage", give: `{"choices":[]}`},
+		{name: "null usage", give: `{"usage":null}`},
+		{name: "fractional count", give: `{"usage":{"prompt_tokens":1.5}}`},
+		{name: "count as string", give: `{"usage":{"prompt_tokens":"5"}}`},
+		{name: "details not an object", give: `{"usage":{"prompt_tokens_details":1}}`},
+		{name: "invalid inside usage", give: `{"usage":{"prompt_tokens":01}}`},
+		{name: "not an object", give: `[]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := usageOf([]byte(tt.give)); got != tt.want {
+				t.Errorf("usageOf(%s) = %+v, want %+v", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzScanUsage checks the scan against encoding/json: a usage object the
+// scan takes, encoding/json decodes to the same counts.
+func FuzzScanUsage(f *testing.F) {
+	for _, s := range []string{`{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":64}}`,
+		`{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":-1}}`,
+		`{"prompt_tokens":1e2}`, `{"Prompt_tokens":1}`, `{}`, `{"total_tokens":9223372036854775807}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, give string) {
+		got, ok := scanUsage([]byte(give))
+		if !ok {
+			return
+		}
+		want, ok := decodeUsage([]byte(give))
+		if !ok {
+			t.Fatalf("scanUsage(%q) = %+v, but encoding/json refuses it", give, got)
+		}
+		if got != want {
+			t.Fatalf("scanUsage(%q) = %+v, encoding/json reads %+v", give, got, want)
+		}
+	})
+}
+
+func BenchmarkUsageOf(b *testing.B) {
+	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"A quiet weekend by the river."},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !usageOf(answer).Measured {
+			b.Fatal("no usage")
+		}
+	}
+}
