@@ -119,6 +119,13 @@ type Claim struct {
 // wrapping store.ErrUnavailable when the store cannot be reached.
 func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
 	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
+	// Most requests find room at once and need no wake channel nor timers.
+	// A wake-up sent before the waiter below is registered is not lost: the
+	// loop tries again at once, and Acquire keeps a queued ticket's place.
+	c, g, err := e.try(ctx, &a, plan)
+	if c != nil || err != nil {
+		return c, err
+	}
 	wake := make(chan struct{}, 1)
 	e.mu.Lock()
 	e.waiters[a.Ticket] = wake
@@ -133,19 +140,8 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 	retry := time.NewTimer(safetyTick)
 	defer retry.Stop()
 	for {
-		if a.Candidates = plan(); len(a.Candidates) == 0 {
-			return nil, e.leave(ctx, a, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
-		}
-		g, err := e.claims.Acquire(ctx, a)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, e.leave(ctx, a, context.Cause(ctx))
-			}
-			return nil, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "capacity state is unavailable", Err: err}
-		}
-		if g.Granted {
-			e.hold(a.Domain, g.Lease)
-			return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, nil
+		if c, g, err = e.try(ctx, &a, plan); c != nil || err != nil {
+			return c, err
 		}
 		next := safetyTick
 		if !g.RetryAt.IsZero() {
@@ -164,6 +160,25 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 			return nil, e.leave(ctx, a, context.Cause(ctx))
 		}
 	}
+}
+
+// try plans and asks the store once: a claim when granted, an error when
+// the request cannot wait any longer, else the grant that queued it.
+func (e *Engine) try(ctx context.Context, a *store.Acquire, plan func() []store.Candidate) (*Claim, store.Grant, error) {
+	if a.Candidates = plan(); len(a.Candidates) == 0 {
+		return nil, store.Grant{}, e.leave(ctx, *a, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
+	}
+	g, err := e.claims.Acquire(ctx, *a)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, g, e.leave(ctx, *a, context.Cause(ctx))
+	case err != nil:
+		return nil, g, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "capacity state is unavailable", Err: err}
+	case g.Granted:
+		e.hold(a.Domain, g.Lease)
+		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, g, nil
+	}
+	return nil, g, nil
 }
 
 // leave takes the ticket out of the queue (or releases what was granted in
