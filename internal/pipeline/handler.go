@@ -14,7 +14,8 @@ import (
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
-// Recorder receives the usage record of every authenticated request.
+// Recorder receives the usage record of every authenticated request. It must
+// not block for long, whatever ctx.
 type Recorder interface {
 	Record(ctx context.Context, rec sluice.UsageRecord)
 }
@@ -132,10 +133,9 @@ func (h *Handler) inService(snap *Snapshot, e *sluice.Edge) bool {
 }
 
 // settle records the request's usage. It runs even if the caller has gone:
-// the tokens were spent.
+// the tokens were spent. (The Recorder bounds its own wait.)
 func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.Request, out Outcome, callErr error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
 	rec := sluice.UsageRecord{
 		RequestID:  req.ID,
 		KeyID:      p.Key.ID,

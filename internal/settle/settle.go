@@ -32,8 +32,8 @@ type Recorder struct {
 }
 
 // queueSize absorbs a burst of about a second at a few thousand requests per
-// second while the database is slow; past it, Record waits (bounded by its
-// context) rather than losing the record.
+// second while the database is slow; past it, Record waits (bounded) rather
+// than losing the record.
 const queueSize = 4096
 
 // NewRecorder starts a writer that flushes every interval or every batch records.
@@ -43,16 +43,26 @@ func NewRecorder(store ledger.Usage, log *slog.Logger, batch int, interval time.
 	return r
 }
 
+// fullQueueWait bounds how long Record waits for room in a full queue.
+const fullQueueWait = 2 * time.Second
+
 // Record queues a usage record. It blocks only when the queue is full, and
-// gives up (counting the record as dropped) when ctx ends first.
+// gives up (counting the record as dropped) when ctx ends or fullQueueWait
+// passes first. The bound is Record's own, so that callers need no timeout
+// context of their own on every request.
 func (r *Recorder) Record(ctx context.Context, rec sluice.UsageRecord) {
 	select {
 	case r.queue <- rec:
 		return
 	default:
 	}
+	full := time.NewTimer(fullQueueWait)
+	defer full.Stop()
 	select {
 	case r.queue <- rec:
+	case <-full.C:
+		r.dropped.Add(1)
+		r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
 	case <-ctx.Done():
 		r.dropped.Add(1)
 		r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
