@@ -114,6 +114,17 @@ type video struct {
 
 const videoBody = `{"model":"sora","prompt":"a red kite over dunes at dusk","seconds":"4"}`
 
+// submitVideo submits videoBody with the web key and fails the test unless
+// Sluice answers with a job.
+func (h *harness) submitVideo(t *testing.T) video {
+	t.Helper()
+	var v video
+	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
+		t.Fatalf("submit = %d %s", code, body)
+	}
+	return v
+}
+
 // submits lists the video submits simA received, in arrival order.
 func submits(sim *simulator.Simulator) []simulator.Recorded {
 	var out []simulator.Recorded
@@ -189,10 +200,7 @@ func TestJobsHoldAccountSlotsUntilTheyEnd(t *testing.T) {
 func TestJobFollowUpsStayOnTheCreatingCredential(t *testing.T) {
 	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
 	auth := "Bearer " + keyWeb
-	var v video
-	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
-		t.Fatalf("submit = %d %s", code, body)
-	}
+	v := h.submitVideo(t)
 	creator := submits(h.simA)[0].Key
 	cred := strings.TrimSuffix(strings.TrimPrefix(creator, "sk-upstream-"), "-SECRET-2b7c")
 	h.adminPost(t, "/admin/credentials/"+cred+"/disable")
@@ -239,10 +247,7 @@ func TestJobFollowUpsStayOnTheCreatingCredential(t *testing.T) {
 // protocol's paths all get the same 404.
 func TestJobsAreVisibleOnlyToTheirKey(t *testing.T) {
 	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
-	var v video
-	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
-		t.Fatalf("submit = %d %s", code, body)
-	}
+	v := h.submitVideo(t)
 	for _, tc := range []struct{ method, path, auth string }{
 		{"GET", "/v1/videos/" + v.ID, "Bearer " + testEnv["KEY_BG"]},
 		{"GET", "/v1/videos/" + v.ID + "/content", "Bearer " + testEnv["KEY_BG"]},
@@ -381,10 +386,7 @@ func TestJobsOutliveTheirGateway(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
 		h := newJobsHarness(t, jobsTemplate, state)
 		auth := "Bearer " + keyWeb
-		var v video
-		if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
-			t.Fatalf("submit = %d %s", code, body)
-		}
+		v := h.submitVideo(t)
 		var f falStatus
 		if code, body := call(t, "POST", h.url("/fal/veo"), "Key "+keyWeb, `{"prompt":"x"}`, &f); code != 200 {
 			t.Fatalf("fal submit = %d %s", code, body)
@@ -483,10 +485,7 @@ func TestJobBadInput(t *testing.T) {
 		t.Errorf("submit the upstream refuses = %d %s, want its 400 about seconds", code, body)
 	}
 	// A whole job's life, then no secret anywhere in the logs.
-	var v video
-	if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, &v); code != 200 {
-		t.Fatalf("submit = %d %s", code, body)
-	}
+	h.submitVideo(t)
 	eventually(t, 5*time.Second, "the job ends", func() bool { return h.claimsHeld(t) == 0 })
 	for _, secret := range []string{keyWeb, upstreamKey("v1"), upstreamKey("v2"), upstreamKey("v3")} {
 		if strings.Contains(h.logs.String(), secret) {
@@ -502,10 +501,7 @@ func TestJobPollOfAHungUpstream(t *testing.T) {
 	tpl := strings.Replace(jobsTemplate, "first_byte: 5s", "first_byte: 200ms", 1)
 	h := newJobsHarness(t, tpl, "{backend: memory}")
 	auth := "Bearer " + keyWeb
-	var v video
-	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, &v); code != 200 {
-		t.Fatalf("submit = %d %s", code, body)
-	}
+	v := h.submitVideo(t)
 	creator := submits(h.simA)[0].Key
 	h.simA.SetKey(creator, simulator.Behavior{Account: "org-v", JobDuration: jobDuration, Latency: time.Second})
 	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil); code != 504 || !strings.Contains(body, "upstream_timeout") {

@@ -65,13 +65,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // protocol returns the handler of one caller protocol's endpoint.
-func (s *Server) protocol(p sluice.Protocol) http.HandlerFunc {
+func (s *Server) protocol(p sluice.Protocol) http.HandlerFunc { return s.endpoint(p, s.serve) }
+
+// serveFunc serves one request of protocol p with its request ID, received
+// at start; req is nil when the request did not parse.
+type serveFunc func(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error)
+
+// endpoint wraps serve with what every data-plane request gets: a request
+// ID, and the error rendering, access log line and metrics of finish.
+func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &recorder{ResponseWriter: w}
 		id := s.ids.next()
 		w.Header().Set("X-Request-Id", id)
-		out, req, err := s.serve(rw, r, p, id, start)
+		out, req, err := serve(rw, r, p, id, start)
 		s.finish(r.Context(), rw, req, p, out, err, start, id)
 	}
 }

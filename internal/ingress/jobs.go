@@ -21,7 +21,7 @@ import (
 // ending that way is accepted, as fal clients also build them from the
 // app's root (/fal/{owner}/{app}/requests/{id}/status).
 func (s *Server) routeJobs() {
-	videos, fal := s.jobs(sluice.ProtocolOpenAIVideos), s.jobs(sluice.ProtocolFalQueue)
+	videos, fal := s.endpoint(sluice.ProtocolOpenAIVideos, s.serveJob), s.endpoint(sluice.ProtocolFalQueue, s.serveJob)
 	s.mux.HandleFunc("POST /v1/videos", videos)
 	s.mux.HandleFunc("GET /v1/videos/{id}", videos)
 	s.mux.HandleFunc("GET /v1/videos/{id}/content", videos)
@@ -29,19 +29,6 @@ func (s *Server) routeJobs() {
 	s.mux.HandleFunc("POST /fal/{path...}", fal)
 	s.mux.HandleFunc("GET /fal/{path...}", fal)
 	s.mux.HandleFunc("PUT /fal/{path...}", fal)
-}
-
-// jobs returns the handler of protocol p's job endpoints.
-func (s *Server) jobs(p sluice.Protocol) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rw := &recorder{ResponseWriter: w}
-		id := s.ids.next()
-		w.Header().Set("X-Request-Id", id)
-		req := &sluice.Request{ID: id, Protocol: p, Received: start}
-		out, err := s.serveJob(rw, r, req)
-		s.finish(r.Context(), rw, req, p, out, err, start, id)
-	}
 }
 
 // jobTarget is what a job endpoint's path and method ask for.
@@ -84,11 +71,13 @@ func target(r *http.Request, p sluice.Protocol) (jobTarget, bool) {
 	return jobTarget{}, false
 }
 
-func (s *Server) serveJob(w *recorder, r *http.Request, req *sluice.Request) (out pipeline.Outcome, err error) {
-	defer s.recoverPanic(r.Context(), req.ID, &err)
-	t, ok := target(r, req.Protocol)
+// serveJob serves a job endpoint: a submit, or a follow-up of a job.
+func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
+	defer s.recoverPanic(r.Context(), id, &err)
+	req = &sluice.Request{ID: id, Protocol: p, Received: start}
+	t, ok := target(r, p)
 	if !ok {
-		return out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path}
+		return out, req, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path}
 	}
 	token := bearer(r)
 	if h := r.Header.Get("Authorization"); token == "" && len(h) > 4 && strings.EqualFold(h[:4], "key ") {
@@ -99,10 +88,10 @@ func (s *Server) serveJob(w *recorder, r *http.Request, req *sluice.Request) (ou
 		snap := s.live.Load()
 		var body []byte
 		if body, err = readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout); err != nil {
-			return out, err
+			return out, req, err
 		}
 		if err = parseSubmit(req, body, t.alias); err != nil {
-			return out, err
+			return out, req, err
 		}
 		req.Priority, req.Task, req.User = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task"), r.Header.Get("X-Sluice-User")
 		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
@@ -113,9 +102,9 @@ func (s *Server) serveJob(w *recorder, r *http.Request, req *sluice.Request) (ou
 		}
 	}
 	if err != nil {
-		return out, err
+		return out, req, err
 	}
-	return out, renderJob(w, r, req.Protocol, ans)
+	return out, req, renderJob(w, r, p, ans)
 }
 
 // parseSubmit fills req from a submit body: an OpenAI video request names
