@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // jobsTemplate: OpenAI Videos on simA (account org-v: three credentials,
@@ -553,5 +556,48 @@ func TestWaitingSubmitTakesACredentialAddedMeanwhile(t *testing.T) {
 	}
 	if subs := submits(h.simA); len(subs) != 2 || subs[1].Key != upstreamKey("v9") {
 		t.Errorf("submits = %d, the second with %q; want it on v9", len(subs), subs[len(subs)-1].Key)
+	}
+}
+
+// TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge: a gateway that holds both
+// of an account's slots for jobs that never end stops; through the next
+// gateway on the same Redis a submit waits until the jobs' maximum age,
+// then goes through, and the jobs are recorded as expired.
+func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
+	url := testenv.Redis(t)
+	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+rand.Text()[:10]+":")
+	tpl := strings.Replace(jobsTemplate, "max_age: 1m", "max_age: 1s", 1)
+	h := newJobsHarness(t, tpl, state)
+	h.simA.Close()
+	h.simA = simulator.New(simulator.Options{Keys: map[string]simulator.Behavior{
+		upstreamKey("v1"): {JobDuration: time.Hour}, upstreamKey("v2"): {JobDuration: time.Hour}, upstreamKey("v3"): {JobDuration: time.Hour},
+	}})
+	h.srvA.Config.Handler = h.simA
+	h.submitVideo(t)
+	h.submitVideo(t)
+	submitted := time.Now()
+	if err := h.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := app.Start(context.Background(), app.Options{
+		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.gw = second // closed by the harness
+	h.submitVideo(t)
+	if d := time.Since(submitted); d < 900*time.Millisecond {
+		t.Errorf("a third job went through %v after the first two, before their maximum age (1s)", d)
+	}
+	expired := 0
+	for _, r := range h.usage(t, 5) { // three submits, two jobs
+		if r.Job != nil && r.Job.State == "expired" {
+			expired++
+		}
+	}
+	if expired != 2 {
+		t.Errorf("%d jobs recorded as expired, want 2", expired)
 	}
 }
