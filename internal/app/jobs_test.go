@@ -193,6 +193,9 @@ func TestJobsHoldAccountSlotsUntilTheyEnd(t *testing.T) {
 		if jobs != 5 {
 			t.Errorf("%d job usage records, want 5", jobs)
 		}
+		if _, m := h.adminGet("/metrics"); !strings.Contains(m, `sluice_jobs_ended_total{protocol="openai.videos",state="completed"} 5`) {
+			t.Errorf("metrics lack the five completed jobs:\n%s", m)
+		}
 	})
 }
 

@@ -21,6 +21,8 @@ type Metrics struct {
 	CatalogReloads  *prometheus.CounterVec   // result: ok | error
 	CatalogFailing  prometheus.Gauge         // 1 while the last reload attempt failed
 	CatalogVersion  prometheus.Gauge
+	JobsEnded       *prometheus.CounterVec   // protocol, state
+	JobRun          *prometheus.HistogramVec // protocol: submit accepted → end
 }
 
 // New registers every collector on a fresh registry.
@@ -52,9 +54,16 @@ func New() *Metrics {
 		CatalogVersion: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_catalog_version", Help: "Version of the catalog snapshot serving requests.",
 		}),
+		JobsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_jobs_ended_total", Help: "Async jobs ended, by protocol and state (completed, failed, cancelled, expired).",
+		}, []string{"protocol", "state"}),
+		JobRun: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sluice_job_run_seconds", Help: "Time from an async job's acceptance upstream to its end, as Sluice learned it.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}, []string{"protocol"}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

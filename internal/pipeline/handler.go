@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -29,6 +30,7 @@ type Handler struct {
 	caller   *upstream.Caller
 	usage    Recorder
 	jobs     store.Jobs
+	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
 
@@ -41,12 +43,13 @@ type Stages struct {
 	Caller   *upstream.Caller
 	Usage    Recorder
 	Jobs     store.Jobs // async job bindings
+	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, log: s.Log}
+	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.

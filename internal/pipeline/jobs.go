@@ -338,6 +338,8 @@ func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, sta
 	}
 	h.log.LogAttrs(ctx, level, "job ended", slog.String("job_id", job.ID), slog.String("state", state),
 		slog.String("edge_id", job.EdgeID), slog.Duration("ran", now.Sub(job.Submitted)))
+	h.metrics.JobsEnded.WithLabelValues(job.Protocol, state).Inc()
+	h.metrics.JobRun.WithLabelValues(job.Protocol).Observe(now.Sub(job.Submitted).Seconds())
 	h.usage.Record(ctx, jobUsage(&job))
 }
 
