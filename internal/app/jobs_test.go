@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/testenv"
 )
 
@@ -602,5 +604,57 @@ func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
 	}
 	if expired != 2 {
 		t.Errorf("%d jobs recorded as expired, want 2", expired)
+	}
+}
+
+// TestGatewayOnPostgres runs a chat request and a video job through a
+// gateway whose database is PostgreSQL: usage records (the job's included)
+// land there, and a restarted gateway follows the job from its binding there.
+func TestGatewayOnPostgres(t *testing.T) {
+	pg := testenv.Postgres(t)
+	tpl := strings.Replace(jobsTemplate, `database: {url: "sqlite://%s"}`, `database: {url: "`+pg+`"}%.0s`, 1)
+	tpl = strings.Replace(tpl, "models:\n", "models:\n  - alias: chat\n    protocol: openai.chat\n    deployments: [{model: gpt-4o-mini, endpoints: [ep-c]}]\n", 1)
+	tpl = strings.Replace(tpl, "accounts:\n", "  - {id: ep-c, base_url: %[4]s, protocols: [openai.chat]}\naccounts:\n", 1) // simB's URL again
+	tpl = strings.Replace(tpl, "credentials:\n", "credentials:\n  - {id: c1, secret_env: V3, endpoints: [ep-c]}\n", 1)
+	h := newJobsHarness(t, tpl, "{backend: memory}")
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "chat", 1)); code != 200 {
+		t.Fatalf("chat = %d %s", code, body)
+	}
+	v := h.submitVideo(t)
+	if err := h.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := app.Start(context.Background(), app.Options{
+		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.gw = second // closed by the harness
+	var got video
+	for got.Status != "completed" {
+		if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), "Bearer "+keyWeb, "", &got); code != 200 {
+			t.Fatalf("poll after the restart = %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	db, err := sqldb.Open(t.Context(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var recs []usageRecord
+	eventually(t, 5*time.Second, "three usage records in PostgreSQL", func() bool {
+		recs, err = sqlledger.New(db).ListUsage(t.Context(), time.Time{}, 0)
+		return err == nil && len(recs) == 3
+	})
+	var chat, job bool
+	for _, r := range recs {
+		chat = chat || r.Protocol == "openai.chat" && r.Usage.Measured
+		job = job || r.RequestID == v.ID && r.Job != nil && r.Job.State == "completed"
+	}
+	if !chat || !job {
+		t.Errorf("usage records = %+v; want the chat request with its tokens and the completed job", recs)
 	}
 }
