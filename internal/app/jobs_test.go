@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -657,4 +659,93 @@ func TestGatewayOnPostgres(t *testing.T) {
 	if !chat || !job {
 		t.Errorf("usage records = %+v; want the chat request with its tokens and the completed job", recs)
 	}
+}
+
+// cuttable is a TCP proxy that can drop every connection and refuse new
+// ones (cut), then serve again (restore): Redis going away and coming back.
+type cuttable struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	up     bool
+	conns  []net.Conn
+}
+
+func newCuttable(t *testing.T, target string) *cuttable {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cuttable{ln: ln, target: target, up: true}
+	t.Cleanup(func() { ln.Close(); c.cut() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			up := c.up
+			c.mu.Unlock()
+			out, err := net.Dial("tcp", target)
+			if !up || err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+func (c *cuttable) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.up = false
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+func (c *cuttable) restore() {
+	c.mu.Lock()
+	c.up = true
+	c.mu.Unlock()
+}
+
+// TestJobsWhenRedisGoesAway: with the shared state gone, a poll is a 503
+// upstream_binding_unavailable and a submit a 503 no_upstream_available,
+// both in time; once Redis is back the job is followed again.
+func TestJobsWhenRedisGoesAway(t *testing.T) {
+	u, err := neturl.Parse(testenv.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCuttable(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", u.String(), "sluice-test-"+rand.Text()[:10]+":")
+	h := newJobsHarness(t, jobsTemplate, state)
+	v := h.submitVideo(t)
+	proxy.cut()
+	auth := "Bearer " + keyWeb
+	start := time.Now()
+	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil); code != 503 || !strings.Contains(body, "upstream_binding_unavailable") {
+		t.Errorf("poll without Redis = %d %s, want 503 upstream_binding_unavailable", code, body)
+	}
+	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 503 || !strings.Contains(body, "no_upstream_available") {
+		t.Errorf("submit without Redis = %d %s, want 503 no_upstream_available", code, body)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the two refusals took %v", d)
+	}
+	proxy.restore()
+	eventually(t, 10*time.Second, "the job is followed again", func() bool {
+		code, _ := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil)
+		return code == 200
+	})
 }

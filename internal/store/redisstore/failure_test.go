@@ -134,6 +134,19 @@ func unavailableWithin(t *testing.T, s *Store, deadline time.Duration) {
 			_, err := s.Wake(ctx, "r")
 			return err
 		},
+		"CreateJob": func(ctx context.Context) error { return s.CreateJob(ctx, store.Job{ID: "j"}) },
+		"Job": func(ctx context.Context) error {
+			_, err := s.Job(ctx, "j")
+			return err
+		},
+		"UpdateJob": func(ctx context.Context) error {
+			_, err := s.UpdateJob(ctx, store.Job{ID: "j"})
+			return err
+		},
+		"DueJobs": func(ctx context.Context) error {
+			_, err := s.DueJobs(ctx, time.Now(), time.Minute, 10)
+			return err
+		},
 	}
 	var wg sync.WaitGroup
 	for name, call := range calls {
