@@ -514,6 +514,7 @@ func TestJobPollOfAHungUpstream(t *testing.T) {
 	v := h.submitVideo(t)
 	creator := submits(h.simA)[0].Key
 	h.simA.SetKey(creator, simulator.Behavior{Account: "org-v", JobDuration: jobDuration, Latency: time.Second})
+	time.Sleep(150 * time.Millisecond) // past the poll interval: the submit's answer is no longer served again
 	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil); code != 504 || !strings.Contains(body, "upstream_timeout") {
 		t.Errorf("poll of a hung upstream = %d %s, want 504 upstream_timeout", code, body)
 	}
@@ -748,4 +749,49 @@ func TestJobsWhenRedisGoesAway(t *testing.T) {
 		code, _ := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil)
 		return code == 200
 	})
+}
+
+// upstreamPolls counts the status polls simA received.
+func upstreamPolls(sim *simulator.Simulator) int {
+	n := 0
+	for _, r := range sim.Requests() {
+		if strings.HasPrefix(r.Path, "/v1/videos/") && !strings.HasSuffix(r.Path, "/content") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestJobPollsServedFromTheRecord: a caller polling sooner than the poll
+// interval gets the last answer again instead of another upstream call, and
+// once the job has ended, every poll is answered from its record.
+func TestJobPollsServedFromTheRecord(t *testing.T) {
+	tpl := strings.Replace(jobsTemplate, "poll_interval: 100ms, max_poll_interval: 300ms", "poll_interval: 2s, max_poll_interval: 2s", 1)
+	h := newJobsHarness(t, tpl, "{backend: memory}")
+	v := h.submitVideo(t)
+	auth := "Bearer " + keyWeb
+	for range 5 {
+		var got video
+		if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got); code != 200 || got.ID != v.ID || got.Status != "queued" {
+			t.Fatalf("poll = %d %s", code, body)
+		}
+	}
+	if n := upstreamPolls(h.simA); n != 0 {
+		t.Errorf("five polls right after the submit made %d upstream calls, want 0", n)
+	}
+	var got video
+	eventually(t, 5*time.Second, "the job is seen completed", func() bool {
+		call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got)
+		return got.Status == "completed"
+	})
+	eventually(t, time.Second, "the job ends", func() bool { return h.claimsHeld(t) == 0 })
+	before := upstreamPolls(h.simA)
+	for range 3 {
+		if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got); code != 200 || got.Status != "completed" || got.ID != v.ID {
+			t.Fatalf("poll after the end = %d %s", code, body)
+		}
+	}
+	if n := upstreamPolls(h.simA) - before; n != 0 {
+		t.Errorf("polls of an ended job made %d upstream calls, want 0", n)
+	}
 }

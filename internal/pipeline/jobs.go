@@ -151,7 +151,7 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		Protocol: string(e.Protocol), Alias: req.Model,
 		EdgeID: e.ID, CredentialID: e.Credential.ID, EndpointID: e.Endpoint.ID, AccountID: e.Account.ID, Model: e.Model,
 		UpstreamID: sub.id, StatusURL: sub.statusURL, ResultURL: sub.resultURL, CancelURL: sub.cancelURL,
-		State: sub.state, Queued: req.Received, Submitted: now,
+		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
 	}
@@ -174,6 +174,9 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 	a.Committed = true
 	return &JobAnswer{Job: job, Status: resp.StatusCode, Header: resp.Header, JSON: body}, a, nil
 }
+
+// jsonHeader is the header of an answer Sluice serves from a job's record.
+var jsonHeader = http.Header{"Content-Type": {"application/json"}}
 
 // dialFailed reports whether an attempt failed before anything was sent: a
 // submit may then go to another edge without risking a second job.
@@ -201,6 +204,11 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
 	}
 	snap := h.live.Load()
+	if op == JobStatus && !strings.Contains(query, "logs=1") && len(job.Answer) > 0 &&
+		(job.Done() || time.Since(job.Answered) < snap.Catalog.Server.Jobs.PollInterval.D()) {
+		out.Committed, out.Status = true, http.StatusOK
+		return &JobAnswer{Job: job, Status: http.StatusOK, Header: jsonHeader, JSON: job.Answer}, out, nil
+	}
 	e, err := jobEdge(snap, &job)
 	if err != nil {
 		return nil, out, err
@@ -224,11 +232,11 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 	case a.Class == upstream.ClassNone && op == JobStatus:
 		h.observe(ctx, snap, job, ans.JSON, job.PollEvery)
 	case a.Class == upstream.ClassNone && op == JobCancel:
-		h.endJob(ctx, snap, job, jobCancelled, 0)
+		h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
 	case resp.StatusCode == http.StatusNotFound && op != JobResult:
 		// Pinned to its creating credential, a job the upstream does not
 		// know has expired or been deleted: it holds no slot there.
-		h.endJob(ctx, snap, job, jobExpired, 0)
+		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
 	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
 		h.react(ctx, e, a)
 	}
@@ -307,21 +315,26 @@ func (h *Handler) observe(ctx context.Context, snap *Snapshot, job store.Job, an
 		job.Running = now
 	}
 	if st.ended() {
-		h.endJob(ctx, snap, job, st.state, st.seconds)
+		h.endJob(ctx, snap, job, st, answer)
 		return
 	}
 	job.State, job.NextPoll, job.PollEvery = st.state, now.Add(next), next
+	job.Answer, job.Answered = answer, now
 	if _, err := h.jobs.UpdateJob(context.WithoutCancel(ctx), job); err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "recording a job's state failed", slog.String("job_id", job.ID), slog.Any("err", err))
 	}
 }
 
-// endJob ends the job in state, once: whoever ends it first in the store
-// releases its claim and records its usage.
-func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, state string, seconds float64) {
+// endJob ends the job as st says, once: whoever ends it first in the store
+// releases its claim and records its usage. answer is the status answer
+// that told, kept for later polls; nil when no answer told (a cancel, a
+// job the upstream lost, its maximum age), and then later polls go upstream.
+func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, st status, answer []byte) {
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
-	job.State, job.Ended, job.Seconds = state, now, seconds
+	state := st.state
+	job.State, job.Ended, job.Seconds = state, now, st.seconds
+	job.Answer, job.Answered = answer, now
 	job.Expires = now.Add(snap.Catalog.Server.Jobs.Retention.D())
 	won, err := h.jobs.UpdateJob(ctx, job)
 	if err != nil {
@@ -418,7 +431,7 @@ func (h *Handler) RunJobPoller(ctx context.Context) error {
 func (h *Handler) pollJob(ctx context.Context, snap *Snapshot, job store.Job) {
 	js := snap.Catalog.Server.Jobs
 	if time.Since(job.Submitted) >= js.MaxAge.D() {
-		h.endJob(ctx, snap, job, jobExpired, 0)
+		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
 		return
 	}
 	next := min(job.PollEvery+job.PollEvery/2, js.MaxPollInterval.D())
@@ -431,7 +444,7 @@ func (h *Handler) pollJob(ctx context.Context, snap *Snapshot, job store.Job) {
 				h.observe(ctx, snap, job, answer, next)
 				return
 			case resp.StatusCode == http.StatusNotFound:
-				h.endJob(ctx, snap, job, jobExpired, 0)
+				h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
 				return
 			}
 		}

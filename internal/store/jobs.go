@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -46,6 +47,13 @@ type Job struct {
 	Running   time.Time `json:"running"`           // first seen in progress; zero if never seen so
 	Ended     time.Time `json:"ended"`             // first seen in a terminal state; zero while it runs
 	Seconds   float64   `json:"seconds,omitempty"` // run or video length the upstream reported, if any
+
+	// Answer is the upstream's newest status answer (at first, the submit's),
+	// as received, and Answered when it came: a caller who polls again
+	// sooner than the poll interval gets it again rather than another
+	// upstream call, and once the job has ended with an answer, always.
+	Answer   json.RawMessage `json:"answer,omitempty"`
+	Answered time.Time       `json:"answered"`
 
 	NextPoll  time.Time     `json:"next_poll"`  // when the background poller looks at it next
 	PollEvery time.Duration `json:"poll_every"` // the poller's current interval (it backs off)

@@ -97,6 +97,7 @@ func (f *jobFixture) due(now time.Time, hold time.Duration, limit int) []string 
 func testJobRoundTrip(t *testing.T, f *jobFixture) {
 	j := f.job("a", time.Now())
 	j.Running, j.Seconds = j.Submitted.Add(time.Second), 8
+	j.Answer, j.Answered = []byte(`{"id":"video_up_a","status":"in_progress","progress":40}`), j.Running
 	f.createJob(j)
 	got, err := f.newReplica().Job(t.Context(), j.ID)
 	if err != nil {
