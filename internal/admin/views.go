@@ -126,6 +126,17 @@ type UsageRecord struct {
 	TTFTMS     float64           `json:"ttft_ms"`
 	Usage      TokenUsage        `json:"usage"`
 	Executions []ExecutionRecord `json:"executions"`
+	Job        *JobRecord        `json:"job,omitempty"` // on the record of an async job
+}
+
+// JobRecord is what the usage record of an async job adds: how it ended and
+// when (running is absent if it was never seen running).
+type JobRecord struct {
+	State     string     `json:"state"`
+	Submitted time.Time  `json:"submitted"`
+	Running   *time.Time `json:"running,omitempty"`
+	Ended     time.Time  `json:"ended"`
+	Seconds   float64    `json:"seconds,omitempty"` // run or video length the upstream reported
 }
 
 // ExecutionRecord is one attempt on one edge. Durations are milliseconds.
@@ -177,6 +188,13 @@ func usageRecord(r sluice.UsageRecord) UsageRecord {
 			Model: e.Model, Status: e.Status, HTTPStatus: e.HTTPStatus, Error: e.Error, Started: utc(e.Started),
 			FirstByteMS: ms(e.FirstByte), DurationMS: ms(e.Duration), Usage: tokenUsage(e.Usage),
 		})
+	}
+	if j := r.Job; j != nil {
+		out.Job = &JobRecord{State: j.State, Submitted: utc(j.Submitted), Ended: utc(j.Ended), Seconds: j.Seconds}
+		if !j.Running.IsZero() {
+			running := utc(j.Running)
+			out.Job.Running = &running
+		}
 	}
 	return out
 }

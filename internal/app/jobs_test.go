@@ -386,6 +386,9 @@ func TestJobPastItsMaxAgeFreesItsSlot(t *testing.T) {
 	if expired != 2 {
 		t.Errorf("%d jobs recorded as expired, want 2", expired)
 	}
+	if _, body := h.adminGet("/admin/usage"); strings.Count(body, `"job":{"state":"expired"`) != 2 {
+		t.Errorf("GET /admin/usage does not show the two expired jobs: %s", body)
+	}
 }
 
 // TestJobsOutliveTheirGateway: jobs submitted through one gateway are
