@@ -41,6 +41,8 @@ type Options struct {
 	// Pool shows and maintains upstream accounts and credentials; nil makes
 	// the account and credential routes answer 404.
 	Pool Pool
+	// Jobs finds async job bindings; nil makes GET /admin/jobs/{id} answer 404.
+	Jobs Jobs
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -158,6 +160,7 @@ type server struct {
 	usage    ledger.Usage
 	catalog  Catalog
 	pool     Pool
+	jobs     Jobs
 	metrics  http.Handler
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -195,6 +198,7 @@ func New(opts Options) http.Handler {
 		usage:    opts.Usage,
 		catalog:  opts.Catalog,
 		pool:     opts.Pool,
+		jobs:     opts.Jobs,
 		metrics:  opts.Metrics,
 		log:      opts.Log,
 		mux:      http.NewServeMux(),
@@ -229,6 +233,7 @@ func New(opts Options) http.Handler {
 		s.mux.HandleFunc("POST /admin/credentials/{id}/"+action, s.handle(s.setCredential(action)))
 	}
 	s.mux.HandleFunc("GET /admin/usage", s.handle(s.listUsage))
+	s.mux.HandleFunc("GET /admin/jobs/{id}", s.handle(s.showJob))
 	return s
 }
 

@@ -39,6 +39,7 @@ const cliUsage = `usage:
   sluice credentials list
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
+  sluice jobs show ID                        (an async job: its binding and timeline)
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -108,6 +109,8 @@ func (c *cli) run(args []string) error {
 		return c.accounts(args[1:])
 	case "credentials":
 		return c.credentials(args[1:])
+	case "jobs":
+		return c.jobs(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

@@ -177,7 +177,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.serve(adminLn, admin.New(admin.Options{
-		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Log: o.Log,
+		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}))
 	g.background(ctx, func(ctx context.Context) {

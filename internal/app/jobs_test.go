@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
@@ -796,5 +797,35 @@ func TestJobPollsServedFromTheRecord(t *testing.T) {
 	}
 	if n := upstreamPolls(h.simA) - before; n != 0 {
 		t.Errorf("polls of an ended job made %d upstream calls, want 0", n)
+	}
+}
+
+// TestOperatorSeesAJobsBinding: `sluice jobs show` (the admin API) tells an
+// operator which credential runs a caller's job, and its upstream ID.
+func TestOperatorSeesAJobsBinding(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	v := h.submitVideo(t)
+	env := func(k string) string {
+		return map[string]string{"SLUICE_ADMIN_URL": "http://" + h.gw.AdminAddr(), "SLUICE_ADMIN_TOKEN": testEnv["ADMIN_TOKEN"]}[k]
+	}
+	var out, errs strings.Builder
+	if code := admin.RunCLI(t.Context(), []string{"jobs", "show", v.ID, "--json"}, &out, &errs, env); code != 0 {
+		t.Fatalf("sluice jobs show = %d: %s", code, errs.String())
+	}
+	var j admin.JobState
+	if err := json.Unmarshal([]byte(out.String()), &j); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	sub := submits(h.simA)[0]
+	if j.ID != v.ID || j.KeyID != "web" || upstreamKey(j.CredentialID) != sub.Key || j.AccountID != "org-v" ||
+		!strings.HasPrefix(j.UpstreamID, "video_") || j.UpstreamID == v.ID || j.NextPoll == nil {
+		t.Errorf("job = %+v; want it bound to the credential of %s", j, sub.Key)
+	}
+	out.Reset()
+	if code := admin.RunCLI(t.Context(), []string{"jobs", "show", v.ID}, &out, &errs, env); code != 0 || !strings.Contains(out.String(), j.CredentialID) {
+		t.Errorf("sluice jobs show (table) = %d %s", code, out.String())
+	}
+	if code, body := h.adminGet("/admin/jobs/video_nope"); code != 404 {
+		t.Errorf("GET /admin/jobs/video_nope = %d %s, want 404", code, body)
 	}
 }
