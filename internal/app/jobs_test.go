@@ -829,3 +829,32 @@ func TestOperatorSeesAJobsBinding(t *testing.T) {
 		t.Errorf("GET /admin/jobs/video_nope = %d %s, want 404", code, body)
 	}
 }
+
+// TestSubmitOfACallerWhoLeavesIsStillBound: a caller that leaves while its
+// submit is upstream does not leave an unseen job there: Sluice binds the
+// job the upstream created, holds its slot until it ends, and records it.
+func TestSubmitOfACallerWhoLeavesIsStillBound(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	for _, id := range []string{"v1", "v2", "v3"} {
+		h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-v", JobDuration: jobDuration, Latency: 300 * time.Millisecond})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url("/v1/videos"), strings.NewReader(videoBody))
+	req.Header.Set("Authorization", "Bearer "+keyWeb)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the submit answered %d before the caller left", resp.StatusCode)
+	}
+	eventually(t, 2*time.Second, "the job is bound and holds its slot", func() bool { return h.claimsHeld(t) == 1 })
+	eventually(t, 5*time.Second, "the job ends and frees its slot", func() bool { return h.claimsHeld(t) == 0 })
+	jobs := 0
+	for _, r := range h.usage(t, 2) {
+		if r.Job != nil && r.Job.State == "completed" {
+			jobs++
+		}
+	}
+	if jobs != 1 {
+		t.Errorf("%d completed job records, want 1", jobs)
+	}
+}

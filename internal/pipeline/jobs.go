@@ -121,7 +121,11 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 			call.Body = body
 		}
 	}
-	resp, a := h.caller.CallJob(ctx, e, call)
+	// Once sent, a submit runs to its answer even if the caller leaves: the
+	// upstream may create (and bill) the job either way, and a job Sluice
+	// does not bind would hold its slot upstream unseen. The endpoint's
+	// timeouts still bound it.
+	resp, a := h.caller.CallJob(context.WithoutCancel(ctx), e, call)
 	if resp == nil {
 		return nil, a, nil
 	}
@@ -156,12 +160,16 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
 	}
 	kept = true
+	// The job is bound whether or not the caller is still there, within a
+	// bound of its own.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
+	defer cancel()
 	// The lease outlives the maximum age by one poll, so that the poller
 	// normally ends an unlearnable job (and records it) before it lapses.
-	job.Domain, job.Lease, err = claim.Keep(ctx, js.MaxAge.D()+js.PollInterval.D())
+	job.Domain, job.Lease, err = claim.Keep(bctx, js.MaxAge.D()+js.PollInterval.D())
 	if err == nil {
-		if err = h.jobs.CreateJob(context.WithoutCancel(ctx), job); err != nil {
-			_ = h.capacity.ReleaseLease(ctx, job.Domain, job.Lease, store.Outcome{})
+		if err = h.jobs.CreateJob(bctx, job); err != nil {
+			_ = h.capacity.ReleaseLease(bctx, job.Domain, job.Lease, store.Outcome{})
 		}
 	}
 	if err != nil {
@@ -174,6 +182,9 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 	a.Committed = true
 	return &JobAnswer{Job: job, Status: resp.StatusCode, Header: resp.Header, JSON: body}, a, nil
 }
+
+// bindTimeout bounds the state writes that bind a new job to its edge.
+const bindTimeout = 5 * time.Second
 
 // jsonHeader is the header of an answer Sluice serves from a job's record.
 var jsonHeader = http.Header{"Content-Type": {"application/json"}}
