@@ -185,7 +185,11 @@ func TestRateLimitCoolsTheWholeAccountThenOneProbe(t *testing.T) {
 		wg.Go(func() {
 			statuses[0], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1))
 		})
-		eventually(t, 2*time.Second, "first 429", func() bool { return h.upstream429s() == 1 })
+		// The account must be cooling before the next requests come: the
+		// provider's 429 is on record a moment before Sluice has read it.
+		eventually(t, 2*time.Second, "the first 429 cools org-1", func() bool {
+			return h.upstream429s() == 1 && !h.accounts(t)["org-1"].CoolingUntil.IsZero()
+		})
 		for _, id := range []string{"k1", "k2", "k3"} {
 			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
 		}
