@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -22,8 +23,13 @@ import (
 // Jobs implements store.Jobs on a *sqldb.DB, which the caller owns. Safe
 // for concurrent use, also by several processes sharing one database.
 type Jobs struct {
-	db *sqldb.DB
+	db    *sqldb.DB
+	swept atomic.Int64 // unix ms of the last removal of expired records
 }
+
+// sweepEvery spaces the removals of expired records: DueJobs runs several
+// times a second, and an idle gateway should not write that often.
+const sweepEvery = time.Minute
 
 var _ store.Jobs = (*Jobs)(nil)
 
@@ -114,11 +120,13 @@ func (s *Jobs) DueJobs(ctx context.Context, now time.Time, hold time.Duration, l
 		return nil, nil
 	}
 	clock := time.Now().UnixMilli() // records expire by the clock, whatever now the poller asks about
-	if _, err := s.db.Exec(ctx, `DELETE FROM job_bindings WHERE NOT `+live, clock); err != nil {
-		return nil, fmt.Errorf("sqlstore: due jobs: %w", err)
+	if last := s.swept.Load(); clock-last >= sweepEvery.Milliseconds() && s.swept.CompareAndSwap(last, clock) {
+		if _, err := s.db.Exec(ctx, `DELETE FROM job_bindings WHERE NOT `+live, clock); err != nil {
+			return nil, fmt.Errorf("sqlstore: due jobs: %w", err)
+		}
 	}
 	rows, err := s.db.Query(ctx, `SELECT id, record, next_poll FROM job_bindings
-		WHERE NOT ended AND next_poll <= ? ORDER BY next_poll, id LIMIT ?`, now.UnixMilli(), limit)
+		WHERE NOT ended AND next_poll <= ? AND `+live+` ORDER BY next_poll, id LIMIT ?`, now.UnixMilli(), clock, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: due jobs: %w", err)
 	}
