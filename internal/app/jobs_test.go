@@ -122,6 +122,28 @@ type video struct {
 
 const videoBody = `{"model":"sora","prompt":"a red kite over dunes at dusk","seconds":"4"}`
 
+// restart stops the gateway and starts another on the same catalog — the
+// same database and shared state — which is closed when the test ends.
+func (h *harness) restart(t *testing.T) {
+	t.Helper()
+	if err := h.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := app.Start(context.Background(), app.Options{
+		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	h.gw = gw
+}
+
 // submitVideo submits videoBody with the web key and fails the test unless
 // Sluice answers with a job.
 func (h *harness) submitVideo(t *testing.T) video {
@@ -406,23 +428,13 @@ func TestJobsOutliveTheirGateway(t *testing.T) {
 			t.Fatalf("fal submit = %d %s", code, body)
 		}
 		first := h.gw.Addr()
-		if err := h.gw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		second, err := app.Start(context.Background(), app.Options{
-			ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.gw = second // closed by the harness
+		h.restart(t)
 		var got video
-		if code, body := call(t, "GET", "http://"+second.Addr()+"/v1/videos/"+v.ID, auth, "", &got); code != 200 || got.ID != v.ID {
+		if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", &got); code != 200 || got.ID != v.ID {
 			t.Fatalf("poll through the second gateway = %d %s", code, body)
 		}
 		var st falStatus
-		if code, body := call(t, "GET", strings.Replace(f.StatusURL, first, second.Addr(), 1), "Key "+keyWeb, "", &st); code != 200 || st.RequestID != f.RequestID {
+		if code, body := call(t, "GET", strings.Replace(f.StatusURL, first, h.gw.Addr(), 1), "Key "+keyWeb, "", &st); code != 200 || st.RequestID != f.RequestID {
 			t.Fatalf("fal status through the second gateway = %d %s", code, body)
 		}
 		eventually(t, 5*time.Second, "the second gateway's poller ends both jobs", func() bool { return h.claimsHeld(t) == 0 })
@@ -588,17 +600,7 @@ func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
 	h.submitVideo(t)
 	h.submitVideo(t)
 	submitted := time.Now()
-	if err := h.gw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second, err := app.Start(context.Background(), app.Options{
-		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.gw = second // closed by the harness
+	h.restart(t)
 	h.submitVideo(t)
 	if d := time.Since(submitted); d < 900*time.Millisecond {
 		t.Errorf("a third job went through %v after the first two, before their maximum age (1s)", d)
@@ -628,17 +630,7 @@ func TestGatewayOnPostgres(t *testing.T) {
 		t.Fatalf("chat = %d %s", code, body)
 	}
 	v := h.submitVideo(t)
-	if err := h.gw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second, err := app.Start(context.Background(), app.Options{
-		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.gw = second // closed by the harness
+	h.restart(t)
 	var got video
 	for got.Status != "completed" {
 		if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), "Bearer "+keyWeb, "", &got); code != 200 {
