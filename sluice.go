@@ -223,7 +223,10 @@ type Request struct {
 	User         string // the end user: X-Sluice-User, else the body's "user"
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	Body         []byte
-	Received     time.Time
+	// ContentType is the body's media type when it is not JSON — a video
+	// submit sent as multipart/form-data — and is forwarded with it.
+	ContentType string
+	Received    time.Time
 }
 
 // Usage is what one request consumed upstream. Measured is false when the

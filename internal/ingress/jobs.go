@@ -3,7 +3,11 @@ package ingress
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,7 +94,7 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		if body, err = readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout); err != nil {
 			return out, req, err
 		}
-		if err = parseSubmit(req, body, t.alias); err != nil {
+		if err = parseSubmit(req, body, r.Header.Get("Content-Type"), t.alias); err != nil {
 			return out, req, err
 		}
 		req.Priority, req.Task, req.User = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task"), r.Header.Get("X-Sluice-User")
@@ -108,9 +112,11 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 }
 
 // parseSubmit fills req from a submit body: an OpenAI video request names
-// its model; a fal body is the model's input, a JSON object, and the model
-// is the path. Job submits reserve no tokens: a video is not priced in them.
-func parseSubmit(req *sluice.Request, body []byte, alias string) error {
+// its model, in JSON or in a multipart form (as the OpenAI SDKs send it,
+// with the reference image as a file); a fal body is the model's input, a
+// JSON object, and the model is the path. Job submits reserve no tokens: a
+// video is not priced in them.
+func parseSubmit(req *sluice.Request, body []byte, contentType, alias string) error {
 	if req.Protocol == sluice.ProtocolFalQueue {
 		if alias == "" {
 			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "the path must name a model: POST /fal/{model}"}
@@ -121,12 +127,57 @@ func parseSubmit(req *sluice.Request, body []byte, alias string) error {
 		req.Model, req.Body = alias, body
 		return nil
 	}
+	if mt, params, err := mime.ParseMediaType(contentType); err == nil && mt == "multipart/form-data" {
+		model, err := formValue(body, params["boundary"], "model")
+		if err != nil {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "request body is not a valid multipart form", Err: err}
+		}
+		if model == "" {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "you must provide a model parameter"}
+		}
+		req.Model, req.Body, req.ContentType = model, body, contentType
+		return nil
+	}
 	parsed, err := Parse(req.Protocol, body)
 	if err != nil {
 		return err
 	}
 	req.Model, req.User, req.Body = parsed.Model, parsed.User, body
 	return nil
+}
+
+// maxFormValue bounds a form field Sluice reads (the model name).
+const maxFormValue = 1 << 10
+
+// formValue returns the value of the multipart form field name ("" when
+// absent), reading the whole body so that a malformed one is refused here
+// rather than upstream.
+func formValue(body []byte, boundary, name string) (string, error) {
+	if boundary == "" {
+		return "", errors.New("no boundary")
+	}
+	rd := multipart.NewReader(bytes.NewReader(body), boundary)
+	value := ""
+	for {
+		part, err := rd.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return value, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if part.FormName() != name || part.FileName() != "" {
+			continue // NextRawPart skips what is left of it
+		}
+		b, err := io.ReadAll(io.LimitReader(part, maxFormValue+1))
+		if err != nil {
+			return "", err
+		}
+		if len(b) > maxFormValue {
+			return "", fmt.Errorf("field %s longer than %d bytes", name, maxFormValue)
+		}
+		value = string(b)
+	}
 }
 
 // jobHeaders are the upstream headers a job's caller can act on. Nothing

@@ -111,9 +111,15 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 	if e.Protocol == sluice.ProtocolFalQueue {
 		call.URL = upstream.JobURL(e, strings.Split(e.Model, "/")...) // the fal endpoint ID is the path
 	} else {
-		call.URL = upstream.JobURL(e)
+		call.URL, call.ContentType = upstream.JobURL(e), req.ContentType
 		if e.Model != req.Model {
-			body, err := jsonfield.SetString(req.Body, "model", e.Model)
+			var body []byte
+			var err error
+			if req.ContentType != "" { // multipart/form-data, as the OpenAI SDKs send it
+				body, err = upstream.SetFormField(req.Body, req.ContentType, "model", e.Model)
+			} else {
+				body, err = jsonfield.SetString(req.Body, "model", e.Model)
+			}
 			if err != nil {
 				a.Class, a.Err = upstream.ClassRequest, fmt.Errorf("prepare body: %w", err)
 				return nil, a, nil
@@ -243,7 +249,16 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 	case a.Class == upstream.ClassNone && op == JobStatus:
 		h.observe(ctx, snap, job, ans.JSON, job.PollEvery)
 	case a.Class == upstream.ClassNone && op == JobCancel:
-		h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
+		if !job.Done() {
+			h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
+		}
+		if p == sluice.ProtocolOpenAIVideos {
+			// The video is deleted upstream: later follow-ups are 404 here
+			// too, not answered from the record.
+			if err := h.jobs.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
+				h.log.LogAttrs(ctx, slog.LevelWarn, "forgetting a deleted job failed", slog.String("job_id", job.ID), slog.Any("err", err))
+			}
+		}
 	case resp.StatusCode == http.StatusNotFound && op != JobResult:
 		// Pinned to its creating credential, a job the upstream does not
 		// know has expired or been deleted: it holds no slot there.

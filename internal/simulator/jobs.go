@@ -1,7 +1,10 @@
 package simulator
 
 import (
+	"bytes"
 	"encoding/json"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -213,9 +216,15 @@ func oneOf(param, got string, allowed []string) *apiError {
 	return invalidRequest("Invalid value: '"+got+"'. Supported values are: '"+strings.Join(allowed, "', '")+"'.", param, "invalid_value")
 }
 
-func parseVideo(body []byte) parsed {
+// parseVideo reads a video create request: JSON, or a multipart form as
+// the OpenAI SDKs send it (the reference image, a file part, is ignored).
+func parseVideo(body []byte, contentType string) parsed {
 	var req videoRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if mt, params, err := mime.ParseMediaType(contentType); err == nil && mt == "multipart/form-data" {
+		if err := formRequest(&req, body, params["boundary"]); err != nil {
+			return parsed{err: invalidRequest("Could not parse multipart form: "+err.Error(), "", "invalid_multipart")}
+		}
+	} else if err := json.Unmarshal(body, &req); err != nil {
 		return parsed{err: decodeError(err)}
 	}
 	p := parsed{model: req.Model, video: &req}
@@ -231,6 +240,26 @@ func parseVideo(body []byte) parsed {
 		p.err = oneOf("size", *req.Size, videoSizes)
 	}
 	return p
+}
+
+// formRequest fills req from the fields of a multipart form.
+func formRequest(req *videoRequest, body []byte, boundary string) error {
+	form, err := multipart.NewReader(bytes.NewReader(body), boundary).ReadForm(1 << 20)
+	if err != nil {
+		return err
+	}
+	defer form.RemoveAll()
+	field := func(name string) *string {
+		if v := form.Value[name]; len(v) > 0 {
+			return &v[0]
+		}
+		return nil
+	}
+	if m := field("model"); m != nil {
+		req.Model = *m
+	}
+	req.Prompt, req.Seconds, req.Size = field("prompt"), field("seconds"), field("size")
+	return nil
 }
 
 // videoCreate answers POST /v1/videos; the job takes over the request's slot.

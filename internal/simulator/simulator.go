@@ -236,7 +236,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case epEmbeddings:
 		p = parseEmbeddings(body)
 	case epVideoCreate:
-		p = parseVideo(body)
+		p = parseVideo(body, r.Header.Get("Content-Type"))
 	case epFalSubmit:
 		p.model = strings.TrimPrefix(r.URL.Path, "/")
 	}

@@ -89,4 +89,7 @@ type Jobs interface {
 	// NextPoll to now+hold, so that another poller (another replica) does
 	// not take them while this one polls.
 	DueJobs(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]Job, error)
+	// DeleteJob forgets the job (the upstream deleted it): later calls see
+	// ErrJobNotFound. Deleting an unknown ID does nothing.
+	DeleteJob(ctx context.Context, id string) error
 }

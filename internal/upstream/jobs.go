@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,10 +21,11 @@ import (
 // JobCall is one call of an async job API (OpenAI Videos, the fal queue):
 // a submit, a poll, a download or a cancel.
 type JobCall struct {
-	Method string
-	URL    string // absolute; see JobURL
-	Body   []byte // nil: none
-	Submit bool   // a submit: the endpoint's breaker may refuse it, so another edge can take it
+	Method      string
+	URL         string // absolute; see JobURL
+	Body        []byte // nil: none
+	ContentType string // of Body; "" is application/json
+	Submit      bool   // a submit: the endpoint's breaker may refuse it, so another edge can take it
 }
 
 // JobURL is the upstream URL of a job call on e, from the endpoint's base
@@ -52,6 +56,57 @@ func SameOrigin(e *sluice.Edge, u string) bool {
 	base, err1 := url.Parse(e.Endpoint.BaseURL)
 	got, err2 := url.Parse(u)
 	return err1 == nil && err2 == nil && got.Scheme == base.Scheme && got.Host == base.Host && got.User == nil
+}
+
+// SetFormField returns a multipart/form-data body (of media type
+// contentType) with the field name set to value: its part replaced, or one
+// added at the end. Every other part is kept byte for byte, file uploads
+// included.
+func SetFormField(body []byte, contentType, name, value string) ([]byte, error) {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil || params["boundary"] == "" {
+		return nil, fmt.Errorf("not a multipart body: %q", contentType)
+	}
+	rd := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	var out bytes.Buffer
+	out.Grow(len(body) + len(value))
+	w := multipart.NewWriter(&out)
+	if err := w.SetBoundary(params["boundary"]); err != nil {
+		return nil, err
+	}
+	set := false
+	for {
+		part, err := rd.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read multipart body: %w", err)
+		}
+		if part.FormName() == name && part.FileName() == "" {
+			if err := w.WriteField(name, value); err != nil {
+				return nil, err
+			}
+			set = true
+			continue
+		}
+		dst, err := w.CreatePart(part.Header)
+		if err == nil {
+			_, err = io.Copy(dst, part)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("copy multipart part: %w", err)
+		}
+	}
+	if !set {
+		if err := w.WriteField(name, value); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // maxJobAnswer bounds a job API answer that is read whole (everything but a
@@ -122,7 +177,7 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	hreq.Header.Set("Authorization", scheme+e.Credential.Secret)
 	hreq.Header.Set("User-Agent", "sluice")
 	if call.Body != nil {
-		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("Content-Type", cmp.Or(call.ContentType, "application/json"))
 	}
 	var firstByte *time.Timer
 	if to.FirstByte > 0 {

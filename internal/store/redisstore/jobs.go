@@ -128,6 +128,19 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, 
 	return jobs, nil
 }
 
+// DeleteJob forgets the job binding.
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, s.jobKey(id))
+		p.ZRem(ctx, s.dueKey(), id)
+		return nil
+	})
+	if err != nil {
+		return unavailable("delete job "+id, err)
+	}
+	return nil
+}
+
 func decodeJob(id, raw string) (store.Job, error) {
 	var j store.Job
 	if err := json.Unmarshal([]byte(raw), &j); err != nil {

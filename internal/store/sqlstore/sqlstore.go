@@ -171,6 +171,14 @@ func (s *Jobs) DueJobs(ctx context.Context, now time.Time, hold time.Duration, l
 	return jobs, nil
 }
 
+// DeleteJob forgets the job binding.
+func (s *Jobs) DeleteJob(ctx context.Context, id string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM job_bindings WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("sqlstore: delete job %s: %w", id, err)
+	}
+	return nil
+}
+
 func decode(id, record string) (store.Job, error) {
 	var j store.Job
 	if err := json.Unmarshal([]byte(record), &j); err != nil {

@@ -25,6 +25,7 @@ func RunJobs(t *testing.T, newBackend func(t *testing.T) func() store.Jobs) {
 		{"EndRace", testJobEndRace},
 		{"Due", testJobsDue},
 		{"Expires", testJobExpires},
+		{"Delete", testJobDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,5 +222,24 @@ func testJobExpires(t *testing.T, f *jobFixture) {
 	}
 	if got := f.due(time.Now(), time.Minute, 1000); len(got) != 0 {
 		t.Errorf("DueJobs after it expired = %v, want none", got)
+	}
+}
+
+// testJobDelete: a deleted job is gone for every replica and no longer due;
+// deleting an unknown ID is no error.
+func testJobDelete(t *testing.T, f *jobFixture) {
+	j := f.job("a", time.Now().Add(-time.Second))
+	f.createJob(j)
+	if err := f.s.DeleteJob(t.Context(), j.ID); err != nil {
+		t.Fatalf("DeleteJob: %v", err)
+	}
+	if _, err := f.newReplica().Job(t.Context(), j.ID); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("Job after DeleteJob: err = %v, want ErrJobNotFound", err)
+	}
+	if got := f.due(time.Now(), time.Minute, 1000); len(got) != 0 {
+		t.Errorf("DueJobs after DeleteJob = %v, want none", got)
+	}
+	if err := f.s.DeleteJob(t.Context(), f.name("none")); err != nil {
+		t.Errorf("DeleteJob(unknown) = %v, want nil", err)
 	}
 }
