@@ -502,6 +502,20 @@ func TestJobBadInput(t *testing.T) {
 			t.Errorf("%s %s %q = %d %s, want %d with %s", tc.method, tc.path, tc.body, code, body, tc.status, tc.want)
 		}
 	}
+	for _, body := range []string{"garbage", "--x\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--x--\r\n"} {
+		req, _ := http.NewRequest(http.MethodPost, h.url("/v1/videos"), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+keyWeb)
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "invalid_request") {
+			t.Errorf("multipart submit %q = %d %s, want 400 invalid_request", body, resp.StatusCode, b)
+		}
+	}
 	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 0 {
 		t.Errorf("the upstreams saw %d requests, want none", n)
 	}
