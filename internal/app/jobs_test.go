@@ -786,6 +786,16 @@ func TestJobPollsServedFromTheRecord(t *testing.T) {
 			t.Fatalf("poll = %d %s", code, body)
 		}
 	}
+	req, _ := http.NewRequest(http.MethodGet, h.url("/v1/videos/"+v.ID), nil)
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Openai-Poll-After-Ms"); got != "2000" {
+		t.Errorf("a poll answered from the record has poll-after %q; want the SDKs told to wait the poll interval (2000)", got)
+	}
 	if n := upstreamPolls(h.simA); n != 0 {
 		t.Errorf("five polls right after the submit made %d upstream calls, want 0", n)
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -192,9 +193,6 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 // bindTimeout bounds the state writes that bind a new job to its edge.
 const bindTimeout = 5 * time.Second
 
-// jsonHeader is the header of an answer Sluice serves from a job's record.
-var jsonHeader = http.Header{"Content-Type": {"application/json"}}
-
 // dialFailed reports whether an attempt failed before anything was sent: a
 // submit may then go to another edge without risking a second job.
 func dialFailed(err error) bool {
@@ -221,10 +219,15 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
 	}
 	snap := h.live.Load()
-	if op == JobStatus && !strings.Contains(query, "logs=1") && len(job.Answer) > 0 &&
-		(job.Done() || time.Since(job.Answered) < snap.Catalog.Server.Jobs.PollInterval.D()) {
+	if every := snap.Catalog.Server.Jobs.PollInterval.D(); op == JobStatus && !strings.Contains(query, "logs=1") &&
+		len(job.Answer) > 0 && (job.Done() || time.Since(job.Answered) < every) {
+		header := http.Header{"Content-Type": {"application/json"}}
+		if !job.Done() && p == sluice.ProtocolOpenAIVideos {
+			// The SDKs wait this long before the next poll.
+			header.Set("Openai-Poll-After-Ms", strconv.FormatInt(max(every.Milliseconds(), 1), 10))
+		}
 		out.Committed, out.Status = true, http.StatusOK
-		return &JobAnswer{Job: job, Status: http.StatusOK, Header: jsonHeader, JSON: job.Answer}, out, nil
+		return &JobAnswer{Job: job, Status: http.StatusOK, Header: header, JSON: job.Answer}, out, nil
 	}
 	e, err := jobEdge(snap, &job)
 	if err != nil {
