@@ -60,13 +60,12 @@ func (r *Recorder) Record(ctx context.Context, rec sluice.UsageRecord) {
 	defer full.Stop()
 	select {
 	case r.queue <- rec:
+		return
 	case <-full.C:
-		r.dropped.Add(1)
-		r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
 	case <-ctx.Done():
-		r.dropped.Add(1)
-		r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
 	}
+	r.dropped.Add(1)
+	r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
 }
 
 // Dropped counts records that could not be queued or written.

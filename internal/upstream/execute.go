@@ -104,11 +104,7 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
-	a.Class = Classify(resp.StatusCode, body)
-	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
-	if a.Class == ClassRate {
-		a.RetryAfter = RetryAfter(resp.Header, time.Now())
-	}
+	classifyRejection(&a, resp, body)
 	if a.Class == ClassRequest {
 		a.Committed = true
 		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
@@ -116,6 +112,15 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 		}
 	}
 	return a
+}
+
+// classifyRejection records what a non-2xx answer with body means.
+func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
+	a.Class = Classify(resp.StatusCode, body)
+	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
+	if a.Class == ClassRate {
+		a.RetryAfter = RetryAfter(resp.Header, time.Now())
+	}
 }
 
 // forward relays a complete JSON answer after reading all of it, so a broken

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,10 +114,11 @@ const maxJobAnswer = 1 << 20
 
 // CallJob runs one job API call on edge e with e's credential, sent the way
 // the endpoint's protocol expects ("Key …" for fal, a bearer token
-// otherwise), under the endpoint's connect, first-byte and total timeouts.
+// otherwise), under the endpoint's phase timeouts (connect, first byte, idle
+// between reads of the answer, total) like any execution.
 // On a 2xx answer the response body is left open for the caller to stream
 // (and close): a video download is never buffered; its Attempt has Class
-// ClassNone. A non-2xx answer is read (up to 1 MiB), classified, and
+// ClassNone. A non-2xx answer is read (up to 64 KiB), classified, and
 // returned with that body, so the caller can pass it on. With no answer the
 // response is nil. Only endpoint failures count against the endpoint's
 // breaker, which refuses only submits (a follow-up has nowhere else to go).
@@ -149,16 +149,11 @@ func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*ht
 
 func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *Attempt) *http.Response {
 	to := e.Endpoint.Timeouts
-	actx, cancelCause := context.WithCancelCause(ctx)
-	var total *time.Timer
-	if to.Total > 0 {
-		total = time.AfterFunc(to.Total, func() { cancelCause(errTotalTimeout) })
-	}
-	cancel := func(cause error) {
-		if total != nil {
-			total.Stop()
-		}
-		cancelCause(cause)
+	actx, cancel := context.WithCancelCause(ctx)
+	timeouts := startPhases(cancel, to)
+	end := func() {
+		timeouts.stop()
+		cancel(nil)
 	}
 	var body io.Reader = http.NoBody
 	if call.Body != nil {
@@ -166,7 +161,7 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	}
 	hreq, err := http.NewRequestWithContext(actx, call.Method, call.URL, body)
 	if err != nil {
-		cancel(nil)
+		end()
 		a.Class, a.Err = ClassRequest, fmt.Errorf("build upstream job request: %w", err)
 		return nil
 	}
@@ -174,43 +169,37 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	if e.Protocol == sluice.ProtocolFalQueue {
 		scheme = "Key "
 	}
-	hreq.Header.Set("Authorization", scheme+e.Credential.Secret)
-	hreq.Header.Set("User-Agent", "sluice")
+	h := hreq.Header
+	h["Authorization"] = []string{scheme + e.Credential.Secret}
+	h["User-Agent"] = userAgent
 	if call.Body != nil {
-		hreq.Header.Set("Content-Type", cmp.Or(call.ContentType, "application/json"))
-	}
-	var firstByte *time.Timer
-	if to.FirstByte > 0 {
-		firstByte = time.AfterFunc(to.FirstByte, func() { cancel(errFirstByteTimeout) })
+		h["Content-Type"] = jsonContentType
+		if call.ContentType != "" {
+			h["Content-Type"] = []string{call.ContentType}
+		}
 	}
 	resp, err := c.transport(to.Connect).RoundTrip(hreq)
-	if firstByte != nil {
-		firstByte.Stop()
-	}
 	if err != nil {
-		cancel(nil)
+		end()
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return nil
 	}
 	a.Exec.HTTPStatus = resp.StatusCode
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	timeouts.receiving()
+	resp.Body = &jobBody{idleReader: idleReader{r: resp.Body, p: timeouts}, body: resp.Body, end: end}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return resp
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxJobAnswer))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return nil
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	resp.ContentLength = int64(len(answer))
-	a.Class = Classify(resp.StatusCode, answer)
-	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
-	if a.Class == ClassRate {
-		a.RetryAfter = RetryAfter(resp.Header, time.Now())
-	}
+	classifyRejection(a, resp, answer)
 	return resp
 }
 
@@ -224,14 +213,16 @@ func ReadJobAnswer(resp *http.Response) ([]byte, error) {
 	return b, err
 }
 
-// cancelOnClose ends a job call's context when its body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel func(error)
+// jobBody is the body of a job call's answer: reads restart its idle
+// timeout, and closing it ends the call.
+type jobBody struct {
+	idleReader
+	body io.Closer
+	end  func()
 }
 
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel(nil)
+func (b *jobBody) Close() error {
+	err := b.body.Close()
+	b.end()
 	return err
 }
