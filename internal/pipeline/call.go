@@ -33,12 +33,13 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
+	limits := snap.Limits(key, req, task)
 	plan := func() []store.Candidate {
 		if s := h.live.Load(); s != snap {
 			snap = s
 			edges, _ = h.route(snap, req)
+			limits = snap.Limits(key, req, task)
 		}
-		limits := snap.Limits(key, req, task)
 		current = current[:0]
 		var cands []store.Candidate
 		for _, e := range edges {

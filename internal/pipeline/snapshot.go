@@ -42,19 +42,19 @@ type Snapshot struct {
 	units   map[string]store.Candidate // by edge ID
 	wait    [store.Classes]time.Duration
 	reserve map[string][]int      // by account ID: slots kept for interactive, standard
-	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…", "task:…"
+	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…", "task:…", "pool:…"
+	limited bool                  // some limit (or an end-user limit) is configured
 	weights map[string]int        // tenant → fair-queueing weight
-	tasks   map[string]keyTasks   // static key ID → its task types
-	keyPool map[string]string     // static key ID → the pool its policy routes through
-	pools   map[string][]string   // pool ID → its accounts
-	perUser map[string]store.Unit // static key ID → the limits of each of its end users (ID left empty)
+	keys    map[string]keyPolicy  // by static key ID
 }
 
-// keyTasks is the task type a key's requests have by default and the
-// others it may declare.
-type keyTasks struct {
-	def     string
-	allowed []string
+// keyPolicy is what the catalog says of a static key beyond its scopes.
+type keyPolicy struct {
+	task     string      // the task type its requests have by default
+	tasks    []string    // the others it may declare
+	pool     string      // the pool its policy routes through; "" for none
+	accounts []string    // that pool's accounts
+	perUser  *store.Unit // the limits of each of its end users (ID left empty); nil for none
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -76,10 +76,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		reserve:      map[string][]int{},
 		limits:       map[string]store.Unit{},
 		weights:      map[string]int{},
-		tasks:        map[string]keyTasks{},
-		keyPool:      map[string]string{},
-		pools:        map[string][]string{},
-		perUser:      map[string]store.Unit{},
+		keys:         map[string]keyPolicy{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
@@ -132,19 +129,22 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	for _, tt := range c.TaskTypes {
 		s.limit("task:"+tt.ID, tt.Limits)
 	}
+	pools := make(map[string][]string, len(c.Pools))
 	for _, p := range c.Pools {
 		s.limit("pool:"+p.ID, config.Limits{MaxInflight: p.MaxInflight, RPM: p.RPM, TPM: p.TPM})
-		s.pools[p.ID] = p.Accounts
+		pools[p.ID] = p.Accounts
 	}
 	for _, k := range c.Keys {
 		s.limit("key:"+k.ID, k.Limits)
-		s.tasks[k.ID] = keyTasks{def: k.Task, allowed: k.Tasks}
+		kp := keyPolicy{task: k.Task, tasks: k.Tasks}
 		if k.Policy.Mode == "pool" {
-			s.keyPool[k.ID] = k.Policy.Pool
+			kp.pool, kp.accounts = k.Policy.Pool, pools[k.Policy.Pool]
 		}
 		if l := k.UserLimits; l != (config.Limits{}) {
-			s.perUser[k.ID] = store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+			kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+			s.limited = true
 		}
+		s.keys[k.ID] = kp
 	}
 	for i := range c.Keys {
 		k, err := compileKey(&c.Keys[i], lookupEnv)
@@ -260,6 +260,7 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 func (s *Snapshot) limit(id string, l config.Limits) {
 	if l != (config.Limits{}) {
 		s.limits[id] = store.Unit{ID: id, Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+		s.limited = true
 	}
 }
 
@@ -267,11 +268,11 @@ func (s *Snapshot) limit(id string, l config.Limits) {
 // none): the key's default, or one of the types the key may declare; false
 // when the key may not declare it.
 func (s *Snapshot) Task(k *sluice.Key, asked string) (string, bool) {
-	kt := s.tasks[k.ID]
-	if asked == "" || asked == kt.def {
-		return kt.def, true
+	kp := s.keys[k.ID]
+	if asked == "" || asked == kp.task {
+		return kp.task, true
 	}
-	return asked, slices.Contains(kt.allowed, asked)
+	return asked, slices.Contains(kp.tasks, asked)
 }
 
 // Limits returns the limits of Sluice's own that a request must fit in
@@ -281,16 +282,18 @@ func (s *Snapshot) Task(k *sluice.Key, asked string) (string, bool) {
 // applies) and its end user's (per key, so one tenant's user names never
 // meet another's).
 func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []store.Unit {
-	if len(s.limits) == 0 && len(s.perUser) == 0 {
+	if !s.limited {
 		return nil // no limits configured: skip building the IDs on every request
 	}
+	kp := s.keys[k.ID]
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.keyPool[k.ID]} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + kp.pool} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
 	}
-	if u, ok := s.perUser[k.ID]; ok && req.User != "" {
+	if kp.perUser != nil && req.User != "" {
+		u := *kp.perUser
 		u.ID = "user:" + k.ID + ":" + req.User
 		out = append(out, u)
 	}
@@ -300,8 +303,8 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 // InPool reports whether key k may use an edge on account: a key whose
 // policy routes through a pool uses only that pool's accounts.
 func (s *Snapshot) InPool(k *sluice.Key, account string) bool {
-	pool, ok := s.keyPool[k.ID]
-	return !ok || slices.Contains(s.pools[pool], account)
+	kp := s.keys[k.ID]
+	return kp.pool == "" || slices.Contains(kp.accounts, account)
 }
 
 // Weight is a tenant's share against other tenants of its class while waiting.
