@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -219,15 +220,11 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
 	}
 	snap := h.live.Load()
-	if every := snap.Catalog.Server.Jobs.PollInterval.D(); op == JobStatus && !strings.Contains(query, "logs=1") &&
-		len(job.Answer) > 0 && (job.Done() || time.Since(job.Answered) < every) {
-		header := http.Header{"Content-Type": {"application/json"}}
-		if !job.Done() && p == sluice.ProtocolOpenAIVideos {
-			// The SDKs wait this long before the next poll.
-			header.Set("Openai-Poll-After-Ms", strconv.FormatInt(max(every.Milliseconds(), 1), 10))
+	if op == JobStatus && !strings.Contains(query, "logs=1") {
+		if ans := recorded(&job, snap.Catalog.Server.Jobs.PollInterval.D()); ans != nil {
+			out.Committed, out.Status = true, ans.Status
+			return ans, out, nil
 		}
-		out.Committed, out.Status = true, http.StatusOK
-		return &JobAnswer{Job: job, Status: http.StatusOK, Header: header, JSON: job.Answer}, out, nil
 	}
 	e, err := jobEdge(snap, &job)
 	if err != nil {
@@ -249,9 +246,7 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
 	}
 	switch {
-	case a.Class == upstream.ClassNone && op == JobStatus:
-		h.observe(ctx, snap, job, ans.JSON, job.PollEvery)
-	case a.Class == upstream.ClassNone && op == JobCancel:
+	case op == JobCancel && a.Class == upstream.ClassNone:
 		if !job.Done() {
 			h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
 		}
@@ -262,14 +257,43 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 				h.log.LogAttrs(ctx, slog.LevelWarn, "forgetting a deleted job failed", slog.String("job_id", job.ID), slog.Any("err", err))
 			}
 		}
-	case resp.StatusCode == http.StatusNotFound && op != JobResult:
-		// Pinned to its creating credential, a job the upstream does not
-		// know has expired or been deleted: it holds no slot there.
-		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
+	case op != JobResult && h.learn(ctx, snap, job, resp.StatusCode, a.Class, ans.JSON, job.PollEvery):
 	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
 		h.react(ctx, e, a)
 	}
 	return ans, out, nil
+}
+
+// recorded is the answer to a status poll from the job's record, when it
+// may stand in for an upstream call: the final status of an ended job, or
+// an answer younger than the poll interval every. Nil otherwise.
+func recorded(job *store.Job, every time.Duration) *JobAnswer {
+	if len(job.Answer) == 0 || !job.Done() && time.Since(job.Answered) >= every {
+		return nil
+	}
+	header := http.Header{"Content-Type": {"application/json"}}
+	if !job.Done() && job.Protocol == string(sluice.ProtocolOpenAIVideos) {
+		// The SDKs wait this long before the next poll.
+		header.Set("Openai-Poll-After-Ms", strconv.FormatInt(max(every.Milliseconds(), 1), 10))
+	}
+	return &JobAnswer{Job: *job, Status: http.StatusOK, Header: header, JSON: job.Answer}
+}
+
+// learn applies what the upstream answered to a follow-up of job (status,
+// class and body): a status answer records the job's state, and maybe its
+// end; a 404 — from the job's own credential — means the upstream no longer
+// has the job (it expired or was deleted), so it holds no slot there. It
+// reports whether the answer taught either; next is when to poll again.
+func (h *Handler) learn(ctx context.Context, snap *Snapshot, job store.Job, code int, class upstream.Class, answer []byte, next time.Duration) bool {
+	switch {
+	case class == upstream.ClassNone:
+		h.observe(ctx, snap, job, answer, next)
+	case code == http.StatusNotFound:
+		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
+	default:
+		return false
+	}
+	return true
 }
 
 // jobEdge rebuilds the edge a job is bound to from the current catalog.
@@ -299,11 +323,11 @@ func followCall(e *sluice.Edge, job *store.Job, op JobOp, query string) upstream
 		}
 		switch op {
 		case JobResult:
-			return upstream.JobCall{Method: http.MethodGet, URL: or(job.ResultURL, built())}
+			return upstream.JobCall{Method: http.MethodGet, URL: cmp.Or(job.ResultURL, built())}
 		case JobCancel:
-			return upstream.JobCall{Method: http.MethodPut, URL: or(job.CancelURL, built("cancel"))}
+			return upstream.JobCall{Method: http.MethodPut, URL: cmp.Or(job.CancelURL, built("cancel"))}
 		}
-		return upstream.JobCall{Method: http.MethodGet, URL: withQuery(or(job.StatusURL, built("status")), query)}
+		return upstream.JobCall{Method: http.MethodGet, URL: withQuery(cmp.Or(job.StatusURL, built("status")), query)}
 	}
 	switch op {
 	case JobResult:
@@ -312,13 +336,6 @@ func followCall(e *sluice.Edge, job *store.Job, op JobOp, query string) upstream
 		return upstream.JobCall{Method: http.MethodDelete, URL: upstream.JobURL(e, job.UpstreamID)}
 	}
 	return upstream.JobCall{Method: http.MethodGet, URL: upstream.JobURL(e, job.UpstreamID)}
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func withQuery(u, query string) string {
@@ -468,12 +485,10 @@ func (h *Handler) pollJob(ctx context.Context, snap *Snapshot, job store.Job) {
 		resp, a := h.caller.CallJob(ctx, e, followCall(e, &job, JobStatus, ""))
 		if resp != nil {
 			answer, err := upstream.ReadJobAnswer(resp)
-			switch {
-			case err == nil && a.Class == upstream.ClassNone:
-				h.observe(ctx, snap, job, answer, next)
-				return
-			case resp.StatusCode == http.StatusNotFound:
-				h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
+			if err != nil {
+				a.Class = upstream.ClassEndpoint // a broken answer teaches no state
+			}
+			if h.learn(ctx, snap, job, resp.StatusCode, a.Class, answer, next) {
 				return
 			}
 		}
