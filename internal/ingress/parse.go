@@ -67,9 +67,6 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 	}, nil
 }
 
-// errUnusual stops scan at a key it leaves to encoding/json.
-var errUnusual = errors.New("key left to encoding/json")
-
 // scan reads the fields in one pass over body that also checks all of it is
 // valid JSON, without the reflection that made decoding most of Parse's
 // cost. It handles
@@ -81,10 +78,7 @@ var errUnusual = errors.New("key left to encoding/json")
 // field as it was.
 func scan(body []byte) (f fields, ok bool) {
 	hasOptions := false
-	err := jsonfield.Members(body, func(key, value []byte) error {
-		if !jsonfield.PlainKey(key) {
-			return errUnusual
-		}
+	err := jsonfield.PlainMembers(body, func(key, value []byte) error {
 		switch string(key) {
 		case "model":
 			return jsonfield.DecodeString(&f.Model, value)
@@ -119,10 +113,7 @@ func scanOptions(has, includeUsage *bool, value []byte) error {
 	if !*has {
 		*has, *includeUsage = true, false
 	}
-	return jsonfield.Members(value, func(key, value []byte) error {
-		if !jsonfield.PlainKey(key) {
-			return errUnusual
-		}
+	return jsonfield.PlainMembers(value, func(key, value []byte) error {
 		if string(key) == "include_usage" {
 			return jsonfield.DecodeBool(includeUsage, value)
 		}

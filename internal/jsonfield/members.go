@@ -254,8 +254,22 @@ func PlainKey(key []byte) bool {
 
 // ErrNotPlain is returned by the Decode functions for a value they leave
 // to encoding/json: one of another type, or one that needs more decoding
-// than they do (escapes, invalid UTF-8, a fraction).
+// than they do (escapes, invalid UTF-8, a fraction); and by PlainMembers
+// for a key that is not plain.
 var ErrNotPlain = errors.New("jsonfield: value left to encoding/json")
+
+// PlainMembers is Members for a decoder that reads fields by lower-case
+// ASCII names, as the Decode functions do values: it stops with ErrNotPlain
+// at a key that is not plain (see PlainKey), which encoding/json might match
+// to a field without being equal to it.
+func PlainMembers(obj []byte, fn func(key, value []byte) error) error {
+	return Members(obj, func(key, value []byte) error {
+		if !PlainKey(key) {
+			return ErrNotPlain
+		}
+		return fn(key, value)
+	})
+}
 
 // The Decode functions set *dst from a value as Members passes it, exactly
 // as encoding/json decodes it into a field of that type, for the values

@@ -199,3 +199,14 @@ func BenchmarkMembers(b *testing.B) {
 		}
 	}
 }
+
+func TestPlainMembersStopsAtAKeyThatIsNotPlain(t *testing.T) {
+	var seen []string
+	err := PlainMembers([]byte(`{"model":"m","Model":"x","user":"u"}`), func(key, _ []byte) error {
+		seen = append(seen, string(key))
+		return nil
+	})
+	if !errors.Is(err, ErrNotPlain) || len(seen) != 1 || seen[0] != "model" {
+		t.Errorf("PlainMembers = %v after %v; want ErrNotPlain after model only", err, seen)
+	}
+}

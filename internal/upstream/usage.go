@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
@@ -52,18 +51,12 @@ func usageOf(obj []byte) sluice.Usage {
 	}
 }
 
-// errUnusualKey stops scanUsage at a key it leaves to encoding/json.
-var errUnusualKey = errors.New("key left to encoding/json")
-
 // scanUsage decodes a usage object without reflection, exactly as
 // encoding/json decodes it into an openAIUsage, for the objects upstreams
 // send: plain keys, integer counts, details as objects or null. ok is false
 // for anything else, which encoding/json then decodes (or refuses).
 func scanUsage(obj []byte) (u openAIUsage, ok bool) {
-	err := jsonfield.Members(obj, func(key, value []byte) error {
-		if !jsonfield.PlainKey(key) {
-			return errUnusualKey
-		}
+	err := jsonfield.PlainMembers(obj, func(key, value []byte) error {
 		switch string(key) {
 		case "prompt_tokens":
 			return jsonfield.DecodeInt(&u.PromptTokens, value)
@@ -97,10 +90,7 @@ func scanDetail(dst *int64, name string, value []byte) error {
 	if value[0] != '{' {
 		return jsonfield.ErrNotPlain
 	}
-	return jsonfield.Members(value, func(key, value []byte) error {
-		if !jsonfield.PlainKey(key) {
-			return errUnusualKey
-		}
+	return jsonfield.PlainMembers(value, func(key, value []byte) error {
 		if string(key) == name {
 			return jsonfield.DecodeInt(dst, value)
 		}
