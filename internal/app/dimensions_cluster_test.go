@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/testenv"
 )
@@ -28,14 +25,7 @@ func TestLimitsHoldAcrossTwoGatewaysOnOneRedis(t *testing.T) {
 	tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, limits: {max_inflight: 1}}\n", 1)
 	tpl = strings.Replace(tpl, "  - alias: two\n", "  - alias: two\n    limits: {max_inflight: 2}\n", 1)
 	h := newHarnessWith(t, tpl, state, simAccounts())
-	second, err := app.Start(t.Context(), app.Options{
-		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { second.Close() })
+	second := h.another(t)
 	gateways := []string{h.gw.Addr(), second.Addr()}
 
 	burst := func(key, model string, n int) {
@@ -111,14 +101,7 @@ func TestPriorityOrderHoldsAcrossTwoGateways(t *testing.T) {
 	for _, id := range []string{"k1", "k2", "k3"} {
 		h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 300 * time.Millisecond})
 	}
-	second, err := app.Start(t.Context(), app.Options{
-		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { second.Close() })
+	second := h.another(t)
 	send := func(addr, key, tag string) {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+addr+"/v1/chat/completions",
 			strings.NewReader(`{"model":"one","messages":[{"role":"user","content":"`+tag+`"}]}`))

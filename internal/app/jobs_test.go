@@ -123,12 +123,19 @@ type video struct {
 const videoBody = `{"model":"sora","prompt":"a red kite over dunes at dusk","seconds":"4"}`
 
 // restart stops the gateway and starts another on the same catalog — the
-// same database and shared state — which is closed when the test ends.
+// same database and shared state — in its place.
 func (h *harness) restart(t *testing.T) {
 	t.Helper()
 	if err := h.gw.Close(); err != nil {
 		t.Fatal(err)
 	}
+	h.gw = h.another(t)
+}
+
+// another starts one more gateway on the harness's catalog (a replica, with
+// Redis state), closed when the test ends.
+func (h *harness) another(t *testing.T) *app.Gateway {
+	t.Helper()
 	gw, err := app.Start(context.Background(), app.Options{
 		ConfigPath: h.cfgPath, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		LookupEnv: func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
@@ -141,7 +148,7 @@ func (h *harness) restart(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	h.gw = gw
+	return gw
 }
 
 // submitVideo submits videoBody with the web key and fails the test unless
