@@ -94,12 +94,19 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
 	}
-	req.ID, req.Received, req.Priority, req.Task = id, start, r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
+	req.ID, req.Received = id, start
+	sluiceHeaders(req, r)
+	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
+	return out, req, err
+}
+
+// sluiceHeaders sets what a caller may say in Sluice's own headers: the
+// priority class, the task type, and the end user (over the body's "user").
+func sluiceHeaders(req *sluice.Request, r *http.Request) {
+	req.Priority, req.Task = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
 	if u := r.Header.Get("X-Sluice-User"); u != "" {
 		req.User = u
 	}
-	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
-	return out, req, err
 }
 
 // recoverPanic turns a panic of the request id into an internal error in

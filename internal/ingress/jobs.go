@@ -97,7 +97,7 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		if err = parseSubmit(req, body, r.Header.Get("Content-Type"), t.alias); err != nil {
 			return out, req, err
 		}
-		req.Priority, req.Task, req.User = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task"), r.Header.Get("X-Sluice-User")
+		sluiceHeaders(req, r)
 		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
 	} else {
 		ans, out, err = s.handler.FollowJob(r.Context(), token, req.Protocol, t.job, t.op, r.URL.RawQuery)
