@@ -30,6 +30,12 @@ const (
 	CodeUpstreamTimeout      Code = "upstream_timeout"
 	CodeUpstreamStreamFailed Code = "upstream_stream_failed"
 	CodeInternal             Code = "internal"
+	// CodeStateUnavailable: the shared state (Redis) cannot be reached, so
+	// no claim can be taken; retry after the Retry-After.
+	CodeStateUnavailable Code = "state_unavailable"
+	// CodeServerBusy: the server-wide budget for request bodies held in
+	// memory is spent; retry after the Retry-After.
+	CodeServerBusy Code = "server_busy"
 )
 
 var codeStatus = map[Code]int{
@@ -52,6 +58,8 @@ var codeStatus = map[Code]int{
 	CodeUpstreamTimeout:      http.StatusGatewayTimeout,
 	CodeUpstreamStreamFailed: http.StatusBadGateway,
 	CodeInternal:             http.StatusInternalServerError,
+	CodeStateUnavailable:     http.StatusServiceUnavailable,
+	CodeServerBusy:           http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of the code; unknown codes are 500.

@@ -94,7 +94,7 @@ type tryFunc func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (a ups
 // embeddings) and releases the claim with its outcome.
 func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim) (a upstream.Attempt) {
 	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
-	return h.caller.Execute(ctx, w, req, e, start)
+	return h.caller.Execute(ctx, w, req, e, start, upstream.Hooks{})
 }
 
 // failure is an attempt that rules edges out for the rest of the request.

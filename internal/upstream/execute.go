@@ -42,7 +42,7 @@ type response struct {
 }
 
 // execute runs one attempt of req on edge e.
-func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time) (a Attempt) {
+func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) (a Attempt) {
 	a.Exec = sluice.Execution{
 		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
 		Model: e.Model, Started: time.Now(),
@@ -91,9 +91,9 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	a.Exhausted = Exhausted(resp.Header, time.Now())
 	if req.Stream {
-		return c.relay(ctx, actx, w, req, rd, a, callStart)
+		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks)
 	}
-	return c.forward(ctx, actx, w, resp, rd, a, callStart)
+	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks)
 }
 
 // rejected handles a non-2xx answer: it is classified, and a request error
@@ -125,7 +125,7 @@ func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
 
 // forward relays a complete JSON answer after reading all of it, so a broken
 // body can still fail over.
-func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, callStart time.Time) Attempt {
+func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, callStart time.Time, hooks Hooks) Attempt {
 	body, err := readBody(rd, resp.ContentLength)
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
@@ -134,6 +134,8 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 	a.Exec.Usage = usageOf(body)
 	a.TTFT = time.Since(callStart)
 	a.Committed = true
+	hooks.committed()
+	hooks.ending(a)
 	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
 		a.Class, a.Err = ClassCallerGone, err
 	}

@@ -63,7 +63,7 @@ func TestPhaseTimeouts(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
-			a := c.Execute(ctx, httptest.NewRecorder(), req, edge, start)
+			a := c.Execute(ctx, httptest.NewRecorder(), req, edge, start, Hooks{})
 			if took := time.Since(start); tt.want != nil && took > time.Second {
 				t.Errorf("the attempt took %v, want it cut by the timeout", took)
 			}
@@ -100,7 +100,7 @@ func TestSharedHeaderValuesStayUnchanged(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		body := fmt.Sprintf(`{"model":"m","stream":%t,"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, stream)
 		w := httptest.NewRecorder()
-		a := c.Execute(t.Context(), w, &sluice.Request{ID: "r", Protocol: sluice.ProtocolOpenAIChat, Model: "m", Stream: stream, Body: []byte(body)}, edge, time.Now())
+		a := c.Execute(t.Context(), w, &sluice.Request{ID: "r", Protocol: sluice.ProtocolOpenAIChat, Model: "m", Stream: stream, Body: []byte(body)}, edge, time.Now(), Hooks{})
 		if a.Err != nil {
 			t.Fatalf("Execute(stream %v) = %v", stream, a.Err)
 		}

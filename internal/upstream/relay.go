@@ -25,7 +25,7 @@ var (
 // relay passes an SSE answer to the caller event by event, as each arrives.
 // Until the first event is written the attempt can still fail over; after
 // it, a failure ends the caller's stream with an error event.
-func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time) Attempt {
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks) Attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
 	for err == nil && ev.Data == nil {
@@ -40,6 +40,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
+	hooks.committed()
 	h := w.Header()
 	h["Content-Type"] = eventStream
 	h["Cache-Control"] = noCache
@@ -66,6 +67,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 				// a caller that did not ask never sees it.
 				forward = req.IncludeUsage || !isUsageOnly(ev.Data)
 			}
+		}
+		if done {
+			hooks.ending(a)
 		}
 		if forward {
 			if idle > 0 {

@@ -72,7 +72,7 @@ func TestCallerThatStopsReadingCancelsUpstream(t *testing.T) {
 	w := &stuckWriter{header: http.Header{}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	a := c.Execute(ctx, w, req, edge, time.Now())
+	a := c.Execute(ctx, w, req, edge, time.Now(), Hooks{})
 	if a.Err == nil || !a.Committed || !strings.Contains(a.Err.Error(), "write to caller") {
 		t.Fatalf("Execute = %+v; want a committed attempt ended by the stuck caller", a)
 	}

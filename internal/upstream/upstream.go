@@ -99,13 +99,14 @@ func (c *Caller) Close() {
 // refuses it (Attempt.Skipped). callStart is when the request's first
 // attempt began, for the time to first byte. The caller of Execute decides
 // what follows from Attempt.Class; nothing was written to w unless
-// Attempt.Committed.
-func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time) Attempt {
+// Attempt.Committed. hooks are called at the moments of a successful
+// attempt that the pipeline acts on.
+func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) Attempt {
 	br := c.Breaker(e.Endpoint.ID)
 	if !br.Allow() {
 		return Attempt{Class: ClassEndpoint, Skipped: true, Err: fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)}
 	}
-	a := c.execute(ctx, w, req, e, callStart)
+	a := c.execute(ctx, w, req, e, callStart, hooks)
 	c.report(br, e.Endpoint.ID, a.Class)
 	if a.Class.Retryable() || a.Class == ClassCallerGone {
 		level := slog.LevelWarn
@@ -118,6 +119,31 @@ func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			slog.String("err", a.Exec.Error))
 	}
 	return a
+}
+
+// Hooks let the caller of Execute act at two moments of an attempt that
+// succeeds. Either may be nil; each is called at most once, on the
+// request's goroutine.
+type Hooks struct {
+	// Committed: a 2xx answer is about to reach the caller, so the attempt
+	// can no longer fail over (a post-cooldown probe has succeeded).
+	Committed func()
+	// Ending: the whole answer is in and its last bytes are not yet sent to
+	// the caller; a is the attempt as it will be returned, but for its
+	// duration. What is settled here is safe before the caller sees the end.
+	Ending func(a Attempt)
+}
+
+func (h Hooks) committed() {
+	if h.Committed != nil {
+		h.Committed()
+	}
+}
+
+func (h Hooks) ending(a Attempt) {
+	if h.Ending != nil {
+		h.Ending(a)
+	}
 }
 
 // report feeds an outcome to the endpoint's breaker. Only endpoint failures
