@@ -53,7 +53,8 @@ func (s *server) keyCounts(r *http.Request) map[sluice.KeyStatus]int {
 	return counts
 }
 
-// getCatalog handles GET /admin/catalog: the YAML serving now.
+// getCatalog handles GET /admin/catalog: the YAML serving now, with the
+// passwords of its URLs redacted.
 func (s *server) getCatalog(w http.ResponseWriter, _ *http.Request) error {
 	if s.catalog == nil {
 		return sluice.Errorf(sluice.CodeNotFound, "this gateway has no catalog")
@@ -62,7 +63,7 @@ func (s *server) getCatalog(w http.ResponseWriter, _ *http.Request) error {
 	w.Header().Set("Content-Type", "text/yaml; charset=utf-8")
 	w.Header().Set("ETag", etag(st.Version))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(st.Document)
+	_, _ = w.Write(redactPasswords(st.Document))
 	return nil
 }
 
