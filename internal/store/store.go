@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -197,12 +198,53 @@ type Outcome struct {
 // of the given leases to now+ttl; unknown or expired leases are ignored.
 // Cancel removes a queued ticket (a caller that gave up); if the ticket was
 // granted meanwhile, its lease is released as if with a zero Outcome.
+//
+// ProbeSucceeded ends the probe state of the unit whose post-cooldown probe
+// is lease, as a Release with Outcome.Success would (the cooldown and the
+// backoff level are cleared and waiters woken), while the lease itself stays
+// held, its slot counted, until it is released: a probe that is a long
+// stream proves the account open at its first byte, not at its end. The
+// lease is no longer the probe, so its Release is that of an ordinary lease.
+// For a lease that is not the unit's live probe it does nothing.
+//
+// Limit state is bounded: a limit (Candidate.Limits) with no lease, no
+// waiter and nothing left in its windows and day is forgotten, so that
+// per-end-user limits do not grow the store with every user ever seen.
 type Claims interface {
 	Acquire(ctx context.Context, a Acquire) (Grant, error)
 	Release(ctx context.Context, domain, lease string, out Outcome) error
 	Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error
 	Cancel(ctx context.Context, domain, queue, ticket string) error
+	ProbeSucceeded(ctx context.Context, domain, lease string) error
 }
+
+// Held is a lease a replica holds, as it was granted, so that it can be
+// claimed again after the store lost its state.
+type Held struct {
+	Lease     string
+	Candidate Candidate     // the candidate granted, its Limits included
+	Tokens    int           // Acquire.Tokens of the grant
+	TTL       time.Duration // how long the lease is to live from now on
+}
+
+// Reasserter is a shared store that can lose its state while replicas run
+// (Redis restarted empty, or flushed). Once it has, its Acquire and Renew
+// fail with ErrStateLost for a replica until that replica reasserts the
+// leases it still holds: so the leases of calls in flight count against
+// their caps again before anything new is admitted.
+type Reasserter interface {
+	// Reassert makes each lease of held live again with its slots and
+	// reservations in its unit and limits, unless it is still live (then
+	// it is left as it is), and accepts the store's new state. Leases are
+	// not reasserted as probes: a store that lost its state has no
+	// cooldown either.
+	Reassert(ctx context.Context, domain string, held []Held) error
+}
+
+// InProcess is implemented by a store that lives in this process (memstore):
+// its calls never wait on I/O, so the capacity engine makes them inline
+// rather than in the background.
+type InProcess interface{ InProcess() }
 
 // Waker delivers wake-ups: a hint that a ticket of this replica may now be
 // granted, so its waiter calls Acquire again at once. Hints may be lost or
@@ -263,3 +305,8 @@ type Statuses interface {
 // ErrUnavailable wraps failures of the store itself (Redis down), so the
 // pipeline can answer 503 rather than blame the upstream.
 var ErrUnavailable = errors.New("state store unavailable")
+
+// ErrStateLost says the store lost its state since this replica last saw it
+// (see Reasserter). It wraps ErrUnavailable: until reasserted, the store
+// cannot be trusted with a decision.
+var ErrStateLost = fmt.Errorf("state store lost its state: %w", ErrUnavailable)

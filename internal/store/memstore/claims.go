@@ -40,6 +40,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		}
 		d.drop(l)
 	}
+	d.forget(now)
 	q := d.queue(a.Queue)
 	t := q.tickets[a.Ticket]
 	class := clampClass(a.Class)
@@ -149,6 +150,7 @@ func (d *domain) limitsRoom(q *queue, t *ticket, c *store.Candidate, class int, 
 			continue
 		}
 		lu := d.unit(lim.ID)
+		lu.isLimit = true
 		lims[j] = lu
 		lu.cap = lim.Cap
 		lu.setReserve(nil)
@@ -251,6 +253,31 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 		return wakes // a waiter of u could not have the slot yet
 	}
 	return d.first(u, now, wakes)
+}
+
+// ProbeSucceeded opens the unit whose live probe is lease, as a successful
+// Release would, and keeps the lease: it is an ordinary lease from now on.
+func (s *Store) ProbeSucceeded(_ context.Context, domain, lease string) error {
+	d := s.lookup(domain)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	wakes := d.probeSucceeded(lease, time.Now())
+	d.mu.Unlock()
+	s.wake.publish(wakes)
+	return nil
+}
+
+func (d *domain) probeSucceeded(id string, now time.Time) []wake {
+	l := d.leases[id]
+	if l == nil || !now.Before(l.expires) || l.unit.probe != id {
+		return nil
+	}
+	u := l.unit
+	u.until, u.probe, u.level = time.Time{}, "", 0
+	l.probe = false
+	return d.first(u, now, nil)
 }
 
 // backoff is base·2^level, capped at ceiling (0 = uncapped).

@@ -24,6 +24,9 @@ type domain struct {
 	creds  map[string]map[*lease]struct{} // leases by credential ID
 	queues map[string]*queue
 	stamp  uint64 // the last unit.mark handed out
+	// lapsing holds the idle limit units to forget once their windows and
+	// day lapse (see forget).
+	lapsing lapsing
 }
 
 // unit is a capacity unit: its leases and its cooldown state.
@@ -48,6 +51,8 @@ type unit struct {
 	ecap, succ, top int
 	day             int64 // the UTC day (days since the epoch) of used
 	used            int   // tokens reserved and used on day, against DailyTokens
+	isLimit         bool  // a limit (Candidate.Limits): forgotten when idle and lapsed
+	lapsing         bool  // in domain.lapsing
 }
 
 // lease is a granted claim on a unit.
@@ -198,6 +203,9 @@ func (d *domain) drop(l *lease) {
 	if l.unit.probe == l.id {
 		l.unit.probe = ""
 	}
+	for _, h := range l.holds[1:] {
+		d.forgetLater(h.u)
+	}
 }
 
 // reap drops the expired leases of u. It costs one comparison unless a
@@ -336,6 +344,7 @@ func (d *domain) enqueue(q *queue, a store.Acquire, class int, now time.Time) *t
 		note(c.Unit.ID)
 		for _, lim := range c.Limits {
 			note(lim.ID)
+			d.units[lim.ID].isLimit = true
 		}
 	}
 	l := &q.order[class]
@@ -375,6 +384,7 @@ func (d *domain) dequeue(q *queue, t *ticket) {
 		u.waiting[q.name]--
 		if u.waiting[q.name] == 0 {
 			delete(u.waiting, q.name)
+			d.forgetLater(u)
 		}
 	}
 }

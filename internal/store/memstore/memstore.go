@@ -35,6 +35,7 @@ var (
 	_ store.Waker     = (*Store)(nil)
 	_ store.Inspector = (*Store)(nil)
 	_ store.Statuses  = (*Store)(nil)
+	_ store.InProcess = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -44,6 +45,9 @@ func New() *Store {
 		statuses: statuses{byKind: make(map[string]map[string]store.Status)},
 	}
 }
+
+// InProcess marks the store as living in this process (store.InProcess).
+func (*Store) InProcess() {}
 
 // domain returns the state of capacity domain id, creating it if need be.
 func (s *Store) domain(id string) *domain {

@@ -28,20 +28,17 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if err := checkIDs(a); err != nil {
 		return store.Grant{}, err
 	}
-	args := make([]any, 0, 10+13*len(a.Candidates))
+	dom := s.domain(a.Domain)
+	known := dom.gen.Load()
+	args := make([]any, 0, 11+13*len(a.Candidates))
 	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
-		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1))
+		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1), known)
 	var lims []store.Unit // the limits section: each candidate's distinct limits
 	for i := range a.Candidates {
 		c := &a.Candidates[i]
 		r1, r2 := reserves(c.Unit.Reserve)
 		start := len(lims)
-		for j, l := range c.Limits {
-			if l.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == l.ID }) {
-				continue // no second slot in the same unit
-			}
-			lims = append(lims, l)
-		}
+		lims = appendLimits(lims, c)
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
 			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0),
 			max(c.Unit.DailyTokens, 0), start, len(lims)-start)
@@ -52,17 +49,20 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	for _, l := range lims {
 		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0))
 	}
-	v, err := acquireScript.Run(ctx, s.rdb, s.domainKeys(a.Domain), args...).Int64Slice()
+	v, err := acquireScript.Run(ctx, s.rdb, dom.keys, args...).Int64Slice()
 	if err != nil {
 		return store.Grant{}, unavailable("acquire "+a.Ticket, err)
 	}
-	if len(v) < 3 {
+	if len(v) == 2 && v[0] == 2 {
+		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %w", a.Ticket, store.ErrStateLost)
+	}
+	if len(v) < 4 || v[0] == 1 && len(v) < 5 {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: unexpected reply %v", a.Ticket, v)
 	}
+	if known == 0 {
+		dom.gen.CompareAndSwap(0, v[len(v)-1]) // the first decision: the generation it was made in
+	}
 	if v[0] == 1 {
-		if len(v) < 4 {
-			return store.Grant{}, fmt.Errorf("redisstore: acquire %s: unexpected reply %v", a.Ticket, v)
-		}
 		return store.Grant{
 			Granted: true,
 			Index:   int(v[1]),
@@ -91,21 +91,75 @@ func (s *Store) Release(ctx context.Context, domain, lease string, out store.Out
 }
 
 // Renew pushes the expiry of every live lease in leases to now+ttl (Redis
-// time) in one script run; unknown or expired leases are ignored.
+// time) in one script run; unknown or expired leases are ignored. It fails
+// with store.ErrStateLost when the state was lost since this replica's
+// last decision.
 func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
 	if len(leases) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 1+len(leases))
-	args = append(args, ttlMillis(ttl))
+	dom := s.domain(domain)
+	args := make([]any, 0, 2+len(leases))
+	args = append(args, ttlMillis(ttl), dom.gen.Load())
 	for _, l := range leases {
 		args = append(args, l)
 	}
-	ks := s.domainKeys(domain)
-	if err := renewScript.Run(ctx, s.rdb, ks[expKey:expKey+1], args...).Err(); err != nil {
+	n, err := renewScript.Run(ctx, s.rdb, dom.keys[renewKeys:renewKeys+2], args...).Int64()
+	if err != nil {
 		return unavailable("renew", err)
 	}
+	if n < 0 {
+		return fmt.Errorf("redisstore: renew: %w", store.ErrStateLost)
+	}
 	return nil
+}
+
+// ProbeSucceeded opens the unit whose live probe is lease and keeps the
+// lease, in one script run; see store.Claims.
+func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error {
+	if err := probeScript.Run(ctx, s.rdb, s.domainKeys(domain), lease, s.wakePrefix()).Err(); err != nil {
+		return unavailable("open probe "+lease, err)
+	}
+	return nil
+}
+
+// Reassert makes the leases of held live again, unless they are, and
+// accepts the current generation of the domain's state, in one script
+// run; see store.Reasserter.
+func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) error {
+	dom := s.domain(domain)
+	args := make([]any, 0, 1+13*len(held))
+	args = append(args, len(held))
+	var lims []store.Unit
+	for i := range held {
+		h := &held[i]
+		c := &h.Candidate
+		start := len(lims)
+		lims = appendLimits(lims, c)
+		args = append(args, h.Lease, ttlMillis(h.TTL), c.Unit.ID, c.Credential, 0, ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max),
+			max(h.Tokens, 0), max(c.Unit.RPM, 0), max(c.Unit.TPM, 0), max(c.Unit.DailyTokens, 0), start, len(lims)-start)
+	}
+	for _, l := range lims {
+		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0))
+	}
+	gen, err := reassertScript.Run(ctx, s.rdb, dom.keys, args...).Int64()
+	if err != nil {
+		return unavailable("reassert", err)
+	}
+	dom.gen.Store(gen)
+	return nil
+}
+
+// appendLimits appends the limits of c that hold a slot of their own: not
+// c's unit, and each ID once.
+func appendLimits(lims []store.Unit, c *store.Candidate) []store.Unit {
+	for j, l := range c.Limits {
+		if l.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == l.ID }) {
+			continue // no second slot in the same unit
+		}
+		lims = append(lims, l)
+	}
+	return lims
 }
 
 // Cancel removes a queued ticket and releases, with a zero Outcome, a lease

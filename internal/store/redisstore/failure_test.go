@@ -434,3 +434,80 @@ func startCluster(t *testing.T) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// loseState deletes every key of the backend, as a Redis restarted empty
+// (or flushed) would, without touching other tests' keys.
+func (b *backend) loseState(t *testing.T) {
+	t.Helper()
+	cleanup(t, b.url, b.prefix)
+}
+
+// TestReassertAfterStateLost: a replica whose leases the store lost is
+// refused every decision (store.ErrStateLost) until it reasserts them;
+// then they count against the cap again, with their limits and token
+// reservations, and release as before. A replica that never decided
+// anything is not held up, and a retried Reassert changes nothing.
+func TestReassertAfterStateLost(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.replica()
+	user := store.Unit{ID: "user:a", Cap: 2, TPM: 1000}
+	c := cand("u", 2, "c")
+	c.Limits = []store.Unit{user}
+	held := make([]store.Held, 2)
+	for i, id := range []string{"t1", "t2"} {
+		a := req(id, c)
+		a.Tokens = 400
+		if g := acquire(t, s, a); !g.Granted {
+			t.Fatalf("%s = %+v, want granted", id, g)
+		}
+		held[i] = store.Held{Lease: id, Candidate: c, Tokens: 400, TTL: time.Minute}
+	}
+
+	b.loseState(t)
+	if _, err := s.Acquire(t.Context(), req("t3", c)); !errors.Is(err, store.ErrStateLost) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Acquire after the loss: %v, want ErrStateLost (an ErrUnavailable)", err)
+	}
+	if err := s.Renew(t.Context(), "dom", []string{"t1"}, time.Minute); !errors.Is(err, store.ErrStateLost) {
+		t.Fatalf("Renew after the loss: %v, want ErrStateLost", err)
+	}
+	fresh := b.replica()
+	if g := acquire(t, fresh, req("f1", cand("other", 1, "c2"))); !g.Granted {
+		t.Fatalf("a fresh replica's Acquire = %+v, want granted", g)
+	}
+
+	for range 2 {
+		if err := s.Reassert(t.Context(), "dom", held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	us, err := s.Units(t.Context(), "dom", []string{"u", "user:a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us[0].InFlight != 2 || us[1].InFlight != 2 {
+		t.Errorf("after Reassert: u %d, user:a %d in flight, want 2 and 2", us[0].InFlight, us[1].InFlight)
+	}
+	// The user's TPM window holds the two reservations again: 800 of 1000.
+	other := cand("v", 4, "c3")
+	other.Limits = []store.Unit{{ID: "user:a", Cap: 4, TPM: 1000}}
+	big := req("t4", other)
+	big.Tokens = 300
+	if g := acquire(t, s, big); g.Granted {
+		t.Errorf("a request over the user's TPM after Reassert was granted")
+	}
+	if err := s.Cancel(t.Context(), "dom", "q", "t4"); err != nil {
+		t.Fatal(err)
+	}
+	if g := acquire(t, s, req("t3", c)); g.Granted {
+		t.Errorf("t3 granted over the cap of 2 after Reassert")
+	}
+	if err := s.Release(t.Context(), "dom", "t1", store.Outcome{Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	if g := acquire(t, s, req("t3", c)); !g.Granted {
+		t.Errorf("t3 after a release = %+v, want granted", g)
+	}
+	if err := s.Renew(t.Context(), "dom", []string{"t2", "t3"}, time.Minute); err != nil {
+		t.Errorf("Renew after Reassert: %v", err)
+	}
+}

@@ -17,6 +17,7 @@
 //
 //	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm, daily reserved, day, limits held
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
+//	P{d:D}:gen    STRING generation of the domain's state (see Reassert)
 //	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens
 //	P{d:D}:cred   HASH  credential → in flight
 //	P{d:D}:q      ZSET  "<queue>\x00<class><tag><seq><ticket>", score 0: lex order is (class, WFQ tag, arrival) per queue
@@ -25,6 +26,7 @@
 //	P{d:D}:uq     ZSET  "<unit>\x00<queue>", score 0: the queues that list a unit
 //	P{d:D}:seq    STRING arrival counter
 //	P{d:D}:fair   HASH  WFQ virtual time per queue class, finish tag per tenant in it
+//	P{d:D}:lapse  ZSET  limit → when its windows lapse: idle limits to forget
 //	Pstatus:<kind> HASH id → JSON Status
 //	P{jobs}:…      job bindings (see jobs.go)
 //
@@ -40,6 +42,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,7 +55,7 @@ import (
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
-	keys   sync.Map // domain → []string, the ten keys of lua/lib.lua
+	doms   sync.Map // domain → *domainState
 
 	mu     sync.Mutex
 	hubs   map[string]*hub // replica → its one wake subscription
@@ -61,11 +64,12 @@ type Store struct {
 }
 
 var (
-	_ store.Claims    = (*Store)(nil)
-	_ store.Waker     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
-	_ store.Statuses  = (*Store)(nil)
-	_ store.Jobs      = (*Store)(nil)
+	_ store.Claims     = (*Store)(nil)
+	_ store.Waker      = (*Store)(nil)
+	_ store.Inspector  = (*Store)(nil)
+	_ store.Statuses   = (*Store)(nil)
+	_ store.Jobs       = (*Store)(nil)
+	_ store.Reasserter = (*Store)(nil)
 )
 
 // New returns a Store on client whose keys and wake channels all start with
@@ -119,24 +123,38 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// domainKeys returns the keys every capacity script declares, in the order
-// of lua/lib.lua. They are built once per domain: the slice is shared and
-// must not be modified.
-func (s *Store) domainKeys(domain string) []string {
-	if ks, ok := s.keys.Load(domain); ok {
-		return ks.([]string)
-	}
-	tag := s.prefix + "{d:" + domain + "}:"
-	ks := []string{
-		tag + "lease", tag + "exp", tag + "unit", tag + "cred",
-		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq", tag + "fair",
-	}
-	s.keys.Store(domain, ks)
-	return ks
+// domainState is what a Store keeps of one capacity domain.
+type domainState struct {
+	// keys are the keys every capacity script declares, in the order of
+	// lua/lib.lua; shared, never modified.
+	keys []string
+	// gen is the generation of the domain's state this replica knows (0
+	// before its first decision). The scripts refuse to decide for a
+	// replica that knows another one: the state was lost since, and the
+	// replica must reassert its leases first (see Reassert).
+	gen atomic.Int64
 }
 
-// expKey is the lease-expiry key, the only one Renew touches.
-const expKey = 1
+// domain returns the state of domain, made once.
+func (s *Store) domain(domain string) *domainState {
+	if d, ok := s.doms.Load(domain); ok {
+		return d.(*domainState)
+	}
+	tag := s.prefix + "{d:" + domain + "}:"
+	d := &domainState{keys: []string{
+		tag + "lease", tag + "exp", tag + "gen", tag + "unit", tag + "cred",
+		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq", tag + "fair", tag + "lapse",
+	}}
+	v, _ := s.doms.LoadOrStore(domain, d)
+	return v.(*domainState)
+}
+
+// domainKeys returns the keys every capacity script declares.
+func (s *Store) domainKeys(domain string) []string { return s.domain(domain).keys }
+
+// renewKeys are the lease-expiry and generation keys, the only ones Renew
+// touches.
+const renewKeys = 1
 
 // wakePrefix is the start of every wake channel; the scripts append the
 // replica.

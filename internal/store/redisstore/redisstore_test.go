@@ -399,7 +399,8 @@ func TestRenew(t *testing.T) {
 }
 
 // Every key of a domain carries its hash tag, and a drained domain leaves
-// only bounded per-unit facts behind (cap, arrival counter).
+// only bounded per-unit facts behind (cap, arrival counter, state
+// generation).
 func TestKeysAreTaggedAndDrain(t *testing.T) {
 	b := newTestBackend(t)
 	s := b.replica()
@@ -428,7 +429,7 @@ func TestKeysAreTaggedAndDrain(t *testing.T) {
 	}
 	keys, _ = rdb.Keys(t.Context(), b.prefix+"{d:dom}:*").Result()
 	slices.Sort(keys)
-	want := []string{b.prefix + "{d:dom}:seq", b.prefix + "{d:dom}:unit"}
+	want := []string{b.prefix + "{d:dom}:gen", b.prefix + "{d:dom}:seq", b.prefix + "{d:dom}:unit"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys after draining = %q, want %q", keys, want)
 	}

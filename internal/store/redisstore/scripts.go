@@ -21,6 +21,10 @@ var (
 	luaCancel string
 	//go:embed lua/renew.lua
 	luaRenew string
+	//go:embed lua/probe.lua
+	luaProbe string
+	//go:embed lua/reassert.lua
+	luaReassert string
 	//go:embed lua/units.lua
 	luaUnits string
 	//go:embed lua/credentials.lua
@@ -48,12 +52,14 @@ var (
 	releaseScript     = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaRelease)
 	cancelScript      = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaCancel)
 	renewScript       = redis.NewScript(shebangOOM + luaRenew)
+	probeScript       = redis.NewScript(shebang + luaLib + luaProbe)
+	reassertScript    = redis.NewScript(shebang + luaLib + luaReassert)
 	unitsScript       = redis.NewScript(shebang + luaLib + luaUnits)
 	credentialsScript = redis.NewScript(shebang + luaLib + luaCredentials)
 	jobCreateScript   = redis.NewScript(shebang + luaJobCreate)
 	jobUpdateScript   = redis.NewScript(shebang + luaJobUpdate)
 	jobDueScript      = redis.NewScript(shebang + luaJobDue)
 
-	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, unitsScript, credentialsScript,
-		jobCreateScript, jobUpdateScript, jobDueScript}
+	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, probeScript, reassertScript,
+		unitsScript, credentialsScript, jobCreateScript, jobUpdateScript, jobDueScript}
 )

@@ -171,3 +171,53 @@ func testCooldownIsPerUnit(t *testing.T, f *fixture) {
 		t.Errorf("both cooling: Levels %d, %d; want 1, 1", states[0].Level, states[1].Level)
 	}
 }
+
+// testProbeSucceededKeepsLease: a probe that proves the unit open at its
+// first byte (ProbeSucceeded) opens it for everyone while its own lease
+// keeps its slot until released; the lease is then an ordinary one, whose
+// Release does not undo a cooldown begun meanwhile. ProbeSucceeded of a
+// lease that is not the probe does nothing.
+func testProbeSucceededKeepsLease(t *testing.T, f *fixture) {
+	const retryAfter = 150 * time.Millisecond
+	c := f.cand(f.unit("u", 3), "c", 0)
+	mustGrant(t, f.s, f.req("t0", c))
+	_, after := f.release(f.s, "t0", store.Outcome{RateLimited: true, RetryAfter: retryAfter})
+	sleepPast(after.Add(retryAfter))
+	if g := mustGrant(t, f.s, f.req("p", c)); !g.Probe {
+		t.Fatalf("after the cooldown p = %+v, want the probe", g)
+	}
+	reqs := []store.Acquire{f.req("w1", c), f.req("w2", c), f.req("w3", c)}
+	mustQueueAt(t, f.s, reqs[0], 0)
+	mustQueueAt(t, f.s, reqs[1], 1)
+	mustQueueAt(t, f.s, reqs[2], 2)
+	if err := f.s.ProbeSucceeded(t.Context(), f.domain, f.name("w1")); err != nil {
+		t.Fatal(err)
+	}
+	if us := f.unitState(f.s, "u"); us.Probe != "in_flight" {
+		t.Errorf("ProbeSucceeded of a waiter: Probe %q, want in_flight", us.Probe)
+	}
+
+	ch := f.wake(f.s, f.replica)
+	if err := f.s.ProbeSucceeded(t.Context(), f.domain, f.name("p")); err != nil {
+		t.Fatal(err)
+	}
+	waitWake(t, ch, reqs[0].Ticket)
+	if us := f.unitState(f.s, "u"); us.Level != 0 || !us.CoolingUntil.IsZero() || us.Probe != "" || us.InFlight != 1 {
+		t.Errorf("probe succeeded: Level %d, CoolingUntil %v, Probe %q, InFlight %d; want 0, zero, \"\", 1",
+			us.Level, us.CoolingUntil, us.Probe, us.InFlight)
+	}
+	// The probe's lease still holds its slot: two of the three waiters fit.
+	mustGrant(t, f.s, reqs[0])
+	mustGrant(t, f.s, reqs[1])
+	mustQueueAt(t, f.s, reqs[2], 0)
+
+	// A rate limit cools the unit again; the former probe's success does
+	// not open it.
+	f.release(f.s, "w1", store.Outcome{RateLimited: true, RetryAfter: time.Minute})
+	f.release(f.s, "p", store.Outcome{Success: true})
+	if us := f.unitState(f.s, "u"); us.CoolingUntil.IsZero() || us.InFlight != 1 {
+		t.Errorf("after the former probe's release: CoolingUntil %v, InFlight %d; want cooling, 1", us.CoolingUntil, us.InFlight)
+	}
+	f.release(f.s, "w2", store.Outcome{})
+	f.cancel(f.s, "w3")
+}

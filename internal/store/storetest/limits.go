@@ -86,3 +86,27 @@ func testDailyTokens(t *testing.T, f *fixture) {
 		f.release(f.s, l, store.Outcome{})
 	}
 }
+
+// testLimitStateLapses: a limit whose lease is gone and whose windows have
+// lapsed is forgotten (Units sees it as new) once the store next decides;
+// one that still holds a lease is kept.
+func testLimitStateLapses(t *testing.T, f *fixture) {
+	gone := store.Unit{ID: f.name("user-gone"), Cap: 5, RPM: 600, TPM: 60000} // one request: 100 ms
+	kept := store.Unit{ID: f.name("user-kept"), Cap: 5, RPM: 600}
+	a := f.req("t1", withLimits(f.cand(f.unit("a", 4), "ca", 0), gone))
+	a.Tokens = 50
+	mustGrant(t, f.s, a)
+	mustGrant(t, f.s, f.req("t2", withLimits(f.cand(f.unit("a", 4), "ca", 0), kept)))
+	_, after := f.release(f.s, "t1", store.Outcome{Success: true, Tokens: 60})
+	sleepPast(after.Add(200 * time.Millisecond))
+	mustGrant(t, f.s, f.req("t3", f.cand(f.unit("b", 1), "cb", 0))) // the store decides something
+	us := f.units(f.s, "user-gone", "user-kept")
+	if us[0].Cap != 0 || us[0].InFlight != 0 {
+		t.Errorf("lapsed limit: %+v, want forgotten (Cap 0)", us[0])
+	}
+	if us[1].Cap != 5 || us[1].InFlight != 1 {
+		t.Errorf("limit with a lease: %+v, want Cap 5, InFlight 1", us[1])
+	}
+	f.release(f.s, "t2", store.Outcome{})
+	f.release(f.s, "t3", store.Outcome{})
+}

@@ -1,6 +1,6 @@
 -- acquire: grant the first eligible candidate, else queue the ticket.
 -- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens,
--- tenant, weight, then
+-- tenant, weight, the state generation the replica knows (0 = none yet), then
 -- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm,
 -- daily, lstart, lcount), then the limits, each (id, cap, rpm, tpm, daily),
 -- where resC is the number of the unit's slots class C may not use
@@ -8,12 +8,19 @@
 -- limits (0 = none), tokens the estimate reserved against tpm and daily,
 -- and lstart, lcount the candidate's limits: the limits section's entries
 -- lstart (0-based) through lstart + lcount - 1.
--- Returns {1, index, expires_ms, probe} or {0, position, retry_at_ms}.
+-- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
+-- gen}, or {2, gen} when the replica knows another generation: the state
+-- was lost, and nothing is decided until it reasserts its leases.
+local gen = state_gen()
+local known = tonumber(ARGV[11])
+if known ~= 0 and known ~= gen then
+  return {2, gen}
+end
 local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
-local A, W = 11, 13 -- the first candidate's ARGV index, and the ARGV per candidate
+local A, W = 12, 13 -- the first candidate's ARGV index, and the ARGV per candidate
 local L, LW = A + n * W, 5 -- the first limit's ARGV index, and the ARGV per limit
 local reaped = reap(now)
 
@@ -82,7 +89,7 @@ local function decide()
   local lrec = held and redis.call('HGET', K_LEASE, ticket)
   if lrec then
     local l = split(lrec, '\31')
-    return {1, tonumber(l[3]), held, tonumber(l[4])}
+    return {1, tonumber(l[3]), held, tonumber(l[4]), gen}
   end
 
   local qrec = redis.call('HGET', K_TIX, ticket)
@@ -233,6 +240,7 @@ local function decide()
           id .. '\0dused', id .. '\0ecap')
         if (tonumber(v[2]) or 0) ~= lcap then
           redis.call('HSET', K_UNIT, id .. '\0cap', lcap)
+          redis.call('ZADD', K_LAPSE, 'NX', now, id) -- forgotten unless it comes to hold a lease
         end
         local ecap = eff_cap(lcap, v[7])
         if ecap > 0 and (tonumber(v[1]) or 0) >= ecap then
@@ -262,10 +270,10 @@ local function decide()
         local id, lr = lim[1], lim[2]
         keep(id, lr)
         redis.call('HINCRBY', K_UNIT, id .. '\0n', 1)
-        lrec[#lrec + 1] = id .. '\0' .. lr[5] .. '\0' .. lim[3] .. '\0' .. lr[6] .. '\0' .. (lr[3] and lr[4] or 0)
+        lrec[#lrec + 1] = limit_hold(id, lr[5], lim[3], lr[6], lr[3] and lr[4] or 0)
       end
-      redis.call('HSET', K_LEASE, ticket, u .. '\31' .. c .. '\31' .. i .. '\31' .. p .. '\31' .. ARGV[b + 4] .. '\31' .. ARGV[b + 5] ..
-        '\31' .. r[5] .. '\31' .. tpm .. '\31' .. r[6] .. '\31' .. (r[3] and r[4] or 0) .. '\31' .. table.concat(lrec, '\30'))
+      redis.call('HSET', K_LEASE, ticket,
+        lease_record(u, c, i, p, ARGV[b + 4], ARGV[b + 5], r[5], tpm, r[6], r[3] and r[4] or 0, lrec))
       keep(u, r)
       redis.call('HINCRBY', K_UNIT, u .. '\0n', 1)
       redis.call('HINCRBY', K_CRED, c, 1)
@@ -284,7 +292,7 @@ local function decide()
           wake(lim[1], now, ARGV[5])
         end
       end
-      return {1, i, expires, p}
+      return {1, i, expires, p, gen}
     end
   end
 
@@ -320,7 +328,7 @@ local function decide()
       end
     end
   end
-  return {0, redis.call('ZLEXCOUNT', K_Q, '[' .. queue .. '\0', '(' .. member), retry}
+  return {0, redis.call('ZLEXCOUNT', K_Q, '[' .. queue .. '\0', '(' .. member), retry, gen}
 end
 
 local result = decide()

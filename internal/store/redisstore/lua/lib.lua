@@ -5,7 +5,9 @@
 --                  limits: "\30"-joined "id\0tokens\0tpm\0daily\0day", the
 --                  further units the lease holds a slot in)
 --   2 exp    ZSET  lease id -> expiry (Redis ms)
---   3 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
+--   3 gen    STRING the generation of the domain's state: the Redis time
+--                  (µs) it was made at; a new one means the state was lost
+--   4 unit   HASH  "<unit>\0<attr>": n (in flight), cap, until, level, probe,
 --                  r1, r2 (slots reserved from classes 1 and 2: Reserve[0],
 --                  Reserve[0]+Reserve[1]; absent = 0), w0, w1, w2 (waiting,
 --                  by class), q\0<queue> (waiting in that queue), rtat,
@@ -14,24 +16,26 @@
 --                  since its last change, in flight when last lowered),
 --                  dday, dused (the UTC day and its tokens reserved and
 --                  used, against DailyTokens)
---   4 cred   HASH  credential id -> in flight
---   5 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
+--   5 cred   HASH  credential id -> in flight
+--   6 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
 --                  <ticket>": lex order is (class, WFQ tag, arrival) per queue
---   6 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30
+--   7 tix    HASH  ticket -> "queue\31member\31replica\31\30unit\30unit\30
 --                  \31tenant\31arrived" (arrived: Redis ms when queued;
 --                  absent in records written before it was added)
---   7 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
---   8 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
---   9 seq    STRING arrival counter
---  10 fair   HASH  WFQ state: "<queue>\0<class>" -> "V\31n" (virtual time,
+--   8 seen   ZSET  ticket -> last Acquire + LeaseTTL (dead-waiter deadline)
+--   9 uq     ZSET  score 0, "<unit>\0<queue>": the queues that list a unit
+--  10 seq    STRING arrival counter
+--  11 fair   HASH  WFQ state: "<queue>\0<class>" -> "V\31n" (virtual time,
 --                  tickets queued in the class), "<queue>\0<class>\0<tenant>"
 --                  -> "F\31n" (the tenant's last finish tag, its tickets
 --                  queued in the class); a field goes at n = 0
+--  12 lapse  ZSET  limit id -> when its windows and day lapse (Redis ms):
+--                  limits with no lease, whose state is then forgotten
 -- Dynamic names (units, credentials, queues, tickets) live in fields and
 -- members, never in key names, so every key is declared and the scripts
 -- stay Redis Cluster safe.
-local K_LEASE, K_EXP, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local K_LEASE, K_EXP, K_GEN, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR, K_LAPSE =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
 -- REAP bounds the work of one call; the rest is reaped by the next calls.
 local REAP = 64
@@ -146,6 +150,69 @@ end
 -- DAY is a UTC day in ms.
 local DAY = 86400000
 
+-- state_gen returns the generation of the domain's state, making a new one
+-- when there is none: a new domain, or one whose state was lost (Redis
+-- restarted empty, or flushed). A replica that saw another generation must
+-- reassert its leases before it decides anything.
+local function state_gen()
+  local g = redis.call('GET', K_GEN)
+  if not g then
+    local t = redis.call('TIME')
+    g = t[1] .. string.format('%06d', tonumber(t[2]))
+    redis.call('SET', K_GEN, g)
+  end
+  return tonumber(g)
+end
+
+-- lease_record packs a lease record (see K_LEASE); limits is the list of
+-- its limit holds, each packed by limit_hold.
+local function lease_record(u, cred, index, probe, base, max, tokens, tpm, daily, day, limits)
+  return u .. '\31' .. cred .. '\31' .. index .. '\31' .. probe .. '\31' .. base .. '\31' .. max .. '\31' .. tokens ..
+    '\31' .. tpm .. '\31' .. daily .. '\31' .. day .. '\31' .. table.concat(limits, '\30')
+end
+
+local function limit_hold(id, tokens, tpm, daily, day)
+  return id .. '\0' .. tokens .. '\0' .. tpm .. '\0' .. daily .. '\0' .. day
+end
+
+-- lapse_at is when limit id's windows are empty and its day (if it used
+-- any of it) is over: from then on its fields decide nothing.
+local function lapse_at(id)
+  local v = redis.call('HMGET', K_UNIT, id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused')
+  local at = math.max(tonumber(v[1]) or 0, tonumber(v[2]) or 0)
+  if (tonumber(v[4]) or 0) > 0 then
+    at = math.max(at, ((tonumber(v[3]) or 0) + 1) * DAY)
+  end
+  return math.ceil(at)
+end
+
+-- FORGET bounds the limits one call forgets; LAPSE_RECHECK is how long a
+-- limit with waiters but no lease waits before it is looked at again.
+local FORGET, LAPSE_RECHECK = 16, 60000
+
+-- forget drops the state of the limits in K_LAPSE that are due, at most
+-- FORGET: a limit with no lease, no waiter and lapsed windows is as good as
+-- new, so per-end-user limits do not keep a field for every user ever seen.
+-- A limit that holds a lease again leaves K_LAPSE (drop_lease puts it back
+-- when its last lease goes); one that is waited for, or whose windows moved
+-- on, is looked at again later.
+local function forget(now)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LAPSE, '-inf', now, 'LIMIT', 0, FORGET)) do
+    local v = redis.call('HMGET', K_UNIT, id .. '\0n', id .. '\0w0', id .. '\0w1', id .. '\0w2')
+    local at = lapse_at(id)
+    if v[1] then
+      redis.call('ZREM', K_LAPSE, id)
+    elseif v[2] or v[3] or v[4] then
+      redis.call('ZADD', K_LAPSE, math.max(at, now + LAPSE_RECHECK), id)
+    elseif at > now then
+      redis.call('ZADD', K_LAPSE, at, id)
+    else
+      redis.call('ZREM', K_LAPSE, id)
+      redis.call('HDEL', K_UNIT, id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused')
+    end
+  end
+end
+
 -- lease_holds returns the slots a parsed lease record holds: its unit,
 -- then its limits, each {id, tokens, tpm, daily, day}.
 local function lease_holds(l)
@@ -191,7 +258,10 @@ local function drop_lease(id)
   local l = split(rec, '\31')
   incr(K_UNIT, l[1] .. '\0n', -1)
   for e in string.gmatch(l[11] or '', '[^\30]+') do
-    incr(K_UNIT, split(e, '\0')[1] .. '\0n', -1)
+    local id = split(e, '\0')[1]
+    if incr(K_UNIT, id .. '\0n', -1) <= 0 then
+      redis.call('ZADD', K_LAPSE, lapse_at(id), id)
+    end
   end
   incr(K_CRED, l[2], -1)
   -- Losing the probe (released or expired) frees the probe slot.
@@ -234,6 +304,7 @@ local REAPED = 8
 -- a crashed holder's slot or a dead head's place, which no release will
 -- announce.
 local function reap(now)
+  forget(now)
   local units, set = {}, {}
   local function note(u)
     if #units < REAPED and not set[u] then

@@ -1,10 +1,17 @@
 -- renew: push the expiry of live leases to now + ttl; ignore the others.
--- KEYS: exp only. ARGV: ttl_ms, lease ids. Returns how many were renewed.
+-- KEYS: exp and gen only. ARGV: ttl_ms, the state generation the replica
+-- knows (0 = none), lease ids. Returns how many were renewed, or -1 when
+-- the state was lost since (another generation, or none): the replica must
+-- reassert its leases.
+local g = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[2] ~= '0' and g ~= tonumber(ARGV[2]) then
+  return -1
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expires = now + tonumber(ARGV[1])
 local n = 0
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if s and tonumber(s) > now then
     redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[i])
