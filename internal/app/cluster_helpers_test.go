@@ -161,6 +161,8 @@ type cluster struct {
 	sim    *simulator.Simulator
 	A, B   *replica
 	client *http.Client
+	// logLevel is the replicas' --log-level; "" is warn.
+	logLevel string
 }
 
 // newCluster starts the simulator (org-1's keys answering after latency)
@@ -209,7 +211,7 @@ func (c *cluster) start(bin, name, dir, catalog string) *replica {
 		t.Fatal(err)
 	}
 	r := &replica{name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(bin, "serve", "--config", cfg, "--log-level", "warn")
+	r.cmd = exec.Command(bin, "serve", "--config", cfg, "--log-level", cmp.Or(c.logLevel, "warn"))
 	r.cmd.Env = append(os.Environ(), clusterEnv()...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	if err := r.cmd.Start(); err != nil {

@@ -67,11 +67,15 @@ type Gateway struct {
 	metrics   *metrics.Metrics
 	catalog   *catalogSource
 	demo      *demo
-	servers   []*http.Server
-	addr      string
-	admin     string
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	dataPlane *http.Server
+	adminAPI  *http.Server
+	handlers  *handlers // the data plane's, counted for the drain
+	// stopRequests cancels the context of every data-plane request; see drain.
+	stopRequests context.CancelCauseFunc
+	addr         string
+	admin        string
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 // Addr is the data plane's listen address.
@@ -89,8 +93,11 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if o.ReloadEvery == 0 {
 		o.ReloadEvery = time.Second
 	}
-	g := &Gateway{log: o.Log, live: &pipeline.Live{}, metrics: metrics.New()}
-	ctx, g.cancel = context.WithCancel(ctx)
+	g := &Gateway{log: o.Log, live: &pipeline.Live{}, metrics: metrics.New(), handlers: newHandlers()}
+	// The background loops (capacity, jobs, refreshes) outlive ctx, which
+	// ends at SIGTERM: requests draining still need them. Close stops them.
+	run, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	g.cancel = cancelRun
 	defer func() {
 		if err != nil {
 			g.Close()
@@ -102,9 +109,11 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dbURL := cat.Database.URL
-	if o.DatabaseURL != "" {
-		dbURL = o.DatabaseURL
+	dbURL := o.DatabaseURL
+	if dbURL == "" {
+		if dbURL, err = cat.Database.LoadURL(o.LookupEnv); err != nil {
+			return nil, fmt.Errorf("database: %w", err)
+		}
 	}
 	if g.db, err = sqldb.Open(ctx, dbURL); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -146,7 +155,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
 	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
-	shared, jobs, err := g.openState(ctx, cat.State)
+	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -173,37 +182,43 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("admin listen: %w", err)
 	}
 	g.addr, g.admin = dataLn.Addr().String(), adminLn.Addr().String()
-	g.serve(dataLn, ingress.New(handler, g.live, g.keys, g.metrics, o.Log))
+	// Requests get a context of their own, not ctx: they run on after
+	// SIGTERM, for the shutdown grace.
+	requests, stopRequests := context.WithCancelCause(context.Background())
+	g.stopRequests = stopRequests
+	g.dataPlane = g.serve(dataLn, g.handlers.track(ingress.New(handler, g.live, g.keys, g.metrics, o.Log)), requests)
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
-	g.serve(adminLn, admin.New(admin.Options{
+	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{
 		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
-	}))
-	g.background(ctx, func(ctx context.Context) {
+	}), context.Background())
+	g.background(run, func(ctx context.Context) {
 		if err := g.capacity.Run(ctx); err != nil {
 			o.Log.LogAttrs(ctx, slog.LevelError, "capacity engine stopped", slog.Any("err", err))
 		}
 	})
-	g.background(ctx, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
+	g.background(run, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
 	// Statuses changed on another replica are seen here within a second.
-	g.background(ctx, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
-	g.background(ctx, func(ctx context.Context) {
+	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
+	g.background(run, func(ctx context.Context) {
 		g.keys.Run(ctx, time.Second, func(err error) {
 			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err))
 		})
 	})
 	if o.ConfigPath != "" {
-		g.background(ctx, func(ctx context.Context) { src.watch(ctx, o.ReloadEvery) })
+		g.background(run, func(ctx context.Context) { src.watch(ctx, o.ReloadEvery) })
 	}
 	g.banner(o.Banner, token, generated)
 	return g, nil
 }
 
-func (g *Gateway) serve(ln net.Listener, h http.Handler) {
+// serve serves h on ln in the background; each request's context derives
+// from base.
+func (g *Gateway) serve(ln net.Listener, h http.Handler, base context.Context) *http.Server {
 	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
-	g.servers = append(g.servers, s)
+		ErrorLog:    slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return base }}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -211,6 +226,7 @@ func (g *Gateway) serve(ln net.Listener, h http.Handler) {
 			g.log.LogAttrs(context.Background(), slog.LevelError, "server stopped", slog.Any("err", err))
 		}
 	}()
+	return s
 }
 
 func (g *Gateway) background(ctx context.Context, f func(context.Context)) {
@@ -221,21 +237,20 @@ func (g *Gateway) background(ctx context.Context, f func(context.Context)) {
 	}()
 }
 
-// Close stops accepting requests, lets running ones finish (bounded), then
-// flushes usage records and closes the stores. Later calls return the
-// first one's result.
+// Close stops accepting requests, lets running ones finish within
+// server.shutdown_grace and cuts those still running then (see drain);
+// once every request has settled it flushes usage records and closes the
+// stores. It returns an error only if something was lost or failed to
+// close. Later calls return the first one's result.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() { g.closeErr = g.close() })
 	return g.closeErr
 }
 
 func (g *Gateway) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var errs []error
-	for _, s := range g.servers {
-		errs = append(errs, s.Shutdown(ctx))
-	}
+	errs := []error{g.drain()}
+	// Every request has settled. The background loops stop only now:
+	// draining requests need the capacity engine.
 	g.cancel()
 	g.wg.Wait()
 	if g.recorder != nil {
@@ -298,13 +313,17 @@ type sharedState interface {
 // openState opens the configured shared-state backend and the job bindings:
 // for one process, memory and the database (so that a restart can still
 // follow its jobs); for replicas that share accounts, Redis for both.
-func (g *Gateway) openState(ctx context.Context, st config.State) (sharedState, store.Jobs, error) {
+func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func(string) (string, bool)) (sharedState, store.Jobs, error) {
 	if st.Backend != "redis" {
 		return memstore.New(), sqlstore.New(g.db), nil
 	}
-	opts, err := redis.ParseURL(st.Redis.URL)
+	u, err := st.Redis.LoadURL(lookupEnv)
 	if err != nil {
-		return nil, nil, errors.New("state.redis.url: not a valid redis URL") // the URL may hold a password
+		return nil, nil, fmt.Errorf("state.redis: %w", err)
+	}
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, nil, errors.New("state.redis: not a valid redis URL") // the URL may hold a password
 	}
 	client := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

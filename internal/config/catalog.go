@@ -40,6 +40,9 @@ type Server struct {
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
 	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
 	WaitTimeout   Duration `yaml:"wait_timeout"`    // longest a request waits for capacity; default 30s
+	// ShutdownGrace is how long running requests may go on after SIGTERM;
+	// streams still open then end with an error event. Default 60s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Priorities tune each priority class by name (interactive, standard,
 	// background); a class left out waits up to WaitTimeout.
 	Priorities map[string]Priority `yaml:"priorities"`
@@ -83,15 +86,22 @@ type State struct {
 	LeaseTTL Duration `yaml:"lease_ttl"` // a claim held by a dead replica comes back after this; default 30s
 }
 
-// Redis locates the Redis server for the cluster backend.
+// Redis locates the Redis server for the cluster backend. Exactly one of
+// URL, URLEnv and URLFile gives its URL; the last two keep a password out
+// of the catalog.
 type Redis struct {
-	URL    string `yaml:"url"`
-	Prefix string `yaml:"prefix"`
+	URL     string `yaml:"url"`
+	URLEnv  string `yaml:"url_env"`  // environment variable holding the URL
+	URLFile string `yaml:"url_file"` // file holding the URL
+	Prefix  string `yaml:"prefix"`
 }
 
-// Database locates the durable store: sqlite://path or postgres://…
+// Database locates the durable store: sqlite://path or postgres://…, given
+// by exactly one of URL, URLEnv and URLFile as for Redis.
 type Database struct {
-	URL string `yaml:"url"`
+	URL     string `yaml:"url"`
+	URLEnv  string `yaml:"url_env"`  // environment variable holding the URL
+	URLFile string `yaml:"url_file"` // file holding the URL
 }
 
 // Endpoint is an upstream base URL with its protocols.

@@ -11,7 +11,7 @@ const defaultMaxBodyBytes = 4 << 20 // 4 MiB
 // ApplyDefaults fills every unset field that has a default, in place:
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
-//     max_body_bytes 4 MiB, body_timeout 30s, wait_timeout 30s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
+//     max_body_bytes 4 MiB, body_timeout 30s, wait_timeout 30s, shutdown_grace 60s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
 //     total 10m; jobs max_age 2h, poll_interval 2s, max_poll_interval 30s (or
 //     poll_interval, when larger), retention 24h;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
@@ -20,7 +20,8 @@ const defaultMaxBodyBytes = 4 << 20 // 4 MiB
 //     when base alone is set above 60s);
 //   - models: protocol openai.chat; deployments: weight 1;
 //   - pools: strategy round-robin; keys: priority standard, policy mode default;
-//   - state: backend memory; database: url sqlite://data/sluice.db.
+//   - state: backend memory; database: url sqlite://data/sluice.db (unless
+//     url_env or url_file is set).
 //
 // Version has no default. Values that are set, even invalid ones such as a
 // negative weight, are left for Validate to report. ApplyDefaults is
@@ -38,6 +39,7 @@ func ApplyDefaults(c *Catalog) {
 	if s.WaitTimeout == 0 {
 		s.WaitTimeout = Duration(30 * time.Second)
 	}
+	setDuration(&s.ShutdownGrace, Duration(60*time.Second))
 	setDuration(&s.Jobs.MaxAge, Duration(2*time.Hour))
 	setDuration(&s.Jobs.PollInterval, Duration(2*time.Second))
 	setDuration(&s.Jobs.MaxPollInterval, max(Duration(30*time.Second), s.Jobs.PollInterval))
@@ -52,7 +54,9 @@ func ApplyDefaults(c *Catalog) {
 		Total:     Duration(10 * time.Minute),
 	})
 	setString(&c.State.Backend, "memory")
-	setString(&c.Database.URL, "sqlite://data/sluice.db")
+	if d := &c.Database; d.URLEnv == "" && d.URLFile == "" {
+		setString(&d.URL, "sqlite://data/sluice.db")
+	}
 
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]

@@ -47,12 +47,13 @@ keys:
 	want := &Catalog{
 		Version: 1,
 		Server: Server{
-			Listen:       "127.0.0.1:8080",
-			AdminListen:  "127.0.0.1:8081",
-			MaxBodyBytes: 4 << 20,
-			BodyTimeout:  Duration(30 * time.Second),
-			WaitTimeout:  Duration(30 * time.Second),
-			Timeouts:     serverTimeouts,
+			Listen:        "127.0.0.1:8080",
+			AdminListen:   "127.0.0.1:8081",
+			MaxBodyBytes:  4 << 20,
+			BodyTimeout:   Duration(30 * time.Second),
+			WaitTimeout:   Duration(30 * time.Second),
+			ShutdownGrace: Duration(time.Minute),
+			Timeouts:      serverTimeouts,
 			Jobs: Jobs{
 				MaxAge: Duration(2 * time.Hour), PollInterval: Duration(2 * time.Second),
 				MaxPollInterval: Duration(30 * time.Second), Retention: Duration(24 * time.Hour),
@@ -103,5 +104,17 @@ keys:
 	ApplyDefaults(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ApplyDefaults twice (-want +got):\n%s", diff)
+	}
+}
+
+// A database URL read from the environment or a file takes no default: the
+// default would make two sources of one URL.
+func TestApplyDefaultsDatabaseURLElsewhere(t *testing.T) {
+	for _, give := range []Database{{URLEnv: "DATABASE_URL"}, {URLFile: "/run/secrets/database-url"}} {
+		c := &Catalog{Database: give}
+		ApplyDefaults(c)
+		if c.Database != give {
+			t.Errorf("ApplyDefaults(database %+v) = %+v, want it unchanged", give, c.Database)
+		}
 	}
 }

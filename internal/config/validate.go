@@ -104,32 +104,54 @@ func (v *validator) top() {
 		}
 	}
 
-	switch c.State.Backend {
+	if c.Server.ShutdownGrace < 0 {
+		v.addf("server.shutdown_grace", "must be > 0")
+	}
+
+	switch r := c.State.Redis; c.State.Backend {
 	case "memory":
 	case "redis":
-		switch s := scheme(c.State.Redis.URL); {
-		case c.State.Redis.URL == "":
-			v.addf("state.redis.url", "required when state.backend is redis")
-		case s != "redis" && s != "rediss" && s != "unix":
-			v.addf("state.redis.url", "must be a redis://, rediss:// or unix:// URL")
+		if r.URL == "" && r.URLEnv == "" && r.URLFile == "" {
+			v.addf("state.redis.url", "required when state.backend is redis (or url_env, or url_file)")
+			break
+		}
+		if u, at := v.url("state.redis", r.URL, r.URLEnv, r.URLFile); u != "" {
+			if s := scheme(u); s != "redis" && s != "rediss" && s != "unix" {
+				v.addf(at, "must be a redis://, rediss:// or unix:// URL")
+			}
 		}
 	default:
 		v.addf("state.backend", "must be memory or redis, got %q", c.State.Backend)
 	}
 
-	switch s := scheme(c.Database.URL); s {
-	case "postgres", "postgresql":
-		if _, err := url.Parse(c.Database.URL); err != nil {
+	d := c.Database
+	u, at := v.url("database", d.URL, d.URLEnv, d.URLFile)
+	switch s := scheme(u); {
+	case u == "":
+	case s == "postgres" || s == "postgresql":
+		if _, err := url.Parse(u); err != nil {
 			// url.Error quotes the whole URL, password included.
-			v.addf("database.url", "not a valid %s URL", s)
+			v.addf(at, "not a valid %s URL", s)
 		}
-	case "sqlite":
-		if strings.TrimPrefix(c.Database.URL, "sqlite://") == "" {
-			v.addf("database.url", "sqlite:// needs a file path, e.g. sqlite://data/sluice.db")
+	case s == "sqlite":
+		if strings.TrimPrefix(u, "sqlite://") == "" {
+			v.addf(at, "sqlite:// needs a file path, e.g. sqlite://data/sluice.db")
 		}
 	default:
-		v.addf("database.url", "must start with sqlite://, postgres:// or postgresql://")
+		v.addf(at, "must start with sqlite://, postgres:// or postgresql://")
 	}
+}
+
+// url reads the URL of the record at path from whichever of its url, url_env
+// and url_file is set. It returns the URL and the path of that field, or ""
+// after reporting why there is none.
+func (v *validator) url(path, inline, env, file string) (u, at string) {
+	u, field, err := readURL(inline, env, file, v.lookupEnv)
+	if err != nil {
+		v.secret(path, err)
+		return "", ""
+	}
+	return u, path + "." + field
 }
 
 // listen checks a listen address: host:port, the host may be empty.

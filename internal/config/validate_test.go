@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // baseYAML is a small valid catalog; each validation case breaks one thing.
@@ -77,6 +79,7 @@ func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	emptyFile := writeFile(t, dir, "empty", " \n\t")
 	missingFile := filepath.Join(dir, "missing")
+	notRedisFile := writeFile(t, dir, "not-redis", "postgres://sluice:pw@db/sluice\n")
 
 	tests := []struct {
 		name string
@@ -98,6 +101,23 @@ func TestValidate(t *testing.T) {
 		{"RedisURLScheme", func(c *Catalog) { c.State.Backend, c.State.Redis.URL = "redis", "127.0.0.1:6379" }, "state.redis.url: must be a redis://, rediss:// or unix:// URL"},
 		{"DatabaseScheme", func(c *Catalog) { c.Database.URL = "mysql://db/sluice" }, "database.url: must start with sqlite://, postgres:// or postgresql://"},
 		{"DatabaseSQLiteWithoutPath", func(c *Catalog) { c.Database.URL = "sqlite://" }, "database.url: sqlite:// needs a file path"},
+		{"DatabaseURLAndURLEnv", func(c *Catalog) { c.Database.URLEnv = "DATABASE_URL" }, "database: set only one of url, url_env and url_file"},
+		{"DatabaseURLEnvAndURLFile", func(c *Catalog) { c.Database = Database{URLEnv: "DATABASE_URL", URLFile: missingFile} },
+			"database: set only one of url, url_env and url_file"},
+		{"DatabaseURLEnvUnset", func(c *Catalog) { c.Database = Database{URLEnv: "NOPE"} }, "database.url_env: environment variable NOPE is not set"},
+		{"DatabaseURLEnvEmpty", func(c *Catalog) { c.Database = Database{URLEnv: "BLANK"} }, "database.url_env: environment variable BLANK is empty"},
+		{"DatabaseURLEnvScheme", func(c *Catalog) { c.Database = Database{URLEnv: "OPENAI_KEY_1"} },
+			"database.url_env: must start with sqlite://, postgres:// or postgresql://"},
+		{"DatabaseURLFileMissing", func(c *Catalog) { c.Database = Database{URLFile: missingFile} }, "database.url_file: open " + missingFile + ": no such file"},
+		{"DatabaseURLFileEmpty", func(c *Catalog) { c.Database = Database{URLFile: emptyFile} }, "database.url_file: " + emptyFile + " is empty"},
+		{"RedisURLAndURLFile", func(c *Catalog) {
+			c.State = State{Backend: "redis", Redis: Redis{URL: "redis://cache", URLFile: emptyFile}}
+		},
+			"state.redis: set only one of url, url_env and url_file"},
+		{"RedisURLEnvUnset", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URLEnv: "NOPE"}} }, "state.redis.url_env: environment variable NOPE is not set"},
+		{"RedisURLFileScheme", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URLFile: notRedisFile}} },
+			"state.redis.url_file: must be a redis://, rediss:// or unix:// URL"},
+		{"ShutdownGraceNegative", func(c *Catalog) { c.Server.ShutdownGrace = -1 }, "server.shutdown_grace: must be > 0"},
 
 		{"EndpointDuplicateID", func(c *Catalog) { c.Endpoints[1].ID = "openai-main" }, `endpoints[1].id: duplicate id "openai-main" (first at endpoints[0])`},
 		{"EndpointIDMissing", func(c *Catalog) { c.Endpoints[1].ID = "" }, "endpoints[1].id: required"},
@@ -207,6 +227,9 @@ func TestValidate(t *testing.T) {
 func TestValidateAccepts(t *testing.T) {
 	dir := t.TempDir()
 	secretFile := writeFile(t, dir, "secret", "  sk-from-file-0001\n")
+	redisURLFile := writeFile(t, dir, "redis-url", "rediss://:pw@cache:6380/0\n")
+	env := map[string]string{"DATABASE_URL": " postgres://sluice:pw@db:5432/sluice\n"}
+	maps.Copy(env, testEnv)
 
 	tests := []struct {
 		name string
@@ -220,6 +243,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
+		{"DatabaseURLEnv", func(c *Catalog) { c.Database = Database{URLEnv: "DATABASE_URL"} }},
+		{"RedisURLFile", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URLFile: redisURLFile}} }},
+		{"ShutdownGrace", func(c *Catalog) { c.Server.ShutdownGrace = Duration(time.Second) }},
 		{"ListenAnyHost", func(c *Catalog) { c.Server.Listen = ":8080" }},
 		{"ListenEphemeralPorts", func(c *Catalog) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
 		{"ExpiresAtWithOffset", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01T00:00:00+02:00" }},
@@ -229,7 +255,7 @@ func TestValidateAccepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := base(t)
 			tt.give(c)
-			if err := Validate(c, lookup(testEnv)); err != nil {
+			if err := Validate(c, lookup(env)); err != nil {
 				t.Errorf("Validate = %v, want nil", err)
 			}
 		})
@@ -290,10 +316,17 @@ func TestErrorsNeverContainSecrets(t *testing.T) {
 	c.Keys[0].SecretEnv = "B"
 	c.Keys[1].SecretEnv = "C" // same value as keys[0]
 
+	// URLs read from the environment or a file are quoted no more than written ones.
+	d := *c
+	d.Database = Database{URLEnv: "A"}
+	d.State = State{Backend: "redis", Redis: Redis{URLFile: writeFile(t, dir, "redis-url", "http://:"+secret+"@cache:6379\n")}}
+
 	for _, err := range []error{
 		Validate(c, lookup(env)),
+		Validate(&d, lookup(env)),
 		secretErr(c.Credentials[0].Secret(lookup(env))),
 		secretErr((&Key{ID: "k", SecretFile: dir}).Secret(nil)),
+		secretErr((&Database{URLFile: dir}).LoadURL(nil)),
 	} {
 		if err == nil {
 			t.Fatal("got no error, want one")
@@ -335,6 +368,35 @@ func TestSecret(t *testing.T) {
 	k := Key{ID: "web-app", SecretEnv: "NOPE"}
 	if _, err := k.Secret(env); errString(err) != `key "web-app": secret_env: environment variable NOPE is not set` {
 		t.Errorf("Key.Secret() error = %v", err)
+	}
+}
+
+func TestLoadURL(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "database-url", "postgres://sluice:from-file@db/sluice\n")
+	env := lookup(map[string]string{"DATABASE_URL": "postgres://sluice:from-env@db/sluice\n"})
+
+	tests := []struct {
+		name    string
+		give    Database
+		want    string
+		wantErr string
+	}{
+		{"URL", Database{URL: "sqlite://data/x.db"}, "sqlite://data/x.db", "<nil>"},
+		{"EnvTrimmed", Database{URLEnv: "DATABASE_URL"}, "postgres://sluice:from-env@db/sluice", "<nil>"},
+		{"FileTrimmed", Database{URLFile: file}, "postgres://sluice:from-file@db/sluice", "<nil>"},
+		{"EnvUnset", Database{URLEnv: "NOPE"}, "", "url_env: environment variable NOPE is not set"},
+		{"FileMissing", Database{URLFile: filepath.Join(dir, "nope")}, "", "url_file: open " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{"Two", Database{URL: "sqlite://x", URLEnv: "DATABASE_URL"}, "", "set only one of url, url_env and url_file"},
+		{"None", Database{}, "", "url: required (or url_env, or url_file)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.give.LoadURL(env)
+			if got != tt.want || errString(err) != tt.wantErr {
+				t.Errorf("LoadURL() = %q, %v; want %q, %s", got, err, tt.want, tt.wantErr)
+			}
+		})
 	}
 }
 

@@ -187,9 +187,17 @@ func writeResponse(w http.ResponseWriter, r *response) error {
 // canonical form): the answer's type, and what a caller can act on.
 var passedHeaders = []string{"Content-Type", "Retry-After", "Retry-After-Ms"}
 
+// ErrShuttingDown is the cause with which the gateway cancels the requests
+// still running when its shutdown grace ends. An execution cut by it is
+// cancelled as if its caller had left (nobody is penalised), but the caller
+// is still there: a committed stream ends with an error event saying why,
+// and an uncommitted request is answered with this error.
+var ErrShuttingDown = &sluice.Error{Code: sluice.CodeServerBusy, Msg: "the gateway is shutting down", RetryAfter: time.Second}
+
 // failureOf classifies an execution that ended without an HTTP answer (or
-// whose body broke): the caller leaving, one of our phase timeouts, or a
-// network failure.
+// whose body broke): the caller leaving or the gateway shutting down (the
+// request's context cancelled, with ErrShuttingDown as its cause), one of
+// our phase timeouts, or a network failure.
 func failureOf(ctx, actx context.Context, err error) (Class, error) {
 	if ctx.Err() != nil {
 		return ClassCallerGone, context.Cause(ctx)

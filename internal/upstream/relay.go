@@ -92,17 +92,33 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		err = errStreamTruncated
 	}
 	a.Class, a.Err = failureOf(ctx, actx, err)
-	if a.Class != ClassCallerGone {
+	if event := streamEnd(a); event != nil {
 		// The stream is committed: no failover, no splicing of a second
 		// upstream's output; the caller learns why it ended.
 		if idle > 0 {
 			_ = rc.SetWriteDeadline(time.Now().Add(idle))
 		}
-		_ = out.WriteData(streamErrorEvent)
+		_ = out.WriteData(event)
 	}
 	return a
 }
 
+// streamEnd is the error event that ends the committed stream of a, or nil
+// when its caller has gone.
+func streamEnd(a Attempt) []byte {
+	switch {
+	case a.Err == ErrShuttingDown:
+		return shutdownErrorEvent
+	case a.Class == ClassCallerGone:
+		return nil
+	}
+	return streamErrorEvent
+}
+
 // streamErrorEvent ends a committed stream that broke, in the OpenAI
-// dialect that SDKs recognise (a chunk with an "error" key).
-var streamErrorEvent = []byte(`{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"` + string(sluice.CodeUpstreamStreamFailed) + `"}}`)
+// dialect that SDKs recognise (a chunk with an "error" key);
+// shutdownErrorEvent ends one that the gateway cut when shutting down.
+var (
+	streamErrorEvent   = []byte(`{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"` + string(sluice.CodeUpstreamStreamFailed) + `"}}`)
+	shutdownErrorEvent = []byte(`{"error":{"message":"` + ErrShuttingDown.Msg + `; the stream ended before it completed","type":"server_error","param":null,"code":"` + string(ErrShuttingDown.Code) + `"}}`)
+)
