@@ -3,10 +3,15 @@ package app_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,9 +20,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // shutdownTemplate is the catalog of the shutdown tests: %s is the SQLite
@@ -291,4 +298,113 @@ func TestShutdownLetsShortStreamsFinish(t *testing.T) {
 			t.Errorf("stream %s usage = %+v, want it measured", r.requestID, rec.Usage)
 		}
 	}
+}
+
+// startCatalogGateway starts a gateway in this process on the harness's
+// catalog with its database section replaced by database and its state
+// section by state, with env added to the test environment.
+func startCatalogGateway(t *testing.T, database, state string, env map[string]string) *app.Gateway {
+	t.Helper()
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() { sim.Close(); srv.Close() })
+	doc := fmt.Sprintf(catalogTemplate, "unused", state, srv.URL, srv.URL)
+	doc = strings.Replace(doc, `database: {url: "sqlite://unused"}`, "database: "+database, 1)
+	cfg := filepath.Join(t.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all := maps.Clone(testEnv)
+	maps.Copy(all, env)
+	gw, err := app.Start(t.Context(), app.Options{
+		ConfigPath: cfg,
+		Log:        slog.New(slog.DiscardHandler),
+		LookupEnv:  func(k string) (string, bool) { v, ok := all[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return gw
+}
+
+// checkCatalogGateway checks that gw serves a chat and that its catalog, as
+// the admin API shows it, holds none of secrets.
+func checkCatalogGateway(t *testing.T, gw *app.Gateway, secrets ...string) {
+	t.Helper()
+	h := &harness{t: t, gw: gw}
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != http.StatusOK {
+		t.Fatalf("chat = %d %s, want 200", code, body)
+	}
+	code, doc := h.adminGet("/admin/catalog")
+	if code != http.StatusOK {
+		t.Fatalf("GET /admin/catalog = %d %s", code, doc)
+	}
+	for _, s := range secrets {
+		if strings.Contains(doc, s) {
+			t.Errorf("GET /admin/catalog shows %q:\n%s", s, doc)
+		}
+	}
+}
+
+// A gateway whose database URL comes from the environment opens that
+// database, and its catalog does not show the URL.
+func TestDatabaseURLFromEnvironment(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "from-env.db")
+	gw := startCatalogGateway(t, "{url_env: SLUICE_TEST_DATABASE_URL}", "{backend: memory}",
+		map[string]string{"SLUICE_TEST_DATABASE_URL": "sqlite://" + db})
+	checkCatalogGateway(t, gw, db)
+	h := &harness{t: t, dbPath: db}
+	if recs := h.usage(t, 1); len(recs) != 1 {
+		t.Errorf("usage records in the database named by SLUICE_TEST_DATABASE_URL = %d, want 1", len(recs))
+	}
+}
+
+// GET /admin/catalog shows no database or Redis password, whether the URLs
+// are written in the catalog, named by a variable or read from a file.
+func TestAdminCatalogShowsNoURLPassword(t *testing.T) {
+	pg, pgPassword := withPassword(t, testenv.Postgres(t), "postgres", "pg-PASSWORD-5c2e9a")
+	rd, redisPassword := withPassword(t, testenv.Redis(t), "default", "redis-PASSWORD-8d4f1b")
+	prefix := "sluice-redact-test-" + rand.Text()[:10] + ":"
+	t.Cleanup(func() { deleteRedisKeys(t, rd, prefix) })
+	redisFile := filepath.Join(t.TempDir(), "redis-url")
+	if err := os.WriteFile(redisFile, []byte(rd+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name            string
+		database, redis string
+	}{
+		{"url", fmt.Sprintf("{url: %q}", pg), fmt.Sprintf("url: %q", rd)},
+		{"url_env and url_file", "{url_env: SLUICE_TEST_DATABASE_URL}", "url_file: " + redisFile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := fmt.Sprintf("{backend: redis, redis: {%s, prefix: %q}}", tt.redis, prefix)
+			gw := startCatalogGateway(t, tt.database, state, map[string]string{"SLUICE_TEST_DATABASE_URL": pg})
+			checkCatalogGateway(t, gw, pgPassword, redisPassword)
+		})
+	}
+}
+
+// withPassword returns raw with a password in its user info (password,
+// as user, unless raw has one already) and that password.
+func withPassword(t *testing.T, raw, user, password string) (string, string) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := u.User.Password(); ok {
+		return raw, p
+	}
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), password
 }

@@ -95,18 +95,23 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 		return out, nil, err
 	}
 	req.ID, req.Received = id, start
-	sluiceHeaders(req, r)
+	if err = sluiceHeaders(req, r); err != nil {
+		return out, req, err
+	}
 	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
 	return out, req, err
 }
 
 // sluiceHeaders sets what a caller may say in Sluice's own headers: the
-// priority class, the task type, and the end user (over the body's "user").
-func sluiceHeaders(req *sluice.Request, r *http.Request) {
+// priority class, the task type, and the end user (over the body's "user",
+// and checked as it is).
+func sluiceHeaders(req *sluice.Request, r *http.Request) error {
 	req.Priority, req.Task = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
 	if u := r.Header.Get("X-Sluice-User"); u != "" {
 		req.User = u
+		return checkUser(u)
 	}
+	return nil
 }
 
 // recoverPanic turns a panic of the request id into an internal error in

@@ -97,7 +97,9 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		if err = parseSubmit(req, body, r.Header.Get("Content-Type"), t.alias); err != nil {
 			return out, req, err
 		}
-		sluiceHeaders(req, r)
+		if err = sluiceHeaders(req, r); err != nil {
+			return out, req, err
+		}
 		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
 	} else {
 		ans, out, err = s.handler.FollowJob(r.Context(), token, req.Protocol, t.job, t.op, r.URL.RawQuery)
@@ -129,11 +131,14 @@ func parseSubmit(req *sluice.Request, body []byte, contentType, alias string) er
 	}
 	if mt, params, err := mime.ParseMediaType(contentType); err == nil && mt == "multipart/form-data" {
 		model, err := formValue(body, params["boundary"], "model")
+		if ae, ok := errors.AsType[*ambiguousError](err); ok {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: ae.Error(), Err: err}
+		}
 		if err != nil {
 			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "request body is not a valid multipart form", Err: err}
 		}
-		if model == "" {
-			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "you must provide a model parameter"}
+		if err := checkModel(model); err != nil {
+			return err
 		}
 		req.Model, req.Body, req.ContentType = model, body, contentType
 		return nil
@@ -151,13 +156,18 @@ const maxFormValue = 1 << 10
 
 // formValue returns the value of the multipart form field name ("" when
 // absent), reading the whole body so that a malformed one is refused here
-// rather than upstream.
+// rather than upstream. As for JSON bodies (see readFields), the field must
+// be one plain part, once, so that no form reader can take another part for
+// it: the body is refused when a part is named name a second time, in
+// another case or as a file, when a part is named by RFC 2231's name*, or
+// has a Content-Disposition that does not parse (Go's reader would skip
+// it, others might read it) or is given twice.
 func formValue(body []byte, boundary, name string) (string, error) {
 	if boundary == "" {
 		return "", errors.New("no boundary")
 	}
 	rd := multipart.NewReader(bytes.NewReader(body), boundary)
-	value := ""
+	value, found := "", false
 	for {
 		part, err := rd.NextRawPart()
 		if errors.Is(err, io.EOF) {
@@ -166,9 +176,25 @@ func formValue(body []byte, boundary, name string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if part.FormName() != name || part.FileName() != "" {
+		disposition := part.Header.Values("Content-Disposition")
+		if len(disposition) != 1 {
+			return "", errors.New("a part without exactly one Content-Disposition")
+		}
+		_, params, err := mime.ParseMediaType(disposition[0])
+		if err != nil {
+			return "", fmt.Errorf("a part's Content-Disposition: %w", err)
+		}
+		if extendedName(disposition[0]) {
+			return "", errors.New("a part named with name*")
+		}
+		partName, _, _ := strings.Cut(params["name"], "\x00")
+		if !strings.EqualFold(partName, name) {
 			continue // NextRawPart skips what is left of it
 		}
+		if found || params["name"] != name || part.FileName() != "" {
+			return "", &ambiguousError{field: name}
+		}
+		found = true
 		b, err := io.ReadAll(io.LimitReader(part, maxFormValue+1))
 		if err != nil {
 			return "", err
@@ -178,6 +204,21 @@ func formValue(body []byte, boundary, name string) (string, error) {
 		}
 		value = string(b)
 	}
+}
+
+// extendedName reports whether a Content-Disposition has a name* parameter
+// (RFC 2231: name*=, or continuations name*0=, name*1=…), which
+// mime.ParseMediaType prefers to name and other readers ignore. Splitting
+// on every ';', quoted or not, may find more parameters than there are,
+// never fewer.
+func extendedName(disposition string) bool {
+	for _, param := range strings.Split(disposition, ";")[1:] {
+		key, _, _ := strings.Cut(param, "=")
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(key)), "name*") {
+			return true
+		}
+	}
+	return false
 }
 
 // jobHeaders are the upstream headers a job's caller can act on. Nothing

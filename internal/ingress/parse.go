@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
@@ -24,24 +28,54 @@ type fields struct {
 // max_tokens; the reservation is corrected to the measured usage after.
 const defaultOutputTokens = 512
 
+// maxEstimate caps a request's token estimate. A reservation is compared
+// with token limits, so what matters is that it never overflows (max_tokens
+// 9223372036854775807 once wrapped it to nothing reserved) and that it
+// stays above any limit one could configure: a request asking for more than
+// a whole window is then refused or runs alone, never beside others. 2^40
+// tokens is far past any budget and far from overflowing an int64 sum.
+const maxEstimate = 1 << 40
+
 // estimate is the tokens a request is expected to use, reserved against
 // token-per-minute limits before the call: about four bytes of prompt per
-// token (JSON syntax included, so it errs high) plus the output allowed.
+// token (JSON syntax included, so it errs high) plus the output allowed,
+// saturating at maxEstimate. Parse refuses negative max_tokens.
 func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
-	prompt := bodyLen/4 + 1
+	prompt := min(int64(bodyLen/4+1), maxEstimate)
 	if p == sluice.ProtocolOpenAIEmbeddings {
-		return prompt
+		return int(prompt)
 	}
-	out := int(max(f.MaxTokens, f.MaxCompletionTokens))
+	out := max(f.MaxTokens, f.MaxCompletionTokens)
 	if out <= 0 {
 		out = defaultOutputTokens
 	}
-	return prompt + out
+	return int(prompt + min(out, maxEstimate-prompt))
+}
+
+// maxUser bounds the end-user name (body "user" or X-Sluice-User): it is
+// part of the limit-state keys of a key with user_limits.
+const maxUser = 256
+
+// checkUser refuses an end-user name that could not be a state key as it
+// is: longer than maxUser bytes, with control characters, or not valid
+// UTF-8 (encoding/json reads invalid bytes as U+FFFD, which is refused too,
+// so no two readers disagree on the name).
+func checkUser(user string) error {
+	if len(user) > maxUser {
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("user must be at most %d bytes", maxUser)}
+	}
+	for _, r := range user {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "user must be printable UTF-8 text, without control characters"}
+		}
+	}
+	return nil
 }
 
 // Parse reads the fields of an OpenAI-style body that Sluice routes on and
 // fills a Request that keeps body as is. The body must be one JSON object
-// with a non-empty string "model".
+// with a non-empty string "model", and each field Sluice reads must appear
+// at most once, spelled exactly (see checkKeys).
 func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 	f, ok := scan(body)
 	if !ok {
@@ -50,11 +84,8 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 			return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fieldError(err), Err: err}
 		}
 	}
-	if f.Model == "" {
-		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "you must provide a model parameter"}
-	}
-	if f.Stream && p != sluice.ProtocolOpenAIChat {
-		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "stream is not supported on this endpoint"}
+	if err := f.check(p); err != nil {
+		return nil, err
 	}
 	return &sluice.Request{
 		Protocol:     p,
@@ -67,19 +98,85 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 	}, nil
 }
 
+// check refuses values Sluice cannot act on.
+func (f *fields) check(p sluice.Protocol) error {
+	if err := checkModel(f.Model); err != nil {
+		return err
+	}
+	switch {
+	case f.Stream && p != sluice.ProtocolOpenAIChat:
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "stream is not supported on this endpoint"}
+	case f.MaxTokens < 0:
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_tokens must not be negative"}
+	case f.MaxCompletionTokens < 0:
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_completion_tokens must not be negative"}
+	}
+	return checkUser(f.User)
+}
+
+// checkModel refuses an empty model, and one with U+FFFD or invalid UTF-8:
+// encoding/json reads invalid UTF-8 and lone surrogates as U+FFFD, which
+// other readers read otherwise. Without them every reader that accepts the
+// body reads the same model name as Sluice, so a body whose model already
+// is the deployment's can be sent unchanged.
+func checkModel(model string) error {
+	switch {
+	case model == "":
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "you must provide a model parameter"}
+	case !utf8.ValidString(model) || strings.ContainsRune(model, utf8.RuneError):
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "model must be valid UTF-8"}
+	}
+	return nil
+}
+
+// The fields Sluice reads from a body, which an upstream reads too. Each
+// must be spelled exactly and appear at most once: a second member that
+// any JSON reader could take for one of them ("Model", "mod\u0065l",
+// "ſtream", a duplicate) lets Sluice read one value (encoding/json takes
+// the last member and folds case) and the upstream another (many readers
+// take the first, or match keys exactly), so Sluice could admit and bill
+// one model while the upstream runs another.
+var (
+	readFields   = []string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens"}
+	optionFields = []string{"include_usage"} // inside stream_options
+)
+
+// fieldIndex returns the index of key in names, or -1. It compares bytes
+// with strings without converting them, so it never allocates.
+func fieldIndex(names []string, key []byte) int {
+	for i, name := range names {
+		if string(key) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// errRepeated stops the scan at a member it must leave to decode, which
+// then names the field.
+var errRepeated = errors.New("field repeated")
+
 // scan reads the fields in one pass over body that also checks all of it is
 // valid JSON, without the reflection that made decoding most of Parse's
-// cost. It handles
-// the bodies clients send: ok is false for anything else — invalid JSON, a
-// field of the wrong type, a key encoding/json might match to a field
-// without being equal to it ("Model"), a string with escapes — and decode,
-// the reference, then gives the answer or the error. A key may appear more
-// than once: as for encoding/json, the last value wins, and null leaves the
-// field as it was.
+// cost. It handles the bodies clients send: ok is false for anything else —
+// invalid JSON, a field of the wrong type, a key that is not plain (see
+// jsonfield.PlainKey: "Model", "mod\u0065l", which decode's checkKeys
+// refuses if it folds to a read field), a read field repeated, a string
+// with escapes — and decode, the reference, then gives the answer or the
+// error. A plain key folds to itself, so a bitmask of the fields seen is all
+// the scan needs to apply checkKeys' rule.
 func scan(body []byte) (f fields, ok bool) {
-	hasOptions := false
+	var seen uint8
 	err := jsonfield.PlainMembers(body, func(key, value []byte) error {
-		switch string(key) {
+		i := fieldIndex(readFields, key)
+		if i < 0 {
+			return nil
+		}
+		if seen&(1<<i) != 0 {
+			return errRepeated
+		}
+		seen |= 1 << i
+		switch readFields[i] {
 		case "model":
 			return jsonfield.DecodeString(&f.Model, value)
 		case "stream":
@@ -90,32 +187,64 @@ func scan(body []byte) (f fields, ok bool) {
 			return jsonfield.DecodeInt(&f.MaxTokens, value)
 		case "max_completion_tokens":
 			return jsonfield.DecodeInt(&f.MaxCompletionTokens, value)
-		case "stream_options":
-			return scanOptions(&hasOptions, &f.IncludeUsage, value)
 		}
-		return nil
+		return scanOptions(&f.IncludeUsage, value)
 	})
 	return f, err == nil
 }
 
-// scanOptions reads stream_options, a pointer to a struct for
-// encoding/json: null sets the pointer to nil, and an object is decoded into
-// the struct already there, if any, so a second stream_options object keeps
-// what the first set unless it sets it again.
-func scanOptions(has, includeUsage *bool, value []byte) error {
+// scanOptions reads stream_options: null, or an object with include_usage
+// at most once.
+func scanOptions(includeUsage *bool, value []byte) error {
 	if string(value) == "null" {
-		*has, *includeUsage = false, false
 		return nil
 	}
 	if value[0] != '{' {
 		return jsonfield.ErrNotPlain
 	}
-	if !*has {
-		*has, *includeUsage = true, false
-	}
+	seen := false
 	return jsonfield.PlainMembers(value, func(key, value []byte) error {
-		if string(key) == "include_usage" {
-			return jsonfield.DecodeBool(includeUsage, value)
+		if string(key) != "include_usage" {
+			return nil
+		}
+		if seen {
+			return errRepeated
+		}
+		seen = true
+		return jsonfield.DecodeBool(includeUsage, value)
+	})
+}
+
+// ambiguousError is a member some JSON reader could take for a field Sluice
+// reads, beside the exactly spelled one or instead of it.
+type ambiguousError struct{ field string }
+
+func (e *ambiguousError) Error() string {
+	return fmt.Sprintf("%q must appear at most once, spelled exactly so (no other case or escapes)", e.field)
+}
+
+// checkKeys applies the rule of readFields to obj, valid JSON: it refuses a
+// member whose key folds (jsonfield.FoldKey) to one of names unless it is
+// that name, spelled plainly, for the first time; and it applies the rule of
+// optionFields inside stream_options.
+func checkKeys(obj []byte, names []string, prefix string) error {
+	var seen uint8
+	return jsonfield.Fields(obj, func(key, value []byte) error {
+		i := fieldIndex(names, key)
+		if i < 0 && !jsonfield.PlainKey(key) {
+			if i = slices.Index(names, jsonfield.FoldKey(key)); i >= 0 {
+				return &ambiguousError{field: prefix + names[i]}
+			}
+		}
+		if i < 0 {
+			return nil
+		}
+		if seen&(1<<i) != 0 {
+			return &ambiguousError{field: prefix + names[i]}
+		}
+		seen |= 1 << i
+		if names[i] == "stream_options" && value[0] == '{' {
+			return checkKeys(value, optionFields, "stream_options.")
 		}
 		return nil
 	})
@@ -135,10 +264,14 @@ type wireFields struct {
 	MaxCompletionTokens int `json:"max_completion_tokens"`
 }
 
-// decode reads the fields with encoding/json, for the bodies scan leaves to it.
+// decode reads the fields with encoding/json, for the bodies scan leaves to
+// it, and refuses what checkKeys refuses.
 func decode(body []byte) (fields, error) {
 	var w wireFields
 	if err := json.Unmarshal(body, &w); err != nil {
+		return fields{}, err
+	}
+	if err := checkKeys(body, readFields, ""); err != nil {
 		return fields{}, err
 	}
 	return fields{
@@ -150,6 +283,9 @@ func decode(body []byte) (fields, error) {
 
 // fieldError names the field whose type was wrong, without echoing values.
 func fieldError(err error) string {
+	if ae, ok := errors.AsType[*ambiguousError](err); ok {
+		return ae.Error()
+	}
 	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return "request body is not valid JSON"
 	}

@@ -1,11 +1,15 @@
 package ingress
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 func TestParse(t *testing.T) {
@@ -29,6 +33,27 @@ func TestParse(t *testing.T) {
 		{name: "model not a string", protocol: sluice.ProtocolOpenAIChat, give: `{"model":7}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "stream not a bool", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","stream":"yes"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "embedding stream", protocol: sluice.ProtocolOpenAIEmbeddings, give: `{"model":"e","stream":true}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "repeated model", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"o1-pro","model":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "model in another case", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"o1-pro","Model":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "model only in another case", protocol: sluice.ProtocolOpenAIChat, give: `{"MODEL":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "escaped model key", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"o1-pro","mod\u0065l":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "model key cut at NUL", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"capsame","model\u0000":"o1-pro"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "long s", protocol: sluice.ProtocolOpenAIChat, give: "{\"model\":\"m\",\"\u017ftream\":true}", wantCode: sluice.CodeInvalidRequest},
+		{name: "Kelvin sign", protocol: sluice.ProtocolOpenAIChat, give: "{\"model\":\"m\",\"max_to\u212aens\":1}", wantCode: sluice.CodeInvalidRequest},
+		{name: "ligature", protocol: sluice.ProtocolOpenAIChat, give: "{\"model\":\"m\",\"\ufb06ream\":true}", wantCode: sluice.CodeInvalidRequest},
+		{name: "repeated user", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"a","User":"b"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "repeated include_usage", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","stream":true,"stream_options":{"include_usage":false,"Include_usage":true}}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "repeated max_completion_tokens", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","max_completion_tokens":1,"max_completion_tokens":2}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "escaped value is fine", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"\u0066ast","Messages":[]}`, want: sluice.Request{Model: "fast"}},
+		{name: "model with a lone surrogate", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"a\ud800"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "model with invalid UTF-8", protocol: sluice.ProtocolOpenAIChat, give: "{\"model\":\"a\xff\"}", wantCode: sluice.CodeInvalidRequest},
+		{name: "negative max_tokens", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","max_tokens":-1}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "negative max_completion_tokens", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","max_completion_tokens":-5}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "user with a control character", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"a\u0001b"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "user with a tab", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"a\tb"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "user too long", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser+1) + `"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "user at the limit", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser) + `"}`, want: sluice.Request{Model: "m", User: strings.Repeat("u", maxUser)}},
+		{name: "user in another script", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"José 山田"}`, want: sluice.Request{Model: "m", User: "José 山田"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +94,156 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// TestParseSubmitForm checks a video submit sent as a multipart form: the
+// model is one plain form field, or the body is refused.
+func TestParseSubmitForm(t *testing.T) {
+	part := func(disposition, value string) string {
+		return "--b\r\nContent-Disposition: " + disposition + "\r\n\r\n" + value + "\r\n"
+	}
+	const prompt = `form-data; name="prompt"`
+	tests := []struct {
+		name      string
+		give      string
+		wantModel string // "" = refused with invalid_request
+	}{
+		{name: "model", give: part(`form-data; name="model"`, "sora-2") + part(prompt, "a cat"), wantModel: "sora-2"},
+		{name: "file with an extended filename", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name="ref"; filename*=utf-8''a.png`, "png"), wantModel: "sora-2"},
+		{name: "no model", give: part(prompt, "a cat")},
+		{name: "model twice", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name="model"`, "sora-2-pro")},
+		{name: "model in another case", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name="Model"`, "sora-2-pro")},
+		{name: "model as a file", give: part(`form-data; name="model"; filename="m.txt"`, "sora-2-pro") + part(`form-data; name="model"`, "sora-2")},
+		{name: "name*", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name="x"; name*=utf-8''model`, "sora-2-pro")},
+		{name: "name continuation", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name*0="mo"; name*1="del"`, "sora-2-pro")},
+		{name: "two names", give: part(`form-data; name="model"`, "sora-2") + part(`form-data; name="model"; name="model"`, "sora-2-pro")},
+		{name: "two dispositions", give: part(`form-data; name="model"`, "sora-2") +
+			"--b\r\nContent-Disposition: form-data; name=\"x\"\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nsora-2-pro\r\n"},
+		{name: "model not UTF-8", give: part(`form-data; name="model"`, "sora\xff")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &sluice.Request{Protocol: sluice.ProtocolOpenAIVideos}
+			err := parseSubmit(req, []byte(tt.give+"--b--\r\n"), "multipart/form-data; boundary=b", "")
+			if tt.wantModel == "" {
+				if !errors.Is(err, &sluice.Error{Code: sluice.CodeInvalidRequest}) {
+					t.Errorf("parseSubmit(%q) = %v, model %q; want invalid_request", tt.give, err, req.Model)
+				}
+				return
+			}
+			if err != nil || req.Model != tt.wantModel {
+				t.Errorf("parseSubmit(%q) = %v, model %q; want model %q", tt.give, err, req.Model, tt.wantModel)
+			}
+		})
+	}
+}
+
+// reader is how some JSON reader finds a top-level member: which keys it
+// takes for a field name, and which of several it keeps.
+type reader struct {
+	name  string
+	match func(key, field string) bool // key unescaped
+	pick  string                       // "first", "last" or "strict" (exactly one, else it refuses the body)
+}
+
+// readers are the JSON readers an upstream may use: exact keys
+// (Python's json, JavaScript's JSON.parse, pydantic), encoding/json's
+// Unicode case folding, lower-casing as case-insensitive Python and
+// JavaScript code does, and C readers that end a key at NUL; each keeping
+// the first member, the last, or refusing duplicates.
+var readers = func() []reader {
+	matchers := []struct {
+		name  string
+		match func(key, field string) bool
+	}{
+		{"exact", func(k, f string) bool { return k == f }},
+		{"fold", strings.EqualFold},
+		{"lower", func(k, f string) bool { return strings.ToLower(k) == f || strings.ToUpper(k) == strings.ToUpper(f) }},
+		{"C string", func(k, f string) bool { k, _, _ = strings.Cut(k, "\x00"); return k == f }},
+	}
+	var out []reader
+	for _, m := range matchers {
+		for _, pick := range []string{"first", "last", "strict"} {
+			out = append(out, reader{name: m.name + "/" + pick, match: m.match, pick: pick})
+		}
+	}
+	return out
+}()
+
+// read returns the raw value r reads for field in obj, valid JSON; ok is
+// false when it finds none or, strict, more than one.
+func (r reader) read(t *testing.T, obj []byte, field string) (value []byte, ok bool) {
+	t.Helper()
+	n := 0
+	err := jsonfield.Members(obj, func(key, v []byte) error {
+		var k string
+		if err := json.Unmarshal([]byte(`"`+string(key)+`"`), &k); err != nil {
+			return err
+		}
+		if !r.match(k, field) {
+			return nil
+		}
+		n++
+		if r.pick != "first" || n == 1 {
+			value = v
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reader %s: %v", r.name, err)
+	}
+	return value, n == 1 || n > 1 && r.pick != "strict"
+}
+
+// FuzzReadersAgree checks the rule of readFields: for any body Parse
+// admits, every reader reads the model and stream Sluice read; and once
+// PrepareBody has written a deployment's model, every reader reads that
+// model, the same stream, and include_usage on a stream.
+func FuzzReadersAgree(f *testing.F) {
+	for _, s := range []string{`{"model":"fast","messages":[]}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"a","model":"b"}`, `{"model":"a","Model":"b"}`, `{"mod\u0065l":"a","model":"b"}`, `{"model":"a","model\u0000":"b"}`,
+		"{\"model\":\"m\",\"\u017ftream\":true,\"stream\":false}", `{"model":"\u0064","stream":false,"stream_options":{"Include_usage":false}}`,
+		`{"model":"m","stream":true,"stream_options":{"x":1}}`, `{"model":"m","stream":null}`, `{"model":"m","model":null}`} {
+		f.Add(s, "deploy-1")
+		f.Add(s, "m")
+	}
+	f.Fuzz(func(t *testing.T, give, deployment string) {
+		req, err := Parse(sluice.ProtocolOpenAIChat, []byte(give))
+		if err != nil || deployment == "" || !utf8.ValidString(deployment) {
+			return // a catalog's model names are valid UTF-8
+		}
+		check := func(stage string, body []byte, model string, includeUsage bool) {
+			for _, r := range readers {
+				raw, ok := r.read(t, body, "model")
+				var got string
+				if !ok || json.Unmarshal(raw, &got) != nil || got != model {
+					t.Fatalf("%s: reader %s reads model %s (found %v) in %q, want %q", stage, r.name, raw, ok, body, model)
+				}
+				raw, ok = r.read(t, body, "stream")
+				stream := false
+				if ok && json.Unmarshal(raw, &stream) != nil || stream != req.Stream {
+					t.Fatalf("%s: reader %s reads stream %s in %q, want %v", stage, r.name, raw, body, req.Stream)
+				}
+				raw, ok = r.read(t, body, "stream_options")
+				usage := false
+				if ok && string(raw) != "null" {
+					raw, ok = r.read(t, raw, "include_usage")
+					if ok && json.Unmarshal(raw, &usage) != nil {
+						t.Fatalf("%s: reader %s reads include_usage %s in %q", stage, r.name, raw, body)
+					}
+				}
+				if usage != includeUsage {
+					t.Fatalf("%s: reader %s reads include_usage %v in %q, want %v", stage, r.name, usage, body, includeUsage)
+				}
+			}
+		}
+		check("admitted", req.Body, req.Model, req.IncludeUsage)
+		body, err := upstream.PrepareBody(req, deployment)
+		if err != nil {
+			t.Fatalf("PrepareBody(%q, %q) error = %v", give, deployment, err)
+		}
+		check("prepared", body, deployment, req.IncludeUsage || req.Stream)
+	})
+}
+
 // TestScan checks which bodies the scan reads itself and which it leaves to
 // encoding/json: the bodies clients send must not take the slow path.
 func TestScan(t *testing.T) {
@@ -82,11 +257,13 @@ func TestScan(t *testing.T) {
 			want: fields{Model: "m", MaxTokens: 100, User: "u"}, ok: true},
 		{name: "stream with usage", give: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":5}`,
 			want: fields{Model: "m", Stream: true, IncludeUsage: true, MaxCompletionTokens: 5}, ok: true},
-		{name: "null leaves a field", give: `{"model":"a","model":null,"stream":null,"user":null,"max_tokens":null}`, want: fields{Model: "a"}, ok: true},
-		{name: "last duplicate wins", give: `{"model":"a","model":"b","stream":true,"stream":false}`, want: fields{Model: "b"}, ok: true},
-		{name: "null options", give: `{"model":"m","stream_options":{"include_usage":true},"stream_options":null}`, want: fields{Model: "m"}, ok: true},
-		{name: "options merge", give: `{"model":"m","stream_options":{"include_usage":true},"stream_options":{}}`, want: fields{Model: "m", IncludeUsage: true}, ok: true},
-		{name: "options after null", give: `{"model":"m","stream_options":null,"stream_options":{}}`, want: fields{Model: "m"}, ok: true},
+		{name: "null leaves a field", give: `{"model":"a","stream":null,"user":null,"max_tokens":null,"stream_options":null}`, want: fields{Model: "a"}, ok: true},
+		{name: "repeated model", give: `{"model":"a","model":"b"}`},
+		{name: "repeated null", give: `{"model":"a","model":null}`},
+		{name: "repeated stream", give: `{"model":"a","stream":true,"stream":false}`},
+		{name: "repeated options", give: `{"model":"m","stream_options":{},"stream_options":null}`},
+		{name: "repeated option", give: `{"model":"m","stream_options":{"include_usage":true,"include_usage":false}}`},
+		{name: "other keys may repeat", give: `{"model":"m","n":1,"n":2}`, want: fields{Model: "m"}, ok: true},
 		{name: "upper case key", give: `{"Model":"m"}`},
 		{name: "escaped key", give: `{"mod\u0065l":"m"}`},
 		{name: "escaped model", give: `{"model":"\u006d"}`},
@@ -144,6 +321,40 @@ func TestTokenEstimate(t *testing.T) {
 	if req.Tokens != 13/4+1+defaultOutputTokens {
 		t.Errorf("Tokens without max_tokens = %d, want the default output reserved", req.Tokens)
 	}
+	// max_tokens at the top of int64 once wrapped the sum to a negative
+	// number, which reserved nothing.
+	req, _ = Parse(sluice.ProtocolOpenAIChat, []byte(`{"model":"m","max_tokens":9223372036854775807}`))
+	if req.Tokens != maxEstimate {
+		t.Errorf("Tokens with the largest max_tokens = %d, want the cap %d", req.Tokens, maxEstimate)
+	}
+}
+
+// FuzzEstimate checks the estimate saturates: it covers the prompt and the
+// output asked for (or the default), up to maxEstimate, and never more.
+func FuzzEstimate(f *testing.F) {
+	f.Add(int64(0), int64(0), 10)
+	f.Add(int64(9223372036854775807), int64(0), 100)
+	f.Add(int64(100), int64(9223372036854775807), 1<<30)
+	f.Add(int64(maxEstimate), int64(1), 1<<62)
+	f.Fuzz(func(t *testing.T, maxTokens, maxCompletion int64, bodyLen int) {
+		if maxTokens < 0 || maxCompletion < 0 || bodyLen < 0 {
+			return // Parse refuses negative max_tokens; a body has a length
+		}
+		fl := fields{MaxTokens: maxTokens, MaxCompletionTokens: maxCompletion}
+		out := max(maxTokens, maxCompletion)
+		if out == 0 {
+			out = defaultOutputTokens
+		}
+		for _, p := range []sluice.Protocol{sluice.ProtocolOpenAIChat, sluice.ProtocolOpenAIEmbeddings} {
+			got := int64(fl.estimate(p, bodyLen))
+			if got <= 0 || got > maxEstimate || got < min(int64(bodyLen/4), maxEstimate) {
+				t.Fatalf("estimate(%s, %d) with max_tokens %d, %d = %d: want the prompt covered, within (0, %d]", p, bodyLen, maxTokens, maxCompletion, got, int64(maxEstimate))
+			}
+			if p == sluice.ProtocolOpenAIChat && got < min(out, maxEstimate) {
+				t.Fatalf("estimate(%d) with max_tokens %d, %d = %d: want the output %d covered", bodyLen, maxTokens, maxCompletion, got, out)
+			}
+		}
+	})
 }
 
 func BenchmarkParse(b *testing.B) {

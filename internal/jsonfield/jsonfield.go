@@ -19,39 +19,66 @@ var ErrNotObject = errors.New("jsonfield: not a JSON object")
 
 // Find returns the byte span [start, end) of the value of the top-level field
 // key in obj. ok is false when the field is absent. When the key occurs more
-// than once, the last occurrence wins, as it does for encoding/json, so the
-// field the gateway rewrites is the one every upstream parser reads. It does
-// not allocate for keys without escapes.
+// than once, the last occurrence wins, as it does for encoding/json (the
+// ingress refuses such bodies, so the field the gateway rewrites is the one
+// every upstream parser reads). It does not allocate for keys without
+// escapes.
 func Find(obj []byte, key string) (start, end int, ok bool, err error) {
+	start, end = -1, -1
+	err = walk(obj, func(kStart, kEnd, vStart, vEnd int) error {
+		if keyEquals(obj[kStart:kEnd], key) {
+			start, end = vStart, vEnd
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return start, end, start >= 0, nil
+}
+
+// Fields calls each with the key and raw value of every top-level member of
+// obj, in order, as Members does, for input already known to be valid JSON:
+// it skips values by their quotes and brackets without checking them, so it
+// has no nesting limit. It returns ErrNotObject when obj is not an object,
+// or the first error each returns. It does not allocate.
+func Fields(obj []byte, each func(key, value []byte) error) error {
+	return walk(obj, func(kStart, kEnd, vStart, vEnd int) error {
+		return each(obj[kStart+1:kEnd-1], obj[vStart:vEnd])
+	})
+}
+
+// walk calls each with the spans of every top-level member's quoted key
+// and value in obj.
+func walk(obj []byte, each func(kStart, kEnd, vStart, vEnd int) error) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return 0, 0, false, ErrNotObject
+		return ErrNotObject
 	}
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return 0, 0, false, nil
+		return nil
 	}
-	foundStart, foundEnd := -1, -1
 	for i < len(obj) {
 		if obj[i] != '"' {
-			return 0, 0, false, ErrNotObject
+			return ErrNotObject
 		}
 		kEnd, err := skipString(obj, i)
 		if err != nil {
-			return 0, 0, false, err
+			return err
 		}
-		match := keyEquals(obj[i:kEnd], key)
+		kStart := i
 		i = skipSpace(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
-			return 0, 0, false, ErrNotObject
+			return ErrNotObject
 		}
 		i = skipSpace(obj, i+1)
 		vEnd, err := skipValue(obj, i)
 		if err != nil {
-			return 0, 0, false, err
+			return err
 		}
-		if match {
-			foundStart, foundEnd = i, vEnd
+		if err := each(kStart, kEnd, i, vEnd); err != nil {
+			return err
 		}
 		i = skipSpace(obj, vEnd)
 		if i >= len(obj) {
@@ -61,12 +88,12 @@ func Find(obj []byte, key string) (start, end int, ok bool, err error) {
 		case ',':
 			i = skipSpace(obj, i+1)
 		case '}':
-			return foundStart, foundEnd, foundStart >= 0, nil
+			return nil
 		default:
-			return 0, 0, false, ErrNotObject
+			return ErrNotObject
 		}
 	}
-	return 0, 0, false, ErrNotObject
+	return ErrNotObject
 }
 
 // Set returns obj with the top-level field key set to the raw JSON value.

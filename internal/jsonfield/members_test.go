@@ -210,3 +210,58 @@ func TestPlainMembersStopsAtAKeyThatIsNotPlain(t *testing.T) {
 		t.Errorf("PlainMembers = %v after %v; want ErrNotPlain after model only", err, seen)
 	}
 }
+
+func TestFoldKey(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{give: `model`, want: "model"},
+		{give: `Model`, want: "model"},
+		{give: `MODEL`, want: "model"},
+		{give: `mod\u0065l`, want: "model"},
+		{give: `mod\u0045l`, want: "model"},
+		{give: `model\u0000x`, want: "model"},
+		{give: "\u017ftream", want: "stream"},         // ſ, folded by encoding/json
+		{give: "max_to\u212aens", want: "max_tokens"}, // Kelvin sign
+		{give: "\ufb06ream", want: "stream"},          // ﬆ, by Python's casefold
+		{give: "\u0131nclude_usage", want: "include_usage"},
+		{give: `mod\u00e9l`, want: "modél"},
+		{give: "mod\xffl", want: "mod\ufffdl"},
+		{give: `mod\ud800l`, want: "mod\ufffdl"},
+	}
+	for _, tt := range tests {
+		if got := FoldKey([]byte(tt.give)); got != tt.want {
+			t.Errorf("FoldKey(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
+
+// FuzzFoldKey checks that a key encoding/json matches to a lower-case field
+// folds to that field's name, and that a plain key folds to itself.
+func FuzzFoldKey(f *testing.F) {
+	for _, s := range []string{`model`, `Model`, `mod\u0065l`, "\u017ftream", "max_to\u212aens", `x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		body := []byte(`{"` + key + `":1}`)
+		var fields []byte
+		if Members(body, func(k, _ []byte) error { fields = k; return nil }) != nil || string(fields) != key {
+			return // not one well-formed key
+		}
+		var v struct {
+			Stream    int `json:"stream"`
+			MaxTokens int `json:"max_tokens"`
+			Model     int `json:"model"`
+		}
+		if json.Unmarshal(body, &v) != nil {
+			return
+		}
+		got := FoldKey([]byte(key))
+		for name, set := range map[string]bool{"stream": v.Stream == 1, "max_tokens": v.MaxTokens == 1, "model": v.Model == 1} {
+			if set && got != name {
+				t.Errorf("FoldKey(%q) = %q, but encoding/json reads the key as %q", key, got, name)
+			}
+		}
+		if PlainKey([]byte(key)) && got != key {
+			t.Errorf("FoldKey(%q) = %q, want a plain key unchanged", key, got)
+		}
+	})
+}

@@ -54,7 +54,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			a.Exec.Error = a.Err.Error()
 		}
 	}()
-	body, err := prepareBody(req, e.Model)
+	body, err := PrepareBody(req, e.Model)
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
 		return a
@@ -208,10 +208,16 @@ func failureOf(ctx, actx context.Context, err error) (Class, error) {
 	return ClassEndpoint, err
 }
 
-// prepareBody adapts the caller's body to an edge that speaks the caller's
+// PrepareBody adapts the caller's body to an edge that speaks the caller's
 // protocol: the alias becomes the upstream model, and a stream asks for usage
-// so it can be accounted. Every other byte is kept.
-func prepareBody(req *sluice.Request, model string) ([]byte, error) {
+// so it can be accounted. Every other byte is kept. It relies on what
+// ingress.Parse admits: one member any JSON reader takes for "model" (or
+// "stream_options", "include_usage"), spelled exactly, so the member
+// replaced is the only one an upstream can read; and a model without
+// U+FFFD, which every reader decodes alike, so a body whose model already
+// is the deployment's is sent as it is. (Exported so the ingress's fuzz test
+// checks the two together, with several readers.)
+func PrepareBody(req *sluice.Request, model string) ([]byte, error) {
 	body := req.Body
 	var err error
 	if model != req.Model {
