@@ -164,6 +164,14 @@ func (c *call) injected(model string) {
 			return
 		}
 	}
+	if c.b.EchoAuth {
+		auth := c.r.Header.Get("Authorization")
+		c.w.Header()["X-Echo-Authorization"] = []string{auth}
+		if body == "" {
+			c.fail(st, openAIError("Unsupported request header: Authorization: "+auth, "invalid_request_error", "", ""))
+			return
+		}
+	}
 	if body != "" {
 		c.respond(st, sniff(body), []byte(body))
 		return

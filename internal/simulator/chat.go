@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -206,6 +207,14 @@ func appendUsage(b []byte, a answer) []byte {
 
 // chat answers a valid chat completion request.
 func (c *call) chat(req *chatRequest) {
+	if c.b.Answer != "" {
+		ctype := c.b.AnswerType
+		if ctype == "" {
+			ctype = sniff(c.b.Answer)
+		}
+		c.respond(http.StatusOK, ctype, []byte(c.b.Answer))
+		return
+	}
 	a := answerFor(req)
 	if req.Stream {
 		c.stream(req, a)
@@ -218,12 +227,67 @@ func (c *call) chat(req *chatRequest) {
 	b = strconv.AppendInt(b, time.Now().Unix(), 10)
 	b = append(b, `,"model":`...)
 	b = appendString(b, req.Model)
+	padAt := len(b)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
 	b = appendWords(b, a.seed, a.completion)
+	if c.b.EchoAuth {
+		b = appendStringContent(b, " "+c.r.Header.Get("Authorization"))
+	}
 	b = append(b, `","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
 	b = append(b, a.finish...)
 	b = append(b, `"}],"usage":`...)
 	b = appendUsage(b, a)
 	b = append(b, `,"service_tier":"default","system_fingerprint":null}`...)
-	c.respond(http.StatusOK, "application/json", b)
+	if c.b.Pad == 0 && c.b.CutBodyAfter == 0 {
+		c.respond(http.StatusOK, "application/json", b)
+		return
+	}
+	c.respondLong(b, padAt)
+}
+
+// appendStringContent appends s escaped as the inside of a JSON string.
+func appendStringContent(b []byte, s string) []byte {
+	n := len(b)
+	b = appendString(b, s)
+	return append(b[:n], b[n+1:len(b)-1]...)
+}
+
+// padding is what Behavior.Pad is written from, piece by piece.
+var padding = bytes.Repeat([]byte{'x'}, 32<<10)
+
+// respondLong sends the JSON answer b with Behavior.Pad bytes of padding
+// at b[at], and cuts it after Behavior.CutBodyAfter bytes.
+func (c *call) respondLong(b []byte, at int) {
+	var before, after []byte
+	if c.b.Pad > 0 {
+		before, after = []byte(`,"padding":"`), []byte(`"`)
+	}
+	h := c.header("application/json")
+	h["Content-Length"] = []string{strconv.Itoa(len(b) + len(before) + c.b.Pad + len(after))}
+	c.writeHeader(http.StatusOK)
+	left := c.b.CutBodyAfter // bytes until the cut; 0 never
+	write := func(p []byte) bool {
+		if c.b.CutBodyAfter > 0 && len(p) >= left {
+			_, _ = c.w.Write(p[:left])
+			c.cut()
+			return false
+		}
+		left -= len(p)
+		if _, err := c.w.Write(p); err != nil {
+			c.cancelled()
+			return false
+		}
+		return true
+	}
+	if !write(b[:at]) || !write(before) {
+		return
+	}
+	for n := c.b.Pad; n > 0; n -= len(padding) {
+		if !write(padding[:min(n, len(padding))]) {
+			return
+		}
+	}
+	if write(after) {
+		write(b[at:])
+	}
 }

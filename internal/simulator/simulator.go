@@ -91,6 +91,31 @@ type Behavior struct {
 	// last one) with a mid-stream error event, `data: {"error":{...}}`, as
 	// OpenAI sends when it fails after the 200; no [DONE]. 0 never does.
 	ErrorAfter int
+	// GarbleAfter sends, after this many content events of a stream (or
+	// after the last one), an event whose data is not JSON (a chunk cut
+	// short), then goes on as usual. 0 never does.
+	GarbleAfter int
+	// Answer replaces a chat answer (JSON or stream) with this body, sent
+	// with status 200 and AnswerType: a provider's proxy answering for it
+	// with an HTML page, say. "" sends the real answer.
+	Answer string
+	// AnswerType is the content type of Answer; "" guesses it as for
+	// FailBody.
+	AnswerType string
+	// Pad makes a JSON chat answer longer by a top-level "padding" member
+	// (before "usage") whose string value is Pad bytes long. It is written
+	// in pieces, so the simulator never holds it. 0 adds none.
+	Pad int
+	// CutBodyAfter drops the connection after this many bytes of a JSON
+	// chat answer's body, whose Content-Length announces it whole. 0 never
+	// cuts.
+	CutBodyAfter int
+	// EchoAuth quotes the request's Authorization header back, as
+	// upstreams that echo what they were sent do: with FailStatus (and no
+	// FailBody) in the error message and in an X-Echo-Authorization header;
+	// otherwise in the chat answer's content (the JSON answer's, and a
+	// stream's first content chunk).
+	EchoAuth bool
 	// JobDuration is how long an async job (OpenAI video, fal queue request)
 	// submitted with this key runs: queued for the first quarter, then
 	// in_progress, then terminal. 0 means 2s. A job holds a MaxInflight slot

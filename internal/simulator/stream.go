@@ -9,6 +9,9 @@ import (
 // midStreamError is what OpenAI sends when it fails after the 200.
 const midStreamError = `data: {"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}` + "\n\n"
 
+// garbledChunk is an event whose data is a chunk cut short: not JSON.
+const garbledChunk = `data: {"id":"chatcmpl-garbled","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + "\n\n"
+
 // streamer writes one SSE response. It lives for one call.
 type streamer struct {
 	c     *call
@@ -54,7 +57,14 @@ func (c *call) stream(req *chatRequest, a answer) {
 		if i == 1 {
 			pre = `{"index":0,"delta":{"content":"`
 		}
-		if !st.chunk(pre, nextWord(&x), `"},"logprobs":null,"finish_reason":null}`) {
+		word := nextWord(&x)
+		if i == 1 && b.EchoAuth {
+			word = string(appendStringContent([]byte(word+" "), c.r.Header.Get("Authorization")))
+		}
+		if !st.chunk(pre, word, `"},"logprobs":null,"finish_reason":null}`) {
+			return
+		}
+		if triggers(b.GarbleAfter, i, a.completion) && !st.raw(garbledChunk) {
 			return
 		}
 		switch {

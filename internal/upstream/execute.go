@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,11 +15,9 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
-// Bounds on what Sluice holds of an upstream answer.
-const (
-	maxErrorBody    = 64 << 10 // an error body is classified and maybe passed on
-	maxResponseBody = 64 << 20 // a non-streamed answer is buffered so it can fail over
-)
+// maxErrorBody bounds what Sluice holds of an upstream's error answer,
+// which is classified and maybe passed on (see also maxHeldAnswer).
+const maxErrorBody = 64 << 10
 
 // Attempt is one execution's outcome.
 type Attempt struct {
@@ -86,19 +83,24 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	timeouts.receiving()
 	rd := &idleReader{r: resp.Body, p: timeouts}
+	secret := e.Credential.Secret
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.rejected(ctx, actx, w, resp, rd, a)
+		return c.rejected(ctx, actx, w, resp, rd, a, secret)
 	}
 	a.Exhausted = Exhausted(resp.Header, time.Now())
 	if req.Stream {
-		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks)
+		if !hasMediaType(resp.Header, isEventStream) {
+			a.Class, a.Err = ClassEndpoint, fmt.Errorf("upstream answered a stream %d with a content type that is not text/event-stream", resp.StatusCode)
+			return a
+		}
+		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks, secret)
 	}
-	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks)
+	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks, secret)
 }
 
 // rejected handles a non-2xx answer: it is classified, and a request error
-// goes back to the caller unchanged.
-func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt) Attempt {
+// goes back to the caller unchanged but for what scrubError masks.
+func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, secret string) Attempt {
 	body, err := io.ReadAll(io.LimitReader(rd, maxErrorBody))
 	if err != nil && ctx.Err() != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
@@ -107,7 +109,8 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 	classifyRejection(&a, resp, body)
 	if a.Class == ClassRequest {
 		a.Committed = true
-		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
+		scrubError(body, secret)
+		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, secret, true); err != nil {
 			a.Err = fmt.Errorf("upstream answered %d; relaying it: %w", resp.StatusCode, err)
 		}
 	}
@@ -122,70 +125,6 @@ func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
 		a.RetryAfter = RetryAfter(resp.Header, time.Now())
 	}
 }
-
-// forward relays a complete JSON answer after reading all of it, so a broken
-// body can still fail over.
-func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, callStart time.Time, hooks Hooks) Attempt {
-	body, err := readBody(rd, resp.ContentLength)
-	if err != nil {
-		a.Class, a.Err = failureOf(ctx, actx, err)
-		return a
-	}
-	a.Exec.Usage = usageOf(body)
-	a.TTFT = time.Since(callStart)
-	a.Committed = true
-	hooks.committed()
-	hooks.ending(a)
-	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}); err != nil {
-		a.Class, a.Err = ClassCallerGone, err
-	}
-	return a
-}
-
-// readBody reads an answer of up to maxResponseBody bytes into one buffer
-// of its announced size (plus one byte, to see the end without growing).
-func readBody(r io.Reader, size int64) ([]byte, error) {
-	if size < 0 || size > maxResponseBody {
-		size = 512
-	}
-	buf := make([]byte, 0, size+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grow
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case len(buf) > maxResponseBody:
-			return buf, errors.New("upstream answer larger than 64 MiB")
-		case err == io.EOF:
-			return buf, nil
-		case err != nil:
-			return buf, err
-		}
-	}
-}
-
-// writeResponse sends an upstream answer held in memory to the caller.
-func writeResponse(w http.ResponseWriter, r *response) error {
-	h := w.Header()
-	for _, k := range passedHeaders {
-		// The first value, as Header.Get reads it. The upstream's header is
-		// this execution's alone, so the caller's can share its slice; cut
-		// to capacity 1, Header.Add copies it instead of writing into it.
-		if v := r.header[k]; len(v) > 0 && v[0] != "" {
-			h[k] = v[:1:1]
-		}
-	}
-	h.Set("Content-Length", strconv.Itoa(len(r.body)))
-	w.WriteHeader(r.status)
-	_, err := w.Write(r.body)
-	return err
-}
-
-// passedHeaders are the upstream headers passed on to the caller (in
-// canonical form): the answer's type, and what a caller can act on.
-var passedHeaders = []string{"Content-Type", "Retry-After", "Retry-After-Ms"}
 
 // ErrShuttingDown is the cause with which the gateway cancels the requests
 // still running when its shutdown grace ends. An execution cut by it is

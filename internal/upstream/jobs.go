@@ -119,7 +119,8 @@ const maxJobAnswer = 1 << 20
 // On a 2xx answer the response body is left open for the caller to stream
 // (and close): a video download is never buffered; its Attempt has Class
 // ClassNone. A non-2xx answer is read (up to 64 KiB), classified, and
-// returned with that body, so the caller can pass it on. With no answer the
+// returned with that body, scrubbed of the secret and anything key-shaped
+// (body and header), so the caller can pass it on. With no answer the
 // response is nil. Only endpoint failures count against the endpoint's
 // breaker, which refuses only submits (a follow-up has nowhere else to go).
 func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*http.Response, Attempt) {
@@ -197,9 +198,12 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return nil
 	}
+	classifyRejection(a, resp, answer)
+	// The caller may see this answer: scrubbed as rejected's are.
+	scrubError(answer, e.Credential.Secret)
+	scrubErrorHeader(resp.Header, e.Credential.Secret)
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	resp.ContentLength = int64(len(answer))
-	classifyRejection(a, resp, answer)
 	return resp
 }
 

@@ -22,16 +22,23 @@ var (
 	noBuffering = []string{"no"}
 )
 
-// relay passes an SSE answer to the caller event by event, as each arrives.
-// Until the first event is written the attempt can still fail over; after
-// it, a failure ends the caller's stream with an error event.
-func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks) Attempt {
+// relay passes an SSE answer to the caller event by event, as each arrives,
+// with the secret masked in each. Until the first event is written the
+// attempt can still fail over; after it, a failure ends the caller's stream
+// with an error event. A data event that is neither a JSON object nor
+// [DONE] is such a failure (of the endpoint), and is not passed on.
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks, secret string) Attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
 	for err == nil && ev.Data == nil {
 		// Keep-alive comments before the first data event do not commit the
 		// stream: the attempt can still fail over.
 		ev, err = events.Next()
+	}
+	var f answerFields
+	var done bool
+	if err == nil {
+		f, done, err = chunkOf(ev.Data)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -58,15 +65,12 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		defer rc.SetWriteDeadline(time.Time{})
 	}
 	for {
-		done := bytes.Equal(ev.Data, doneData)
 		forward := true
-		if !done && bytes.Contains(ev.Data, usageField) {
-			if u := usageOf(ev.Data); u.Measured {
-				a.Exec.Usage = u
-				// The usage-only chunk exists because Sluice asked for it;
-				// a caller that did not ask never sees it.
-				forward = req.IncludeUsage || !isUsageOnly(ev.Data)
-			}
+		if u := usageValue(f.usage); u.Measured {
+			a.Exec.Usage = u
+			// The usage-only chunk exists because Sluice asked for it;
+			// a caller that did not ask never sees it.
+			forward = req.IncludeUsage || !isUsageOnly(f.choices)
 		}
 		if done {
 			hooks.ending(a)
@@ -75,6 +79,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			if idle > 0 {
 				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
+			// Model output is content: only the exact secret is masked,
+			// not key-shaped text (see scrub.go).
+			maskSecret(ev.Raw, secret)
 			if err := out.WriteRaw(ev.Raw); err != nil {
 				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
 				return a
@@ -84,7 +91,10 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		if done {
 			return a
 		}
-		if ev, err = events.Next(); err != nil {
+		if ev, err = events.Next(); err == nil {
+			f, done, err = chunkOf(ev.Data)
+		}
+		if err != nil {
 			break
 		}
 	}
@@ -101,6 +111,27 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		_ = out.WriteData(event)
 	}
 	return a
+}
+
+// errMalformedEvent ends a stream with a data event that is not JSON.
+var errMalformedEvent = errors.New("upstream stream event is neither a JSON object nor [DONE]")
+
+// chunkOf reads the data of an event of an OpenAI stream: [DONE], which
+// ends it (done), one JSON object (a chunk, with the fields Sluice reads),
+// or nil (a keep-alive comment, nothing to read). Anything else is
+// errMalformedEvent. The check does not allocate (readAnswer).
+func chunkOf(data []byte) (f answerFields, done bool, err error) {
+	switch {
+	case data == nil:
+		return f, false, nil
+	case bytes.Equal(data, doneData):
+		return f, true, nil
+	}
+	f, ok := readAnswer(data)
+	if !ok {
+		return f, false, errMalformedEvent
+	}
+	return f, false, nil
 }
 
 // streamEnd is the error event that ends the committed stream of a, or nil

@@ -8,7 +8,31 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
-var usageField = []byte(`"usage"`)
+// answerFields are the top-level members Sluice reads of an OpenAI answer
+// or stream chunk, as raw values: nil when absent, the last one when
+// repeated (as encoding/json reads a repeated key).
+type answerFields struct {
+	usage, choices []byte
+}
+
+// readAnswer checks that obj is one well-formed JSON object and picks the
+// members Sluice reads, in one pass that does not allocate. ok is false
+// for anything else: an upstream that answers a JSON route with something
+// that is not a JSON object (an HTML page, a cut chunk) has failed. Keys
+// are matched as written ("usage", not "Usage" or an escaped spelling that
+// encoding/json would also take): upstreams write them plainly.
+func readAnswer(obj []byte) (f answerFields, ok bool) {
+	err := jsonfield.Members(obj, func(key, value []byte) error {
+		switch string(key) {
+		case "usage":
+			f.usage = value
+		case "choices":
+			f.choices = value
+		}
+		return nil
+	})
+	return f, err == nil
+}
 
 // openAIUsage is the usage object of chat completions and embeddings.
 type openAIUsage struct {
@@ -23,17 +47,16 @@ type openAIUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-// usageOf reads the top-level usage object of an OpenAI answer or chunk.
-// Measured is false when there is none (or it is null), or it does not
-// decode.
-func usageOf(obj []byte) sluice.Usage {
-	s, e, ok, err := jsonfield.Find(obj, "usage")
-	if err != nil || !ok || obj[s] != '{' {
+// usageValue reads an OpenAI usage object (the raw value of an answer's
+// "usage" member). Measured is false when there is none (or it is null), or
+// it does not decode.
+func usageValue(v []byte) sluice.Usage {
+	if len(v) == 0 || v[0] != '{' {
 		return sluice.Usage{}
 	}
-	u, ok := scanUsage(obj[s:e])
+	u, ok := scanUsage(v)
 	if !ok {
-		if u, ok = decodeUsage(obj[s:e]); !ok {
+		if u, ok = decodeUsage(v); !ok {
 			return sluice.Usage{}
 		}
 	}
@@ -98,9 +121,8 @@ func scanDetail(dst *int64, name string, value []byte) error {
 	})
 }
 
-// isUsageOnly reports whether a chunk is the final usage chunk, whose
-// choices are empty.
-func isUsageOnly(chunk []byte) bool {
-	s, e, ok, err := jsonfield.Find(chunk, "choices")
-	return err == nil && ok && len(bytes.TrimSpace(chunk[s+1:e-1])) == 0 && chunk[s] == '['
+// isUsageOnly reports whether a chunk whose "choices" member is choices is
+// the final usage chunk, whose choices are empty.
+func isUsageOnly(choices []byte) bool {
+	return len(choices) > 0 && choices[0] == '[' && len(bytes.TrimSpace(choices[1:len(choices)-1])) == 0
 }

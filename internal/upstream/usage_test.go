@@ -6,7 +6,7 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-func TestUsageOf(t *testing.T) {
+func TestUsageValue(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
@@ -30,8 +30,9 @@ func TestUsageOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := usageOf([]byte(tt.give)); got != tt.want {
-				t.Errorf("usageOf(%s) = %+v, want %+v", tt.give, got, tt.want)
+			f, _ := readAnswer([]byte(tt.give))
+			if got := usageValue(f.usage); got != tt.want {
+				t.Errorf("usage of %s = %+v, want %+v", tt.give, got, tt.want)
 			}
 		})
 	}
@@ -60,12 +61,12 @@ func FuzzScanUsage(f *testing.F) {
 	})
 }
 
-func BenchmarkUsageOf(b *testing.B) {
+func BenchmarkUsageValue(b *testing.B) {
 	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"A quiet weekend by the river."},"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if !usageOf(answer).Measured {
+		if f, ok := readAnswer(answer); !ok || !usageValue(f.usage).Measured {
 			b.Fatal("no usage")
 		}
 	}
