@@ -736,9 +736,9 @@ func (c *cuttable) restore() {
 	c.mu.Unlock()
 }
 
-// TestJobsWhenRedisGoesAway: with the shared state gone, a poll is a 503
-// upstream_binding_unavailable and a submit a 503 no_upstream_available,
-// both in time; once Redis is back the job is followed again.
+// TestJobsWhenRedisGoesAway: with the shared state gone, a poll and a
+// submit are each a 503 state_unavailable with a Retry-After, in time; once
+// Redis is back the job is followed again.
 func TestJobsWhenRedisGoesAway(t *testing.T) {
 	u, err := neturl.Parse(testenv.Redis(t))
 	if err != nil {
@@ -752,11 +752,13 @@ func TestJobsWhenRedisGoesAway(t *testing.T) {
 	proxy.cut()
 	auth := "Bearer " + keyWeb
 	start := time.Now()
-	if code, body := call(t, "GET", h.url("/v1/videos/"+v.ID), auth, "", nil); code != 503 || !strings.Contains(body, "upstream_binding_unavailable") {
-		t.Errorf("poll without Redis = %d %s, want 503 upstream_binding_unavailable", code, body)
-	}
-	if code, body := call(t, "POST", h.url("/v1/videos"), auth, videoBody, nil); code != 503 || !strings.Contains(body, "no_upstream_available") {
-		t.Errorf("submit without Redis = %d %s, want 503 no_upstream_available", code, body)
+	for _, c := range []struct{ what, method, path, body string }{
+		{"poll", "GET", "/v1/videos/" + v.ID, ""},
+		{"submit", "POST", "/v1/videos", videoBody},
+	} {
+		if code, retry, body := callRetryAfter(t, c.method, h.url(c.path), auth, c.body); code != 503 || retry == "" || !strings.Contains(body, "state_unavailable") {
+			t.Errorf("%s without Redis = %d (Retry-After %q) %s, want 503 state_unavailable with a Retry-After", c.what, code, retry, body)
+		}
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the two refusals took %v", d)

@@ -2,42 +2,59 @@
 // Wait blocks until one of the request's candidate edges has room on its
 // unit (account, or credential acting as its own account), queueing in FIFO
 // order with every replica and waking on a release anywhere in the cluster;
-// a Claim is renewed while the request runs and released exactly once. It
-// depends on package sluice and the store interfaces, never on a store
-// implementation.
+// a Claim is renewed while the request runs and released exactly once, in
+// the background so that a slow store never delays an answer. It depends on
+// package sluice and the store interfaces, never on a store implementation.
 package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// Engine hands out claims. One per process; safe for concurrent use.
+// Engine hands out claims. One per process; safe for concurrent use. Call
+// Flush before the process exits, so that releases still on their way
+// reach the store.
 type Engine struct {
 	claims   store.Claims
 	waker    store.Waker
 	replica  string
 	leaseTTL time.Duration
 	log      *slog.Logger
+	// local: the store lives in this process (store.InProcess), so its
+	// calls are made inline; a shared store's releases go in the background.
+	local bool
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{}   // ticket → wake signal (size 1: a wake is a hint, one pending is enough)
-	held    map[string]map[string]bool // domain → leases to renew
+	waiters map[string]chan struct{}         // ticket → wake signal (size 1: a wake is a hint, one pending is enough)
+	held    map[string]map[string]store.Held // domain → leases to renew, and to reassert if the store loses them
+	bg      background                       // releases on their way to the store
+	// lost orders releases against reasserting (see reassert): a release
+	// holds it shared while it calls the store, a reassertion exclusively.
+	lost sync.RWMutex
+	// reasserted counts the reassertions done, so that callers refused by a
+	// store that lost its state reassert it once between them.
+	reasserted atomic.Uint64
 }
 
 // New returns an Engine. replica names this process in the store; leaseTTL
 // is how long a claim of a dead replica lingers.
 func New(claims store.Claims, waker store.Waker, replica string, leaseTTL time.Duration, log *slog.Logger) *Engine {
-	return &Engine{
-		claims: claims, waker: waker, replica: replica, leaseTTL: leaseTTL, log: log,
-		waiters: map[string]chan struct{}{}, held: map[string]map[string]bool{},
+	_, local := claims.(store.InProcess)
+	e := &Engine{
+		claims: claims, waker: waker, replica: replica, leaseTTL: leaseTTL, log: log, local: local,
+		waiters: map[string]chan struct{}{}, held: map[string]map[string]store.Held{},
 	}
+	e.bg.ctx, e.bg.stop = context.WithCancel(context.Background())
+	return e
 }
 
 // Run routes wake-ups to waiters and renews held leases until ctx ends.
@@ -75,8 +92,9 @@ func (e *Engine) signal(ticket string) {
 	}
 }
 
-// renew extends every held lease, one batched call per domain. A failed
-// renewal is logged: the call in flight is never aborted for it.
+// renew extends every held lease, one batched call per domain; a store
+// that lost them gets them reasserted. A failed renewal is logged: the call
+// in flight is never aborted for it.
 func (e *Engine) renew(ctx context.Context) {
 	e.mu.Lock()
 	batches := make(map[string][]string, len(e.held))
@@ -86,8 +104,13 @@ func (e *Engine) renew(ctx context.Context) {
 		}
 	}
 	e.mu.Unlock()
+	seen := e.reasserted.Load()
 	for d, leases := range batches {
-		if err := e.claims.Renew(ctx, d, leases, e.leaseTTL); err != nil && ctx.Err() == nil {
+		err := e.claims.Renew(ctx, d, leases, e.leaseTTL)
+		if errors.Is(err, store.ErrStateLost) {
+			err = e.reassert(ctx, d, seen)
+		}
+		if err != nil && ctx.Err() == nil {
 			e.log.LogAttrs(ctx, slog.LevelWarn, "lease renewal failed; claims may lapse",
 				slog.String("domain", d), slog.Int("leases", len(leases)), slog.Any("err", err))
 		}
@@ -107,6 +130,9 @@ type Claim struct {
 	dom   string
 	lease string
 	once  sync.Once
+	// sent is done once the release's first call to the store has
+	// returned (see WaitReleased).
+	sent sync.WaitGroup
 }
 
 // Wait claims a slot on the first candidate with room, waiting in the queue
@@ -115,8 +141,10 @@ type Claim struct {
 // the request waits is seen; a.Candidates is ignored. Claim.Index refers to
 // the list of the plan call that won. An empty plan fails at once with
 // no_upstream_available. Wait returns capacity_wait_timeout when the deadline
-// passes, the context's cause when the caller leaves, and no_upstream_available
-// wrapping store.ErrUnavailable when the store cannot be reached.
+// passes, the context's cause when the caller leaves, and state_unavailable
+// (see StateUnavailable) wrapping store.ErrUnavailable when the store cannot
+// be reached. A store that lost its state since this replica's last call
+// gets the leases this replica holds reasserted before anything is granted.
 func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
 	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
 	// Most requests find room at once and need no wake channel nor timers.
@@ -168,17 +196,35 @@ func (e *Engine) try(ctx context.Context, a *store.Acquire, plan func() []store.
 	if a.Candidates = plan(); len(a.Candidates) == 0 {
 		return nil, store.Grant{}, e.leave(ctx, *a, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
 	}
+	seen := e.reasserted.Load()
 	g, err := e.claims.Acquire(ctx, *a)
+	if errors.Is(err, store.ErrStateLost) {
+		if err = e.reassert(ctx, a.Domain, seen); err == nil {
+			g, err = e.claims.Acquire(ctx, *a)
+		}
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, g, e.leave(ctx, *a, context.Cause(ctx))
 	case err != nil:
-		return nil, g, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "capacity state is unavailable", Err: err}
+		return nil, g, StateUnavailable(err)
 	case g.Granted:
-		e.hold(a.Domain, g.Lease)
+		e.hold(a.Domain, store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens})
 		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, g, nil
 	}
 	return nil, g, nil
+}
+
+// stateRetryAfter is how long a caller refused for an unreachable store is
+// asked to wait: long enough not to hammer a store that is down, short
+// enough to find one that is back.
+const stateRetryAfter = 2 * time.Second
+
+// StateUnavailable is the answer to a request refused because the shared
+// state store failed (err): 503 state_unavailable with a Retry-After.
+func StateUnavailable(err error) *sluice.Error {
+	return &sluice.Error{Code: sluice.CodeStateUnavailable, Msg: "the gateway's shared state is unavailable; retry later",
+		RetryAfter: stateRetryAfter, Err: err}
 }
 
 // leave takes the ticket out of the queue (or releases what was granted in
@@ -200,25 +246,64 @@ func retryAfter(at time.Time) time.Duration {
 	return time.Second
 }
 
-func (e *Engine) hold(domain, lease string) {
+func (e *Engine) hold(domain string, h store.Held) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.held[domain]
 	if m == nil {
-		m = map[string]bool{}
+		m = map[string]store.Held{}
 		e.held[domain] = m
 	}
-	m[lease] = true
+	m[h.Lease] = h
 }
 
 // Release gives the slot back with the call's outcome. It runs at most once
-// (and not at all after Keep) and survives a caller that has gone (it uses
-// a detached, bounded context).
+// (and not at all after Keep) and never waits for a shared store: the
+// release goes in the background, retried until it lands or the lease
+// lapses, so a stalled store neither delays the answer nor keeps the slot
+// until the lease expires. See WaitReleased.
 func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 	c.once.Do(func() {
-		c.unhold()
-		_ = c.e.ReleaseLease(ctx, c.dom, c.lease, out)
+		if c.e.local {
+			c.e.releaseNow(ctx, c.dom, c.lease, out, true)
+			return
+		}
+		c.sent.Add(1)
+		c.e.bg.start()
+		go func() {
+			defer c.e.bg.done()
+			err := c.e.releaseNow(ctx, c.dom, c.lease, out, true)
+			c.sent.Done()
+			c.e.retryRelease(c.dom, c.lease, out, err)
+		}()
 	})
+}
+
+// WaitReleased waits until Release has made its first call to the store
+// (at most releaseTimeout), so that another attempt of the same request
+// sees the outcome in the store: a rate limit's cooldown keeps it off the
+// unit. It returns at once after Keep, or before Release.
+func (c *Claim) WaitReleased() { c.sent.Wait() }
+
+// ProbeSucceeded tells the store that the claim, its unit's post-cooldown
+// probe, succeeded: the upstream answered 2xx and its first byte is on its
+// way, so the unit reopens for everyone while this claim stays held until
+// Release. It does nothing for a claim that is not the probe, and never
+// waits for a shared store (the Release of a successful call opens the unit
+// too, should this be lost).
+func (c *Claim) ProbeSucceeded(ctx context.Context) {
+	if !c.Probe {
+		return
+	}
+	if c.e.local {
+		c.e.probeSucceeded(ctx, c.dom, c.lease)
+		return
+	}
+	c.e.bg.start()
+	go func() {
+		defer c.e.bg.done()
+		c.e.probeSucceeded(ctx, c.dom, c.lease)
+	}()
 }
 
 // Keep hands the claim over to an async job, which holds it until the job
@@ -237,23 +322,27 @@ func (c *Claim) Keep(ctx context.Context, ttl time.Duration) (domain, lease stri
 	return c.dom, c.lease, err
 }
 
-func (c *Claim) unhold() {
-	c.e.mu.Lock()
-	delete(c.e.held[c.dom], c.lease)
-	c.e.mu.Unlock()
+func (c *Claim) unhold() { c.e.unhold(c.dom, c.lease) }
+
+func (e *Engine) unhold(domain, lease string) {
+	e.mu.Lock()
+	delete(e.held[domain], lease)
+	e.mu.Unlock()
 }
 
 // ReleaseLease releases a lease by its ID with the call's outcome: a kept
 // claim, from whichever replica learns that its job ended. Releasing a lease
-// twice, or one that lapsed, does nothing. A failure is logged and returned;
-// the lease then lapses after its TTL.
+// twice, or one that lapsed, does nothing. It waits for the store's first
+// answer (at most releaseTimeout) and returns its error; a store that could
+// not be reached is tried again in the background for up to a lease TTL.
 func (e *Engine) ReleaseLease(ctx context.Context, domain, lease string, out store.Outcome) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	err := e.claims.Release(rctx, domain, lease, out)
-	if err != nil {
-		e.log.LogAttrs(ctx, slog.LevelError, "releasing a claim failed; it lapses after the lease TTL",
-			slog.String("lease", lease), slog.Any("err", err))
+	err := e.releaseNow(ctx, domain, lease, out, false)
+	if errors.Is(err, store.ErrUnavailable) {
+		e.bg.start()
+		go func() {
+			defer e.bg.done()
+			e.retryRelease(domain, lease, out, err)
+		}()
 	}
 	return err
 }

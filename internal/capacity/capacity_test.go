@@ -136,12 +136,13 @@ func (downStore) Acquire(context.Context, store.Acquire) (store.Grant, error) {
 	return store.Grant{}, store.ErrUnavailable
 }
 
-func TestStoreOutageIsNoUpstreamAvailable(t *testing.T) {
+func TestStoreOutageIsStateUnavailable(t *testing.T) {
 	s := downStore{memstore.New()}
 	e := New(s, memstore.New(), "r", time.Second, quiet)
 	_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Wait on a down store = %v, want no_upstream_available wrapping ErrUnavailable", err)
+	var se *sluice.Error
+	if !errors.As(err, &se) || se.Code != sluice.CodeStateUnavailable || se.RetryAfter <= 0 || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Wait on a down store = %v, want state_unavailable with a Retry-After, wrapping ErrUnavailable", err)
 	}
 }
 

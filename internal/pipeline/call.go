@@ -76,6 +76,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if !a.Skipped && (final || !a.Class.Retryable()) {
 			return a.Failure()
 		}
+		claim.WaitReleased() // the next try must see this one's outcome (a cooldown) in the store
 		h.react(ctx, e, a)
 		if a.Class != upstream.ClassRate { // a rate limit cools the unit; the store skips it until its probe
 			failed = append(failed, failure{edge: e, class: a.Class})
@@ -86,15 +87,23 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 
 // tryFunc runs one attempt on the claimed edge e and releases the claim (or
 // hands it over) — also when the attempt panics, so a claim is released
-// exactly once on every path. start is when the request's first attempt
-// began. final says that no other edge may be tried, whatever the class.
+// exactly once on every path. The release goes on in the background, off
+// the answer's path; call waits for it only before another attempt. start
+// is when the request's first attempt began. final says that no other edge
+// may be tried, whatever the class.
 type tryFunc func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (a upstream.Attempt, final bool)
 
 // execute runs one attempt of a request that answers at once (chat,
 // embeddings) and releases the claim with its outcome.
 func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim) (a upstream.Attempt) {
 	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
-	return h.caller.Execute(ctx, w, req, e, start, upstream.Hooks{})
+	var hooks upstream.Hooks
+	if claim.Probe {
+		// The account is open once the probe's answer starts, not when a
+		// long stream ends.
+		hooks.Committed = func() { claim.ProbeSucceeded(ctx) }
+	}
+	return h.caller.Execute(ctx, w, req, e, start, hooks)
 }
 
 // failure is an attempt that rules edges out for the rest of the request.

@@ -216,6 +216,8 @@ func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (job.KeyID != pr.Key.ID || job.Protocol != string(p)):
 		return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no job with id " + id}
+	case errors.Is(err, store.ErrUnavailable):
+		return nil, out, capacity.StateUnavailable(err) // the job is there; its record is out of reach for now
 	case err != nil:
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
 	}
