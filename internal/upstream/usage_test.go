@@ -71,3 +71,19 @@ func BenchmarkUsageValue(b *testing.B) {
 		}
 	}
 }
+
+// TestHotPathChecksDoNotAllocate guards what every answer and stream event
+// goes through: the JSON check with its usage, and the secret's mask.
+func TestHotPathChecksDoNotAllocate(t *testing.T) {
+	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		f, done, err := chunkOf(chunk)
+		if err != nil || done || !usageValue(f.usage).Measured || !isUsageOnly(f.choices) {
+			t.Fatal("chunk not read")
+		}
+		maskSecret(chunk, "sk-upstream-a-secret-longer-than-32-bytes-0123456789")
+	})
+	if allocs != 0 {
+		t.Errorf("reading a chunk allocates %v times, want 0", allocs)
+	}
+}
