@@ -154,7 +154,9 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
-	g.recorder = settle.NewRecorder(sqlledger.New(g.db), o.Log, 256, 200*time.Millisecond)
+	if g.recorder, err = settle.NewRecorder(sqlledger.New(g.db), o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
+		return nil, err
+	}
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err

@@ -102,6 +102,11 @@ type Database struct {
 	URL     string `yaml:"url"`
 	URLEnv  string `yaml:"url_env"`  // environment variable holding the URL
 	URLFile string `yaml:"url_file"` // file holding the URL
+	// SpoolDir is where usage records wait on local disk until the
+	// database has them, so that a killed process loses none. One per
+	// database. Default: next to an SQLite file (its path + "-spool"),
+	// else data/spool; none for an SQLite database in memory.
+	SpoolDir string `yaml:"spool_dir"`
 }
 
 // Endpoint is an upstream base URL with its protocols.

@@ -70,7 +70,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			out.Executions = append(out.Executions, a.Exec)
 		}
 		if a.Committed {
-			out.Committed, out.Usage, out.TTFT, out.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
+			out.answer(a)
 			return a.Err
 		}
 		if !a.Skipped && (final || !a.Class.Retryable()) {
@@ -94,10 +94,11 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 type tryFunc func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (a upstream.Attempt, final bool)
 
 // execute runs one attempt of a request that answers at once (chat,
-// embeddings) and releases the claim with its outcome.
-func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim) (a upstream.Attempt) {
+// embeddings) and releases the claim with its outcome. ending is called
+// when a successful answer is in and its last bytes are not yet sent.
+func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim, ending func(upstream.Attempt)) (a upstream.Attempt) {
 	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
-	var hooks upstream.Hooks
+	hooks := upstream.Hooks{Ending: ending}
 	if claim.Probe {
 		// The account is open once the probe's answer starts, not when a
 		// long stream ends.

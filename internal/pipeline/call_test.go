@@ -28,7 +28,7 @@ func TestClaimIsReleasedWhenTheAttemptPanics(t *testing.T) {
 	h := &Handler{}
 	func() {
 		defer func() { _ = recover() }()
-		h.execute(context.Background(), httptest.NewRecorder(), &sluice.Request{}, &sluice.Edge{}, time.Now(), claim)
+		h.execute(context.Background(), httptest.NewRecorder(), &sluice.Request{}, &sluice.Edge{}, time.Now(), claim, nil)
 	}()
 	us, _ := s.Units(t.Context(), "d", []string{"u"})
 	if us[0].InFlight != 0 {

@@ -77,13 +77,41 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	if err == nil {
 		edges, err = h.route(snap, req)
 	}
+	// An answer's usage is recorded (and safe) before its last bytes reach
+	// the caller, so a caller that saw the end is never unbilled, even if
+	// the process dies at once; a request that ends any other way is
+	// settled after the call.
+	recorded := false
+	ending := func(a upstream.Attempt) {
+		h.settle(ctx, p, req, answered(out, a), nil)
+		recorded = true
+	}
 	if err == nil {
 		err = h.call(ctx, snap, p.Key, req, task, edges, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
-			return h.execute(ctx, w, req, e, start, claim), false
+			return h.execute(ctx, w, req, e, start, claim, ending), false
 		})
 	}
-	h.settle(ctx, p, req, out, err)
+	if !recorded {
+		h.settle(ctx, p, req, out, err)
+	}
 	return out, err
+}
+
+// answered is out as it will be once the successful attempt a, whose
+// answer is ending, is returned. The executions are a copy: out's slice
+// gets a's final version later, and the record must not share it.
+func answered(out Outcome, a upstream.Attempt) Outcome {
+	a.Exec.Status = sluice.ExecutionOK
+	a.Exec.Duration = time.Since(a.Exec.Started)
+	n := len(out.Executions)
+	out.Executions = append(out.Executions[:n:n], a.Exec)
+	out.answer(a)
+	return out
+}
+
+// answer takes what the committed attempt a tells about the request.
+func (o *Outcome) answer(a upstream.Attempt) {
+	o.Committed, o.Usage, o.TTFT, o.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
 }
 
 // admit checks what the key may ask for — the alias and the task type it

@@ -1,13 +1,16 @@
 // Package settle finishes a request after its answer: it writes the usage
 // record (with every execution) through a batching writer so the request
-// path never waits on the database, and counts what could not be written.
-// Later issues add claim release and ledger entries here. It depends on
-// package sluice and the ledger.Usage interface only.
+// path never waits on the database, keeping each record in a local spool
+// until the database has it, and counts what could not be kept. Later
+// issues add claim release and ledger entries here. It depends on package
+// sluice and the ledger.Usage interface only.
 package settle
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +21,17 @@ import (
 
 // Recorder batches usage records into a ledger.Usage store. Record is safe
 // for concurrent use; Close flushes what is queued and stops the writer.
+//
+// With a spool, a record is on local disk before Record returns and stays
+// there until the store has it: neither the process dying (SIGKILL, a
+// panic, the OOM killer), nor a full queue, nor a database outage loses
+// it. Without one (a database in memory, which a dead process loses
+// anyway), records wait in memory only.
 type Recorder struct {
 	store   ledger.Usage
 	log     *slog.Logger
-	queue   chan sluice.UsageRecord
+	spool   *spool // nil: no spool
+	queue   chan queued
 	batch   int           // records per write
 	every   time.Duration // longest a record waits before it is written
 	stop    chan struct{} // closed by Close
@@ -31,35 +41,60 @@ type Recorder struct {
 	written atomic.Int64
 }
 
+// queued is a record on its way to the store, and the spool segment that
+// holds it (nil if it is not on disk).
+type queued struct {
+	rec sluice.UsageRecord
+	seg *segment
+}
+
 // queueSize absorbs a burst of about a second at a few thousand requests per
-// second while the database is slow; past it, Record waits (bounded) rather
-// than losing the record.
+// second while the database is slow; past it, a spooled record is left for
+// the writer to replay from disk, and a record that is not waits (bounded).
 const queueSize = 4096
 
-// NewRecorder starts a writer that flushes every interval or every batch records.
-func NewRecorder(store ledger.Usage, log *slog.Logger, batch int, interval time.Duration) *Recorder {
-	r := &Recorder{store: store, log: log, queue: make(chan sluice.UsageRecord, queueSize), batch: batch, every: interval, stop: make(chan struct{}), done: make(chan struct{})}
+// NewRecorder starts a writer that flushes every interval or every batch
+// records. spoolDir is where records are kept until the store has them
+// ("" for none); records left there by a process that died are replayed
+// into the store in the background. The spool is the store's own: two
+// stores must not share one spool directory.
+func NewRecorder(store ledger.Usage, log *slog.Logger, spoolDir string, batch int, interval time.Duration) (*Recorder, error) {
+	r := &Recorder{store: store, log: log, queue: make(chan queued, queueSize), batch: batch, every: interval, stop: make(chan struct{}), done: make(chan struct{})}
+	if spoolDir != "" {
+		var err error
+		if r.spool, err = openSpool(spoolDir, log); err != nil {
+			return nil, err
+		}
+	}
 	go r.run()
-	return r
+	return r, nil
 }
 
 // fullQueueWait bounds how long Record waits for room in a full queue.
 const fullQueueWait = 2 * time.Second
 
-// Record queues a usage record. It blocks only when the queue is full, and
-// gives up (counting the record as dropped) when ctx ends or fullQueueWait
-// passes first. The bound is Record's own, so that callers need no timeout
-// context of their own on every request.
+// Record keeps a usage record: once it returns, the record is in the spool
+// (when there is one and it has room) and on its way to the store. It does
+// not block on a spooled record. A record that is not spooled waits for
+// room in a full queue, and is given up (counted as dropped) when ctx ends
+// or fullQueueWait passes first. The bound is Record's own, so that callers
+// need no timeout context of their own on every request.
 func (r *Recorder) Record(ctx context.Context, rec sluice.UsageRecord) {
+	q := queued{rec: rec, seg: r.spool.append(&rec)}
 	select {
-	case r.queue <- rec:
+	case r.queue <- q:
 		return
 	default:
+	}
+	if q.seg != nil {
+		// On disk only now: the writer replays its segment.
+		r.spool.spill(q.seg)
+		return
 	}
 	full := time.NewTimer(fullQueueWait)
 	defer full.Stop()
 	select {
-	case r.queue <- rec:
+	case r.queue <- q:
 		return
 	case <-full.C:
 	case <-ctx.Done():
@@ -68,52 +103,61 @@ func (r *Recorder) Record(ctx context.Context, rec sluice.UsageRecord) {
 	r.log.LogAttrs(ctx, slog.LevelError, "usage record dropped: writer queue full", slog.String("request_id", rec.RequestID))
 }
 
-// Dropped counts records that could not be queued or written.
+// Dropped counts records that were lost: neither spooled nor written.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// Written counts records the store accepted.
+// Written counts records the store accepted; a record replayed from the
+// spool may be counted again.
 func (r *Recorder) Written() int64 { return r.written.Load() }
 
-// Close flushes the queue and stops the writer. Record must not be called after Close.
+// Close flushes the queue and the spool and stops the writer. What the
+// store does not take within drainTimeout stays in the spool for the next
+// start. Record must not be called after Close.
 func (r *Recorder) Close() {
 	r.closing.Do(func() { close(r.stop) })
 	<-r.done
 }
 
+// pending are the records the writer holds, with their segments.
+type pending struct {
+	recs []sluice.UsageRecord
+	segs []*segment
+}
+
+func (p *pending) add(q queued) {
+	p.recs = append(p.recs, q.rec)
+	p.segs = append(p.segs, q.seg)
+}
+
 func (r *Recorder) run() {
 	defer close(r.done)
-	// The tick writes partial batches and retries a refused write; it is at
-	// most a second so an outage is retried promptly whatever the interval.
+	// The tick writes partial batches, retries a refused write and replays
+	// a spilled segment; it is at most a second so an outage is retried
+	// promptly whatever the interval.
 	t := time.NewTicker(min(r.every, time.Second))
 	defer t.Stop()
-	var pending []sluice.UsageRecord
+	var p pending
 	queue := r.queue
 	for {
 		select {
-		case rec := <-queue:
-			if pending = append(pending, rec); len(pending) >= r.batch {
-				pending = r.write(pending)
+		case q := <-queue:
+			if p.add(q); len(p.recs) >= r.batch {
+				r.write(&p)
 			}
 		case <-t.C:
-			pending = r.write(pending)
-		case <-r.stop:
-			for {
-				select {
-				case rec := <-r.queue:
-					pending = append(pending, rec)
-					continue
-				default:
-				}
-				break
+			if r.write(&p) {
+				r.replay()
 			}
-			r.drain(pending)
+		case <-r.stop:
+			r.finish(&p)
 			return
 		}
 		// While the store is down, records wait here; past a bound the
-		// writer stops reading, the queue fills, and Record pushes back on
-		// callers instead of memory growing without limit.
+		// writer stops reading, the queue fills, and Record leaves spooled
+		// records on disk (and pushes back on callers with unspooled ones)
+		// instead of memory growing without limit.
 		queue = r.queue
-		if len(pending) >= maxPending {
+		if len(p.recs) >= maxPending {
 			queue = nil
 		}
 	}
@@ -122,36 +166,93 @@ func (r *Recorder) run() {
 // maxPending bounds the records held while the store refuses writes.
 const maxPending = 4 * queueSize
 
-// write stores pending and returns what is left: nothing on success, all of
-// it on failure (records are idempotent by request ID, so writing them again
-// later is safe).
-func (r *Recorder) write(pending []sluice.UsageRecord) []sluice.UsageRecord {
-	if len(pending) == 0 {
-		return pending
+// write stores what is pending and reports whether the store took it. On
+// failure all of it stays pending (records are idempotent by request ID,
+// so writing them again later is safe).
+func (r *Recorder) write(p *pending) bool {
+	if len(p.recs) == 0 {
+		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := r.store.RecordUsage(ctx, pending); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelWarn, "usage records not written yet: store unavailable",
-			slog.Int("records", len(pending)), slog.Any("err", err))
-		return pending
+	if err := r.put(p.recs); err != nil {
+		return false
 	}
-	r.written.Add(int64(len(pending)))
-	return pending[:0]
+	r.spool.stored(p.segs)
+	clear(p.recs) // drop references to the stored records' strings
+	p.recs, p.segs = p.recs[:0], p.segs[:0]
+	return true
 }
 
-// drain writes what is left at Close, trying for a bounded time.
-func (r *Recorder) drain(pending []sluice.UsageRecord) {
-	deadline := time.Now().Add(drainTimeout)
-	for len(pending) > 0 && time.Now().Before(deadline) {
-		if pending = r.write(pending); len(pending) > 0 {
-			time.Sleep(100 * time.Millisecond)
+// put writes one batch to the store, logging a refusal.
+func (r *Recorder) put(recs []sluice.UsageRecord) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.store.RecordUsage(ctx, recs); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "usage records not written yet: store unavailable",
+			slog.Int("records", len(recs)), slog.Any("err", err))
+		return err
+	}
+	r.written.Add(int64(len(recs)))
+	return nil
+}
+
+// replay stores spilled segments from their files, oldest first, deleting
+// each once stored, until none is left (it then reports true), the store
+// refuses, or records queue up meanwhile: those come first.
+func (r *Recorder) replay() (empty bool) {
+	for len(r.queue) < r.batch {
+		seg := r.spool.nextSpilled()
+		if seg == nil {
+			return true
+		}
+		b, err := os.ReadFile(seg.path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.log.LogAttrs(context.Background(), slog.LevelError, "usage spool: segment unreadable", slog.String("segment", seg.path), slog.Any("err", err))
+			return false
+		}
+		recs, unread := decodeFrames(b)
+		if unread > 0 {
+			// The tail a process killed mid-write leaves: its Record never
+			// returned, so no caller saw that answer end.
+			r.log.LogAttrs(context.Background(), slog.LevelWarn, "usage spool: torn frame at the end of a segment skipped",
+				slog.String("segment", seg.path), slog.Int("bytes", unread))
+		}
+		if len(recs) > 0 && r.put(recs) != nil {
+			return false
+		}
+		r.spool.replayed(seg)
+	}
+	return false
+}
+
+// finish writes what is left at Close, trying for a bounded time, then
+// closes the spool with whatever the store did not take still in it.
+func (r *Recorder) finish(p *pending) {
+	for drained := false; !drained; {
+		select {
+		case q := <-r.queue:
+			p.add(q)
+		default:
+			drained = true
 		}
 	}
-	if len(pending) > 0 {
-		r.dropped.Add(int64(len(pending)))
+	deadline := time.Now().Add(drainTimeout)
+	for !(r.write(p) && r.replay()) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	var lost int
+	for _, seg := range p.segs {
+		if seg == nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		r.dropped.Add(int64(lost))
 		r.log.LogAttrs(context.Background(), slog.LevelError, "usage records lost at shutdown: store unavailable",
-			slog.Int("records", len(pending)))
+			slog.Int("records", lost))
+	}
+	if left := r.spool.close(); left > 0 {
+		r.log.LogAttrs(context.Background(), slog.LevelWarn, "usage records left in the spool for the next start: store unavailable",
+			slog.String("spool", r.spool.dir), slog.Int64("bytes", left))
 	}
 }
 

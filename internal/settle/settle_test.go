@@ -3,8 +3,11 @@ package settle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -36,52 +39,173 @@ func (f *flakyStore) RecordUsage(ctx context.Context, recs []sluice.UsageRecord)
 	return f.Store.RecordUsage(ctx, recs)
 }
 
+// stored counts the distinct records in the store.
+func (f *flakyStore) stored(t *testing.T) int {
+	recs, err := f.ListUsage(t.Context(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newRecorder(t *testing.T, store *flakyStore, spoolDir string, batch int, interval time.Duration) *Recorder {
+	t.Helper()
+	r, err := NewRecorder(store, discard, spoolDir, batch, interval)
+	if err != nil {
+		t.Fatalf("NewRecorder = %v", err)
+	}
+	return r
+}
+
+func record(id int) sluice.UsageRecord {
+	return sluice.UsageRecord{RequestID: fmt.Sprintf("req-%05d", id), Started: time.Now()}
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// writerDirs lists the Recorder directories left under a spool directory.
+func writerDirs(t *testing.T, root string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(root, writerPrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
 func TestRecordsSurviveAStoreOutage(t *testing.T) {
 	store := &flakyStore{}
 	store.setDown(true)
-	r := NewRecorder(store, slog.New(slog.NewTextHandler(io.Discard, nil)), 8, 10*time.Millisecond)
+	r := newRecorder(t, store, t.TempDir(), 8, 10*time.Millisecond)
 	for i := range 20 {
-		r.Record(t.Context(), sluice.UsageRecord{RequestID: "req-" + string(rune('a'+i)), Started: time.Now()})
-	}
-	time.Sleep(50 * time.Millisecond) // several failed flushes
-	if n := r.Written(); n != 0 {
-		t.Fatalf("written while the store was down = %d", n)
+		r.Record(t.Context(), record(i))
 	}
 	store.setDown(false)
-	deadline := time.Now().Add(2 * time.Second)
-	for r.Written() < 20 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, "20 records stored", func() bool { return store.stored(t) == 20 })
 	r.Close()
-	recs, _ := store.ListUsage(t.Context(), time.Time{}, 0)
-	if len(recs) != 20 || r.Dropped() != 0 {
-		t.Errorf("after the store came back: %d records stored, %d dropped; want 20 and 0", len(recs), r.Dropped())
+	if r.Dropped() != 0 {
+		t.Errorf("dropped = %d, want 0", r.Dropped())
 	}
 }
 
-func TestCloseFlushes(t *testing.T) {
-	store := &flakyStore{}
-	r := NewRecorder(store, slog.New(slog.NewTextHandler(io.Discard, nil)), 1000, time.Hour)
-	r.Record(t.Context(), sluice.UsageRecord{RequestID: "only", Started: time.Now()})
+func TestCloseFlushesAndRemovesTheSpool(t *testing.T) {
+	store, root := &flakyStore{}, t.TempDir()
+	r := newRecorder(t, store, root, 1000, time.Hour)
+	r.Record(t.Context(), record(1))
 	r.Close()
-	if recs, _ := store.ListUsage(t.Context(), time.Time{}, 0); len(recs) != 1 {
-		t.Errorf("records after Close = %d, want the queued one flushed", len(recs))
+	if n := store.stored(t); n != 1 {
+		t.Errorf("records after Close = %d, want the queued one flushed", n)
+	}
+	if dirs := writerDirs(t, root); len(dirs) != 0 {
+		t.Errorf("spool directories after a clean Close = %v, want none", dirs)
 	}
 }
 
-func TestRecordGivesUpWhenTheQueueStaysFull(t *testing.T) {
+// TestFullQueueAndDownStoreDropNothing fills the writer's memory and queue
+// while the store is down: every record is kept in the spool, Record never
+// blocks, and all are stored once the store is back.
+func TestFullQueueAndDownStoreDropNothing(t *testing.T) {
 	store := &flakyStore{}
 	store.setDown(true)
-	r := NewRecorder(store, slog.New(slog.NewTextHandler(io.Discard, nil)), 1, time.Hour)
+	r := newRecorder(t, store, t.TempDir(), 64, 10*time.Millisecond)
+	defer r.Close()
+	const n = maxPending + queueSize + 500
+	for i := range n {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		r.Record(ctx, record(i))
+		cancel()
+	}
+	if r.Dropped() != 0 {
+		t.Fatalf("dropped while the store was down = %d, want 0", r.Dropped())
+	}
+	store.setDown(false)
+	eventually(t, fmt.Sprintf("%d records stored", n), func() bool { return store.stored(t) == n })
+}
+
+func TestWithoutSpoolRecordGivesUpWhenTheQueueStaysFull(t *testing.T) {
+	store := &flakyStore{}
+	store.setDown(true)
+	r := newRecorder(t, store, "", 1, time.Hour)
 	defer func() { store.setDown(false); r.Close() }()
 	// maxPending records wait in the writer, queueSize in the queue; the
 	// next Record blocks until its context ends and counts a drop.
 	for i := 0; r.Dropped() == 0 && i < maxPending+queueSize+100; i++ {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-		r.Record(ctx, sluice.UsageRecord{RequestID: "r", Started: time.Now()})
+		r.Record(ctx, record(i))
 		cancel()
 	}
 	if r.Dropped() == 0 {
 		t.Errorf("Record never gave up on a full queue with a store that stays down")
+	}
+}
+
+// die leaves s as a killed process would: files and lock released by the
+// kernel, nothing flushed or removed.
+func die(s *spool) {
+	if s.file != nil {
+		s.file.Close()
+	}
+	s.lock.Close()
+}
+
+func TestReplaysWhatADeadRecorderLeft(t *testing.T) {
+	root := t.TempDir()
+	dead, err := openSpool(root, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		rec := record(i)
+		if dead.append(&rec) == nil {
+			t.Fatalf("append #%d refused", i)
+		}
+	}
+	// Killed in the middle of a write: half a frame at the end.
+	torn := record(n)
+	frame := appendFrame(nil, &torn)
+	if _, err := dead.file.Write(frame[:len(frame)/2]); err != nil {
+		t.Fatal(err)
+	}
+	die(dead)
+
+	store := &flakyStore{}
+	r := newRecorder(t, store, root, 16, 10*time.Millisecond)
+	eventually(t, fmt.Sprintf("%d replayed records", n), func() bool { return store.stored(t) == n })
+	r.Close()
+	if dirs := writerDirs(t, root); len(dirs) != 0 {
+		t.Errorf("spool directories after the replay and a clean Close = %v, want none", dirs)
+	}
+}
+
+func TestLiveSpoolIsNotAdopted(t *testing.T) {
+	root := t.TempDir()
+	live, err := openSpool(root, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer die(live)
+	rec := record(1)
+	live.append(&rec)
+	other, err := openSpool(root, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer die(other)
+	if len(other.segs) != 0 {
+		t.Errorf("a second spool adopted %d segments of a live one, want 0", len(other.segs))
+	}
+	if _, err := os.Stat(live.dir); err != nil {
+		t.Errorf("the live spool's directory: %v", err)
 	}
 }

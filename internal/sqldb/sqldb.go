@@ -115,6 +115,17 @@ func parse(url string) (d *dialect, dsn, dir string, err error) {
 	return nil, "", "", fmt.Errorf("database url: unknown scheme %q (want sqlite or postgres)", scheme)
 }
 
+// File is the file of an SQLite database URL: "" for PostgreSQL, a
+// database in memory, or a URL that is not valid.
+func File(url string) string {
+	d, dsn, _, err := parse(url)
+	if err != nil || d != &sqliteDialect || inMemory(dsn) {
+		return ""
+	}
+	path, _, _ := strings.Cut(dsn, "?")
+	return strings.TrimPrefix(path, "file:")
+}
+
 // inMemory reports whether an SQLite name (with its query) is a memory database.
 func inMemory(name string) bool {
 	return strings.Contains(name, ":memory:") || strings.Contains(name, "mode=memory")
