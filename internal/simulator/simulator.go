@@ -2,7 +2,9 @@
 // http.Handler that speaks the OpenAI wire format (chat completions as JSON and
 // SSE, embeddings, models) with deterministic answers, and misbehaves on
 // demand per bearer key: latency, slow or cut or stalled streams, concurrency
-// caps that answer 429, injected 5xx, 52x and 529 failures, invalid keys.
+// caps that answer 429, injected 5xx, 52x and 529 failures, invalid keys,
+// and 200s that are not what the route speaks (an HTML page, a garbled
+// event, a body cut short), or that echo the request's credential.
 // It records every request it receives so tests can check which credential
 // got what.
 //

@@ -57,7 +57,7 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 // readHeld reads an answer of up to maxHeldAnswer bytes into one buffer of
 // its announced size (plus one byte, to see the end without growing).
 // whole is false when the answer is longer: body is then its first
-// maxHeldAnswer bytes, in a buffer of exactly that size.
+// maxHeldAnswer bytes, and the buffer's capacity is that size.
 func readHeld(r io.Reader, size int64) (body []byte, whole bool, err error) {
 	switch {
 	case size > maxHeldAnswer:
@@ -198,8 +198,9 @@ func writeResponse(w http.ResponseWriter, r *response, secret string, errorAnswe
 	return err
 }
 
-// hasMediaType reports whether h's Content-Type is one that is reports
-// true for, parameters (charset) aside.
+// hasMediaType reports whether is accepts the media type of h's
+// Content-Type, parameters (charset) aside. An answer without one is
+// refused: every upstream Sluice speaks to labels its answers.
 func hasMediaType(h http.Header, is func(mediaType string) bool) bool {
 	v := h["Content-Type"]
 	if len(v) == 0 {
