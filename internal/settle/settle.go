@@ -38,7 +38,6 @@ type Recorder struct {
 	done    chan struct{} // closed when the writer has flushed and stopped
 	closing sync.Once
 	dropped atomic.Int64
-	written atomic.Int64
 }
 
 // queued is a record on its way to the store, and the spool segment that
@@ -105,10 +104,6 @@ func (r *Recorder) Record(ctx context.Context, rec sluice.UsageRecord) {
 
 // Dropped counts records that were lost: neither spooled nor written.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
-
-// Written counts records the store accepted; a record replayed from the
-// spool may be counted again.
-func (r *Recorder) Written() int64 { return r.written.Load() }
 
 // Close flushes the queue and the spool and stops the writer. What the
 // store does not take within drainTimeout stays in the spool for the next
@@ -186,13 +181,12 @@ func (r *Recorder) write(p *pending) bool {
 func (r *Recorder) put(recs []sluice.UsageRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.store.RecordUsage(ctx, recs); err != nil {
+	err := r.store.RecordUsage(ctx, recs)
+	if err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "usage records not written yet: store unavailable",
 			slog.Int("records", len(recs)), slog.Any("err", err))
-		return err
 	}
-	r.written.Add(int64(len(recs)))
-	return nil
+	return err
 }
 
 // replay stores spilled segments from their files, oldest first, deleting
