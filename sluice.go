@@ -156,6 +156,9 @@ type Alias struct {
 	Name        string
 	Protocol    Protocol
 	Deployments []Deployment
+	// MaxOutputTokens refuses a request asking for more output (its
+	// MaxTokens) than the alias's models give; 0 = no limit.
+	MaxOutputTokens int64
 }
 
 // KeyStatus is the lifecycle state of a virtual key.
@@ -222,6 +225,7 @@ type Request struct {
 	Task         string // the task type the caller declared (X-Sluice-Task); "" = the key's
 	User         string // the end user: X-Sluice-User, else the body's "user"
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
+	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens; 0 = not set
 	Body         []byte
 	// ContentType is the body's media type when it is not JSON — a video
 	// submit sent as multipart/form-data — and is forwarded with it.

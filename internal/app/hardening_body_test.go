@@ -145,3 +145,29 @@ func TestBadEndUserIsInvalidRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxOutputTokensIsEnforced: an alias with max_output_tokens refuses a
+// request asking for more output, by max_tokens or max_completion_tokens.
+func TestMaxOutputTokensIsEnforced(t *testing.T) {
+	tpl := strings.Replace(catalogTemplate, "  - alias: only-a\n", "  - alias: only-a\n    max_output_tokens: 1000\n", 1)
+	h := newHarnessWith(t, tpl, "{backend: memory}", simulator.Options{})
+	tests := []struct {
+		give       string
+		wantStatus int
+	}{
+		{give: `"max_tokens":1000`, wantStatus: http.StatusOK},
+		{give: `"max_completion_tokens":999`, wantStatus: http.StatusOK},
+		{give: `"max_tokens":1001`, wantStatus: http.StatusBadRequest},
+		{give: `"max_tokens":10,"max_completion_tokens":9223372036854775807`, wantStatus: http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		body := `{"model":"only-a",` + tt.give + `,"messages":[{"role":"user","content":"hi"}]}`
+		status, _, answer := h.post(t.Context(), "/v1/chat/completions", keyWeb, body)
+		if status != tt.wantStatus || status == http.StatusBadRequest && !strings.Contains(answer, "invalid_request") {
+			t.Errorf("POST %s = %d %s, want %d", tt.give, status, answer, tt.wantStatus)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 2 {
+		t.Errorf("upstream received %d requests, want only the 2 within the limit", n)
+	}
+}

@@ -163,6 +163,9 @@ type Model struct {
 	Protocol    string       `yaml:"protocol"` // default openai.chat
 	Deployments []Deployment `yaml:"deployments"`
 	Limits      Limits       `yaml:"limits"` // shared by every request for the alias
+	// MaxOutputTokens refuses (400) a request whose max_tokens or
+	// max_completion_tokens is larger; 0 = no limit. openai.chat only.
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.

@@ -27,6 +27,12 @@ func (v *validator) models() {
 			v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
 		}
 		v.limitSet(at+".limits", m.Limits)
+		switch {
+		case m.MaxOutputTokens < 0:
+			v.addf(at+".max_output_tokens", "must be >= 0")
+		case m.MaxOutputTokens > 0 && p != sluice.ProtocolOpenAIChat:
+			v.addf(at+".max_output_tokens", "only an openai.chat alias reads max_tokens")
+		}
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")
 		}

@@ -181,6 +181,8 @@ func TestValidate(t *testing.T) {
 		{"TenantDuplicate", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t"}, {ID: "t"}} }, `tenants[1].id: duplicate`},
 		{"TenantDailyNegative", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t", Limits: Limits{DailyTokens: -1}}} }, `tenants[0].limits.daily_tokens: must be >= 0`},
 		{"ModelLimitNegative", func(c *Catalog) { c.Models[0].Limits.MaxInflight = -1 }, `models[0].limits.max_inflight: must be >= 0`},
+		{"MaxOutputTokensNegative", func(c *Catalog) { c.Models[0].MaxOutputTokens = -1 }, `models[0].max_output_tokens: must be >= 0`},
+		{"MaxOutputTokensNotChat", func(c *Catalog) { c.Models[1].MaxOutputTokens = 1000 }, `models[1].max_output_tokens: only an openai.chat alias reads max_tokens`},
 		{"KeyUnknownTask", func(c *Catalog) { c.Keys[0].Task = "nope" }, `keys[0].task: unknown task type "nope"`},
 		{"KeyUnknownTasks", func(c *Catalog) { c.Keys[0].Tasks = []string{"nope"} }, `keys[0].tasks[0]: unknown task type "nope"`},
 		{"UserLimitNegative", func(c *Catalog) { c.Keys[0].UserLimits.RPM = -1 }, `keys[0].user_limits.rpm: must be >= 0`},

@@ -95,6 +95,7 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 		User:         f.User,
 		Body:         body,
 		Tokens:       f.estimate(p, len(body)),
+		MaxTokens:    max(f.MaxTokens, f.MaxCompletionTokens),
 	}, nil
 }
 

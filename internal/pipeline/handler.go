@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -133,6 +134,9 @@ func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, er
 	alias := snap.Routes.Alias(req.Model)
 	if alias == nil || alias.Protocol != req.Protocol {
 		return nil, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + req.Model + " does not exist or does not support this endpoint"}
+	}
+	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
+		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("max_tokens must be at most %d for model %s", alias.MaxOutputTokens, req.Model)}
 	}
 	all, _ := snap.Routes.Candidates(req.Model)
 	edges := all[:0]

@@ -111,7 +111,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	aliases := make([]*sluice.Alias, 0, len(c.Models))
 	edges := make(map[string][][]*sluice.Edge, len(c.Models))
 	for _, m := range c.Models {
-		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol)}
+		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
 			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds))
