@@ -138,9 +138,12 @@ func checkModel(model string) error {
 // take the first, or match keys exactly), so Sluice could admit and bill
 // one model while the upstream runs another.
 var (
-	readFields   = []string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens"}
-	optionFields = []string{"include_usage"} // inside stream_options
+	readFields   = [...]string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens"}
+	optionFields = [...]string{"include_usage"} // inside stream_options
 )
+
+// scan and checkKeys note the fields seen in the bits of a uint8.
+var _ [8 - len(readFields)]struct{}
 
 // fieldIndex returns the index of key in names, or -1. It compares bytes
 // with strings without converting them, so it never allocates.
@@ -169,7 +172,7 @@ var errRepeated = errors.New("field repeated")
 func scan(body []byte) (f fields, ok bool) {
 	var seen uint8
 	err := jsonfield.PlainMembers(body, func(key, value []byte) error {
-		i := fieldIndex(readFields, key)
+		i := fieldIndex(readFields[:], key)
 		if i < 0 {
 			return nil
 		}
@@ -245,7 +248,7 @@ func checkKeys(obj []byte, names []string, prefix string) error {
 		}
 		seen |= 1 << i
 		if names[i] == "stream_options" && value[0] == '{' {
-			return checkKeys(value, optionFields, "stream_options.")
+			return checkKeys(value, optionFields[:], "stream_options.")
 		}
 		return nil
 	})
@@ -272,7 +275,7 @@ func decode(body []byte) (fields, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return fields{}, err
 	}
-	if err := checkKeys(body, readFields, ""); err != nil {
+	if err := checkKeys(body, readFields[:], ""); err != nil {
 		return fields{}, err
 	}
 	return fields{

@@ -2,6 +2,9 @@ package jsonfield
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +40,42 @@ func TestFind(t *testing.T) {
 				t.Errorf("Find(%s, %q) = %q, want %q", tt.give, tt.key, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFields checks Fields walks the top-level members of valid JSON as
+// Members does, without Members' nesting limit.
+func TestFields(t *testing.T) {
+	deep := strings.Repeat("[", maxDepth+10) + strings.Repeat("]", maxDepth+10)
+	tests := []struct {
+		name string
+		give string
+		want []string // key=value for each member, in order
+	}{
+		{name: "members in order", give: ` {"b" : 1, "a":{"x":[1,"]"]},"b":null} `, want: []string{"b=1", `a={"x":[1,"]"]}`, "b=null"}},
+		{name: "key as written", give: `{"mod\u0065l":"m"}`, want: []string{`mod\u0065l="m"`}},
+		{name: "empty", give: `{}`},
+		{name: "deeper than Members goes", give: `{"d":` + deep + `,"model":"m"}`, want: []string{"d=" + deep, `model="m"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			err := Fields([]byte(tt.give), func(key, value []byte) error {
+				got = append(got, string(key)+"="+string(value))
+				return nil
+			})
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("Fields(%s) = %q, %v; want %q", tt.give, got, err, tt.want)
+			}
+		})
+	}
+	if err := Fields([]byte(`[1]`), func(_, _ []byte) error { return nil }); !errors.Is(err, ErrNotObject) {
+		t.Errorf("Fields([1]) error = %v, want ErrNotObject", err)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := Fields([]byte(`{"a":1,"b":2}`), func(_, _ []byte) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("Fields with a failing callback = %v after %d calls, want stop after 1", err, calls)
 	}
 }
 
