@@ -156,7 +156,10 @@ var readers = func() []reader {
 	}{
 		{"exact", func(k, f string) bool { return k == f }},
 		{"fold", strings.EqualFold},
-		{"lower", func(k, f string) bool { return strings.ToLower(k) == f || strings.ToUpper(k) == strings.ToUpper(f) }},
+		{"lower or upper", func(k, f string) bool { // Python's key.lower() == f or key.upper() == F
+			upper := strings.ToUpper(k)
+			return strings.ToLower(k) == f || upper == strings.ToUpper(f)
+		}},
 		{"C string", func(k, f string) bool { k, _, _ = strings.Cut(k, "\x00"); return k == f }},
 	}
 	var out []reader
