@@ -124,7 +124,7 @@ func checkModel(model string) error {
 	switch {
 	case model == "":
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "you must provide a model parameter"}
-	case !utf8.ValidString(model) || strings.ContainsRune(model, utf8.RuneError):
+	case strings.ContainsRune(model, utf8.RuneError): // U+FFFD, or any invalid UTF-8
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "model must be valid UTF-8"}
 	}
 	return nil
