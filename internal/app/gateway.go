@@ -167,7 +167,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("read credential statuses: %w", err)
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
-		Live: g.live, Keys: g.keys, Capacity: g.capacity, Statuses: g.statuses,
+		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
 		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Metrics: g.metrics, Log: o.Log,
 	})
 

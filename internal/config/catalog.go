@@ -40,6 +40,12 @@ type Server struct {
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
 	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
 	WaitTimeout   Duration `yaml:"wait_timeout"`    // longest a request waits for capacity; default 30s
+	// MaxInflightBodyBytes bounds the request bodies held in memory at
+	// once, across the server: a declared length is counted whole when its
+	// reading starts, a chunked body as it grows, each until its request
+	// ends. A body that would pass it is refused with 503 server_busy.
+	// Default 256 MiB (or max_body_bytes, when larger).
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 	// ShutdownGrace is how long running requests may go on after SIGTERM;
 	// streams still open then end with an error event. Default 60s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`

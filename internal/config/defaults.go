@@ -6,12 +6,16 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-const defaultMaxBodyBytes = 4 << 20 // 4 MiB
+const (
+	defaultMaxBodyBytes         = 4 << 20   // 4 MiB
+	defaultMaxInflightBodyBytes = 256 << 20 // 256 MiB
+)
 
 // ApplyDefaults fills every unset field that has a default, in place:
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
-//     max_body_bytes 4 MiB, body_timeout 30s, wait_timeout 30s, shutdown_grace 60s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
+//     max_body_bytes 4 MiB, max_inflight_body_bytes 256 MiB (or
+//     max_body_bytes, when larger), body_timeout 30s, wait_timeout 30s, shutdown_grace 60s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
 //     total 10m; jobs max_age 2h, poll_interval 2s, max_poll_interval 30s (or
 //     poll_interval, when larger), retention 24h;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
@@ -32,6 +36,9 @@ func ApplyDefaults(c *Catalog) {
 	setString(&s.AdminListen, "127.0.0.1:8081")
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if s.MaxInflightBodyBytes == 0 {
+		s.MaxInflightBodyBytes = max(defaultMaxInflightBodyBytes, s.MaxBodyBytes)
 	}
 	if s.BodyTimeout == 0 {
 		s.BodyTimeout = Duration(30 * time.Second)

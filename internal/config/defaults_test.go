@@ -47,13 +47,14 @@ keys:
 	want := &Catalog{
 		Version: 1,
 		Server: Server{
-			Listen:        "127.0.0.1:8080",
-			AdminListen:   "127.0.0.1:8081",
-			MaxBodyBytes:  4 << 20,
-			BodyTimeout:   Duration(30 * time.Second),
-			WaitTimeout:   Duration(30 * time.Second),
-			ShutdownGrace: Duration(time.Minute),
-			Timeouts:      serverTimeouts,
+			Listen:               "127.0.0.1:8080",
+			AdminListen:          "127.0.0.1:8081",
+			MaxBodyBytes:         4 << 20,
+			MaxInflightBodyBytes: 256 << 20,
+			BodyTimeout:          Duration(30 * time.Second),
+			WaitTimeout:          Duration(30 * time.Second),
+			ShutdownGrace:        Duration(time.Minute),
+			Timeouts:             serverTimeouts,
 			Jobs: Jobs{
 				MaxAge: Duration(2 * time.Hour), PollInterval: Duration(2 * time.Second),
 				MaxPollInterval: Duration(30 * time.Second), Retention: Duration(24 * time.Hour),
@@ -116,5 +117,14 @@ func TestApplyDefaultsDatabaseURLElsewhere(t *testing.T) {
 		if c.Database != give {
 			t.Errorf("ApplyDefaults(database %+v) = %+v, want it unchanged", give, c.Database)
 		}
+	}
+}
+
+// The bodies held at once must have room for the largest one.
+func TestApplyDefaultsInflightBodiesHoldTheLargestBody(t *testing.T) {
+	c := &Catalog{Server: Server{MaxBodyBytes: 512 << 20}}
+	ApplyDefaults(c)
+	if got := c.Server.MaxInflightBodyBytes; got != 512<<20 {
+		t.Errorf("max_inflight_body_bytes = %d, want max_body_bytes (%d)", got, 512<<20)
 	}
 }

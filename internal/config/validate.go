@@ -92,6 +92,8 @@ func (v *validator) top() {
 	}
 	if c.Server.MaxBodyBytes <= 0 {
 		v.addf("server.max_body_bytes", "must be > 0")
+	} else if c.Server.MaxInflightBodyBytes < c.Server.MaxBodyBytes {
+		v.addf("server.max_inflight_body_bytes", "must be at least max_body_bytes (%d)", c.Server.MaxBodyBytes)
 	}
 	for name := range c.Server.Priorities {
 		if !slices.Contains(sluice.Priorities, name) {

@@ -95,6 +95,8 @@ func TestValidate(t *testing.T) {
 		{"JobsPollBackwards", func(c *Catalog) { c.Server.Jobs.MaxPollInterval, c.Server.Jobs.PollInterval = 1, 60 },
 			"server.jobs.max_poll_interval: must be at least poll_interval (60ns)"},
 		{"MaxBodyBytesNegative", func(c *Catalog) { c.Server.MaxBodyBytes = -1 }, "server.max_body_bytes: must be > 0"},
+		{"MaxInflightBodyBytesBelowMaxBodyBytes", func(c *Catalog) { c.Server.MaxBodyBytes, c.Server.MaxInflightBodyBytes = 1<<20, 1<<19 },
+			"server.max_inflight_body_bytes: must be at least max_body_bytes (1048576)"},
 		{"AdminTokenUnset", func(c *Catalog) { c.Server.AdminTokenEnv = "NOPE" }, "server.admin_token_env: environment variable NOPE is not set or empty"},
 		{"StateBackendUnknown", func(c *Catalog) { c.State.Backend = "etcd" }, `state.backend: must be memory or redis, got "etcd"`},
 		{"RedisWithoutURL", func(c *Catalog) { c.State.Backend = "redis" }, "state.redis.url: required when state.backend is redis"},

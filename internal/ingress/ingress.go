@@ -11,10 +11,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -36,11 +34,13 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	ids     *requestIDs
+	budget  bodyBudget
 }
 
 // New returns the data-plane handler.
 func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metrics.Metrics, log *slog.Logger) *Server {
 	s := &Server{handler: h, live: live, keys: keys, metrics: m, log: log, mux: http.NewServeMux(), ids: newRequestIDs()}
+	m.WatchBodyBytesHeld(s.budget.held.Load)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.protocol(sluice.ProtocolOpenAIChat))
 	s.mux.HandleFunc("POST /v1/embeddings", s.protocol(sluice.ProtocolOpenAIEmbeddings))
 	s.mux.HandleFunc("GET /v1/models", s.models)
@@ -86,8 +86,13 @@ func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
 
 func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
-	snap := s.live.Load()
-	body, err := readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout)
+	pr, err := s.keys.Authenticate(bearer(r))
+	if err != nil {
+		return out, nil, closeUnread(w, r, err)
+	}
+	out.KeyID = pr.Key.ID
+	body, held, err := s.readBody(w, r, s.live.Load())
+	defer s.budget.give(held)
 	if err != nil {
 		return out, nil, err
 	}
@@ -98,7 +103,7 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	if err = sluiceHeaders(req, r); err != nil {
 		return out, req, err
 	}
-	out, err = s.handler.Serve(r.Context(), w, req, bearer(r))
+	out, err = s.handler.Serve(r.Context(), w, req, pr)
 	return out, req, err
 }
 
@@ -167,55 +172,6 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 		s.metrics.Tokens.WithLabelValues(req.Model, "prompt").Add(float64(out.Usage.PromptTokens))
 		s.metrics.Tokens.WithLabelValues(req.Model, "completion").Add(float64(out.Usage.CompletionTokens))
 	}
-}
-
-// readBody reads the body under the size limit and the body timeout: a
-// declared length over the limit is refused before reading, a chunked body is
-// cut at the limit, and a caller that trickles its body is cut off.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	rc := http.NewResponseController(w)
-	if timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
-		timeout = 0 // the connection cannot take a deadline (a test recorder)
-	}
-	size := r.ContentLength
-	if size < 0 {
-		size = 512
-	}
-	buf := make([]byte, 0, size+1)
-	body := http.MaxBytesReader(w, r.Body, limit)
-	for {
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			if timeout > 0 {
-				// Cleared once the body is in: net/http's disconnect detection
-				// reads the connection under this deadline and would cancel a
-				// long stream when it passed. After a failed read it stays, so
-				// net/http's discard of the unread body fails fast too.
-				_ = rc.SetReadDeadline(time.Time{})
-			}
-			return buf, nil
-		}
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge(limit)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, &sluice.Error{Code: sluice.CodeRequestTimeout, Msg: "the request body did not arrive within " + timeout.String(), Err: err}
-		}
-		if err != nil {
-			return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "could not read the request body", Err: err}
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
-}
-
-func tooLarge(limit int64) *sluice.Error {
-	return &sluice.Error{Code: sluice.CodeRequestTooLarge, Msg: "request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
 // bearer returns the token of an "Authorization: Bearer …" header.

@@ -81,17 +81,20 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 	req = &sluice.Request{ID: id, Protocol: p, Received: start}
 	t, ok := target(r, p)
 	if !ok {
-		return out, req, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path}
+		return out, req, closeUnread(w, r, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path})
 	}
-	token := bearer(r)
-	if h := r.Header.Get("Authorization"); token == "" && len(h) > 4 && strings.EqualFold(h[:4], "key ") {
-		token = strings.TrimSpace(h[4:]) // fal clients send "Key <key>"
+	pr, err := s.keys.Authenticate(jobToken(r))
+	if err != nil {
+		return out, req, closeUnread(w, r, err)
 	}
+	out.KeyID = pr.Key.ID
 	var ans *pipeline.JobAnswer
 	if t.submit {
-		snap := s.live.Load()
 		var body []byte
-		if body, err = readBody(w, r, snap.MaxBodyBytes, snap.BodyTimeout); err != nil {
+		var held int64
+		body, held, err = s.readBody(w, r, s.live.Load())
+		defer s.budget.give(held)
+		if err != nil {
 			return out, req, err
 		}
 		if err = parseSubmit(req, body, r.Header.Get("Content-Type"), t.alias); err != nil {
@@ -100,9 +103,9 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		if err = sluiceHeaders(req, r); err != nil {
 			return out, req, err
 		}
-		ans, out, err = s.handler.SubmitJob(r.Context(), req, token)
+		ans, out, err = s.handler.SubmitJob(r.Context(), req, pr)
 	} else {
-		ans, out, err = s.handler.FollowJob(r.Context(), token, req.Protocol, t.job, t.op, r.URL.RawQuery)
+		ans, out, err = s.handler.FollowJob(r.Context(), pr, req.Protocol, t.job, t.op, r.URL.RawQuery)
 		if ans != nil {
 			req.Model = ans.Job.Alias // for the access log
 		}
@@ -111,6 +114,18 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		return out, req, err
 	}
 	return out, req, renderJob(w, r, p, ans)
+}
+
+// jobToken returns the virtual key of a job request: a bearer token, or the
+// "Authorization: Key …" fal clients send.
+func jobToken(r *http.Request) string {
+	if token := bearer(r); token != "" {
+		return token
+	}
+	if h := r.Header.Get("Authorization"); len(h) > 4 && strings.EqualFold(h[:4], "key ") {
+		return strings.TrimSpace(h[4:])
+	}
+	return ""
 }
 
 // parseSubmit fills req from a submit body: an OpenAI video request names

@@ -67,3 +67,13 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// WatchBodyBytesHeld reports held at each scrape as the bytes of request
+// bodies the data plane holds: read at scrape time, it costs requests
+// nothing. Call it once.
+func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sluice_request_body_bytes_held",
+		Help: "Bytes of request bodies held by requests in flight, counted against server.max_inflight_body_bytes.",
+	}, func() float64 { return float64(held()) }))
+}

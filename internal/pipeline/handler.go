@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
@@ -25,7 +24,6 @@ type Recorder interface {
 // Handler runs requests through the pipeline. Safe for concurrent use.
 type Handler struct {
 	live     *Live
-	keys     *authn.Keyring
 	capacity *capacity.Engine
 	statuses *capacity.Statuses
 	caller   *upstream.Caller
@@ -38,7 +36,6 @@ type Handler struct {
 // Stages are the parts a Handler runs, built by app.
 type Stages struct {
 	Live     *Live
-	Keys     *authn.Keyring
 	Capacity *capacity.Engine
 	Statuses *capacity.Statuses
 	Caller   *upstream.Caller
@@ -50,7 +47,7 @@ type Stages struct {
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, keys: s.Keys, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -63,14 +60,12 @@ type Outcome struct {
 	TTFT       time.Duration
 }
 
-// Serve authenticates, admits, routes, waits for capacity and calls. When
-// it returns an error with Outcome.Committed false, nothing was written and
-// the caller of Serve renders the error in the caller's protocol.
-func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.Request, token string) (Outcome, error) {
-	p, err := h.keys.Authenticate(token)
-	if err != nil {
-		return Outcome{}, err
-	}
+// Serve admits, routes, waits for capacity and calls for the principal p,
+// whom the caller of Serve authenticated from the request's headers before
+// reading its body. When it returns an error with Outcome.Committed false,
+// nothing was written and the caller of Serve renders the error in the
+// caller's protocol.
+func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.Request, p *sluice.Principal) (Outcome, error) {
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
 	task, err := admit(snap, p.Key, req)

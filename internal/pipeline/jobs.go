@@ -68,12 +68,8 @@ const (
 // upstream's refusal of the request itself (a 4xx) is an answer too, to be
 // passed on as is. A submit is not idempotent upstream, so after a failure
 // that may have created a job (a timeout, a 5xx, a broken answer) no other
-// edge is tried.
-func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, token string) (*JobAnswer, Outcome, error) {
-	p, err := h.keys.Authenticate(token)
-	if err != nil {
-		return nil, Outcome{}, err
-	}
+// edge is tried. p is the caller's principal, as for Serve.
+func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.Principal) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load()
 	task, err := admit(snap, p.Key, req)
@@ -205,12 +201,8 @@ func dialFailed(err error) bool {
 // with its creating credential even if that is disabled or draining now. A
 // job of another key (or another protocol) is not found, exactly as one that
 // does not exist. What the answer says of the job's state is recorded; an
-// end seen here ends the job.
-func (h *Handler) FollowJob(ctx context.Context, token string, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
-	pr, err := h.keys.Authenticate(token)
-	if err != nil {
-		return nil, Outcome{}, err
-	}
+// end seen here ends the job. pr is the caller's principal, as for Serve.
+func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
 	job, err := h.jobs.Job(ctx, id)
 	switch {

@@ -34,6 +34,9 @@ type Snapshot struct {
 	StaticKeys   []*sluice.Key
 	MaxBodyBytes int64
 	BodyTimeout  time.Duration
+	// MaxInflightBodyBytes bounds the request bodies held at once across
+	// the server; ingress keeps the count, which outlives snapshots.
+	MaxInflightBodyBytes int64
 	// Domain is the capacity domain every claim is made in. Today the whole
 	// catalog is one domain (its Redis keys share one hash tag); splitting
 	// by connected accounts is the Redis Cluster escape hatch, and must keep
@@ -63,20 +66,21 @@ type keyPolicy struct {
 // admit.
 func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source string) (*Snapshot, error) {
 	s := &Snapshot{
-		Source:       source,
-		Compiled:     time.Now(),
-		Catalog:      c,
-		Endpoints:    make(map[string]*sluice.Endpoint, len(c.Endpoints)),
-		Accounts:     make(map[string]*sluice.Account, len(c.Accounts)),
-		Credentials:  make(map[string]*sluice.Credential, len(c.Credentials)),
-		MaxBodyBytes: c.Server.MaxBodyBytes,
-		BodyTimeout:  c.Server.BodyTimeout.D(),
-		Domain:       "main",
-		units:        map[string]store.Candidate{},
-		reserve:      map[string][]int{},
-		limits:       map[string]store.Unit{},
-		weights:      map[string]int{},
-		keys:         map[string]keyPolicy{},
+		Source:               source,
+		Compiled:             time.Now(),
+		Catalog:              c,
+		Endpoints:            make(map[string]*sluice.Endpoint, len(c.Endpoints)),
+		Accounts:             make(map[string]*sluice.Account, len(c.Accounts)),
+		Credentials:          make(map[string]*sluice.Credential, len(c.Credentials)),
+		MaxBodyBytes:         c.Server.MaxBodyBytes,
+		BodyTimeout:          c.Server.BodyTimeout.D(),
+		MaxInflightBodyBytes: c.Server.MaxInflightBodyBytes,
+		Domain:               "main",
+		units:                map[string]store.Candidate{},
+		reserve:              map[string][]int{},
+		limits:               map[string]store.Unit{},
+		weights:              map[string]int{},
+		keys:                 map[string]keyPolicy{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
