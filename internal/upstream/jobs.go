@@ -120,7 +120,9 @@ const maxJobAnswer = 1 << 20
 // (and close): a video download is never buffered; its Attempt has Class
 // ClassNone. A non-2xx answer is read (up to 64 KiB), classified, and
 // returned with that body, scrubbed of the secret and anything key-shaped
-// (body and header), so the caller can pass it on. With no answer the
+// (body and header), so the caller can pass it on; a 2xx answer's header is
+// scrubbed of the secret, and ReadJobAnswer masks it in a JSON answer (a
+// download is passed on as it is). With no answer the
 // response is nil. Only endpoint failures count against the endpoint's
 // breaker, which refuses only submits (a follow-up has nowhere else to go).
 func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*http.Response, Attempt) {
@@ -188,8 +190,10 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	a.Exec.HTTPStatus = resp.StatusCode
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	timeouts.receiving()
-	resp.Body = &jobBody{idleReader: idleReader{r: resp.Body, p: timeouts}, body: resp.Body, end: end}
+	secret := e.Credential.Secret
+	resp.Body = &jobBody{idleReader: idleReader{r: resp.Body, p: timeouts}, body: resp.Body, end: end, secret: secret}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		scrubHeader(resp.Header, secret, false)
 		return resp
 	}
 	defer resp.Body.Close()
@@ -200,19 +204,23 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	}
 	classifyRejection(a, resp, answer)
 	// The caller may see this answer: scrubbed as rejected's are.
-	scrubError(answer, e.Credential.Secret)
-	scrubErrorHeader(resp.Header, e.Credential.Secret)
+	scrubError(answer, secret)
+	scrubHeader(resp.Header, secret, true)
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	resp.ContentLength = int64(len(answer))
 	return resp
 }
 
-// ReadJobAnswer reads a job API answer that is JSON (not a download).
+// ReadJobAnswer reads a job API answer that is JSON (not a download), with
+// the call's secret masked: the caller may see it.
 func ReadJobAnswer(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJobAnswer+1))
 	if err == nil && len(b) > maxJobAnswer {
 		err = errors.New("upstream job answer larger than 1 MiB")
+	}
+	if jb, ok := resp.Body.(*jobBody); ok {
+		maskSecret(b, jb.secret)
 	}
 	return b, err
 }
@@ -221,8 +229,9 @@ func ReadJobAnswer(resp *http.Response) ([]byte, error) {
 // timeout, and closing it ends the call.
 type jobBody struct {
 	idleReader
-	body io.Closer
-	end  func()
+	body   io.Closer
+	end    func()
+	secret string // masked in the answer ReadJobAnswer reads
 }
 
 func (b *jobBody) Close() error {

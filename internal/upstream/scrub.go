@@ -100,12 +100,12 @@ func passHeaders(dst, src http.Header, secret string, errorAnswer bool) {
 	}
 }
 
-// scrubErrorHeader masks every value of an error answer's header h in
-// place, for answers whose headers are passed on by others (job calls).
-func scrubErrorHeader(h http.Header, secret string) {
+// scrubHeader masks every value of an answer's header h in place, as
+// scrubbed does, for answers whose headers others pass on (job calls).
+func scrubHeader(h http.Header, secret string, errorAnswer bool) {
 	for _, vs := range h {
 		for i, v := range vs {
-			vs[i] = scrubbed(v, secret, true)
+			vs[i] = scrubbed(v, secret, errorAnswer)
 		}
 	}
 }
