@@ -171,3 +171,38 @@ func TestMaxOutputTokensIsEnforced(t *testing.T) {
 		t.Errorf("upstream received %d requests, want only the 2 within the limit", n)
 	}
 }
+
+// TestJobSubmitSmugglingIsRefused: a video submit whose model some reader
+// could take from another member or form part than Sluice did is a 400
+// that reaches no upstream, in JSON and in a multipart form.
+func TestJobSubmitSmugglingIsRefused(t *testing.T) {
+	h := newJobsHarness(t, jobsTemplate, "{backend: memory}")
+	part := func(disposition, value string) string {
+		return "--x\r\nContent-Disposition: " + disposition + "\r\n\r\n" + value + "\r\n"
+	}
+	tests := []struct{ contentType, body string }{
+		{"application/json", `{"model":"sora-2-pro","model":"sora","prompt":"x"}`},
+		{"application/json", `{"Model":"sora-2-pro","model":"sora","prompt":"x"}`},
+		{"multipart/form-data; boundary=x", part(`form-data; name="model"`, "sora-2-pro") + part(`form-data; name="model"`, "sora") + "--x--\r\n"},
+		{"multipart/form-data; boundary=x", part(`form-data; name="model"; filename="m"`, "sora-2-pro") + part(`form-data; name="model"`, "sora") + "--x--\r\n"},
+		{"multipart/form-data; boundary=x", part(`form-data; name="model"; name="model"`, "sora-2-pro") + part(`form-data; name="model"`, "sora") + "--x--\r\n"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/videos"), strings.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer "+keyWeb)
+		req.Header.Set("Content-Type", tt.contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer bytes.Buffer
+		_, _ = answer.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer.String(), `"code":"invalid_request"`) {
+			t.Errorf("submit %q = %d %s, want Sluice's 400 invalid_request", tt.body, resp.StatusCode, answer.String())
+		}
+	}
+	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 0 {
+		t.Errorf("the upstreams saw %d requests, want none", n)
+	}
+}
