@@ -137,10 +137,11 @@ func errorCode(t *testing.T, p sluice.Protocol, body string) string {
 	return e.Error.Code
 }
 
-// TestRefusedCallersBodyIsNeverRead: a caller without a valid key gets its
-// 401 while it has sent only its headers, whatever length it declares and
-// however its body is framed, and the connection is closed at once:
-// neither Sluice nor net/http waits for the body.
+// TestRefusedCallersBodyIsNeverRead: a caller without a valid key (or on a
+// path that does not exist) gets its refusal while it has sent only its
+// headers, whatever length it declares and however its body is framed, and
+// the connection is closed at once: neither Sluice nor net/http waits for
+// the body.
 func TestRefusedCallersBodyIsNeverRead(t *testing.T) {
 	h := newHarnessWith(t, ingressTemplate, "{backend: memory}", simulator.Options{})
 	tests := []struct {
@@ -149,15 +150,18 @@ func TestRefusedCallersBodyIsNeverRead(t *testing.T) {
 		protocol sluice.Protocol
 		auth     string
 		framing  string
+		want     sluice.Code
 	}{
-		{"ChatNoKeyLargeBody", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "", "4194304"},
+		{"ChatNoKeyLargeBody", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "", "4194304", sluice.CodeNoCredentials},
 		// Under 256 KiB, net/http itself would read the rest after the
 		// handler, waiting on the stalled caller.
-		{"ChatBadKeySmallBody", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "Bearer sk-sluice-wrong", "1000"},
-		{"ChatNoKeyChunked", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "", "chunked"},
-		{"FalBadKeyLargeBody", "/fal/veo", sluice.ProtocolFalQueue, "Key sk-sluice-wrong", "4194304"},
-		{"FalNoKeySmallBody", "/fal/veo", sluice.ProtocolFalQueue, "", "1000"},
-		{"VideosBadKeyChunked", "/v1/videos", sluice.ProtocolOpenAIVideos, "Bearer sk-sluice-wrong", "chunked"},
+		{"ChatBadKeySmallBody", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "Bearer sk-sluice-wrong", "1000", sluice.CodeNoCredentials},
+		{"ChatNoKeyChunked", "/v1/chat/completions", sluice.ProtocolOpenAIChat, "", "chunked", sluice.CodeNoCredentials},
+		{"FalBadKeyLargeBody", "/fal/veo", sluice.ProtocolFalQueue, "Key sk-sluice-wrong", "4194304", sluice.CodeNoCredentials},
+		{"FalNoKeySmallBody", "/fal/veo", sluice.ProtocolFalQueue, "", "1000", sluice.CodeNoCredentials},
+		{"VideosBadKeyChunked", "/v1/videos", sluice.ProtocolOpenAIVideos, "Bearer sk-sluice-wrong", "chunked", sluice.CodeNoCredentials},
+		{"UnknownPathSmallBody", "/v1/nothing", sluice.ProtocolOpenAIChat, "", "1000", sluice.CodeNotFound},
+		{"FalUnknownFollowUpChunked", "/fal/requests/x/nothing", sluice.ProtocolFalQueue, "Key " + keyWeb, "chunked", sluice.CodeNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,8 +170,8 @@ func TestRefusedCallersBodyIsNeverRead(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no answer while only the headers were sent: %v", err)
 			}
-			if code := errorCode(t, tt.protocol, body); resp.StatusCode != http.StatusUnauthorized || code != string(sluice.CodeNoCredentials) {
-				t.Errorf("answer = %d %s, want 401 no_credentials", resp.StatusCode, body)
+			if code := errorCode(t, tt.protocol, body); resp.StatusCode != tt.want.Status() || code != string(tt.want) {
+				t.Errorf("answer = %d %s, want %d %s", resp.StatusCode, body, tt.want.Status(), tt.want)
 			}
 			if !resp.Close {
 				t.Errorf("answer headers %v: want Connection: close", resp.Header)

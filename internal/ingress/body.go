@@ -93,13 +93,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, snap *pipeline
 			return buf, held, nil
 		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, held, tooLarge(limit)
+			return nil, held, closeUnread(w, r, tooLarge(limit))
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, held, &sluice.Error{Code: sluice.CodeRequestTimeout, Msg: "the request body did not arrive within " + timeout.String(), Err: err}
 		}
 		if err != nil {
-			return nil, held, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "could not read the request body", Err: err}
+			return nil, held, closeUnread(w, r, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "could not read the request body", Err: err})
 		}
 		if len(buf) < cap(buf) {
 			continue
@@ -121,7 +121,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, snap *pipeline
 // err is answered and that nothing more of the body is read. Left alone,
 // net/http reads up to 256 KiB of an unread body after the handler returns,
 // looking for the next request, and waits for a caller that stalls: a caller
-// refused before its body is read would hold the connection all the same.
+// refused before its body is read (or while it is read) would hold the
+// connection all the same.
 func closeUnread(w http.ResponseWriter, r *http.Request, err error) error {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")

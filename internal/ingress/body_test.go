@@ -65,7 +65,7 @@ func TestReadBody(t *testing.T) {
 		{"DeclaredOverTheLimitIsRefusedUnread", unreadable{t}, limit + 1, 1 << 20, sluice.CodeRequestTooLarge, 0, true, 0},
 		{"DeclaredOverTheBudgetIsRefusedUnread", unreadable{t}, 2000, 1000, sluice.CodeServerBusy, 0, true, 0},
 		{"ChunkedOutgrowingTheBudgetIsCutOff", strings.NewReader(chunked), -1, 20 << 10, sluice.CodeServerBusy, 16 << 10, true, 0},
-		{"ChunkedOverTheLimit", strings.NewReader(chunked + chunked), -1, 1 << 20, sluice.CodeRequestTooLarge, 64 << 10, false, 0},
+		{"ChunkedOverTheLimitIsCutOff", strings.NewReader(chunked + chunked), -1, 1 << 20, sluice.CodeRequestTooLarge, 64 << 10, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

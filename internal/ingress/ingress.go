@@ -58,7 +58,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") {
 			code = sluice.CodeMethodNotAllowed
 		}
-		writeError(w, sluice.ProtocolOpenAIChat, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})
+		writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -187,7 +187,7 @@ func bearer(r *http.Request) string {
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	p, err := s.keys.Authenticate(bearer(r))
 	if err != nil {
-		writeError(w, sluice.ProtocolOpenAIChat, asError(err))
+		writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, err)))
 		return
 	}
 	type model struct {
