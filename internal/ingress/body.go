@@ -46,14 +46,14 @@ const firstRoom = 16 << 10
 const busyRetry = time.Second
 
 // readBody reads the body under the size limit, the body timeout and the
-// server-wide budget, and returns it with the bytes it holds of the budget,
-// even on error: the caller gives them back when the request ends, as the
-// body is forwarded from memory until then. A declared length over the limit
-// is refused unread, a chunked body is cut at the limit, and a caller that
-// trickles its body is cut off. A declared length is reserved whole before
-// a byte is read, so a body that cannot fit is refused unread rather than
-// cut off halfway; a chunked body reserves as it grows. Either way the
-// buffer grows as bytes arrive, not from the declared length.
+// server-wide budget. It returns the body with the bytes it holds of the
+// budget, even on error: the caller gives them back when the request ends,
+// as the body is forwarded from memory until then. A declared length over
+// the limit is refused unread, a chunked body is cut at the limit, and a
+// caller that trickles its body is cut off. A declared length is reserved
+// whole before a byte is read, so a body that cannot fit is refused unread
+// rather than cut off halfway; a chunked body reserves as it grows. Either
+// way the buffer grows as bytes arrive, not from the declared length.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, snap *pipeline.Snapshot) (body []byte, held int64, err error) {
 	limit := snap.MaxBodyBytes
 	if r.ContentLength > limit {
@@ -64,10 +64,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, snap *pipeline
 		bound = r.ContentLength
 	}
 	room := min(bound, firstRoom)
+	held = room
 	if r.ContentLength >= 0 {
 		held = bound
-	} else {
-		held = room
 	}
 	if !s.budget.take(held, snap.MaxInflightBodyBytes) {
 		return nil, 0, closeUnread(w, r, busy())

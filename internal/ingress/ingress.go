@@ -1,8 +1,10 @@
 // Package ingress is the HTTP surface of the data plane: the path
-// allowlist, body size limits, request IDs, the bearer token, parsing of what
-// routing needs, error envelopes in the caller's protocol, and the one access
-// log line per request. It hands each request to pipeline.Handler and must
-// not be imported by any stage.
+// allowlist, authentication of the caller's key from the headers (before a
+// byte of the body is read), body size limits and the server-wide budget of
+// bodies held, request IDs, parsing of what routing needs, error envelopes
+// in the caller's protocol, and the one access log line per request. It
+// hands each request to pipeline.Handler and must not be imported by any
+// stage.
 package ingress
 
 import (

@@ -1,5 +1,6 @@
-// Package pipeline runs a request through the stages in order:
-// authenticate → admit → route → call → settle. It also owns the compiled,
+// Package pipeline runs a request of an authenticated principal through the
+// stages in order: admit → route → call → settle (ingress authenticates,
+// from the headers, before it reads a body). It also owns the compiled,
 // immutable catalog (Snapshot) that every request reads once, and Live,
 // which swaps snapshots atomically on reload. Stages below it must not import
 // it; only ingress and app do.
