@@ -244,28 +244,24 @@ func TestBodyBudgetRefusesPastItAndRecovers(t *testing.T) {
 	large := strings.Repeat("a", 40<<10) // fits in 160 KiB less 64 KiB, not in 160 less 128
 	largeChat := `{"model":"fast","messages":[{"role":"user","content":"` + large + `"}]}`
 	largeFal := `{"prompt":"` + large + `"}`
-	busyIn := func(p sluice.Protocol, path, auth, body string) bool {
-		u := startUpload(t, h.gw.Addr(), path, auth, fmt.Sprint(len(body)))
-		_, _ = io.WriteString(u.conn, body) // a refusal may close the connection before it is all sent
+	// A body that does not fit is refused before it is sent.
+	refusedUnread := func(p sluice.Protocol, path, auth string, size int) {
+		u := startUpload(t, h.gw.Addr(), path, auth, fmt.Sprint(size))
 		resp, answer, err := u.answer(5 * time.Second)
 		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
+			t.Fatalf("POST %s: no answer while only the headers were sent: %v", path, err)
 		}
-		if resp.StatusCode != http.StatusServiceUnavailable {
-			return false
+		if code := errorCode(t, p, answer); resp.StatusCode != http.StatusServiceUnavailable || code != string(sluice.CodeServerBusy) ||
+			resp.Header.Get("Retry-After") == "" || !resp.Close {
+			t.Errorf("POST %s = %d %v %s, want 503 server_busy with Retry-After and Connection: close", path, resp.StatusCode, resp.Header, answer)
 		}
-		if code := errorCode(t, p, answer); code != string(sluice.CodeServerBusy) || resp.Header.Get("Retry-After") == "" || !resp.Close {
-			t.Errorf("POST %s = %d %v %s, want server_busy with Retry-After and Connection: close", path, resp.StatusCode, resp.Header, answer)
+		if err := u.closedWithin(3 * time.Second); err != nil {
+			t.Errorf("POST %s: connection not closed after the answer: %v", path, err)
 		}
-		return true
 	}
 	h.waitBodyBytesHeld(t, 128<<10)
-	if !busyIn(sluice.ProtocolOpenAIChat, "/v1/chat/completions", "Bearer "+keyWeb, largeChat) {
-		t.Error("a large chat body went through while the budget is held")
-	}
-	if !busyIn(sluice.ProtocolFalQueue, "/fal/veo", "Key "+keyWeb, largeFal) {
-		t.Error("a large fal body went through while the budget is held")
-	}
+	refusedUnread(sluice.ProtocolOpenAIChat, "/v1/chat/completions", "Bearer "+keyWeb, len(largeChat))
+	refusedUnread(sluice.ProtocolFalQueue, "/fal/veo", "Key "+keyWeb, len(largeFal))
 	if code, body := call(t, "POST", h.url("/v1/chat/completions"), "Bearer "+keyWeb, chatBody, nil); code != http.StatusOK {
 		t.Errorf("small chat body = %d %s, want 200: it fits in what is left", code, body)
 	}
