@@ -251,8 +251,17 @@ func (g *Gateway) Close() error {
 
 func (g *Gateway) close() error {
 	errs := []error{g.drain()}
-	// Every request has settled. The background loops stop only now:
+	// Every request has settled. Releases still on their way to the shared
+	// store are sent now, before its client closes (bounded: a lease not
+	// released lapses after its TTL). The background loops stop only now:
 	// draining requests need the capacity engine.
+	if g.capacity != nil {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := g.capacity.Flush(fctx); err != nil {
+			g.log.LogAttrs(fctx, slog.LevelWarn, "claim releases not sent at shutdown; their leases lapse", slog.Any("err", err))
+		}
+		cancel()
+	}
 	g.cancel()
 	g.wg.Wait()
 	if g.recorder != nil {
@@ -327,6 +336,9 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 	if err != nil {
 		return nil, nil, errors.New("state.redis: not a valid redis URL") // the URL may hold a password
 	}
+	// Without it go-redis ignores our contexts' deadlines and a frozen
+	// Redis holds each call for its own read timeout, retries included.
+	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
