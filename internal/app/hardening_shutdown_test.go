@@ -379,8 +379,9 @@ func TestAdminCatalogShowsNoURLPassword(t *testing.T) {
 		name            string
 		database, redis string
 	}{
-		{"url", fmt.Sprintf("{url: %q}", pg), fmt.Sprintf("url: %q", rd)},
-		{"url_env and url_file", "{url_env: SLUICE_TEST_DATABASE_URL}", "url_file: " + redisFile},
+		// The usage spool goes to the test's own directory, not data/spool in the package.
+		{"url", fmt.Sprintf("{url: %q, spool_dir: %q}", pg, t.TempDir()), fmt.Sprintf("url: %q", rd)},
+		{"url_env and url_file", fmt.Sprintf("{url_env: SLUICE_TEST_DATABASE_URL, spool_dir: %q}", t.TempDir()), "url_file: " + redisFile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -642,7 +642,8 @@ func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
 // land there, and a restarted gateway follows the job from its binding there.
 func TestGatewayOnPostgres(t *testing.T) {
 	pg := testenv.Postgres(t)
-	tpl := strings.Replace(jobsTemplate, `database: {url: "sqlite://%s"}`, `database: {url: "`+pg+`"}%.0s`, 1)
+	// The usage spool goes to the test's own directory, not data/spool in the package.
+	tpl := strings.Replace(jobsTemplate, `database: {url: "sqlite://%s"}`, `database: {url: "`+pg+`", spool_dir: "`+t.TempDir()+`"}%.0s`, 1)
 	tpl = strings.Replace(tpl, "models:\n", "models:\n  - alias: chat\n    protocol: openai.chat\n    deployments: [{model: gpt-4o-mini, endpoints: [ep-c]}]\n", 1)
 	tpl = strings.Replace(tpl, "accounts:\n", "  - {id: ep-c, base_url: %[4]s, protocols: [openai.chat]}\naccounts:\n", 1) // simB's URL again
 	tpl = strings.Replace(tpl, "credentials:\n", "credentials:\n  - {id: c1, secret_env: V3, endpoints: [ep-c]}\n", 1)
