@@ -33,8 +33,9 @@ const (
 	// CodeStateUnavailable: the shared state (Redis) cannot be reached, so
 	// no claim can be taken; retry after the Retry-After.
 	CodeStateUnavailable Code = "state_unavailable"
-	// CodeServerBusy: the server-wide budget for request bodies held in
-	// memory is spent; retry after the Retry-After.
+	// CodeServerBusy: this server cannot take the request now — its budget
+	// for request bodies held in memory is spent, or it is shutting down —
+	// retry after the Retry-After (another replica may take it).
 	CodeServerBusy Code = "server_busy"
 )
 
