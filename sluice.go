@@ -273,6 +273,13 @@ type Execution struct {
 	FirstByte    time.Duration // 0 if none arrived
 	Duration     time.Duration
 	Usage        Usage
+	// Expected are the accounts the key's route policy meant the request
+	// for (strict, preferred); empty when any account would do.
+	Expected []string
+	// Fallback says why this attempt ran outside Expected — cooling,
+	// disabled, no_room, failed:<class>, breaker_open — and is empty when
+	// it did not.
+	Fallback string
 }
 
 // UsageRecord is the durable account of one request: who, what, which
