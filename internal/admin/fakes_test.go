@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 const testToken = "admin-token-for-tests-0123456789"
@@ -70,12 +71,15 @@ func (f *fakeCatalog) setReadOnly(ro bool) {
 	f.readOnly = ro
 }
 
-// fakeUsage is a ledger.Usage holding fixed records.
+// fakeUsage is a ledger.Usage holding fixed records and fixed execution
+// counts.
 type fakeUsage struct {
-	mu       sync.Mutex
-	recs     []sluice.UsageRecord
-	gotSince time.Time
-	gotLimit int
+	mu        sync.Mutex
+	recs      []sluice.UsageRecord
+	counts    []ledger.PolicyCount
+	gotSince  time.Time
+	gotLimit  int
+	gotFilter ledger.PolicyFilter
 }
 
 func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
@@ -96,6 +100,27 @@ func (f *fakeUsage) ListUsage(_ context.Context, since time.Time, limit int) ([]
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeUsage) CountExecutions(_ context.Context, filter ledger.PolicyFilter) ([]ledger.PolicyCount, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotFilter = filter
+	return f.counts, nil
+}
+
+// setCounts sets what CountExecutions returns.
+func (f *fakeUsage) setCounts(counts ...ledger.PolicyCount) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts = counts
+}
+
+// filter returns the argument of the last CountExecutions.
+func (f *fakeUsage) filter() ledger.PolicyFilter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gotFilter
 }
 
 // got returns the arguments of the last ListUsage.

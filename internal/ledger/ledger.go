@@ -5,7 +5,9 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -19,4 +21,56 @@ type Usage interface {
 	// ListUsage returns records started at or after since, oldest first, at
 	// most limit of them (limit <= 0 means no limit), executions included.
 	ListUsage(ctx context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error)
+	// CountExecutions counts the executions of the records that f selects,
+	// one PolicyCount per distinct (key, account, credential, expected,
+	// fallback), ordered by key, account, credential, expected, fallback.
+	CountExecutions(ctx context.Context, f PolicyFilter) ([]PolicyCount, error)
+}
+
+// PolicyFilter selects usage records for CountExecutions by their key and
+// start: From <= Started < To. An empty KeyID selects every key; a zero From
+// or To leaves that end open.
+type PolicyFilter struct {
+	KeyID    string
+	From, To time.Time
+}
+
+// Selects reports whether f selects a record of keyID started at started.
+func (f PolicyFilter) Selects(keyID string, started time.Time) bool {
+	return (f.KeyID == "" || keyID == f.KeyID) &&
+		(f.From.IsZero() || !started.Before(f.From)) &&
+		(f.To.IsZero() || started.Before(f.To))
+}
+
+// PolicyCount is how many executions of one key ran on one account and
+// credential with the same Expected accounts and Fallback reason: what the
+// key's route policy meant against what happened.
+type PolicyCount struct {
+	KeyID        string
+	AccountID    string
+	CredentialID string
+	Expected     []string // as in sluice.Execution; empty = any account
+	Fallback     string   // as in sluice.Execution; empty = not a fallback
+	Executions   int64
+}
+
+// OnExpected reports whether these executions ran where the policy meant
+// them to: on one of the Expected accounts, or anywhere when it named none.
+func (c *PolicyCount) OnExpected() bool {
+	if c.Fallback != "" {
+		return false
+	}
+	return len(c.Expected) == 0 || slices.Contains(c.Expected, c.AccountID)
+}
+
+// ComparePolicyCounts orders counts by key, account, credential, expected
+// accounts and fallback reason: the order CountExecutions returns.
+func ComparePolicyCounts(a, b PolicyCount) int {
+	return cmp.Or(
+		cmp.Compare(a.KeyID, b.KeyID),
+		cmp.Compare(a.AccountID, b.AccountID),
+		cmp.Compare(a.CredentialID, b.CredentialID),
+		slices.Compare(a.Expected, b.Expected),
+		cmp.Compare(a.Fallback, b.Fallback),
+	)
 }

@@ -116,6 +116,16 @@ var migrations = []migration{{
 		)`,
 		`CREATE INDEX job_bindings_due ON job_bindings (ended, next_poll)`,
 	},
+}, {
+	version: 4,
+	name:    "expected accounts and fallback reason of executions",
+	stmts: []string{
+		// Columns of executions, not a table of their own: the usage
+		// writer's multi-row INSERT stays one statement per batch. SQLite
+		// adds one column per ALTER TABLE.
+		`ALTER TABLE executions ADD COLUMN expected TEXT NOT NULL DEFAULT ''`, // account IDs joined by ","; '' = any account
+		`ALTER TABLE executions ADD COLUMN fallback TEXT NOT NULL DEFAULT ''`, // why it ran outside expected; '' = it did not
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

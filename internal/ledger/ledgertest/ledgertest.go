@@ -126,9 +126,72 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 		rec := newRecord("r1", 0)
 		record(t, u, rec)
 		rec.Executions[0].EdgeID = "mutated after record"
+		rec.Executions[0].Expected[0] = "mutated after record"
 		got := list(t, u, time.Time{}, 0)
 		got[0].Executions[1].EdgeID = "mutated after list"
+		got[0].Executions[1].Expected[0] = "mutated after list"
 		wantList(t, u, time.Time{}, 0, newRecord("r1", 0))
+	})
+
+	t.Run("CountsExecutionsByPolicy", func(t *testing.T) {
+		u := open(t)
+		exec := func(account, credential string, expected []string, fallback string) sluice.Execution {
+			return sluice.Execution{AccountID: account, CredentialID: credential, Expected: expected, Fallback: fallback, Started: at(0)}
+		}
+		rec := func(id, key string, minute int, execs ...sluice.Execution) sluice.UsageRecord {
+			return sluice.UsageRecord{RequestID: id, KeyID: key, Started: at(minute), Executions: execs}
+		}
+		org1 := []string{"org-1"}
+		record(t, u,
+			rec("r0", "strict", 0, exec("org-1", "cred-1", org1, "")),
+			rec("r1", "strict", 1, exec("org-1", "cred-1", org1, ""), exec("org-1", "cred-2", org1, "")),
+			rec("r2", "preferred", 2, exec("org-2", "cred-2", org1, "cooling")),
+			rec("r3", "preferred", 3, exec("org-2", "cred-2", org1, "cooling"), exec("org-3", "cred-3", org1, "no_room")),
+			rec("r4", "any", 4, exec("org-1", "cred-1", nil, "")),
+			rec("r5", "any", 5), // refused before any execution: counts nothing
+		)
+		count := func(key, account, credential string, expected []string, fallback string, n int64) ledger.PolicyCount {
+			return ledger.PolicyCount{KeyID: key, AccountID: account, CredentialID: credential, Expected: expected, Fallback: fallback, Executions: n}
+		}
+		tests := []struct {
+			name string
+			give ledger.PolicyFilter
+			want []ledger.PolicyCount
+		}{
+			{"All", ledger.PolicyFilter{}, []ledger.PolicyCount{
+				count("any", "org-1", "cred-1", nil, "", 1),
+				count("preferred", "org-2", "cred-2", org1, "cooling", 2),
+				count("preferred", "org-3", "cred-3", org1, "no_room", 1),
+				count("strict", "org-1", "cred-1", org1, "", 2),
+				count("strict", "org-1", "cred-2", org1, "", 1),
+			}},
+			{"OneKey", ledger.PolicyFilter{KeyID: "preferred"}, []ledger.PolicyCount{
+				count("preferred", "org-2", "cred-2", org1, "cooling", 2),
+				count("preferred", "org-3", "cred-3", org1, "no_room", 1),
+			}},
+			{"FromInclusiveToExclusive", ledger.PolicyFilter{From: at(1), To: at(3)}, []ledger.PolicyCount{
+				count("preferred", "org-2", "cred-2", org1, "cooling", 1),
+				count("strict", "org-1", "cred-1", org1, "", 1),
+				count("strict", "org-1", "cred-2", org1, "", 1),
+			}},
+			{"OpenEndedFrom", ledger.PolicyFilter{KeyID: "strict", From: at(1)}, []ledger.PolicyCount{
+				count("strict", "org-1", "cred-1", org1, "", 1),
+				count("strict", "org-1", "cred-2", org1, "", 1),
+			}},
+			{"UnknownKey", ledger.PolicyFilter{KeyID: "nobody"}, nil},
+			{"EmptyRange", ledger.PolicyFilter{From: at(3), To: at(3)}, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := u.CountExecutions(t.Context(), tt.give)
+				if err != nil {
+					t.Fatalf("CountExecutions(%+v) = %v", tt.give, err)
+				}
+				if diff := cmp.Diff(tt.want, got, opts); diff != "" {
+					t.Errorf("CountExecutions(%+v) mismatch (-want +got):\n%s", tt.give, diff)
+				}
+			})
+		}
 	})
 
 	t.Run("ConcurrentWritesAreSafe", func(t *testing.T) {
@@ -183,12 +246,12 @@ func at(minute int) time.Time {
 }
 
 // newRecord returns a record with every field set, started at minute, with
-// three executions (a rate limit, an endpoint failure, success). Durations
-// are whole milliseconds.
+// three executions (a rate limit, an endpoint failure, success on a
+// fallback account). Durations are whole milliseconds.
 func newRecord(id string, minute int) sluice.UsageRecord {
 	start := at(minute)
 	exec := func(i int, status sluice.ExecutionStatus, http int, errText string, u sluice.Usage) sluice.Execution {
-		return sluice.Execution{
+		e := sluice.Execution{
 			EdgeID:       fmt.Sprintf("cred-%d/openai-main/gpt-4o-mini", i),
 			CredentialID: fmt.Sprintf("cred-%d", i),
 			AccountID:    fmt.Sprintf("org-%d", i),
@@ -201,7 +264,12 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 			FirstByte:    time.Duration(10+i) * time.Millisecond,
 			Duration:     time.Duration(50+i) * time.Millisecond,
 			Usage:        u,
+			Expected:     []string{"org-0", "org-1"},
 		}
+		if i == 2 {
+			e.Fallback = "failed:endpoint" // the preferred accounts failed; org-2 is outside them
+		}
+		return e
 	}
 	used := sluice.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 64, ReasoningTokens: 8, TotalTokens: 150, Measured: true}
 	return sluice.UsageRecord{

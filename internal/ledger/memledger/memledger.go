@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,8 +69,43 @@ func (s *Store) ListUsage(_ context.Context, since time.Time, limit int) ([]slui
 	return out, nil
 }
 
+// CountExecutions counts the executions of the selected records by key,
+// account, credential, expected accounts and fallback reason.
+func (s *Store) CountExecutions(_ context.Context, f ledger.PolicyFilter) ([]ledger.PolicyCount, error) {
+	type group struct{ key, account, credential, expected, fallback string }
+	index := make(map[group]int) // → position in out
+	var out []ledger.PolicyCount
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		if !f.Selects(r.KeyID, r.Started) {
+			continue
+		}
+		for _, e := range r.Executions {
+			g := group{r.KeyID, e.AccountID, e.CredentialID, strings.Join(e.Expected, "\x00"), e.Fallback}
+			i, ok := index[g]
+			if !ok {
+				i = len(out)
+				index[g] = i
+				out = append(out, ledger.PolicyCount{KeyID: r.KeyID, AccountID: e.AccountID, CredentialID: e.CredentialID,
+					Expected: slices.Clone(e.Expected), Fallback: e.Fallback})
+			}
+			out[i].Executions++
+		}
+	}
+	slices.SortFunc(out, ledger.ComparePolicyCounts)
+	return out, nil
+}
+
 // clone copies r deeply enough that neither copy can change the other.
 func clone(r sluice.UsageRecord) sluice.UsageRecord {
 	r.Executions = slices.Clone(r.Executions)
+	for i := range r.Executions {
+		r.Executions[i].Expected = slices.Clone(r.Executions[i].Expected)
+	}
+	if r.Job != nil {
+		job := *r.Job
+		r.Job = &job
+	}
 	return r
 }

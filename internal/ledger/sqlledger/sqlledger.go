@@ -39,13 +39,13 @@ func New(db *sqldb.DB) *Store { return &Store{db: db} }
 const (
 	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured`
 	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns
-	execColumns   = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns
+	execColumns   = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback`
 )
 
 // Parameters per row of each table: the columns above.
 const (
 	recordParams = 17
-	execParams   = 19
+	execParams   = 21
 )
 
 // RecordUsage writes the records in one transaction, idempotently by
@@ -84,7 +84,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 }
 
 // Statements are prepared for shapes row counts, 1, 2, 4, … up to
-// rowsPerStatement, which bounds the rows of one statement (19 parameters
+// rowsPerStatement, which bounds the rows of one statement (21 parameters
 // each at most, far below SQLite's limit of 32,766 a statement).
 const (
 	shapes           = 7
@@ -209,7 +209,8 @@ func (w *writer) insertExecutions(ctx context.Context, recs []sluice.UsageRecord
 			u := &e.Usage
 			args = append(args, r.RequestID, int64(t.seq), e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
 				int64(e.HTTPStatus), e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds(),
-				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured)
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured,
+				joinAccounts(e.Expected), e.Fallback)
 		}
 		if _, err := w.tx.ExecStmt(ctx, w.st.executions[shape], args...); err != nil {
 			return err
@@ -315,14 +316,15 @@ func (s *Store) attachExecutions(ctx context.Context, recs []sluice.UsageRecord)
 	for rows.Next() {
 		var (
 			e                           sluice.Execution
-			id                          string
+			id, expected                string
 			seq                         int
 			started, firstByte, elapsed int64
 		)
-		if err := rows.Scan(append([]any{&id, &seq, &e.EdgeID, &e.CredentialID, &e.AccountID, &e.EndpointID, &e.Model,
-			&e.Status, &e.HTTPStatus, &e.Error, &started, &firstByte, &elapsed}, usageDest(&e.Usage)...)...); err != nil {
+		if err := rows.Scan(append(append([]any{&id, &seq, &e.EdgeID, &e.CredentialID, &e.AccountID, &e.EndpointID, &e.Model,
+			&e.Status, &e.HTTPStatus, &e.Error, &started, &firstByte, &elapsed}, usageDest(&e.Usage)...), &expected, &e.Fallback)...); err != nil {
 			return fmt.Errorf("list executions: %w", err)
 		}
+		e.Expected = splitAccounts(expected)
 		r, ok := byID[id]
 		if !ok {
 			continue
