@@ -14,6 +14,26 @@ var (
 	modes      = []string{"default", "strict", "preferred", "pool"}
 )
 
+// notBuilt are the names above that Sluice does not implement yet. A setting
+// accepted and then ignored is a defect, so Validate refuses them, saying so.
+var notBuilt = map[string]bool{
+	"fill-first": true, "weighted": true, "least-inflight": true, "affinity": true,
+	"strict": true, "preferred": true,
+}
+
+// oneOf checks that name is in set and implemented, and reports whether it
+// is in set at all (the fields that go with it can be checked).
+func (v *validator) oneOf(path string, set []string, name string) bool {
+	switch {
+	case !slices.Contains(set, name):
+		v.addf(path, "must be one of %v, got %q", set, name)
+		return false
+	case notBuilt[name]:
+		v.addf(path, "%q is not implemented yet", name)
+	}
+	return true
+}
+
 func (v *validator) models() {
 	v.aliases = make(map[string]bool)
 	for alias := range v.unique("models", "alias", len(v.c.Models), func(i int) string { return v.c.Models[i].Alias }) {
@@ -79,9 +99,7 @@ func (v *validator) pools() {
 		at := fmt.Sprintf("pools[%d]", i)
 		v.accountRefs(at+".accounts", p.Accounts)
 		v.limits(at, p.MaxInflight, p.RPM, p.TPM)
-		if !slices.Contains(strategies, p.Strategy) {
-			v.addf(at+".strategy", "must be one of %v, got %q", strategies, p.Strategy)
-		}
+		v.oneOf(at+".strategy", strategies, p.Strategy)
 	}
 }
 
@@ -141,8 +159,7 @@ func (v *validator) keys() {
 // policy checks a route policy: each mode uses its own fields and no others,
 // so a field the mode would ignore is reported rather than silently dropped.
 func (v *validator) policy(at string, p *Policy) {
-	if !slices.Contains(modes, p.Mode) {
-		v.addf(at+".mode", "must be one of %v, got %q", modes, p.Mode)
+	if !v.oneOf(at+".mode", modes, p.Mode) {
 		return
 	}
 	usesAccounts := p.Mode == "strict" || p.Mode == "preferred"

@@ -195,6 +195,9 @@ func TestValidate(t *testing.T) {
 		}, `accounts[0].reserve.background: only interactive and standard`},
 		{"ReserveNegative", func(c *Catalog) {
 			c.Accounts[0].MaxInflight = 4
+		{"PoolStrategyNotBuilt", func(c *Catalog) { c.Pools[0].Strategy = "fill-first" }, `pools[0].strategy: "fill-first" is not implemented yet`},
+		{"PolicyStrictNotBuilt", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"org-1"}} }, `keys[0].policy.mode: "strict" is not implemented yet`},
+		{"PolicyPreferredNotBuilt", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}} }, `keys[0].policy.mode: "preferred" is not implemented yet`},
 			c.Accounts[0].Reserve = map[string]int{"interactive": -1}
 		}, `accounts[0].reserve.interactive: must be >= 0`},
 		{"ReserveAboveCap", func(c *Catalog) {
@@ -240,10 +243,6 @@ func TestValidateAccepts(t *testing.T) {
 		give func(c *Catalog)
 	}{
 		{"SecretFile", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", secretFile }},
-		{"ImplicitAccountInPolicy", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"anthropic-k1"}} }},
-		{"PreferredWithFallback", func(c *Catalog) {
-			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "background"}
-		}},
 		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
