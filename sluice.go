@@ -174,7 +174,9 @@ const (
 )
 
 // Key is a virtual key as stored: never the plaintext, only its SHA-256 hash
-// (hex) and a short display prefix.
+// (hex) and a short display prefix. A key declared in the catalog and one
+// created through the admin API carry the same fields and are compiled into
+// the same per-key policy.
 type Key struct {
 	ID        string
 	Name      string
@@ -188,6 +190,58 @@ type Key struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Static    bool // declared in the catalog, not in the store
+
+	Labels     map[string]string // the operator's tags, matched by label selectors; nil = none
+	Policy     RoutePolicy       // which accounts its requests may use
+	Limits     Limits            // the key's own limits
+	UserLimits Limits            // the limits of each of its end users
+	Task       string            // the task type its requests have by default
+	Tasks      []string          // the task types it may declare besides Task
+	// Paths are the API paths it may call (KeyPaths); empty = all.
+	Paths []string
+	// ServiceTiers are the service_tier values a request may name; empty =
+	// any. A request that names none is always allowed.
+	ServiceTiers []string
+	// OnLimit is what a request finds when the key's own max_inflight is
+	// reached: OnLimitWait ("" too) queues it, OnLimitRefuse answers 429
+	// access_concurrency_exceeded at once.
+	OnLimit string
+}
+
+// What a key's request does at the key's own concurrency limit (Key.OnLimit).
+const (
+	OnLimitWait   = "wait"
+	OnLimitRefuse = "refuse"
+)
+
+// KeyPaths are the names of the API paths a key may be scoped to
+// (Key.Paths), by the protocol each path speaks.
+var KeyPaths = map[Protocol]string{
+	ProtocolOpenAIChat:       "chat",
+	ProtocolOpenAIEmbeddings: "embeddings",
+	ProtocolOpenAIVideos:     "videos",
+	ProtocolFalQueue:         "fal",
+}
+
+// RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
+// strict, preferred or pool; strict and preferred name Accounts, preferred a
+// Fallback (a pool ID or "any") and how long to Wait for the bound accounts,
+// pool a Pool.
+type RoutePolicy struct {
+	Mode     string
+	Accounts []string
+	Pool     string
+	Fallback string
+	Wait     time.Duration
+}
+
+// Limits are limits of Sluice's own on a key or on each of its end users;
+// 0 = no limit.
+type Limits struct {
+	RPM         int
+	TPM         int
+	MaxInflight int
+	DailyTokens int // tokens per UTC day
 }
 
 // EffectiveStatus is Status, except that an active key past its expiry is expired.

@@ -126,6 +126,15 @@ var migrations = []migration{{
 		`ALTER TABLE executions ADD COLUMN expected TEXT NOT NULL DEFAULT ''`, // account IDs joined by ","; '' = any account
 		`ALTER TABLE executions ADD COLUMN fallback TEXT NOT NULL DEFAULT ''`, // why it ran outside expected; '' = it did not
 	},
+}, {
+	version: 5,
+	name:    "labels and settings of keys",
+	stmts: []string{
+		// Everything a key carries besides its scopes and life cycle, so a
+		// key made through the admin API has what a catalog key has.
+		`ALTER TABLE keys ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'`,   // JSON object of string → string
+		`ALTER TABLE keys ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'`, // JSON: policy, limits, user_limits, task, tasks, paths, service_tiers, on_limit
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

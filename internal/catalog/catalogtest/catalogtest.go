@@ -59,6 +59,16 @@ func newKey(id string) *sluice.Key {
 		CreatedAt: at(1),
 		UpdatedAt: at(2),
 		Static:    true,
+		Labels:    map[string]string{"team": "search", "env": "prod"},
+		Policy: sluice.RoutePolicy{Mode: "preferred", Accounts: []string{"acct-a", "acct-b"}, Fallback: "any",
+			Wait: 1500 * time.Millisecond},
+		Limits:       sluice.Limits{RPM: 60, TPM: 6000, MaxInflight: 4, DailyTokens: 100000},
+		UserLimits:   sluice.Limits{RPM: 6, MaxInflight: 1},
+		Task:         "chat",
+		Tasks:        []string{"batch", "eval"},
+		Paths:        []string{"chat", "embeddings"},
+		ServiceTiers: []string{"default", "flex"},
+		OnLimit:      sluice.OnLimitRefuse,
 	}
 }
 
@@ -195,8 +205,12 @@ func runKeys(t *testing.T, open func(t *testing.T) Store) {
 		mustSaveKey(t, s, saved)
 		saved.Models[0] = "mutated after save"
 		saved.Name = "mutated after save"
+		saved.Labels["team"] = "mutated after save"
+		saved.Policy.Accounts[0], saved.Tasks[0], saved.Paths[0] = "mutated", "mutated", "mutated"
 		loaded := mustLoadKey(t, s, "k1")
 		loaded.Models[0] = "mutated after load"
+		loaded.Labels["env"] = "mutated after load"
+		loaded.ServiceTiers[0] = "mutated after load"
 		listed, err := s.ListKeys(t.Context())
 		if err != nil {
 			t.Fatal(err)

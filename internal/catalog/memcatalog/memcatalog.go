@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -106,5 +107,8 @@ func (s *Store) LoadCatalog(context.Context) ([]byte, int64, error) {
 func clone(k *sluice.Key) *sluice.Key {
 	c := *k
 	c.Models = slices.Clone(k.Models)
+	c.Labels = maps.Clone(k.Labels)
+	c.Policy.Accounts = slices.Clone(k.Policy.Accounts)
+	c.Tasks, c.Paths, c.ServiceTiers = slices.Clone(k.Tasks), slices.Clone(k.Paths), slices.Clone(k.ServiceTiers)
 	return &c
 }

@@ -34,7 +34,55 @@ var (
 // New returns a store on db.
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
-const keyColumns = `id, name, tenant, hash, prefix, status, models, priority, expires_at, created_at, updated_at, static`
+const keyColumns = `id, name, tenant, hash, prefix, status, models, priority, expires_at, created_at, updated_at, static, labels, settings`
+
+// settings is the JSON form of what a key carries besides its scopes and
+// life cycle (column settings). Its names are the catalog's, and stay
+// stable: rows written by an older build decode with the fields they lack
+// left zero.
+type settings struct {
+	Policy       policy   `json:"policy,omitzero"`
+	Limits       limits   `json:"limits,omitzero"`
+	UserLimits   limits   `json:"user_limits,omitzero"`
+	Task         string   `json:"task,omitempty"`
+	Tasks        []string `json:"tasks,omitempty"`
+	Paths        []string `json:"paths,omitempty"`
+	ServiceTiers []string `json:"service_tiers,omitempty"`
+	OnLimit      string   `json:"on_limit,omitempty"`
+}
+
+type policy struct {
+	Mode     string   `json:"mode,omitempty"`
+	Accounts []string `json:"accounts,omitempty"`
+	Pool     string   `json:"pool,omitempty"`
+	Fallback string   `json:"fallback,omitempty"`
+	WaitUS   int64    `json:"wait_us,omitempty"`
+}
+
+type limits struct {
+	RPM         int `json:"rpm,omitempty"`
+	TPM         int `json:"tpm,omitempty"`
+	MaxInflight int `json:"max_inflight,omitempty"`
+	DailyTokens int `json:"daily_tokens,omitempty"`
+}
+
+func settingsOf(k *sluice.Key) settings {
+	p := k.Policy
+	return settings{
+		Policy:     policy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, WaitUS: p.Wait.Microseconds()},
+		Limits:     limits(k.Limits),
+		UserLimits: limits(k.UserLimits),
+		Task:       k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+	}
+}
+
+// apply sets the fields of k that st holds.
+func (st *settings) apply(k *sluice.Key) {
+	p := st.Policy
+	k.Policy = sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: time.Duration(p.WaitUS) * time.Microsecond}
+	k.Limits, k.UserLimits = sluice.Limits(st.Limits), sluice.Limits(st.UserLimits)
+	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = st.Task, st.Tasks, st.Paths, st.ServiceTiers, st.OnLimit
+}
 
 // SaveKey inserts or replaces the key with k.ID. It returns ErrConflict when
 // another key already has k.Hash.
@@ -65,20 +113,28 @@ func (s *Store) upsertKey(ctx context.Context, k *sluice.Key) error {
 	if err != nil {
 		return err
 	}
+	labels, err := json.Marshal(k.Labels) // nil is stored as null, read back as none
+	if err != nil {
+		return err
+	}
+	set, err := json.Marshal(settingsOf(k))
+	if err != nil {
+		return err
+	}
 	var expires sql.Null[int64]
 	if !k.ExpiresAt.IsZero() {
 		expires = sql.Null[int64]{V: k.ExpiresAt.UnixMicro(), Valid: true}
 	}
 	_, err = s.db.Exec(ctx, `INSERT INTO keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 			name = excluded.name, tenant = excluded.tenant, hash = excluded.hash,
 			prefix = excluded.prefix, status = excluded.status, models = excluded.models,
 			priority = excluded.priority, expires_at = excluded.expires_at,
 			created_at = excluded.created_at, updated_at = excluded.updated_at,
-			static = excluded.static`,
+			static = excluded.static, labels = excluded.labels, settings = excluded.settings`,
 		k.ID, k.Name, k.Tenant, k.Hash, k.Prefix, string(k.Status), string(models), k.Priority,
-		expires, k.CreatedAt.UnixMicro(), k.UpdatedAt.UnixMicro(), k.Static)
+		expires, k.CreatedAt.UnixMicro(), k.UpdatedAt.UnixMicro(), k.Static, string(labels), string(set))
 	return err
 }
 
@@ -119,17 +175,29 @@ func (s *Store) ListKeys(ctx context.Context) ([]*sluice.Key, error) {
 func scanKey(row interface{ Scan(dest ...any) error }) (*sluice.Key, error) {
 	var (
 		k                sluice.Key
-		models           string
+		models, labels   string
+		set              string
+		st               settings
 		expires          sql.Null[int64]
 		created, updated int64
 	)
 	if err := row.Scan(&k.ID, &k.Name, &k.Tenant, &k.Hash, &k.Prefix, &k.Status, &models, &k.Priority,
-		&expires, &created, &updated, &k.Static); err != nil {
+		&expires, &created, &updated, &k.Static, &labels, &set); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
 		return nil, fmt.Errorf("key %s models: %w", k.ID, err)
 	}
+	if err := json.Unmarshal([]byte(labels), &k.Labels); err != nil {
+		return nil, fmt.Errorf("key %s labels: %w", k.ID, err)
+	}
+	if len(k.Labels) == 0 {
+		k.Labels = nil
+	}
+	if err := json.Unmarshal([]byte(set), &st); err != nil {
+		return nil, fmt.Errorf("key %s settings: %w", k.ID, err)
+	}
+	st.apply(&k)
 	if len(k.Models) == 0 {
 		k.Models = nil
 	}
