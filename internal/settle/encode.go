@@ -21,8 +21,10 @@ import (
 const (
 	frameHeader = 8
 	// recordVersion leads every payload, so a later layout can be told
-	// apart from this one when a spool written by an older release is replayed.
-	recordVersion = 1
+	// apart from this one when a spool written by an older release is
+	// replayed. Version 2 added each execution's Expected and Fallback after
+	// its usage; version 1 payloads still decode, without them.
+	recordVersion = 2
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -70,6 +72,11 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 		b = binary.AppendVarint(b, int64(e.FirstByte))
 		b = binary.AppendVarint(b, int64(e.Duration))
 		b = appendUsage(b, &e.Usage)
+		b = binary.AppendUvarint(b, uint64(len(e.Expected)))
+		for _, a := range e.Expected {
+			b = appendString(b, a)
+		}
+		b = appendString(b, e.Fallback)
 	}
 	b = appendBool(b, r.Job != nil)
 	if j := r.Job; j != nil {
@@ -149,7 +156,8 @@ type decoder struct {
 
 func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	d := &decoder{b: payload}
-	if v := d.byte(); v != recordVersion && d.err == nil {
+	version := d.byte()
+	if version != 1 && version != recordVersion && d.err == nil {
 		return sluice.UsageRecord{}, errors.New("spooled record of an unknown version")
 	}
 	var r sluice.UsageRecord
@@ -183,6 +191,10 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 			e.FirstByte = time.Duration(d.varint())
 			e.Duration = time.Duration(d.varint())
 			e.Usage = d.usage()
+			if version >= 2 {
+				e.Expected = d.strings()
+				e.Fallback = d.string()
+			}
 		}
 	} else if n > 0 {
 		d.fail()
@@ -244,6 +256,25 @@ func (d *decoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// strings reads a count and that many strings; a count of 0 is nil.
+func (d *decoder) strings() []string {
+	n := d.uvarint()
+	if n == 0 {
+		return nil
+	}
+	// Each string takes at least its length byte, so a count beyond the
+	// bytes left is damage, not a reason to allocate.
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.string()
+	}
+	return out
 }
 
 func (d *decoder) time() time.Time {

@@ -1,10 +1,14 @@
 package settle
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sluicehq/sluice"
 )
@@ -19,9 +23,11 @@ func fullRecord(id string) sluice.UsageRecord {
 		Latency: 1250 * time.Millisecond, TTFT: 320 * time.Millisecond, Usage: used,
 		Executions: []sluice.Execution{
 			{EdgeID: "k1/ep/m", CredentialID: "k1", AccountID: "org-1", EndpointID: "ep", Model: "m", Status: sluice.ExecutionRate,
-				HTTPStatus: 429, Error: "upstream answered 429", Started: start, FirstByte: 10 * time.Millisecond, Duration: 11 * time.Millisecond},
+				HTTPStatus: 429, Error: "upstream answered 429", Started: start, FirstByte: 10 * time.Millisecond, Duration: 11 * time.Millisecond,
+				Expected: []string{"org-1", "org-3"}},
 			{EdgeID: "k2/ep/m", CredentialID: "k2", AccountID: "org-2", EndpointID: "ep", Model: "m", Status: sluice.ExecutionOK,
-				HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used},
+				HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used,
+				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate"},
 		},
 		Job: &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
 	}
@@ -50,6 +56,67 @@ func TestFrameRoundTrips(t *testing.T) {
 				t.Errorf("decoded record differs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// withoutPolicy is rec as a version 1 payload holds it: executions without
+// Expected and Fallback, which that layout did not have.
+func withoutPolicy(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.Executions = slices.Clone(rec.Executions)
+	for i := range rec.Executions {
+		rec.Executions[i].Expected, rec.Executions[i].Fallback = nil, ""
+	}
+	return rec
+}
+
+// testdata/v1-record.frame is fullRecord("r1") as the encoder of version 1
+// wrote it, before executions had Expected and Fallback.
+func TestVersion1FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v1-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 1 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(withoutPolicy(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 1 record differs (-want +got):\n%s", diff)
+	}
+}
+
+// TestReplaysASpoolOfBothVersions replays a segment that a process of the
+// previous release left (a version 1 frame) followed by one of this
+// release: both records reach the store whole.
+func TestReplaysASpoolOfBothVersions(t *testing.T) {
+	root := t.TempDir()
+	dead := filepath.Join(root, writerPrefix+"previous-release")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, lockName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile("testdata/v1-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := fullRecord("r2")
+	if err := os.WriteFile(filepath.Join(dead, "00000001"+segmentExt), appendFrame(old, &current), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	store := &flakyStore{}
+	r := newRecorder(t, store, root, 16, 10*time.Millisecond)
+	defer r.Close()
+	eventually(t, "2 replayed records", func() bool { return store.stored(t) == 2 })
+	got, err := store.ListUsage(t.Context(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sluice.UsageRecord{withoutPolicy(fullRecord("r1")), current}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("replayed records differ (-want +got):\n%s", diff)
 	}
 }
 
