@@ -207,6 +207,17 @@ type Key struct {
 	Task       string   `yaml:"task"`        // default task type; X-Sluice-Task may pick another of Tasks
 	Tasks      []string `yaml:"tasks"`       // task types the key may declare besides its default
 	ExpiresAt  string   `yaml:"expires_at"`  // RFC 3339, optional
+	// Labels are the operator's tags (name → value), matched by label selectors.
+	Labels map[string]string `yaml:"labels"`
+	// Paths are the API paths the key may call (chat, embeddings, videos,
+	// fal); absent = all.
+	Paths []string `yaml:"paths"`
+	// ServiceTiers are the service_tier values a request of the key may
+	// name; absent = any.
+	ServiceTiers []string `yaml:"service_tiers"`
+	// OnLimit is what a request does when the key's own max_inflight is
+	// reached: wait (default) or refuse (429 access_concurrency_exceeded).
+	OnLimit string `yaml:"on_limit"`
 }
 
 // Policy is a key's route policy.

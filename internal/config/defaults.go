@@ -93,9 +93,16 @@ func ApplyDefaults(c *Catalog) {
 		setString(&c.Pools[i].Strategy, "round-robin")
 	}
 	for i := range c.Keys {
-		setString(&c.Keys[i].Priority, "standard")
-		setString(&c.Keys[i].Policy.Mode, "default")
+		ApplyKeyDefaults(&c.Keys[i])
 	}
+}
+
+// ApplyKeyDefaults fills the unset fields of one key: a key of the catalog
+// and one made through the admin API get the same.
+func ApplyKeyDefaults(k *Key) {
+	setString(&k.Priority, "standard")
+	setString(&k.Policy.Mode, "default")
+	setString(&k.OnLimit, sluice.OnLimitWait)
 }
 
 // inherit sets each unset phase of t to the one in from.

@@ -89,8 +89,8 @@ keys:
 		},
 		Pools: []Pool{{ID: "background", Strategy: "round-robin"}},
 		Keys: []Key{
-			{ID: "web", Priority: "standard", Policy: Policy{Mode: "default"}},
-			{ID: "batch", Priority: "background", Policy: Policy{Mode: "pool", Pool: "background"}},
+			{ID: "web", Priority: "standard", Policy: Policy{Mode: "default"}, OnLimit: "wait"},
+			{ID: "batch", Priority: "background", Policy: Policy{Mode: "pool", Pool: "background"}, OnLimit: "wait"},
 		},
 	}
 

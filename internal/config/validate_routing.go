@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -129,31 +131,110 @@ func (v *validator) keys() {
 		} else {
 			bySecret[s] = i
 		}
-		for j, alias := range k.Models {
-			if !v.aliases[alias] {
-				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "unknown model alias %q", alias)
-			}
-		}
-		if !slices.Contains(sluice.Priorities, k.Priority) {
-			v.addf(at+".priority", "must be one of %v, got %q", sluice.Priorities, k.Priority)
-		}
-		v.policy(at+".policy", &k.Policy)
-		v.limitSet(at+".limits", k.Limits)
-		v.limitSet(at+".user_limits", k.UserLimits)
-		if _, ok := v.tasks[k.Task]; k.Task != "" && !ok {
-			v.addf(at+".task", "unknown task type %q", k.Task)
-		}
-		for j, task := range k.Tasks {
-			if _, ok := v.tasks[task]; !ok {
-				v.addf(fmt.Sprintf("%s.tasks[%d]", at, j), "unknown task type %q", task)
-			}
-		}
-		if k.ExpiresAt != "" {
-			if _, err := time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
-				v.addf(at+".expires_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)
-			}
+		v.key(at, k)
+	}
+}
+
+// ValidateKey checks a key made through the admin API, after
+// ApplyKeyDefaults, against the serving catalog c, by the rules and with
+// the messages of the catalog's keys; paths start at the key's fields
+// (`policy.pool: unknown pool "x"`). Its ID and secret are the API's.
+func ValidateKey(c *Catalog, k *Key) error {
+	v := &validator{c: c, lookupEnv: func(string) (string, bool) { return "", false }}
+	v.index()
+	v.key("", k)
+	return errors.Join(v.errs...)
+}
+
+// index records the IDs keys refer to, without checking the records.
+func (v *validator) index() {
+	v.aliases, v.poolIDs, v.accountIDs, v.declared = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	v.tasks = map[string]int{}
+	for _, m := range v.c.Models {
+		v.aliases[m.Alias] = true
+	}
+	for _, p := range v.c.Pools {
+		v.poolIDs[p.ID] = true
+	}
+	for _, a := range v.c.Accounts {
+		v.accountIDs[a.ID], v.declared[a.ID] = true, true
+	}
+	for _, cr := range v.c.Credentials {
+		if cr.Account == "" {
+			v.accountIDs[cr.ID] = true
 		}
 	}
+	for i, tt := range v.c.TaskTypes {
+		v.tasks[tt.ID] = i
+	}
+}
+
+// key checks what a key carries besides its ID and secret; at is the
+// key's path ("keys[3]", or "" for a key of the admin API).
+func (v *validator) key(at string, k *Key) {
+	for j, alias := range k.Models {
+		if !v.aliases[alias] {
+			v.addf(fmt.Sprintf("%s[%d]", field(at, "models"), j), "unknown model alias %q", alias)
+		}
+	}
+	if !slices.Contains(sluice.Priorities, k.Priority) {
+		v.addf(field(at, "priority"), "must be one of %v, got %q", sluice.Priorities, k.Priority)
+	}
+	v.policy(field(at, "policy"), &k.Policy)
+	v.limitSet(field(at, "limits"), k.Limits)
+	v.limitSet(field(at, "user_limits"), k.UserLimits)
+	if _, ok := v.tasks[k.Task]; k.Task != "" && !ok {
+		v.addf(field(at, "task"), "unknown task type %q", k.Task)
+	}
+	for j, task := range k.Tasks {
+		if _, ok := v.tasks[task]; !ok {
+			v.addf(fmt.Sprintf("%s[%d]", field(at, "tasks"), j), "unknown task type %q", task)
+		}
+	}
+	if k.ExpiresAt != "" {
+		if _, err := time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
+			v.addf(field(at, "expires_at"), "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)
+		}
+	}
+	for name, value := range k.Labels {
+		if msg := checkLabel(name, value); msg != "" {
+			v.addf(field(at, "labels."+name), "%s", msg)
+		}
+	}
+	paths := slices.Sorted(maps.Values(sluice.KeyPaths))
+	for j, p := range k.Paths {
+		if !slices.Contains(paths, p) {
+			v.addf(fmt.Sprintf("%s[%d]", field(at, "paths"), j), "must be one of %v, got %q", paths, p)
+		}
+	}
+	for j, tier := range k.ServiceTiers {
+		if tier == "" {
+			v.addf(fmt.Sprintf("%s[%d]", field(at, "service_tiers"), j), "must not be empty")
+		}
+	}
+	if k.OnLimit != sluice.OnLimitWait && k.OnLimit != sluice.OnLimitRefuse {
+		v.addf(field(at, "on_limit"), "must be %s or %s, got %q", sluice.OnLimitWait, sluice.OnLimitRefuse, k.OnLimit)
+	}
+}
+
+// field is the path of a field of the record at path at ("" for the top).
+func field(at, name string) string {
+	if at == "" {
+		return name
+	}
+	return at + "." + name
+}
+
+// checkLabel returns what is wrong with a label, or "". Names are stable
+// IDs, so that a selector can name them plainly; values are short text.
+func checkLabel(name, value string) string {
+	if msg := checkID(name, true); msg != "" {
+		return "name " + msg
+	}
+	if len(value) > 256 {
+		return "value is longer than 256 bytes"
+	}
+	return ""
 }
 
 // policy checks a route policy: each mode uses its own fields and no others,
