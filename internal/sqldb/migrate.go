@@ -135,6 +135,33 @@ var migrations = []migration{{
 		`ALTER TABLE keys ADD COLUMN labels TEXT NOT NULL DEFAULT '{}'`,   // JSON object of string → string
 		`ALTER TABLE keys ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'`, // JSON: policy, limits, user_limits, task, tasks, paths, service_tiers, on_limit
 	},
+}, {
+	version: 6,
+	name:    "audit log of admin writes",
+	stmts: []string{
+		// Append-only: nothing updates or deletes these rows.
+		`CREATE TABLE audit_log (
+			id           BIGINT NOT NULL PRIMARY KEY, -- grows with every entry
+			at           BIGINT NOT NULL,
+			token_id     TEXT NOT NULL, -- the admin token's ID, never its secret
+			remote       TEXT NOT NULL,
+			method       TEXT NOT NULL,
+			path         TEXT NOT NULL,
+			action       TEXT NOT NULL,
+			targets      TEXT NOT NULL, -- JSON array of IDs
+			status       INTEGER NOT NULL,
+			error        TEXT NOT NULL,
+			before_state TEXT,          -- JSON object: target ID → state; NULL = none
+			after_state  TEXT
+		)`,
+		`CREATE INDEX audit_log_at ON audit_log (at)`,
+		// One row per target, so "what happened to key X" is an index lookup.
+		`CREATE TABLE audit_targets (
+			entry_id BIGINT NOT NULL REFERENCES audit_log (id),
+			target   {{ordered_text}} NOT NULL,
+			PRIMARY KEY (target, entry_id)
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -22,6 +22,7 @@ import (
 type Store interface {
 	catalog.Keys
 	catalog.Documents
+	catalog.Audit
 }
 
 // Run checks the behaviour every Store must have. open returns a new,
@@ -29,6 +30,7 @@ type Store interface {
 func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Keys", func(t *testing.T) { runKeys(t, open) })
 	t.Run("Documents", func(t *testing.T) { runDocuments(t, open) })
+	t.Run("Audit", func(t *testing.T) { runAudit(t, open) })
 }
 
 // keyOpts compare keys as stored: instants, not locations, and a nil or

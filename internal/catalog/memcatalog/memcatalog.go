@@ -17,7 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/catalog"
 )
 
-// Store implements catalog.Keys and catalog.Documents. The zero value is an
+// Store implements catalog.Keys, catalog.Documents and catalog.Audit. The zero value is an
 // empty store ready for use. It is safe for concurrent use.
 type Store struct {
 	mu      sync.Mutex
@@ -25,11 +25,13 @@ type Store struct {
 	hashes  map[string]string      // key hash → key ID
 	doc     []byte                 // latest catalog document
 	version int64                  // of doc; 0 = none saved
+	audit   auditLog
 }
 
 var (
 	_ catalog.Keys      = (*Store)(nil)
 	_ catalog.Documents = (*Store)(nil)
+	_ catalog.Audit     = (*Store)(nil)
 )
 
 // SaveKey stores a copy of k, with its times in UTC, replacing the key with the same ID. It returns
