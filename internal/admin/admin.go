@@ -188,6 +188,7 @@ type server struct {
 //	POST /admin/credentials/{id}/drain  CredentialState (also disable, enable)
 //	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
 //	GET  /admin/usage?since=&limit=     []UsageRecord
+//	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
@@ -233,6 +234,7 @@ func New(opts Options) http.Handler {
 		s.mux.HandleFunc("POST /admin/credentials/{id}/"+action, s.handle(s.setCredential(action)))
 	}
 	s.mux.HandleFunc("GET /admin/usage", s.handle(s.listUsage))
+	s.mux.HandleFunc("GET /admin/usage/policy", s.handle(s.policyReport))
 	s.mux.HandleFunc("GET /admin/jobs/{id}", s.handle(s.showJob))
 	return s
 }

@@ -106,12 +106,8 @@ func (s *server) listUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	since := s.now().Add(-defaultUsageWindow)
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return invalid("since %q is not an RFC 3339 time", v)
-		}
-		since = t
+	if err := parseTime(q, "since", &since); err != nil {
+		return err
 	}
 	n := defaultUsageLimit
 	if v := q.Get("limit"); v != "" {

@@ -40,6 +40,8 @@ const cliUsage = `usage:
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
   sluice jobs show ID                        (an async job: its binding and timeline)
+  sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
+  sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -111,6 +113,8 @@ func (c *cli) run(args []string) error {
 		return c.credentials(args[1:])
 	case "jobs":
 		return c.jobs(args[1:])
+	case "usage":
+		return c.usageCommand(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

@@ -1,0 +1,144 @@
+package admin
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// usageCommand runs "sluice usage …".
+func (c *cli) usageCommand(args []string) error {
+	if len(args) == 0 {
+		return usageError{msg: "missing usage subcommand (list, policy)"}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "list":
+		return c.usageList(args)
+	case "policy":
+		return c.usagePolicy(args)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, cliUsage)
+		return nil
+	}
+	return usageError{msg: fmt.Sprintf("unknown usage subcommand %q", sub)}
+}
+
+// usageList runs "sluice usage list": one row per execution, the request's
+// columns on its first.
+func (c *cli) usageList(args []string) error {
+	cmd := c.command("usage list", "[--since RFC3339] [--limit N]")
+	var since time.Time
+	timeFlag(cmd, &since, "since", "records started at or after `TIME` (RFC 3339; default: a day ago)")
+	limit := cmd.fs.Int("limit", 0, "at most `N` records (default 100)")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	recs, err := cl.Usage(c.ctx, since, *limit)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(recs)
+	}
+	t := newTable(c.stdout)
+	t.row("REQUEST", "STARTED", "KEY", "ALIAS", "STATUS", "TOKENS", "ACCOUNT", "CREDENTIAL", "RESULT", "EXPECTED", "FALLBACK")
+	for _, r := range recs {
+		request := []string{r.RequestID, when(r.Started), r.KeyID, r.Alias, strconv.Itoa(r.Status), strconv.FormatInt(r.Usage.TotalTokens, 10)}
+		if len(r.Executions) == 0 {
+			t.row(append(request, "-", "-", orDash(string(r.Code)), "-", "-")...)
+		}
+		for i, e := range r.Executions {
+			if i > 0 {
+				request = make([]string, len(request))
+			}
+			result := string(e.Status)
+			if e.HTTPStatus != 0 {
+				result += " " + strconv.Itoa(e.HTTPStatus)
+			}
+			t.row(append(request, e.AccountID, e.CredentialID, result, list(e.Expected, "*"), orDash(e.Fallback))...)
+		}
+	}
+	return t.flush()
+}
+
+// usagePolicy runs "sluice usage policy": per key, where its executions ran
+// against the accounts its policy expected.
+func (c *cli) usagePolicy(args []string) error {
+	cmd := c.command("usage policy", "[KEY_ID] [--from RFC3339] [--to RFC3339]")
+	var from, to time.Time
+	timeFlag(cmd, &from, "from", "executions of requests started at or after `TIME` (RFC 3339; default: a day before --to)")
+	timeFlag(cmd, &to, "to", "… and before `TIME` (RFC 3339; default: now)")
+	pos, err := cmd.parse(args, 0, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	var keyID string
+	if len(pos) == 1 {
+		keyID = pos[0]
+	}
+	rep, err := cl.PolicyReport(c.ctx, keyID, from, to)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(rep)
+	}
+	fmt.Fprintf(c.stdout, "Executions from %s to %s\n\n", when(rep.From), when(rep.To))
+	if len(rep.Keys) == 0 {
+		fmt.Fprintln(c.stdout, "none")
+		return nil
+	}
+	t := newTable(c.stdout)
+	t.row("KEY", "EXPECTED", "ACCOUNT", "CREDENTIAL", "EXECUTIONS", "ON EXPECTED", "FALLBACKS", "REASONS")
+	for _, k := range rep.Keys {
+		for _, a := range k.Accounts {
+			t.row(append([]string{k.KeyID, list(k.Expected, "*"), a.AccountID, a.CredentialID}, a.PolicyTally.cells()...)...)
+		}
+		if len(k.Accounts) > 1 {
+			t.row(append([]string{k.KeyID, list(k.Expected, "*"), "(all)", ""}, k.PolicyTally.cells()...)...)
+		}
+	}
+	return t.flush()
+}
+
+// cells are the tally's table columns: executions, on expected, fallbacks
+// and the fallbacks by reason, "cooling 2, no_room 1".
+func (t *PolicyTally) cells() []string {
+	reasons := make([]string, 0, len(t.Reasons))
+	for _, r := range slices.Sorted(maps.Keys(t.Reasons)) {
+		reasons = append(reasons, fmt.Sprintf("%s %d", r, t.Reasons[r]))
+	}
+	return []string{strconv.Itoa(t.Executions), strconv.Itoa(t.OnExpected), strconv.Itoa(t.Fallbacks), list(reasons, "-")}
+}
+
+// timeFlag defines an RFC 3339 time flag that sets *t.
+func timeFlag(cmd *command, t *time.Time, name, help string) {
+	cmd.fs.Func(name, help, func(v string) error {
+		parsed, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not an RFC 3339 time", v)
+		}
+		*t = parsed
+		return nil
+	})
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
