@@ -180,6 +180,7 @@ type server struct {
 //	POST /admin/keys/{id}/rotate        IssuedKey
 //	POST /admin/keys/{id}/expire        Expiry → KeyRecord
 //	PUT  /admin/keys/{id}/models        {"models":[…]} → KeyRecord
+//	PATCH /admin/keys/{id}              KeyChange → KeyRecord (every field of a key; a catalog key answers 409 key_read_only)
 //	GET  /admin/accounts                []AccountState
 //	GET  /admin/accounts/{id}           AccountState
 //	POST /admin/accounts/{id}/disable   AccountState (also enable)
@@ -223,6 +224,7 @@ func New(opts Options) http.Handler {
 	s.mux.HandleFunc("POST /admin/keys/{id}/rotate", s.handle(s.rotateKey))
 	s.mux.HandleFunc("POST /admin/keys/{id}/expire", s.handle(s.expireKey))
 	s.mux.HandleFunc("PUT /admin/keys/{id}/models", s.handle(s.setModels))
+	s.mux.HandleFunc("PATCH /admin/keys/{id}", s.handle(s.updateKey))
 	s.mux.HandleFunc("GET /admin/accounts", s.handle(listAll(s, accountKind)))
 	s.mux.HandleFunc("GET /admin/accounts/{id}", s.handle(showOne(s, accountKind)))
 	for _, action := range []string{"disable", "enable"} {

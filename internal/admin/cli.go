@@ -28,7 +28,12 @@ const DefaultAdminURL = "http://127.0.0.1:8081"
 
 const cliUsage = `usage:
   sluice keys create --name NAME --tenant TENANT [--models a,b] [--priority CLASS]
-                     [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending]
+                     [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending] [SETTINGS]
+  sluice keys update ID [--name NAME] [--models a,b] [--priority CLASS] [SETTINGS]
+      SETTINGS (as in the catalog; 'sluice keys create -h' describes each):
+        --labels k=v,… --policy MODE --accounts a,b --pool ID --fallback POOL|any --wait DURATION
+        --limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N --user-limits … --task T --tasks a,b
+        --paths chat,embeddings,videos,fal --service-tiers a,b --on-limit wait|refuse
   sluice keys list
   sluice keys show ID
   sluice keys disable|enable|revoke|rotate ID

@@ -1,8 +1,13 @@
 package admin
 
 import (
+	"cmp"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +24,7 @@ const onceNote = "This is the only time the key is shown: store it now, it canno
 // keys runs "sluice keys …".
 func (c *cli) keys(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing keys subcommand (create, list, show, disable, enable, revoke, rotate, expire, models)"}
+		return usageError{msg: "missing keys subcommand (create, list, show, update, disable, enable, revoke, rotate, expire, models)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -37,6 +42,8 @@ func (c *cli) keys(args []string) error {
 		return c.keysExpire(args)
 	case "models":
 		return c.keysModels(args)
+	case "update":
+		return c.keysUpdate(args)
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, cliUsage)
 		return nil
@@ -45,7 +52,7 @@ func (c *cli) keys(args []string) error {
 }
 
 func (c *cli) keysCreate(args []string) error {
-	cmd := c.command("keys create", "--name NAME --tenant TENANT [--models a,b] [--priority CLASS] [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending]")
+	cmd := c.command("keys create", "--name NAME --tenant TENANT [--models a,b] [--priority CLASS] [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending] "+settingsSynopsis)
 	var spec KeySpec
 	var models, expiresAt string
 	cmd.fs.StringVar(&spec.Name, "name", "", "the key's `NAME`, for people (required)")
@@ -56,9 +63,19 @@ func (c *cli) keysCreate(args []string) error {
 	cmd.fs.StringVar(&expiresAt, "expires-at", "", "expire at `TIME` (RFC 3339)")
 	cmd.fs.StringVar(&spec.ID, "id", "", "stable `ID` (default: generated)")
 	cmd.fs.BoolVar(&spec.Pending, "pending", false, "create the key pending; 'keys enable' activates it")
+	sf := newSettingsFlags(cmd.fs)
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
+	var k sluice.Key
+	change, err := sf.change(cmd)
+	if err == nil {
+		err = change.apply(&k)
+	}
+	if err != nil {
+		return err
+	}
+	spec.KeySettings = keySettings(&k)
 	if spec.Name == "" || spec.Tenant == "" {
 		return cmd.usage("--name and --tenant are required")
 	}
@@ -98,9 +115,9 @@ func (c *cli) keysList(args []string) error {
 		return c.printJSON(keys)
 	}
 	t := newTable(c.stdout)
-	t.row("ID", "NAME", "TENANT", "STATUS", "PRIORITY", "MODELS", "EXPIRES", "PREFIX")
+	t.row("ID", "NAME", "TENANT", "STATUS", "PRIORITY", "MODELS", "EXPIRES", "PREFIX", "SOURCE")
 	for _, k := range keys {
-		t.row(k.ID, k.Name, k.Tenant, string(k.Status), k.Priority, list(k.Models, "*"), expires(k.ExpiresAt), k.Prefix)
+		t.row(k.ID, k.Name, k.Tenant, string(k.Status), k.Priority, list(k.Models, "*"), expires(k.ExpiresAt), k.Prefix, k.Source)
 	}
 	return t.flush()
 }
@@ -191,6 +208,182 @@ func (c *cli) keysModels(args []string) error {
 	return c.printKey(k)
 }
 
+func (c *cli) keysUpdate(args []string) error {
+	cmd := c.command("keys update", "ID [--name NAME] [--models a,b | --models ''] [--priority CLASS] "+settingsSynopsis)
+	var name, models, priority string
+	cmd.fs.StringVar(&name, "name", "", "the key's new `NAME`")
+	cmd.fs.StringVar(&models, "models", "", "comma-separated `ALIASES` the key may use ('' = all)")
+	cmd.fs.StringVar(&priority, "priority", "", "default priority `CLASS`")
+	sf := newSettingsFlags(cmd.fs)
+	pos, err := cmd.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	change, err := sf.change(cmd)
+	if err != nil {
+		return err
+	}
+	cmd.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "name":
+			change.Name = &name
+		case "models":
+			m := nonNil(splitList(models))
+			change.Models = &m
+		case "priority":
+			change.Priority = &priority
+		}
+	})
+	if change == (KeyChange{}) {
+		return cmd.usage("nothing to change: name at least one field")
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	k, err := cl.UpdateKey(c.ctx, pos[0], change)
+	if err != nil {
+		return err
+	}
+	return c.printKey(k)
+}
+
+// settingsSynopsis lists the flags of settingsFlags.
+const settingsSynopsis = "[--labels k=v,…] [--policy MODE] [--accounts a,b] [--pool ID] [--fallback POOL|any] [--wait DURATION] " +
+	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse]"
+
+// settingsFlags are the flags of what a key carries besides its name,
+// tenant and life cycle, for keys create and keys update. Each is a string
+// read only when given, so update changes exactly the fields named.
+type settingsFlags struct {
+	fs     *flag.FlagSet
+	values map[string]*string
+}
+
+func newSettingsFlags(fs *flag.FlagSet) *settingsFlags {
+	sf := &settingsFlags{fs: fs, values: map[string]*string{}}
+	for _, f := range [...][2]string{
+		{"labels", "the key's `LABELS`, name=value,… ('' = none)"},
+		{"policy", "route policy `MODE`: default, strict, preferred or pool"},
+		{"accounts", "the `ACCOUNTS` of a strict or preferred policy, comma-separated"},
+		{"pool", "the `POOL` of a pool policy"},
+		{"fallback", "the fallback `POOL` (or any) of a preferred policy"},
+		{"wait", "how long a preferred policy waits for its accounts (`DURATION`)"},
+		{"limits", "the key's `LIMITS`: rpm=N,tpm=N,max_inflight=N,daily_tokens=N ('' = none)"},
+		{"user-limits", "each end user's `LIMITS`, as --limits"},
+		{"task", "default task `TYPE`"},
+		{"tasks", "other task `TYPES` the key may declare, comma-separated"},
+		{"paths", "API `PATHS` the key may call: chat, embeddings, videos, fal ('' = all)"},
+		{"service-tiers", "service_tier `VALUES` a request may name ('' = any)"},
+		{"on-limit", "at the key's own max_inflight: wait or refuse (`ACTION`)"},
+	} {
+		sf.values[f[0]] = fs.String(f[0], "", f[1])
+	}
+	return sf
+}
+
+// change is the KeyChange of the settings flags given. --policy and the
+// flags of a policy replace the whole policy: a policy is one choice.
+func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
+	var c KeyChange
+	var err error
+	var p *KeyPolicy
+	policy := func() *KeyPolicy {
+		if p == nil {
+			p = &KeyPolicy{}
+		}
+		return p
+	}
+	sf.fs.Visit(func(f *flag.Flag) {
+		v, ok := sf.values[f.Name]
+		if !ok || err != nil {
+			return
+		}
+		switch val := *v; f.Name {
+		case "labels":
+			var labels map[string]string
+			labels, err = pairs(val, func(s string) (string, error) { return s, nil })
+			c.Labels = &labels
+		case "policy":
+			policy().Mode = val
+		case "accounts":
+			policy().Accounts = splitList(val)
+		case "pool":
+			policy().Pool = val
+		case "fallback":
+			policy().Fallback = val
+		case "wait":
+			policy().Wait = val
+		case "limits", "user-limits":
+			var l KeyLimits
+			l, err = limitsFlag(val)
+			if f.Name == "limits" {
+				c.Limits = &l
+			} else {
+				c.UserLimits = &l
+			}
+		case "task":
+			c.Task = &val
+		case "tasks":
+			c.Tasks = ptr(splitList(val))
+		case "paths":
+			c.Paths = ptr(splitList(val))
+		case "service-tiers":
+			c.ServiceTiers = ptr(splitList(val))
+		case "on-limit":
+			c.OnLimit = &val
+		}
+		if err != nil {
+			err = cmd.usage("--%s: %v", f.Name, err)
+		}
+	})
+	c.Policy = p
+	return c, err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// pairs parses "a=1,b=2" into a map, each value read by parse.
+func pairs[V any](s string, parse func(string) (V, error)) (map[string]V, error) {
+	out := map[string]V{}
+	for _, f := range splitList(s) {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not name=value", f)
+		}
+		v, err := parse(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[strings.TrimSpace(name)] = v
+	}
+	return out, nil
+}
+
+// limitsFlag parses "rpm=60,max_inflight=2".
+func limitsFlag(s string) (KeyLimits, error) {
+	m, err := pairs(s, strconv.Atoi)
+	if err != nil {
+		return KeyLimits{}, err
+	}
+	var l KeyLimits
+	for name, n := range m {
+		switch name {
+		case "rpm":
+			l.RPM = n
+		case "tpm":
+			l.TPM = n
+		case "max_inflight":
+			l.MaxInflight = n
+		case "daily_tokens":
+			l.DailyTokens = n
+		default:
+			return KeyLimits{}, fmt.Errorf("unknown limit %q (want rpm, tpm, max_inflight, daily_tokens)", name)
+		}
+	}
+	return l, nil
+}
+
 // printIssued prints a created or rotated key with its plaintext, once.
 func (c *cli) printIssued(issued *IssuedKey, what string) error {
 	if c.json {
@@ -218,10 +411,57 @@ func (c *cli) printKey(k *KeyRecord) error {
 	t.row("Priority:", k.Priority)
 	t.row("Models:", list(k.Models, "* (all)"))
 	t.row("Expires:", expires(k.ExpiresAt))
+	t.row("Source:", k.Source)
+	t.row("Labels:", labelList(k.Labels))
+	t.row("Policy:", policyText(k.Policy))
+	t.row("Limits:", limitsText(k.Limits))
+	t.row("User limits:", limitsText(k.UserLimits))
+	t.row("Task:", cmp.Or(k.Task, "-"))
+	t.row("Other tasks:", list(k.Tasks, "-"))
+	t.row("Paths:", list(k.Paths, "* (all)"))
+	t.row("Service tiers:", list(k.ServiceTiers, "* (any)"))
+	t.row("On limit:", k.OnLimit)
 	t.row("Prefix:", k.Prefix)
 	t.row("Created:", when(k.CreatedAt))
 	t.row("Updated:", when(k.UpdatedAt))
 	return t.flush()
+}
+
+// labelList shows labels as name=value, sorted.
+func labelList(labels map[string]string) string {
+	out := make([]string, 0, len(labels))
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
+		out = append(out, name+"="+labels[name])
+	}
+	return list(out, "-")
+}
+
+// policyText shows a route policy in one line.
+func policyText(p KeyPolicy) string {
+	out := cmp.Or(p.Mode, "default")
+	if len(p.Accounts) > 0 {
+		out += " accounts=" + strings.Join(p.Accounts, ",")
+	}
+	for _, f := range [...][2]string{{"pool", p.Pool}, {"fallback", p.Fallback}, {"wait", p.Wait}} {
+		if f[1] != "" {
+			out += " " + f[0] + "=" + f[1]
+		}
+	}
+	return out
+}
+
+// limitsText shows limits as name=value, "-" when none.
+func limitsText(l KeyLimits) string {
+	var out []string
+	for _, f := range [...]struct {
+		name string
+		n    int
+	}{{"rpm", l.RPM}, {"tpm", l.TPM}, {"max_inflight", l.MaxInflight}, {"daily_tokens", l.DailyTokens}} {
+		if f.n != 0 {
+			out = append(out, fmt.Sprintf("%s=%d", f.name, f.n))
+		}
+	}
+	return list(out, "-")
 }
 
 func expires(t time.Time) string {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 )
@@ -195,5 +197,44 @@ func TestCLIToken(t *testing.T) {
 	errOut.Reset()
 	if code := admin.RunCLI(t.Context(), []string{"status"}, &out, &errOut, wrong); code != 1 || !strings.Contains(errOut.String(), "admin_unauthorized") {
 		t.Errorf("status with a wrong token = %d, stderr %q; want exit 1, admin_unauthorized", code, errOut.String())
+	}
+}
+
+func TestCLIKeySettings(t *testing.T) {
+	h := newHarness(t)
+	code, _, errOut := h.runCLI(t, "keys", "create", "--name", "full", "--tenant", "web", "--id", "full",
+		"--labels", "team=search,env=prod", "--policy", "preferred", "--accounts", "org-1", "--fallback", "any", "--wait", "2s",
+		"--limits", "rpm=60,tpm=6000,max_inflight=2,daily_tokens=100000", "--user-limits", "rpm=6,max_inflight=1",
+		"--task", "chat", "--tasks", "batch", "--paths", "chat", "--service-tiers", "flex", "--on-limit", "refuse")
+	if code != 0 {
+		t.Fatalf("keys create exit = %d, stderr %q", code, errOut)
+	}
+	k, err := h.client.Key(t.Context(), "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := everySetting
+	want.Labels = map[string]string{"team": "search", "env": "prod"}
+	if diff := cmp.Diff(want, k.KeySettings); diff != "" {
+		t.Errorf("settings after keys create (-want +got):\n%s", diff)
+	}
+
+	code, out, errOut := h.runCLI(t, "keys", "update", "full", "--limits", "", "--paths", "chat,embeddings", "--name", "renamed")
+	if code != 0 {
+		t.Fatalf("keys update exit = %d, stderr %q", code, errOut)
+	}
+	for _, line := range []string{"Name:", "renamed", "Paths:", "chat, embeddings", "Labels:", "env=prod, team=search", "On limit:", "refuse"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("keys update output lacks %q:\n%s", line, out)
+		}
+	}
+	if k, _ := h.client.Key(t.Context(), "full"); k.Limits != (admin.KeyLimits{}) || k.UserLimits.RPM != 6 || k.Policy.Mode != "preferred" {
+		t.Errorf("after keys update: limits %+v, user limits %+v, policy %+v; want limits cleared, the rest kept", k.Limits, k.UserLimits, k.Policy)
+	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full"); code != 2 || !strings.Contains(errOut, "nothing to change") {
+		t.Errorf("keys update with no field = %d, %q; want a usage error", code, errOut)
+	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--limits", "rpm"); code != 2 || !strings.Contains(errOut, "--limits") {
+		t.Errorf("keys update --limits rpm = %d, %q; want a usage error naming --limits", code, errOut)
 	}
 }

@@ -85,6 +85,11 @@ func (c *Client) Rotate(ctx context.Context, id string) (*IssuedKey, error) {
 	return fetch[IssuedKey](ctx, c, http.MethodPost, itemPath("keys", id, "rotate"), nil)
 }
 
+// UpdateKey changes the fields of key id that c holds.
+func (c *Client) UpdateKey(ctx context.Context, id string, change KeyChange) (*KeyRecord, error) {
+	return fetch[KeyRecord](ctx, c, http.MethodPatch, itemPath("keys", id, ""), change)
+}
+
 // SetModels replaces the aliases the key may use; empty allows all.
 func (c *Client) SetModels(ctx context.Context, id string, models []string) (*KeyRecord, error) {
 	if models == nil {

@@ -22,6 +22,7 @@ const (
 	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"        // 409
 	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"   // 409
 	CodeKeyConflict            sluice.Code = "key_conflict"             // 409
+	CodeKeyReadOnly            sluice.Code = "key_read_only"            // 409: declared in the catalog
 	CodeCredentialClaimsHeld   sluice.Code = "credential_claims_held"   // 409
 )
 
@@ -32,6 +33,7 @@ var adminStatus = map[sluice.Code]int{
 	CodeCatalogReadOnly:        http.StatusConflict,
 	CodeKeyTransitionInvalid:   http.StatusConflict,
 	CodeKeyConflict:            http.StatusConflict,
+	CodeKeyReadOnly:            http.StatusConflict,
 	CodeCredentialClaimsHeld:   http.StatusConflict,
 }
 
@@ -106,6 +108,8 @@ func keyError(id string, err error) error {
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		return notFound("key", id, err)
+	case errors.Is(err, authn.ErrStatic):
+		return &sluice.Error{Code: CodeKeyReadOnly, Msg: fmt.Sprintf("key %q is declared in the catalog: change it there, not through the admin API", id), Err: err}
 	case errors.Is(err, authn.ErrTransition):
 		return &sluice.Error{Code: CodeKeyTransitionInvalid, Msg: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrConflict):

@@ -32,11 +32,13 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// spec checks the request and turns it into an authn.Spec.
+// spec checks the request and turns it into an authn.Spec. What the key
+// carries beyond its name, tenant and expiry is checked by the keyring,
+// against the catalog, by the catalog's rules for keys.
 func (ks *KeySpec) spec(now time.Time) (authn.Spec, error) {
 	sp := authn.Spec{
 		ID: strings.TrimSpace(ks.ID), Name: strings.TrimSpace(ks.Name), Tenant: strings.TrimSpace(ks.Tenant),
-		Priority: strings.TrimSpace(ks.Priority), Pending: ks.Pending,
+		Pending: ks.Pending,
 	}
 	if err := checkID(sp.ID); err != nil {
 		return sp, err
@@ -51,7 +53,10 @@ func (ks *KeySpec) spec(now time.Time) (authn.Spec, error) {
 	if err != nil {
 		return sp, err
 	}
-	sp.Models = models
+	sp.Settings.Models, sp.Settings.Priority = models, strings.TrimSpace(ks.Priority)
+	if err := ks.KeySettings.apply(&sp.Settings); err != nil {
+		return sp, err
+	}
 	e := Expiry{At: ks.ExpiresAt, In: ks.ExpiresIn}
 	if !e.At.IsZero() && e.In != "" {
 		return sp, invalid("set expires_at or expires_in, not both")
@@ -173,6 +178,18 @@ func (s *server) setModels(w http.ResponseWriter, r *http.Request) error {
 	return s.answer(w, r, "keys.models", id, k, err)
 }
 
+// updateKey handles PATCH /admin/keys/{id}: each field present replaces
+// the key's; the result is checked as a new key would be.
+func (s *server) updateKey(w http.ResponseWriter, r *http.Request) error {
+	var c KeyChange
+	if err := decodeJSON(w, r, &c, false); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	k, err := s.keys.Update(r.Context(), id, c.apply)
+	return s.answer(w, r, "keys.update", id, k, err)
+}
+
 // answer finishes a change to one key: logs it and sends the record.
 func (s *server) answer(w http.ResponseWriter, r *http.Request, action, id string, k *sluice.Key, err error) error {
 	if err = s.stored(r.Context(), k, err); err != nil {
@@ -193,4 +210,144 @@ func (s *server) stored(ctx context.Context, k *sluice.Key, err error) error {
 		return nil
 	}
 	return err
+}
+
+// KeySettings is what a key carries besides its name, tenant, scopes of
+// models and life cycle, with the catalog's names and meaning: a key made
+// here has everything a key of the catalog has, checked by the same rules.
+type KeySettings struct {
+	Labels       map[string]string `json:"labels,omitempty"`
+	Policy       KeyPolicy         `json:"policy,omitzero"`
+	Limits       KeyLimits         `json:"limits,omitzero"`
+	UserLimits   KeyLimits         `json:"user_limits,omitzero"` // for each end user of the key
+	Task         string            `json:"task,omitempty"`       // default task type
+	Tasks        []string          `json:"tasks,omitempty"`      // others the key may declare
+	Paths        []string          `json:"paths,omitempty"`      // API paths it may call (chat, embeddings, videos, fal); empty = all
+	ServiceTiers []string          `json:"service_tiers,omitempty"`
+	OnLimit      string            `json:"on_limit,omitempty"` // at its own max_inflight: wait (default) or refuse
+}
+
+// KeyPolicy is a key's route policy; Wait is a Go duration ("30s").
+type KeyPolicy struct {
+	Mode     string   `json:"mode,omitempty"` // default | strict | preferred | pool
+	Accounts []string `json:"accounts,omitempty"`
+	Pool     string   `json:"pool,omitempty"`
+	Fallback string   `json:"fallback,omitempty"`
+	Wait     string   `json:"wait,omitempty"`
+}
+
+// KeyLimits are a key's limits; 0 = none.
+type KeyLimits struct {
+	RPM         int `json:"rpm,omitempty"`
+	TPM         int `json:"tpm,omitempty"`
+	MaxInflight int `json:"max_inflight,omitempty"`
+	DailyTokens int `json:"daily_tokens,omitempty"` // tokens per UTC day
+}
+
+// KeyChange is the body of PATCH /admin/keys/{id}: each field present
+// replaces the key's (an empty list or object clears it); absent fields
+// stay as they are.
+type KeyChange struct {
+	Name         *string            `json:"name,omitempty"`
+	Models       *[]string          `json:"models,omitempty"`
+	Priority     *string            `json:"priority,omitempty"`
+	Labels       *map[string]string `json:"labels,omitempty"`
+	Policy       *KeyPolicy         `json:"policy,omitempty"`
+	Limits       *KeyLimits         `json:"limits,omitempty"`
+	UserLimits   *KeyLimits         `json:"user_limits,omitempty"`
+	Task         *string            `json:"task,omitempty"`
+	Tasks        *[]string          `json:"tasks,omitempty"`
+	Paths        *[]string          `json:"paths,omitempty"`
+	ServiceTiers *[]string          `json:"service_tiers,omitempty"`
+	OnLimit      *string            `json:"on_limit,omitempty"`
+}
+
+// apply sets the fields of k that ks holds.
+func (ks *KeySettings) apply(k *sluice.Key) error {
+	p, err := ks.Policy.policy()
+	if err != nil {
+		return err
+	}
+	k.Labels, k.Policy = ks.Labels, p
+	k.Limits, k.UserLimits = sluice.Limits(ks.Limits), sluice.Limits(ks.UserLimits)
+	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = ks.Task, ks.Tasks, ks.Paths, ks.ServiceTiers, ks.OnLimit
+	return nil
+}
+
+// policy is p as the key carries it.
+func (p *KeyPolicy) policy() (sluice.RoutePolicy, error) {
+	rp := sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback}
+	if p.Wait == "" {
+		return rp, nil
+	}
+	d, err := time.ParseDuration(p.Wait)
+	if err != nil || d < 0 {
+		return rp, invalid("policy.wait: invalid duration %q (want e.g. \"30s\")", p.Wait)
+	}
+	rp.Wait = d
+	return rp, nil
+}
+
+// apply makes the change to k.
+func (c *KeyChange) apply(k *sluice.Key) error {
+	if c.Name != nil {
+		if k.Name = strings.TrimSpace(*c.Name); k.Name == "" {
+			return invalid("name must not be empty")
+		}
+	}
+	if c.Models != nil {
+		models, err := cleanModels(*c.Models)
+		if err != nil {
+			return err
+		}
+		k.Models = models
+	}
+	if c.Policy != nil {
+		p, err := c.Policy.policy()
+		if err != nil {
+			return err
+		}
+		k.Policy = p
+	}
+	set(&k.Priority, c.Priority)
+	set(&k.Labels, c.Labels)
+	set(&k.Task, c.Task)
+	set(&k.Tasks, c.Tasks)
+	set(&k.Paths, c.Paths)
+	set(&k.ServiceTiers, c.ServiceTiers)
+	set(&k.OnLimit, c.OnLimit)
+	if c.Limits != nil {
+		k.Limits = sluice.Limits(*c.Limits)
+	}
+	if c.UserLimits != nil {
+		k.UserLimits = sluice.Limits(*c.UserLimits)
+	}
+	return nil
+}
+
+// set replaces *dst with *v when v is present.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// keySettings is the view of what k carries.
+func keySettings(k *sluice.Key) KeySettings {
+	p := KeyPolicy{Mode: k.Policy.Mode, Accounts: k.Policy.Accounts, Pool: k.Policy.Pool, Fallback: k.Policy.Fallback}
+	if k.Policy.Wait > 0 {
+		p.Wait = k.Policy.Wait.String()
+	}
+	return KeySettings{
+		Labels: k.Labels, Policy: p, Limits: KeyLimits(k.Limits), UserLimits: KeyLimits(k.UserLimits),
+		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+	}
+}
+
+// source says where a key is managed: "catalog" (read-only here) or "api".
+func source(k *sluice.Key) string {
+	if k.Static {
+		return "catalog"
+	}
+	return "api"
 }

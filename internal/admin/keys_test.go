@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
@@ -216,4 +218,58 @@ func TestPlaintextShownOnce(t *testing.T) {
 	if !strings.Contains(logs, `"action":"keys.create","key_id":"k1"`) {
 		t.Errorf("the create was not logged; log:\n%s", logs)
 	}
+}
+
+// everySetting is a KeySettings with every field set.
+var everySetting = admin.KeySettings{
+	Labels:     map[string]string{"team": "search"},
+	Policy:     admin.KeyPolicy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: "2s"},
+	Limits:     admin.KeyLimits{RPM: 60, TPM: 6000, MaxInflight: 2, DailyTokens: 100000},
+	UserLimits: admin.KeyLimits{RPM: 6, MaxInflight: 1},
+	Task:       "chat", Tasks: []string{"batch"}, Paths: []string{"chat"}, ServiceTiers: []string{"flex"}, OnLimit: "refuse",
+}
+
+func TestKeyCarriesEverySetting(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	created, err := h.client.CreateKey(ctx, admin.KeySpec{ID: "full", Name: "full", Tenant: "web", KeySettings: everySetting})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(everySetting, created.Record.KeySettings); diff != "" || created.Record.Source != "api" {
+		t.Errorf("created record (source %q) settings (-want +got):\n%s", created.Record.Source, diff)
+	}
+	stored, _ := h.keys.Load(ctx, "full")
+	if stored.Policy.Wait != 2*time.Second || stored.OnLimit != sluice.OnLimitRefuse || stored.Labels["team"] != "search" {
+		t.Errorf("stored key = %+v, want the settings as given", stored)
+	}
+
+	tier, none := []string{"priority"}, admin.KeyLimits{}
+	updated, err := h.client.UpdateKey(ctx, "full", admin.KeyChange{ServiceTiers: &tier, Limits: &none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := everySetting
+	want.ServiceTiers, want.Limits = tier, none
+	if diff := cmp.Diff(want, updated.KeySettings); diff != "" {
+		t.Errorf("updated settings (-want +got):\n%s", diff)
+	}
+	bad := admin.KeyPolicy{Wait: "soon"}
+	_, err = h.client.UpdateKey(ctx, "full", admin.KeyChange{Policy: &bad})
+	wantAPIError(t, "UpdateKey(bad wait)", err, http.StatusBadRequest, "invalid_request")
+}
+
+func TestCatalogKeysAreListedReadOnly(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	h.keys.SetStatic([]*sluice.Key{{ID: "from-catalog", Hash: "h", Status: sluice.KeyActive, Static: true, Labels: map[string]string{"team": "a"}}})
+	list, err := h.client.ListKeys(ctx)
+	if err != nil || len(list) != 1 || list[0].Source != "catalog" || !list[0].Static || list[0].Labels["team"] != "a" {
+		t.Fatalf("ListKeys = %+v, %v; want the catalog's key, marked so, with its labels", list, err)
+	}
+	name := "renamed"
+	_, err = h.client.UpdateKey(ctx, "from-catalog", admin.KeyChange{Name: &name})
+	wantAPIError(t, "UpdateKey(catalog key)", err, http.StatusConflict, "key_read_only")
+	_, err = h.client.Disable(ctx, "from-catalog")
+	wantAPIError(t, "Disable(catalog key)", err, http.StatusConflict, "key_read_only")
 }

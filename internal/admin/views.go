@@ -19,7 +19,9 @@ type KeyRecord struct {
 	ExpiresAt time.Time        `json:"expires_at,omitzero"`
 	CreatedAt time.Time        `json:"created_at"`
 	UpdatedAt time.Time        `json:"updated_at"`
-	Static    bool             `json:"static"` // declared in the catalog, not in the store
+	Static    bool             `json:"static"` // declared in the catalog, not in the store: read-only here
+	Source    string           `json:"source"` // "catalog" (Static) or "api"
+	KeySettings
 }
 
 // keyRecord is the view of k at now.
@@ -28,6 +30,7 @@ func keyRecord(k *sluice.Key, now time.Time) KeyRecord {
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Prefix: k.Prefix,
 		Status: k.EffectiveStatus(now), Models: nonNil(k.Models), Priority: k.Priority,
 		ExpiresAt: utc(k.ExpiresAt), CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt), Static: k.Static,
+		Source: source(k), KeySettings: keySettings(k),
 	}
 }
 
@@ -65,6 +68,7 @@ type KeySpec struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	ExpiresIn string    `json:"expires_in,omitempty"` // Go duration, e.g. "24h"
 	Pending   bool      `json:"pending,omitempty"`    // created pending; enable activates it
+	KeySettings
 }
 
 // Expiry is the body of POST /admin/keys/{id}/expire. At most one field may

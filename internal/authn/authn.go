@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +81,11 @@ type Keyring struct {
 	static atomic.Pointer[map[string]*sluice.Key] // by hash
 	stored atomic.Pointer[map[string]*sluice.Key] // by hash
 	byID   atomic.Pointer[map[string]*sluice.Key]
-	mu     sync.Mutex // serialises writes so a refresh never publishes a stale view over a newer one
+	mu     sync.Mutex    // serialises writes so a refresh never publishes a stale view over a newer one
+	last   []*sluice.Key // the stored keys published last, ordered as ListKeys; guarded by mu
+	// check and publish are set once, before use (see Follow).
+	check   func(*sluice.Key) error
+	publish func([]*sluice.Key)
 }
 
 // NewKeyring returns a Keyring over store, with no keys loaded; call Refresh.
@@ -90,6 +96,17 @@ func NewKeyring(store catalog.Keys) *Keyring {
 	kr.stored.Store(&empty)
 	kr.byID.Store(&empty)
 	return kr
+}
+
+// Follow connects the keyring to the catalog serving requests, before the
+// first Refresh. check validates a key about to be saved against that
+// catalog (by the catalog's own rules for keys) and may fill its defaults;
+// its error is shown to the operator. publish receives every stored key
+// whenever they change, before they authenticate anything, so that what
+// requests read (the compiled snapshot) never lags behind authentication.
+// Either may be nil.
+func (kr *Keyring) Follow(check func(*sluice.Key) error, publish func([]*sluice.Key)) {
+	kr.check, kr.publish = check, publish
 }
 
 // SetStatic replaces the catalog's static keys. The caller hashed them.
@@ -118,20 +135,6 @@ func (kr *Keyring) Authenticate(token string) (*sluice.Principal, error) {
 	return &sluice.Principal{Key: k}, nil
 }
 
-// Active reports whether the key is still active now; the pipeline asks again
-// before it commits a request that authenticated a while ago.
-func (kr *Keyring) Active(keyID string) bool {
-	if k, ok := (*kr.byID.Load())[keyID]; ok {
-		return k.EffectiveStatus(kr.now()) == sluice.KeyActive
-	}
-	for _, k := range *kr.static.Load() {
-		if k.ID == keyID {
-			return k.EffectiveStatus(kr.now()) == sluice.KeyActive
-		}
-	}
-	return false
-}
-
 // Refresh re-reads every stored key, so changes made by another replica
 // become visible.
 func (kr *Keyring) Refresh(ctx context.Context) error {
@@ -145,6 +148,13 @@ func (kr *Keyring) refreshLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("refresh keys: %w", err)
 	}
+	if slices.EqualFunc(keys, kr.last, same) {
+		return nil // nothing to recompile: most refreshes find no change
+	}
+	if kr.publish != nil {
+		kr.publish(keys)
+	}
+	kr.last = keys
 	byHash := make(map[string]*sluice.Key, len(keys))
 	byID := make(map[string]*sluice.Key, len(keys))
 	for _, k := range keys {
@@ -154,6 +164,12 @@ func (kr *Keyring) refreshLocked(ctx context.Context) error {
 	kr.stored.Store(&byHash)
 	kr.byID.Store(&byID)
 	return nil
+}
+
+// same reports whether a and b are one version of one key: every write
+// through the Keyring moves UpdatedAt.
+func same(a, b *sluice.Key) bool {
+	return a.ID == b.ID && a.UpdatedAt.Equal(b.UpdatedAt) && a.Hash == b.Hash && a.Status == b.Status
 }
 
 // Run refreshes the stored keys every interval until ctx ends.
@@ -172,15 +188,17 @@ func (kr *Keyring) Run(ctx context.Context, interval time.Duration, onErr func(e
 	}
 }
 
-// Spec is what an operator chooses when creating a key.
+// Spec is what an operator chooses when creating a key. Settings holds
+// what the key carries besides its name, tenant and life cycle: its scopes,
+// labels, route policy, limits, task types and on_limit (the other fields
+// of Settings are ignored).
 type Spec struct {
 	ID        string // optional; generated when empty
 	Name      string
 	Tenant    string
-	Models    []string
-	Priority  string
 	ExpiresAt time.Time
 	Pending   bool // created pending; Enable activates it
+	Settings  sluice.Key
 }
 
 // Create stores a new key and returns it with its plaintext, which is never
@@ -188,19 +206,10 @@ type Spec struct {
 func (kr *Keyring) Create(ctx context.Context, s Spec) (*sluice.Key, string, error) {
 	secret := NewSecret()
 	now := kr.now().UTC()
-	k := &sluice.Key{
-		ID:        s.ID,
-		Name:      s.Name,
-		Tenant:    s.Tenant,
-		Hash:      Hash(secret),
-		Prefix:    DisplayPrefix(secret),
-		Status:    sluice.KeyActive,
-		Models:    s.Models,
-		Priority:  s.Priority,
-		ExpiresAt: s.ExpiresAt,
-		CreatedAt: now,
-		UpdatedAt: now,
-	}
+	k := &s.Settings
+	k.ID, k.Name, k.Tenant, k.ExpiresAt = s.ID, s.Name, s.Tenant, s.ExpiresAt
+	k.Hash, k.Prefix, k.Status, k.Static = Hash(secret), DisplayPrefix(secret), sluice.KeyActive, false
+	k.CreatedAt, k.UpdatedAt = now, now
 	if k.ID == "" {
 		k.ID = "key_" + NewSecret()[len(KeyPrefix):len(KeyPrefix)+16]
 	}
@@ -210,8 +219,14 @@ func (kr *Keyring) Create(ctx context.Context, s Spec) (*sluice.Key, string, err
 	if k.Priority == "" {
 		k.Priority = "standard"
 	}
+	if err := kr.checked(k); err != nil {
+		return nil, "", err
+	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
+	if kr.staticKey(k.ID) != nil {
+		return nil, "", fmt.Errorf("key %s: %w with a key of the catalog", k.ID, catalog.ErrConflict)
+	}
 	if _, err := kr.store.LoadKey(ctx, k.ID); err == nil {
 		return nil, "", fmt.Errorf("key %s: %w", k.ID, catalog.ErrConflict)
 	}
@@ -224,6 +239,31 @@ func (kr *Keyring) Create(ctx context.Context, s Spec) (*sluice.Key, string, err
 // ErrTransition is returned for a state change a key's status does not allow
 // (for example enabling a revoked key).
 var ErrTransition = errors.New("transition not allowed")
+
+// ErrStatic is returned for a change to a key declared in the catalog: the
+// catalog is where it changes.
+var ErrStatic = errors.New("declared in the catalog")
+
+// checked runs the catalog's check on k, as a public invalid_request error.
+func (kr *Keyring) checked(k *sluice.Key) error {
+	if kr.check == nil {
+		return nil
+	}
+	if err := kr.check(k); err != nil {
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: err.Error(), Err: err}
+	}
+	return nil
+}
+
+// staticKey returns the catalog's key with the ID, or nil.
+func (kr *Keyring) staticKey(id string) *sluice.Key {
+	for _, k := range *kr.static.Load() {
+		if k.ID == id {
+			return k
+		}
+	}
+	return nil
+}
 
 // Disable stops a key from authenticating until it is enabled again.
 func (kr *Keyring) Disable(ctx context.Context, id string) (*sluice.Key, error) {
@@ -268,9 +308,22 @@ func (kr *Keyring) Expire(ctx context.Context, id string, at time.Time) (*sluice
 
 // SetModels replaces the aliases the key may use (empty = all).
 func (kr *Keyring) SetModels(ctx context.Context, id string, models []string) (*sluice.Key, error) {
-	return kr.update(ctx, id, func(k *sluice.Key) error {
+	return kr.Update(ctx, id, func(k *sluice.Key) error {
 		k.Models = models
 		return nil
+	})
+}
+
+// Update changes what a stored key carries — its name, scopes, labels,
+// policy, limits, task types, on_limit — through change, then checks the
+// result by the catalog's rules before it saves it. change must not touch
+// the key's ID, secret or status; an error from it is returned as it is.
+func (kr *Keyring) Update(ctx context.Context, id string, change func(*sluice.Key) error) (*sluice.Key, error) {
+	return kr.update(ctx, id, func(k *sluice.Key) error {
+		if err := change(k); err != nil {
+			return err
+		}
+		return kr.checked(k)
 	})
 }
 
@@ -293,17 +346,30 @@ func (kr *Keyring) Rotate(ctx context.Context, id string) (*sluice.Key, string, 
 	return k, secret, err
 }
 
-// Load returns the stored key with the ID.
+// Load returns the key with the ID: the catalog's, or a stored one.
 func (kr *Keyring) Load(ctx context.Context, id string) (*sluice.Key, error) {
+	if k := kr.staticKey(id); k != nil {
+		return k, nil
+	}
 	return kr.store.LoadKey(ctx, id)
 }
 
-// List returns every stored key.
+// List returns every key: the catalog's first (Static, ordered by ID),
+// then the stored ones. The catalog's keys are shared: do not change them.
 func (kr *Keyring) List(ctx context.Context) ([]*sluice.Key, error) {
-	return kr.store.ListKeys(ctx)
+	stored, err := kr.store.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	static := slices.Collect(maps.Values(*kr.static.Load()))
+	slices.SortFunc(static, func(a, b *sluice.Key) int { return strings.Compare(a.ID, b.ID) })
+	return append(static, stored...), nil
 }
 
 func (kr *Keyring) update(ctx context.Context, id string, change func(*sluice.Key) error) (*sluice.Key, error) {
+	if kr.staticKey(id) != nil {
+		return nil, fmt.Errorf("key %s is %w: change it there", id, ErrStatic)
+	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	k, err := kr.store.LoadKey(ctx, id)
@@ -311,6 +377,9 @@ func (kr *Keyring) update(ctx context.Context, id string, change func(*sluice.Ke
 		return nil, fmt.Errorf("key %s: %w", id, err)
 	}
 	if err := change(k); err != nil {
+		if _, public := errors.AsType[*sluice.Error](err); public {
+			return nil, err
+		}
 		return nil, fmt.Errorf("key %s is %s: %w", id, k.Status, err)
 	}
 	k.UpdatedAt = kr.now().UTC()

@@ -27,7 +27,7 @@ func wantUnauthenticated(t *testing.T, kr *Keyring, token, why string) {
 func TestKeyStates(t *testing.T) {
 	ctx := t.Context()
 	kr, _ := newKeyring(t)
-	k, secret, err := kr.Create(ctx, Spec{Name: "web", Tenant: "t1", Models: []string{"fast"}})
+	k, secret, err := kr.Create(ctx, Spec{Name: "web", Tenant: "t1", Settings: sluice.Key{Models: []string{"fast"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,13 @@ func TestRefreshSeesOtherWriters(t *testing.T) {
 	if _, err := kr.Authenticate(secret); err != nil {
 		t.Errorf("Authenticate after Refresh error = %v", err)
 	}
-	if !kr.Active(k.ID) {
-		t.Errorf("Active(%s) = false, want true", k.ID)
+	if _, err := other.Disable(ctx, k.ID); err != nil {
+		t.Fatal(err)
 	}
+	if err := kr.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthenticated(t, kr, secret, "disabled by another replica")
 }
 
 func BenchmarkAuthenticate(b *testing.B) {
@@ -164,5 +168,72 @@ func BenchmarkAuthenticate(b *testing.B) {
 		if _, err := kr.Authenticate(secret); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCatalogKeysAreListedAndReadOnly(t *testing.T) {
+	ctx := t.Context()
+	kr, _ := newKeyring(t)
+	kr.SetStatic([]*sluice.Key{{ID: "web", Hash: Hash("static-secret-web"), Status: sluice.KeyActive, Static: true}})
+	if _, _, err := kr.Create(ctx, Spec{ID: "api", Name: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kr.List(ctx)
+	if err != nil || len(keys) != 2 || keys[0].ID != "web" || !keys[0].Static || keys[1].ID != "api" || keys[1].Static {
+		t.Fatalf("List = %v, %v; want the catalog's web, then the stored api", keys, err)
+	}
+	if k, err := kr.Load(ctx, "web"); err != nil || !k.Static {
+		t.Errorf("Load(web) = %v, %v; want the catalog's key", k, err)
+	}
+	if _, err := kr.Disable(ctx, "web"); !errors.Is(err, ErrStatic) {
+		t.Errorf("Disable(catalog key) error = %v, want ErrStatic", err)
+	}
+	if _, err := kr.Update(ctx, "web", func(*sluice.Key) error { return nil }); !errors.Is(err, ErrStatic) {
+		t.Errorf("Update(catalog key) error = %v, want ErrStatic", err)
+	}
+	if _, _, err := kr.Create(ctx, Spec{ID: "web"}); !errors.Is(err, catalog.ErrConflict) {
+		t.Errorf("Create(a catalog key's ID) error = %v, want ErrConflict", err)
+	}
+}
+
+func TestFollowChecksWritesAndPublishesChanges(t *testing.T) {
+	ctx := t.Context()
+	kr, store := newKeyring(t)
+	var published [][]*sluice.Key
+	kr.Follow(func(k *sluice.Key) error {
+		if k.Limits.RPM < 0 {
+			return errors.New("limits.rpm: must be >= 0")
+		}
+		return nil
+	}, func(keys []*sluice.Key) { published = append(published, keys) })
+
+	_, _, err := kr.Create(ctx, Spec{ID: "bad", Settings: sluice.Key{Limits: sluice.Limits{RPM: -1}}})
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeInvalidRequest}) || !strings.Contains(err.Error(), "limits.rpm: must be >= 0") {
+		t.Errorf("Create(invalid) error = %v, want invalid_request with the check's message", err)
+	}
+	k, _, err := kr.Create(ctx, Spec{ID: "ok", Settings: sluice.Key{Labels: map[string]string{"team": "a"}, OnLimit: sluice.OnLimitRefuse}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Update(ctx, k.ID, func(k *sluice.Key) error { k.Limits.RPM = -1; return nil }); !errors.Is(err, &sluice.Error{Code: sluice.CodeInvalidRequest}) {
+		t.Errorf("Update(invalid) error = %v, want invalid_request", err)
+	}
+	if got, _ := store.LoadKey(ctx, "ok"); got.Limits.RPM != 0 {
+		t.Errorf("stored Limits.RPM = %d after a refused update, want 0", got.Limits.RPM)
+	}
+	if len(published) != 1 || len(published[0]) != 1 || published[0][0].Labels["team"] != "a" {
+		t.Fatalf("published = %v, want the one created key with its labels", published)
+	}
+	if err := kr.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != 1 {
+		t.Errorf("a refresh that found no change published again (%d times)", len(published))
+	}
+	if _, err := kr.Disable(ctx, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != 2 || published[1][0].Status != sluice.KeyDisabled {
+		t.Errorf("published after Disable = %v, want the disabled key", published)
 	}
 }

@@ -172,9 +172,6 @@ type Model struct {
 	// MaxOutputTokens refuses (400) a request whose max_tokens or
 	// max_completion_tokens is larger; 0 = no limit. openai.chat only.
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
-	// Strategy orders the edges of each priority tier: round-robin
-	// (default) | weighted | fill-first | least-inflight | affinity.
-	Strategy string `yaml:"strategy"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -228,10 +225,7 @@ type Policy struct {
 	Mode     string   `yaml:"mode"` // default | strict | preferred | pool
 	Accounts []string `yaml:"accounts"`
 	Pool     string   `yaml:"pool"`
-	Fallback string   `yaml:"fallback"` // preferred: a pool ID, or "any" for every account
-	// Wait is how long a preferred request waits for room on its accounts
-	// before it may use the fallback; 0 = not at all.
-	Wait Duration `yaml:"wait"`
+	Fallback string   `yaml:"fallback"`
 }
 
 // Limits are per-key limits.
