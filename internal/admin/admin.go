@@ -13,9 +13,8 @@ package admin
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -23,14 +22,19 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // Options configures the admin API.
 type Options struct {
-	// Token is the admin bearer token, required. It is compared in constant
-	// time; an empty Token refuses every request.
-	Token string
+	// Tokens are the admin bearer tokens, compared in constant time. A
+	// read token may only GET; a write token may do everything. Without a
+	// token every request is refused.
+	Tokens []Token
+	// Audit receives one entry per admin write; nil keeps none (and GET
+	// /admin/audit answers 404).
+	Audit catalog.Audit
 	// Keys manages virtual keys; required.
 	Keys *authn.Keyring
 	// Usage lists usage records; nil makes GET /admin/usage answer 404.
@@ -154,21 +158,24 @@ const maxBody = 1 << 20
 
 // server is the admin http.Handler.
 type server struct {
-	tokenSum [sha256.Size]byte
-	hasToken bool
-	keys     *authn.Keyring
-	usage    ledger.Usage
-	catalog  Catalog
-	pool     Pool
-	jobs     Jobs
-	metrics  http.Handler
-	log      *slog.Logger
-	mux      *http.ServeMux
-	now      func() time.Time
+	tokens  []token
+	audit   catalog.Audit
+	routes  []route // every route, in the order registered
+	keys    *authn.Keyring
+	usage   ledger.Usage
+	catalog Catalog
+	pool    Pool
+	jobs    Jobs
+	metrics http.Handler
+	log     *slog.Logger
+	mux     *http.ServeMux
+	now     func() time.Time
 }
 
 // New returns the admin API handler. Every route except GET /metrics and
-// GET /healthz requires "Authorization: Bearer <Options.Token>".
+// GET /healthz requires "Authorization: Bearer <token>" with one of
+// Options.Tokens; a read token may only GET. Every write is recorded in the
+// audit log (see record).
 //
 //	GET  /admin/status                  CatalogStatus plus key, account and credential counts by status
 //	GET  /admin/catalog                 the serving YAML, ETag "<version>"
@@ -190,54 +197,56 @@ type server struct {
 //	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
 //	GET  /admin/usage?since=&limit=     []UsageRecord
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
+//	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
 	s := &server{
-		tokenSum: sha256.Sum256([]byte(opts.Token)),
-		hasToken: opts.Token != "",
-		keys:     opts.Keys,
-		usage:    opts.Usage,
-		catalog:  opts.Catalog,
-		pool:     opts.Pool,
-		jobs:     opts.Jobs,
-		metrics:  opts.Metrics,
-		log:      opts.Log,
-		mux:      http.NewServeMux(),
-		now:      time.Now,
+		tokens:  compileTokens(opts.Tokens),
+		audit:   opts.Audit,
+		keys:    opts.Keys,
+		usage:   opts.Usage,
+		catalog: opts.Catalog,
+		pool:    opts.Pool,
+		jobs:    opts.Jobs,
+		metrics: opts.Metrics,
+		log:     opts.Log,
+		mux:     http.NewServeMux(),
+		now:     time.Now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if !s.hasToken {
+	if len(s.tokens) == 0 {
 		s.log.LogAttrs(context.Background(), slog.LevelError, "admin API has no token: every request will be refused")
 	}
-	s.mux.HandleFunc("GET /admin/status", s.handle(s.status))
-	s.mux.HandleFunc("GET /admin/catalog", s.handle(s.getCatalog))
-	s.mux.HandleFunc("PUT /admin/catalog", s.handle(s.applyCatalog))
-	s.mux.HandleFunc("POST /admin/keys", s.handle(s.createKey))
-	s.mux.HandleFunc("GET /admin/keys", s.handle(s.listKeys))
-	s.mux.HandleFunc("GET /admin/keys/{id}", s.handle(s.showKey))
-	s.mux.HandleFunc("POST /admin/keys/{id}/disable", s.handle(s.transition("keys.disable", s.keys.Disable)))
-	s.mux.HandleFunc("POST /admin/keys/{id}/enable", s.handle(s.transition("keys.enable", s.keys.Enable)))
-	s.mux.HandleFunc("POST /admin/keys/{id}/revoke", s.handle(s.transition("keys.revoke", s.keys.Revoke)))
-	s.mux.HandleFunc("POST /admin/keys/{id}/rotate", s.handle(s.rotateKey))
-	s.mux.HandleFunc("POST /admin/keys/{id}/expire", s.handle(s.expireKey))
-	s.mux.HandleFunc("PUT /admin/keys/{id}/models", s.handle(s.setModels))
-	s.mux.HandleFunc("PATCH /admin/keys/{id}", s.handle(s.updateKey))
-	s.mux.HandleFunc("GET /admin/accounts", s.handle(listAll(s, accountKind)))
-	s.mux.HandleFunc("GET /admin/accounts/{id}", s.handle(showOne(s, accountKind)))
+	s.read("GET /admin/status", s.status)
+	s.read("GET /admin/catalog", s.getCatalog)
+	s.write("PUT /admin/catalog", "catalog.apply", theCatalog, s.applyCatalog)
+	s.write("POST /admin/keys", "keys.create", keyCreated, s.createKey)
+	s.read("GET /admin/keys", s.listKeys)
+	s.read("GET /admin/keys/{id}", s.showKey)
+	s.write("POST /admin/keys/{id}/disable", "keys.disable", keyByPath, s.transition("keys.disable", s.keys.Disable))
+	s.write("POST /admin/keys/{id}/enable", "keys.enable", keyByPath, s.transition("keys.enable", s.keys.Enable))
+	s.write("POST /admin/keys/{id}/revoke", "keys.revoke", keyByPath, s.transition("keys.revoke", s.keys.Revoke))
+	s.write("POST /admin/keys/{id}/rotate", "keys.rotate", keyByPath, s.rotateKey)
+	s.write("POST /admin/keys/{id}/expire", "keys.expire", keyByPath, s.expireKey)
+	s.write("PUT /admin/keys/{id}/models", "keys.models", keyByPath, s.setModels)
+	s.write("PATCH /admin/keys/{id}", "keys.update", keyByPath, s.updateKey)
+	s.read("GET /admin/accounts", listAll(s, accountKind))
+	s.read("GET /admin/accounts/{id}", showOne(s, accountKind))
 	for _, action := range []string{"disable", "enable"} {
-		s.mux.HandleFunc("POST /admin/accounts/{id}/"+action, s.handle(s.setAccount(action)))
+		s.write("POST /admin/accounts/{id}/"+action, "accounts."+action, accountByPath, s.setAccount(action))
 	}
-	s.mux.HandleFunc("GET /admin/credentials", s.handle(listAll(s, credentialKind)))
-	s.mux.HandleFunc("GET /admin/credentials/{id}", s.handle(showOne(s, credentialKind)))
+	s.read("GET /admin/credentials", listAll(s, credentialKind))
+	s.read("GET /admin/credentials/{id}", showOne(s, credentialKind))
 	for _, action := range []string{"disable", "drain", "enable", "remove"} {
-		s.mux.HandleFunc("POST /admin/credentials/{id}/"+action, s.handle(s.setCredential(action)))
+		s.write("POST /admin/credentials/{id}/"+action, "credentials."+action, credentialByPath, s.setCredential(action))
 	}
-	s.mux.HandleFunc("GET /admin/usage", s.handle(s.listUsage))
-	s.mux.HandleFunc("GET /admin/usage/policy", s.handle(s.policyReport))
-	s.mux.HandleFunc("GET /admin/jobs/{id}", s.handle(s.showJob))
+	s.read("GET /admin/usage", s.listUsage)
+	s.read("GET /admin/usage/policy", s.policyReport)
+	s.read("GET /admin/audit", s.listAudit)
+	s.read("GET /admin/jobs/{id}", s.showJob)
 	return s
 }
 
@@ -250,18 +259,28 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.public(w, r)
 		return
 	}
-	if !s.authorized(r) {
+	by, ok := s.authorize(r)
+	if !ok {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-admin"`)
 		writeError(w, &sluice.Error{Code: CodeUnauthorized, Msg: "missing or invalid admin token"})
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	_, pattern := s.mux.Handler(r)
+	switch {
+	case pattern == "":
 		s.unrouted(w, r)
-		return
+	case readOnly(r.Method):
+		s.mux.ServeHTTP(w, r)
+	case by.role != RoleWrite:
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin write refused to a read token", slog.String("token_id", by.id),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+		writeError(w, &sluice.Error{Code: CodeForbidden, Msg: fmt.Sprintf(
+			"admin token %q has the role %s, which may only GET; %s %s needs a token with the role %s", by.id, by.role, r.Method, r.URL.Path, RoleWrite)})
+	default:
+		s.record(w, r, by, pattern)
 	}
-	s.mux.ServeHTTP(w, r)
 }
 
 // public serves the routes that need no token.
@@ -300,28 +319,6 @@ func (s *server) unrouted(w http.ResponseWriter, r *http.Request) {
 	writeError(w, sluice.Errorf(sluice.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
 }
 
-// authorized compares the bearer token with the admin token in constant
-// time. Both sides are hashed first so that neither the comparison's time
-// nor an early length mismatch tells a caller how long the token is.
-func (s *server) authorized(r *http.Request) bool {
-	tok, ok := bearer(r)
-	if !ok || !s.hasToken {
-		return false
-	}
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
-}
-
-// bearer returns the token of an "Authorization: Bearer <token>" header.
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	if len(h) <= 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return "", false
-	}
-	tok := strings.TrimSpace(h[7:])
-	return tok, tok != ""
-}
-
 // handle adapts a handler that returns an error, rendering and logging it.
 func (s *server) handle(fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -343,6 +340,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.LogAttrs(r.Context(), level, "admin request failed",
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", status), slog.String("code", string(e.Code)), slog.String("err", err.Error()))
+	if rec := recorderOf(w); rec != nil {
+		rec.entry.Error = string(e.Code)
+	}
 	writeError(w, e)
 }
 

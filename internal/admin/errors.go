@@ -17,6 +17,7 @@ import (
 // CodeNotFound, CodeMethodNotAllowed and CodeInternal.
 const (
 	CodeUnauthorized           sluice.Code = "admin_unauthorized"       // 401
+	CodeForbidden              sluice.Code = "admin_forbidden"          // 403: a read token asked to write
 	CodeCatalogVersionConflict sluice.Code = "catalog_version_conflict" // 412
 	CodeCatalogInvalid         sluice.Code = "catalog_invalid"          // 422
 	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"        // 409
@@ -28,6 +29,7 @@ const (
 
 var adminStatus = map[sluice.Code]int{
 	CodeUnauthorized:           http.StatusUnauthorized,
+	CodeForbidden:              http.StatusForbidden,
 	CodeCatalogVersionConflict: http.StatusPreconditionFailed,
 	CodeCatalogInvalid:         http.StatusUnprocessableEntity,
 	CodeCatalogReadOnly:        http.StatusConflict,

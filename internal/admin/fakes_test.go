@@ -22,7 +22,16 @@ import (
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
-const testToken = "admin-token-for-tests-0123456789"
+const (
+	testToken     = "admin-token-for-tests-0123456789" // the write token "admin"
+	testReadToken = "admin-read-token-for-tests-4242"  // the read token "dashboard"
+)
+
+// testTokens are the harness's admin tokens.
+var testTokens = []admin.Token{
+	{ID: "admin", Secret: testToken, Role: admin.RoleWrite},
+	{ID: "dashboard", Secret: testReadToken, Role: admin.RoleRead},
+}
 
 // fakeCatalog is an admin.Catalog: a document is invalid when it contains
 // "invalid", and Apply is refused while readOnly.
@@ -152,7 +161,9 @@ func (b *syncBuffer) String() string {
 // the in-memory catalog store.
 type harness struct {
 	url     string
+	handler http.Handler // what admin.New returned
 	keys    *authn.Keyring
+	audit   *memcatalog.Store // the store of keys and the audit log
 	catalog *fakeCatalog
 	usage   *fakeUsage
 	pool    *fakePool
@@ -162,22 +173,26 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	store := new(memcatalog.Store)
 	h := &harness{
-		keys:    authn.NewKeyring(new(memcatalog.Store)),
+		keys:    authn.NewKeyring(store),
+		audit:   store,
 		catalog: newFakeCatalog(),
 		usage:   &fakeUsage{},
 		pool:    newFakePool(),
 		logs:    &syncBuffer{},
 	}
-	srv := httptest.NewServer(admin.New(admin.Options{
-		Token:   testToken,
+	h.handler = admin.New(admin.Options{
+		Tokens:  testTokens,
+		Audit:   store,
 		Keys:    h.keys,
 		Usage:   h.usage,
 		Catalog: h.catalog,
 		Pool:    h.pool,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
 		Log:     slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}))
+	})
+	srv := httptest.NewServer(h.handler)
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
 	h.client = admin.NewClient(srv.URL, testToken)

@@ -270,7 +270,7 @@ func TestPoolStatusAndNoPool(t *testing.T) {
 		t.Errorf("Status credential counts (-want +got):\n%s", diff)
 	}
 
-	c := admin.NewClient(newServer(t, admin.Options{Token: testToken}), testToken)
+	c := admin.NewClient(newServer(t, admin.Options{Tokens: testTokens}), testToken)
 	_, err = c.Accounts(t.Context())
 	wantAPIError(t, "Accounts without a pool", err, http.StatusNotFound, "not_found")
 	_, err = c.SetCredential(t.Context(), "cred-1", "drain", false)

@@ -53,13 +53,17 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 // checkID reports whether a key ID chosen by an operator is usable: IDs
 // appear in admin URLs and store keys, so they are limited to letters,
 // digits, '.', '_' and '-' (the catalog's rule for stable IDs).
-func checkID(id string) error {
-	if len(id) > 128 {
-		return invalid("id is longer than 128 characters")
+func checkID(id string) error { return checkName("id", id) }
+
+// checkName reports whether what (an "id", a "label name") follows the
+// catalog's rule for stable IDs; empty is allowed.
+func checkName(what, name string) error {
+	if len(name) > 128 {
+		return invalid("%s is longer than 128 characters", what)
 	}
-	for _, c := range id {
+	for _, c := range name {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalid("id %q may contain only letters, digits, '.', '_' and '-'", id)
+			return invalid("%s %q may contain only letters, digits, '.', '_' and '-'", what, name)
 		}
 	}
 	return nil

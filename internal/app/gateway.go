@@ -173,7 +173,10 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 
 	srv := cat.Server
 	listen, adminListen := firstOf(o.Listen, srv.Listen), firstOf(o.AdminListen, srv.AdminListen)
-	token, generated := adminToken(srv.AdminTokenEnv, o.LookupEnv)
+	tokens, generated, err := adminTokens(srv, o.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	dataLn, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -192,7 +195,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{
-		Token: token, Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
+		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {
@@ -211,7 +214,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if o.ConfigPath != "" {
 		g.background(run, func(ctx context.Context) { src.watch(ctx, o.ReloadEvery) })
 	}
-	g.banner(o.Banner, token, generated)
+	g.banner(o.Banner, generated)
 	return g, nil
 }
 
@@ -282,13 +285,13 @@ func (g *Gateway) close() error {
 	return errors.Join(errs...)
 }
 
-func (g *Gateway) banner(w io.Writer, token string, generated bool) {
+func (g *Gateway) banner(w io.Writer, generatedToken string) {
 	if w == nil {
 		return
 	}
 	fmt.Fprintf(w, "sluice %s\n  data plane  http://%s/v1\n  admin       http://%s (metrics at /metrics)\n", version(), g.addr, g.admin)
-	if generated {
-		fmt.Fprintf(w, "  admin token %s (generated; set SLUICE_ADMIN_TOKEN to choose one)\n", token)
+	if generatedToken != "" {
+		fmt.Fprintf(w, "  admin token %s (generated; set SLUICE_ADMIN_TOKEN to choose one)\n", generatedToken)
 	}
 	if g.demo != nil {
 		g.demo.banner(w, g.addr)
@@ -363,8 +366,29 @@ func replicaID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// adminToken reads the admin token from the environment, or makes one up
-// that the banner shows once.
+// adminTokens are the admin API's tokens: server.admin_tokens, and the
+// write token "admin" from server.admin_token_env. With neither set, that
+// token is $SLUICE_ADMIN_TOKEN, or one made up that the banner shows once
+// (generated is then its secret).
+func adminTokens(srv config.Server, lookupEnv func(string) (string, bool)) (tokens []admin.Token, generated string, err error) {
+	for _, t := range srv.AdminTokens {
+		secret, err := t.Secret(lookupEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		tokens = append(tokens, admin.Token{ID: t.ID, Secret: secret, Role: admin.Role(t.Role)})
+	}
+	if srv.AdminTokenEnv == "" && len(tokens) > 0 {
+		return tokens, "", nil
+	}
+	secret, made := adminToken(srv.AdminTokenEnv, lookupEnv)
+	if made {
+		generated = secret
+	}
+	return append(tokens, admin.Token{ID: config.AdminTokenEnvID, Secret: secret, Role: admin.RoleWrite}), generated, nil
+}
+
+// adminToken reads the admin token from the environment, or makes one up.
 func adminToken(envName string, lookupEnv func(string) (string, bool)) (token string, generated bool) {
 	if envName == "" {
 		envName = "SLUICE_ADMIN_TOKEN"

@@ -36,7 +36,7 @@ type Tenant struct {
 type Server struct {
 	Listen        string   `yaml:"listen"`          // data plane, default 127.0.0.1:8080
 	AdminListen   string   `yaml:"admin_listen"`    // admin API, default 127.0.0.1:8081
-	AdminTokenEnv string   `yaml:"admin_token_env"` // env var holding the admin token
+	AdminTokenEnv string   `yaml:"admin_token_env"` // env var holding the admin token: one write token with ID "admin"
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`  // default 4 MiB
 	BodyTimeout   Duration `yaml:"body_timeout"`    // longest a caller may take to send its body; default 30s
 	WaitTimeout   Duration `yaml:"wait_timeout"`    // longest a request waits for capacity; default 30s
@@ -54,7 +54,30 @@ type Server struct {
 	Priorities map[string]Priority `yaml:"priorities"`
 	Timeouts   Timeouts            `yaml:"timeouts"` // defaults for every endpoint
 	Jobs       Jobs                `yaml:"jobs"`
+
+	// AdminTokens are named admin bearer tokens, each with a role. With
+	// neither these nor AdminTokenEnv, the admin token is
+	// $SLUICE_ADMIN_TOKEN, else one generated at startup.
+	AdminTokens []AdminToken `yaml:"admin_tokens"`
 }
+
+// AdminToken is one named bearer token of the admin API. The audit log
+// records its ID, never its secret, as who made a change.
+type AdminToken struct {
+	ID         string `yaml:"id"`
+	SecretEnv  string `yaml:"secret_env"`
+	SecretFile string `yaml:"secret_file"`
+	Role       string `yaml:"role"` // read: GET only; write: everything
+}
+
+// Admin token roles.
+const (
+	RoleRead  = "read"
+	RoleWrite = "write"
+)
+
+// AdminTokenEnvID is the ID of the token server.admin_token_env names.
+const AdminTokenEnvID = "admin"
 
 // Jobs tune how Sluice follows async jobs (video generation) it did not see
 // end through a caller's poll.
@@ -172,6 +195,9 @@ type Model struct {
 	// MaxOutputTokens refuses (400) a request whose max_tokens or
 	// max_completion_tokens is larger; 0 = no limit. openai.chat only.
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
+	// Strategy orders the edges of each priority tier: round-robin
+	// (default) | weighted | fill-first | least-inflight | affinity.
+	Strategy string `yaml:"strategy"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -225,7 +251,10 @@ type Policy struct {
 	Mode     string   `yaml:"mode"` // default | strict | preferred | pool
 	Accounts []string `yaml:"accounts"`
 	Pool     string   `yaml:"pool"`
-	Fallback string   `yaml:"fallback"`
+	Fallback string   `yaml:"fallback"` // preferred: a pool ID, or "any" for every account
+	// Wait is how long a preferred request waits for room on its accounts
+	// before it may use the fallback; 0 = not at all.
+	Wait Duration `yaml:"wait"`
 }
 
 // Limits are per-key limits.

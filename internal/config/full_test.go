@@ -24,16 +24,18 @@ func loadFull(t *testing.T) *Catalog {
 	dir := t.TempDir()
 	writeFile(t, dir, "openai-k2", "sk-openai-file-0002\n")
 	writeFile(t, dir, "sluice-key-reports", "sk-sluice-reports-0001\n")
+	writeFile(t, dir, "admin-deploy", "admin-deploy-0001\n")
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")
 	data = []byte(strings.ReplaceAll(string(data), "/run/secrets", dir))
 	env := lookup(map[string]string{
-		"SLUICE_ADMIN_TOKEN":  "admin-token-0001",
-		"OPENAI_KEY_1":        "sk-openai-env-0001",
-		"ANTHROPIC_KEY_1":     "sk-ant-env-0001",
-		"SLUICE_KEY_WEB":      "sk-sluice-web-0001",
-		"SLUICE_KEY_PARTNER":  "sk-sluice-partner-0001",
-		"SLUICE_KEY_AUDIT":    "sk-sluice-audit-0001",
-		"SLUICE_DATABASE_URL": "postgres://sluice:db-password@127.0.0.1:5432/sluice?sslmode=disable",
+		"SLUICE_ADMIN_TOKEN":     "admin-token-0001",
+		"SLUICE_ADMIN_DASHBOARD": "admin-dashboard-0001",
+		"OPENAI_KEY_1":           "sk-openai-env-0001",
+		"ANTHROPIC_KEY_1":        "sk-ant-env-0001",
+		"SLUICE_KEY_WEB":         "sk-sluice-web-0001",
+		"SLUICE_KEY_PARTNER":     "sk-sluice-partner-0001",
+		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
+		"SLUICE_DATABASE_URL":    "postgres://sluice:db-password@127.0.0.1:5432/sluice?sslmode=disable",
 	})
 	c, err := Load(data, env)
 	if err != nil {

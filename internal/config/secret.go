@@ -34,6 +34,16 @@ func (k *Key) Secret(lookupEnv func(string) (string, bool)) (string, error) {
 	return s, nil
 }
 
+// Secret returns the admin token's bearer secret, read as for
+// Credential.Secret. Errors name the variable or file, never the value.
+func (t *AdminToken) Secret(lookupEnv func(string) (string, bool)) (string, error) {
+	s, err := readSecret(t.SecretEnv, t.SecretFile, lookupEnv)
+	if err != nil {
+		return "", fmt.Errorf("admin token %q: %w", t.ID, err)
+	}
+	return s, nil
+}
+
 // fieldError is a problem with one field of a record (or with the record,
 // when field is empty); Validate prefixes the record's path to it.
 type fieldError struct {

@@ -100,11 +100,7 @@ func (v *validator) top() {
 			v.addf("server.priorities."+name, "unknown priority class; must be one of %v", sluice.Priorities)
 		}
 	}
-	if name := c.Server.AdminTokenEnv; name != "" {
-		if s, ok := v.lookupEnv(name); !ok || strings.TrimSpace(s) == "" {
-			v.addf("server.admin_token_env", "environment variable %s is not set or empty", name)
-		}
-	}
+	v.adminTokens()
 
 	if c.Server.ShutdownGrace < 0 {
 		v.addf("server.shutdown_grace", "must be > 0")
@@ -141,6 +137,41 @@ func (v *validator) top() {
 		}
 	default:
 		v.addf(at, "must start with sqlite://, postgres:// or postgresql://")
+	}
+}
+
+// adminTokens checks server.admin_token_env and server.admin_tokens
+// together: every token has its own ID and its own secret, since the audit
+// log names the token that made each change.
+func (v *validator) adminTokens() {
+	srv := &v.c.Server
+	bySecret := make(map[string]string) // secret → path of its first token; the values never leave this function
+	if name := srv.AdminTokenEnv; name != "" {
+		if s, ok := v.lookupEnv(name); !ok || strings.TrimSpace(s) == "" {
+			v.addf("server.admin_token_env", "environment variable %s is not set or empty", name)
+		} else {
+			bySecret[s] = "server.admin_token_env"
+		}
+	}
+	ids := v.unique("server.admin_tokens", "id", len(srv.AdminTokens), func(i int) string { return srv.AdminTokens[i].ID })
+	if i, taken := ids[AdminTokenEnvID]; taken && srv.AdminTokenEnv != "" {
+		v.addf(fmt.Sprintf("server.admin_tokens[%d].id", i), "%q is the ID of the token server.admin_token_env names; choose another", AdminTokenEnvID)
+	}
+	for i := range srv.AdminTokens {
+		t := &srv.AdminTokens[i]
+		at := fmt.Sprintf("server.admin_tokens[%d]", i)
+		if t.Role != RoleRead && t.Role != RoleWrite {
+			v.addf(at+".role", "must be %s or %s, got %q", RoleRead, RoleWrite, t.Role)
+		}
+		s, err := readSecret(t.SecretEnv, t.SecretFile, v.lookupEnv)
+		switch first, dup := bySecret[s]; {
+		case err != nil:
+			v.secret(at, err)
+		case dup:
+			v.addf(at, "has the same secret as %s", first)
+		default:
+			bySecret[s] = at
+		}
 	}
 }
 

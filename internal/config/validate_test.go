@@ -43,6 +43,7 @@ keys:
 // testEnv is the environment the validation tests run with.
 var testEnv = map[string]string{
 	"SLUICE_ADMIN_TOKEN": "admin-token-value-0001",
+	"SLUICE_ADMIN_READ":  "admin-read-value-0001",
 	"OPENAI_KEY_1":       "sk-openai-value-0001",
 	"ANTHROPIC_KEY_1":    "sk-ant-value-0001",
 	"SLUICE_KEY_WEB":     "sk-sluice-web-0001",
@@ -98,6 +99,30 @@ func TestValidate(t *testing.T) {
 		{"MaxInflightBodyBytesBelowMaxBodyBytes", func(c *Catalog) { c.Server.MaxBodyBytes, c.Server.MaxInflightBodyBytes = 1<<20, 1<<19 },
 			"server.max_inflight_body_bytes: must be at least max_body_bytes (1048576)"},
 		{"AdminTokenUnset", func(c *Catalog) { c.Server.AdminTokenEnv = "NOPE" }, "server.admin_token_env: environment variable NOPE is not set or empty"},
+		{"AdminTokenRoleMissing", func(c *Catalog) { c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "SLUICE_ADMIN_READ"}} },
+			`server.admin_tokens[0].role: must be read or write, got ""`},
+		{"AdminTokenRoleUnknown", func(c *Catalog) {
+			c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "SLUICE_ADMIN_READ", Role: "admin"}}
+		}, `server.admin_tokens[0].role: must be read or write, got "admin"`},
+		{"AdminTokenIDMissing", func(c *Catalog) { c.Server.AdminTokens = []AdminToken{{SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}} },
+			"server.admin_tokens[0].id: required"},
+		{"AdminTokenIDTakenByAdminTokenEnv", func(c *Catalog) {
+			c.Server.AdminTokens = []AdminToken{{ID: "admin", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}}
+		}, `server.admin_tokens[0].id: "admin" is the ID of the token server.admin_token_env names`},
+		{"AdminTokenDuplicateID", func(c *Catalog) {
+			c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}, {ID: "ops", SecretEnv: "OPENAI_KEY_1", Role: "write"}}
+		}, `server.admin_tokens[1].id: duplicate id "ops" (first at server.admin_tokens[0])`},
+		{"AdminTokenSecretUnset", func(c *Catalog) { c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "NOPE", Role: "read"}} },
+			"server.admin_tokens[0].secret_env: environment variable NOPE is not set"},
+		{"AdminTokenSecretMissing", func(c *Catalog) { c.Server.AdminTokens = []AdminToken{{ID: "ops", Role: "read"}} },
+			"server.admin_tokens[0]: secret_env or secret_file is required"},
+		{"AdminTokenSameSecretAsAdminTokenEnv", func(c *Catalog) {
+			c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "SLUICE_ADMIN_TOKEN", Role: "read"}}
+		}, "server.admin_tokens[0]: has the same secret as server.admin_token_env"},
+		{"AdminTokensSameSecret", func(c *Catalog) {
+			c.Server.AdminTokenEnv = ""
+			c.Server.AdminTokens = []AdminToken{{ID: "a", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}, {ID: "b", SecretEnv: "SLUICE_ADMIN_READ", Role: "write"}}
+		}, "server.admin_tokens[1]: has the same secret as server.admin_tokens[0]"},
 		{"StateBackendUnknown", func(c *Catalog) { c.State.Backend = "etcd" }, `state.backend: must be memory or redis, got "etcd"`},
 		{"RedisWithoutURL", func(c *Catalog) { c.State.Backend = "redis" }, "state.redis.url: required when state.backend is redis"},
 		{"RedisURLScheme", func(c *Catalog) { c.State.Backend, c.State.Redis.URL = "redis", "127.0.0.1:6379" }, "state.redis.url: must be a redis://, rediss:// or unix:// URL"},
@@ -253,6 +278,13 @@ func TestValidateAccepts(t *testing.T) {
 		{"ListenEphemeralPorts", func(c *Catalog) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
 		{"ExpiresAtWithOffset", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01T00:00:00+02:00" }},
 		{"NoAdminToken", func(c *Catalog) { c.Server.AdminTokenEnv = "" }},
+		{"AdminTokensWithAdminTokenEnv", func(c *Catalog) {
+			c.Server.AdminTokens = []AdminToken{{ID: "dashboard", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}, {ID: "deploy", SecretFile: secretFile, Role: "write"}}
+		}},
+		{"AdminTokensOnlyMayUseIDAdmin", func(c *Catalog) {
+			c.Server.AdminTokenEnv = ""
+			c.Server.AdminTokens = []AdminToken{{ID: "admin", SecretEnv: "SLUICE_ADMIN_READ", Role: "write"}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +340,7 @@ func TestErrorsNeverContainSecrets(t *testing.T) {
 
 	c := base(t)
 	c.Server.AdminTokenEnv = "ADMIN"
+	c.Server.AdminTokens = []AdminToken{{ID: "ops", SecretEnv: "A", Role: "read"}, {ID: "ci", SecretFile: file, Role: "write"}}
 	c.Database.URL = "postgres://sluice:" + secret + "@db:5432/%zz"
 	c.State = State{Backend: "redis", Redis: Redis{URL: "http://:" + secret + "@cache:6379"}}
 	c.Endpoints[0].BaseURL = "https://user:" + secret + "@api.openai.com"
