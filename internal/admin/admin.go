@@ -187,6 +187,7 @@ type server struct {
 //	POST /admin/keys/{id}/rotate        IssuedKey
 //	POST /admin/keys/{id}/expire        Expiry → KeyRecord
 //	PUT  /admin/keys/{id}/models        {"models":[…]} → KeyRecord
+//	POST /admin/keys/batch              Batch (selector, operation, dry_run) → BatchResult
 //	PATCH /admin/keys/{id}              KeyChange → KeyRecord (every field of a key; a catalog key answers 409 key_read_only)
 //	GET  /admin/accounts                []AccountState
 //	GET  /admin/accounts/{id}           AccountState
@@ -226,6 +227,7 @@ func New(opts Options) http.Handler {
 	s.write("POST /admin/keys", "keys.create", keyCreated, s.createKey)
 	s.read("GET /admin/keys", s.listKeys)
 	s.read("GET /admin/keys/{id}", s.showKey)
+	s.write("POST /admin/keys/batch", "keys.batch", selfNoted, s.batchKeys)
 	s.write("POST /admin/keys/{id}/disable", "keys.disable", keyByPath, s.transition("keys.disable", s.keys.Disable))
 	s.write("POST /admin/keys/{id}/enable", "keys.enable", keyByPath, s.transition("keys.enable", s.keys.Enable))
 	s.write("POST /admin/keys/{id}/revoke", "keys.revoke", keyByPath, s.transition("keys.revoke", s.keys.Revoke))

@@ -109,7 +109,8 @@ type subject struct {
 	// nil answer, and after it with the answer when keepAnswer is set.
 	targets    func(r *http.Request, answer []byte) []string
 	keepAnswer bool
-	// view is the state of the target id, or nil when there is none.
+	// view is the state of the target id, or nil when there is none. A
+	// subject without one notes the entry itself.
 	view func(s *server, ctx context.Context, id string) (any, error)
 }
 
@@ -121,6 +122,9 @@ var (
 	// accountByPath and credentialByPath are the account or credential {id}.
 	accountByPath    = subject{targets: pathID, view: poolView(accountKind)}
 	credentialByPath = subject{targets: pathID, view: poolView(credentialKind)}
+	// selfNoted is a write that notes its own targets and their state (a
+	// batch, whose targets only it knows).
+	selfNoted = subject{}
 	// theCatalog is the catalog document serving.
 	theCatalog = subject{targets: func(*http.Request, []byte) []string { return []string{"catalog"} }, view: (*server).catalogView}
 )
@@ -153,6 +157,10 @@ func (s *server) write(pattern, action string, sub subject, fn func(http.Respons
 			return
 		}
 		rec.entry.Action, rec.keep = action, sub.keepAnswer
+		if sub.view == nil {
+			s.handle(fn)(w, r)
+			return
+		}
 		before := s.views(r.Context(), sub, sub.targets(r, nil))
 		s.handle(fn)(w, r)
 		var answer []byte

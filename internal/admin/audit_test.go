@@ -21,6 +21,7 @@ var writeRequests = map[string]struct{ path, body string }{
 	"POST /admin/keys/{id}/revoke":         {"/admin/keys/web-1/revoke", ""},
 	"POST /admin/keys/{id}/rotate":         {"/admin/keys/web-1/rotate", ""},
 	"POST /admin/keys/{id}/expire":         {"/admin/keys/web-1/expire", `{"in":"1h"}`},
+	"POST /admin/keys/batch":               {"/admin/keys/batch", `{"selector":"team=web","operation":"disable"}`},
 	"PATCH /admin/keys/{id}":               {"/admin/keys/web-1", `{"name":"renamed"}`},
 	"PUT /admin/keys/{id}/models":          {"/admin/keys/web-1/models", `{"models":["fast"]}`},
 	"POST /admin/accounts/{id}/disable":    {"/admin/accounts/acct-a/disable", ""},
@@ -38,7 +39,7 @@ func auditHarness(t *testing.T) (*harness, []string) {
 	h := newHarness(t)
 	var secrets []string
 	for _, spec := range []admin.KeySpec{
-		{ID: "web-1", Name: "web", Tenant: "web"},
+		{ID: "web-1", Name: "web", Tenant: "web", KeySettings: admin.KeySettings{Labels: map[string]string{"team": "web"}}},
 		{ID: "pending-1", Name: "later", Tenant: "web", Pending: true},
 	} {
 		issued, err := h.client.CreateKey(t.Context(), spec)
@@ -93,9 +94,11 @@ func TestAuditRecordsEveryWriteOnce(t *testing.T) {
 				t.Fatalf("audit log grew by %d entries, want 1", len(log)-before)
 			}
 			e := log[0]
-			if e.Action != action || e.Method != method || e.Path != req.path || e.TokenID != "admin" ||
+			// A batch names its operation: keys.batch.disable.
+			if e.Action != action && !strings.HasPrefix(e.Action, action+".") || e.Method != method || e.Path != req.path || e.TokenID != "admin" ||
 				e.Remote != "127.0.0.1" || e.Status != resp.StatusCode || e.Error != "" || len(e.Targets) == 0 {
-				t.Errorf("entry = %+v, want action %s, %s %s by admin from 127.0.0.1, status %d, targets", e, action, method, req.path, resp.StatusCode)
+				t.Errorf("entry = %s %s %s by %s from %s, status %d %s, targets %v; want action %s, %s %s by admin from 127.0.0.1, status %d, targets",
+					e.Action, e.Method, e.Path, e.TokenID, e.Remote, e.Status, e.Error, e.Targets, action, method, req.path, resp.StatusCode)
 			}
 			if e.After == nil || string(e.Before) == string(e.After) {
 				t.Errorf("entry before = %s, after = %s; want the state the write changed", e.Before, e.After)

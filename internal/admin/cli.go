@@ -39,6 +39,11 @@ const cliUsage = `usage:
   sluice keys disable|enable|revoke|rotate ID
   sluice keys expire ID [--in 1h | --at RFC3339 | --never]   (default: now)
   sluice keys models ID (ALIAS[,ALIAS…] | --all)
+  sluice keys disable|enable --selector SELECTOR [--dry-run]     (every key whose labels match)
+  sluice keys set-policy --selector SELECTOR --policy MODE [--accounts a,b] [--pool ID]
+                         [--fallback POOL|any] [--wait DURATION] [--dry-run]
+  sluice keys set-limits --selector SELECTOR --limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N [--dry-run]
+      SELECTOR: team=web,env!=prod,tier in (a,b),tier notin (c),canary,!canary
   sluice accounts list
   sluice accounts show|disable|enable ID
   sluice credentials list
@@ -47,6 +52,7 @@ const cliUsage = `usage:
   sluice jobs show ID                        (an async job: its binding and timeline)
   sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
+  sluice audit [--since RFC3339] [--action ACTION] [--target ID] [--limit N]   (admin writes, newest first)
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -120,6 +126,8 @@ func (c *cli) run(args []string) error {
 		return c.jobs(args[1:])
 	case "usage":
 		return c.usageCommand(args[1:])
+	case "audit":
+		return c.audit(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

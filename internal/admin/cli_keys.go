@@ -27,6 +27,9 @@ func (c *cli) keys(args []string) error {
 		return usageError{msg: "missing keys subcommand (create, list, show, update, disable, enable, revoke, rotate, expire, models)"}
 	}
 	sub, args := args[0], args[1:]
+	if isBatch(sub, args) {
+		return c.keysBatch(sub, args)
+	}
 	switch sub {
 	case "create":
 		return c.keysCreate(args)

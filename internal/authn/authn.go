@@ -255,6 +255,11 @@ func (kr *Keyring) checked(k *sluice.Key) error {
 	return nil
 }
 
+// Check runs on k the check Update runs before it saves a change, with the
+// same error: a dry run of a change shows the refusal the change would get.
+// It may fill k's defaults; k should be the caller's copy.
+func (kr *Keyring) Check(k *sluice.Key) error { return kr.checked(k) }
+
 // staticKey returns the catalog's key with the ID, or nil.
 func (kr *Keyring) staticKey(id string) *sluice.Key {
 	for _, k := range *kr.static.Load() {
