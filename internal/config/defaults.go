@@ -22,7 +22,7 @@ const (
 //     open 30s;
 //   - accounts: quota_scope account, cooldown base 1s and max 60s (or base,
 //     when base alone is set above 60s);
-//   - models: protocol openai.chat; deployments: weight 1;
+//   - models: protocol openai.chat, strategy round-robin; deployments: weight 1;
 //   - pools: strategy round-robin; keys: priority standard, policy mode default;
 //   - state: backend memory; database: url sqlite://data/sluice.db (unless
 //     url_env or url_file is set).
@@ -83,6 +83,7 @@ func ApplyDefaults(c *Catalog) {
 	for i := range c.Models {
 		m := &c.Models[i]
 		setString(&m.Protocol, string(sluice.ProtocolOpenAIChat))
+		setString(&m.Strategy, "round-robin")
 		for j := range m.Deployments {
 			if m.Deployments[j].Weight == 0 {
 				m.Deployments[j].Weight = 1

@@ -80,12 +80,12 @@ keys:
 			{ID: "org-2", QuotaScope: "credential", Cooldown: Cooldown{Base: Duration(2 * time.Minute), Max: Duration(2 * time.Minute)}},
 		},
 		Models: []Model{
-			{Alias: "fast", Protocol: "openai.chat", Deployments: []Deployment{
+			{Alias: "fast", Protocol: "openai.chat", Strategy: "round-robin", Deployments: []Deployment{
 				{Model: "m", Weight: 1},
 				{Model: "n", Weight: 7},
 				{Model: "o", Weight: -1}, // left for Validate
 			}},
-			{Alias: "claude", Protocol: "anthropic.messages"},
+			{Alias: "claude", Protocol: "anthropic.messages", Strategy: "round-robin"},
 		},
 		Pools: []Pool{{ID: "background", Strategy: "round-robin"}},
 		Keys: []Key{

@@ -63,9 +63,6 @@ func TestFullExample(t *testing.T) {
 		"database.url": true, "database.url_file": true, "state.redis.url": true, "state.redis.url_env": true,
 	}
 	var unset []string
-		// Only strict and preferred policies use these, and Validate refuses
-		// both until they are built (issue #10).
-		"keys.policy.accounts": true, "keys.policy.fallback": true,
 	for path, set := range fieldsSet(reflect.ValueOf(*written), "") {
 		if !set && !alternatives[path] {
 			unset = append(unset, path)

@@ -17,11 +17,9 @@ var (
 )
 
 // notBuilt are the names above that Sluice does not implement yet. A setting
-// accepted and then ignored is a defect, so Validate refuses them, saying so.
-var notBuilt = map[string]bool{
-	"fill-first": true, "weighted": true, "least-inflight": true, "affinity": true,
-	"strict": true, "preferred": true,
-}
+// accepted and then ignored is a defect, so Validate refuses them, saying
+// so. Session affinity is a later issue.
+var notBuilt = map[string]bool{"affinity": true}
 
 // oneOf checks that name is in set and implemented, and reports whether it
 // is in set at all (the fields that go with it can be checked).
@@ -49,6 +47,7 @@ func (v *validator) models() {
 			v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
 		}
 		v.limitSet(at+".limits", m.Limits)
+		v.oneOf(at+".strategy", strategies, m.Strategy)
 		switch {
 		case m.MaxOutputTokens < 0:
 			v.addf(at+".max_output_tokens", "must be >= 0")
@@ -259,10 +258,22 @@ func (v *validator) policy(at string, p *Policy) {
 		v.addf(at+".pool", "only used with mode pool")
 	}
 	switch {
+	case p.Mode == "preferred" && p.Fallback == "":
+		v.addf(at+".fallback", "required with mode preferred: a pool ID, or %q for every account", FallbackAny)
 	case p.Fallback == "":
 	case p.Mode != "preferred":
 		v.addf(at+".fallback", "only used with mode preferred")
-	case !v.poolIDs[p.Fallback]:
+	case p.Fallback != FallbackAny && !v.poolIDs[p.Fallback]:
 		v.addf(at+".fallback", "unknown pool %q", p.Fallback)
 	}
+	switch {
+	case p.Wait < 0:
+		v.addf(at+".wait", "must be >= 0")
+	case p.Wait > 0 && p.Mode != "preferred":
+		v.addf(at+".wait", "only used with mode preferred")
+	}
 }
+
+// FallbackAny is the fallback of a preferred policy that may use every
+// account of the alias.
+const FallbackAny = "any"

@@ -195,6 +195,14 @@ func TestValidate(t *testing.T) {
 		{"PoolNoAccounts", func(c *Catalog) { c.Pools[0].Accounts = nil }, "pools[0].accounts: must list at least one account"},
 		{"PoolUnknownAccount", func(c *Catalog) { c.Pools[0].Accounts[1] = "org-9" }, `pools[0].accounts[1]: unknown account "org-9"`},
 		{"PoolStrategy", func(c *Catalog) { c.Pools[0].Strategy = "random" }, `pools[0].strategy: must be one of [round-robin fill-first weighted least-inflight affinity], got "random"`},
+		{"PoolStrategyNotBuilt", func(c *Catalog) { c.Pools[0].Strategy = "affinity" }, `pools[0].strategy: "affinity" is not implemented yet`},
+		{"ModelStrategy", func(c *Catalog) { c.Models[0].Strategy = "random" }, `models[0].strategy: must be one of [round-robin fill-first weighted least-inflight affinity], got "random"`},
+		{"ModelStrategyNotBuilt", func(c *Catalog) { c.Models[0].Strategy = "affinity" }, `models[0].strategy: "affinity" is not implemented yet`},
+		{"PolicyPreferredWithoutFallback", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}} }, `keys[0].policy.fallback: required with mode preferred: a pool ID, or "any" for every account`},
+		{"PolicyWaitNegative", func(c *Catalog) {
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: -1}
+		}, `keys[0].policy.wait: must be >= 0`},
+		{"PolicyWaitIgnored", func(c *Catalog) { c.Keys[1].Policy.Wait = Duration(time.Second) }, "keys[1].policy.wait: only used with mode preferred"},
 		{"PoolRPM", func(c *Catalog) { c.Pools[0].RPM = -1 }, "pools[0].rpm: must be >= 0"},
 
 		{"KeyDuplicateID", func(c *Catalog) { c.Keys[1].ID = "web-app" }, `keys[1].id: duplicate id "web-app" (first at keys[0])`},
@@ -220,9 +228,6 @@ func TestValidate(t *testing.T) {
 		}, `accounts[0].reserve.background: only interactive and standard`},
 		{"ReserveNegative", func(c *Catalog) {
 			c.Accounts[0].MaxInflight = 4
-		{"PoolStrategyNotBuilt", func(c *Catalog) { c.Pools[0].Strategy = "fill-first" }, `pools[0].strategy: "fill-first" is not implemented yet`},
-		{"PolicyStrictNotBuilt", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"org-1"}} }, `keys[0].policy.mode: "strict" is not implemented yet`},
-		{"PolicyPreferredNotBuilt", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}} }, `keys[0].policy.mode: "preferred" is not implemented yet`},
 			c.Accounts[0].Reserve = map[string]int{"interactive": -1}
 		}, `accounts[0].reserve.interactive: must be >= 0`},
 		{"ReserveAboveCap", func(c *Catalog) {
@@ -268,6 +273,17 @@ func TestValidateAccepts(t *testing.T) {
 		give func(c *Catalog)
 	}{
 		{"SecretFile", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", secretFile }},
+		{"ImplicitAccountInPolicy", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"anthropic-k1"}} }},
+		{"PreferredWithFallback", func(c *Catalog) {
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "background", Wait: Duration(time.Second)}
+		}},
+		{"PreferredFallbackAny", func(c *Catalog) {
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any"}
+		}},
+		{"StrategiesBuilt", func(c *Catalog) {
+			c.Models[0].Strategy, c.Pools[0].Strategy = "least-inflight", "weighted"
+			c.Models[1].Strategy = "fill-first"
+		}},
 		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},

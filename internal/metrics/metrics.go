@@ -23,6 +23,7 @@ type Metrics struct {
 	CatalogVersion  prometheus.Gauge
 	JobsEnded       *prometheus.CounterVec   // protocol, state
 	JobRun          *prometheus.HistogramVec // protocol: submit accepted → end
+	PolicyFallbacks *prometheus.CounterVec   // key (ID), reason
 }
 
 // New registers every collector on a fresh registry.
@@ -61,9 +62,13 @@ func New() *Metrics {
 			Name: "sluice_job_run_seconds", Help: "Time from an async job's acceptance upstream to its end, as Sluice learned it.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}, []string{"protocol"}),
+		PolicyFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_policy_fallbacks_total",
+			Help: "Attempts of a preferred key that ran outside its bound accounts, by key ID and reason (cooling, disabled, no_room, failed:<class>, breaker_open).",
+		}, []string{"key", "reason"}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

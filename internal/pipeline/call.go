@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -24,6 +27,11 @@ import (
 // a billing failure disables the account; an endpoint failure drops the edge.
 // Nothing is retried after the first byte reached the caller, nor after an
 // attempt that says it is final.
+//
+// The key's route policy filters and orders the edges the engine waits for
+// (see plan): a strict key's requests wait for their bound accounts only; a
+// preferred key's wait for theirs until the policy's wait passes or they
+// are known unusable, and then for the fallback's as well, bound first.
 func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, out *Outcome, try tryFunc) error {
 	start := time.Now()
 	class := class(key, req)
@@ -34,40 +42,91 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
 	limits := snap.Limits(key, req, task)
+	rp := snap.policy(key)
+	fallbackLimits := snap.fallbackLimits(rp, limits)
+	preferUntil := start.Add(rp.wait)
+	widened := "" // why a preferred request may use its fallback; "" while it may not
 	plan := func() []store.Candidate {
 		if s := h.live.Load(); s != snap {
 			snap = s
-			edges, _ = h.route(snap, req)
+			edges, _ = h.route(snap, key, req)
 			limits = snap.Limits(key, req, task)
+			rp = snap.policy(key)
+			fallbackLimits = snap.fallbackLimits(rp, limits)
 		}
 		current = current[:0]
 		var cands []store.Candidate
+		unusable := "" // why the first bound edge left out was
 		for _, e := range edges {
-			if h.inService(snap, e) && snap.InPool(key, e.Account.ID) && !ruledOut(failed, e) {
-				c := snap.Candidate(e)
-				c.Limits = limits
-				current = append(current, e)
-				cands = append(cands, c)
+			bound := rp.binds() && rp.bound(e.Account.ID)
+			if rp.mode == "preferred" && !bound && widened == "" {
+				if len(cands) > 0 {
+					break // the bound edges come first; the fallback waits its turn
+				}
+				widened = cmp.Or(unusable, "disabled") // no bound edge can serve: fall back at once
 			}
+			if why := h.unusable(snap, e, failed); why != "" {
+				if bound && unusable == "" {
+					unusable = why
+				}
+				continue
+			}
+			c := snap.Candidate(e)
+			c.Limits = limits
+			if rp.mode == "preferred" && !bound {
+				c.Limits = fallbackLimits
+			}
+			current = append(current, e)
+			cands = append(cands, c)
 		}
 		return cands
 	}
 	var last upstream.Attempt
-	for n := 0; ; n++ {
+	for n, tickets := 0, 0; ; tickets++ {
+		until := deadline
+		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
+			until = preferUntil
+		}
 		claim, err := h.capacity.Wait(ctx, store.Acquire{
-			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(n), Queue: req.Model, Class: class, Tokens: req.Tokens,
+			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
-		}, deadline, plan)
-		if err != nil {
-			if n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
-				return last.Failure() // every edge was tried: the last failure says most
-			}
+		}, until, plan)
+		switch {
+		case err == nil:
+		case until != deadline && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
+			widened = cmp.Or(widened, "no_room") // the bound accounts had no room within the policy's wait
+			continue
+		case n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
+			return last.Failure() // every edge was tried: the last failure says most
+		case rp.mode == "strict" && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
+			return errBindingUnavailable
+		default:
 			return err
 		}
+		n++
 		e := current[claim.Index]
-		a, final := try(e, claim, start)
+		out.route = attemptRoute{}
+		if rp.binds() {
+			out.route.expected = rp.accounts
+			if !rp.bound(e.Account.ID) {
+				out.route.fallback = widened
+			}
+		}
+		a, final := h.run(snap.Routes.InFlight(e.Account.ID), try, e, claim, start)
 		if !a.Skipped {
+			out.route.stamp(&a.Exec)
 			out.Executions = append(out.Executions, a.Exec)
+			if a.Exec.Fallback != "" {
+				h.metrics.PolicyFallbacks.WithLabelValues(key.ID, a.Exec.Fallback).Inc()
+			}
+			if rp.mode == "strict" && !rp.bound(a.Exec.AccountID) {
+				// Defence in depth: plan offers a strict key nothing else.
+				h.log.LogAttrs(ctx, slog.LevelError, "a strict route policy was not held", slog.String("request_id", req.ID),
+					slog.String("key_id", key.ID), slog.String("account_id", a.Exec.AccountID))
+				if !a.Committed {
+					return &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error", Err: errors.New("strict route policy not held")}
+				}
+			}
 		}
 		if a.Committed {
 			out.answer(a)
@@ -78,11 +137,58 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		}
 		claim.WaitReleased() // the next try must see this one's outcome (a cooldown) in the store
 		h.react(ctx, e, a)
+		if rp.mode == "preferred" && widened == "" && rp.bound(e.Account.ID) {
+			widened = fallbackReason(a)
+		}
 		if a.Class != upstream.ClassRate { // a rate limit cools the unit; the store skips it until its probe
 			failed = append(failed, failure{edge: e, class: a.Class})
 		}
 		last = a
 	}
+}
+
+// errBindingUnavailable answers a strict key none of whose bound accounts
+// can take a request: every one disabled, removed, or with all its
+// credentials out of service.
+var errBindingUnavailable = &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "the upstream accounts this key is bound to are unavailable"}
+
+// run runs one attempt, counted in the in-flight count of its account
+// (least-inflight orders by it) while it runs.
+func (h *Handler) run(inflight *atomic.Int64, try tryFunc, e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
+	inflight.Add(1)
+	defer inflight.Add(-1)
+	return try(e, claim, start)
+}
+
+// attemptRoute is what the route policy says of the running attempt.
+type attemptRoute struct {
+	expected []string // the policy's accounts (strict, preferred)
+	fallback string   // why the attempt runs outside them; "" when it does not
+}
+
+// stamp records the route of the attempt on its execution.
+func (r attemptRoute) stamp(x *sluice.Execution) { x.Expected, x.Fallback = r.expected, r.fallback }
+
+// fallbackReason is why a preferred request falls back after its attempt a
+// on a bound account failed.
+func fallbackReason(a upstream.Attempt) string {
+	switch {
+	case a.Skipped:
+		return "breaker_open"
+	case a.Class == upstream.ClassRate:
+		return "cooling"
+	}
+	return "failed:" + a.Class.String()
+}
+
+// unusable says why e may not be planned for now ("" when it may): ruled
+// out by an earlier failure of this request, its credential or account
+// disabled (or draining), or its endpoint's breaker open.
+func (h *Handler) unusable(snap *Snapshot, e *sluice.Edge, failed []failure) string {
+	if f, ok := ruledOut(failed, e); ok {
+		return "failed:" + f.class.String()
+	}
+	return h.outOfService(snap, e)
 }
 
 // tryFunc runs one attempt on the claimed edge e and releases the claim (or
@@ -113,19 +219,20 @@ type failure struct {
 	class upstream.Class
 }
 
-// ruledOut reports whether an earlier failure excludes e: an auth failure
-// rules out its credential, a billing failure its account, anything else
-// just that edge. IDs, not pointers, so a reload mid-request keeps the rule.
-func ruledOut(failed []failure, e *sluice.Edge) bool {
+// ruledOut returns the earlier failure that excludes e, if one does: an
+// auth failure rules out its credential, a billing failure its account,
+// anything else just that edge. IDs, not pointers, so a reload mid-request
+// keeps the rule.
+func ruledOut(failed []failure, e *sluice.Edge) (failure, bool) {
 	for _, f := range failed {
 		switch {
 		case f.class == upstream.ClassAuth && f.edge.Credential.ID == e.Credential.ID,
 			f.class == upstream.ClassBilling && f.edge.Account.ID == e.Account.ID,
 			f.edge.ID == e.ID:
-			return true
+			return f, true
 		}
 	}
-	return false
+	return failure{}, false
 }
 
 // outcome is what an attempt tells the claim's unit: the tokens it used, and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -58,6 +59,7 @@ type Outcome struct {
 	Executions []sluice.Execution
 	Usage      sluice.Usage
 	TTFT       time.Duration
+	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
 }
 
 // Serve admits, routes, waits for capacity and calls for the principal p,
@@ -71,7 +73,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	task, err := admit(snap, p.Key, req)
 	var edges []*sluice.Edge
 	if err == nil {
-		edges, err = h.route(snap, req)
+		edges, err = h.route(snap, p.Key, req)
 	}
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
@@ -97,6 +99,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 // answer is ending, is returned. The executions are a copy: out's slice
 // gets a's final version later, and the record must not share it.
 func answered(out Outcome, a upstream.Attempt) Outcome {
+	out.route.stamp(&a.Exec)
 	a.Exec.Status = sluice.ExecutionOK
 	a.Exec.Duration = time.Since(a.Exec.Started)
 	n := len(out.Executions)
@@ -124,8 +127,11 @@ func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
 }
 
 // route returns the alias's candidate edges that are in service (credential
-// active, account not disabled), in the strategy's order.
-func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, error) {
+// active, account not disabled) and that key's route policy allows, in the
+// order of its strategy (its pool's, else the alias's); a preferred
+// policy's bound accounts come first. A strict key whose bound accounts
+// have no edge in service gets upstream_binding_unavailable.
+func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request) ([]*sluice.Edge, error) {
 	alias := snap.Routes.Alias(req.Model)
 	if alias == nil || alias.Protocol != req.Protocol {
 		return nil, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + req.Model + " does not exist or does not support this endpoint"}
@@ -133,33 +139,42 @@ func (h *Handler) route(snap *Snapshot, req *sluice.Request) ([]*sluice.Edge, er
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
 		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("max_tokens must be at most %d for model %s", alias.MaxOutputTokens, req.Model)}
 	}
-	all, _ := snap.Routes.Candidates(req.Model)
+	rp := snap.policy(key)
+	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
 	edges := all[:0]
 	for _, e := range all {
-		if h.inService(snap, e) {
+		if rp.allows(e.Account.ID) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
-	if len(edges) == 0 {
+	switch {
+	case len(edges) == 0 && rp.mode == "strict":
+		return nil, errBindingUnavailable
+	case len(edges) == 0:
 		return nil, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve model " + req.Model}
+	case rp.mode == "preferred":
+		slices.SortStableFunc(edges, func(a, b *sluice.Edge) int { return rp.rank(a) - rp.rank(b) })
 	}
 	return edges, nil
 }
 
-// inService reports whether new claims may go to e: a draining credential
-// finishes what it runs but takes nothing new, and an endpoint whose breaker
-// another replica opened is skipped for the breaker's open period (this
-// replica's own breaker then probes it).
-func (h *Handler) inService(snap *Snapshot, e *sluice.Edge) bool {
+// outOfService says why new claims may not go to e, "" when they may: a
+// draining or disabled credential, or a disabled account, is "disabled" (a
+// draining credential finishes what it runs but takes nothing new); an
+// endpoint whose breaker another replica opened is "breaker_open" for the
+// breaker's open period (this replica's own breaker then probes it).
+func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
 	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" {
-		return false
+		return "disabled"
 	}
 	ep := h.statuses.Endpoint(e.Endpoint.ID)
 	if ep.State != "open" {
-		return true
+		return ""
 	}
-	_, open := snap.BreakerSettings(e.Endpoint.ID)
-	return time.Since(ep.Since) >= open
+	if _, open := snap.BreakerSettings(e.Endpoint.ID); time.Since(ep.Since) < open {
+		return "breaker_open"
+	}
+	return ""
 }
 
 // settle records the request's usage. It runs even if the caller has gone:

@@ -75,7 +75,7 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	task, err := admit(snap, p.Key, req)
 	var edges []*sluice.Edge
 	if err == nil {
-		edges, err = h.route(snap, req)
+		edges, err = h.route(snap, p.Key, req)
 	}
 	var ans *JobAnswer
 	var bindErr error

@@ -50,15 +50,15 @@ type Snapshot struct {
 	limited bool                  // some limit (or an end-user limit) is configured
 	weights map[string]int        // tenant → fair-queueing weight
 	keys    map[string]keyPolicy  // by static key ID
+	pools   map[string]compiledPool
 }
 
 // keyPolicy is what the catalog says of a static key beyond its scopes.
 type keyPolicy struct {
-	task     string      // the task type its requests have by default
-	tasks    []string    // the others it may declare
-	pool     string      // the pool its policy routes through; "" for none
-	accounts []string    // that pool's accounts
-	perUser  *store.Unit // the limits of each of its end users (ID left empty); nil for none
+	task    string      // the task type its requests have by default
+	tasks   []string    // the others it may declare
+	route   routePolicy // which accounts its requests may use, in which order
+	perUser *store.Unit // the limits of each of its end users (ID left empty); nil for none
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -82,6 +82,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		limits:               map[string]store.Unit{},
 		weights:              map[string]int{},
 		keys:                 map[string]keyPolicy{},
+		pools:                map[string]compiledPool{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
@@ -115,7 +116,12 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	}
 	aliases := make([]*sluice.Alias, 0, len(c.Models))
 	edges := make(map[string][][]*sluice.Edge, len(c.Models))
+	strategies := make(map[string]routing.Strategy, len(c.Models))
+	var err error
 	for _, m := range c.Models {
+		if strategies[m.Alias], err = strategy(m.Strategy); err != nil {
+			return nil, fmt.Errorf("models[%s]: %w", m.Alias, err)
+		}
 		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
@@ -123,7 +129,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		}
 		aliases = append(aliases, a)
 	}
-	s.Routes = routing.Compile(aliases, edges)
+	s.Routes = routing.Compile(aliases, edges, strategies)
 	for _, m := range c.Models {
 		s.limit("model:"+m.Alias, m.Limits)
 	}
@@ -134,16 +140,19 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	for _, tt := range c.TaskTypes {
 		s.limit("task:"+tt.ID, tt.Limits)
 	}
-	pools := make(map[string][]string, len(c.Pools))
 	for _, p := range c.Pools {
 		s.limit("pool:"+p.ID, config.Limits{MaxInflight: p.MaxInflight, RPM: p.RPM, TPM: p.TPM})
-		pools[p.ID] = p.Accounts
+		st, err := strategy(p.Strategy)
+		if err != nil {
+			return nil, fmt.Errorf("pools[%s]: %w", p.ID, err)
+		}
+		s.pools[p.ID] = compiledPool{accounts: p.Accounts, strategy: st}
 	}
 	for _, k := range c.Keys {
 		s.limit("key:"+k.ID, k.Limits)
 		kp := keyPolicy{task: k.Task, tasks: k.Tasks}
-		if k.Policy.Mode == "pool" {
-			kp.pool, kp.accounts = k.Policy.Pool, pools[k.Policy.Pool]
+		if kp.route, err = s.compilePolicy(k.Policy); err != nil {
+			return nil, fmt.Errorf("keys[%s].policy: %w", k.ID, err)
 		}
 		if l := k.UserLimits; l != (config.Limits{}) {
 			kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
@@ -292,7 +301,7 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 	}
 	kp := s.keys[k.ID]
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + kp.pool} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + kp.route.pool} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
@@ -305,11 +314,22 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 	return out
 }
 
-// InPool reports whether key k may use an edge on account: a key whose
-// policy routes through a pool uses only that pool's accounts.
-func (s *Snapshot) InPool(k *sluice.Key, account string) bool {
+// policy returns the route policy of key k.
+func (s *Snapshot) policy(k *sluice.Key) *routePolicy {
 	kp := s.keys[k.ID]
-	return kp.pool == "" || slices.Contains(kp.accounts, account)
+	return &kp.route
+}
+
+// strategy returns the strategy the catalog calls name ("" = round-robin).
+func strategy(name string) (routing.Strategy, error) {
+	if name == "" {
+		return routing.RoundRobin{}, nil
+	}
+	st, ok := routing.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("strategy %q is not built", name)
+	}
+	return st, nil
 }
 
 // Weight is a tenant's share against other tenants of its class while waiting.
@@ -337,5 +357,8 @@ func (l *Live) Load() *Snapshot { return l.cur.Load() }
 // Swap makes s the current snapshot, numbering it.
 func (l *Live) Swap(s *Snapshot) {
 	s.Version = l.version.Add(1)
+	if prev := l.cur.Load(); prev != nil {
+		s.Routes.Inherit(prev.Routes) // attempts running under prev still count for least-inflight
+	}
 	l.cur.Store(s)
 }

@@ -9,19 +9,21 @@ import (
 )
 
 // table builds an alias whose deployments have the given priority, weight and
-// number of credentials; edge IDs are "d<deployment>c<credential>".
-func table(deps ...[3]int) *Table {
+// number of credentials; edge IDs are "d<deployment>c<credential>", and each
+// credential is its own account of that ID, without a cap.
+func table(s Strategy, deps ...[3]int) *Table {
 	a := &sluice.Alias{Name: "fast"}
 	edges := map[string][][]*sluice.Edge{}
 	for i, d := range deps {
 		a.Deployments = append(a.Deployments, sluice.Deployment{Priority: d[0], Weight: d[1]})
 		var es []*sluice.Edge
 		for c := range d[2] {
-			es = append(es, &sluice.Edge{ID: fmt.Sprintf("d%dc%d", i, c)})
+			id := fmt.Sprintf("d%dc%d", i, c)
+			es = append(es, &sluice.Edge{ID: id, Account: &sluice.Account{ID: id}})
 		}
 		edges["fast"] = append(edges["fast"], es)
 	}
-	return Compile([]*sluice.Alias{a}, edges)
+	return Compile([]*sluice.Alias{a}, edges, map[string]Strategy{"fast": s})
 }
 
 func ids(es []*sluice.Edge) []string {
@@ -33,18 +35,22 @@ func ids(es []*sluice.Edge) []string {
 }
 
 func TestTiersInPriorityOrder(t *testing.T) {
-	tb := table([3]int{1, 1, 1}, [3]int{0, 1, 1}, [3]int{2, 1, 1})
-	got, ok := tb.Candidates("fast")
-	if want := "[d1c0 d0c0 d2c0]"; !ok || fmt.Sprint(ids(got)) != want {
-		t.Errorf("Candidates = %v, want %s", ids(got), want)
+	for name, s := range strategies {
+		t.Run(name, func(t *testing.T) {
+			tb := table(s, [3]int{1, 1, 1}, [3]int{0, 1, 1}, [3]int{2, 1, 1})
+			got, ok := tb.Candidates("fast", nil)
+			if want := "[d1c0 d0c0 d2c0]"; !ok || fmt.Sprint(ids(got)) != want {
+				t.Errorf("Candidates = %v, want %s", ids(got), want)
+			}
+		})
 	}
 }
 
 func TestRoundRobinOverCredentials(t *testing.T) {
-	tb := table([3]int{0, 1, 3})
+	tb := table(nil, [3]int{0, 1, 3})
 	var firsts []string
 	for range 4 {
-		got, _ := tb.Candidates("fast")
+		got, _ := tb.Candidates("fast", nil)
 		if len(got) != 3 {
 			t.Fatalf("Candidates = %v, want every credential", ids(got))
 		}
@@ -55,34 +61,112 @@ func TestRoundRobinOverCredentials(t *testing.T) {
 	}
 }
 
+// TestWeightsInsideATier checks that the weighted strategies put a
+// deployment first in proportion to its weight, and spread a deployment's
+// share evenly over its credentials.
 func TestWeightsInsideATier(t *testing.T) {
-	tb := table([3]int{0, 3, 1}, [3]int{0, 1, 1})
-	const n = 20000
-	first := 0
-	for range n {
-		got, _ := tb.Candidates("fast")
-		if len(got) != 2 {
-			t.Fatalf("Candidates = %v, want both deployments", ids(got))
-		}
-		if got[0].ID == "d0c0" {
-			first++
+	for _, name := range []string{"round-robin", "weighted"} {
+		t.Run(name, func(t *testing.T) {
+			tb := table(strategies[name], [3]int{0, 3, 2}, [3]int{0, 1, 1})
+			const n = 20000
+			first := map[string]int{}
+			for range n {
+				got, _ := tb.Candidates("fast", nil)
+				if len(got) != 3 {
+					t.Fatalf("Candidates = %v, want every edge", ids(got))
+				}
+				first[got[0].ID]++
+			}
+			for id, want := range map[string]float64{"d0c0": 0.375, "d0c1": 0.375, "d1c0": 0.25} {
+				if share := float64(first[id]) / n; math.Abs(share-want) > 0.02 {
+					t.Errorf("%s first in %.3f of requests, want %.3f±0.02", id, share, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFillFirstKeepsCatalogOrder(t *testing.T) {
+	tb := table(FillFirst{}, [3]int{0, 1, 2}, [3]int{0, 5, 2})
+	for range 5 {
+		got, _ := tb.Candidates("fast", nil)
+		if want := "[d0c0 d0c1 d1c0 d1c1]"; fmt.Sprint(ids(got)) != want {
+			t.Fatalf("Candidates = %v, want %s", ids(got), want)
 		}
 	}
-	if share := float64(first) / n; math.Abs(share-0.75) > 0.02 {
-		t.Errorf("weight-3 deployment first in %.3f of requests, want 0.75±0.02", share)
+}
+
+func TestLeastInflightMostFreeSlotsFirst(t *testing.T) {
+	a := &sluice.Alias{Name: "fast", Deployments: []sluice.Deployment{{Weight: 1}}}
+	small := &sluice.Account{ID: "small", MaxInflight: 2}
+	big := &sluice.Account{ID: "big", MaxInflight: 5}
+	es := []*sluice.Edge{{ID: "s", Account: small}, {ID: "b", Account: big}}
+	tb := Compile([]*sluice.Alias{a}, map[string][][]*sluice.Edge{"fast": {es}}, map[string]Strategy{"fast": LeastInflight{}})
+	tests := []struct {
+		name             string
+		giveSmall, giveB int64
+		want             string
+	}{
+		{"MoreFree", 0, 0, "[b s]"},
+		{"BigBusier", 0, 4, "[s b]"},
+		{"Equal", 1, 4, ""}, // one free slot each: either order
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb.InFlight("small").Store(tt.giveSmall)
+			tb.InFlight("big").Store(tt.giveB)
+			seen := map[string]bool{}
+			for range 200 {
+				got, _ := tb.Candidates("fast", nil)
+				seen[fmt.Sprint(ids(got))] = true
+			}
+			switch {
+			case tt.want == "" && len(seen) != 2:
+				t.Errorf("orders seen = %v, want both (ties at random)", seen)
+			case tt.want != "" && (len(seen) != 1 || !seen[tt.want]):
+				t.Errorf("orders seen = %v, want only %s", seen, tt.want)
+			}
+		})
+	}
+}
+
+func TestCandidatesWithAnotherStrategy(t *testing.T) {
+	tb := table(RoundRobin{}, [3]int{0, 1, 3})
+	for range 3 {
+		got, _ := tb.Candidates("fast", FillFirst{})
+		if want := "[d0c0 d0c1 d0c2]"; fmt.Sprint(ids(got)) != want {
+			t.Fatalf("Candidates(fill-first) = %v, want %s", ids(got), want)
+		}
+	}
+}
+
+func TestInheritKeepsCounts(t *testing.T) {
+	old := table(nil, [3]int{0, 1, 2})
+	old.InFlight("d0c0").Add(3)
+	next := table(nil, [3]int{0, 1, 1})
+	next.Inherit(old)
+	if got := next.InFlight("d0c0").Load(); got != 3 {
+		t.Errorf("InFlight after Inherit = %d, want 3", got)
+	}
+	if next.InFlight("d0c1") != nil {
+		t.Error("InFlight of an account the new table lacks is not nil")
 	}
 }
 
 func TestUnknownAlias(t *testing.T) {
-	if _, ok := table().Candidates("nope"); ok {
+	if _, ok := table(nil).Candidates("nope", nil); ok {
 		t.Error("Candidates(unknown) ok = true, want false")
 	}
 }
 
 func BenchmarkCandidates(b *testing.B) {
-	tb := table([3]int{0, 2, 4}, [3]int{0, 1, 4}, [3]int{1, 1, 2})
-	b.ReportAllocs()
-	for b.Loop() {
-		tb.Candidates("fast")
+	for name, s := range strategies {
+		b.Run(name, func(b *testing.B) {
+			tb := table(s, [3]int{0, 2, 4}, [3]int{0, 1, 4}, [3]int{1, 1, 2})
+			b.ReportAllocs()
+			for b.Loop() {
+				tb.Candidates("fast", nil)
+			}
+		})
 	}
 }

@@ -1,0 +1,240 @@
+package app_test
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// policyTemplate: org-1 (credential k1) on ep-a and org-2 (k4) on ep-b, one
+// cap each as the template says; key "strict" is bound to org-1, key
+// "pref" prefers org-1 and falls back to any account after 300ms.
+const policyTemplate = `version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: ADMIN_TOKEN
+  wait_timeout: 3s
+  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
+database: {url: "sqlite://%s"}
+state: %s
+endpoints:
+  - {id: ep-a, base_url: %s, protocols: [openai.chat], breaker: {failures: 1, open: 1s}}
+  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
+accounts:
+  - {id: org-1, max_inflight: %d, cooldown: {base: 300ms, max: 2s}}
+  - {id: org-2, max_inflight: %d, cooldown: {base: 300ms, max: 2s}}
+credentials:
+  - {id: k1, account: org-1, secret_env: K1, endpoints: [ep-a]}
+  - {id: k4, account: org-2, secret_env: K4, endpoints: [ep-b]}
+models:
+  - alias: fast
+    strategy: %s
+    deployments:
+      - {model: m, endpoints: [ep-a], weight: 3}
+      - {model: m, endpoints: [ep-b], weight: 1}
+keys:
+  - {id: web, tenant: web, secret_env: KEY_WEB}
+  - {id: strict, tenant: web, secret_env: KEY_BG, policy: {mode: strict, accounts: [org-1]}}
+  - {id: pref, tenant: web, secret_env: KEY_UI, policy: {mode: preferred, accounts: [org-1], fallback: any, wait: 300ms}}
+`
+
+const (
+	keyStrict = "sk-sluice-bg-KEY-5e8a0c2d4f6b" // testEnv["KEY_BG"]
+	keyPref   = "sk-sluice-ui-KEY-9d1f3b5a7c0e" // testEnv["KEY_UI"]
+)
+
+// newPolicyHarness starts a gateway with caps cap1 (org-1) and cap2 (org-2)
+// and the alias's strategy; k1 answers on simA, k4 on simB, after latency.
+func newPolicyHarness(t *testing.T, state string, cap1, cap2 int, strategy string, latency time.Duration) *harness {
+	t.Helper()
+	tmpl := strings.NewReplacer("max_inflight: %d, cooldown: {base: 300ms, max: 2s}}\n  - {id: org-2, max_inflight: %d",
+		fmt.Sprintf("max_inflight: %d, cooldown: {base: 300ms, max: 2s}}\n  - {id: org-2, max_inflight: %d", cap1, cap2),
+		"strategy: %s", "strategy: "+strategy).Replace(policyTemplate)
+	// Each harness its own Redis prefix: a cooldown must not outlive its test.
+	state = strings.Replace(state, `:"}`, rand.Text()[:6]+`:"}`, 1)
+	h := newHarnessWith(t, tmpl, state, simulator.Options{Keys: map[string]simulator.Behavior{
+		upstreamKey("k1"): {Account: "org-1", Latency: latency},
+	}})
+	h.simB.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", Latency: latency})
+	return h
+}
+
+// served counts the requests each simulated account received.
+func (h *harness) served() (org1, org2 int) {
+	return len(h.simA.Requests()), len(h.simB.Requests())
+}
+
+func (h *harness) chatAs(key string) (int, string) {
+	code, _, body := h.post(h.t.Context(), "/v1/chat/completions", key, chatBody)
+	return code, body
+}
+
+func (h *harness) fallbacks(reason string) string {
+	_, m := h.adminGet("/metrics")
+	for _, line := range strings.Split(m, "\n") {
+		if strings.HasPrefix(line, `sluice_policy_fallbacks_total{key="pref",reason="`+reason+`"}`) {
+			return line[strings.LastIndexByte(line, ' ')+1:]
+		}
+	}
+	return "0"
+}
+
+func TestStrictPolicyNeverLeavesItsAccount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		t.Run("Cooling", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 500 * time.Millisecond})
+			done := make(chan int, 1)
+			go func() { code, _ := h.chatAs(keyStrict); done <- code }()
+			eventually(t, 2*time.Second, "org-1 answers 429", func() bool { return h.upstream429s() > 0 })
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
+			if code := <-done; code != http.StatusOK {
+				t.Errorf("strict request = %d, want 200 once org-1 cooled down (it waits)", code)
+			}
+			if _, org2 := h.served(); org2 != 0 {
+				t.Errorf("org-2 served %d requests of a key bound to org-1, want 0", org2)
+			}
+		})
+		t.Run("Disabled", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.adminPost(t, "/admin/accounts/org-1/disable")
+			code, body := h.chatAs(keyStrict)
+			if code != http.StatusServiceUnavailable || !strings.Contains(body, "upstream_binding_unavailable") {
+				t.Errorf("strict request = %d %s, want 503 upstream_binding_unavailable", code, body)
+			}
+			if code, _ := h.chatAs(keyWeb); code != http.StatusOK {
+				t.Errorf("default key = %d, want 200 on org-2", code)
+			}
+			if _, org2 := h.served(); org2 != 1 {
+				t.Errorf("org-2 served %d requests, want only the default key's 1", org2)
+			}
+		})
+		t.Run("BreakerOpen", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 500})
+			for range 2 { // the first opens ep-a's breaker, the second finds it open
+				if code, _ := h.chatAs(keyStrict); code == http.StatusOK {
+					t.Errorf("strict request = 200, want a failure: its only account fails")
+				}
+			}
+			if _, org2 := h.served(); org2 != 0 {
+				t.Errorf("org-2 served %d requests of a key bound to org-1, want 0", org2)
+			}
+		})
+		t.Run("Removed", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.writeCatalog(strings.Replace(h.catalog(), "  - {id: k1, account: org-1, secret_env: K1, endpoints: [ep-a]}\n", "", 1))
+			eventually(t, 2*time.Second, "the reload without k1", func() bool {
+				code, body := h.chatAs(keyStrict)
+				return code == http.StatusServiceUnavailable && strings.Contains(body, "upstream_binding_unavailable")
+			})
+			if _, org2 := h.served(); org2 != 0 {
+				t.Errorf("org-2 served %d requests of a key bound to org-1, want 0", org2)
+			}
+		})
+	})
+}
+
+func TestPreferredPolicyFallsBackWithItsReason(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		t.Run("Cooling", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 300 * time.Millisecond})
+			if code, body := h.chatAs(keyPref); code != http.StatusOK {
+				t.Fatalf("preferred request = %d %s, want 200 from the fallback", code, body)
+			}
+			if org1, org2 := h.served(); org1 != 1 || org2 != 1 || h.fallbacks("cooling") != "1" {
+				t.Errorf("served org-1 %d, org-2 %d, cooling fallbacks %s; want 1, 1, 1", org1, org2, h.fallbacks("cooling"))
+			}
+			// Back to org-1 once it has room again.
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
+			eventually(t, 3*time.Second, "org-1 serves the preferred key again", func() bool {
+				before, _ := h.served()
+				h.chatAs(keyPref)
+				after, _ := h.served()
+				return after == before+1
+			})
+		})
+		t.Run("Disabled", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.adminPost(t, "/admin/accounts/org-1/disable")
+			if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("disabled") != "1" {
+				t.Errorf("preferred request = %d with %s disabled fallbacks, want 200 and 1", code, h.fallbacks("disabled"))
+			}
+			h.adminPost(t, "/admin/accounts/org-1/enable")
+			eventually(t, 3*time.Second, "org-1 serves the preferred key again", func() bool {
+				h.chatAs(keyPref)
+				org1, _ := h.served()
+				return org1 == 1
+			})
+		})
+		t.Run("Failed", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 500})
+			if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("failed:endpoint") != "1" {
+				t.Errorf("preferred request = %d with %s failed:endpoint fallbacks, want 200 and 1", code, h.fallbacks("failed:endpoint"))
+			}
+		})
+		t.Run("NoRoom", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 1, 1, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Latency: 2 * time.Second})
+			var wg sync.WaitGroup
+			wg.Go(func() { h.chatAs(keyStrict) }) // holds org-1's only slot
+			eventually(t, 2*time.Second, "org-1 busy", func() bool { org1, _ := h.served(); return org1 == 1 })
+			start := time.Now()
+			if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("no_room") != "1" {
+				t.Errorf("preferred request = %d with %s no_room fallbacks, want 200 and 1", code, h.fallbacks("no_room"))
+			}
+			if waited := time.Since(start); waited < 300*time.Millisecond || waited > 1500*time.Millisecond {
+				t.Errorf("preferred request took %v, want its wait (300ms) and little more", waited)
+			}
+			wg.Wait()
+		})
+	})
+}
+
+// TestStrategiesDistributeAsTheySay measures each strategy on the simulators.
+func TestStrategiesDistributeAsTheySay(t *testing.T) {
+	t.Run("FillFirst", func(t *testing.T) {
+		h := newPolicyHarness(t, "{backend: memory}", 2, 2, "fill-first", 200*time.Millisecond)
+		allOK(t, h.burst(t.Context(), 2, "fast"))
+		if org1, org2 := h.served(); org1 != 2 || org2 != 0 {
+			t.Errorf("two at once: org-1 %d, org-2 %d; want 2 and 0 (org-2 idle until org-1 is full)", org1, org2)
+		}
+		allOK(t, h.burst(t.Context(), 4, "fast"))
+		if org1, org2 := h.served(); org1 != 4 || org2 != 2 {
+			t.Errorf("then four at once: org-1 %d, org-2 %d; want 4 and 2", org1, org2)
+		}
+	})
+	t.Run("LeastInflight", func(t *testing.T) {
+		h := newPolicyHarness(t, "{backend: memory}", 3, 1, "least-inflight", 300*time.Millisecond)
+		allOK(t, h.burst(t.Context(), 2, "fast"))
+		if org1, org2 := h.served(); org1 != 2 || org2 != 0 {
+			t.Errorf("two at once: org-1 (cap 3) %d, org-2 (cap 1) %d; want 2 and 0 (org-1 has more free slots)", org1, org2)
+		}
+		allOK(t, h.burst(t.Context(), 4, "fast"))
+		if peak1, peak2 := h.simA.MaxInFlight("org-1"), h.simB.MaxInFlight("org-2"); peak1 != 3 || peak2 != 1 {
+			t.Errorf("four at once: peaks org-1 %d, org-2 %d; want 3 and 1 (both full)", peak1, peak2)
+		}
+	})
+	t.Run("Weighted", func(t *testing.T) {
+		h := newPolicyHarness(t, "{backend: memory}", 0, 0, "weighted", 0)
+		const n = 200
+		for range n {
+			if code, _ := h.chatAs(keyWeb); code != http.StatusOK {
+				t.Fatalf("request = %d", code)
+			}
+		}
+		if org1, _ := h.served(); math.Abs(float64(org1)/n-0.75) > 0.1 {
+			t.Errorf("org-1 (weight 3 of 4) served %d of %d, want 75%% ± 10", org1, n)
+		}
+	})
+}
