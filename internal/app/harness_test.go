@@ -37,6 +37,7 @@ const (
 var testEnv = map[string]string{
 	"UP_A1": secretA1, "UP_A2": secretA2, "UP_B1": secretB1,
 	"KEY_WEB": keyWeb, "KEY_SCOPED": keyScoped, "ADMIN_TOKEN": "admin-token-for-tests",
+	"ADMIN_READ": "admin-read-token-for-tests", "ADMIN_DEPLOY": "admin-deploy-token-for-tests",
 }
 
 // catalogTemplate has two endpoints on two simulators: ep-a (two
