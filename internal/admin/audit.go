@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -74,7 +75,7 @@ func (s *server) record(w http.ResponseWriter, r *http.Request, by token, patter
 	if e.Action == "" { // a route registered without write(): still recorded
 		e.Action = pattern
 	}
-	e.At, e.Status = s.now().UTC(), cmpOr(rec.status, http.StatusOK)
+	e.At, e.Status = s.now().UTC(), cmp.Or(rec.status, http.StatusOK)
 	if s.audit == nil {
 		return
 	}
@@ -85,13 +86,6 @@ func (s *server) record(w http.ResponseWriter, r *http.Request, by token, patter
 		s.log.LogAttrs(ctx, slog.LevelError, "audit entry lost", slog.String("action", e.Action),
 			slog.String("token_id", e.TokenID), slog.Any("targets", e.Targets), slog.Int("status", e.Status), slog.Any("err", err))
 	}
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // remoteIP is the caller's address without its port.
