@@ -277,6 +277,7 @@ type Request struct {
 	IncludeUsage bool   // the caller asked for stream usage itself
 	Priority     string // the class the caller asked for (X-Sluice-Priority); "" = the key's
 	Task         string // the task type the caller declared (X-Sluice-Task); "" = the key's
+	ServiceTier  string // the body's "service_tier"; "" = none named
 	User         string // the end user: X-Sluice-User, else the body's "user"
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens; 0 = not set

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/breaker"
@@ -143,6 +144,10 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		src.lookupEnv = g.demo.lookupEnv(o.LookupEnv)
 	}
 	g.keys = authn.NewKeyring(sqlcatalog.New(g.db))
+	// Keys of the admin API are checked against the catalog serving, and
+	// compiled into its snapshot on every change (the keyring refreshes
+	// every second), never on the request path.
+	g.keys.Follow(func(k *sluice.Key) error { return g.live.Load().CheckKey(k) }, g.live.SetStoredKeys)
 	src.keys = g.keys
 	if err := g.keys.Refresh(ctx); err != nil {
 		return nil, err
@@ -168,7 +173,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Metrics: g.metrics, Log: o.Log,
+		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Units: shared, Metrics: g.metrics, Log: o.Log,
 	})
 
 	srv := cat.Server

@@ -22,6 +22,7 @@ type fields struct {
 	IncludeUsage        bool // stream_options.include_usage
 	MaxTokens           int64
 	MaxCompletionTokens int64
+	ServiceTier         string // checked against the key's service-tier scope
 }
 
 // defaultOutputTokens is the output reserved for a request that sets no
@@ -96,6 +97,7 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 		Body:         body,
 		Tokens:       f.estimate(p, len(body)),
 		MaxTokens:    max(f.MaxTokens, f.MaxCompletionTokens),
+		ServiceTier:  f.ServiceTier,
 	}, nil
 }
 
@@ -138,7 +140,7 @@ func checkModel(model string) error {
 // take the first, or match keys exactly), so Sluice could admit and bill
 // one model while the upstream runs another.
 var (
-	readFields   = [...]string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens"}
+	readFields   = [...]string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens", "service_tier"}
 	optionFields = [...]string{"include_usage"} // inside stream_options
 )
 
@@ -191,6 +193,8 @@ func scan(body []byte) (f fields, ok bool) {
 			return jsonfield.DecodeInt(&f.MaxTokens, value)
 		case "max_completion_tokens":
 			return jsonfield.DecodeInt(&f.MaxCompletionTokens, value)
+		case "service_tier":
+			return jsonfield.DecodeString(&f.ServiceTier, value)
 		}
 		return scanOptions(&f.IncludeUsage, value)
 	})
@@ -264,8 +268,9 @@ type wireFields struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           int `json:"max_tokens"`
-	MaxCompletionTokens int `json:"max_completion_tokens"`
+	MaxTokens           int    `json:"max_tokens"`
+	MaxCompletionTokens int    `json:"max_completion_tokens"`
+	ServiceTier         string `json:"service_tier"`
 }
 
 // decode reads the fields with encoding/json, for the bodies scan leaves to
@@ -282,6 +287,7 @@ func decode(body []byte) (fields, error) {
 		Model: w.Model, Stream: w.Stream, User: w.User,
 		IncludeUsage: w.StreamOptions != nil && w.StreamOptions.IncludeUsage,
 		MaxTokens:    int64(w.MaxTokens), MaxCompletionTokens: int64(w.MaxCompletionTokens),
+		ServiceTier: w.ServiceTier,
 	}, nil
 }
 

@@ -46,9 +46,15 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
 	widened := "" // why a preferred request may use its fallback; "" while it may not
+	refuse := snap.keys[key.ID].refuse
+	inactive := false // the key changed while the request waited
 	plan := func() []store.Candidate {
 		if s := h.live.Load(); s != snap {
 			snap = s
+			if _, ok := snap.keyActive(key, time.Now()); !ok {
+				inactive = true
+				return nil
+			}
 			edges, _ = h.route(snap, key, req)
 			limits = snap.Limits(key, req, task)
 			rp = snap.policy(key)
@@ -87,12 +93,23 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
 			until = preferUntil
 		}
+		asking := refuse && tickets == 0 // a key that refuses at its own limit first asks without queueing
+		if asking {
+			until = time.Now()
+		}
 		claim, err := h.capacity.Wait(ctx, store.Acquire{
 			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
 		}, until, plan)
 		switch {
 		case err == nil:
+		case inactive:
+			return errKeyInactive
+		case asking && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
+			if h.atOwnLimit(ctx, snap, key) {
+				return errConcurrencyExceeded
+			}
+			continue // the upstream, not the key, had no room: wait like any request
 		case until != deadline && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
 			widened = cmp.Or(widened, "no_room") // the bound accounts had no room within the policy's wait
 			continue

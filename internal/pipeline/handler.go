@@ -30,6 +30,7 @@ type Handler struct {
 	caller   *upstream.Caller
 	usage    Recorder
 	jobs     store.Jobs
+	units    store.Inspector
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
@@ -42,13 +43,16 @@ type Stages struct {
 	Caller   *upstream.Caller
 	Usage    Recorder
 	Jobs     store.Jobs // async job bindings
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	// Units reads a key's own in-flight count, for a key that refuses at
+	// its limit (on_limit refuse); nil makes such keys wait instead.
+	Units   store.Inspector
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, units: s.Units, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -113,17 +117,52 @@ func (o *Outcome) answer(a upstream.Attempt) {
 	o.Committed, o.Usage, o.TTFT, o.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
 }
 
-// admit checks what the key may ask for — the alias and the task type it
-// declared — and returns the request's task type.
+// admit checks, in this order, after ingress authenticated the key from
+// the headers: that the key is still what authenticated (the snapshot's
+// keys follow every change to them, so one disabled, revoked, expired or
+// rotated since is access_credential_inactive); that the alias exists
+// (model_not_found, with the same message for every key, so a key learns
+// nothing of aliases outside its scope); its scopes — the alias, the API
+// path, the service tier, the task type (access_scope_denied); and that its
+// policy is bound to accounts or a pool the catalog still has
+// (access_key_unbound). It returns the request's task type.
 func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
+	kp, ok := snap.keyActive(k, req.Received)
+	if !ok {
+		return "", errKeyInactive
+	}
+	k = kp.key // the scopes of the key as it is now
+	if alias := snap.Routes.Alias(req.Model); alias == nil || alias.Protocol != req.Protocol {
+		return "", modelNotFound(req.Model)
+	}
 	if !k.Allows(req.Model) {
 		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
+	}
+	if len(k.Paths) > 0 && !slices.Contains(k.Paths, sluice.KeyPaths[req.Protocol]) {
+		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + sluice.KeyPaths[req.Protocol]}
+	}
+	if req.ServiceTier != "" && len(k.ServiceTiers) > 0 && !slices.Contains(k.ServiceTiers, req.ServiceTier) {
+		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use service tier " + req.ServiceTier}
 	}
 	task, ok := snap.Task(k, req.Task)
 	if !ok {
 		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not declare task type " + req.Task}
 	}
+	if kp.unbound {
+		return "", errKeyUnbound
+	}
 	return task, nil
+}
+
+var (
+	errKeyInactive = &sluice.Error{Code: sluice.CodeCredentialInactive, Msg: "this API key is no longer active"}
+	errKeyUnbound  = &sluice.Error{Code: sluice.CodeKeyUnbound, Msg: "this key's route policy names accounts or a pool that no longer exist"}
+)
+
+// modelNotFound is the answer for an alias that does not exist or does
+// not speak the request's protocol.
+func modelNotFound(model string) error {
+	return &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + model + " does not exist or does not support this endpoint"}
 }
 
 // route returns the alias's candidate edges that are in service (credential
@@ -134,7 +173,7 @@ func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
 func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request) ([]*sluice.Edge, error) {
 	alias := snap.Routes.Alias(req.Model)
 	if alias == nil || alias.Protocol != req.Protocol {
-		return nil, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + req.Model + " does not exist or does not support this endpoint"}
+		return nil, modelNotFound(req.Model)
 	}
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
 		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("max_tokens must be at most %d for model %s", alias.MaxOutputTokens, req.Model)}

@@ -61,6 +61,7 @@ func TestAnswerIsRecordedBeforeItsEnd(t *testing.T) {
 endpoints: [{id: ep, base_url: `+srv.URL+`, protocols: [openai.chat]}]
 credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
 models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
+keys: [{id: web, tenant: web, secret_env: KEY}]
 `), env)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
 		}
 		w := &watchedWriter{ResponseRecorder: httptest.NewRecorder(), recs: recs}
 		req := &sluice.Request{ID: "r1", Protocol: sluice.ProtocolOpenAIChat, Model: "fast", Stream: stream, Body: []byte(body), Received: time.Now()}
-		out, err := h.Serve(t.Context(), w, req, &sluice.Principal{Key: &sluice.Key{ID: "web", Tenant: "web"}})
+		out, err := h.Serve(t.Context(), w, req, &sluice.Principal{Key: snap.StaticKeys[0]})
 		if err != nil || w.Code != 200 || (stream && !bytes.Contains(w.Body.Bytes(), []byte("[DONE]"))) {
 			t.Fatalf("stream %v: Serve = %v, %d %s", stream, err, w.Code, w.Body)
 		}

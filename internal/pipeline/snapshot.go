@@ -9,11 +9,11 @@ package pipeline
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/routing"
 	"github.com/sluicehq/sluice/internal/store"
@@ -49,12 +49,16 @@ type Snapshot struct {
 	limits  map[string]store.Unit // Sluice's own limits by unit ID: "key:…", "tenant:…", "model:…", "task:…", "pool:…"
 	limited bool                  // some limit (or an end-user limit) is configured
 	weights map[string]int        // tenant → fair-queueing weight
-	keys    map[string]keyPolicy  // by static key ID
+	keys    map[string]keyPolicy  // by key ID: the catalog's, and the admin API's (see Live.SetStoredKeys)
 	pools   map[string]compiledPool
 }
 
-// keyPolicy is what the catalog says of a static key beyond its scopes.
+// keyPolicy is a key compiled against the snapshot: the key as the
+// snapshot knows it, and what it carries beyond its scopes.
 type keyPolicy struct {
+	key     *sluice.Key // to re-check a request's key after authentication, and its scopes
+	unbound bool        // its policy names a pool or an account the catalog no longer has
+	refuse  bool        // at its own max_inflight it refuses rather than waits
 	task    string      // the task type its requests have by default
 	tasks   []string    // the others it may declare
 	route   routePolicy // which accounts its requests may use, in which order
@@ -150,22 +154,10 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	}
 	for _, k := range c.Keys {
 		s.limit("key:"+k.ID, k.Limits)
-		kp := keyPolicy{task: k.Task, tasks: k.Tasks}
-		if kp.route, err = s.compilePolicy(k.Policy); err != nil {
-			return nil, fmt.Errorf("keys[%s].policy: %w", k.ID, err)
-		}
-		if l := k.UserLimits; l != (config.Limits{}) {
-			kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
-			s.limited = true
-		}
-		s.keys[k.ID] = kp
+		s.limited = s.limited || k.UserLimits != (config.Limits{})
 	}
-	for i := range c.Keys {
-		k, err := compileKey(&c.Keys[i], lookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("keys[%d]: %w", i, err)
-		}
-		s.StaticKeys = append(s.StaticKeys, k)
+	if err := s.compileKeys(c, lookupEnv); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -253,23 +245,6 @@ func compileAccount(a config.Account) *sluice.Account {
 	}
 }
 
-func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.Key, error) {
-	secret, err := k.Secret(lookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	out := &sluice.Key{
-		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Hash: authn.Hash(secret), Prefix: authn.DisplayPrefix(secret),
-		Status: sluice.KeyActive, Models: k.Models, Priority: k.Priority, Static: true,
-	}
-	if k.ExpiresAt != "" {
-		if out.ExpiresAt, err = time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
-			return nil, fmt.Errorf("expires_at: %w", err)
-		}
-	}
-	return out, nil
-}
-
 // limit records a limit unit when l sets any limit.
 func (s *Snapshot) limit(id string, l config.Limits) {
 	if l != (config.Limits{}) {
@@ -349,16 +324,22 @@ func (s *Snapshot) BreakerSettings(endpointID string) (failures int, open time.D
 type Live struct {
 	cur     atomic.Pointer[Snapshot]
 	version atomic.Int64
+	mu      sync.Mutex // serialises Swap and SetStoredKeys; guards keyring
+	keyring keyring
 }
 
 // Load returns the current snapshot (nil before the first Swap).
 func (l *Live) Load() *Snapshot { return l.cur.Load() }
 
-// Swap makes s the current snapshot, numbering it.
+// Swap makes s, with the keys of the admin API compiled against it, the
+// current snapshot, numbering it.
 func (l *Live) Swap(s *Snapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	s.Version = l.version.Add(1)
 	if prev := l.cur.Load(); prev != nil {
 		s.Routes.Inherit(prev.Routes) // attempts running under prev still count for least-inflight
 	}
-	l.cur.Store(s)
+	l.keyring.catalog = s
+	l.cur.Store(s.withStored(l.keyring.stored))
 }

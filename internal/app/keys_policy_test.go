@@ -1,0 +1,289 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+func init() {
+	testEnv["KEY_POLICY"] = "sk-sluice-policy-KEY-3c5e7a9b1d2f4e6a"
+	testEnv["KEY_CHAT_ONLY"] = "sk-sluice-chat-only-KEY-6b8d0f2a4c6e8a1c"
+	testEnv["KEY_FLEX_ONLY"] = "sk-sluice-flex-only-KEY-2e4a6c8e0b2d4f6b"
+}
+
+// keySource starts a gateway on tpl and gives it a key with settings:
+// declared in the catalog (as yaml) or created through the admin API (as
+// spec). It returns the harness and the key's plaintext.
+type keySource func(t *testing.T, tpl, yaml string, spec admin.KeySettings) (*harness, string)
+
+var keySources = []struct {
+	name string
+	make keySource
+}{
+	{"catalog", func(t *testing.T, tpl, yaml string, _ admin.KeySettings) (*harness, string) {
+		tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: policy, tenant: t, secret_env: KEY_POLICY, "+yaml+"}\n", 1)
+		return newHarnessWith(t, tpl, "{backend: memory}", simAccounts()), testEnv["KEY_POLICY"]
+	}},
+	{"api", func(t *testing.T, tpl, _ string, spec admin.KeySettings) (*harness, string) {
+		h := newHarnessWith(t, tpl, "{backend: memory}", simAccounts())
+		created, err := h.adminClient().CreateKey(t.Context(), admin.KeySpec{ID: "policy", Name: "policy", Tenant: "t", KeySettings: spec})
+		if err != nil {
+			t.Fatalf("CreateKey: %v", err)
+		}
+		return h, created.Key
+	}},
+}
+
+func (h *harness) adminClient() *admin.Client {
+	return admin.NewClient("http://"+h.gw.AdminAddr(), testEnv["ADMIN_TOKEN"])
+}
+
+// keysTemplate is accountsTemplate with its credentials and a pool of org-2.
+var keysTemplate = strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1) +
+	"pools:\n  - {id: cheap, accounts: [org-2]}\n"
+
+// sdkCode returns the status and code of an SDK error; 200 and "" for none.
+func sdkCode(t *testing.T, err error) (int, string) {
+	t.Helper()
+	if err == nil {
+		return http.StatusOK, ""
+	}
+	var e *openai.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not an API error", err)
+	}
+	return e.StatusCode, e.Code
+}
+
+// TestAPIKeyBehavesLikeCatalogKey: one test body, two sources. A key bound
+// to org-2 (strictly, or through a pool) with its own max_inflight of 1
+// sends every request to org-2, never more than one at a time, whether it
+// was declared in the catalog or created through the admin API.
+func TestAPIKeyBehavesLikeCatalogKey(t *testing.T) {
+	settings := []struct {
+		name string
+		yaml string
+		spec admin.KeySettings
+	}{
+		{"Strict", "policy: {mode: strict, accounts: [org-2]}, limits: {max_inflight: 1}",
+			admin.KeySettings{Policy: admin.KeyPolicy{Mode: "strict", Accounts: []string{"org-2"}}, Limits: admin.KeyLimits{MaxInflight: 1}}},
+		{"Pool", "policy: {mode: pool, pool: cheap}, limits: {max_inflight: 1}",
+			admin.KeySettings{Policy: admin.KeyPolicy{Mode: "pool", Pool: "cheap"}, Limits: admin.KeyLimits{MaxInflight: 1}}},
+	}
+	for _, s := range settings {
+		for _, src := range keySources {
+			t.Run(s.name+"/"+src.name, func(t *testing.T) {
+				h, key := src.make(t, keysTemplate, s.yaml, s.spec)
+				c := h.sdk(key)
+				statuses := make([]int, 4)
+				var wg sync.WaitGroup
+				for i := range statuses {
+					wg.Go(func() {
+						_, err := c.Chat.Completions.New(t.Context(), chatParams("two"))
+						statuses[i], _ = sdkCode(t, err)
+					})
+				}
+				wg.Wait()
+				allOK(t, statuses)
+				org1 := h.simA.Count(upstreamKey("k1")) + h.simA.Count(upstreamKey("k2")) + h.simA.Count(upstreamKey("k3"))
+				if peak := h.simA.MaxInFlight("org-2"); org1 != 0 || peak != 1 {
+					t.Errorf("%d calls on org-1, org-2 peak %d; want 0 (bound to org-2) and 1 (the key's max_inflight)", org1, peak)
+				}
+			})
+		}
+	}
+}
+
+// TestKeyRefusesAtItsOwnLimit: a key with on_limit refuse gets 429
+// access_concurrency_exceeded at once when its own max_inflight is in use,
+// rather than queueing, from either source.
+func TestKeyRefusesAtItsOwnLimit(t *testing.T) {
+	for _, src := range keySources {
+		t.Run(src.name, func(t *testing.T) {
+			h, key := src.make(t, keysTemplate, "limits: {max_inflight: 1}, on_limit: refuse",
+				admin.KeySettings{Limits: admin.KeyLimits{MaxInflight: 1}, OnLimit: "refuse"})
+			c := h.sdk(key)
+			codes := make([]string, 3)
+			statuses := make([]int, 3)
+			var wg sync.WaitGroup
+			for i := range codes {
+				wg.Go(func() {
+					_, err := c.Chat.Completions.New(t.Context(), chatParams("one"))
+					statuses[i], codes[i] = sdkCode(t, err)
+				})
+			}
+			wg.Wait()
+			ok, refused := 0, 0
+			for i := range codes {
+				switch {
+				case statuses[i] == http.StatusOK:
+					ok++
+				case statuses[i] == http.StatusTooManyRequests && codes[i] == string(sluice.CodeConcurrencyExceeded):
+					refused++
+				default:
+					t.Errorf("request %d = %d %s, want 200 or 429 access_concurrency_exceeded", i, statuses[i], codes[i])
+				}
+			}
+			if ok == 0 || refused == 0 || h.simA.MaxInFlight("org-1") != 1 {
+				t.Errorf("%d answered, %d refused, org-1 peak %d; want some of each and never two at once", ok, refused, h.simA.MaxInFlight("org-1"))
+			}
+			// Alone, the key has room again.
+			if _, err := c.Chat.Completions.New(t.Context(), chatParams("one")); err != nil {
+				t.Errorf("a request after the others ended: %v", err)
+			}
+		})
+	}
+}
+
+// admissionTemplate adds to the harness catalog a key that may only call
+// chat, one that may only name the flex tier, and a pool.
+var admissionTemplate = strings.Replace(catalogTemplate, "keys:\n", `pools:
+  - {id: p, accounts: [cred-b1]}
+keys:
+  - {id: chat-only, tenant: web, secret_env: KEY_CHAT_ONLY, paths: [chat]}
+  - {id: flex-only, tenant: web, secret_env: KEY_FLEX_ONLY, service_tiers: [flex]}
+`, 1)
+
+// TestAdmissionRefusals: each refusal of admission, in its order, through
+// the OpenAI SDK.
+func TestAdmissionRefusals(t *testing.T) {
+	h := newHarnessWith(t, admissionTemplate, "{backend: memory}", simulator.Options{})
+	ctx := t.Context()
+	created, err := h.adminClient().CreateKey(ctx, admin.KeySpec{ID: "pooled", Name: "pooled", Tenant: "web",
+		KeySettings: admin.KeySettings{Policy: admin.KeyPolicy{Mode: "pool", Pool: "p"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := func(key, model string, tier openai.ChatCompletionNewParamsServiceTier) func() error {
+		return func() error {
+			p := chatParams(model)
+			p.ServiceTier = tier
+			_, err := h.sdk(key).Chat.Completions.New(ctx, p)
+			return err
+		}
+	}
+	embed := func(key string) func() error {
+		return func() error {
+			_, err := h.sdk(key).Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "embed", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}})
+			return err
+		}
+	}
+	tests := []struct {
+		name   string
+		call   func() error
+		status int
+		code   sluice.Code
+	}{
+		{"UnknownKey", chat("sk-sluice-unknown", "fast", ""), 401, sluice.CodeNoCredentials},
+		{"MissingAliasForAScopedKey", chat(keyScoped, "nope", ""), 404, sluice.CodeModelNotFound},
+		{"MissingAlias", chat(keyWeb, "nope", ""), 404, sluice.CodeModelNotFound},
+		{"AliasOutOfScope", chat(keyScoped, "only-a", ""), 403, sluice.CodeScopeDenied},
+		{"PathOutOfScope", embed(testEnv["KEY_CHAT_ONLY"]), 403, sluice.CodeScopeDenied},
+		{"PathInScope", chat(testEnv["KEY_CHAT_ONLY"], "fast", ""), 200, ""},
+		{"TierOutOfScope", chat(testEnv["KEY_FLEX_ONLY"], "fast", openai.ChatCompletionNewParamsServiceTierPriority), 403, sluice.CodeScopeDenied},
+		{"TierInScope", chat(testEnv["KEY_FLEX_ONLY"], "fast", openai.ChatCompletionNewParamsServiceTierFlex), 200, ""},
+		{"NoTierNamed", chat(testEnv["KEY_FLEX_ONLY"], "fast", ""), 200, ""},
+		{"PooledKey", chat(created.Key, "fast", ""), 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, code := sdkCode(t, tt.call())
+			if status != tt.status || code != string(tt.code) {
+				t.Errorf("= %d %q, want %d %q", status, code, tt.status, tt.code)
+			}
+		})
+	}
+
+	// The same message for an alias that is missing and one out of scope
+	// would tell a key which aliases exist; a missing one reads the same
+	// for every key.
+	var scoped, web *openai.Error
+	errors.As(chat(keyScoped, "nope", "")(), &scoped)
+	errors.As(chat(keyWeb, "nope", "")(), &web)
+	if scoped == nil || web == nil || scoped.Message != web.Message {
+		t.Errorf("missing alias: scoped key %v, unscoped key %v; want the same message", scoped, web)
+	}
+
+	t.Run("Unbound", func(t *testing.T) {
+		h.writeCatalog(strings.Replace(h.catalog(), "  - {id: p, accounts: [cred-b1]}\n", "  - {id: q, accounts: [cred-b1]}\n", 1))
+		eventually(t, 5*time.Second, "the pooled key unbound by a reload without its pool", func() bool {
+			status, code := sdkCode(t, chat(created.Key, "fast", "")())
+			return status == http.StatusForbidden && code == string(sluice.CodeKeyUnbound)
+		})
+	})
+}
+
+// TestBadKeyWithUnparseableBodyIs401: a bad key learns nothing of its body.
+func TestBadKeyWithUnparseableBodyIs401(t *testing.T) {
+	h := newHarness(t)
+	if status, _, body := h.post(t.Context(), "/v1/chat/completions", "sk-sluice-unknown", `{"model":`); status != http.StatusUnauthorized || !strings.Contains(body, string(sluice.CodeNoCredentials)) {
+		t.Errorf("bad key, unparseable body = %d %s; want 401 no_credentials", status, body)
+	}
+}
+
+// TestKeyDisabledAfterAuthenticationIsInactive: a key disabled between its
+// authentication (from the headers) and its admission (after the body) gets
+// 403 access_credential_inactive. The caller sends Expect: 100-continue, so
+// its body leaves only once the server has authenticated and asks for it;
+// the key is disabled right then.
+func TestKeyDisabledAfterAuthenticationIsInactive(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	created, err := h.adminClient().CreateKey(ctx, admin.KeySpec{ID: "soon-off", Name: "soon off", Tenant: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disable := func() {
+		if _, err := h.adminClient().Disable(context.WithoutCancel(ctx), "soon-off"); err != nil {
+			t.Errorf("Disable: %v", err)
+		}
+	}
+	client := &http.Client{Transport: &bodyHook{rt: &http.Transport{ExpectContinueTimeout: time.Minute}, first: disable}}
+	c := openai.NewClient(option.WithBaseURL(h.url("/v1/")), option.WithAPIKey(created.Key), option.WithMaxRetries(0),
+		option.WithHTTPClient(client), option.WithHeader("Expect", "100-continue"))
+	_, err = c.Chat.Completions.New(ctx, chatParams("fast"))
+	if status, code := sdkCode(t, err); status != http.StatusForbidden || code != string(sluice.CodeCredentialInactive) {
+		t.Errorf("= %d %q, want 403 access_credential_inactive", status, code)
+	}
+	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 0 {
+		t.Errorf("the upstreams saw %d requests, want none", n)
+	}
+}
+
+// bodyHook runs first once, when the transport starts sending the first
+// request body.
+type bodyHook struct {
+	rt    http.RoundTripper
+	first func()
+	once  sync.Once
+}
+
+func (b *bodyHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		r.Body = &hookedBody{ReadCloser: r.Body, hook: func() { b.once.Do(b.first) }}
+	}
+	return b.rt.RoundTrip(r)
+}
+
+type hookedBody struct {
+	io.ReadCloser
+	hook func()
+}
+
+func (h *hookedBody) Read(p []byte) (int, error) {
+	h.hook()
+	return h.ReadCloser.Read(p)
+}
