@@ -1,0 +1,48 @@
+// Package adapter is the seam between the protocol a caller speaks and the
+// protocol an upstream speaks. A Translator carries one execution across
+// two different protocols: the request body on the way out, and the
+// answer — a whole body, or a stream event by event — and the upstream's
+// errors on the way back, counting the usage it reads. When caller and
+// upstream speak the same protocol no Translator is used: the body passes
+// through as it is (zero copy but for the model name), which is the common
+// case and the fast one.
+//
+// Translators live in one package per upstream protocol, one file per
+// caller protocol (adapter/anthropic/from_openai.go turns an OpenAI chat
+// caller's request into an Anthropic Messages one). Which pairs exist is
+// one explicit table in package app. The package depends only on package
+// sluice.
+package adapter
+
+import "github.com/sluicehq/sluice"
+
+// Event is one server-sent event: its name (empty for an unnamed event,
+// as OpenAI sends them) and its data.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// Translator carries one execution from the caller's protocol to the
+// upstream's and back. A value serves one execution and is not safe for
+// concurrent use. Errors it returns for a request that cannot be expressed
+// on the other side are *sluice.Error with CodeInvalidRequest and a message
+// fit for the caller; nothing is silently dropped.
+type Translator interface {
+	// Request returns the upstream body for the caller's request, asking
+	// for the upstream model.
+	Request(req *sluice.Request, model string) ([]byte, error)
+	// Response returns the caller's body for a complete (non-streamed)
+	// successful upstream answer.
+	Response(body []byte) ([]byte, error)
+	// Event translates one upstream stream event, calling emit for each
+	// event the caller is to receive (none, one or several), in order. It
+	// returns done when the caller's stream is complete (its last event
+	// emitted); an upstream stream that ends before that is truncated.
+	Event(ev Event, emit func(Event) error) (done bool, err error)
+	// Error returns the caller's error body for an upstream error answer
+	// that is passed on (a request error), in the caller's envelope.
+	Error(status int, body []byte) []byte
+	// Usage is the usage the upstream reported so far, in Sluice's terms.
+	Usage() sluice.Usage
+}
