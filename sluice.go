@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"log/slog"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -221,6 +222,7 @@ var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIEmbeddings: "embeddings",
 	ProtocolOpenAIVideos:     "videos",
 	ProtocolFalQueue:         "fal",
+	ProtocolAnthropic:        "messages",
 }
 
 // RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
@@ -286,6 +288,10 @@ type Request struct {
 	// submit sent as multipart/form-data — and is forwarded with it.
 	ContentType string
 	Received    time.Time
+	// Header is the caller's HTTP header, read only. Only what a protocol
+	// names is passed on (anthropic-version and anthropic-beta to an
+	// Anthropic upstream); nil when there was no caller's request.
+	Header http.Header
 }
 
 // Usage is what one request consumed upstream. Measured is false when the

@@ -155,7 +155,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := src.install(cat, doc); err != nil {
 		return nil, err
 	}
-	g.caller = upstream.New(o.Log, func(id string) upstream.BreakerSettings {
+	fronts, dialects := protocols()
+	g.caller = upstream.New(o.Log, dialects, func(id string) upstream.BreakerSettings {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
@@ -196,7 +197,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	// SIGTERM, for the shutdown grace.
 	requests, stopRequests := context.WithCancelCause(context.Background())
 	g.stopRequests = stopRequests
-	g.dataPlane = g.serve(dataLn, g.handlers.track(ingress.New(handler, g.live, g.keys, g.metrics, o.Log)), requests)
+	g.dataPlane = g.serve(dataLn, g.handlers.track(ingress.New(handler, g.live, g.keys, g.metrics, o.Log, fronts)), requests)
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{

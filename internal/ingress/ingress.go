@@ -37,14 +37,20 @@ type Server struct {
 	mux     *http.ServeMux
 	ids     *requestIDs
 	budget  bodyBudget
+	fronts  map[sluice.Protocol]*Front
 }
 
-// New returns the data-plane handler.
-func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metrics.Metrics, log *slog.Logger) *Server {
-	s := &Server{handler: h, live: live, keys: keys, metrics: m, log: log, mux: http.NewServeMux(), ids: newRequestIDs()}
+// New returns the data-plane handler, serving the protocols of fronts.
+func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metrics.Metrics, log *slog.Logger, fronts []*Front) *Server {
+	s := &Server{handler: h, live: live, keys: keys, metrics: m, log: log, mux: http.NewServeMux(), ids: newRequestIDs(),
+		fronts: make(map[sluice.Protocol]*Front, len(fronts))}
 	m.WatchBodyBytesHeld(s.budget.held.Load)
-	s.mux.HandleFunc("POST /v1/chat/completions", s.protocol(sluice.ProtocolOpenAIChat))
-	s.mux.HandleFunc("POST /v1/embeddings", s.protocol(sluice.ProtocolOpenAIEmbeddings))
+	for _, f := range fronts {
+		s.fronts[f.Protocol] = f
+		for _, path := range f.Paths {
+			s.mux.HandleFunc("POST "+path, s.endpoint(f.Protocol, s.serve))
+		}
+	}
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.routeJobs()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -52,22 +58,22 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 }
 
 // ServeHTTP routes by the path allowlist; anything else is a 404 (or 405)
-// in the OpenAI envelope.
+// in the OpenAI envelope, or Anthropic's under /v1/messages.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
-		code := sluice.CodeNotFound
+		code, p := sluice.CodeNotFound, sluice.ProtocolOpenAIChat
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			p = sluice.ProtocolAnthropic
+		}
 		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
-			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") {
+			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") || strings.HasPrefix(r.URL.Path, "/v1/messages") {
 			code = sluice.CodeMethodNotAllowed
 		}
-		writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
+		s.writeError(w, p, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
-
-// protocol returns the handler of one caller protocol's endpoint.
-func (s *Server) protocol(p sluice.Protocol) http.HandlerFunc { return s.endpoint(p, s.serve) }
 
 // serveFunc serves one request of protocol p with its request ID, received
 // at start; req is nil when the request did not parse.
@@ -88,7 +94,7 @@ func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
 
 func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
-	pr, err := s.keys.Authenticate(bearer(r))
+	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
 	if err != nil {
 		return out, nil, closeUnread(w, r, err)
 	}
@@ -101,7 +107,7 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
 	}
-	req.ID, req.Received = id, start
+	req.ID, req.Received, req.Header = id, start, r.Header
 	if err = sluiceHeaders(req, r); err != nil {
 		return out, req, err
 	}
@@ -141,7 +147,7 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 		code = "caller_gone"
 	case err != nil && !w.wrote:
 		se := asError(err)
-		writeError(w, p, se)
+		s.writeError(w, p, se)
 		code = string(se.Code)
 	case w.status >= 400:
 		code = "upstream_" + strconv.Itoa(w.status)
@@ -176,20 +182,11 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 	}
 }
 
-// bearer returns the token of an "Authorization: Bearer …" header.
-func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
-}
-
 // models lists the aliases the key may use, in the OpenAI list shape.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	p, err := s.keys.Authenticate(bearer(r))
 	if err != nil {
-		writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, err)))
+		s.writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, err)))
 		return
 	}
 	type model struct {
@@ -218,35 +215,16 @@ func asError(err error) *sluice.Error {
 	return &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error", Err: err}
 }
 
-// errorTypes gives each status the OpenAI error "type" SDKs expect.
-var errorTypes = map[int]string{
-	http.StatusBadRequest:            "invalid_request_error",
-	http.StatusUnauthorized:          "authentication_error",
-	http.StatusForbidden:             "permission_error",
-	http.StatusNotFound:              "not_found_error",
-	http.StatusMethodNotAllowed:      "invalid_request_error",
-	http.StatusRequestEntityTooLarge: "invalid_request_error",
-	http.StatusRequestTimeout:        "invalid_request_error",
-	http.StatusTooManyRequests:       "rate_limit_error",
-}
-
-// writeError renders e in the error envelope of protocol p: fal's
-// {"detail": …} for the fal queue, OpenAI's otherwise. Only e.Msg and
-// e.Code reach the caller; the cause stays in the logs.
-func writeError(w http.ResponseWriter, p sluice.Protocol, e *sluice.Error) {
+// writeError renders e in the error envelope of protocol p (OpenAI's for a
+// protocol Sluice does not serve). Only e.Msg and e.Code reach the caller;
+// the cause stays in the logs.
+func (s *Server) writeError(w http.ResponseWriter, p sluice.Protocol, e *sluice.Error) {
 	status := e.Code.Status()
-	var body []byte
-	if p == sluice.ProtocolFalQueue {
-		body, _ = json.Marshal(map[string]any{"detail": e.Msg, "code": e.Code})
-	} else {
-		typ, ok := errorTypes[status]
-		if !ok {
-			typ = "server_error"
-		}
-		body, _ = json.Marshal(map[string]any{"error": map[string]any{
-			"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
-		}})
+	f := s.fronts[p]
+	if f == nil {
+		f = OpenAIChat
 	}
+	body := f.Envelope(e, status)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {

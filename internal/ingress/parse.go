@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
-// fields is what routing and accounting need from an OpenAI request body.
+// fields is what routing and accounting need from a request body.
 // Everything else stays in the caller's bytes, untouched.
 type fields struct {
 	Model               string
@@ -73,15 +73,20 @@ func checkUser(user string) error {
 	return nil
 }
 
-// Parse reads the fields of an OpenAI-style body that Sluice routes on and
-// fills a Request that keeps body as is. The body must be one JSON object
-// with a non-empty string "model", and each field Sluice reads must appear
-// at most once, spelled exactly (see checkKeys).
+// Parse reads the fields of a body of protocol p (OpenAI-style, or
+// Anthropic Messages) that Sluice routes on and fills a Request that keeps
+// body as is. The body must be one JSON object with a non-empty string
+// "model", and each field Sluice reads must appear at most once, spelled
+// exactly (see checkKeys).
 func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
-	f, ok := scan(body)
+	rf := openAIFields
+	if p == sluice.ProtocolAnthropic {
+		rf = anthropicFields
+	}
+	f, ok := scan(body, rf)
 	if !ok {
 		var err error
-		if f, err = decode(body); err != nil {
+		if f, err = rf.decode(body, rf); err != nil {
 			return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fieldError(err), Err: err}
 		}
 	}
@@ -107,7 +112,7 @@ func (f *fields) check(p sluice.Protocol) error {
 		return err
 	}
 	switch {
-	case f.Stream && p != sluice.ProtocolOpenAIChat:
+	case f.Stream && p != sluice.ProtocolOpenAIChat && p != sluice.ProtocolAnthropic:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "stream is not supported on this endpoint"}
 	case f.MaxTokens < 0:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_tokens must not be negative"}
@@ -142,10 +147,31 @@ func checkModel(model string) error {
 var (
 	readFields   = [...]string{"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens", "service_tier"}
 	optionFields = [...]string{"include_usage"} // inside stream_options
+	// Anthropic Messages names the end user metadata.user_id.
+	anthropicReadFields = [...]string{"model", "stream", "max_tokens", "metadata", "service_tier"}
+	metadataFields      = [...]string{"user_id"} // inside metadata
 )
 
 // scan and checkKeys note the fields seen in the bits of a uint8.
-var _ [8 - len(readFields)]struct{}
+var (
+	_ [8 - len(readFields)]struct{}
+	_ [8 - len(anthropicReadFields)]struct{}
+)
+
+// readSet is the fields Sluice reads of one protocol's bodies: names at the
+// top level, inner names inside the object member nested, and decode, the
+// reference reader (encoding/json) for what scan leaves to it.
+type readSet struct {
+	names  []string
+	nested string
+	inner  []string
+	decode func(body []byte, rf *readSet) (fields, error)
+}
+
+var (
+	openAIFields    = &readSet{names: readFields[:], nested: "stream_options", inner: optionFields[:], decode: decodeOpenAI}
+	anthropicFields = &readSet{names: anthropicReadFields[:], nested: "metadata", inner: metadataFields[:], decode: decodeAnthropic}
+)
 
 // fieldIndex returns the index of key in names, or -1. It compares bytes
 // with strings without converting them, so it never allocates.
@@ -171,10 +197,10 @@ var errRepeated = errors.New("field repeated")
 // with escapes — and decode, the reference, then gives the answer or the
 // error. A plain key folds to itself, so a bitmask of the fields seen is all
 // the scan needs to apply checkKeys' rule.
-func scan(body []byte) (f fields, ok bool) {
+func scan(body []byte, rf *readSet) (f fields, ok bool) {
 	var seen uint8
 	err := jsonfield.PlainMembers(body, func(key, value []byte) error {
-		i := fieldIndex(readFields[:], key)
+		i := fieldIndex(rf.names, key)
 		if i < 0 {
 			return nil
 		}
@@ -182,7 +208,7 @@ func scan(body []byte) (f fields, ok bool) {
 			return errRepeated
 		}
 		seen |= 1 << i
-		switch readFields[i] {
+		switch rf.names[i] {
 		case "model":
 			return jsonfield.DecodeString(&f.Model, value)
 		case "stream":
@@ -195,15 +221,17 @@ func scan(body []byte) (f fields, ok bool) {
 			return jsonfield.DecodeInt(&f.MaxCompletionTokens, value)
 		case "service_tier":
 			return jsonfield.DecodeString(&f.ServiceTier, value)
+		case "metadata":
+			return scanInner(value, "user_id", func(v []byte) error { return jsonfield.DecodeString(&f.User, v) })
 		}
-		return scanOptions(&f.IncludeUsage, value)
+		return scanInner(value, "include_usage", func(v []byte) error { return jsonfield.DecodeBool(&f.IncludeUsage, v) })
 	})
 	return f, err == nil
 }
 
-// scanOptions reads stream_options: null, or an object with include_usage
-// at most once.
-func scanOptions(includeUsage *bool, value []byte) error {
+// scanInner reads an object member that holds a field Sluice reads (name,
+// decoded by read): null, or an object with name at most once.
+func scanInner(value []byte, name string, read func(value []byte) error) error {
 	if string(value) == "null" {
 		return nil
 	}
@@ -212,14 +240,14 @@ func scanOptions(includeUsage *bool, value []byte) error {
 	}
 	seen := false
 	return jsonfield.PlainMembers(value, func(key, value []byte) error {
-		if string(key) != "include_usage" {
+		if string(key) != name {
 			return nil
 		}
 		if seen {
 			return errRepeated
 		}
 		seen = true
-		return jsonfield.DecodeBool(includeUsage, value)
+		return read(value)
 	})
 }
 
@@ -232,10 +260,14 @@ func (e *ambiguousError) Error() string {
 }
 
 // checkKeys applies the rule of readFields to obj, valid JSON: it refuses a
-// member whose key folds (jsonfield.FoldKey) to one of names unless it is
-// that name, spelled plainly, for the first time; and it applies the rule of
-// optionFields inside stream_options.
-func checkKeys(obj []byte, names []string, prefix string) error {
+// member whose key folds (jsonfield.FoldKey) to one of rf's names unless it
+// is that name, spelled plainly, for the first time; and it applies the
+// rule to rf's inner names inside its nested member (stream_options).
+func checkKeys(obj []byte, rf *readSet) error {
+	return checkNames(obj, rf.names, "", rf)
+}
+
+func checkNames(obj []byte, names []string, prefix string, rf *readSet) error {
 	var seen uint8
 	return jsonfield.Fields(obj, func(key, value []byte) error {
 		i := fieldIndex(names, key)
@@ -251,8 +283,8 @@ func checkKeys(obj []byte, names []string, prefix string) error {
 			return &ambiguousError{field: prefix + names[i]}
 		}
 		seen |= 1 << i
-		if names[i] == "stream_options" && value[0] == '{' {
-			return checkKeys(value, optionFields[:], "stream_options.")
+		if prefix == "" && names[i] == rf.nested && value[0] == '{' {
+			return checkNames(value, rf.inner, rf.nested+".", rf)
 		}
 		return nil
 	})
@@ -273,14 +305,14 @@ type wireFields struct {
 	ServiceTier         string `json:"service_tier"`
 }
 
-// decode reads the fields with encoding/json, for the bodies scan leaves to
-// it, and refuses what checkKeys refuses.
-func decode(body []byte) (fields, error) {
+// decodeOpenAI reads the fields with encoding/json, for the bodies scan
+// leaves to it, and refuses what checkKeys refuses.
+func decodeOpenAI(body []byte, rf *readSet) (fields, error) {
 	var w wireFields
 	if err := json.Unmarshal(body, &w); err != nil {
 		return fields{}, err
 	}
-	if err := checkKeys(body, readFields[:], ""); err != nil {
+	if err := checkKeys(body, rf); err != nil {
 		return fields{}, err
 	}
 	return fields{
@@ -289,6 +321,34 @@ func decode(body []byte) (fields, error) {
 		MaxTokens:    int64(w.MaxTokens), MaxCompletionTokens: int64(w.MaxCompletionTokens),
 		ServiceTier: w.ServiceTier,
 	}, nil
+}
+
+// anthropicWireFields is what Sluice reads of an Anthropic Messages body,
+// as encoding/json decodes it.
+type anthropicWireFields struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Metadata *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+	MaxTokens   int    `json:"max_tokens"`
+	ServiceTier string `json:"service_tier"`
+}
+
+// decodeAnthropic is decodeOpenAI for an Anthropic Messages body.
+func decodeAnthropic(body []byte, rf *readSet) (fields, error) {
+	var w anthropicWireFields
+	if err := json.Unmarshal(body, &w); err != nil {
+		return fields{}, err
+	}
+	if err := checkKeys(body, rf); err != nil {
+		return fields{}, err
+	}
+	f := fields{Model: w.Model, Stream: w.Stream, MaxTokens: int64(w.MaxTokens), ServiceTier: w.ServiceTier}
+	if w.Metadata != nil {
+		f.User = w.Metadata.UserID
+	}
+	return f, nil
 }
 
 // fieldError names the field whose type was wrong, without echoing values.

@@ -283,7 +283,7 @@ func TestScan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := scan([]byte(tt.give))
+			got, ok := scan([]byte(tt.give), openAIFields)
 			if ok != tt.ok || ok && got != tt.want {
 				t.Errorf("scan(%s) = %+v, %v; want %+v, %v", tt.give, got, ok, tt.want, tt.ok)
 			}
@@ -300,11 +300,11 @@ func FuzzScanMatchesDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, give string) {
-		got, ok := scan([]byte(give))
+		got, ok := scan([]byte(give), openAIFields)
 		if !ok {
 			return
 		}
-		want, err := decode([]byte(give))
+		want, err := decodeOpenAI([]byte(give), openAIFields)
 		if err != nil {
 			t.Fatalf("scan(%q) = %+v, but encoding/json refuses it: %v", give, got, err)
 		}

@@ -78,7 +78,7 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 		recs := &records{}
 		h := NewHandler(Stages{
 			Live: live, Capacity: capacity.New(mem, mem, "r", time.Minute, log), Statuses: capacity.NewStatuses(mem, log),
-			Caller: upstream.New(log, func(string) upstream.BreakerSettings { return upstream.BreakerSettings{Failures: 5, Open: time.Minute} }, nil),
+			Caller: upstream.New(log, &upstream.Protocols{Dialects: map[sluice.Protocol]*upstream.Dialect{sluice.ProtocolOpenAIChat: upstream.OpenAIChat}, Endings: map[sluice.Protocol]*upstream.Ending{sluice.ProtocolOpenAIChat: upstream.OpenAIEnding}}, func(string) upstream.BreakerSettings { return upstream.BreakerSettings{Failures: 5, Open: time.Minute} }, nil),
 			Usage:  recs, Log: log,
 		})
 		body := `{"model":"fast","messages":[{"role":"user","content":"hi"}]}`

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
@@ -29,6 +29,32 @@ type Attempt struct {
 	RetryAfter time.Duration // the upstream's wait hint on a rate limit
 	Exhausted  time.Duration // on success: the upstream said its request window is empty for this long
 	Err        error         // internal cause; nil on success
+}
+
+// exchange is how one execution speaks: the upstream side of the edge's
+// protocol, the caller side's stream ending, the translator when the two
+// protocols differ (nil for a passthrough), and the secret to mask.
+type exchange struct {
+	dialect *Dialect
+	ending  *Ending
+	tr      adapter.Translator
+	secret  string
+}
+
+// exchangeFor picks how req is carried to edge e.
+func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, error) {
+	x := exchange{dialect: c.protocols.Dialects[e.Protocol], ending: c.protocols.Endings[req.Protocol]}
+	if x.dialect == nil || x.ending == nil {
+		return x, fmt.Errorf("no dialect for %s to %s", req.Protocol, e.Protocol)
+	}
+	if e.Protocol != req.Protocol {
+		translator := c.protocols.Translators[Pair{req.Protocol, e.Protocol}]
+		if translator == nil {
+			return x, fmt.Errorf("no translator from %s to %s", req.Protocol, e.Protocol)
+		}
+		x.tr = translator()
+	}
+	return x, nil
 }
 
 // response is an upstream answer held in memory.
@@ -51,7 +77,17 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			a.Exec.Error = a.Err.Error()
 		}
 	}()
-	body, err := PrepareBody(req, e.Model)
+	x, err := c.exchangeFor(req, e)
+	if err != nil {
+		a.Class, a.Err = ClassRequest, err
+		return a
+	}
+	var body []byte
+	if x.tr == nil {
+		body, err = x.dialect.Prepare(req, e.Model)
+	} else {
+		body, err = x.tr.Request(req, e.Model)
+	}
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
 		return a
@@ -61,13 +97,13 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	defer cancel(nil)
 	timeouts := startPhases(cancel, to)
 	defer timeouts.stop()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, endpointURL(e.Endpoint.BaseURL, req.Protocol), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, dialectURL(e.Endpoint.BaseURL, x.dialect), bytes.NewReader(body))
 	if err != nil {
 		a.Class, a.Err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
 		return a
 	}
 	h := hreq.Header
-	h["Authorization"] = []string{"Bearer " + e.Credential.Secret}
+	x.dialect.Authorize(h, req.Header, e.Credential.Secret)
 	h["Content-Type"] = jsonContentType
 	h["User-Agent"] = userAgent
 	if req.Stream {
@@ -83,9 +119,9 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	timeouts.receiving()
 	rd := &idleReader{r: resp.Body, p: timeouts}
-	secret := e.Credential.Secret
+	x.secret = e.Credential.Secret
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.rejected(ctx, actx, w, resp, rd, a, secret)
+		return c.rejected(ctx, actx, w, resp, rd, a, x)
 	}
 	a.Exhausted = Exhausted(resp.Header, time.Now())
 	if req.Stream {
@@ -93,14 +129,14 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			a.Class, a.Err = ClassEndpoint, fmt.Errorf("upstream answered a stream %d with a content type that is not text/event-stream", resp.StatusCode)
 			return a
 		}
-		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks, secret)
+		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks, x)
 	}
-	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks, secret)
+	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks, x)
 }
 
 // rejected handles a non-2xx answer: it is classified, and a request error
 // goes back to the caller unchanged but for what scrubError masks.
-func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, secret string) Attempt {
+func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd io.Reader, a Attempt, x exchange) Attempt {
 	body, err := io.ReadAll(io.LimitReader(rd, maxErrorBody))
 	if err != nil && ctx.Err() != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
@@ -109,8 +145,11 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 	classifyRejection(&a, resp, body)
 	if a.Class == ClassRequest {
 		a.Committed = true
-		scrubError(body, secret)
-		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, secret, true); err != nil {
+		scrubError(body, x.secret)
+		if x.tr != nil {
+			body = x.tr.Error(resp.StatusCode, body)
+		}
+		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, x.secret, true); err != nil {
 			a.Err = fmt.Errorf("upstream answered %d; relaying it: %w", resp.StatusCode, err)
 		}
 	}
@@ -188,23 +227,6 @@ var (
 	userAgent       = []string{"sluice"}
 	eventStream     = []string{"text/event-stream"}
 )
-
-// protocolPaths are the upstream paths of the protocols Sluice forwards.
-var protocolPaths = map[sluice.Protocol]string{
-	sluice.ProtocolOpenAIChat:       "/v1/chat/completions",
-	sluice.ProtocolOpenAIEmbeddings: "/v1/embeddings",
-}
-
-// endpointURL joins an endpoint's base URL and a protocol's path; a base URL
-// that already ends in /v1 keeps it once.
-func endpointURL(base string, p sluice.Protocol) string {
-	base = strings.TrimSuffix(base, "/")
-	path := protocolPaths[p]
-	if strings.HasSuffix(base, "/v1") {
-		path = strings.TrimPrefix(path, "/v1")
-	}
-	return base + path
-}
 
 var executionStatus = [...]sluice.ExecutionStatus{
 	ClassNone: sluice.ExecutionOK, ClassRate: sluice.ExecutionRate, ClassAuth: sluice.ExecutionAuth,
@@ -310,6 +332,8 @@ func (a Attempt) Failure() error {
 	switch {
 	case a.Class == ClassCallerGone:
 		return a.Err
+	case a.Class == ClassRequest && errors.As(a.Err, new(*sluice.Error)):
+		return a.Err // a request its translator cannot carry to the other protocol, in its words
 	case errors.Is(a.Err, errFirstByteTimeout), errors.Is(a.Err, errIdleTimeout), errors.Is(a.Err, errTotalTimeout):
 		return &sluice.Error{Code: sluice.CodeUpstreamTimeout, Msg: "the upstream did not answer in time", Err: a.Err}
 	default:

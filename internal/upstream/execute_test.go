@@ -47,11 +47,12 @@ func TestPhaseTimeouts(t *testing.T) {
 			sim := simulator.New(simulator.Options{Default: tt.behavior})
 			srv := httptest.NewServer(sim)
 			t.Cleanup(func() { sim.Close(); srv.Close() })
-			c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings {
+			c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings {
 				return BreakerSettings{Failures: 5, Open: time.Second}
 			}, nil)
 			t.Cleanup(c.Close)
 			edge := &sluice.Edge{
+				Protocol:   sluice.ProtocolOpenAIChat,
 				ID:         "k/ep/gpt-4o-mini",
 				Credential: &sluice.Credential{ID: "k", Secret: "sk-test"},
 				Account:    &sluice.Account{ID: "k"},
@@ -88,12 +89,13 @@ func TestSharedHeaderValuesStayUnchanged(t *testing.T) {
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
-	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings {
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings {
 		return BreakerSettings{Failures: 5, Open: time.Second}
 	}, nil)
 	t.Cleanup(c.Close)
 	edge := &sluice.Edge{
-		ID: "k/ep/gpt-4o-mini", Credential: &sluice.Credential{ID: "k", Secret: "sk-test"}, Account: &sluice.Account{ID: "k"},
+		Protocol: sluice.ProtocolOpenAIChat,
+		ID:       "k/ep/gpt-4o-mini", Credential: &sluice.Credential{ID: "k", Secret: "sk-test"}, Account: &sluice.Account{ID: "k"},
 		Endpoint: &sluice.Endpoint{ID: "ep", BaseURL: srv.URL}, Model: "gpt-4o-mini",
 	}
 	shared := map[string][]string{"application/json": jsonContentType, "sluice": userAgent, "text/event-stream": eventStream, "no-cache": noCache, "no": noBuffering}

@@ -24,7 +24,7 @@ var errAnswerCut = errors.New("upstream answer broke after it was committed")
 
 // forward relays a JSON answer: whole when it is short, so a broken body
 // can still fail over; as it arrives (passOn) when it is long.
-func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks, secret string) Attempt {
+func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks, x exchange) Attempt {
 	if !hasMediaType(resp.Header, isJSONType) {
 		a.Class, a.Err = ClassEndpoint, fmt.Errorf("upstream answered %d with a content type that is not JSON", resp.StatusCode)
 		return a
@@ -34,25 +34,39 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
 	}
-	if !whole {
-		return c.passOn(ctx, actx, w, resp, rd, body, a, callStart, hooks, secret)
+	switch {
+	case !whole && x.tr != nil:
+		a.Class, a.Err = ClassEndpoint, errTooLongToTranslate
+		return a
+	case !whole:
+		return c.passOn(ctx, actx, w, resp, rd, body, a, callStart, hooks, x)
 	}
 	f, ok := readAnswer(body)
 	if !ok {
 		a.Class, a.Err = ClassEndpoint, errNotJSONObject
 		return a
 	}
-	maskSecret(body, secret)
-	a.Exec.Usage = usageValue(f.usage)
+	a.Exec.Usage = x.dialect.Usage(f.usage)
+	if x.tr != nil {
+		if body, err = x.tr.Response(body); err != nil {
+			a.Class, a.Err = ClassEndpoint, fmt.Errorf("translate answer: %w", err)
+			return a
+		}
+	}
+	maskSecret(body, x.secret)
 	a.TTFT = time.Since(callStart)
 	a.Committed = true
 	hooks.committed()
 	hooks.ending(a)
-	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, secret, false); err != nil {
+	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, x.secret, false); err != nil {
 		a.Class, a.Err = ClassCallerGone, err
 	}
 	return a
 }
+
+// errTooLongToTranslate fails a translated answer longer than Sluice holds:
+// a translator takes a whole answer.
+var errTooLongToTranslate = errors.New("upstream answer is too long to translate")
 
 // readHeld reads an answer of up to maxHeldAnswer bytes into one buffer of
 // its announced size (plus one byte, to see the end without growing).
@@ -94,7 +108,8 @@ func readHeld(r io.Reader, size int64) (body []byte, whole bool, err error) {
 // answer that breaks after the commit, or turns out not to be a JSON
 // object, is an endpoint failure, and the caller's response is cut so that
 // no client takes what arrived for a whole answer.
-func (c *Caller) passOn(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd *idleReader, held []byte, a Attempt, callStart time.Time, hooks Hooks, secret string) Attempt {
+func (c *Caller) passOn(ctx, actx context.Context, w http.ResponseWriter, resp *http.Response, rd *idleReader, held []byte, a Attempt, callStart time.Time, hooks Hooks, x exchange) Attempt {
+	secret := x.secret
 	var scan usageScanner
 	if scan.Write(held); scan.Err(false) != nil {
 		a.Class, a.Err = ClassEndpoint, scan.Err(false)
@@ -140,7 +155,7 @@ func (c *Caller) passOn(ctx, actx context.Context, w http.ResponseWriter, resp *
 		cut(rc)
 		return a
 	}
-	a.Exec.Usage = usageValue(scan.Usage())
+	a.Exec.Usage = x.dialect.Usage(scan.Usage())
 	hooks.ending(a)
 	if err := writeGuarded(w, rc, rd.p, buf[:n]); err != nil {
 		return callerGone(rc, rd.p, a, err)

@@ -22,7 +22,8 @@ import (
 // testEdge is an edge to the simulator at url, with testSecret.
 func testEdge(url string) *sluice.Edge {
 	return &sluice.Edge{
-		ID: "k/ep/gpt-4o-mini", Credential: &sluice.Credential{ID: "k", Secret: testSecret}, Account: &sluice.Account{ID: "k"},
+		Protocol: sluice.ProtocolOpenAIChat,
+		ID:       "k/ep/gpt-4o-mini", Credential: &sluice.Credential{ID: "k", Secret: testSecret}, Account: &sluice.Account{ID: "k"},
 		Endpoint: &sluice.Endpoint{ID: "ep", BaseURL: url, Timeouts: sluice.Timeouts{FirstByte: 5 * time.Second, Idle: 5 * time.Second}}, Model: "gpt-4o-mini",
 	}
 }
@@ -34,7 +35,7 @@ func executeOn(t *testing.T, b simulator.Behavior, stream bool) (Attempt, *httpt
 	sim := simulator.New(simulator.Options{Default: b})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
-	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings {
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings {
 		return BreakerSettings{Failures: 5, Open: time.Second}
 	}, nil)
 	t.Cleanup(c.Close)
@@ -134,7 +135,7 @@ func TestPassOnMasksASecretSplitByReads(t *testing.T) {
 			t.Fatalf("readHeld = %d bytes, whole %v, %v; want the held part of a longer answer", len(held), whole, err)
 		}
 		w := httptest.NewRecorder()
-		a := new(Caller).passOn(ctx, ctx, w, resp, rd, held, Attempt{}, time.Now(), Hooks{}, testSecret)
+		a := new(Caller).passOn(ctx, ctx, w, resp, rd, held, Attempt{}, time.Now(), Hooks{}, exchange{dialect: OpenAIChat, ending: OpenAIEnding, secret: testSecret})
 		if a.Err != nil || a.Exec.Usage.PromptTokens != 2 || w.Body.Len() != answer.Len() {
 			t.Fatalf("passOn = %+v with %d bytes, want usage and all %d bytes", a, w.Body.Len(), answer.Len())
 		}
@@ -150,7 +151,7 @@ func TestEndingComesBeforeTheLastBytes(t *testing.T) {
 	for _, pad := range []int{0, 2 * maxHeldAnswer} {
 		sim := simulator.New(simulator.Options{Default: simulator.Behavior{Pad: pad}})
 		srv := httptest.NewServer(sim)
-		c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+		c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
 		body := `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`
 		w := httptest.NewRecorder()
 		var sentAtEnding int

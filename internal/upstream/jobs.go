@@ -168,12 +168,8 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 		a.Class, a.Err = ClassRequest, fmt.Errorf("build upstream job request: %w", err)
 		return nil
 	}
-	scheme := "Bearer "
-	if e.Protocol == sluice.ProtocolFalQueue {
-		scheme = "Key "
-	}
 	h := hreq.Header
-	h["Authorization"] = []string{scheme + e.Credential.Secret}
+	c.protocols.Dialects[e.Protocol].Authorize(h, nil, e.Credential.Secret)
 	h["User-Agent"] = userAgent
 	if call.Body != nil {
 		h["Content-Type"] = jsonContentType

@@ -70,7 +70,7 @@ func TestJobAnswersAreScrubbed(t *testing.T) {
 		fmt.Fprintf(w, `{"id":"video_1","status":"queued","note":%q}`, auth)
 	}))
 	t.Cleanup(srv.Close)
-	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
 	t.Cleanup(c.Close)
 	e := testEdge(srv.URL)
 	e.Protocol = sluice.ProtocolOpenAIVideos

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/sse"
 )
-
-var doneData = []byte("[DONE]")
 
 // Header values of every relayed stream, shared by all of them as the
 // upstream request's are (see jsonContentType).
@@ -23,11 +21,12 @@ var (
 )
 
 // relay passes an SSE answer to the caller event by event, as each arrives,
-// with the secret masked in each. Until the first event is written the
-// attempt can still fail over; after it, a failure ends the caller's stream
-// with an error event. A data event that is neither a JSON object nor
-// [DONE] is such a failure (of the endpoint), and is not passed on.
-func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks, secret string) Attempt {
+// with the secret masked in each (or, through a translator, the events it
+// turns each into). Until the first event is written the attempt can still
+// fail over; after it, a failure ends the caller's stream with the error
+// event of the caller's protocol. An event that the dialect cannot read is
+// such a failure (of the endpoint), and is not passed on.
+func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sluice.Request, rd *idleReader, a Attempt, callStart time.Time, hooks Hooks, x exchange) Attempt {
 	events := sse.NewReader(rd)
 	ev, err := events.Next()
 	for err == nil && ev.Data == nil {
@@ -35,16 +34,21 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		// stream: the attempt can still fail over.
 		ev, err = events.Next()
 	}
-	var f answerFields
-	var done bool
+	var drop, done bool
 	if err == nil {
-		f, done, err = chunkOf(ev.Data)
+		a.Exec.Usage, drop, done, err = x.dialect.Event(ev, req, a.Exec.Usage)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = errStreamTruncated
 		}
 		a.Class, a.Err = failureOf(ctx, actx, err)
+		if errors.Is(err, errUpstreamErrorEvent) {
+			// The upstream's error before anything reached the caller is
+			// what its error answer would have said (Anthropic sends an
+			// overload after the 200 so): classified as one.
+			a.Class = Classify(http.StatusInternalServerError, ev.Data)
+		}
 		return a
 	}
 	hooks.committed()
@@ -64,25 +68,34 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if idle > 0 {
 		defer rc.SetWriteDeadline(time.Time{})
 	}
-	for {
-		forward := true
-		if u := usageValue(f.usage); u.Measured {
-			a.Exec.Usage = u
-			// The usage-only chunk exists because Sluice asked for it;
-			// a caller that did not ask never sees it.
-			forward = req.IncludeUsage || !isUsageOnly(f.choices)
-		}
-		if done {
-			hooks.ending(a)
-		}
-		if forward {
+	var emit func(adapter.Event) error // a translator's events, written as they come; a passthrough needs none
+	if x.tr != nil {
+		emit = func(e adapter.Event) error {
 			if idle > 0 {
 				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
-			// Model output is content: only the exact secret is masked,
-			// not key-shaped text (see scrub.go).
-			maskSecret(ev.Raw, secret)
-			if err := out.WriteRaw(ev.Raw); err != nil {
+			maskSecret(e.Data, x.secret)
+			return out.WriteEvent(asBytes(e.Name), e.Data)
+		}
+	}
+	for {
+		if done {
+			hooks.ending(a)
+		}
+		if !drop {
+			if idle > 0 {
+				_ = rc.SetWriteDeadline(time.Now().Add(idle))
+			}
+			var err error
+			if x.tr != nil {
+				_, err = x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit)
+			} else {
+				// Model output is content: only the exact secret is masked,
+				// not key-shaped text (see scrub.go).
+				maskSecret(ev.Raw, x.secret)
+				err = out.WriteRaw(ev.Raw)
+			}
+			if err != nil {
 				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
 				return a
 			}
@@ -92,7 +105,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			return a
 		}
 		if ev, err = events.Next(); err == nil {
-			f, done, err = chunkOf(ev.Data)
+			a.Exec.Usage, drop, done, err = x.dialect.Event(ev, req, a.Exec.Usage)
 		}
 		if err != nil {
 			break
@@ -102,54 +115,25 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		err = errStreamTruncated
 	}
 	a.Class, a.Err = failureOf(ctx, actx, err)
-	if event := streamEnd(a); event != nil {
+	if event := streamEnd(a, x.ending); event != nil {
 		// The stream is committed: no failover, no splicing of a second
 		// upstream's output; the caller learns why it ended.
 		if idle > 0 {
 			_ = rc.SetWriteDeadline(time.Now().Add(idle))
 		}
-		_ = out.WriteData(event)
+		_ = out.WriteRaw(event)
 	}
 	return a
 }
 
-// errMalformedEvent ends a stream with a data event that is not JSON.
-var errMalformedEvent = errors.New("upstream stream event is neither a JSON object nor [DONE]")
-
-// chunkOf reads the data of an event of an OpenAI stream: [DONE], which
-// ends it (done), one JSON object (a chunk, with the fields Sluice reads),
-// or nil (a keep-alive comment, nothing to read). Anything else is
-// errMalformedEvent. The check does not allocate (readAnswer).
-func chunkOf(data []byte) (f answerFields, done bool, err error) {
-	switch {
-	case data == nil:
-		return f, false, nil
-	case bytes.Equal(data, doneData):
-		return f, true, nil
-	}
-	f, ok := readAnswer(data)
-	if !ok {
-		return f, false, errMalformedEvent
-	}
-	return f, false, nil
-}
-
-// streamEnd is the error event that ends the committed stream of a, or nil
-// when its caller has gone.
-func streamEnd(a Attempt) []byte {
+// streamEnd is the error event, in the caller's protocol (end), that ends
+// the committed stream of a, or nil when its caller has gone.
+func streamEnd(a Attempt, end *Ending) []byte {
 	switch {
 	case a.Err == ErrShuttingDown:
-		return shutdownErrorEvent
+		return end.Shutdown
 	case a.Class == ClassCallerGone:
 		return nil
 	}
-	return streamErrorEvent
+	return end.Failed
 }
-
-// streamErrorEvent ends a committed stream that broke, in the OpenAI
-// dialect that SDKs recognise (a chunk with an "error" key);
-// shutdownErrorEvent ends one that the gateway cut when shutting down.
-var (
-	streamErrorEvent   = []byte(`{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"` + string(sluice.CodeUpstreamStreamFailed) + `"}}`)
-	shutdownErrorEvent = []byte(`{"error":{"message":"` + ErrShuttingDown.Msg + `; the stream ended before it completed","type":"server_error","param":null,"code":"` + string(ErrShuttingDown.Code) + `"}}`)
-)

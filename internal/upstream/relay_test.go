@@ -56,11 +56,12 @@ func TestCallerThatStopsReadingCancelsUpstream(t *testing.T) {
 	sim := simulator.New(simulator.Options{Default: simulator.Behavior{ChunkDelay: 10 * time.Millisecond}})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
-	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) BreakerSettings {
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), testProtocols, func(string) BreakerSettings {
 		return BreakerSettings{Failures: 5, Open: time.Second}
 	}, nil)
 	defer c.Close()
 	edge := &sluice.Edge{
+		Protocol:   sluice.ProtocolOpenAIChat,
 		ID:         "k/ep/gpt-4o-mini",
 		Credential: &sluice.Credential{ID: "k", Secret: "sk-test"},
 		Account:    &sluice.Account{ID: "k"},

@@ -37,6 +37,7 @@ type Caller struct {
 	breakers   sync.Map // endpoint ID → *breaker.Breaker
 	settings   func(endpointID string) BreakerSettings
 	observe    func(Observation)
+	protocols  *Protocols
 }
 
 // Observation tells the owner what happened to an endpoint's breaker, for
@@ -46,13 +47,14 @@ type Observation struct {
 	State      breaker.State
 }
 
-// New returns a Caller. settings gives each endpoint's breaker settings when
-// its breaker is first needed; observe (may be nil) is told breaker changes.
-func New(log *slog.Logger, settings func(endpointID string) BreakerSettings, observe func(Observation)) *Caller {
+// New returns a Caller that speaks protocols. settings gives each
+// endpoint's breaker settings when its breaker is first needed; observe (may
+// be nil) is told breaker changes.
+func New(log *slog.Logger, protocols *Protocols, settings func(endpointID string) BreakerSettings, observe func(Observation)) *Caller {
 	if observe == nil {
 		observe = func(Observation) {}
 	}
-	return &Caller{log: log, transports: map[time.Duration]*http.Transport{}, settings: settings, observe: observe}
+	return &Caller{log: log, transports: map[time.Duration]*http.Transport{}, settings: settings, observe: observe, protocols: protocols}
 }
 
 // Breaker returns the endpoint's breaker, creating it on first use.

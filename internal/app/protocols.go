@@ -1,0 +1,51 @@
+package app
+
+import (
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/ingress"
+	"github.com/sluicehq/sluice/internal/upstream"
+)
+
+// protocolTable is every protocol Sluice speaks, its caller side (front:
+// paths, key, error envelope; body parsing is ingress.Parse's) and its
+// upstream side (dialect: path, credential headers, body, usage, stream),
+// with the events that end a broken stream in the caller's protocol. A
+// job protocol (videos, fal) has a front for its errors and a dialect for
+// its credential; its paths and answers are the job engine's.
+var protocolTable = []struct {
+	front   *ingress.Front
+	dialect *upstream.Dialect
+	ending  *upstream.Ending
+}{
+	{ingress.OpenAIChat, upstream.OpenAIChat, upstream.OpenAIEnding},
+	{ingress.OpenAIEmbeddings, upstream.OpenAIEmbeddings, upstream.OpenAIEnding},
+	{ingress.AnthropicMessages, upstream.AnthropicMessages, upstream.AnthropicEnding},
+	{ingress.OpenAIVideos, upstream.OpenAIVideos, nil},
+	{ingress.FalQueue, upstream.FalQueue, nil},
+}
+
+// translatorTable is the pairs of protocols Sluice translates between: a
+// caller of the first protocol is served by an endpoint that speaks the
+// second through a new translator per execution. An edge exists wherever
+// protocolTable and this table can serve (upstream.Protocols.CanServe).
+var translatorTable = map[upstream.Pair]func() adapter.Translator{}
+
+// protocols returns both sides of every protocol, as the ingress and the
+// upstream caller take them.
+func protocols() ([]*ingress.Front, *upstream.Protocols) {
+	fronts := make([]*ingress.Front, 0, len(protocolTable))
+	p := &upstream.Protocols{
+		Dialects:    make(map[sluice.Protocol]*upstream.Dialect, len(protocolTable)),
+		Endings:     make(map[sluice.Protocol]*upstream.Ending, len(protocolTable)),
+		Translators: translatorTable,
+	}
+	for _, row := range protocolTable {
+		fronts = append(fronts, row.front)
+		p.Dialects[row.front.Protocol] = row.dialect
+		if row.ending != nil {
+			p.Endings[row.front.Protocol] = row.ending
+		}
+	}
+	return fronts, p
+}

@@ -1,0 +1,123 @@
+package ingress
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Front is the caller side of one protocol: the paths it is served on,
+// how a caller presents its Sluice key, and the envelope its errors are
+// rendered in. The body is read by Parse, for the protocol. Fronts are
+// values without state; which protocols Sluice serves is one table in
+// package app.
+type Front struct {
+	Protocol sluice.Protocol
+	// Paths are the POST paths a request of the protocol is served on
+	// (none for the job protocols, which route their own paths).
+	Paths []string
+	// Key returns the Sluice key the caller presented, "" when none.
+	Key func(r *http.Request) string
+	// Envelope renders e, status its HTTP status, as the protocol's error
+	// body. Only e.Msg and e.Code reach the caller.
+	Envelope func(e *sluice.Error, status int) []byte
+}
+
+// Fronts of the protocols Sluice serves to callers.
+var (
+	OpenAIChat = &Front{
+		Protocol: sluice.ProtocolOpenAIChat, Paths: []string{"/v1/chat/completions"}, Key: bearer, Envelope: openAIEnvelope,
+	}
+	OpenAIEmbeddings = &Front{
+		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
+	}
+	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: bearer, Envelope: openAIEnvelope}
+	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: bearer, Envelope: falEnvelope}
+	// AnthropicMessages serves Claude Code and the Anthropic SDKs: the key
+	// in x-api-key (or as a bearer token), errors in Anthropic's envelope.
+	// Claude Code posts to /v1/messages?beta=true: the query does not
+	// change the route.
+	AnthropicMessages = &Front{
+		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, Key: anthropicKey, Envelope: anthropicEnvelope,
+	}
+)
+
+// bearer returns the token of an "Authorization: Bearer …" header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// anthropicKey returns the key of an x-api-key header, else a bearer token.
+func anthropicKey(r *http.Request) string {
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	return bearer(r)
+}
+
+// errorTypes gives each status the OpenAI error "type" SDKs expect.
+var errorTypes = map[int]string{
+	http.StatusBadRequest:            "invalid_request_error",
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusMethodNotAllowed:      "invalid_request_error",
+	http.StatusRequestEntityTooLarge: "invalid_request_error",
+	http.StatusRequestTimeout:        "invalid_request_error",
+	http.StatusTooManyRequests:       "rate_limit_error",
+}
+
+// openAIEnvelope is {"error":{"message","type","param","code"}}, code being
+// Sluice's.
+func openAIEnvelope(e *sluice.Error, status int) []byte {
+	typ, ok := errorTypes[status]
+	if !ok {
+		typ = "server_error"
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
+	}})
+	return body
+}
+
+// falEnvelope is fal's {"detail": …}, with Sluice's code beside it.
+func falEnvelope(e *sluice.Error, _ int) []byte {
+	body, _ := json.Marshal(map[string]any{"detail": e.Msg, "code": e.Code})
+	return body
+}
+
+// anthropicErrorTypes gives each status the Anthropic error "type" the
+// SDKs map to their error classes (reference/anthropic.md §6).
+var anthropicErrorTypes = map[int]string{
+	http.StatusBadRequest:            "invalid_request_error",
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusPaymentRequired:       "billing_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusMethodNotAllowed:      "invalid_request_error",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusRequestTimeout:        "invalid_request_error",
+	http.StatusTooManyRequests:       "rate_limit_error",
+	http.StatusServiceUnavailable:    "overloaded_error",
+	http.StatusGatewayTimeout:        "timeout_error",
+}
+
+// anthropicEnvelope is {"type":"error","error":{"type","message"}}, with
+// Sluice's code in error.code (the SDKs keep unknown members: the Go SDK's
+// apierror.Error has it in its raw JSON).
+func anthropicEnvelope(e *sluice.Error, status int) []byte {
+	typ, ok := anthropicErrorTypes[status]
+	if !ok {
+		typ = "api_error"
+	}
+	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
+		"type": typ, "message": e.Msg, "code": e.Code,
+	}})
+	return body
+}

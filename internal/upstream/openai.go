@@ -1,0 +1,89 @@
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/sse"
+)
+
+// OpenAIChat and OpenAIEmbeddings are the upstream sides of OpenAI's chat
+// completions and embeddings, and of the many upstreams compatible with
+// them: a Bearer credential, usage in the answer's "usage", a stream of
+// unnamed chunks that ends with [DONE].
+var (
+	OpenAIChat = &Dialect{
+		Path: "/v1/chat/completions", Authorize: bearerAuth, Prepare: PrepareBody, Usage: usageValue, Event: openAIEvent,
+	}
+	OpenAIEmbeddings = &Dialect{
+		Path: "/v1/embeddings", Authorize: bearerAuth, Prepare: PrepareBody, Usage: usageValue, Event: openAIEvent,
+	}
+)
+
+// OpenAIVideos and FalQueue are the upstream sides of the job protocols
+// as far as the job engine (jobs.go) uses them: how a credential is
+// presented (OpenAI's bearer token, fal's "Key"). Their paths and answers
+// are the job engine's.
+var (
+	OpenAIVideos = &Dialect{Authorize: bearerAuth}
+	FalQueue     = &Dialect{Authorize: falAuth}
+)
+
+// falAuth presents the secret as fal's "Authorization: Key".
+func falAuth(h, _ http.Header, secret string) {
+	h["Authorization"] = []string{"Key " + secret}
+}
+
+// OpenAIEnding ends a committed stream in the OpenAI dialect that SDKs
+// recognise: a chunk with an "error" key.
+var OpenAIEnding = &Ending{
+	Failed: sseEvent("", `{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"`+
+		string(sluice.CodeUpstreamStreamFailed)+`"}}`),
+	Shutdown: sseEvent("", `{"error":{"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","type":"server_error","param":null,"code":"`+
+		string(ErrShuttingDown.Code)+`"}}`),
+}
+
+// bearerAuth presents the secret as OpenAI's "Authorization: Bearer".
+func bearerAuth(h, _ http.Header, secret string) {
+	h["Authorization"] = []string{"Bearer " + secret}
+}
+
+var doneData = []byte("[DONE]")
+
+// errMalformedEvent ends a stream with a data event that is not JSON.
+var errMalformedEvent = errors.New("upstream stream event is neither a JSON object nor [DONE]")
+
+// openAIEvent reads an event of an OpenAI stream. The usage-only chunk at
+// its end exists because Sluice asked for it (PrepareBody): a caller that
+// did not ask never sees it.
+func openAIEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+	f, done, err := chunkOf(ev.Data)
+	if err != nil || done {
+		return u, false, done, err
+	}
+	if v := usageValue(f.usage); v.Measured {
+		u = v
+		drop = !req.IncludeUsage && isUsageOnly(f.choices)
+	}
+	return u, drop, false, nil
+}
+
+// chunkOf reads the data of an event of an OpenAI stream: [DONE], which
+// ends it (done), one JSON object (a chunk, with the fields Sluice reads),
+// or nil (a keep-alive comment, nothing to read). Anything else is
+// errMalformedEvent. The check does not allocate (readAnswer).
+func chunkOf(data []byte) (f answerFields, done bool, err error) {
+	switch {
+	case data == nil:
+		return f, false, nil
+	case bytes.Equal(data, doneData):
+		return f, true, nil
+	}
+	f, ok := readAnswer(data)
+	if !ok {
+		return f, false, errMalformedEvent
+	}
+	return f, false, nil
+}
