@@ -299,7 +299,8 @@ type Request struct {
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
-	CachedTokens     int64
+	CachedTokens     int64 // of PromptTokens, read from the upstream's prompt cache
+	CacheWriteTokens int64 // of PromptTokens, written to the upstream's prompt cache (Anthropic bills them apart)
 	ReasoningTokens  int64
 	TotalTokens      int64
 	Measured         bool
