@@ -140,8 +140,8 @@ func readAnthropicUsage(v []byte) (anthropicUsage, bool) {
 // addAnthropicUsage adds a usage object of a stream to *u. Anthropic's
 // counts are cumulative, and those an event carries replace earlier ones.
 // Sluice counts the prompt as OpenAI does: input_tokens is only the
-// uncached part, so the prompt is it plus the cache writes and reads, and
-// the reads are the cached tokens.
+// uncached part, so the prompt is it plus the cache writes and reads; the
+// reads are the cached tokens and the writes the cache-write tokens.
 func addAnthropicUsage(u *sluice.Usage, v []byte) {
 	a, ok := readAnthropicUsage(v)
 	if !ok {
@@ -150,6 +150,7 @@ func addAnthropicUsage(u *sluice.Usage, v []byte) {
 	if a.InputTokens >= 0 {
 		u.PromptTokens = a.InputTokens + max(a.CacheCreationInputTokens, 0) + max(a.CacheReadInputTokens, 0)
 		u.CachedTokens = max(a.CacheReadInputTokens, 0)
+		u.CacheWriteTokens = max(a.CacheCreationInputTokens, 0)
 	}
 	if a.OutputTokens >= 0 {
 		u.CompletionTokens = a.OutputTokens
