@@ -68,15 +68,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if idle > 0 {
 		defer rc.SetWriteDeadline(time.Time{})
 	}
-	var emit func(adapter.Event) error // a translator's events, written as they come; a passthrough needs none
+	var emit func(adapter.Event) error // a translator's events; a passthrough writes the upstream's
 	if x.tr != nil {
-		emit = func(e adapter.Event) error {
-			if idle > 0 {
-				_ = rc.SetWriteDeadline(time.Now().Add(idle))
-			}
-			maskSecret(e.Data, x.secret)
-			return out.WriteEvent(asBytes(e.Name), e.Data)
-		}
+		emit = (&emitter{out: sse.NewWriter(w), rc: http.NewResponseController(w), idle: idle, secret: x.secret}).emit
 	}
 	for {
 		if done {
@@ -124,6 +118,25 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		_ = out.WriteRaw(event)
 	}
 	return a
+}
+
+// emitter writes the events a translator makes of the upstream's to the
+// caller, each under the idle timeout, with the secret masked. It has its
+// own sse.Writer and ResponseController so that a passthrough's stay on
+// relay's stack.
+type emitter struct {
+	out    *sse.Writer
+	rc     *http.ResponseController
+	idle   time.Duration
+	secret string
+}
+
+func (em *emitter) emit(e adapter.Event) error {
+	if em.idle > 0 {
+		_ = em.rc.SetWriteDeadline(time.Now().Add(em.idle))
+	}
+	maskSecret(e.Data, em.secret)
+	return em.out.WriteEvent(asBytes(e.Name), e.Data)
 }
 
 // streamEnd is the error event, in the caller's protocol (end), that ends
