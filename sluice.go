@@ -137,10 +137,10 @@ type Edge struct {
 	Credential *Credential
 	Account    *Account
 	Endpoint   *Endpoint
-	Protocol   Protocol
-	Model      string // upstream model name
-	Priority   int    // lower first; the next tier is tried after this one fails
-	Weight     int    // share inside a tier
+	Protocol   Protocol // spoken to the endpoint: the alias's, or one Sluice translates it to
+	Model      string   // upstream model name
+	Priority   int      // lower first; the next tier is tried after this one fails
+	Weight     int      // share inside a tier
 }
 
 // Deployment is one way to serve an alias: an upstream model on a set of

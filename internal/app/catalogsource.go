@@ -55,7 +55,7 @@ func (s *catalogSource) initial() (*config.Catalog, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read catalog: %w", err)
 	}
-	c, err := config.Load(doc, s.lookupEnv)
+	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog %s:\n%w", s.path, err)
 	}
@@ -64,7 +64,7 @@ func (s *catalogSource) initial() (*config.Catalog, []byte, error) {
 
 // install compiles c and makes it serve.
 func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
-	snap, err := pipeline.Compile(c, s.lookupEnv, s.origin)
+	snap, err := pipeline.CompileServing(c, s.lookupEnv, s.origin, dialects.CanServe)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
 
 // reload loads doc as the next catalog, or records why it could not.
 func (s *catalogSource) reload(doc []byte) error {
-	c, err := config.Load(doc, s.lookupEnv)
+	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
 	if err == nil {
 		err = s.install(c, doc)
 	}
@@ -153,7 +153,7 @@ func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) 
 		s.mu.Unlock()
 		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
 	}
-	c, err := config.Load(doc, s.lookupEnv)
+	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
 	if err == nil {
 		_, err = s.docs.SaveCatalog(ctx, doc, 0)
 	}

@@ -61,7 +61,7 @@ func startDemo(log *slog.Logger) (*demo, error) {
 		Keys: []config.Key{{ID: "demo", Name: "demo key", Tenant: "demo", SecretEnv: demoKeyEnv}},
 	}
 	config.ApplyDefaults(c)
-	if err := config.Validate(c, d.lookupEnv(func(string) (string, bool) { return "", false })); err != nil {
+	if err := config.ValidateServing(c, d.lookupEnv(func(string) (string, bool) { return "", false }), dialects.CanServe); err != nil {
 		d.close()
 		return nil, fmt.Errorf("demo catalog: %w", err)
 	}

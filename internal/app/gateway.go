@@ -130,7 +130,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 			return nil, fmt.Errorf("load the applied catalog: %w", err)
 		default:
 			found = true
-			if cat, err = config.Load(stored, o.LookupEnv); err != nil {
+			if cat, err = config.LoadServing(stored, o.LookupEnv, dialects.CanServe); err != nil {
 				return nil, fmt.Errorf("stored catalog: %w", err)
 			}
 			doc, src.origin = stored, "store"
@@ -155,7 +155,6 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := src.install(cat, doc); err != nil {
 		return nil, err
 	}
-	fronts, dialects := protocols()
 	g.caller = upstream.New(o.Log, dialects, func(id string) upstream.BreakerSettings {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}

@@ -31,8 +31,12 @@ var protocolTable = []struct {
 // protocolTable and this table can serve (upstream.Protocols.CanServe).
 var translatorTable = map[upstream.Pair]func() adapter.Translator{}
 
-// protocols returns both sides of every protocol, as the ingress and the
-// upstream caller take them.
+// fronts and dialects are both sides of every protocol, as the ingress and
+// the upstream caller take them; dialects.CanServe says which endpoints can
+// serve an alias, for validation and edges.
+var fronts, dialects = protocols()
+
+// protocols builds fronts and dialects from the tables.
 func protocols() ([]*ingress.Front, *upstream.Protocols) {
 	fronts := make([]*ingress.Front, 0, len(protocolTable))
 	p := &upstream.Protocols{

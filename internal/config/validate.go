@@ -22,10 +22,25 @@ import (
 // variables and files, never a secret value or a URL that may hold a
 // password. Validate does not modify c.
 func Validate(c *Catalog, lookupEnv func(string) (string, bool)) error {
+	return ValidateServing(c, lookupEnv, nil)
+}
+
+// Serves reports whether an endpoint speaking upstream can serve an alias
+// of protocol caller: the same protocol, or a pair Sluice translates
+// (package app's table says which).
+type Serves func(caller, upstream sluice.Protocol) bool
+
+// ValidateServing is Validate where serves says which endpoints can serve
+// an alias: a deployment's endpoint must speak a protocol that serves the
+// alias's. nil serves is the same protocol only.
+func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves Serves) error {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
-	v := &validator{c: c, lookupEnv: lookupEnv}
+	if serves == nil {
+		serves = func(caller, upstream sluice.Protocol) bool { return caller == upstream }
+	}
+	v := &validator{c: c, lookupEnv: lookupEnv, serves: serves}
 	v.top()
 	v.endpoints()
 	v.accounts()
@@ -44,6 +59,7 @@ type validator struct {
 	tasks     map[string]int // task type IDs
 	c         *Catalog
 	lookupEnv func(string) (string, bool)
+	serves    Serves
 	errs      []error
 
 	endpointByID map[string]*Endpoint

@@ -75,7 +75,7 @@ func (v *validator) deployment(at string, d *Deployment, p sluice.Protocol) {
 			continue // reported by endpointRefs
 		}
 		path := fmt.Sprintf("%s.endpoints[%d]", at, k)
-		if p.Known() && !slices.Contains(e.Protocols, string(p)) {
+		if p.Known() && !slices.ContainsFunc(e.Protocols, func(q string) bool { return v.serves(p, sluice.Protocol(q)) }) {
 			v.addf(path, "endpoint %q does not speak %s", id, p)
 		}
 		if d.Model != "" && len(e.Models) > 0 && !slices.Contains(e.Models, d.Model) {

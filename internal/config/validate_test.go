@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // baseYAML is a small valid catalog; each validation case breaks one thing.
@@ -467,4 +469,22 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// An endpoint that does not speak an alias's protocol serves it when serves
+// says it can (a translator between the two), and only then.
+func TestValidateServingTranslatedPair(t *testing.T) {
+	c := base(t)
+	c.Models[1].Deployments[0].Endpoints[0] = "openai-main" // an anthropic.messages alias on an openai.chat endpoint
+	c.Models[1].Deployments[0].Model = "gpt-4o-mini"
+	lookupEnv := func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok }
+	translates := func(caller, upstream sluice.Protocol) bool {
+		return caller == upstream || caller == sluice.ProtocolAnthropic && upstream == sluice.ProtocolOpenAIChat
+	}
+	if err := ValidateServing(c, lookupEnv, translates); err != nil {
+		t.Errorf("ValidateServing with the pair translated = %v, want nil", err)
+	}
+	if err := Validate(c, lookupEnv); err == nil || !strings.Contains(err.Error(), "does not speak anthropic.messages") {
+		t.Errorf("Validate (same protocol only) = %v, want the endpoint refused", err)
+	}
 }

@@ -70,6 +70,18 @@ type keyPolicy struct {
 // upstream model) that a deployment, the endpoint and the credential all
 // admit.
 func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source string) (*Snapshot, error) {
+	return CompileServing(c, lookupEnv, source, nil)
+}
+
+// CompileServing is Compile where serves says which endpoints can serve an
+// alias (config.ValidateServing): an endpoint that speaks the alias's
+// protocol serves it as it is; one that speaks only another protocol that
+// serves it, through a translator, in the first such protocol it lists.
+// nil serves is the same protocol only.
+func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), source string, serves config.Serves) (*Snapshot, error) {
+	if serves == nil {
+		serves = func(caller, upstream sluice.Protocol) bool { return caller == upstream }
+	}
 	s := &Snapshot{
 		Source:               source,
 		Compiled:             time.Now(),
@@ -129,7 +141,7 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
-			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds))
+			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds, serves))
 		}
 		aliases = append(aliases, a)
 	}
@@ -162,11 +174,18 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	return s, nil
 }
 
-func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*sluice.Credential) []*sluice.Edge {
+func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*sluice.Credential, serves config.Serves) []*sluice.Edge {
 	var out []*sluice.Edge
 	for _, epID := range d.Endpoints {
 		ep := s.Endpoints[epID]
-		if ep == nil || !ep.Speaks(p) || !ep.Serves(d.Model) {
+		if ep == nil || !ep.Serves(d.Model) {
+			continue
+		}
+		up, ok := p, ep.Speaks(p)
+		for i := 0; !ok && i < len(ep.Protocols); i++ {
+			up, ok = ep.Protocols[i], serves(p, ep.Protocols[i])
+		}
+		if !ok {
 			continue
 		}
 		for _, cr := range creds {
@@ -178,7 +197,7 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 				Credential: cr,
 				Account:    s.Accounts[cr.AccountID],
 				Endpoint:   ep,
-				Protocol:   p,
+				Protocol:   up, // the upstream's: the alias's, or one translated to
 				Model:      d.Model,
 				Priority:   d.Priority,
 				Weight:     d.Weight,
