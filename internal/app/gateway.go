@@ -173,7 +173,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Units: shared, Metrics: g.metrics, Log: o.Log,
+		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Metrics: g.metrics, Log: o.Log,
 	})
 
 	srv := cat.Server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +149,39 @@ func TestKeyRefusesAtItsOwnLimit(t *testing.T) {
 	}
 }
 
+// TestKeyRefusesWhileWaitingForTheUpstream: a request of a key with
+// on_limit refuse that waits for a full upstream account is refused, not
+// kept waiting for its own limit, once another request of the key takes
+// the key's only slot on another account.
+func TestKeyRefusesWhileWaitingForTheUpstream(t *testing.T) {
+	for _, src := range keySources {
+		t.Run(src.name, func(t *testing.T) {
+			h, key := src.make(t, keysTemplate, "limits: {max_inflight: 1}, on_limit: refuse",
+				admin.KeySettings{Limits: admin.KeyLimits{MaxInflight: 1}, OnLimit: "refuse"})
+			for _, id := range []string{"k1", "k2", "k3"} {
+				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 500 * time.Millisecond})
+			}
+			for _, id := range []string{"k4", "k5"} {
+				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-2", Latency: 2 * time.Second})
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { allOK(t, h.burst(t.Context(), 2, "one")) }) // org-1 full for 500ms
+			eventually(t, 2*time.Second, "org-1 full", func() bool { return h.simA.InFlight() == 2 })
+			c := h.sdk(key)
+			var waiting error
+			wg.Go(func() { _, waiting = c.Chat.Completions.New(t.Context(), chatParams("one")) })
+			eventually(t, 2*time.Second, "the key's request waits for org-1", func() bool { return h.accounts(t)["org-1"].Waiting == 1 })
+			if _, err := c.Chat.Completions.New(t.Context(), chatParams("just-two")); err != nil { // holds the key's slot for 2s
+				t.Errorf("the key's request on org-2: %v", err)
+			}
+			wg.Wait()
+			if status, code := sdkCode(t, waiting); status != http.StatusTooManyRequests || code != string(sluice.CodeConcurrencyExceeded) {
+				t.Errorf("the waiting request = %d %s, want 429 access_concurrency_exceeded once org-2 held the key's slot", status, code)
+			}
+		})
+	}
+}
+
 // admissionTemplate adds to the harness catalog a key that may only call
 // chat, one that may only name the flex tier, and a pool.
 var admissionTemplate = strings.Replace(catalogTemplate, "keys:\n", `pools:
@@ -156,6 +190,42 @@ keys:
   - {id: chat-only, tenant: web, secret_env: KEY_CHAT_ONLY, paths: [chat]}
   - {id: flex-only, tenant: web, secret_env: KEY_FLEX_ONLY, service_tiers: [flex]}
 `, 1)
+
+// TestModelsListsOnlyTheKeysPaths: GET /v1/models lists the aliases a key
+// may use on the paths it may call: a key scoped to chat does not see the
+// embeddings alias, one scoped to embeddings sees only that.
+func TestModelsListsOnlyTheKeysPaths(t *testing.T) {
+	h := newHarnessWith(t, admissionTemplate, "{backend: memory}", simulator.Options{})
+	created, err := h.adminClient().CreateKey(t.Context(), admin.KeySpec{ID: "embed-only", Name: "embed-only", Tenant: "web",
+		KeySettings: admin.KeySettings{Paths: []string{"embeddings"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		key  string
+		want []string
+	}{
+		{"chat", testEnv["KEY_CHAT_ONLY"], []string{"fast", "only-a"}},
+		{"embeddings", created.Key, []string{"embed"}},
+		{"all", keyWeb, []string{"embed", "fast", "only-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page, err := h.sdk(tt.key).Models.List(t.Context())
+			if err != nil {
+				t.Fatalf("Models.List: %v", err)
+			}
+			var got []string
+			for _, m := range page.Data {
+				got = append(got, m.ID)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Models.List = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
 
 // TestAdmissionRefusals: each refusal of admission, in its order, through
 // the OpenAI SDK.

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // policyTemplate: org-1 (credential k1) on ep-a and org-2 (k4) on ep-b, one
@@ -163,6 +165,19 @@ func TestPreferredPolicyFallsBackWithItsReason(t *testing.T) {
 				return after == before+1
 			})
 		})
+		t.Run("AlreadyCooling", func(t *testing.T) {
+			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 1500 * time.Millisecond})
+			var wg sync.WaitGroup
+			wg.Go(func() { h.chatAs(keyStrict) }) // cools org-1, then waits for it
+			eventually(t, 2*time.Second, "org-1 answers 429", func() bool { return h.upstream429s() > 0 })
+			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
+			if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("cooling") != "1" || h.fallbacks("no_room") != "0" {
+				t.Errorf("preferred request = %d with %s cooling and %s no_room fallbacks, want 200, 1 and 0 (org-1 was cooling, not full)",
+					code, h.fallbacks("cooling"), h.fallbacks("no_room"))
+			}
+			wg.Wait()
+		})
 		t.Run("Disabled", func(t *testing.T) {
 			h := newPolicyHarness(t, state, 2, 2, "round-robin", 0)
 			h.adminPost(t, "/admin/accounts/org-1/disable")
@@ -236,5 +251,78 @@ func TestStrategiesDistributeAsTheySay(t *testing.T) {
 		if org1, _ := h.served(); math.Abs(float64(org1)/n-0.75) > 0.1 {
 			t.Errorf("org-1 (weight 3 of 4) served %d of %d, want 75%% ± 10", org1, n)
 		}
+	})
+}
+
+// TestStrictPolicyHoldsAcrossTwoGateways: two gateways share one Redis. The
+// strict key's account cools after a 429 served through the first; a
+// request through the second waits for that cooldown too, and neither
+// ever sends the strict key's requests to another account.
+func TestStrictPolicyHoldsAcrossTwoGateways(t *testing.T) {
+	url := testenv.Redis(t)
+	h := newPolicyHarness(t, fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-strict2:"), 2, 2, "round-robin", 0)
+	second := h.another(t)
+	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: time.Second})
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	wg.Go(func() { codes[0], _ = h.chatAs(keyStrict) })
+	eventually(t, 2*time.Second, "org-1 answers 429 through the first gateway", func() bool { return h.upstream429s() > 0 })
+	wg.Go(func() {
+		codes[1], _ = call(t, http.MethodPost, "http://"+second.Addr()+"/v1/chat/completions", "Bearer "+keyStrict, chatBody, nil)
+	})
+	eventually(t, 2*time.Second, "both strict requests wait for org-1", func() bool { return h.accounts(t)["org-1"].Waiting == 2 })
+	if n := len(h.simA.Requests()); n != 1 {
+		t.Errorf("org-1 received %d requests while cooling, want only the one that cooled it", n)
+	}
+	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
+	wg.Wait()
+	if codes[0] != http.StatusOK || codes[1] != http.StatusOK {
+		t.Errorf("strict requests through the two gateways = %v, want 200 each once org-1 cooled down", codes)
+	}
+	recs := h.simA.Requests()
+	for _, r := range recs[1:] {
+		if r.Key != upstreamKey("k1") || r.At.Sub(recs[0].At) < 900*time.Millisecond {
+			t.Errorf("org-1 request with %s at +%v after the 429, want k1's, after its 1s cooldown", r.Key, r.At.Sub(recs[0].At))
+		}
+	}
+	if _, org2 := h.served(); org2 != 0 {
+		t.Errorf("org-2 served %d requests of a key bound to org-1, want 0", org2)
+	}
+}
+
+// TestPreferredPolicyFallsBackWhileTheBreakerIsOpen: org-1's endpoint fails
+// and its breaker opens (one failure, open 1s); the next preferred request
+// falls back with reason breaker_open, counted and on its execution, and
+// once the breaker closes the key is served by org-1 again.
+func TestPreferredPolicyFallsBackWhileTheBreakerIsOpen(t *testing.T) {
+	h := newPolicyHarness(t, "{backend: memory}", 2, 2, "round-robin", 0)
+	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 500})
+	if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("failed:endpoint") != "1" {
+		t.Fatalf("preferred request = %d with %s failed:endpoint fallbacks, want 200 and 1 (it opens ep-a's breaker)", code, h.fallbacks("failed:endpoint"))
+	}
+	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
+	if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("breaker_open") != "1" {
+		t.Errorf("preferred request = %d with %s breaker_open fallbacks, want 200 and 1", code, h.fallbacks("breaker_open"))
+	}
+	if org1, org2 := h.served(); org1 != 1 || org2 != 2 {
+		t.Errorf("served org-1 %d, org-2 %d; want 1 (the failure) and 2", org1, org2)
+	}
+	var reasons []string
+	for _, r := range h.usage(t, 2) {
+		for _, e := range r.Executions {
+			if e.Fallback != "" {
+				reasons = append(reasons, e.Fallback+" "+strings.Join(e.Expected, ","))
+			}
+		}
+	}
+	slices.Sort(reasons)
+	if want := []string{"breaker_open org-1", "failed:endpoint org-1"}; !slices.Equal(reasons, want) {
+		t.Errorf("fallbacks in the usage records = %q, want %q", reasons, want)
+	}
+	eventually(t, 3*time.Second, "org-1 serves the preferred key again once the breaker closes", func() bool {
+		before, _ := h.served()
+		h.chatAs(keyPref)
+		after, _ := h.served()
+		return after == before+1
 	})
 }

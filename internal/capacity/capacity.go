@@ -141,10 +141,12 @@ type Claim struct {
 // the request waits is seen; a.Candidates is ignored. Claim.Index refers to
 // the list of the plan call that won. An empty plan fails at once with
 // no_upstream_available. Wait returns capacity_wait_timeout when the deadline
-// passes, the context's cause when the caller leaves, and state_unavailable
-// (see StateUnavailable) wrapping store.ErrUnavailable when the store cannot
-// be reached. A store that lost its state since this replica's last call
-// gets the leases this replica holds reasserted before anything is granted.
+// passes (wrapping ErrCooling when its candidates were cooling), ErrRefused
+// when the store refused rather than queued, the context's cause when the
+// caller leaves, and state_unavailable (see StateUnavailable) wrapping
+// store.ErrUnavailable when the store cannot be reached. A store that lost
+// its state since this replica's last call gets the leases this replica
+// holds reasserted before anything is granted.
 func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
 	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
 	// Most requests find room at once and need no wake channel nor timers.
@@ -180,9 +182,13 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 		case <-wake:
 		case <-retry.C:
 		case <-expired.C:
+			var cause error
+			if g.Cooling {
+				cause = ErrCooling
+			}
 			return nil, e.leave(ctx, a, &sluice.Error{
 				Code: sluice.CodeCapacityWaitTimeout, Msg: "no upstream capacity became free in time",
-				RetryAfter: retryAfter(g.RetryAt),
+				RetryAfter: retryAfter(g.RetryAt), Err: cause,
 			})
 		case <-ctx.Done():
 			return nil, e.leave(ctx, a, context.Cause(ctx))
@@ -208,12 +214,24 @@ func (e *Engine) try(ctx context.Context, a *store.Acquire, plan func() []store.
 		return nil, g, e.leave(ctx, *a, context.Cause(ctx))
 	case err != nil:
 		return nil, g, StateUnavailable(err)
+	case g.Refused:
+		return nil, g, ErrRefused // the store took the ticket out of the queue
 	case g.Granted:
 		e.hold(a.Domain, store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens})
 		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, g, nil
 	}
 	return nil, g, nil
 }
+
+// ErrRefused is what Wait returns when the store refused the request
+// rather than queue it: a limit it must never wait for is full (see
+// store.Unit.Refuse).
+var ErrRefused = errors.New("a limit that is never waited for is full")
+
+// ErrCooling is the cause of a capacity_wait_timeout whose last try found
+// every candidate's unit closed by a cooldown (store.Grant.Cooling): the
+// request waited for rate limits, not for free slots.
+var ErrCooling = errors.New("every candidate is cooling")
 
 // stateRetryAfter is how long a caller refused for an unreachable store is
 // asked to wait: long enough not to hammer a store that is down, short

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -199,8 +200,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
-	for _, name := range s.live.Load().Routes.Names() {
-		if p.Key.Allows(name) {
+	routes := s.live.Load().Routes
+	for _, name := range routes.Names() {
+		// Only what the key may call: its aliases, on its paths.
+		path := sluice.KeyPaths[routes.Alias(name).Protocol]
+		if p.Key.Allows(name) && (len(p.Key.Paths) == 0 || slices.Contains(p.Key.Paths, path)) {
 			list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "sluice"})
 		}
 	}

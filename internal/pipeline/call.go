@@ -45,8 +45,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	rp := snap.policy(key)
 	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
-	widened := "" // why a preferred request may use its fallback; "" while it may not
-	refuse := snap.keys[key.ID].refuse
+	widened := ""     // why a preferred request may use its fallback; "" while it may not
 	inactive := false // the key changed while the request waited
 	plan := func() []store.Candidate {
 		if s := h.live.Load(); s != snap {
@@ -69,7 +68,8 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				if len(cands) > 0 {
 					break // the bound edges come first; the fallback waits its turn
 				}
-				widened = cmp.Or(unusable, "disabled") // no bound edge can serve: fall back at once
+				// No bound edge can serve: fall back at once.
+				widened = cmp.Or(unusable, h.boundOutOfService(snap, req, rp))
 			}
 			if why := h.unusable(snap, e, failed); why != "" {
 				if bound && unusable == "" {
@@ -93,10 +93,6 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
 			until = preferUntil
 		}
-		asking := refuse && tickets == 0 // a key that refuses at its own limit first asks without queueing
-		if asking {
-			until = time.Now()
-		}
 		claim, err := h.capacity.Wait(ctx, store.Acquire{
 			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
@@ -105,13 +101,11 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		case err == nil:
 		case inactive:
 			return errKeyInactive
-		case asking && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
-			if h.atOwnLimit(ctx, snap, key) {
-				return errConcurrencyExceeded
-			}
-			continue // the upstream, not the key, had no room: wait like any request
+		case errors.Is(err, capacity.ErrRefused):
+			return errConcurrencyExceeded // the key's own limit refuses rather than waits
 		case until != deadline && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
-			widened = cmp.Or(widened, "no_room") // the bound accounts had no room within the policy's wait
+			// The bound accounts had no room within the policy's wait.
+			widened = cmp.Or(widened, waitedFor(err))
 			continue
 		case n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
 			return last.Failure() // every edge was tried: the last failure says most
@@ -162,6 +156,31 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		}
 		last = a
 	}
+}
+
+// waitedFor is the fallback reason of a preferred request whose wait for
+// its bound accounts timed out with err: they were cooling, or full.
+func waitedFor(err error) string {
+	if errors.Is(err, capacity.ErrCooling) {
+		return "cooling"
+	}
+	return "no_room"
+}
+
+// boundOutOfService says why a preferred policy's bound accounts have no
+// edge among the request's: the reason of the first edge of theirs that
+// is out of service (route left it out), "disabled" when none is (they
+// have no edge left for the alias).
+func (h *Handler) boundOutOfService(snap *Snapshot, req *sluice.Request, rp *routePolicy) string {
+	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
+	for _, e := range all {
+		if rp.bound(e.Account.ID) {
+			if why := h.outOfService(snap, e); why != "" {
+				return why
+			}
+		}
+	}
+	return "disabled"
 }
 
 // errBindingUnavailable answers a strict key none of whose bound accounts

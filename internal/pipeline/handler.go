@@ -30,7 +30,6 @@ type Handler struct {
 	caller   *upstream.Caller
 	usage    Recorder
 	jobs     store.Jobs
-	units    store.Inspector
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
@@ -43,16 +42,13 @@ type Stages struct {
 	Caller   *upstream.Caller
 	Usage    Recorder
 	Jobs     store.Jobs // async job bindings
-	// Units reads a key's own in-flight count, for a key that refuses at
-	// its limit (on_limit refuse); nil makes such keys wait instead.
-	Units   store.Inspector
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, units: s.Units, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.

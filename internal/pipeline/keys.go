@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"time"
@@ -25,6 +24,7 @@ func (s *Snapshot) compileKeys(c *config.Catalog, lookupEnv func(string) (string
 			return fmt.Errorf("keys[%s].policy: %w", k.ID, err)
 		}
 		s.keys[k.ID] = kp
+		s.keyLimit(k)
 		s.StaticKeys = append(s.StaticKeys, k)
 	}
 	return nil
@@ -86,12 +86,12 @@ func (s *Snapshot) CheckKey(k *sluice.Key) error {
 // for the catalog's keys and the admin API's. It fails when the key's
 // policy names a pool or an account this catalog does not have.
 func (s *Snapshot) compileKeyPolicy(k *sluice.Key) (keyPolicy, error) {
-	kp := keyPolicy{key: k, task: k.Task, tasks: k.Tasks, refuse: k.OnLimit == sluice.OnLimitRefuse && k.Limits.MaxInflight > 0}
+	kp := keyPolicy{key: k, task: k.Task, tasks: k.Tasks}
 	if l := k.UserLimits; l != (sluice.Limits{}) {
 		kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
 	}
-	var err error
-	kp.route, err = s.compilePolicy(configKey(k).Policy)
+	rp, err := s.compilePolicy(configKey(k).Policy)
+	kp.route = &rp
 	return kp, err
 }
 
@@ -111,10 +111,23 @@ func (s *Snapshot) withStored(stored []*sluice.Key) *Snapshot {
 		kp, err := s.compileKeyPolicy(k)
 		kp.unbound = err != nil
 		c.keys[k.ID] = kp
-		c.limit("key:"+k.ID, config.Limits(k.Limits))
+		c.keyLimit(k)
 		c.limited = c.limited || kp.perUser != nil
 	}
 	return &c
+}
+
+// keyLimit records the limits of key k, when it has any, as its limit
+// unit. With on_limit refuse, the store refuses a request of k at once
+// when k's own max_inflight is in use, instead of queueing it; the
+// request still waits for the upstream and for every other limit.
+func (s *Snapshot) keyLimit(k *sluice.Key) {
+	id := "key:" + k.ID
+	s.limit(id, config.Limits(k.Limits))
+	if u, ok := s.limits[id]; ok && k.OnLimit == sluice.OnLimitRefuse {
+		u.Refuse = true
+		s.limits[id] = u
+	}
 }
 
 // keyring is the keys of the admin API that Live compiles into each
@@ -150,17 +163,6 @@ func (s *Snapshot) keyActive(k *sluice.Key, now time.Time) (keyPolicy, bool) {
 	return kp, true
 }
 
+// errConcurrencyExceeded answers a request of a key that refuses at its
+// own max_inflight (on_limit refuse) when that is all in use.
 var errConcurrencyExceeded = &sluice.Error{Code: sluice.CodeConcurrencyExceeded, Msg: "this key's own concurrency limit is reached"}
-
-// atOwnLimit reports whether key k's own max_inflight is all in use. A key
-// that refuses at its limit asks for capacity without queueing first; when
-// that finds no room, this tells its own limit (refuse at once) from the
-// upstream's (wait like any request). It reads the store only then.
-func (h *Handler) atOwnLimit(ctx context.Context, snap *Snapshot, k *sluice.Key) bool {
-	kp := snap.keys[k.ID]
-	if h.units == nil || kp.key == nil {
-		return false
-	}
-	st, err := h.units.Units(ctx, snap.Domain, []string{"key:" + k.ID})
-	return err == nil && len(st) == 1 && st[0].InFlight >= kp.key.Limits.MaxInflight
-}

@@ -115,11 +115,11 @@ func TestStoredKeysFollowTheCatalog(t *testing.T) {
 	shadow := &sluice.Key{ID: scoped.ID, Hash: "other", Status: sluice.KeyActive}
 	live.SetStoredKeys([]*sluice.Key{pool, shadow})
 	snap := live.Load()
-	if kp := snap.keys["pool"]; kp.unbound || !kp.refuse || kp.route.pool != "p" {
-		t.Errorf("stored pool key compiled to %+v, want pool p, bound, refusing at its limit", kp)
+	if kp := snap.keys["pool"]; kp.unbound || kp.route.pool != "p" {
+		t.Errorf("stored pool key compiled to %+v, want pool p, bound", kp)
 	}
-	if u := snap.Limits(pool, &sluice.Request{Model: "fast"}, ""); len(u) != 1 || u[0].ID != "key:pool" || u[0].Cap != 1 {
-		t.Errorf("Limits(stored key) = %+v, want its own max_inflight 1", u)
+	if u := snap.Limits(pool, &sluice.Request{Model: "fast"}, ""); len(u) != 1 || u[0].ID != "key:pool" || u[0].Cap != 1 || !u[0].Refuse {
+		t.Errorf("Limits(stored key) = %+v, want its own max_inflight 1, refusing at it", u)
 	}
 	if kp := snap.keys[scoped.ID]; kp.key != scoped {
 		t.Errorf("a stored key shadowed the catalog key %s", scoped.ID)

@@ -30,6 +30,9 @@ type routePolicy struct {
 	wait         time.Duration // preferred: how long to wait for room on the bound accounts
 }
 
+// defaultPolicy is the route policy of a key the snapshot does not know.
+var defaultPolicy = routePolicy{mode: "default"}
+
 // compiledPool is a pool as keys route through it.
 type compiledPool struct {
 	accounts []string

@@ -56,13 +56,12 @@ type Snapshot struct {
 // keyPolicy is a key compiled against the snapshot: the key as the
 // snapshot knows it, and what it carries beyond its scopes.
 type keyPolicy struct {
-	key     *sluice.Key // to re-check a request's key after authentication, and its scopes
-	unbound bool        // its policy names a pool or an account the catalog no longer has
-	refuse  bool        // at its own max_inflight it refuses rather than waits
-	task    string      // the task type its requests have by default
-	tasks   []string    // the others it may declare
-	route   routePolicy // which accounts its requests may use, in which order
-	perUser *store.Unit // the limits of each of its end users (ID left empty); nil for none
+	key     *sluice.Key  // to re-check a request's key after authentication, and its scopes
+	unbound bool         // its policy names a pool or an account the catalog no longer has
+	task    string       // the task type its requests have by default
+	tasks   []string     // the others it may declare
+	route   *routePolicy // which accounts its requests may use, in which order; shared by the snapshot's copies
+	perUser *store.Unit  // the limits of each of its end users (ID left empty); nil for none
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -165,7 +164,6 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		s.pools[p.ID] = compiledPool{accounts: p.Accounts, strategy: st}
 	}
 	for _, k := range c.Keys {
-		s.limit("key:"+k.ID, k.Limits)
 		s.limited = s.limited || k.UserLimits != (config.Limits{})
 	}
 	if err := s.compileKeys(c, lookupEnv); err != nil {
@@ -295,7 +293,7 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 	}
 	kp := s.keys[k.ID]
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + kp.route.pool} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.policy(k).pool} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
@@ -308,10 +306,14 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 	return out
 }
 
-// policy returns the route policy of key k.
+// policy returns the route policy of key k (default for a key the
+// snapshot does not know). It is shared, never copied, so that the lookup
+// on every request allocates nothing: callers must not change it.
 func (s *Snapshot) policy(k *sluice.Key) *routePolicy {
-	kp := s.keys[k.ID]
-	return &kp.route
+	if rp := s.keys[k.ID].route; rp != nil {
+		return rp
+	}
+	return &defaultPolicy
 }
 
 // strategy returns the strategy the catalog calls name ("" = round-robin).

@@ -11,7 +11,9 @@ type call struct {
 	sim   *Simulator
 	w     http.ResponseWriter
 	r     *http.Request
+	ep    endpoint
 	b     Behavior
+	reqID string // see requestID
 	rec   *Recorded
 	sent  bool        // headers written
 	timer *time.Timer // reused by every wait of the call
@@ -74,12 +76,36 @@ func (c *call) cut() {
 	_ = conn.Close()
 }
 
-// header sets the headers every response has and returns the map.
+// requestID returns the id of this response, made on first use: error
+// bodies of Anthropic quote the id its header sends.
+func (c *call) requestID() string {
+	if c.reqID == "" {
+		c.reqID = c.sim.requestID()
+	}
+	return c.reqID
+}
+
+// header sets the headers every response has and returns the map:
+// Anthropic names its request id header request-id, OpenAI x-request-id.
 func (c *call) header(contentType string) http.Header {
 	h := c.w.Header()
 	h["Content-Type"] = []string{contentType}
-	h["X-Request-Id"] = []string{c.sim.requestID()}
+	if c.ep.anthropic() {
+		h["Request-Id"] = []string{c.requestID()}
+	} else {
+		h["X-Request-Id"] = []string{c.requestID()}
+	}
 	return h
+}
+
+// credentialHeader returns the header value that carried the credential,
+// for EchoAuth: x-api-key on Anthropic's endpoints when present, else
+// Authorization.
+func (c *call) credentialHeader() string {
+	if v := c.r.Header.Get("X-Api-Key"); v != "" && c.ep.anthropic() {
+		return v
+	}
+	return c.r.Header.Get("Authorization")
 }
 
 // writeHeader sends status and records it.
@@ -115,6 +141,10 @@ func (c *call) capped(acct AccountLimits, hasAcct bool) {
 		return
 	}
 	h := c.w.Header()
+	if c.ep.anthropic() {
+		c.anthropicLimits(limit, left, 0)
+		return
+	}
 	h["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(limit)}
 	h["X-Ratelimit-Remaining-Requests"] = []string{strconv.Itoa(left)}
 	h["X-Ratelimit-Reset-Requests"] = []string{"0s"}
@@ -124,29 +154,51 @@ func (c *call) capped(acct AccountLimits, hasAcct bool) {
 // RetryAfter at 0: OpenAI always sends a hint with its 429s.
 const defaultRetryAfter = time.Second
 
-// rateLimited answers 429 rate_limit_exceeded with OpenAI's headers.
+// rateLimited answers 429 with the provider's body and headers.
 func (c *call) rateLimited(limit int, retryAfter time.Duration, model string) {
 	retryAfter = c.rateLimitHeaders(limit, retryAfter)
-	c.fail(http.StatusTooManyRequests, rateLimitBody(model, c.b.Account, limit, retryAfter))
+	c.rateLimitError(model, limit, retryAfter)
 }
 
-// rateLimitHeaders sets the headers of an OpenAI 429 and returns the retry
-// hint sent (0 for none).
+// rateLimitError sends the body of a 429 whose headers are set: Anthropic's
+// rate_limit_error, the ChatGPT backend's usage_limit_reached, else
+// OpenAI's rate_limit_exceeded.
+func (c *call) rateLimitError(model string, limit int, retryAfter time.Duration) {
+	switch {
+	case c.ep.anthropic():
+		c.anthropicFail(http.StatusTooManyRequests, "rate_limit_error",
+			"This request would exceed your organization's rate limit of "+strconv.Itoa(limit)+" concurrent requests. Please try again later.")
+	case c.codex():
+		c.fail(http.StatusTooManyRequests, openAIError("The usage limit has been reached", "usage_limit_reached", "", "usage_limit_reached"))
+	default:
+		c.fail(http.StatusTooManyRequests, rateLimitBody(model, c.b.Account, limit, retryAfter))
+	}
+}
+
+// rateLimitHeaders sets the headers of a 429 and returns the retry hint
+// sent (0 for none): OpenAI's retry-after, retry-after-ms and
+// x-ratelimit-*, or Anthropic's retry-after and anthropic-ratelimit-*.
 func (c *call) rateLimitHeaders(limit int, retryAfter time.Duration) time.Duration {
-	h := c.w.Header()
-	h["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(limit)}
-	h["X-Ratelimit-Remaining-Requests"] = []string{"0"}
 	if retryAfter == 0 {
 		retryAfter = defaultRetryAfter
+	}
+	h := c.w.Header()
+	if c.ep.anthropic() {
+		c.anthropicLimits(limit, 0, max(retryAfter, 0))
+	} else {
+		h["X-Ratelimit-Limit-Requests"] = []string{strconv.Itoa(limit)}
+		h["X-Ratelimit-Remaining-Requests"] = []string{"0"}
 	}
 	if retryAfter < 0 {
 		return 0
 	}
 	secs := (retryAfter + time.Second - 1) / time.Second
-	ms := (retryAfter + time.Millisecond - 1) / time.Millisecond
 	h["Retry-After"] = []string{strconv.FormatInt(int64(secs), 10)}
-	h["Retry-After-Ms"] = []string{strconv.FormatInt(int64(ms), 10)}
-	h["X-Ratelimit-Reset-Requests"] = []string{retryAfter.String()}
+	if !c.ep.anthropic() {
+		ms := (retryAfter + time.Millisecond - 1) / time.Millisecond
+		h["Retry-After-Ms"] = []string{strconv.FormatInt(int64(ms), 10)}
+		h["X-Ratelimit-Reset-Requests"] = []string{retryAfter.String()}
+	}
 	return retryAfter
 }
 
@@ -160,13 +212,17 @@ func (c *call) injected(model string) {
 		}
 		retryAfter := c.rateLimitHeaders(limit, c.b.RetryAfter)
 		if body == "" {
-			c.fail(st, rateLimitBody(model, c.b.Account, limit, retryAfter))
+			c.rateLimitError(model, limit, retryAfter)
 			return
 		}
 	}
 	if c.b.EchoAuth {
-		auth := c.r.Header.Get("Authorization")
+		auth := c.credentialHeader()
 		c.w.Header()["X-Echo-Authorization"] = []string{auth}
+		if body == "" && c.ep.anthropic() {
+			c.anthropicFail(st, anthropicErrorType(st), "Unsupported request header: "+auth)
+			return
+		}
 		if body == "" {
 			c.fail(st, openAIError("Unsupported request header: Authorization: "+auth, "invalid_request_error", "", ""))
 			return
@@ -177,7 +233,11 @@ func (c *call) injected(model string) {
 		return
 	}
 	if st == http.StatusUnauthorized {
-		c.fail(st, incorrectKey(c.rec.Key))
+		c.invalidKey(c.rec.Key)
+		return
+	}
+	if c.ep.anthropic() && (st < 520 || st > 530 || st == 529) {
+		c.anthropicFail(st, anthropicErrorType(st), anthropicFailMessage(st))
 		return
 	}
 	ctype, b := failureBody(st)

@@ -102,17 +102,12 @@ type answer struct {
 // prompt_tokens = words of text content + 3 per message + 3, OpenAI's
 // per-message overhead for its chat models.
 func answerFor(req *chatRequest) answer {
-	a := answer{seed: fnvOffset, completion: defaultCompletionTokens, finish: "stop", prompt: 3}
+	cv := newConvo()
 	for _, m := range req.Messages {
-		a.seed = fnvAdd(a.seed, m.Role)
-		a.seed = fnvAdd(a.seed, "\x00")
-		a.prompt += 3
-		forEachText(m.Content, func(text string) {
-			a.seed = fnvAdd(a.seed, text)
-			a.seed = fnvAdd(a.seed, "\x00")
-			a.prompt += countWords(text)
-		})
+		cv.message(m.Role)
+		forEachText(m.Content, cv.text)
 	}
+	a := answer{seed: cv.seed, completion: defaultCompletionTokens, finish: "stop", prompt: cv.prompt}
 	limit := req.MaxCompletionTokens
 	if limit == nil {
 		limit = req.MaxTokens
@@ -127,7 +122,8 @@ func answerFor(req *chatRequest) answer {
 }
 
 // forEachText calls fn with the text of a message content: the string, or
-// each text part of an array. Other content (images, audio) has no words.
+// each text part of an array (chat's "text", Responses' "input_text" and
+// "output_text"). Other content (images, audio) has no words.
 func forEachText(content json.RawMessage, fn func(string)) {
 	if len(content) == 0 {
 		return
@@ -142,7 +138,7 @@ func forEachText(content json.RawMessage, fn func(string)) {
 		var parts []contentPart
 		if json.Unmarshal(content, &parts) == nil {
 			for _, p := range parts {
-				if p.Type == "text" {
+				if p.Type == "text" || p.Type == "input_text" || p.Type == "output_text" {
 					fn(p.Text)
 				}
 			}
@@ -208,11 +204,7 @@ func appendUsage(b []byte, a answer) []byte {
 // chat answers a valid chat completion request.
 func (c *call) chat(req *chatRequest) {
 	if c.b.Answer != "" {
-		ctype := c.b.AnswerType
-		if ctype == "" {
-			ctype = sniff(c.b.Answer)
-		}
-		c.respond(http.StatusOK, ctype, []byte(c.b.Answer))
+		c.replaced()
 		return
 	}
 	a := answerFor(req)

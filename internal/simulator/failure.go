@@ -146,3 +146,47 @@ func cloudflarePage(status int) []byte {
 </html>
 `)
 }
+
+// missingKey answers a request without a credential in its endpoint's
+// dialect.
+func (c *call) missingKey() {
+	switch {
+	case c.ep.fal():
+		c.fail(http.StatusUnauthorized, falDetail("Missing authorization header. Use 'Authorization: Key <FAL_KEY>'."))
+	case c.ep.anthropic():
+		c.anthropicFail(http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+	default:
+		c.fail(http.StatusUnauthorized, missingKey)
+	}
+}
+
+// invalidKey answers a request with an invalid credential in its endpoint's
+// dialect.
+func (c *call) invalidKey(key string) {
+	switch {
+	case c.ep.fal():
+		c.fail(http.StatusUnauthorized, falDetail("Invalid key"))
+	case c.ep.anthropic():
+		c.anthropicFail(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+	default:
+		c.fail(http.StatusUnauthorized, incorrectKey(key))
+	}
+}
+
+// modelNotFound answers a model the simulator does not serve.
+func (c *call) modelNotFound(model string) {
+	if c.ep.anthropic() {
+		c.anthropicFail(http.StatusNotFound, "not_found_error", "model: "+model)
+		return
+	}
+	c.fail(http.StatusNotFound, modelNotFound(model))
+}
+
+// tooLarge answers a body over maxBody.
+func (c *call) tooLarge() {
+	if c.ep.anthropic() {
+		c.anthropicFail(http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
+		return
+	}
+	c.fail(http.StatusRequestEntityTooLarge, bodyTooLarge)
+}

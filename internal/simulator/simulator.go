@@ -1,12 +1,24 @@
 // Package simulator is the simulated upstream provider that Sluice ships: an
 // http.Handler that speaks the OpenAI wire format (chat completions as JSON and
-// SSE, embeddings, models) with deterministic answers, and misbehaves on
-// demand per bearer key: latency, slow or cut or stalled streams, concurrency
-// caps that answer 429, injected 5xx, 52x and 529 failures, invalid keys,
-// and 200s that are not what the route speaks (an HTML page, a garbled
-// event, a body cut short), or that echo the request's credential.
+// SSE, embeddings, models), OpenAI Responses and Anthropic Messages with
+// deterministic answers, and misbehaves on demand per key: latency, slow or
+// cut or stalled streams, concurrency caps that answer 429, injected 5xx, 52x
+// and 529 failures, invalid keys, and 200s that are not what the route speaks
+// (an HTML page, a garbled event, a body cut short), or that echo the
+// request's credential. Each protocol answers in its own envelope and headers.
 // It records every request it receives so tests can check which credential
 // got what.
+//
+// Anthropic Messages (POST /v1/messages, also ?beta=true, and
+// /v1/messages/count_tokens) takes the key in x-api-key or as a Bearer token
+// and requires anthropic-version. Answers carry thinking blocks when
+// thinking is enabled, and cache read and write tokens when cache_control
+// appears anywhere in the request. OpenAI Responses (POST /v1/responses,
+// /v1/responses/compact, GET and DELETE /v1/responses/{id}, POST
+// /v1/responses/{id}/cancel, and the same under /backend-api/codex) stores
+// responses per key: previous_response_id and the follow-ups answer 404 to
+// any other key. Both answer with a tool call as ToolWord says, and with
+// the same words as chat for the same conversation.
 //
 // It is the upstream of the gateway's tests and throughput benchmarks, so the
 // hot path avoids reflection when encoding responses and never logs.
@@ -33,7 +45,8 @@ var DefaultModels = []string{"gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "text-embe
 // Options configure a Simulator. They are read once by New.
 type Options struct {
 	// Models are served by GET /v1/models, and only they are accepted by
-	// chat completions and embeddings (others answer 404 model_not_found).
+	// chat completions, embeddings, Messages and Responses (others answer
+	// 404 model_not_found, or Anthropic's not_found_error).
 	// When empty, DefaultModels are listed and any model is accepted.
 	Models []string
 	// Keys holds the behaviour per bearer key; keys not listed get Default.
@@ -90,8 +103,10 @@ type Behavior struct {
 	// 0 never stalls. JSON responses ignore it.
 	StallAfter int
 	// ErrorAfter ends a stream after this many content events (or after the
-	// last one) with a mid-stream error event, `data: {"error":{...}}`, as
-	// OpenAI sends when it fails after the 200; no [DONE]. 0 never does.
+	// last one) with a mid-stream error event, as the provider sends when it
+	// fails after the 200: chat's `data: {"error":{...}}` (no [DONE]),
+	// Anthropic's `event: error` overloaded_error, Responses' `event: error`.
+	// 0 never does.
 	ErrorAfter int
 	// GarbleAfter sends, after this many content events of a stream (or
 	// after the last one), an event whose data is not JSON (a chunk cut
@@ -112,11 +127,11 @@ type Behavior struct {
 	// chat answer's body, whose Content-Length announces it whole. 0 never
 	// cuts.
 	CutBodyAfter int
-	// EchoAuth quotes the request's Authorization header back, as
-	// upstreams that echo what they were sent do: with FailStatus (and no
-	// FailBody) in the error message and in an X-Echo-Authorization header;
-	// otherwise in the chat answer's content (the JSON answer's, and a
-	// stream's first content chunk).
+	// EchoAuth quotes the request's credential header (Authorization, or
+	// Anthropic's x-api-key) back, as upstreams that echo what they were
+	// sent do: with FailStatus (and no FailBody) in the error message and
+	// in an X-Echo-Authorization header; otherwise in the answer's text
+	// (the JSON answer's, and a stream's content).
 	EchoAuth bool
 	// JobDuration is how long an async job (OpenAI video, fal queue request)
 	// submitted with this key runs: queued for the first quarter, then
@@ -153,6 +168,7 @@ type Simulator struct {
 	journal journal
 	gauges  gauges
 	jobs    jobStore
+	stored  responseStore
 
 	nonce uint64        // makes ids differ between simulators
 	seq   atomic.Uint64 // makes ids differ between requests
@@ -189,6 +205,7 @@ func New(opts Options) *Simulator {
 	s.journal.init(opts.MaxRecords)
 	s.gauges.init()
 	s.jobs.init()
+	s.stored.init()
 	return s
 }
 
@@ -226,7 +243,8 @@ func (s *Simulator) behavior(key string) (Behavior, bool) {
 const maxBody = 32 << 20
 
 // ServeHTTP serves POST /v1/chat/completions, POST /v1/embeddings,
-// GET /v1/models and GET /v1/models/{model}, the OpenAI Videos job API
+// GET /v1/models and GET /v1/models/{model}, Anthropic Messages, OpenAI
+// Responses (see the package doc), the OpenAI Videos job API
 // (POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content,
 // DELETE /v1/videos/{id}) and the fal queue API (POST /{owner}/{app}[/...],
 // GET /{owner}/{app}/requests/{id}[/status], PUT .../requests/{id}/cancel;
@@ -236,9 +254,9 @@ const maxBody = 32 << 20
 // then, after Latency, FailStatus, 400 for an invalid body, 404 for an
 // unknown model (not for jobs), and finally the answer.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{sim: s, w: w, r: r}
 	ep := route(r)
-	key, hasKey := credential(r.Header.Get("Authorization"), ep.fal())
+	c := &call{sim: s, w: w, r: r, ep: ep}
+	key, hasKey := credential(r, ep)
 	b, listed := s.behavior(key)
 	c.b = b
 
@@ -249,7 +267,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			c.rec = s.journal.add(key, r, nil, "", false)
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				c.fail(http.StatusRequestEntityTooLarge, bodyTooLarge)
+				c.tooLarge()
 			} else {
 				c.cancelled() // the client left while sending
 			}
@@ -266,6 +284,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p = parseVideo(body, r.Header.Get("Content-Type"))
 	case epFalSubmit:
 		p.model = strings.TrimPrefix(r.URL.Path, "/")
+	case epMessages, epCountTokens:
+		p = c.parseMessages(body)
+	case epResponses, epCompact:
+		p = c.parseResponses(body)
 	}
 	c.rec = s.journal.add(key, r, body, p.model, p.stream)
 
@@ -273,17 +295,11 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ep == epNone:
 		c.fail(http.StatusNotFound, invalidURL(r))
 		return
-	case !hasKey && ep.fal():
-		c.fail(http.StatusUnauthorized, falDetail("Missing authorization header. Use 'Authorization: Key <FAL_KEY>'."))
-		return
 	case !hasKey:
-		c.fail(http.StatusUnauthorized, missingKey)
-		return
-	case (b.Invalid || (s.strict && !listed)) && ep.fal():
-		c.fail(http.StatusUnauthorized, falDetail("Invalid key"))
+		c.missingKey()
 		return
 	case b.Invalid || (s.strict && !listed):
-		c.fail(http.StatusUnauthorized, incorrectKey(key))
+		c.invalidKey(key)
 		return
 	}
 
@@ -297,6 +313,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.injected(p.model)
 		case ep.fal():
 			c.falFollowUp(ep)
+		case ep.storedResponse():
+			c.responseFollowUp(ep)
 		default:
 			c.videoFollowUp(ep)
 		}
@@ -335,11 +353,19 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ep == epModel:
 		c.model(strings.TrimPrefix(r.URL.Path, "/v1/models/"))
 	case s.modelSet != nil && !s.modelSet[p.model]:
-		c.fail(http.StatusNotFound, modelNotFound(p.model))
+		c.modelNotFound(p.model)
 	case ep == epChat:
 		c.chat(p.chat)
 	case ep == epEmbeddings:
 		c.embeddings(p.embed)
+	case ep == epMessages:
+		c.messages(p.msgs)
+	case ep == epCountTokens:
+		c.countTokens(p.msgs)
+	case ep == epResponses:
+		c.responses(p.resp)
+	case ep == epCompact:
+		c.compact(p.resp)
 	}
 }
 
@@ -357,11 +383,18 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return io.ReadAll(body)
 }
 
-// credential extracts the key from an Authorization header value: a Bearer
-// token, or for fal "Key <FAL_KEY>".
-func credential(h string, fal bool) (string, bool) {
+// credential extracts the key of a request: a Bearer token, for fal
+// "Authorization: Key <FAL_KEY>", for Anthropic x-api-key (or a Bearer token,
+// as some SDKs and proxies send).
+func credential(r *http.Request, ep endpoint) (string, bool) {
+	if ep.anthropic() {
+		if key := strings.TrimSpace(r.Header.Get("X-Api-Key")); key != "" {
+			return key, true
+		}
+	}
+	h := r.Header.Get("Authorization")
 	prefix := "Bearer "
-	if fal {
+	if ep.fal() {
 		prefix = "Key "
 	}
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
@@ -383,6 +416,13 @@ const (
 	epVideoGet
 	epVideoContent
 	epVideoDelete
+	epMessages       // Anthropic POST /v1/messages
+	epCountTokens    // Anthropic POST /v1/messages/count_tokens
+	epResponses      // POST /v1/responses
+	epCompact        // POST /v1/responses/compact
+	epResponseGet    // GET /v1/responses/{id}
+	epResponseDelete // DELETE /v1/responses/{id}
+	epResponseCancel // POST /v1/responses/{id}/cancel
 	epFalSubmit
 	epFalStatus
 	epFalResult
@@ -391,10 +431,19 @@ const (
 
 func (e endpoint) fal() bool { return e >= epFalSubmit }
 
+// anthropic reports an endpoint whose errors and headers are Anthropic's.
+func (e endpoint) anthropic() bool { return e == epMessages || e == epCountTokens }
+
+// storedResponse reports a request about a stored response.
+func (e endpoint) storedResponse() bool {
+	return e == epResponseGet || e == epResponseDelete || e == epResponseCancel
+}
+
 // followUp reports a request about an existing job.
 func (e endpoint) followUp() bool {
 	switch e {
-	case epVideoGet, epVideoContent, epVideoDelete, epFalStatus, epFalResult, epFalCancel:
+	case epVideoGet, epVideoContent, epVideoDelete, epFalStatus, epFalResult, epFalCancel,
+		epResponseGet, epResponseDelete, epResponseCancel:
 		return true
 	}
 	return false
@@ -406,6 +455,12 @@ func route(r *http.Request) endpoint {
 		return epChat
 	case r.Method == http.MethodPost && p == "/v1/embeddings":
 		return epEmbeddings
+	case r.Method == http.MethodPost && p == "/v1/messages":
+		return epMessages
+	case r.Method == http.MethodPost && p == "/v1/messages/count_tokens":
+		return epCountTokens
+	case strings.HasPrefix(p, "/v1/responses") || strings.HasPrefix(p, codexPrefix+"/responses"):
+		return routeResponses(r)
 	case r.Method == http.MethodGet && p == "/v1/models":
 		return epModels
 	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/models/") && len(p) > len("/v1/models/"):
@@ -453,6 +508,8 @@ type parsed struct {
 	stream bool
 	chat   *chatRequest
 	embed  *embeddingsRequest
+	msgs   *messagesRequest
+	resp   *responsesRequest
 	video  *videoRequest
 	err    *apiError // answered after Latency, like a real provider validating
 }

@@ -26,13 +26,8 @@ type streamer struct {
 // a finish chunk, the usage chunk when asked for, then [DONE]. It returns
 // early when the client goes away, and misbehaves as Behavior says.
 func (c *call) stream(req *chatRequest, a answer) {
-	st := &streamer{
-		c:     c,
-		rc:    http.NewResponseController(c.w),
-		buf:   make([]byte, 0, 512),
-		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		first: true,
-	}
+	st := c.startStream()
+	st.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	st.head = append(st.head, `data: {"id":"chatcmpl-`...)
 	st.head = c.sim.appendID(st.head, 29)
 	st.head = append(st.head, `","object":"chat.completion.chunk","created":`...)
@@ -41,14 +36,9 @@ func (c *call) stream(req *chatRequest, a answer) {
 	st.head = appendString(st.head, req.Model)
 	st.head = append(st.head, `,"service_tier":"default","system_fingerprint":null,"choices":[`...)
 
-	h := c.header("text/event-stream; charset=utf-8")
-	h["Cache-Control"] = []string{"no-cache"}
-	c.writeHeader(http.StatusOK)
-
 	if !st.chunk(`{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`, "", "") {
 		return
 	}
-	b := c.b
 	x := a.seed
 	for i := 1; i <= a.completion; i++ {
 		// Words after the first carry their leading space, as real tokens
@@ -58,24 +48,10 @@ func (c *call) stream(req *chatRequest, a answer) {
 			pre = `{"index":0,"delta":{"content":"`
 		}
 		word := nextWord(&x)
-		if i == 1 && b.EchoAuth {
+		if i == 1 && c.b.EchoAuth {
 			word = string(appendStringContent([]byte(word+" "), c.r.Header.Get("Authorization")))
 		}
-		if !st.chunk(pre, word, `"},"logprobs":null,"finish_reason":null}`) {
-			return
-		}
-		if triggers(b.GarbleAfter, i, a.completion) && !st.raw(garbledChunk) {
-			return
-		}
-		switch {
-		case triggers(b.CutAfter, i, a.completion):
-			c.cut()
-			return
-		case triggers(b.ErrorAfter, i, a.completion):
-			st.raw(midStreamError)
-			return
-		case triggers(b.StallAfter, i, a.completion):
-			st.stall()
+		if !st.chunk(pre, word, `"},"logprobs":null,"finish_reason":null}`) || !st.misbehave(i, a.completion, garbledChunk, midStreamError) {
 			return
 		}
 	}
@@ -92,6 +68,50 @@ func (c *call) stream(req *chatRequest, a answer) {
 		}
 	}
 	st.raw("data: [DONE]\n\n")
+}
+
+// startStream sends the headers of an SSE response and returns its writer.
+func (c *call) startStream() *streamer {
+	h := c.header("text/event-stream; charset=utf-8")
+	h["Cache-Control"] = []string{"no-cache"}
+	c.writeHeader(http.StatusOK)
+	return &streamer{c: c, rc: http.NewResponseController(c.w), buf: make([]byte, 0, 512), first: true}
+}
+
+// misbehave does what Behavior says after content event i of n: garbled is
+// the protocol's event cut short, failure its mid-stream error event. It
+// returns false when the stream ended.
+func (st *streamer) misbehave(i, n int, garbled, failure string) bool {
+	b := st.c.b
+	if triggers(b.GarbleAfter, i, n) && !st.raw(garbled) {
+		return false
+	}
+	switch {
+	case triggers(b.CutAfter, i, n):
+		st.c.cut()
+		return false
+	case triggers(b.ErrorAfter, i, n):
+		st.raw(failure)
+		return false
+	case triggers(b.StallAfter, i, n):
+		st.stall()
+		return false
+	}
+	return true
+}
+
+// begin starts a named event (`event: name`, then its data) in buf; the
+// caller appends the JSON and sends it with end.
+func (st *streamer) begin(name string) {
+	st.buf = append(st.buf[:0], "event: "...)
+	st.buf = append(st.buf, name...)
+	st.buf = append(st.buf, "\ndata: "...)
+}
+
+// end finishes and sends the event begun with begin.
+func (st *streamer) end() bool {
+	st.buf = append(st.buf, "\n\n"...)
+	return st.send()
 }
 
 // triggers reports whether a misbehaviour set to after fires at content

@@ -53,6 +53,13 @@ type Unit struct {
 	// A unit refused for its day gets Grant.RetryAt at the next UTC
 	// midnight.
 	DailyTokens int
+	// Refuse makes a limit (Candidate.Limits) one that is never waited
+	// for: when it lists a Refuse limit with no free slot (in flight at
+	// Cap, Cap > 0), Acquire grants nothing and does not queue the ticket
+	// (it takes a queued one out of Queue), whatever room the units have,
+	// and returns Grant.Refused. Its windows and day are waited for as
+	// any limit's. Ignored on Candidate.Unit.
+	Refuse bool
 }
 
 // Candidate is one edge a waiting request could run on, in preference order.
@@ -126,6 +133,13 @@ type Grant struct {
 	// announce it.
 	Position int
 	RetryAt  time.Time
+	// Cooling says, when not granted, that every candidate's unit is
+	// closed by a cooldown (not over yet, or over with its single probe
+	// out): the request waits for rate limits, not for free slots.
+	Cooling bool
+	// Refused says the ticket was refused rather than queued: a Refuse
+	// limit of a candidate is full (see Unit.Refuse).
+	Refused bool
 }
 
 // Outcome is how the claimed call ended, as far as the unit's state cares.

@@ -9,6 +9,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/sluicehq/sluice"
 )
@@ -107,6 +108,22 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &c.Text)
 	}
 	return json.Unmarshal(b, &c.Parts)
+}
+
+// PlainText is the content's text: the string, or its parts' text joined
+// (an answer's content, whose parts are text). A nil content has none.
+func (c *Content) PlainText() string {
+	if c == nil {
+		return ""
+	}
+	if c.Parts == nil {
+		return c.Text
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
 
 // ContentPart is one part of a message's content.

@@ -51,10 +51,18 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	} else {
 		tag = q.fair[class].tag(a.Tenant, a.Weight)
 	}
+	if d.refused(a.Candidates, now) {
+		var wakes []wake
+		if t != nil {
+			wakes = d.leave(q, t, now)
+		}
+		return store.Grant{Refused: true}, wakes
+	}
 	var (
 		retryAt time.Time
 		u       *unit
 		room    bool // u can take a lease, credential caps apart
+		cooling = true
 	)
 	for i := range a.Candidates {
 		c := &a.Candidates[i] // not a copy: candidate lists can be long
@@ -64,6 +72,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			u.setReserve(c.Unit.Reserve)
 			d.reap(u, now)
 			room = d.eligible(u, class, now)
+			cooling = cooling && u.cooling(now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
 			}
@@ -127,7 +136,41 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	if t == nil {
 		t = d.enqueue(q, a, class, now)
 	}
-	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt}, nil
+	return store.Grant{Position: d.position(q, t, now), RetryAt: retryAt, Cooling: cooling}, nil
+}
+
+// refused reports whether a candidate lists a Refuse limit with no free
+// slot (see store.Unit.Refuse). A limit the domain has not seen holds no
+// lease.
+func (d *domain) refused(cands []store.Candidate, now time.Time) bool {
+	for i := range cands {
+		for j := range cands[i].Limits {
+			lim := &cands[i].Limits[j]
+			if !lim.Refuse || lim.Cap <= 0 {
+				continue
+			}
+			if u := d.units[lim.ID]; u != nil {
+				d.reap(u, now)
+				if len(u.leases) >= lim.Cap {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// leave takes the queued ticket t out of q and returns the hints for the
+// waiters it may have barred from a unit with room.
+func (d *domain) leave(q *queue, t *ticket, now time.Time) []wake {
+	d.dequeue(q, t)
+	var wakes []wake
+	for _, u := range t.units {
+		if u.hasRoom(0, now) {
+			wakes = d.first(u, now, wakes)
+		}
+	}
+	return wakes
 }
 
 // limitsRoom checks the limits of candidate c for a ticket of class class
@@ -174,16 +217,16 @@ func (d *domain) limitsRoom(q *queue, t *ticket, c *store.Candidate, class int, 
 }
 
 // hasRoom reports whether u can take a lease for a ticket of class c: it is
-// not cooling, its probe slot is free if it is probing, and it is below Cap
-// less the slots reserved for classes more urgent than c.
+// not cooling, and it is below Cap less the slots reserved for classes
+// more urgent than c.
 func (u *unit) hasRoom(c int, now time.Time) bool {
-	switch {
-	case now.Before(u.until):
-		return false
-	case !u.until.IsZero() && u.probe != "":
-		return false
-	}
-	return len(u.leases) < u.limit(c)
+	return !u.cooling(now) && len(u.leases) < u.limit(c)
+}
+
+// cooling reports whether a cooldown closes u: it is not over yet, or it
+// is and the unit's single probe is out.
+func (u *unit) cooling(now time.Time) bool {
+	return now.Before(u.until) || !u.until.IsZero() && u.probe != ""
 }
 
 func (l *lease) grant() store.Grant {
@@ -332,13 +375,8 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 	var wakes []wake
 	if q := d.queues[queue]; q != nil {
 		if t := q.tickets[ticket]; t != nil {
-			d.dequeue(q, t)
 			// The next in line may now be free of this ticket's claim to go first.
-			for _, u := range t.units {
-				if u.hasRoom(0, now) {
-					wakes = d.first(u, now, wakes)
-				}
-			}
+			wakes = d.leave(q, t, now)
 		}
 	}
 	wakes = append(wakes, d.release(ticket, store.Outcome{}, now)...)

@@ -47,7 +47,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d limits over all candidates, want at most %d", a.Ticket, len(lims), maxLimits)
 	}
 	for _, l := range lims {
-		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0))
+		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, dom.keys, args...).Int64Slice()
 	if err != nil {
@@ -56,7 +56,10 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	if len(v) == 2 && v[0] == 2 {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %w", a.Ticket, store.ErrStateLost)
 	}
-	if len(v) < 4 || v[0] == 1 && len(v) < 5 {
+	if len(v) == 2 && v[0] == 3 {
+		return store.Grant{Refused: true}, nil
+	}
+	if len(v) < 5 {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: unexpected reply %v", a.Ticket, v)
 	}
 	if known == 0 {
@@ -71,7 +74,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 			Probe:   v[3] == 1,
 		}, nil
 	}
-	g := store.Grant{Position: int(v[1])}
+	g := store.Grant{Position: int(v[1]), Cooling: v[3] == 1}
 	if v[2] != 0 {
 		g.RetryAt = time.UnixMilli(v[2])
 	}

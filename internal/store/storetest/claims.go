@@ -35,7 +35,9 @@ func testQueueWhenFull(t *testing.T, f *fixture) {
 	c := f.cand(f.unit("u", 2), "c", 0)
 	mustGrant(t, f.s, f.req("t1", c))
 	mustGrant(t, f.s, f.req("t2", c))
-	mustQueueAt(t, f.s, f.req("t3", c), 0)
+	if g := mustQueueAt(t, f.s, f.req("t3", c), 0); g.Cooling {
+		t.Errorf("Acquire(t3) on a full unit = %+v, want Cooling false", g)
+	}
 
 	f.release(f.s, "t1", store.Outcome{Success: true})
 	waitWake(t, wake, f.name("t3"))
@@ -161,7 +163,9 @@ func testReleaseExactlyOnce(t *testing.T, f *fixture) {
 	c := f.cand(f.unit("u", 2), "c", 0)
 	mustGrant(t, f.s, f.req("t1", c))
 	mustGrant(t, f.s, f.req("t2", c))
-	mustQueueAt(t, f.s, f.req("t3", c), 0)
+	if g := mustQueueAt(t, f.s, f.req("t3", c), 0); g.Cooling {
+		t.Errorf("Acquire(t3) on a full unit = %+v, want Cooling false", g)
+	}
 
 	f.release(f.s, "t1", store.Outcome{Success: true})
 	f.release(f.s, "t1", store.Outcome{Success: true})

@@ -24,6 +24,9 @@ func testCooldown(t *testing.T, f *fixture) {
 		reqs[i] = f.req(fmt.Sprintf("w%d", i), c)
 		g := mustQueueAt(t, f.s, reqs[i], i)
 		within(t, reqs[i].Ticket+" RetryAt", g.RetryAt, lo, hi)
+		if !g.Cooling {
+			t.Errorf("cooling: Acquire(%s) = %+v, want Cooling", reqs[i].Ticket, g)
+		}
 	}
 	if us := f.unitState(f.s, "u"); us.Level != 1 || us.Probe != "" {
 		t.Errorf("cooling: Level %d, Probe %q; want 1, \"\"", us.Level, us.Probe)
@@ -38,7 +41,9 @@ func testCooldown(t *testing.T, f *fixture) {
 		}
 	}
 	for i := 1; i < len(reqs); i++ {
-		mustQueueAt(t, f.s, reqs[i], i-1)
+		if g := mustQueueAt(t, f.s, reqs[i], i-1); !g.Cooling {
+			t.Errorf("probing: Acquire(%s) = %+v, want Cooling (the probe is out)", reqs[i].Ticket, g)
+		}
 	}
 	other := f.in("q2", f.req("x", c))
 	mustQueueAt(t, f.s, other, 0)

@@ -110,7 +110,7 @@ func mustQueue(t *testing.T, s store.Claims, a store.Acquire) store.Grant {
 	if err != nil {
 		t.Fatalf("Acquire(%s) error: %v", a.Ticket, err)
 	}
-	if g.Granted {
+	if g.Granted || g.Refused {
 		t.Fatalf("Acquire(%s) = %+v, want queued", a.Ticket, g)
 	}
 	return g

@@ -58,6 +58,36 @@ func testLimitsSharedAcrossUnits(t *testing.T, f *fixture) {
 	f.cancel(f.s, "t2")
 }
 
+// testRefuseLimitNeverWaits: a key limit of Cap 2 that refuses. A ticket
+// that waits for its full unit stays queued while the key has room, and
+// is refused, out of the queue, once the key's slots are taken in another
+// queue;
+// a newcomer of the full key is refused at once, not queued.
+func testRefuseLimitNeverWaits(t *testing.T, f *fixture) {
+	key := store.Unit{ID: f.name("key"), Cap: 2, Refuse: true}
+	busy := f.cand(f.unit("busy", 1), "cb", 0)
+	free := withLimits(f.cand(f.unit("free", 4), "cf", 0), key)
+	mustGrant(t, f.s, f.req("t0", busy))
+	w := f.req("w", withLimits(busy, key))
+	mustQueueAt(t, f.s, w, 0) // the upstream is full, not the key: it waits
+	// Another alias's queue, where w does not bar them from the key.
+	mustGrant(t, f.s, f.in("q2", f.req("t1", free)))
+	mustGrant(t, f.s, f.in("q2", f.req("t2", free)))
+	for _, a := range []store.Acquire{w, f.req("t3", free)} {
+		if g, err := f.s.Acquire(t.Context(), a); err != nil || g != (store.Grant{Refused: true}) {
+			t.Errorf("Acquire(%s) with the key full = %+v, %v; want Refused", a.Ticket, g, err)
+		}
+	}
+	if us := f.units(f.s, "key", "busy", "free"); us[0].InFlight != 2 || us[0].Waiting != 0 || us[1].Waiting != 0 || us[2].InFlight != 2 {
+		t.Errorf("after the refusals: Units = %+v, want the key 2 in flight, nobody waiting, free 2 in flight", us)
+	}
+	f.release(f.s, "t1", store.Outcome{Success: true})
+	mustGrant(t, f.s, f.req("t4", free))
+	for _, l := range []string{"t0", "t2", "t4"} {
+		f.release(f.s, l, store.Outcome{Success: true})
+	}
+}
+
 // testDailyTokens: a limit of 1000 tokens per UTC day; a correction on
 // release gives back what was not used.
 func testDailyTokens(t *testing.T, f *fixture) {

@@ -76,6 +76,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"LimitsAllMustFit", testLimitsAllMustFit},
 		{"LimitsSharedAcrossUnits", testLimitsSharedAcrossUnits},
 		{"LimitStateLapses", testLimitStateLapses},
+		{"RefuseLimitNeverWaits", testRefuseLimitNeverWaits},
 		{"DailyTokens", testDailyTokens},
 		{"FairShareBetweenTenants", testFairShareBetweenTenants},
 		{"WeightedShare", testWeightedShare},

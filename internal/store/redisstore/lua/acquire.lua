@@ -2,15 +2,17 @@
 -- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens,
 -- tenant, weight, the state generation the replica knows (0 = none yet), then
 -- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm,
--- daily, lstart, lcount), then the limits, each (id, cap, rpm, tpm, daily),
--- where resC is the number of the unit's slots class C may not use
+-- daily, lstart, lcount), where resC is the number of the unit's slots class C may not use
 -- (Reserve[0], then Reserve[0] + Reserve[1]), rpm, tpm and daily the unit's
 -- limits (0 = none), tokens the estimate reserved against tpm and daily,
 -- and lstart, lcount the candidate's limits: the limits section's entries
--- lstart (0-based) through lstart + lcount - 1.
+-- lstart (0-based) through lstart + lcount - 1; then the limits, each (id,
+-- cap, rpm, tpm, daily, refuse), refuse 1 for a limit never waited for.
 -- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
--- gen}, or {2, gen} when the replica knows another generation: the state
--- was lost, and nothing is decided until it reasserts its leases.
+-- cooling, gen} (cooling 1 when every candidate's unit is closed by a
+-- cooldown), {3, gen} when a refuse limit is full (the ticket is not
+-- queued), or {2, gen} when the replica knows another generation: the
+-- state was lost, and nothing is decided until it reasserts its leases.
 local gen = state_gen()
 local known = tonumber(ARGV[11])
 if known ~= 0 and known ~= gen then
@@ -21,7 +23,7 @@ local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
 local A, W = 12, 13 -- the first candidate's ARGV index, and the ARGV per candidate
-local L, LW = A + n * W, 5 -- the first limit's ARGV index, and the ARGV per limit
+local L, LW = A + n * W, 6 -- the first limit's ARGV index, and the ARGV per limit
 local reaped = reap(now)
 
 -- gcra returns the new TAT (Redis ms) of a grant of cost under limit per
@@ -103,6 +105,15 @@ local function decide()
     tag = fair_tag(queue, class, tenant, weight) -- where it would queue
   end
 
+  -- A full refuse limit is never waited for: the ticket leaves instead.
+  for x = L, #ARGV, LW do
+    local lcap = tonumber(ARGV[x + 1])
+    if ARGV[x + 5] == '1' and lcap > 0 and (tonumber(redis.call('HGET', K_UNIT, ARGV[x] .. '\0n')) or 0) >= lcap then
+      leave(ticket, now, ARGV[5])
+      return {3, gen}
+    end
+  end
+
   -- Records of the tickets queued ahead of this one in (class, tag,
   -- arrival) order, read once on demand: a newcomer is behind every ticket
   -- of a more urgent class and those of its class with a tag up to its
@@ -182,7 +193,7 @@ local function decide()
     redis.call('HDEL', K_UNIT, unpack(dels))
   end
 
-  local retry = 0
+  local retry, cooling = 0, 1
   for i = 0, n - 1 do
     local b = A + i * W
     local u, c = ARGV[b], ARGV[b + 1]
@@ -193,6 +204,9 @@ local function decide()
     end
     local inflight, untl = tonumber(state[i * F + 1]) or 0, tonumber(state[i * F + 2]) or 0
     local ok, probe = true, false
+    if untl == 0 or now >= untl and not state[i * F + 3] then
+      cooling = 0 -- open, or its probe is free to take
+    end
     if untl ~= 0 then
       if now < untl then
         ok = false
@@ -328,7 +342,7 @@ local function decide()
       end
     end
   end
-  return {0, redis.call('ZLEXCOUNT', K_Q, '[' .. queue .. '\0', '(' .. member), retry, gen}
+  return {0, redis.call('ZLEXCOUNT', K_Q, '[' .. queue .. '\0', '(' .. member), retry, cooling, gen}
 end
 
 local result = decide()

@@ -5,18 +5,8 @@ local now = now_ms()
 local ticket, prefix = ARGV[1], ARGV[2]
 wake_all(reap(now), now, prefix)
 local dq, rel = 0, 0
-local r = dequeue(ticket)
-if r then
+if leave(ticket, now, prefix) then
   dq = 1
-  -- It may have been the head that barred the others from a free unit.
-  local budget = 8
-  for u in string.gmatch(r[4], '[^\30]+') do
-    wake(u, now, prefix, 1)
-    budget = budget - 1
-    if budget == 0 then
-      break
-    end
-  end
 end
 if live_lease(ticket, now) then
   rel = 1

@@ -425,3 +425,22 @@ local function wake_all(units, now, prefix)
     wake(u, now, prefix)
   end
 end
+
+-- leave dequeues ticket t and, as it may have been the head that barred
+-- the others from a free unit, wakes one waiter of each of its first
+-- units. It returns whether t was queued.
+local function leave(t, now, prefix)
+  local r = dequeue(t)
+  if not r then
+    return false
+  end
+  local budget = 8
+  for u in string.gmatch(r[4], '[^\30]+') do
+    wake(u, now, prefix, 1)
+    budget = budget - 1
+    if budget == 0 then
+      break
+    end
+  end
+  return true
+end

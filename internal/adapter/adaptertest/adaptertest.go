@@ -1,0 +1,117 @@
+// Package adaptertest runs translators against golden files: requests,
+// whole answers, errors and streams (as server-sent event text), compared
+// with what is in testdata and rewritten by `go test -update`. It is for
+// tests only and depends on package adapter and the standard library.
+package adaptertest
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/adapter"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files with what the translators produce")
+
+// Golden compares got with the file at path, or writes it there under -update.
+func Golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// GoldenEvents compares a stream with the events in the file at path,
+// event by event, or writes it there under -update.
+func GoldenEvents(t *testing.T, path string, got []adapter.Event) {
+	t.Helper()
+	if *update {
+		Golden(t, path, Format(got))
+		return
+	}
+	want := Parse(Read(t, path))
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(got):
+			t.Errorf("%s: event #%d missing, want %s: %s", path, i, want[i].Name, want[i].Data)
+		case i >= len(want):
+			t.Errorf("%s: event #%d = %s: %s, want none", path, i, got[i].Name, got[i].Data)
+		case got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data):
+			t.Errorf("%s: event #%d = %s: %s\nwant %s: %s", path, i, got[i].Name, got[i].Data, want[i].Name, want[i].Data)
+		}
+	}
+}
+
+// Read returns the file at path.
+func Read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Parse reads server-sent events: "event:" and "data:" lines, one event
+// per blank-line separated block (one data line each, as the protocols
+// here write them). Comment lines are left out.
+func Parse(text []byte) []adapter.Event {
+	var evs []adapter.Event
+	for block := range strings.SplitSeq(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n\n") {
+		var ev adapter.Event
+		for line := range strings.SplitSeq(block, "\n") {
+			if name, ok := strings.CutPrefix(line, "event: "); ok {
+				ev.Name = name
+			} else if data, ok := strings.CutPrefix(line, "data: "); ok {
+				ev.Data = []byte(data)
+			}
+		}
+		if ev.Name != "" || ev.Data != nil {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// Format writes events as server-sent event text, as Parse reads it.
+func Format(evs []adapter.Event) []byte {
+	var b bytes.Buffer
+	for _, ev := range evs {
+		if ev.Name != "" {
+			b.WriteString("event: " + ev.Name + "\n")
+		}
+		b.WriteString("data: ")
+		b.Write(ev.Data)
+		b.WriteString("\n\n")
+	}
+	return b.Bytes()
+}
+
+// Stream feeds events to tr in order and returns what it emitted, whether
+// it said the caller's stream was done, and the first error it returned.
+// Events after done are not fed.
+func Stream(tr adapter.Translator, in []adapter.Event) (out []adapter.Event, done bool, err error) {
+	emit := func(ev adapter.Event) error {
+		out = append(out, ev)
+		return nil
+	}
+	for _, ev := range in {
+		if done, err = tr.Event(ev, emit); done || err != nil {
+			break
+		}
+	}
+	return out, done, err
+}

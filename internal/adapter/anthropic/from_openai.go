@@ -1,0 +1,612 @@
+// Package anthropic translates between the protocols callers speak and an
+// upstream that speaks Anthropic Messages, one file per caller protocol
+// (from_openai.go). The wire types are in the leaf package messages. The
+// package depends only on package sluice, package adapter and its
+// sub-packages, and the standard library.
+package anthropic
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+	"github.com/sluicehq/sluice/internal/adapter/openai"
+)
+
+// DefaultMaxTokens is the output cap sent when an OpenAI caller sets none:
+// Anthropic requires one and OpenAI's default is "as much as the model
+// allows", which Sluice does not know per model (translation.md §1,
+// policy). A thinking budget is added on top of it.
+const DefaultMaxTokens = 8192
+
+// thinkingBudgets maps OpenAI's reasoning_effort to an Anthropic thinking
+// budget (translation.md §1, policy). "none" turns thinking off. Anthropic's
+// minimum budget is 1024.
+var thinkingBudgets = map[string]int64{
+	"minimal": 1024,
+	"low":     2048,
+	"medium":  8192,
+	"high":    16384,
+	"xhigh":   32768,
+	"max":     32768,
+}
+
+// FromOpenAI carries one OpenAI chat execution to an Anthropic Messages
+// upstream. It serves one execution and is not safe for concurrent use.
+//
+// Refused (CodeInvalidRequest), because Anthropic cannot express them:
+// n > 1, logprobs, top_logprobs, logit_bias, audio input or output
+// (input_audio parts, modalities with "audio", audio), file parts by
+// file_id, the deprecated functions/function_call and "function" role,
+// non-function tools, tool_choice allowed_tools, tool-call arguments that
+// are not a JSON object, images other than data or http(s) URLs, and a
+// max_tokens too small for the thinking budget asked for.
+//
+// Dropped, as translation.md says, because they are hints Anthropic has no
+// field for and the answer's shape does not depend on them: image detail,
+// seed, frequency_penalty, presence_penalty, metadata, store,
+// service_tier, prompt_cache_key, prediction, verbosity,
+// web_search_options, and an assistant message's reasoning_content (a
+// thinking block cannot be replayed without its signature).
+type FromOpenAI struct {
+	now          func() time.Time
+	includeUsage bool // the caller asked for a usage chunk at the end of its stream
+
+	// Stream state.
+	id, model  string
+	created    int64
+	toolIndex  map[int]int // Anthropic block index → OpenAI tool-call index
+	nextTool   int
+	stopReason string
+	usage      messages.Usage
+	measured   bool
+}
+
+var _ adapter.Translator = (*FromOpenAI)(nil)
+
+// NewFromOpenAI returns a translator for one execution.
+func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
+
+// invalid is the error for a request Anthropic cannot express.
+func invalid(format string, args ...any) error {
+	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Request returns the Messages body for the caller's chat request.
+func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) {
+	var in openai.ChatRequest
+	if err := json.Unmarshal(req.Body, &in); err != nil {
+		return nil, invalid("request body is not a valid chat completions request: %v", err)
+	}
+	if err := refuseChat(&in); err != nil {
+		return nil, err
+	}
+	out := messages.Request{
+		Model:         model,
+		Stream:        in.Stream,
+		StopSequences: in.Stop,
+		TopP:          in.TopP,
+	}
+	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
+	if in.Temperature != nil { // Anthropic takes 0–1, OpenAI 0–2 (policy: clamp)
+		temp := min(max(*in.Temperature, 0), 1)
+		out.Temperature = &temp
+	}
+	system, turns, err := conversation(in.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if system != "" {
+		out.System = &messages.Content{Text: system}
+	}
+	out.Messages = turns
+	if out.Tools, out.ToolChoice, err = tools(&in); err != nil {
+		return nil, err
+	}
+	if err := outputCap(&in, &out); err != nil {
+		return nil, err
+	}
+	if f := in.ResponseFormat; f != nil && f.Type != "text" {
+		out.OutputConfig = &messages.OutputConfig{Format: jsonFormat(f)}
+	}
+	if user := cmp.Or(in.SafetyIdentifier, in.User); user != "" {
+		out.Metadata = &messages.Metadata{UserID: user}
+	}
+	return json.Marshal(&out)
+}
+
+// refuseChat rejects the request-level fields Anthropic cannot express.
+func refuseChat(in *openai.ChatRequest) error {
+	switch {
+	case in.N != nil && *in.N > 1:
+		return invalid("n > 1 is not supported by this model's upstream (Anthropic Messages has one choice per request)")
+	case in.Logprobs || in.TopLogprobs != nil:
+		return invalid("logprobs are not supported by this model's upstream (Anthropic Messages)")
+	case isSet(in.LogitBias):
+		return invalid("logit_bias is not supported by this model's upstream (Anthropic Messages)")
+	case isSet(in.Audio) || slices.Contains(in.Modalities, "audio"):
+		return invalid("audio output is not supported by this model's upstream (Anthropic Messages)")
+	case isSet(in.Functions) || isSet(in.FunctionCall):
+		return invalid("functions and function_call are deprecated and not translated; use tools and tool_choice")
+	}
+	return nil
+}
+
+// isSet reports whether a raw field is present and not null.
+func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
+
+// conversation turns the chat messages into the system prompt (every
+// system and developer message's text, in order, joined by a blank line)
+// and Anthropic turns. Consecutive messages of one role become one turn,
+// as Anthropic would merge them anyway; so consecutive tool messages
+// become one user turn of tool_result blocks.
+func conversation(msgs []openai.ChatMessage) (string, []messages.MessageParam, error) {
+	var system []string
+	var turns []messages.MessageParam
+	add := func(role string, blocks []messages.Block) {
+		if n := len(turns); n > 0 && turns[n-1].Role == role {
+			turns[n-1].Content.Blocks = append(turns[n-1].Content.Blocks, blocks...)
+			return
+		}
+		turns = append(turns, messages.MessageParam{Role: role, Content: &messages.Content{Blocks: blocks}})
+	}
+	for i, m := range msgs {
+		if isSet(m.Audio) || isSet(m.FunctionCall) {
+			return "", nil, invalid("messages[%d]: audio and function_call are not supported by this model's upstream (Anthropic Messages)", i)
+		}
+		switch m.Role {
+		case "system", "developer":
+			text, err := plainText(m.Content)
+			if err != nil {
+				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			system = append(system, text)
+		case "user":
+			blocks, err := userBlocks(m.Content)
+			if err != nil {
+				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			add("user", blocks)
+		case "assistant":
+			blocks, err := assistantBlocks(&m)
+			if err != nil {
+				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			add("assistant", blocks)
+		case "tool":
+			text, err := plainText(m.Content)
+			if err != nil {
+				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			add("user", []messages.Block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: &messages.Content{Text: text}}})
+		default:
+			return "", nil, invalid("messages[%d]: role %q is not supported by this model's upstream (Anthropic Messages)", i, m.Role)
+		}
+	}
+	return strings.Join(system, "\n\n"), turns, nil
+}
+
+// plainText is the text of a content that may only hold text parts
+// (system, developer and tool messages).
+func plainText(c *openai.Content) (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	if c.Parts == nil {
+		return c.Text, nil
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p.Type != "text" {
+			return "", invalid("content part %q is not allowed here; only text is", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// userBlocks translates a user message's content.
+func userBlocks(c *openai.Content) ([]messages.Block, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.Parts == nil {
+		return []messages.Block{{Type: "text", Text: c.Text}}, nil
+	}
+	blocks := make([]messages.Block, 0, len(c.Parts))
+	for _, p := range c.Parts {
+		switch p.Type {
+		case "text":
+			blocks = append(blocks, messages.Block{Type: "text", Text: p.Text})
+		case "image_url":
+			if p.ImageURL == nil {
+				return nil, invalid("image_url part without an image_url")
+			}
+			src, err := source(p.ImageURL.URL, "")
+			if err != nil {
+				return nil, err
+			}
+			blocks = append(blocks, messages.Block{Type: "image", Source: src})
+		case "file":
+			if p.File == nil || p.File.FileData == "" {
+				return nil, invalid("file parts by file_id are not supported by this model's upstream (Anthropic Messages); send file_data")
+			}
+			src, err := source(p.File.FileData, "application/pdf")
+			if err != nil {
+				return nil, err
+			}
+			blocks = append(blocks, messages.Block{Type: "document", Source: src})
+		default: // input_audio and anything newer
+			return nil, invalid("content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
+		}
+	}
+	return blocks, nil
+}
+
+// source turns a data URL or an http(s) URL into a block source. When
+// bareMediaType is set, a value that is neither is taken as base64 data of
+// that type (OpenAI's file_data).
+func source(url, bareMediaType string) (*messages.Source, error) {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		mediaType, data, ok := strings.Cut(rest, ";base64,")
+		if !ok {
+			return nil, invalid("a data URL must be base64: data:<media type>;base64,<data>")
+		}
+		return &messages.Source{Type: "base64", MediaType: mediaType, Data: data}, nil
+	}
+	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
+		return &messages.Source{Type: "url", URL: url}, nil
+	}
+	if bareMediaType != "" {
+		return &messages.Source{Type: "base64", MediaType: bareMediaType, Data: url}, nil
+	}
+	return nil, invalid("an image URL must be a data URL or an http(s) URL")
+}
+
+// assistantBlocks translates an assistant message: its text (and refusal,
+// as text) then its tool calls as tool_use blocks with the same ids.
+func assistantBlocks(m *openai.ChatMessage) ([]messages.Block, error) {
+	var blocks []messages.Block
+	if c := m.Content; c != nil {
+		if c.Parts == nil && c.Text != "" {
+			blocks = append(blocks, messages.Block{Type: "text", Text: c.Text})
+		}
+		for _, p := range c.Parts {
+			switch p.Type {
+			case "text":
+				blocks = append(blocks, messages.Block{Type: "text", Text: p.Text})
+			case "refusal":
+				blocks = append(blocks, messages.Block{Type: "text", Text: p.Refusal})
+			default:
+				return nil, invalid("assistant content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
+			}
+		}
+	}
+	if m.Refusal != "" {
+		blocks = append(blocks, messages.Block{Type: "text", Text: m.Refusal})
+	}
+	for _, tc := range m.ToolCalls {
+		input := json.RawMessage(tc.Function.Arguments)
+		if strings.TrimSpace(tc.Function.Arguments) == "" {
+			input = json.RawMessage(`{}`)
+		} else if !json.Valid(input) || strings.TrimSpace(tc.Function.Arguments)[0] != '{' {
+			return nil, invalid("tool call %s: arguments must be a JSON object", tc.ID)
+		}
+		blocks = append(blocks, messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+	}
+	return blocks, nil
+}
+
+// tools translates the tool declarations and tool_choice (with
+// parallel_tool_calls, which Anthropic keeps inside tool_choice, inverted).
+func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error) {
+	var out []messages.Tool
+	for i, tl := range in.Tools {
+		if tl.Type != "function" {
+			return nil, nil, invalid("tools[%d]: tool type %q is not supported by this model's upstream (Anthropic Messages)", i, tl.Type)
+		}
+		schema := tl.Function.Parameters
+		if !isSet(schema) { // Anthropic requires an input schema; OpenAI's default is "no parameters"
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, messages.Tool{Name: tl.Function.Name, Description: tl.Function.Description, InputSchema: schema, Strict: tl.Function.Strict})
+	}
+	var choice *messages.ToolChoice
+	if isSet(in.ToolChoice) {
+		var name string
+		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
+			typ, ok := map[string]string{"auto": "auto", "none": "none", "required": "any"}[name]
+			if !ok {
+				return nil, nil, invalid("tool_choice %q is not supported", name)
+			}
+			choice = &messages.ToolChoice{Type: typ}
+		} else {
+			var fn openai.ToolChoiceFunction
+			if err := json.Unmarshal(in.ToolChoice, &fn); err != nil || fn.Type != "function" || fn.Function.Name == "" {
+				return nil, nil, invalid("tool_choice must be auto, none, required or a named function for this model's upstream (Anthropic Messages)")
+			}
+			choice = &messages.ToolChoice{Type: "tool", Name: fn.Function.Name}
+		}
+	}
+	if in.ParallelToolCalls != nil && !*in.ParallelToolCalls && len(out) > 0 {
+		if choice == nil {
+			choice = &messages.ToolChoice{Type: "auto"}
+		}
+		choice.DisableParallelToolUse = choice.Type != "none" // none takes no such flag
+	}
+	return out, choice, nil
+}
+
+// outputCap sets max_tokens and thinking. The cap includes the thinking
+// tokens on both sides, so a budget must fit under it. Anthropic refuses
+// thinking together with a forced tool, a temperature or a top_p below
+// 0.95: a forced tool wins over reasoning, which then stays off, and with
+// reasoning on the sampling hints are left out (policy).
+func outputCap(in *openai.ChatRequest, out *messages.Request) error {
+	maxTokens := int64(0)
+	if in.MaxCompletionTokens != nil {
+		maxTokens = *in.MaxCompletionTokens
+	} else if in.MaxTokens != nil {
+		maxTokens = *in.MaxTokens
+	}
+	effort := in.ReasoningEffort
+	forced := out.ToolChoice != nil && (out.ToolChoice.Type == "any" || out.ToolChoice.Type == "tool")
+	if effort == "" || effort == "none" || forced {
+		if effort == "none" {
+			out.Thinking = &messages.Thinking{Type: "disabled"}
+		}
+		out.MaxTokens = cmp.Or(maxTokens, DefaultMaxTokens)
+		return nil
+	}
+	budget, ok := thinkingBudgets[effort]
+	if !ok {
+		return invalid("reasoning_effort %q is not supported", effort)
+	}
+	out.Temperature, out.TopP = nil, nil
+	switch {
+	case maxTokens == 0:
+		maxTokens = DefaultMaxTokens + budget
+	case maxTokens <= budget:
+		budget = maxTokens - 1
+	}
+	if budget < 1024 {
+		return invalid("max_completion_tokens %d leaves no room for reasoning (this model's upstream needs at least 1025 with reasoning_effort); raise it or set reasoning_effort none", maxTokens)
+	}
+	out.MaxTokens = maxTokens
+	out.Thinking = &messages.Thinking{Type: "enabled", BudgetTokens: budget}
+	return nil
+}
+
+// jsonFormat translates response_format. json_object, which has no schema,
+// asks for any JSON object (policy).
+func jsonFormat(f *openai.ResponseFormat) *messages.Format {
+	if f.JSONSchema != nil && isSet(f.JSONSchema.Schema) {
+		return &messages.Format{Type: "json_schema", Schema: f.JSONSchema.Schema}
+	}
+	return &messages.Format{Type: "json_schema", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+// finishReasons maps Anthropic's stop_reason to OpenAI's finish_reason
+// (translation.md §5); anything else is "stop".
+var finishReasons = map[string]string{
+	"max_tokens":                    "length",
+	"model_context_window_exceeded": "length",
+	"tool_use":                      "tool_calls",
+	"refusal":                       "content_filter",
+}
+
+func finishReason(stop string) string {
+	if r, ok := finishReasons[stop]; ok {
+		return r
+	}
+	return "stop"
+}
+
+// Response returns the chat completion for a whole Messages answer.
+// Thinking goes to the non-standard reasoning_content, as DeepSeek and
+// others send it; redacted thinking, citations and server-tool blocks have
+// no OpenAI field and are left out.
+func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
+	var m messages.Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("anthropic answer: %w", err)
+	}
+	t.usage, t.measured = m.Usage, true
+	msg := openai.ChatMessage{Role: "assistant"}
+	var text, reasoning strings.Builder
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			reasoning.WriteString(b.Thinking)
+		case "tool_use":
+			msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{ID: b.ID, Type: "function",
+				Function: openai.FunctionCall{Name: b.Name, Arguments: arguments(b.Input)}})
+		}
+	}
+	if text.Len() > 0 || msg.ToolCalls == nil {
+		msg.Content = openai.TextContent(text.String())
+	}
+	msg.ReasoningContent = reasoning.String()
+	var stop string
+	if m.StopReason != nil {
+		stop = *m.StopReason
+	}
+	out := openai.Completion{
+		ID:      m.ID,
+		Object:  "chat.completion",
+		Created: t.now().Unix(),
+		Model:   m.Model,
+		Choices: []openai.Choice{{Message: msg, FinishReason: finishReason(stop)}},
+		Usage:   openai.UsageOf(m.Usage.Sluice()),
+	}
+	return json.Marshal(&out)
+}
+
+// arguments is a tool_use input as OpenAI's arguments string.
+func arguments(input json.RawMessage) string {
+	if len(input) == 0 {
+		return "{}"
+	}
+	return string(input)
+}
+
+// Event translates one event of a Messages stream into chat chunks
+// (translation.md §7.1). An upstream error event is passed on as
+// OpenAI's mid-stream error; Event then returns done and a
+// *sluice.Error (upstream_stream_failed), the stream having failed.
+func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+	var in messages.StreamEvent
+	if err := json.Unmarshal(ev.Data, &in); err != nil {
+		return false, fmt.Errorf("anthropic stream event %q: %w", ev.Name, err)
+	}
+	switch in.Type {
+	case "message_start":
+		if in.Message != nil {
+			t.id, t.model = in.Message.ID, in.Message.Model
+			t.usage, t.measured = in.Message.Usage, true
+		}
+		t.created = t.now().Unix()
+		empty := ""
+		return false, t.chunk(emit, openai.Delta{Role: "assistant", Content: &empty})
+	case "content_block_start":
+		return false, t.blockStart(&in, emit)
+	case "content_block_delta":
+		return false, t.blockDelta(&in, emit)
+	case "message_delta":
+		if in.Delta != nil && in.Delta.StopReason != nil {
+			t.stopReason = *in.Delta.StopReason
+		}
+		if len(in.Usage) > 0 {
+			if err := json.Unmarshal(in.Usage, &t.usage); err != nil {
+				return false, fmt.Errorf("anthropic message_delta usage: %w", err)
+			}
+			t.measured = true
+		}
+		return false, nil
+	case "message_stop":
+		return true, t.finish(emit)
+	case "error":
+		return true, t.streamError(&in, emit)
+	}
+	return false, nil // ping, content_block_stop and event types added later
+}
+
+func (t *FromOpenAI) blockStart(in *messages.StreamEvent, emit func(adapter.Event) error) error {
+	b := in.ContentBlock
+	if b == nil {
+		return nil
+	}
+	switch b.Type {
+	case "text":
+		if b.Text != "" {
+			return t.chunk(emit, openai.Delta{Content: &b.Text})
+		}
+	case "thinking":
+		if b.Thinking != "" {
+			return t.chunk(emit, openai.Delta{ReasoningContent: b.Thinking})
+		}
+	case "tool_use":
+		if t.toolIndex == nil {
+			t.toolIndex = make(map[int]int)
+		}
+		k := t.nextTool
+		t.toolIndex[in.Index] = k
+		t.nextTool++
+		return t.chunk(emit, openai.Delta{ToolCalls: []openai.ToolCall{{Index: &k, ID: b.ID, Type: "function",
+			Function: openai.FunctionCall{Name: b.Name}}}})
+	}
+	return nil // redacted thinking, server-tool blocks: no OpenAI field
+}
+
+func (t *FromOpenAI) blockDelta(in *messages.StreamEvent, emit func(adapter.Event) error) error {
+	d := in.Delta
+	if d == nil {
+		return nil
+	}
+	switch d.Type {
+	case "text_delta":
+		return t.chunk(emit, openai.Delta{Content: &d.Text})
+	case "thinking_delta":
+		return t.chunk(emit, openai.Delta{ReasoningContent: d.Thinking})
+	case "input_json_delta":
+		k, ok := t.toolIndex[in.Index]
+		if !ok || d.PartialJSON == "" {
+			return nil
+		}
+		return t.chunk(emit, openai.Delta{ToolCalls: []openai.ToolCall{{Index: &k, Function: openai.FunctionCall{Arguments: d.PartialJSON}}}})
+	}
+	return nil // signature_delta, citations_delta
+}
+
+// finish sends the finish chunk, the usage chunk when the caller asked for
+// one, and [DONE].
+func (t *FromOpenAI) finish(emit func(adapter.Event) error) error {
+	reason := finishReason(t.stopReason)
+	if err := t.send(emit, &openai.Chunk{Choices: []openai.ChunkChoice{{Delta: openai.Delta{}, FinishReason: &reason}}}); err != nil {
+		return err
+	}
+	if t.includeUsage {
+		if err := t.send(emit, &openai.Chunk{Choices: []openai.ChunkChoice{}, Usage: openai.UsageOf(t.Usage())}); err != nil {
+			return err
+		}
+	}
+	return emit(adapter.Event{Data: []byte("[DONE]")})
+}
+
+func (t *FromOpenAI) streamError(in *messages.StreamEvent, emit func(adapter.Event) error) error {
+	e := messages.ErrorBody{Type: "api_error", Message: "upstream stream failed"}
+	if in.Error != nil {
+		e = *in.Error
+	}
+	data, err := json.Marshal(&openai.ErrorEnvelope{Error: openai.ErrorBody{Message: e.Message, Type: e.Type}})
+	if err != nil {
+		return err
+	}
+	if err := emit(adapter.Event{Data: data}); err != nil {
+		return err
+	}
+	return &sluice.Error{Code: sluice.CodeUpstreamStreamFailed, Msg: e.Message, Err: fmt.Errorf("anthropic stream error %s", e.Type)}
+}
+
+// chunk sends one chunk of choice 0 carrying d.
+func (t *FromOpenAI) chunk(emit func(adapter.Event) error, d openai.Delta) error {
+	return t.send(emit, &openai.Chunk{Choices: []openai.ChunkChoice{{Delta: d}}})
+}
+
+func (t *FromOpenAI) send(emit func(adapter.Event) error, c *openai.Chunk) error {
+	c.ID, c.Object, c.Created, c.Model = t.id, "chat.completion.chunk", t.created, t.model
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return emit(adapter.Event{Data: data})
+}
+
+// Error returns OpenAI's error body for an Anthropic error answer. The
+// Anthropic error type becomes OpenAI's type; a body that is not
+// Anthropic's (a proxy's HTML page) gets the status text as its message.
+func (t *FromOpenAI) Error(status int, body []byte) []byte {
+	var in messages.ErrorEnvelope
+	if json.Unmarshal(body, &in) != nil || in.Error.Message == "" {
+		in.Error = messages.ErrorBody{Type: messages.ErrorType(status), Message: http.StatusText(status)}
+	}
+	out, _ := json.Marshal(&openai.ErrorEnvelope{Error: openai.ErrorBody{Message: in.Error.Message, Type: in.Error.Type}})
+	return out
+}
+
+// Usage is the usage read so far; Measured is false before any.
+func (t *FromOpenAI) Usage() sluice.Usage {
+	if !t.measured {
+		return sluice.Usage{}
+	}
+	return t.usage.Sluice()
+}

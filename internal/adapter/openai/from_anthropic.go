@@ -1,0 +1,639 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+)
+
+// FromAnthropic carries one Anthropic Messages execution to an OpenAI chat
+// upstream (Claude Code on an OpenAI-compatible model). It serves one
+// execution and is not safe for concurrent use.
+//
+// Refused (CodeInvalidRequest), because OpenAI chat cannot express them:
+// server tools (web search, code execution …) and mcp_servers, documents
+// other than base64 PDFs, image sources other than base64 and URLs, more
+// than 4 stop sequences.
+//
+// Dropped, as translation.md says: top_k (OpenAI has none), cache_control
+// breakpoints (OpenAI caches on its own), service_tier, container,
+// inference_geo and context_management (Claude Code's server-side context
+// editing: the conversation is sent whole instead), redacted_thinking
+// blocks (opaque to anyone but Anthropic) and thinking signatures
+// (OpenAI-compatible servers take the thinking text back as
+// reasoning_content and need no signature).
+type FromAnthropic struct {
+	// Stream state.
+	started   bool
+	id        string
+	model     string
+	open      openBlock
+	blocks    int               // Anthropic blocks started so far: the next one's index
+	tools     map[int]toolBlock // by OpenAI tool-call index
+	openTools []int             // tool blocks open, in start order: they stay open until the finish
+	finish    string
+	refusal   bool
+	usage     sluice.Usage
+}
+
+// openBlock is the text or thinking block being written, which closes
+// when any other block starts (tool blocks stay open, see tools).
+type openBlock struct {
+	kind  string // "", "text", "thinking"
+	index int
+}
+
+var _ adapter.Translator = (*FromAnthropic)(nil)
+
+// NewFromAnthropic returns a translator for one execution.
+func NewFromAnthropic() *FromAnthropic { return &FromAnthropic{} }
+
+// untranslatable is the error for a request OpenAI chat cannot express.
+func untranslatable(format string, args ...any) error {
+	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
+}
+
+// reasoningEfforts maps an Anthropic thinking budget to OpenAI's
+// reasoning_effort (translation.md §1, policy): the largest effort whose
+// floor the budget reaches.
+var reasoningEfforts = []struct {
+	floor  int64
+	effort string
+}{{16384, "high"}, {4096, "medium"}, {0, "low"}}
+
+// Request returns the chat body for the caller's Messages request. The
+// upstream is always asked for the usage of a stream (policy).
+func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, error) {
+	var in messages.Request
+	if err := json.Unmarshal(req.Body, &in); err != nil {
+		return nil, untranslatable("request body is not a valid Messages request: %v", err)
+	}
+	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
+		return nil, untranslatable("mcp_servers are not supported by this model's upstream (OpenAI chat)")
+	}
+	if len(in.StopSequences) > 4 {
+		return nil, untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
+	}
+	out := ChatRequest{
+		Model:       model,
+		Stream:      in.Stream,
+		Temperature: in.Temperature,
+		TopP:        in.TopP,
+		Stop:        in.StopSequences,
+	}
+	if in.MaxTokens > 0 {
+		out.MaxCompletionTokens = &in.MaxTokens
+	}
+	if in.Stream {
+		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+	}
+	if in.System != nil {
+		text, err := systemText(in.System)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, ChatMessage{Role: "system", Content: TextContent(text)})
+	}
+	for i, m := range in.Messages {
+		var err error
+		if out.Messages, err = appendTurn(out.Messages, &m); err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+	}
+	if err := t.declareTools(&in, &out); err != nil {
+		return nil, err
+	}
+	out.ReasoningEffort = reasoningEffort(&in)
+	if oc := in.OutputConfig; oc != nil && oc.Format != nil {
+		strict := true
+		out.ResponseFormat = &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
+	}
+	if in.Metadata != nil {
+		out.User = in.Metadata.UserID
+	}
+	return json.Marshal(&out)
+}
+
+// systemText joins the system prompt's text blocks.
+func systemText(c *messages.Content) (string, error) {
+	var parts []string
+	for _, b := range c.AsBlocks() {
+		if b.Type != "text" {
+			return "", untranslatable("system: block %q is not supported; only text is", b.Type)
+		}
+		parts = append(parts, b.Text)
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// appendTurn appends the chat messages of one Anthropic turn. A user turn's
+// tool_result blocks become tool messages, which come first (they answer
+// the assistant turn before); its other blocks a user message after them,
+// with the images of the tool results, which a tool message cannot carry
+// (translation.md §8, lossy). An assistant turn becomes one assistant
+// message: text, thinking as reasoning_content, tool_use as tool_calls.
+func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, error) {
+	switch m.Role {
+	case "user":
+		var parts []ContentPart
+		for _, b := range m.Content.AsBlocks() {
+			if b.Type == "tool_result" {
+				text, images, err := toolResult(&b)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, ChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: TextContent(text)})
+				parts = append(parts, images...)
+				continue
+			}
+			p, err := userPart(&b)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
+		}
+		if len(parts) > 0 {
+			out = append(out, ChatMessage{Role: "user", Content: &Content{Parts: parts}})
+		}
+		return out, nil
+	case "assistant":
+		msg := ChatMessage{Role: "assistant"}
+		var text, reasoning strings.Builder
+		for _, b := range m.Content.AsBlocks() {
+			switch b.Type {
+			case "text":
+				text.WriteString(b.Text)
+			case "thinking":
+				reasoning.WriteString(b.Thinking)
+			case "redacted_thinking":
+			case "tool_use":
+				input := string(b.Input)
+				if input == "" {
+					input = "{}"
+				}
+				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Type: "function", Function: FunctionCall{Name: b.Name, Arguments: input}})
+			default:
+				return nil, untranslatable("assistant block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+			}
+		}
+		if text.Len() > 0 || msg.ToolCalls == nil {
+			msg.Content = TextContent(text.String())
+		}
+		msg.ReasoningContent = reasoning.String()
+		return append(out, msg), nil
+	}
+	return nil, untranslatable("role %q is not supported", m.Role)
+}
+
+// toolResult is a tool_result's text (prefixed "Error: " when it reports a
+// failure, policy) and its images as user content parts.
+func toolResult(b *messages.Block) (string, []ContentPart, error) {
+	var text strings.Builder
+	if b.IsError {
+		text.WriteString("Error: ")
+	}
+	var images []ContentPart
+	for _, c := range b.Content.AsBlocks() {
+		switch c.Type {
+		case "text":
+			text.WriteString(c.Text)
+		case "image":
+			p, err := userPart(&c)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, p)
+		default:
+			return "", nil, untranslatable("tool_result block %q is not supported by this model's upstream (OpenAI chat)", c.Type)
+		}
+	}
+	return text.String(), images, nil
+}
+
+// userPart translates one block of a user turn.
+func userPart(b *messages.Block) (ContentPart, error) {
+	switch b.Type {
+	case "text":
+		return ContentPart{Type: "text", Text: b.Text}, nil
+	case "image":
+		if s := b.Source; s != nil && s.Type == "base64" {
+			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
+		} else if s != nil && s.Type == "url" {
+			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: s.URL}}, nil
+		}
+		return ContentPart{}, untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
+	case "document":
+		if s := b.Source; s != nil && s.Type == "base64" && s.MediaType == "application/pdf" {
+			return ContentPart{Type: "file", File: &File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
+		}
+		return ContentPart{}, untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
+	}
+	return ContentPart{}, untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+}
+
+// declareTools translates the tool declarations and tool_choice, whose
+// disable_parallel_tool_use is OpenAI's parallel_tool_calls inverted.
+func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) error {
+	for i, tl := range in.Tools {
+		if tl.Type != "" && tl.Type != "custom" {
+			return untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
+		}
+		out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
+	}
+	tc := in.ToolChoice
+	if tc == nil {
+		return nil
+	}
+	var choice any
+	switch tc.Type {
+	case "auto", "none":
+		choice = tc.Type
+	case "any":
+		choice = "required"
+	case "tool":
+		fn := ToolChoiceFunction{Type: "function"}
+		fn.Function.Name = tc.Name
+		choice = fn
+	default:
+		return untranslatable("tool_choice %q is not supported", tc.Type)
+	}
+	var err error
+	if out.ToolChoice, err = json.Marshal(choice); err != nil {
+		return err
+	}
+	if tc.DisableParallelToolUse {
+		no := false
+		out.ParallelToolCalls = &no
+	}
+	return nil
+}
+
+// reasoningEffort is the reasoning_effort for the request's thinking: by
+// budget when enabled; output_config.effort when set; none asked for when
+// thinking is disabled or adaptive without an effort (the model's default
+// then, since older models refuse "none").
+func reasoningEffort(in *messages.Request) string {
+	if th := in.Thinking; th != nil && th.Type == "enabled" {
+		for _, e := range reasoningEfforts {
+			if th.BudgetTokens >= e.floor {
+				return e.effort
+			}
+		}
+	}
+	if oc := in.OutputConfig; oc != nil && (in.Thinking == nil || in.Thinking.Type != "disabled") {
+		return oc.Effort
+	}
+	return ""
+}
+
+// stopReasons maps OpenAI's finish_reason to Anthropic's stop_reason
+// (translation.md §5); anything else is end_turn.
+var stopReasons = map[string]string{
+	"length":         "max_tokens",
+	"tool_calls":     "tool_use",
+	"function_call":  "tool_use",
+	"content_filter": "refusal",
+}
+
+func stopReason(finish string, refusal bool) string {
+	if refusal {
+		return "refusal"
+	}
+	if r, ok := stopReasons[finish]; ok {
+		return r
+	}
+	return "end_turn"
+}
+
+// messageID is the Anthropic id for an OpenAI answer's.
+func messageID(id string) string { return "msg_" + id }
+
+// Response returns the Messages answer for a whole chat completion.
+func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
+	var in Completion
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("openai answer: %w", err)
+	}
+	if in.Usage != nil {
+		t.usage = in.Usage.Sluice()
+	}
+	out := messages.Message{ID: messageID(in.ID), Type: "message", Role: "assistant", Model: in.Model, Content: []messages.Block{}, Usage: messages.UsageOf(t.usage)}
+	var finish string
+	refusal := false
+	if len(in.Choices) > 0 {
+		c := &in.Choices[0]
+		finish = c.FinishReason
+		m := &c.Message
+		if m.ReasoningContent != "" {
+			out.Content = append(out.Content, messages.Block{Type: "thinking", Thinking: m.ReasoningContent})
+		}
+		if text := m.Content.PlainText(); text != "" {
+			out.Content = append(out.Content, messages.Block{Type: "text", Text: text})
+		}
+		if m.Refusal != "" {
+			out.Content = append(out.Content, messages.Block{Type: "text", Text: m.Refusal})
+			refusal = true
+		}
+		for _, tc := range m.ToolCalls {
+			out.Content = append(out.Content, messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+		}
+	}
+	reason := stopReason(finish, refusal)
+	out.StopReason = &reason
+	return json.Marshal(&out)
+}
+
+// toolInput is a tool call's arguments as an Anthropic input object. The
+// model may write arguments that are not a JSON object: they are kept as
+// {"_raw": "…"} rather than lost (translation.md §4, policy).
+func toolInput(args string) json.RawMessage {
+	trimmed := strings.TrimSpace(args)
+	if trimmed == "" {
+		return json.RawMessage(`{}`)
+	}
+	if trimmed[0] == '{' && json.Valid([]byte(trimmed)) {
+		return json.RawMessage(trimmed)
+	}
+	raw, _ := json.Marshal(map[string]string{"_raw": args})
+	return raw
+}
+
+// Error returns Anthropic's error body for an OpenAI error answer, its
+// type chosen by the status as Anthropic would send it.
+func (t *FromAnthropic) Error(status int, body []byte) []byte {
+	var in ErrorEnvelope
+	msg := http.StatusText(status)
+	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
+		msg = in.Error.Message
+	}
+	out, _ := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+	return out
+}
+
+// Usage is the usage read so far; Measured is false before any.
+func (t *FromAnthropic) Usage() sluice.Usage { return t.usage }
+
+// toolBlock is the Anthropic block an OpenAI tool call streams into.
+type toolBlock struct {
+	index int
+	id    string
+}
+
+// streamEvent is an Anthropic stream event as written; each type sets only
+// its own fields.
+type streamEvent struct {
+	Type         string            `json:"type"`
+	Index        *int              `json:"index,omitempty"`
+	Message      *messages.Message `json:"message,omitempty"`
+	ContentBlock *startBlock       `json:"content_block,omitempty"`
+	Delta        any               `json:"delta,omitempty"`
+	Usage        *messages.Usage   `json:"usage,omitempty"`
+}
+
+// startBlock is a content_block_start's block, empty as Anthropic starts
+// them: text "", thinking "" with signature "", tool_use with input {}.
+type startBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+// messageDelta is a message_delta's delta.
+type messageDelta struct {
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+// Event translates one chunk of a chat stream into Messages events
+// (translation.md §7.2). Tool-call blocks stay open until the finish, so
+// fragments of parallel calls may interleave, as Anthropic allows. An
+// upstream error chunk is passed on as Anthropic's error event; Event then
+// returns done and a *sluice.Error (upstream_stream_failed).
+func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+	if string(ev.Data) == "[DONE]" {
+		return true, t.end(emit)
+	}
+	var c Chunk
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return false, fmt.Errorf("openai stream chunk: %w", err)
+	}
+	if c.Error != nil {
+		return true, t.streamError(c.Error, emit)
+	}
+	if c.Usage != nil {
+		t.usage = c.Usage.Sluice()
+	}
+	if !t.started {
+		t.started, t.id, t.model = true, messageID(c.ID), c.Model
+		if err := t.start(emit); err != nil {
+			return false, err
+		}
+	}
+	for i := range c.Choices {
+		if err := t.choice(&c.Choices[i], emit); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func (t *FromAnthropic) start(emit func(adapter.Event) error) error {
+	return t.send(emit, "message_start", &streamEvent{Message: &messages.Message{
+		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []messages.Block{}, Usage: messages.UsageOf(t.usage),
+	}})
+}
+
+// choice translates one choice's delta. Only choice 0 is asked for.
+func (t *FromAnthropic) choice(ch *ChunkChoice, emit func(adapter.Event) error) error {
+	if ch.Index != 0 {
+		return nil
+	}
+	d := &ch.Delta
+	if d.ReasoningContent != "" {
+		if err := t.textual(emit, "thinking", &messages.Delta{Type: "thinking_delta", Thinking: d.ReasoningContent}); err != nil {
+			return err
+		}
+	}
+	if d.Content != nil && *d.Content != "" {
+		if err := t.textual(emit, "text", &messages.Delta{Type: "text_delta", Text: *d.Content}); err != nil {
+			return err
+		}
+	}
+	if d.Refusal != "" {
+		t.refusal = true
+		if err := t.textual(emit, "text", &messages.Delta{Type: "text_delta", Text: d.Refusal}); err != nil {
+			return err
+		}
+	}
+	for i := range d.ToolCalls {
+		if err := t.toolCall(&d.ToolCalls[i], emit); err != nil {
+			return err
+		}
+	}
+	if ch.FinishReason != nil {
+		t.finish = *ch.FinishReason
+		return t.closeAll(emit)
+	}
+	return nil
+}
+
+// textual writes a text or thinking delta, opening a block of that kind
+// first when another is being written.
+func (t *FromAnthropic) textual(emit func(adapter.Event) error, kind string, d *messages.Delta) error {
+	if t.open.kind != kind {
+		if err := t.closeOpen(emit); err != nil {
+			return err
+		}
+		empty := ""
+		b := &startBlock{Type: kind}
+		if kind == "text" {
+			b.Text = &empty
+		} else {
+			b.Thinking, b.Signature = &empty, &empty
+		}
+		t.open = openBlock{kind: kind, index: t.blocks}
+		if err := t.startBlock(emit, b); err != nil {
+			return err
+		}
+	}
+	return t.delta(emit, t.open.index, d)
+}
+
+// toolCall writes one tool-call fragment. A fragment with an id the
+// index has not had starts a new call (some servers reuse index 0).
+func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) error {
+	j := 0
+	if tc.Index != nil {
+		j = *tc.Index
+	}
+	tb, known := t.tools[j]
+	if !known || (tc.ID != "" && tc.ID != tb.id) {
+		if err := t.closeOpen(emit); err != nil {
+			return err
+		}
+		tb = toolBlock{index: t.blocks, id: tc.ID}
+		if tb.id == "" {
+			tb.id = fmt.Sprintf("toolu_sluice_%d", t.blocks)
+		}
+		if t.tools == nil {
+			t.tools = make(map[int]toolBlock)
+		}
+		t.tools[j] = tb
+		t.openTools = append(t.openTools, tb.index)
+		if err := t.startBlock(emit, &startBlock{Type: "tool_use", ID: tb.id, Name: tc.Function.Name, Input: json.RawMessage(`{}`)}); err != nil {
+			return err
+		}
+	}
+	if tc.Function.Arguments == "" {
+		return nil
+	}
+	return t.delta(emit, tb.index, &messages.Delta{Type: "input_json_delta", PartialJSON: tc.Function.Arguments})
+}
+
+func (t *FromAnthropic) startBlock(emit func(adapter.Event) error, b *startBlock) error {
+	i := t.blocks
+	t.blocks++
+	return t.send(emit, "content_block_start", &streamEvent{Index: &i, ContentBlock: b})
+}
+
+func (t *FromAnthropic) delta(emit func(adapter.Event) error, index int, d *messages.Delta) error {
+	return t.send(emit, "content_block_delta", &streamEvent{Index: &index, Delta: d})
+}
+
+func (t *FromAnthropic) stop(emit func(adapter.Event) error, index int) error {
+	return t.send(emit, "content_block_stop", &streamEvent{Index: &index})
+}
+
+// closeOpen closes the text or thinking block being written, if any.
+func (t *FromAnthropic) closeOpen(emit func(adapter.Event) error) error {
+	if t.open.kind == "" {
+		return nil
+	}
+	index := t.open.index
+	t.open = openBlock{}
+	return t.stop(emit, index)
+}
+
+// closeAll closes every open block, in the order they started.
+func (t *FromAnthropic) closeAll(emit func(adapter.Event) error) error {
+	open := t.openTools
+	if t.open.kind != "" {
+		open = append(open, t.open.index)
+		slices.Sort(open)
+	}
+	t.open, t.tools, t.openTools = openBlock{}, nil, nil
+	for _, i := range open {
+		if err := t.stop(emit, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end closes the message: message_delta with the stop reason and the
+// whole usage (whose input and cache counts override message_start's,
+// which were unknown), then message_stop.
+func (t *FromAnthropic) end(emit func(adapter.Event) error) error {
+	if !t.started {
+		t.started = true
+		if err := t.start(emit); err != nil {
+			return err
+		}
+	}
+	if err := t.closeAll(emit); err != nil {
+		return err
+	}
+	usage := messages.UsageOf(t.usage)
+	if err := t.send(emit, "message_delta", &streamEvent{Delta: &messageDelta{StopReason: stopReason(t.finish, t.refusal)}, Usage: &usage}); err != nil {
+		return err
+	}
+	return t.send(emit, "message_stop", &streamEvent{})
+}
+
+// errorTypes maps an OpenAI error type to Anthropic's; anything else is
+// api_error.
+var errorTypes = map[string]string{
+	"invalid_request_error": "invalid_request_error",
+	"rate_limit_error":      "rate_limit_error",
+	"rate_limit_exceeded":   "rate_limit_error",
+	"tokens":                "rate_limit_error",
+	"requests":              "rate_limit_error",
+	"insufficient_quota":    "billing_error",
+	"overloaded_error":      "overloaded_error",
+	"timeout_error":         "timeout_error",
+}
+
+func (t *FromAnthropic) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
+	typ, ok := errorTypes[e.Type]
+	if !ok {
+		typ = "api_error"
+	}
+	data, err := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: typ, Message: e.Message}})
+	if err != nil {
+		return err
+	}
+	if err := emit(adapter.Event{Name: "error", Data: data}); err != nil {
+		return err
+	}
+	return &sluice.Error{Code: sluice.CodeUpstreamStreamFailed, Msg: e.Message, Err: fmt.Errorf("openai stream error %s", e.Type)}
+}
+
+// send writes one event, its type both its name and its data's "type".
+func (t *FromAnthropic) send(emit func(adapter.Event) error, name string, ev *streamEvent) error {
+	ev.Type = name
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return emit(adapter.Event{Name: name, Data: data})
+}

@@ -1,0 +1,517 @@
+package openai
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+)
+
+// FromResponses carries one execution of an OpenAI Responses caller on an
+// OpenAI chat upstream: the request's instructions and input items become
+// chat messages, and the chat answer (whole or streamed) becomes a
+// Responses response object or its stream of events.
+//
+// What chat cannot express is refused with a 400: state the Responses API
+// keeps (previous_response_id, conversation, prompt, background, item
+// references), tools the Responses API runs itself (web_search,
+// file_search, …), images or files in a function call's output, logprobs.
+// Two things are answered differently from the Responses API, and the
+// answer says so: nothing is stored (the response object carries
+// "store": false whatever the caller asked, since the default is true and
+// most callers never set it; a later previous_response_id naming it is
+// refused by this translator), and reasoning items in the input are dropped
+// (see chatMessages).
+//
+// One value per execution; not safe for concurrent use.
+type FromResponses struct {
+	req    ResponsesRequest // the caller's request, echoed in the response object
+	usage  sluice.Usage
+	stream responsesStream
+}
+
+var _ adapter.Translator = (*FromResponses)(nil)
+
+// NewFromResponses returns the translator of one execution.
+func NewFromResponses() *FromResponses { return new(FromResponses) }
+
+// chatRequestExtras are the chat request fields a Responses request sets
+// that ChatRequest does not carry; embedded beside it they are written
+// with it.
+type chatRequestExtras struct {
+	ChatRequest
+	PromptCacheKey       string          `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention json.RawMessage `json:"prompt_cache_retention,omitempty"`
+	ServiceTier          string          `json:"service_tier,omitempty"`
+	Verbosity            string          `json:"verbosity,omitempty"`
+}
+
+// present reports whether a raw JSON member was sent with a value.
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// Request returns the chat request for the caller's Responses request.
+func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, error) {
+	if err := json.Unmarshal(req.Body, &t.req); err != nil {
+		return nil, untranslatable("the body is not a valid Responses request: %v", err)
+	}
+	r := &t.req
+	switch {
+	case r.PreviousResponseID != "":
+		return nil, untranslatable("previous_response_id cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses; send the whole conversation in input instead")
+	case present(r.Conversation):
+		return nil, untranslatable("conversation cannot be used with this model: its upstream speaks OpenAI chat, which keeps no conversations; send the whole conversation in input instead")
+	case r.Background:
+		return nil, untranslatable("background cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses to poll")
+	case present(r.Prompt):
+		return nil, untranslatable("prompt (a stored prompt template) cannot be used with this model: its upstream speaks OpenAI chat")
+	case present(r.ContextManagement):
+		return nil, untranslatable("context_management cannot be used with this model: its upstream speaks OpenAI chat")
+	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
+		return nil, untranslatable("top_logprobs is not translated to this model's upstream (OpenAI chat)")
+	}
+	for _, inc := range r.Include {
+		// Every other include names output chat cannot produce anyway
+		// (reasoning.encrypted_content, built-in tools' results, which are
+		// refused below) or echoes the input; logprobs would be lost.
+		if inc == "message.output_text.logprobs" {
+			return nil, untranslatable("include %q is not translated to this model's upstream (OpenAI chat)", inc)
+		}
+	}
+	msgs, err := chatMessages(r.Instructions, r.Input)
+	if err != nil {
+		return nil, err
+	}
+	out := chatRequestExtras{
+		ChatRequest: ChatRequest{
+			Model:               model,
+			Messages:            msgs,
+			MaxCompletionTokens: r.MaxOutputTokens,
+			Temperature:         r.Temperature,
+			TopP:                r.TopP,
+			Stream:              req.Stream,
+			ParallelToolCalls:   r.ParallelToolCalls,
+			User:                r.User,
+			SafetyIdentifier:    r.SafetyIdentifier,
+		},
+		PromptCacheKey:       r.PromptCacheKey,
+		PromptCacheRetention: r.PromptCacheRetain,
+		ServiceTier:          r.ServiceTier,
+	}
+	if req.Stream {
+		// Usage arrives only when asked for; Sluice counts on it.
+		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+	}
+	if out.Tools, err = chatTools(r.Tools); err != nil {
+		return nil, err
+	}
+	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
+		return nil, err
+	}
+	if r.Reasoning != nil {
+		// reasoning.summary asks for summaries "when available": chat
+		// returns no reasoning text, so none is; nothing is refused.
+		out.ReasoningEffort = r.Reasoning.Effort
+	}
+	if r.Text != nil {
+		out.Verbosity = r.Text.Verbosity
+		if out.ResponseFormat, err = chatResponseFormat(r.Text.Format); err != nil {
+			return nil, err
+		}
+	}
+	// Left out on purpose: metadata is the response object's (echoed in
+	// the answer; chat takes it only for stored completions); max_tool_calls
+	// caps calls of built-in tools, which are refused; truncation "auto"
+	// would drop the oldest items of an input too long for the model,
+	// where chat answers context_length_exceeded instead — a 400, never a
+	// different answer.
+	return json.Marshal(out)
+}
+
+// chatMessages turns instructions and input into chat messages. Function
+// calls join the assistant message before them (chat's tool_calls) and
+// each function_call_output must answer a call made earlier in the input.
+//
+// Reasoning items are dropped: chat has no way to send reasoning back to
+// a model, and what Responses clients replay (Codex sends
+// encrypted_content) can only be read by the Responses API that wrote it,
+// so no chat upstream could use it; the model answers from the visible
+// conversation, as a chat caller's would.
+func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error) {
+	var items []InputItem
+	if present(instructions) {
+		// instructions is a string, or (newer) a list of input items.
+		var text string
+		if err := json.Unmarshal(instructions, &text); err == nil {
+			items = append(items, InputItem{Role: "system", Content: &InputContent{Text: text}})
+		} else if err := json.Unmarshal(instructions, &items); err != nil {
+			return nil, untranslatable("instructions must be a string or a list of input items")
+		}
+	}
+	if in != nil {
+		if in.Items == nil {
+			items = append(items, InputItem{Role: "user", Content: &InputContent{Text: in.Text}})
+		}
+		items = append(items, in.Items...)
+	}
+	msgs := make([]ChatMessage, 0, len(items))
+	calls := make(map[string]bool)
+	for i, it := range items {
+		switch it.Type {
+		case "", "message":
+			m, err := chatMessage(i, it)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		case "function_call":
+			if it.CallID == "" {
+				return nil, untranslatable("input[%d]: a function_call needs a call_id", i)
+			}
+			calls[it.CallID] = true
+			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
+				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
+				continue
+			}
+			msgs = append(msgs, ChatMessage{Role: "assistant", ToolCalls: []ToolCall{call}})
+		case "function_call_output":
+			if !calls[it.CallID] {
+				return nil, untranslatable("input[%d]: function_call_output %q answers no function_call earlier in the input (a chat upstream needs each call and its output in the same request)", i, it.CallID)
+			}
+			content, err := toolOutput(i, it.Output)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, ChatMessage{Role: "tool", ToolCallID: it.CallID, Content: content})
+		case "reasoning":
+			// Dropped: see the function's comment.
+		case "item_reference":
+			return nil, untranslatable("input[%d]: item_reference names an item stored by the Responses API; this model's upstream speaks OpenAI chat: send the item itself", i)
+		default:
+			return nil, untranslatable("input[%d]: items of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, it.Type)
+		}
+	}
+	return msgs, nil
+}
+
+// chatMessage turns one message item into a chat message. Developer
+// messages and instructions become system messages: every chat upstream
+// knows that role, and OpenAI's reads it as developer on the models that
+// have one.
+func chatMessage(i int, it InputItem) (ChatMessage, error) {
+	var m ChatMessage
+	switch it.Role {
+	case "user":
+		m.Role = "user"
+	case "assistant":
+		return assistantMessage(i, it)
+	case "system", "developer":
+		m.Role = "system"
+	default:
+		return m, untranslatable("input[%d]: unknown role %q", i, it.Role)
+	}
+	if it.Content == nil {
+		return m, untranslatable("input[%d]: a message needs content", i)
+	}
+	if it.Content.Parts == nil {
+		m.Content = TextContent(it.Content.Text)
+		return m, nil
+	}
+	parts := make([]ContentPart, 0, len(it.Content.Parts))
+	for j, p := range it.Content.Parts {
+		cp, err := chatPart(p)
+		if err == nil && m.Role == "system" && cp.Type != "text" {
+			err = errors.New("a system or developer message holds text only")
+		}
+		if err != nil {
+			return m, untranslatable("input[%d].content[%d]: %v", i, j, err)
+		}
+		parts = append(parts, cp)
+	}
+	m.Content = &Content{Parts: parts}
+	return m, nil
+}
+
+// chatPart turns one input content part into a chat content part.
+func chatPart(p InputPart) (ContentPart, error) {
+	switch p.Type {
+	case "input_text":
+		return ContentPart{Type: "text", Text: p.Text}, nil
+	case "input_image":
+		if p.ImageURL == "" {
+			return ContentPart{}, errors.New("an input_image by file_id cannot be expressed on OpenAI chat; send its image_url")
+		}
+		return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: p.ImageURL, Detail: p.Detail}}, nil
+	case "input_file":
+		if p.FileURL != "" {
+			return ContentPart{}, errors.New("an input_file by file_url cannot be expressed on OpenAI chat; send its file_data")
+		}
+		return ContentPart{Type: "file", File: &File{FileData: p.FileData, FileID: p.FileID, Filename: p.Filename}}, nil
+	}
+	return ContentPart{}, fmt.Errorf("content of type %q cannot be expressed on OpenAI chat", p.Type)
+}
+
+// assistantMessage turns an assistant message replayed from an earlier
+// answer into a chat assistant message: its text parts joined, its refusal
+// in chat's refusal field.
+func assistantMessage(i int, it InputItem) (ChatMessage, error) {
+	m := ChatMessage{Role: "assistant"}
+	if it.Content == nil {
+		return m, nil
+	}
+	if it.Content.Parts == nil {
+		m.Content = TextContent(it.Content.Text)
+		return m, nil
+	}
+	var text strings.Builder
+	for j, p := range it.Content.Parts {
+		switch p.Type {
+		case "output_text", "input_text":
+			text.WriteString(p.Text)
+		case "refusal":
+			m.Refusal += p.Refusal
+		default:
+			return m, untranslatable("input[%d].content[%d]: an assistant message's content of type %q cannot be expressed on OpenAI chat", i, j, p.Type)
+		}
+	}
+	if text.Len() > 0 || m.Refusal == "" {
+		m.Content = TextContent(text.String())
+	}
+	return m, nil
+}
+
+// toolOutput is a function_call_output's output as a chat tool message's
+// content, which holds text only.
+func toolOutput(i int, out *InputContent) (*Content, error) {
+	if out == nil {
+		return TextContent(""), nil
+	}
+	if out.Parts == nil {
+		return TextContent(out.Text), nil
+	}
+	parts := make([]ContentPart, 0, len(out.Parts))
+	for j, p := range out.Parts {
+		if p.Type != "input_text" {
+			return nil, untranslatable("input[%d].output[%d]: a function_call_output of type %q cannot be expressed on OpenAI chat, whose tool messages hold text only", i, j, p.Type)
+		}
+		parts = append(parts, ContentPart{Type: "text", Text: p.Text})
+	}
+	return &Content{Parts: parts}, nil
+}
+
+// chatTools turns function tools into chat's. A function tool's strict is
+// true unless said otherwise in the Responses API and false in chat, so it
+// is always written.
+func chatTools(tools []ResponsesTool) ([]Tool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]Tool, 0, len(tools))
+	for i, tl := range tools {
+		if tl.Type != "function" {
+			return nil, untranslatable("tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
+		}
+		strict := tl.Strict == nil || *tl.Strict
+		out = append(out, Tool{Type: "function", Function: FunctionDecl{
+			Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters, Strict: &strict,
+		}})
+	}
+	return out, nil
+}
+
+// chatAllowedTools is chat's allowed_tools tool_choice.
+type chatAllowedTools struct {
+	Type         string `json:"type"`
+	AllowedTools struct {
+		Mode  string               `json:"mode"`
+		Tools []ToolChoiceFunction `json:"tools"`
+	} `json:"allowed_tools"`
+}
+
+// chatToolChoice turns a Responses tool_choice into chat's: the same
+// strings, and the function and allowed_tools objects reshaped.
+func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
+	if !present(raw) || raw[0] == '"' {
+		return raw, nil
+	}
+	var c ResponsesToolChoice
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, untranslatable("tool_choice: %v", err)
+	}
+	switch c.Type {
+	case "function":
+		f := ToolChoiceFunction{Type: "function"}
+		f.Function.Name = c.Name
+		return json.Marshal(f)
+	case "allowed_tools":
+		a := chatAllowedTools{Type: "allowed_tools"}
+		a.AllowedTools.Mode = c.Mode
+		for i, tl := range c.Tools {
+			if tl.Type != "function" {
+				return nil, untranslatable("tool_choice.tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
+			}
+			f := ToolChoiceFunction{Type: "function"}
+			f.Function.Name = tl.Name
+			a.AllowedTools.Tools = append(a.AllowedTools.Tools, f)
+		}
+		return json.Marshal(a)
+	}
+	return nil, untranslatable("tool_choice of type %q names a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", c.Type)
+}
+
+// chatResponseFormat turns text.format into chat's response_format.
+func chatResponseFormat(f *TextFormat) (*ResponseFormat, error) {
+	if f == nil {
+		return nil, nil
+	}
+	switch f.Type {
+	case "text", "json_object":
+		return &ResponseFormat{Type: f.Type}, nil
+	case "json_schema":
+		return &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{
+			Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict,
+		}}, nil
+	}
+	return nil, untranslatable("text.format of type %q cannot be expressed on this model's upstream (OpenAI chat)", f.Type)
+}
+
+// Response returns the Responses response object for a whole chat answer.
+func (t *FromResponses) Response(body []byte) ([]byte, error) {
+	var c struct {
+		Completion
+		ServiceTier string `json:"service_tier"` // the tier used, which may not be the one asked for
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("decode chat completion: %w", err)
+	}
+	if len(c.Choices) == 0 {
+		return nil, fmt.Errorf("chat completion %q has no choice", c.ID)
+	}
+	if c.Usage != nil {
+		t.usage = c.Usage.Sluice()
+	}
+	ch := c.Choices[0]
+	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
+	var output []OutputItem
+	if m := ch.Message; m.Content.PlainText() != "" || m.Refusal != "" {
+		var parts []OutputPart
+		if s := m.Content.PlainText(); s != "" {
+			parts = append(parts, outputText(s))
+		}
+		if m.Refusal != "" {
+			parts = append(parts, OutputPart{Type: "refusal", Refusal: &m.Refusal})
+		}
+		output = append(output, OutputItem{ID: "msg_" + a.base, Type: "message", Status: "completed", Role: "assistant", Content: parts})
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		output = append(output, functionCallItem(tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
+	}
+	return json.Marshal(t.response(a, ch.FinishReason, output, c.Usage))
+}
+
+// emptyAnnotations is the annotations of an output_text part: chat has none.
+var emptyAnnotations = json.RawMessage(`[]`)
+
+// outputText is an output_text part.
+func outputText(s string) OutputPart {
+	return OutputPart{Type: "output_text", Text: &s, Annotations: &emptyAnnotations}
+}
+
+// functionCallItem is a function_call output item. Its item id is derived
+// from the call id, which chat gives, so the same call has the same ids in
+// every event.
+func functionCallItem(callID, name, args, status string) OutputItem {
+	return OutputItem{ID: functionCallID(callID), Type: "function_call", Status: status, CallID: callID, Name: name, Arguments: &args}
+}
+
+// functionCallID is the item id of the function call callID.
+func functionCallID(callID string) string { return "fc_" + strings.TrimPrefix(callID, "call_") }
+
+// idBase is the part of a chat completion id that names the response and
+// its items (chatcmpl-9x → resp_9x, msg_9x); a random one when the upstream
+// sent none.
+func idBase(chatID string) string {
+	if s := strings.TrimPrefix(chatID, "chatcmpl-"); s != "" {
+		return s
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// answer is what a chat answer says of itself that its response object
+// shows: the id's base (see idBase), when, the model, the service tier.
+type answer struct {
+	base    string
+	created int64
+	model   string
+	tier    string
+}
+
+// response is the response object for the caller's request: status from
+// the finish reason ("" while in progress), usage in Responses' terms.
+func (t *FromResponses) response(a answer, finish string, output []OutputItem, u *ChatUsage) *Response {
+	r := &t.req
+	resp := &Response{
+		ID:                "resp_" + a.base,
+		Object:            "response",
+		CreatedAt:         a.created,
+		Status:            "in_progress",
+		Instructions:      r.Instructions,
+		MaxOutputTokens:   r.MaxOutputTokens,
+		Model:             a.model,
+		Output:            output,
+		ParallelToolCalls: r.ParallelToolCalls == nil || *r.ParallelToolCalls,
+		Reasoning:         r.Reasoning,
+		ServiceTier:       cmp.Or(a.tier, r.ServiceTier),
+		Temperature:       r.Temperature,
+		Text:              r.Text,
+		ToolChoice:        r.ToolChoice,
+		Tools:             r.Tools,
+		TopP:              r.TopP,
+		Truncation:        "disabled",
+		PromptCacheKey:    r.PromptCacheKey,
+		SafetyIdentifier:  r.SafetyIdentifier,
+		User:              r.User,
+		Metadata:          r.Metadata,
+	}
+	if output == nil {
+		resp.Output = []OutputItem{}
+	}
+	if !present(resp.ToolChoice) {
+		resp.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if resp.Tools == nil {
+		resp.Tools = []ResponsesTool{}
+	}
+	if resp.Metadata == nil {
+		resp.Metadata = map[string]string{}
+	}
+	switch finish {
+	case "":
+	case "length":
+		resp.Status, resp.IncompleteDetails = "incomplete", &IncompleteDetails{Reason: "max_output_tokens"}
+	case "content_filter":
+		resp.Status, resp.IncompleteDetails = "incomplete", &IncompleteDetails{Reason: "content_filter"}
+	default: // stop, tool_calls, function_call
+		resp.Status = "completed"
+	}
+	if u != nil {
+		resp.Usage = ResponsesUsageOf(u.Sluice())
+	}
+	return resp
+}
+
+// Error returns the caller's error body for a chat upstream's error:
+// chat and Responses share the envelope, so it is the upstream's, in a
+// well-formed one.
+func (t *FromResponses) Error(status int, body []byte) []byte { return ErrorEnvelopeOf(status, body) }
+
+// Usage is the usage the upstream reported so far.
+func (t *FromResponses) Usage() sluice.Usage { return t.usage }

@@ -1,0 +1,409 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+)
+
+// A chat stream becomes a Responses stream: response.created and
+// response.in_progress on the first chunk; an output item per message and
+// per tool call, each opened (output_item.added, content_part.added) before
+// its first delta and closed (*.done) when the next item starts (a message)
+// or when the answer ends (tool calls, whose deltas may interleave); at
+// [DONE], after the usage chunk, response.completed or response.incomplete
+// with the whole response and its usage. Every event carries the next
+// sequence_number, and each item's events its output_index and item id.
+
+// responsesStream is the state of one chat stream turned into a Responses
+// stream.
+type responsesStream struct {
+	seq     int64
+	started bool
+	answer  answer
+	finish  string
+	usage   *ChatUsage
+	items   []streamItem // in output_index order
+	message int          // items index of the open message item; -1 when none
+	calls   []int        // chat tool call index → items index
+}
+
+// streamItem is one output item of the stream: a message (parts) or a
+// function call (callID, name, args).
+type streamItem struct {
+	id     string
+	call   bool
+	callID string
+	name   string
+	args   []byte
+	parts  []streamPart // the last one is open until the item closes
+	closed bool
+}
+
+// streamPart is one content part of a message item: output_text or refusal.
+type streamPart struct {
+	refusal bool
+	text    []byte
+}
+
+// maxToolCallIndex bounds a chat tool call index, which sizes a slice.
+const maxToolCallIndex = 1 << 10
+
+// doneData is the data of a chat stream's last event.
+var doneData = []byte("[DONE]")
+
+// emptyLogprobs is the logprobs of a text event: chat's are not translated.
+var emptyLogprobs = json.RawMessage(`[]`)
+
+// The Responses stream events, as they are written.
+type (
+	lifecycleEvent struct {
+		Type           string    `json:"type"`
+		SequenceNumber int64     `json:"sequence_number"`
+		Response       *Response `json:"response"`
+	}
+	itemEvent struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		OutputIndex    int    `json:"output_index"`
+		Item           any    `json:"item"`
+	}
+	// addedMessage is a message item as output_item.added announces it,
+	// with no content yet ("content": [], which OutputItem leaves out).
+	addedMessage struct {
+		ID      string       `json:"id"`
+		Type    string       `json:"type"`
+		Status  string       `json:"status"`
+		Role    string       `json:"role"`
+		Content []OutputPart `json:"content"`
+	}
+	partEvent struct {
+		Type           string     `json:"type"`
+		SequenceNumber int64      `json:"sequence_number"`
+		ItemID         string     `json:"item_id"`
+		OutputIndex    int        `json:"output_index"`
+		ContentIndex   int        `json:"content_index"`
+		Part           OutputPart `json:"part"`
+	}
+	// textEvent is output_text.delta/.done (Delta or Text, with Logprobs)
+	// and refusal.delta/.done (Delta or Refusal).
+	textEvent struct {
+		Type           string           `json:"type"`
+		SequenceNumber int64            `json:"sequence_number"`
+		ItemID         string           `json:"item_id"`
+		OutputIndex    int              `json:"output_index"`
+		ContentIndex   int              `json:"content_index"`
+		Delta          *string          `json:"delta,omitempty"`
+		Text           *string          `json:"text,omitempty"`
+		Refusal        *string          `json:"refusal,omitempty"`
+		Logprobs       *json.RawMessage `json:"logprobs,omitempty"`
+	}
+	argumentsEvent struct {
+		Type           string  `json:"type"`
+		SequenceNumber int64   `json:"sequence_number"`
+		ItemID         string  `json:"item_id"`
+		OutputIndex    int     `json:"output_index"`
+		Delta          *string `json:"delta,omitempty"`
+		Name           string  `json:"name,omitempty"`
+		Arguments      *string `json:"arguments,omitempty"`
+	}
+	errorEvent struct {
+		Type           string          `json:"type"`
+		SequenceNumber int64           `json:"sequence_number"`
+		Code           json.RawMessage `json:"code"`
+		Message        string          `json:"message"`
+		Param          *string         `json:"param"`
+	}
+)
+
+// Event translates one chat stream event into the Responses events it
+// makes. An upstream error chunk is passed on as the Responses error event,
+// which ends the caller's stream: Event returns done and a *sluice.Error
+// (upstream_stream_failed) with the upstream's message.
+func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+	s := &t.stream
+	if ev.Data == nil {
+		return false, nil
+	}
+	if bytes.Equal(ev.Data, doneData) {
+		return true, t.end(emit)
+	}
+	// Only the first chunk's id, model and tier are read: decoding them
+	// from every chunk would cost an allocation each.
+	var c struct {
+		Choices []ChunkChoice `json:"choices"`
+		Usage   *ChatUsage    `json:"usage"`
+		Error   *ErrorBody    `json:"error"`
+	}
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return false, fmt.Errorf("decode chat stream chunk: %w", err)
+	}
+	if c.Error != nil {
+		return true, s.fail(emit, c.Error)
+	}
+	if !s.started {
+		var h struct {
+			ID          string `json:"id"`
+			Created     int64  `json:"created"`
+			Model       string `json:"model"`
+			ServiceTier string `json:"service_tier"`
+		}
+		_ = json.Unmarshal(ev.Data, &h) // decoded above
+		if err := t.start(emit, answer{base: h.ID, created: h.Created, model: h.Model, tier: h.ServiceTier}); err != nil {
+			return false, err
+		}
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+		t.usage = c.Usage.Sluice()
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // n is 1: the request never asks for more
+		}
+		if d := ch.Delta.Content; d != nil && *d != "" {
+			if err := s.text(emit, false, *d); err != nil {
+				return false, err
+			}
+		}
+		if d := ch.Delta.Refusal; d != "" {
+			if err := s.text(emit, true, d); err != nil {
+				return false, err
+			}
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if err := s.toolCall(emit, tc); err != nil {
+				return false, err
+			}
+		}
+		if ch.FinishReason != nil {
+			s.finish = *ch.FinishReason
+		}
+	}
+	return false, nil
+}
+
+// start sends response.created and response.in_progress once, before the
+// first output, for the answer of the first chunk (its base a chat id).
+func (t *FromResponses) start(emit func(adapter.Event) error, a answer) error {
+	s := &t.stream
+	if s.started {
+		return nil
+	}
+	a.base = idBase(a.base)
+	s.started, s.message, s.answer = true, -1, a
+	for _, typ := range [...]string{"response.created", "response.in_progress"} {
+		if err := s.send(emit, &lifecycleEvent{Type: typ, Response: t.response(a, "", nil, nil)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end closes every open item and sends the terminal event, with the
+// whole response and its usage.
+func (t *FromResponses) end(emit func(adapter.Event) error) error {
+	s := &t.stream
+	if err := t.start(emit, answer{}); err != nil {
+		return err
+	}
+	if s.finish == "" {
+		s.finish = "stop"
+	}
+	for i := range s.items {
+		if err := s.closeItem(emit, i); err != nil {
+			return err
+		}
+	}
+	output := make([]OutputItem, len(s.items))
+	for i := range s.items {
+		output[i] = s.outputItem(i)
+	}
+	resp := t.response(s.answer, s.finish, output, s.usage)
+	return s.send(emit, &lifecycleEvent{Type: "response." + resp.Status, Response: resp})
+}
+
+// text adds a delta of output text, or of a refusal, to the open message
+// item, opening the item and the part first when needed.
+func (s *responsesStream) text(emit func(adapter.Event) error, refusal bool, delta string) error {
+	if s.message < 0 {
+		id := "msg_" + s.answer.base
+		if len(s.items) > 0 {
+			id += "_" + strconv.Itoa(len(s.items))
+		}
+		s.items = append(s.items, streamItem{id: id})
+		s.message = len(s.items) - 1
+		if err := s.send(emit, &itemEvent{Type: "response.output_item.added", OutputIndex: s.message,
+			Item: addedMessage{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []OutputPart{}}}); err != nil {
+			return err
+		}
+	}
+	it := &s.items[s.message]
+	if n := len(it.parts); n == 0 || it.parts[n-1].refusal != refusal {
+		if n > 0 {
+			if err := s.closePart(emit, s.message); err != nil {
+				return err
+			}
+		}
+		it.parts = append(it.parts, streamPart{refusal: refusal})
+		if err := s.send(emit, &partEvent{Type: "response.content_part.added", ItemID: it.id, OutputIndex: s.message,
+			ContentIndex: len(it.parts) - 1, Part: partOf(refusal, "")}); err != nil {
+			return err
+		}
+	}
+	p := &it.parts[len(it.parts)-1]
+	p.text = append(p.text, delta...)
+	ev := &textEvent{Type: "response.output_text.delta", ItemID: it.id, OutputIndex: s.message, ContentIndex: len(it.parts) - 1, Delta: &delta, Logprobs: &emptyLogprobs}
+	if refusal {
+		ev.Type, ev.Logprobs = "response.refusal.delta", nil
+	}
+	return s.send(emit, ev)
+}
+
+// toolCall adds a chat tool call fragment: a new function_call item when
+// it starts a call (a new index, or a new id on an index seen before, as
+// some compatible servers send parallel calls), then its arguments delta.
+func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) error {
+	j := 0
+	if tc.Index != nil {
+		j = *tc.Index
+	}
+	if j < 0 || j > maxToolCallIndex {
+		return fmt.Errorf("chat stream tool call index %d out of range", j)
+	}
+	k := -1
+	if j < len(s.calls) {
+		k = s.calls[j]
+	}
+	if k < 0 || (tc.ID != "" && tc.ID != s.items[k].callID) {
+		if s.message >= 0 {
+			if err := s.closeItem(emit, s.message); err != nil {
+				return err
+			}
+		}
+		callID := tc.ID
+		if callID == "" {
+			callID = "call_" + s.answer.base + "_" + strconv.Itoa(j)
+		}
+		s.items = append(s.items, streamItem{id: functionCallID(callID), call: true, callID: callID, name: tc.Function.Name})
+		k = len(s.items) - 1
+		for len(s.calls) <= j {
+			s.calls = append(s.calls, -1)
+		}
+		s.calls[j] = k
+		if err := s.send(emit, &itemEvent{Type: "response.output_item.added", OutputIndex: k,
+			Item: functionCallItem(callID, tc.Function.Name, "", "in_progress")}); err != nil {
+			return err
+		}
+	} else {
+		s.items[k].name += tc.Function.Name
+	}
+	it := &s.items[k]
+	if tc.Function.Arguments == "" {
+		return nil
+	}
+	it.args = append(it.args, tc.Function.Arguments...)
+	return s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.delta", ItemID: it.id, OutputIndex: k, Delta: &tc.Function.Arguments})
+}
+
+// fail passes an upstream error on as the Responses error event, and
+// returns the failure of the stream.
+func (s *responsesStream) fail(emit func(adapter.Event) error, e *ErrorBody) error {
+	code := e.Code
+	if code == nil {
+		code = json.RawMessage("null")
+	}
+	if err := s.send(emit, &errorEvent{Type: "error", Code: code, Message: e.Message, Param: e.Param}); err != nil {
+		return err
+	}
+	return &sluice.Error{Code: sluice.CodeUpstreamStreamFailed, Msg: e.Message, Err: fmt.Errorf("openai chat stream error %s", e.Type)}
+}
+
+// closePart sends the *.done and content_part.done of item i's last part.
+func (s *responsesStream) closePart(emit func(adapter.Event) error, i int) error {
+	it := &s.items[i]
+	ci := len(it.parts) - 1
+	p := it.parts[ci]
+	text := string(p.text)
+	ev := &textEvent{Type: "response.output_text.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Text: &text, Logprobs: &emptyLogprobs}
+	if p.refusal {
+		ev = &textEvent{Type: "response.refusal.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Refusal: &text}
+	}
+	if err := s.send(emit, ev); err != nil {
+		return err
+	}
+	return s.send(emit, &partEvent{Type: "response.content_part.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Part: partOf(p.refusal, text)})
+}
+
+// closeItem sends the done events of item i, once.
+func (s *responsesStream) closeItem(emit func(adapter.Event) error, i int) error {
+	it := &s.items[i]
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	if i == s.message {
+		s.message = -1
+	}
+	if it.call {
+		args := string(it.args)
+		if err := s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.done", ItemID: it.id, OutputIndex: i, Name: it.name, Arguments: &args}); err != nil {
+			return err
+		}
+	} else if len(it.parts) > 0 {
+		if err := s.closePart(emit, i); err != nil {
+			return err
+		}
+	}
+	return s.send(emit, &itemEvent{Type: "response.output_item.done", OutputIndex: i, Item: s.outputItem(i)})
+}
+
+// outputItem is item i as the done event and the final response show it.
+func (s *responsesStream) outputItem(i int) OutputItem {
+	it := &s.items[i]
+	status := "completed"
+	if s.finish == "length" || s.finish == "content_filter" {
+		status = "incomplete"
+	}
+	if it.call {
+		return functionCallItem(it.callID, it.name, string(it.args), status)
+	}
+	parts := make([]OutputPart, len(it.parts))
+	for j, p := range it.parts {
+		parts[j] = partOf(p.refusal, string(p.text))
+	}
+	return OutputItem{ID: it.id, Type: "message", Status: status, Role: "assistant", Content: parts}
+}
+
+// partOf is an output_text part, or a refusal part, holding text.
+func partOf(refusal bool, text string) OutputPart {
+	if refusal {
+		return OutputPart{Type: "refusal", Refusal: &text}
+	}
+	return outputText(text)
+}
+
+// sequenced is an event whose sequence number send sets.
+type sequenced interface{ setSeq(int64) string }
+
+func (e *lifecycleEvent) setSeq(n int64) string { e.SequenceNumber = n; return e.Type }
+func (e *itemEvent) setSeq(n int64) string      { e.SequenceNumber = n; return e.Type }
+func (e *partEvent) setSeq(n int64) string      { e.SequenceNumber = n; return e.Type }
+func (e *textEvent) setSeq(n int64) string      { e.SequenceNumber = n; return e.Type }
+func (e *argumentsEvent) setSeq(n int64) string { e.SequenceNumber = n; return e.Type }
+func (e *errorEvent) setSeq(n int64) string     { e.SequenceNumber = n; return e.Type }
+
+// send numbers ev, encodes it and emits it, named by its type.
+func (s *responsesStream) send(emit func(adapter.Event) error, ev sequenced) error {
+	name := ev.setSeq(s.seq)
+	s.seq++
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return emit(adapter.Event{Name: name, Data: data})
+}

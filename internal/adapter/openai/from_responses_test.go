@@ -1,0 +1,254 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
+)
+
+const fromResponsesDir = "testdata/from_responses/"
+
+// indent makes a golden JSON file readable.
+func indent(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		t.Fatalf("%v in %s", err, b)
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+func TestFromResponsesGolden(t *testing.T) {
+	t.Run("Request", func(t *testing.T) {
+		body := adaptertest.Read(t, fromResponsesDir+"request.json")
+		got, err := NewFromResponses().Request(&sluice.Request{Body: body, Stream: true}, "gpt-5.4-mini")
+		if err != nil {
+			t.Fatal(err)
+		}
+		adaptertest.Golden(t, fromResponsesDir+"request.chat.golden.json", indent(t, got))
+	})
+	t.Run("Response", func(t *testing.T) {
+		tr := NewFromResponses()
+		if _, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, fromResponsesDir+"request.json")}, "gpt-5.4-mini"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Response(adaptertest.Read(t, fromResponsesDir+"response.chat.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adaptertest.Golden(t, fromResponsesDir+"response.golden.json", indent(t, got))
+		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
+		if u := tr.Usage(); u != want {
+			t.Errorf("Usage = %+v, want %+v", u, want)
+		}
+	})
+	t.Run("Stream", func(t *testing.T) {
+		tr := NewFromResponses()
+		if _, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, fromResponsesDir+"request.json"), Stream: true}, "gpt-5.4-mini"); err != nil {
+			t.Fatal(err)
+		}
+		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"stream.chat.sse")))
+		if !done || err != nil {
+			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		}
+		adaptertest.GoldenEvents(t, fromResponsesDir+"stream.golden.sse", got)
+		checkResponsesStream(t, got)
+		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
+		if u := tr.Usage(); u != want {
+			t.Errorf("Usage = %+v, want %+v", u, want)
+		}
+	})
+	t.Run("Error", func(t *testing.T) {
+		got := NewFromResponses().Error(429, adaptertest.Read(t, fromResponsesDir+"error.chat.json"))
+		adaptertest.Golden(t, fromResponsesDir+"error.golden.json", indent(t, got))
+	})
+}
+
+func TestFromResponsesRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want string // in the message
+	}{
+		{"PreviousResponseID", `{"input":"hi","previous_response_id":"resp_1"}`, "previous_response_id"},
+		{"Conversation", `{"input":"hi","conversation":"conv_1"}`, "conversation"},
+		{"Background", `{"input":"hi","background":true}`, "background"},
+		{"StoredPrompt", `{"input":"hi","prompt":{"id":"pmpt_1"}}`, "prompt"},
+		{"BuiltInTool", `{"input":"hi","tools":[{"type":"web_search"}]}`, `"web_search"`},
+		{"BuiltInToolChoice", `{"input":"hi","tool_choice":{"type":"file_search"}}`, `"file_search"`},
+		{"OutputWithoutCall", `{"input":[{"type":"function_call_output","call_id":"call_9","output":"x"}]}`, `"call_9"`},
+		{"ItemReference", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, "item_reference"},
+		{"UnknownItem", `{"input":[{"type":"computer_call","id":"cu_1"}]}`, `"computer_call"`},
+		{"ImageByFileID", `{"input":[{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}]}`, "file_id"},
+		{"ImageInToolOutput", `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://x"}]}]}`, "text only"},
+		{"ImageInSystem", `{"input":[{"role":"developer","content":[{"type":"input_image","image_url":"https://x"}]}]}`, "text only"},
+		{"Logprobs", `{"input":"hi","top_logprobs":3}`, "top_logprobs"},
+		{"UnknownFormat", `{"input":"hi","text":{"format":{"type":"grammar"}}}`, `"grammar"`},
+		{"NotJSON", `{"input":`, "not a valid Responses request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewFromResponses().Request(&sluice.Request{Body: []byte(tt.give)}, "m")
+			var se *sluice.Error
+			if !errors.As(err, &se) || se.Code != sluice.CodeInvalidRequest || !strings.Contains(se.Msg, tt.want) {
+				t.Errorf("Request = %v, want invalid_request naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestFromResponsesStatus(t *testing.T) {
+	tests := []struct {
+		finish     string
+		wantStatus string
+		wantReason string
+	}{
+		{"stop", "completed", ""},
+		{"tool_calls", "completed", ""},
+		{"length", "incomplete", "max_output_tokens"},
+		{"content_filter", "incomplete", "content_filter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.finish, func(t *testing.T) {
+			body := fmt.Sprintf(`{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":%q}]}`, tt.finish)
+			out, err := NewFromResponses().Response([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Response
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatal(err)
+			}
+			reason := ""
+			if r.IncompleteDetails != nil {
+				reason = r.IncompleteDetails.Reason
+			}
+			if r.Status != tt.wantStatus || reason != tt.wantReason {
+				t.Errorf("status = %q (%q), want %q (%q)", r.Status, reason, tt.wantStatus, tt.wantReason)
+			}
+		})
+	}
+}
+
+// A chat upstream's mid-stream error reaches the Responses caller as an
+// error event that ends its stream, and the execution as
+// upstream_stream_failed.
+func TestFromResponsesStreamError(t *testing.T) {
+	in := adaptertest.Parse([]byte(`data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}
+
+data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}
+
+data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"more"},"finish_reason":null}]}
+`))
+	got, done, err := adaptertest.Stream(NewFromResponses(), in)
+	if !done || !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
+		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	}
+	last := got[len(got)-1]
+	want := `{"type":"error","sequence_number":5,"code":null,"message":"The server had an error","param":null}`
+	if last.Name != "error" || string(last.Data) != want {
+		t.Errorf("last event = %s: %s, want error: %s", last.Name, last.Data, want)
+	}
+}
+
+// checkResponsesStream checks that evs is a well-formed, complete
+// Responses stream: numbered in order, lifecycle first and last, each
+// item added before its parts and deltas and done once, and the final
+// response holding what the deltas said.
+func checkResponsesStream(t *testing.T, evs []adapter.Event) {
+	t.Helper()
+	type item struct {
+		id         string
+		text, args string
+		parts      int
+		partOpen   bool
+		done       bool
+	}
+	var items []*item
+	for i, ev := range evs {
+		var e StreamEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			t.Fatalf("event #%d: %v: %s", i, err, ev.Data)
+		}
+		if e.Type != ev.Name || e.SequenceNumber != int64(i) {
+			t.Fatalf("event #%d is %s #%d named %s", i, e.Type, e.SequenceNumber, ev.Name)
+		}
+		switch {
+		case i == 0 && e.Type != "response.created", i == 1 && e.Type != "response.in_progress":
+			t.Fatalf("event #%d is %s", i, e.Type)
+		case i == len(evs)-1:
+			if e.Type != "response.completed" && e.Type != "response.incomplete" || e.Response == nil {
+				t.Fatalf("last event is %s", e.Type)
+			}
+			if len(e.Response.Output) != len(items) {
+				t.Fatalf("final output has %d items, want %d", len(e.Response.Output), len(items))
+			}
+			for k, it := range items {
+				o := e.Response.Output[k]
+				got := ""
+				for _, p := range o.Content {
+					if p.Text != nil {
+						got += *p.Text
+					}
+					if p.Refusal != nil {
+						got += *p.Refusal
+					}
+				}
+				if o.Arguments != nil {
+					got = *o.Arguments
+				}
+				if !it.done || o.ID != it.id || got != it.text+it.args {
+					t.Errorf("final item %d = %s %q (done %v), want %s %q", k, o.ID, got, it.done, it.id, it.text+it.args)
+				}
+			}
+			return
+		case i < 2:
+			continue
+		}
+		if e.Type == "response.output_item.added" {
+			if e.OutputIndex != len(items) || e.Item == nil {
+				t.Fatalf("event #%d adds item %d, want %d", i, e.OutputIndex, len(items))
+			}
+			items = append(items, &item{id: e.Item.ID})
+			continue
+		}
+		if e.OutputIndex >= len(items) || items[e.OutputIndex].done {
+			t.Fatalf("event #%d (%s) is for item %d, not open", i, e.Type, e.OutputIndex)
+		}
+		it := items[e.OutputIndex]
+		if e.ItemID != "" && e.ItemID != it.id {
+			t.Fatalf("event #%d names item %s, want %s", i, e.ItemID, it.id)
+		}
+		switch e.Type {
+		case "response.content_part.added":
+			if it.partOpen || e.ContentIndex != it.parts {
+				t.Fatalf("event #%d adds part %d of %d (open %v)", i, e.ContentIndex, it.parts, it.partOpen)
+			}
+			it.parts++
+			it.partOpen = true
+		case "response.output_text.delta", "response.refusal.delta":
+			if !it.partOpen || e.ContentIndex != it.parts-1 {
+				t.Fatalf("event #%d is a delta of a part not open", i)
+			}
+			it.text += e.Delta
+		case "response.content_part.done":
+			it.partOpen = false
+		case "response.function_call_arguments.delta":
+			it.args += e.Delta
+		case "response.output_item.done":
+			if it.partOpen {
+				t.Fatalf("event #%d closes item %d with a part open", i, e.OutputIndex)
+			}
+			it.done = true
+		}
+	}
+	t.Fatalf("the stream has no terminal event")
+}
