@@ -288,6 +288,9 @@ type Request struct {
 	// submit sent as multipart/form-data — and is forwarded with it.
 	ContentType string
 	Received    time.Time
+	// CountTokens marks an Anthropic count_tokens request: the prompt is
+	// counted, nothing is generated. Tokens is then the prompt's estimate.
+	CountTokens bool
 	// Header is the caller's HTTP header, read only. Only what a protocol
 	// names is passed on (anthropic-version and anthropic-beta to an
 	// Anthropic upstream); nil when there was no caller's request.

@@ -3,6 +3,8 @@ package app
 import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/anthropic"
+	"github.com/sluicehq/sluice/internal/adapter/openai"
 	"github.com/sluicehq/sluice/internal/ingress"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -29,7 +31,10 @@ var protocolTable = []struct {
 // caller of the first protocol is served by an endpoint that speaks the
 // second through a new translator per execution. An edge exists wherever
 // protocolTable and this table can serve (upstream.Protocols.CanServe).
-var translatorTable = map[upstream.Pair]func() adapter.Translator{}
+var translatorTable = map[upstream.Pair]func() adapter.Translator{
+	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromAnthropic() },
+	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator { return anthropic.NewFromOpenAI() },
+}
 
 // fronts and dialects are both sides of every protocol, as the ingress and
 // the upstream caller take them; dialects.CanServe says which endpoints can

@@ -18,6 +18,9 @@ type Front struct {
 	// Paths are the POST paths a request of the protocol is served on
 	// (none for the job protocols, which route their own paths).
 	Paths []string
+	// CountPath is the POST path of the protocol's token count, "" for none
+	// (see Server.serveCount).
+	CountPath string
 	// Key returns the Sluice key the caller presented, "" when none.
 	Key func(r *http.Request) string
 	// Envelope renders e, status its HTTP status, as the protocol's error
@@ -40,7 +43,8 @@ var (
 	// Claude Code posts to /v1/messages?beta=true: the query does not
 	// change the route.
 	AnthropicMessages = &Front{
-		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, Key: anthropicKey, Envelope: anthropicEnvelope,
+		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, CountPath: "/v1/messages/count_tokens",
+		Key: anthropicKey, Envelope: anthropicEnvelope,
 	}
 )
 

@@ -51,6 +51,9 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 		for _, path := range f.Paths {
 			s.mux.HandleFunc("POST "+path, s.endpoint(f.Protocol, s.serve))
 		}
+		if f.CountPath != "" {
+			s.mux.HandleFunc("POST "+f.CountPath, s.endpoint(f.Protocol, s.serveCount))
+		}
 	}
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.routeJobs()
@@ -94,6 +97,18 @@ func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
 }
 
 func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
+	return s.serveRequest(w, r, p, id, start, false)
+}
+
+// serveCount serves a token count (Anthropic's count_tokens) as a request
+// of the alias like any other: an Anthropic upstream counts, and an
+// upstream of another protocol, which has no count, is not called: the
+// answer is Sluice's own estimate of the prompt (upstream.Caller).
+func (s *Server) serveCount(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
+	return s.serveRequest(w, r, p, id, start, true)
+}
+
+func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time, count bool) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
 	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
 	if err != nil {
@@ -107,6 +122,10 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 	}
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
+	}
+	if count {
+		// Nothing is generated: only the prompt is reserved.
+		req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, int(promptEstimate(len(body)))
 	}
 	req.ID, req.Received, req.Header = id, start, r.Header
 	if err = sluiceHeaders(req, r); err != nil {

@@ -42,7 +42,7 @@ const maxEstimate = 1 << 40
 // token (JSON syntax included, so it errs high) plus the output allowed,
 // saturating at maxEstimate. Parse refuses negative max_tokens.
 func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
-	prompt := min(int64(bodyLen/4+1), maxEstimate)
+	prompt := promptEstimate(bodyLen)
 	if p == sluice.ProtocolOpenAIEmbeddings {
 		return int(prompt)
 	}
@@ -52,6 +52,10 @@ func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
 	}
 	return int(prompt + min(out, maxEstimate-prompt))
 }
+
+// promptEstimate is the tokens of a prompt of bodyLen bytes, as estimate
+// counts them.
+func promptEstimate(bodyLen int) int64 { return min(int64(bodyLen/4+1), maxEstimate) }
 
 // maxUser bounds the end-user name (body "user" or X-Sluice-User): it is
 // part of the limit-state keys of a key with user_limits.

@@ -16,7 +16,7 @@ import (
 // message_delta, and a stream of named events that ends with message_stop
 // (reference/anthropic.md §5).
 var AnthropicMessages = &Dialect{
-	Path: "/v1/messages", Authorize: anthropicAuth, Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent,
+	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent,
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"

@@ -19,6 +19,9 @@ type Dialect struct {
 	// Path is the protocol's path, appended to an endpoint's base URL (a
 	// base URL that already ends in /v1 keeps it once).
 	Path string
+	// CountPath is the path of the protocol's token count (Anthropic's
+	// count_tokens), "" when it has none.
+	CountPath string
 	// Authorize sets the credential's headers, and those of the caller's
 	// (caller, read only) that the protocol passes on, on an upstream
 	// request's header h.
@@ -74,9 +77,8 @@ func (p *Protocols) CanServe(caller, upstream sluice.Protocol) bool {
 
 // dialectURL joins an endpoint's base URL and a dialect's path; a base URL
 // that already ends in /v1 keeps it once.
-func dialectURL(base string, d *Dialect) string {
+func dialectURL(base, path string) string {
 	base = strings.TrimSuffix(base, "/")
-	path := d.Path
 	if strings.HasSuffix(base, "/v1") {
 		path = strings.TrimPrefix(path, "/v1")
 	}

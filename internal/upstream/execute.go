@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,25 @@ func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, err
 	return x, nil
 }
 
+// countLocally answers a token count for an upstream that has none (an
+// Anthropic caller on an OpenAI chat model) with Sluice's own estimate of
+// the prompt, req.Tokens, in Anthropic's shape; nothing is sent upstream.
+// (Translating the count request would not help: chat has no count.)
+func (c *Caller) countLocally(w http.ResponseWriter, req *sluice.Request, a Attempt, callStart time.Time, hooks Hooks) Attempt {
+	a.Committed, a.TTFT = true, time.Since(callStart)
+	hooks.committed()
+	hooks.ending(a)
+	body := []byte(`{"input_tokens":` + strconv.Itoa(req.Tokens) + `}`)
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body); err != nil {
+		a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
+	}
+	return a
+}
+
 // response is an upstream answer held in memory.
 type response struct {
 	status int
@@ -82,6 +102,13 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		a.Class, a.Err = ClassRequest, err
 		return a
 	}
+	path := x.dialect.Path
+	if req.CountTokens {
+		if x.dialect.CountPath == "" {
+			return c.countLocally(w, req, a, callStart, hooks)
+		}
+		path = x.dialect.CountPath
+	}
 	var body []byte
 	if x.tr == nil {
 		body, err = x.dialect.Prepare(req, e.Model)
@@ -97,7 +124,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	defer cancel(nil)
 	timeouts := startPhases(cancel, to)
 	defer timeouts.stop()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, dialectURL(e.Endpoint.BaseURL, x.dialect), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, dialectURL(e.Endpoint.BaseURL, path), bytes.NewReader(body))
 	if err != nil {
 		a.Class, a.Err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
 		return a

@@ -76,7 +76,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		if done {
 			hooks.ending(a)
 		}
-		if !drop {
+		if x.tr != nil || !drop { // a translator sees every event: drop is what a passthrough caller did not ask for
 			if idle > 0 {
 				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
