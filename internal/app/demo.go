@@ -47,7 +47,7 @@ func startDemo(log *slog.Logger) (*demo, error) {
 		Version: 1,
 		Endpoints: []config.Endpoint{{
 			ID: "demo", BaseURL: d.url,
-			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue"},
+			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages"},
 		}},
 		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
 		Models: []config.Model{
@@ -55,6 +55,11 @@ func startDemo(log *slog.Logger) (*demo, error) {
 			{Alias: "gpt-4o-mini", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
 			{Alias: "text-embedding-3-small", Protocol: "openai.embeddings",
 				Deployments: []config.Deployment{{Model: "text-embedding-3-small", Endpoints: []string{"demo"}}}},
+			// Claude Code's models, served by the simulator's Messages API.
+			{Alias: "claude-sonnet-4-6", Protocol: "anthropic.messages",
+				Deployments: []config.Deployment{{Model: "claude-sonnet-4-6", Endpoints: []string{"demo"}}}},
+			{Alias: "claude-haiku-4-5", Protocol: "anthropic.messages",
+				Deployments: []config.Deployment{{Model: "claude-haiku-4-5", Endpoints: []string{"demo"}}}},
 			{Alias: "sora-2", Protocol: "openai.videos", Deployments: []config.Deployment{{Model: "sora-2", Endpoints: []string{"demo"}}}},
 			{Alias: "fal-ai/veo3", Protocol: "fal.queue", Deployments: []config.Deployment{{Model: "fal-ai/veo3", Endpoints: []string{"demo"}}}},
 		},

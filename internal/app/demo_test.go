@@ -47,4 +47,18 @@ func TestServeWithoutConfigurationRunsTheDemo(t *testing.T) {
 			t.Errorf("demo %s = %d %s, want an answer", model, resp.StatusCode, body)
 		}
 	}
+	// Claude Code's way: Anthropic Messages, the key in x-api-key.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw.Addr()+"/v1/messages?beta=true",
+		strings.NewReader(`{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}`))
+	req.Header.Set("X-Api-Key", key[1])
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"type":"message"`) {
+		t.Errorf("demo claude-sonnet-4-6 = %d %s, want a message", resp.StatusCode, body)
+	}
 }
