@@ -57,6 +57,16 @@ func TestParse(t *testing.T) {
 		{name: "user too long", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser+1) + `"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "user at the limit", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser) + `"}`, want: sluice.Request{Model: "m", User: strings.Repeat("u", maxUser)}},
 		{name: "user in another script", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"José 山田"}`, want: sluice.Request{Model: "m", User: "José 山田"}},
+		{name: "anthropic", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","max_tokens":64,"stream":true,"metadata":{"user_id":"u-1"},"messages":[]}`,
+			want: sluice.Request{Model: "claude", Stream: true, User: "u-1"}},
+		{name: "anthropic user is metadata.user_id, not user", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","user":"not-this"}`, want: sluice.Request{Model: "claude"}},
+		{name: "anthropic null metadata", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":null}`, want: sluice.Request{Model: "claude"}},
+		{name: "anthropic escaped user_id (encoding/json)", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{"user_id":"u-\u0031"}}`, want: sluice.Request{Model: "claude", User: "u-1"}},
+		{name: "anthropic repeated user_id", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{"user_id":"a","User_id":"b"}}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "anthropic repeated metadata", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{},"metadata":{"user_id":"b"}}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "anthropic model in another case", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","Model":"other"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "anthropic user_id with a control character", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{"user_id":"a\u0001"}}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "anthropic negative max_tokens", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","max_tokens":-1}`, wantCode: sluice.CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,17 +309,21 @@ func FuzzScanMatchesDecode(f *testing.F) {
 		`{"model":"m","max_tokens":1e2}`, `{"MODEL":"m"}`, `{"model":"m","user":"\u00e9"}`, `[1]`, ``, `{"model":7}`} {
 		f.Add(s)
 	}
+	f.Add(`{"model":"claude","metadata":{"user_id":"u"},"max_tokens":5}`)
+	f.Add(`{"model":"claude","metadata":{"user_id":"u","user_id":"v"}}`)
 	f.Fuzz(func(t *testing.T, give string) {
-		got, ok := scan([]byte(give), openAIFields)
-		if !ok {
-			return
-		}
-		want, err := decodeOpenAI([]byte(give), openAIFields)
-		if err != nil {
-			t.Fatalf("scan(%q) = %+v, but encoding/json refuses it: %v", give, got, err)
-		}
-		if got != want {
-			t.Fatalf("scan(%q) = %+v, encoding/json reads %+v", give, got, want)
+		for _, rf := range []*readSet{openAIFields, anthropicFields} {
+			got, ok := scan([]byte(give), rf)
+			if !ok {
+				continue
+			}
+			want, err := rf.decode([]byte(give), rf)
+			if err != nil {
+				t.Fatalf("scan(%q, %v) = %+v, but encoding/json refuses it: %v", give, rf.names, got, err)
+			}
+			if got != want {
+				t.Fatalf("scan(%q, %v) = %+v, encoding/json reads %+v", give, rf.names, got, want)
+			}
 		}
 	})
 }
