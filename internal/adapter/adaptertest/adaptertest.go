@@ -120,10 +120,11 @@ func Stream(tr adapter.Translator, in []adapter.Event) (out []adapter.Event, don
 
 // ChatStream is a valid OpenAI chat stream built from ops, for fuzzing
 // the translators of chat streams: each op adds a chunk — a text delta
-// (op%4 == 0), a refusal delta (1), a new tool call with the next index
-// (2), or a fragment of the arguments of call op/4 modulo the calls so
-// far (3) — and the stream ends with its finish chunk ("tool_calls" when
-// it made any), a usage chunk and [DONE].
+// (op%5 == 0), a refusal delta (1), a new tool call with the next index
+// (2), a fragment of the arguments of call op/5 modulo the calls so far
+// (3), or a reasoning_content delta (4, as compatible servers send) — and
+// the stream ends with its finish chunk ("tool_calls" when it made any), a
+// usage chunk and [DONE].
 func ChatStream(ops []byte) []adapter.Event {
 	const head = `{"id":"chatcmpl-f","object":"chat.completion.chunk","created":1,"model":"m",`
 	var evs []adapter.Event
@@ -132,7 +133,7 @@ func ChatStream(ops []byte) []adapter.Event {
 	}
 	calls := 0
 	for i, op := range ops {
-		switch op % 4 {
+		switch op % 5 {
 		case 0:
 			chunk(fmt.Sprintf(`{"content":"t%d "}`, i))
 		case 1:
@@ -142,8 +143,10 @@ func ChatStream(ops []byte) []adapter.Event {
 			calls++
 		case 3:
 			if calls > 0 {
-				chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":"a%d,"}}]}`, int(op/4)%calls, i))
+				chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":"a%d,"}}]}`, int(op/5)%calls, i))
 			}
+		case 4:
+			chunk(fmt.Sprintf(`{"reasoning_content":"k%d "}`, i))
 		}
 	}
 	finish := "stop"

@@ -399,6 +399,9 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	ch := c.Choices[0]
 	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
 	var output []OutputItem
+	if r := ch.Message.ReasoningContent; r != "" {
+		output = append(output, reasoningItem("rs_"+a.base, "completed", []OutputPart{partOf("reasoning_text", r)}))
+	}
 	if m := ch.Message; m.Content.PlainText() != "" || m.Refusal != "" {
 		var parts []OutputPart
 		if s := m.Content.PlainText(); s != "" {
@@ -421,6 +424,16 @@ var emptyAnnotations = json.RawMessage(`[]`)
 // outputText is an output_text part.
 func outputText(s string) OutputPart {
 	return OutputPart{Type: "output_text", Text: &s, Annotations: &emptyAnnotations}
+}
+
+// emptyList is an empty JSON list: the summary of a reasoning item that
+// has none.
+var emptyList = json.RawMessage(`[]`)
+
+// reasoningItem is a reasoning output item with content, and no summary:
+// chat gives the reasoning itself, where it gives any.
+func reasoningItem(id, status string, content []OutputPart) OutputItem {
+	return OutputItem{ID: id, Type: "reasoning", Status: status, Summary: emptyList, Content: content}
 }
 
 // functionCallItem is a function_call output item. Its item id is derived

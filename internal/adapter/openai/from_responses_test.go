@@ -234,7 +234,7 @@ func checkResponsesStream(t *testing.T, evs []adapter.Event) {
 			}
 			it.parts++
 			it.partOpen = true
-		case "response.output_text.delta", "response.refusal.delta":
+		case "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta":
 			if !it.partOpen || e.ContentIndex != it.parts-1 {
 				t.Fatalf("event #%d is a delta of a part not open", i)
 			}

@@ -335,9 +335,11 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 		t.usage = r.Usage.Sluice()
 	}
 	msg := openai.ChatMessage{Role: "assistant"}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	for _, it := range r.Output {
 		switch it.Type {
+		case "reasoning":
+			reasoningText(&reasoning, &it)
 		case "message":
 			for _, p := range it.Content {
 				if p.Text != nil {
@@ -354,9 +356,9 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 			}
 			msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{ID: it.CallID, Type: "function", Function: openai.FunctionCall{Name: it.Name, Arguments: args}})
 		}
-		// Reasoning items have no place in a chat message (their tokens
-		// are in the usage); other items answer tools chat cannot declare.
+		// Other items answer tools a chat caller cannot declare.
 	}
+	msg.ReasoningContent = reasoning.String()
 	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
 		msg.Content = openai.TextContent(text.String())
 	}
@@ -374,6 +376,22 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 		out.Usage = openai.UsageOf(t.usage)
 	}
 	return json.Marshal(&out)
+}
+
+// reasoningText writes a reasoning item's text to b, for chat's
+// non-standard reasoning_content (as compatible servers send it, and the
+// other translators do): the reasoning itself, else its summary, which is
+// all OpenAI's models give.
+func reasoningText(b *strings.Builder, it *openai.OutputItem) {
+	parts := it.Content
+	if len(parts) == 0 && present(it.Summary) {
+		_ = json.Unmarshal(it.Summary, &parts) // a summary that is not a list of parts has no text
+	}
+	for _, p := range parts {
+		if p.Text != nil {
+			b.WriteString(*p.Text)
+		}
+	}
 }
 
 // chatID is the chat completion id of a response id (resp_9x →

@@ -35,7 +35,8 @@ func FuzzFromOpenAIStream(f *testing.F) {
 // FuzzFromOpenAIRoundTrip turns a valid chat stream (adaptertest.ChatStream)
 // into a Responses stream (openai.FromResponses, fuzzed in its own
 // package) and back: the chat stream that comes out is well-formed and
-// says what the one that went in said, text, refusals and tool calls.
+// says what the one that went in said: text, refusals, reasoning and tool
+// calls.
 func FuzzFromOpenAIRoundTrip(f *testing.F) {
 	f.Add([]byte{0, 0, 2, 3, 3, 2, 8, 13, 0})
 	f.Add([]byte{1, 0, 1, 2, 2, 3, 7, 11})
@@ -58,11 +59,11 @@ func FuzzFromOpenAIRoundTrip(f *testing.F) {
 	})
 }
 
-// said is what a chat stream says: its text, refusals and each tool
-// call's id, name and arguments.
+// said is what a chat stream says: its text, refusals, reasoning and each
+// tool call's id, name and arguments.
 func said(t *testing.T, evs []adapter.Event) string {
 	t.Helper()
-	var text, refusal strings.Builder
+	var text, refusal, reasoning strings.Builder
 	var calls []string
 	for _, ev := range evs[:len(evs)-1] { // [DONE] last
 		var c openai.Chunk
@@ -74,6 +75,7 @@ func said(t *testing.T, evs []adapter.Event) string {
 				text.WriteString(*ch.Delta.Content)
 			}
 			refusal.WriteString(ch.Delta.Refusal)
+			reasoning.WriteString(ch.Delta.ReasoningContent)
 			for _, tc := range ch.Delta.ToolCalls {
 				if *tc.Index == len(calls) {
 					calls = append(calls, tc.ID+" "+tc.Function.Name+" ")
@@ -82,5 +84,5 @@ func said(t *testing.T, evs []adapter.Event) string {
 			}
 		}
 	}
-	return "text: " + text.String() + "\nrefusal: " + refusal.String() + "\ncalls: " + strings.Join(calls, "; ")
+	return "text: " + text.String() + "\nrefusal: " + refusal.String() + "\nreasoning: " + reasoning.String() + "\ncalls: " + strings.Join(calls, "; ")
 }

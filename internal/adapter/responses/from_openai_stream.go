@@ -13,10 +13,11 @@ import (
 // role chunk; text and refusal deltas become content and refusal deltas;
 // each function_call item becomes a tool call with the next chat index
 // (its id and name when it is added, its arguments as they arrive);
+// reasoning text (or its summary) becomes reasoning_content deltas;
 // response.completed or response.incomplete gives the finish chunk, the
 // usage chunk when the caller asked for one, and [DONE]. The other events
-// (in_progress, content parts, *.done, reasoning) have nothing to add to
-// a chat stream.
+// (in_progress, content parts, *.done) have nothing to add to a chat
+// stream.
 
 // chatStream is the state of one Responses stream turned into a chat
 // stream.
@@ -34,9 +35,6 @@ type toolCall struct {
 	outputIndex int
 	argsSent    bool
 }
-
-// doneData ends a chat stream.
-var doneData = []byte("[DONE]")
 
 // Event translates one Responses stream event into the chat chunks it
 // makes. An upstream error (an error event, or response.failed) is passed
@@ -70,6 +68,11 @@ func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bo
 		return false, t.send(emit, openai.Delta{Content: &e.Delta}, nil)
 	case "response.refusal.delta":
 		return false, t.send(emit, openai.Delta{Refusal: e.Delta}, nil)
+	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
+		// The reasoning, or its summary where the upstream gives only
+		// that, goes to the non-standard reasoning_content, as compatible
+		// servers send it (and the other translators do).
+		return false, t.send(emit, openai.Delta{ReasoningContent: e.Delta}, nil)
 	case "response.output_item.added":
 		if e.Item != nil && e.Item.Type == "function_call" {
 			return false, t.startCall(emit, e.OutputIndex, e.Item)
@@ -159,7 +162,9 @@ func (t *FromOpenAI) end(emit func(adapter.Event) error, r *openai.Response) err
 			return err
 		}
 	}
-	return emit(adapter.Event{Data: doneData})
+	// A new slice each time: the seam masks secrets in what it is given,
+	// in place.
+	return emit(adapter.Event{Data: []byte("[DONE]")})
 }
 
 // fail passes an upstream error on as chat's mid-stream error chunk, and
