@@ -110,6 +110,11 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	if out.Tools, err = chatTools(r.Tools); err != nil {
 		return nil, err
 	}
+	if out.Tools == nil {
+		// Chat refuses parallel_tool_calls without tools; the Responses
+		// API takes it, and it means nothing there either.
+		out.ParallelToolCalls = nil
+	}
 	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
 		return nil, err
 	}

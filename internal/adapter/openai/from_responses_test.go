@@ -105,6 +105,17 @@ func TestFromResponsesRefuses(t *testing.T) {
 	}
 }
 
+// parallel_tool_calls without tools means nothing, and chat refuses it.
+func TestFromResponsesParallelToolCallsWithoutTools(t *testing.T) {
+	got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(`{"input":"hi","parallel_tool_calls":true}`)}, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(got, []byte("parallel_tool_calls")) {
+		t.Errorf("Request = %s, want no parallel_tool_calls", got)
+	}
+}
+
 func TestFromResponsesStatus(t *testing.T) {
 	tests := []struct {
 		finish     string

@@ -50,6 +50,9 @@ func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bo
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return false, fmt.Errorf("decode responses stream event: %w", err)
 	}
+	if e.Type == "" {
+		e.Type = ev.Name // the data repeats it, but the event's name is what names it
+	}
 	s := &t.stream
 	if !s.started {
 		// The first event is response.created, whose response names the

@@ -253,3 +253,15 @@ func TestFromOpenAIRoundTripIsIdentity(t *testing.T) {
 		t.Errorf("round trip =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// An event whose data leaves out its type is named by the event's name.
+func TestFromOpenAIEventNamedByName(t *testing.T) {
+	var got []adapter.Event
+	emit := func(ev adapter.Event) error { got = append(got, ev); return nil }
+	if _, err := NewFromOpenAI().Event(adapter.Event{Name: "response.output_text.delta", Data: []byte(`{"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`)}, emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !bytes.Contains(got[1].Data, []byte(`"content":"Hi"`)) {
+		t.Errorf("events = %q, want the role chunk and one with content Hi", got)
+	}
+}
