@@ -27,7 +27,8 @@ import (
 // "store": false whatever the caller asked, since the default is true and
 // most callers never set it; a later previous_response_id naming it is
 // refused by this translator), and reasoning items in the input are dropped
-// (see chatMessages).
+// (see chatMessages). The reasoning text some compatible servers send
+// (reasoning_content, not OpenAI's) comes back as a reasoning item.
 //
 // One value per execution; not safe for concurrent use.
 type FromResponses struct {
