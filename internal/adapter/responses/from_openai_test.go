@@ -265,3 +265,30 @@ func TestFromOpenAIEventNamedByName(t *testing.T) {
 		t.Errorf("events = %q, want the role chunk and one with content Hi", got)
 	}
 }
+
+// An upstream that sends a function call's arguments only whole, in its
+// output_item.done, still gives the caller the arguments.
+func TestFromOpenAIStreamArgumentsOnlyWhenDone(t *testing.T) {
+	in := adaptertest.Parse([]byte(`event: response.created
+data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","created_at":1,"model":"m","output":[]}}
+
+event: response.output_item.added
+data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":""}}
+
+event: response.output_item.done
+data: {"type":"response.output_item.done","sequence_number":2,"output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"f","arguments":"{\"x\":1}"}}
+
+event: response.completed
+data: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","status":"completed","output":[]}}
+`))
+	got, done, err := adaptertest.Stream(NewFromOpenAI(), in)
+	if !done || err != nil {
+		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	}
+	if err := checkChatStream(got, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"x":1}`; !strings.Contains(said(t, got), "call_1 f "+want) {
+		t.Errorf("stream says %s, want call_1 f %s", said(t, got), want)
+	}
+}
