@@ -191,6 +191,39 @@ keys:
   - {id: flex-only, tenant: web, secret_env: KEY_FLEX_ONLY, service_tiers: [flex]}
 `, 1)
 
+// TestAPIKeyReachesAnotherGateway: a key created through the admin API of
+// one gateway authenticates on a second gateway on the same database
+// within about a second (its keyring's refresh), with its policy: bound
+// strictly to org-2, none of its requests there reaches org-1.
+func TestAPIKeyReachesAnotherGateway(t *testing.T) {
+	h := newHarnessWith(t, keysTemplate, "{backend: memory}", simAccounts())
+	second := h.another(t)
+	created, err := h.adminClient().CreateKey(t.Context(), admin.KeySpec{ID: "replicated", Name: "replicated", Tenant: "t",
+		KeySettings: admin.KeySettings{Policy: admin.KeyPolicy{Mode: "strict", Accounts: []string{"org-2"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := func() int {
+		code, _ := call(t, http.MethodPost, "http://"+second.Addr()+"/v1/chat/completions", "Bearer "+created.Key,
+			`{"model":"two","messages":[{"role":"user","content":"hi"}]}`, nil)
+		return code
+	}
+	start := time.Now()
+	eventually(t, 3*time.Second, "the second gateway knows the new key", func() bool { return chat() == http.StatusOK })
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the second gateway took %v to know the new key, want about a second", took)
+	}
+	for range 4 {
+		if code := chat(); code != http.StatusOK {
+			t.Errorf("request through the second gateway = %d, want 200", code)
+		}
+	}
+	org1 := h.simA.Count(upstreamKey("k1")) + h.simA.Count(upstreamKey("k2")) + h.simA.Count(upstreamKey("k3"))
+	if org2 := h.simA.Count(upstreamKey("k4")) + h.simA.Count(upstreamKey("k5")); org1 != 0 || org2 != 5 {
+		t.Errorf("the key bound to org-2, through the second gateway: %d calls on org-1, %d on org-2; want 0 and 5", org1, org2)
+	}
+}
+
 // TestModelsListsOnlyTheKeysPaths: GET /v1/models lists the aliases a key
 // may use on the paths it may call: a key scoped to chat does not see the
 // embeddings alias, one scoped to embeddings sees only that.

@@ -23,6 +23,10 @@ var layers = [][]string{
 	{"internal/authn", "internal/routing", "internal/settle"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
+	{"internal/adapter/anthropic", "internal/adapter/responses"},
+	{"internal/adapter/openai"},
+	{"internal/adapter/anthropic/messages"},
+	{"internal/adapter"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore"},
@@ -36,10 +40,11 @@ var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
 	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator",
 	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
+	"internal/adapter/anthropic", "internal/adapter/openai", "internal/adapter/responses",
 }
 
 // testOnly are helper packages no production code may import.
-var testOnly = []string{"internal/testenv", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest", "internal/store/storetest"}
+var testOnly = []string{"internal/testenv", "internal/adapter/adaptertest", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest", "internal/store/storetest"}
 
 func TestImportsPointDown(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()

@@ -216,6 +216,7 @@ func (c *call) messages(req *messagesRequest) {
 	b = append(b, id...)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
 	b = appendString(b, req.Model)
+	padAt := len(b)
 	b = append(b, `,"content":[`...)
 	blocks := 0
 	if r.thinking > 0 {
@@ -250,8 +251,7 @@ func (c *call) messages(req *messagesRequest) {
 	b = append(b, r.stopReason()...)
 	b = append(b, `","stop_sequence":null,"usage":`...)
 	b = appendAnthropicUsage(b, req.usage(&r))
-	b = append(b, '}')
-	c.respond(http.StatusOK, "application/json", b)
+	c.answerJSON(append(b, '}'), padAt)
 }
 
 // countTokens answers count_tokens: every prompt token, cached or not.

@@ -230,6 +230,12 @@ func (c *call) chat(req *chatRequest) {
 	b = append(b, `"}],"usage":`...)
 	b = appendUsage(b, a)
 	b = append(b, `,"service_tier":"default","system_fingerprint":null}`...)
+	c.answerJSON(b, padAt)
+}
+
+// answerJSON sends a JSON answer b, padded at b[padAt] and cut as Behavior
+// says.
+func (c *call) answerJSON(b []byte, padAt int) {
 	if c.b.Pad == 0 && c.b.CutBodyAfter == 0 {
 		c.respond(http.StatusOK, "application/json", b)
 		return

@@ -8,7 +8,7 @@ import (
 
 // Recorded is one request as the simulator received it, with the outcome.
 type Recorded struct {
-	Key    string // bearer key; "" when the request had none
+	Key    string // credential (bearer, x-api-key or fal key); "" for none
 	Path   string // URL path, e.g. "/v1/chat/completions"
 	Model  string // model field of the body; "" when absent or unparsable
 	Stream bool   // stream field of a chat completion

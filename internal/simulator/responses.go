@@ -452,7 +452,7 @@ func (c *call) responses(req *responsesRequest) {
 	rs.complete = time.Now().Unix()
 	b := rs.appendObject(make([]byte, 0, 1024+len(rs.text)), true)
 	c.store(rs, b)
-	c.respond(http.StatusOK, "application/json", b)
+	c.answerJSON(b, len(b)-1) // padding goes last
 }
 
 // store keeps a finished response for the key, unless the request said

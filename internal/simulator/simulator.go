@@ -119,13 +119,13 @@ type Behavior struct {
 	// AnswerType is the content type of Answer; "" guesses it as for
 	// FailBody.
 	AnswerType string
-	// Pad makes a JSON chat answer longer by a top-level "padding" member
-	// (before "usage") whose string value is Pad bytes long. It is written
-	// in pieces, so the simulator never holds it. 0 adds none.
+	// Pad makes a JSON answer (chat, Messages, Responses) longer by a
+	// top-level "padding" member whose string value is Pad bytes long. It
+	// is written in pieces, so the simulator never holds it. 0 adds none.
 	Pad int
 	// CutBodyAfter drops the connection after this many bytes of a JSON
-	// chat answer's body, whose Content-Length announces it whole. 0 never
-	// cuts.
+	// answer's body (chat, Messages, Responses), whose Content-Length
+	// announces it whole. 0 never cuts.
 	CutBodyAfter int
 	// EchoAuth quotes the request's credential header (Authorization, or
 	// Anthropic's x-api-key) back, as upstreams that echo what they were

@@ -1,12 +1,14 @@
 // Package adaptertest runs translators against golden files: requests,
 // whole answers, errors and streams (as server-sent event text), compared
-// with what is in testdata and rewritten by `go test -update`. It is for
-// tests only and depends on package adapter and the standard library.
+// with what is in testdata and rewritten by `go test -update`; and builds
+// valid upstream streams for fuzzing. It is for tests only and depends on
+// package adapter and the standard library.
 package adaptertest
 
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -114,4 +116,46 @@ func Stream(tr adapter.Translator, in []adapter.Event) (out []adapter.Event, don
 		}
 	}
 	return out, done, err
+}
+
+// ChatStream is a valid OpenAI chat stream built from ops, for fuzzing
+// the translators of chat streams: each op adds a chunk — a text delta
+// (op%5 == 0), a refusal delta (1), a new tool call with the next index
+// (2), a fragment of the arguments of call op/5 modulo the calls so far
+// (3), or a reasoning_content delta (4, as compatible servers send) — and
+// the stream ends with its finish chunk ("tool_calls" when it made any), a
+// usage chunk and [DONE].
+func ChatStream(ops []byte) []adapter.Event {
+	const head = `{"id":"chatcmpl-f","object":"chat.completion.chunk","created":1,"model":"m",`
+	var evs []adapter.Event
+	chunk := func(delta string) {
+		evs = append(evs, adapter.Event{Data: []byte(head + `"choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}`)})
+	}
+	calls := 0
+	for i, op := range ops {
+		switch op % 5 {
+		case 0:
+			chunk(fmt.Sprintf(`{"content":"t%d "}`, i))
+		case 1:
+			chunk(fmt.Sprintf(`{"refusal":"r%d "}`, i))
+		case 2:
+			chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"f%d","arguments":""}}]}`, calls, i, i))
+			calls++
+		case 3:
+			if calls > 0 {
+				chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":"a%d,"}}]}`, int(op/5)%calls, i))
+			}
+		case 4:
+			chunk(fmt.Sprintf(`{"reasoning_content":"k%d "}`, i))
+		}
+	}
+	finish := "stop"
+	if calls > 0 {
+		finish = "tool_calls"
+	}
+	return append(evs,
+		adapter.Event{Data: []byte(head + `"choices":[{"index":0,"delta":{},"finish_reason":"` + finish + `"}]}`)},
+		adapter.Event{Data: []byte(head + `"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`)},
+		adapter.Event{Data: []byte("[DONE]")},
+	)
 }

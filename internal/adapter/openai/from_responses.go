@@ -27,7 +27,8 @@ import (
 // "store": false whatever the caller asked, since the default is true and
 // most callers never set it; a later previous_response_id naming it is
 // refused by this translator), and reasoning items in the input are dropped
-// (see chatMessages).
+// (see chatMessages). The reasoning text some compatible servers send
+// (reasoning_content, not OpenAI's) comes back as a reasoning item.
 //
 // One value per execution; not safe for concurrent use.
 type FromResponses struct {
@@ -109,6 +110,11 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	}
 	if out.Tools, err = chatTools(r.Tools); err != nil {
 		return nil, err
+	}
+	if out.Tools == nil {
+		// Chat refuses parallel_tool_calls without tools; the Responses
+		// API takes it, and it means nothing there either.
+		out.ParallelToolCalls = nil
 	}
 	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
 		return nil, err
@@ -399,6 +405,9 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	ch := c.Choices[0]
 	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
 	var output []OutputItem
+	if r := ch.Message.ReasoningContent; r != "" {
+		output = append(output, reasoningItem("rs_"+a.base, "completed", []OutputPart{partOf("reasoning_text", r)}))
+	}
 	if m := ch.Message; m.Content.PlainText() != "" || m.Refusal != "" {
 		var parts []OutputPart
 		if s := m.Content.PlainText(); s != "" {
@@ -421,6 +430,16 @@ var emptyAnnotations = json.RawMessage(`[]`)
 // outputText is an output_text part.
 func outputText(s string) OutputPart {
 	return OutputPart{Type: "output_text", Text: &s, Annotations: &emptyAnnotations}
+}
+
+// emptyList is an empty JSON list: the summary of a reasoning item that
+// has none.
+var emptyList = json.RawMessage(`[]`)
+
+// reasoningItem is a reasoning output item with content, and no summary:
+// chat gives the reasoning itself, where it gives any.
+func reasoningItem(id, status string, content []OutputPart) OutputItem {
+	return OutputItem{ID: id, Type: "reasoning", Status: status, Summary: emptyList, Content: content}
 }
 
 // functionCallItem is a function_call output item. Its item id is derived

@@ -11,10 +11,13 @@ import (
 )
 
 // A chat stream becomes a Responses stream: response.created and
-// response.in_progress on the first chunk; an output item per message and
-// per tool call, each opened (output_item.added, content_part.added) before
-// its first delta and closed (*.done) when the next item starts (a message)
-// or when the answer ends (tool calls, whose deltas may interleave); at
+// response.in_progress on the first chunk; an output item per message, per
+// run of reasoning (the non-standard reasoning_content some compatible
+// servers send, as a reasoning item's reasoning_text) and per tool call,
+// each opened (output_item.added, content_part.added) before its first
+// delta and closed (*.done) when the next item starts (messages and
+// reasoning) or when the answer ends (tool calls, whose deltas may
+// interleave); at
 // [DONE], after the usage chunk, response.completed or response.incomplete
 // with the whole response and its usage. Every event carries the next
 // sequence_number, and each item's events its output_index and item id.
@@ -28,15 +31,15 @@ type responsesStream struct {
 	finish  string
 	usage   *ChatUsage
 	items   []streamItem // in output_index order
-	message int          // items index of the open message item; -1 when none
+	open    int          // items index of the open message or reasoning item; -1 when none
 	calls   []int        // chat tool call index → items index
 }
 
-// streamItem is one output item of the stream: a message (parts) or a
-// function call (callID, name, args).
+// streamItem is one output item of the stream: a message or reasoning
+// (parts) or a function call (callID, name, args).
 type streamItem struct {
 	id     string
-	call   bool
+	kind   string // message, reasoning, function_call
 	callID string
 	name   string
 	args   []byte
@@ -44,10 +47,18 @@ type streamItem struct {
 	closed bool
 }
 
-// streamPart is one content part of a message item: output_text or refusal.
+// streamPart is one content part of an item: output_text or refusal in a
+// message, reasoning_text in reasoning.
 type streamPart struct {
-	refusal bool
-	text    []byte
+	kind string
+	text []byte
+}
+
+// partEvents are the names of the events of each kind of part.
+var partEvents = map[string]struct{ delta, done string }{
+	"output_text":    {"response.output_text.delta", "response.output_text.done"},
+	"refusal":        {"response.refusal.delta", "response.refusal.done"},
+	"reasoning_text": {"response.reasoning_text.delta", "response.reasoning_text.done"},
 }
 
 // maxToolCallIndex bounds a chat tool call index, which sizes a slice.
@@ -72,14 +83,16 @@ type (
 		OutputIndex    int    `json:"output_index"`
 		Item           any    `json:"item"`
 	}
-	// addedMessage is a message item as output_item.added announces it,
-	// with no content yet ("content": [], which OutputItem leaves out).
-	addedMessage struct {
-		ID      string       `json:"id"`
-		Type    string       `json:"type"`
-		Status  string       `json:"status"`
-		Role    string       `json:"role"`
-		Content []OutputPart `json:"content"`
+	// addedItem is a message or reasoning item as output_item.added
+	// announces it, with no content yet ("content": [], which OutputItem
+	// leaves out).
+	addedItem struct {
+		ID      string          `json:"id"`
+		Type    string          `json:"type"`
+		Status  string          `json:"status"`
+		Role    string          `json:"role,omitempty"`
+		Summary json.RawMessage `json:"summary,omitempty"`
+		Content []OutputPart    `json:"content"`
 	}
 	partEvent struct {
 		Type           string     `json:"type"`
@@ -89,8 +102,9 @@ type (
 		ContentIndex   int        `json:"content_index"`
 		Part           OutputPart `json:"part"`
 	}
-	// textEvent is output_text.delta/.done (Delta or Text, with Logprobs)
-	// and refusal.delta/.done (Delta or Refusal).
+	// textEvent is output_text.delta/.done (Delta or Text, with Logprobs),
+	// refusal.delta/.done (Delta or Refusal) and reasoning_text.delta/.done
+	// (Delta or Text).
 	textEvent struct {
 		Type           string           `json:"type"`
 		SequenceNumber int64            `json:"sequence_number"`
@@ -165,13 +179,18 @@ func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) 
 		if ch.Index != 0 {
 			continue // n is 1: the request never asks for more
 		}
+		if d := ch.Delta.ReasoningContent; d != "" {
+			if err := s.text(emit, "reasoning_text", d); err != nil {
+				return false, err
+			}
+		}
 		if d := ch.Delta.Content; d != nil && *d != "" {
-			if err := s.text(emit, false, *d); err != nil {
+			if err := s.text(emit, "output_text", *d); err != nil {
 				return false, err
 			}
 		}
 		if d := ch.Delta.Refusal; d != "" {
-			if err := s.text(emit, true, d); err != nil {
+			if err := s.text(emit, "refusal", d); err != nil {
 				return false, err
 			}
 		}
@@ -195,7 +214,7 @@ func (t *FromResponses) start(emit func(adapter.Event) error, a answer) error {
 		return nil
 	}
 	a.base = idBase(a.base)
-	s.started, s.message, s.answer = true, -1, a
+	s.started, s.open, s.answer = true, -1, a
 	for _, typ := range [...]string{"response.created", "response.in_progress"} {
 		if err := s.send(emit, &lifecycleEvent{Type: typ, Response: t.response(a, "", nil, nil)}); err != nil {
 			return err
@@ -227,41 +246,65 @@ func (t *FromResponses) end(emit func(adapter.Event) error) error {
 	return s.send(emit, &lifecycleEvent{Type: "response." + resp.Status, Response: resp})
 }
 
-// text adds a delta of output text, or of a refusal, to the open message
-// item, opening the item and the part first when needed.
-func (s *responsesStream) text(emit func(adapter.Event) error, refusal bool, delta string) error {
-	if s.message < 0 {
-		id := "msg_" + s.answer.base
-		if len(s.items) > 0 {
-			id += "_" + strconv.Itoa(len(s.items))
-		}
-		s.items = append(s.items, streamItem{id: id})
-		s.message = len(s.items) - 1
-		if err := s.send(emit, &itemEvent{Type: "response.output_item.added", OutputIndex: s.message,
-			Item: addedMessage{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []OutputPart{}}}); err != nil {
+// text adds a delta to a part of kind (output_text, refusal,
+// reasoning_text), opening its item (a message, or reasoning) and the part
+// first when the open ones are of another kind.
+func (s *responsesStream) text(emit func(adapter.Event) error, kind, delta string) error {
+	itemKind := "message"
+	if kind == "reasoning_text" {
+		itemKind = "reasoning"
+	}
+	if s.open >= 0 && s.items[s.open].kind != itemKind {
+		if err := s.closeItem(emit, s.open); err != nil {
 			return err
 		}
 	}
-	it := &s.items[s.message]
-	if n := len(it.parts); n == 0 || it.parts[n-1].refusal != refusal {
+	if s.open < 0 {
+		if err := s.openItem(emit, itemKind); err != nil {
+			return err
+		}
+	}
+	it := &s.items[s.open]
+	if n := len(it.parts); n == 0 || it.parts[n-1].kind != kind {
 		if n > 0 {
-			if err := s.closePart(emit, s.message); err != nil {
+			if err := s.closePart(emit, s.open); err != nil {
 				return err
 			}
 		}
-		it.parts = append(it.parts, streamPart{refusal: refusal})
-		if err := s.send(emit, &partEvent{Type: "response.content_part.added", ItemID: it.id, OutputIndex: s.message,
-			ContentIndex: len(it.parts) - 1, Part: partOf(refusal, "")}); err != nil {
+		it.parts = append(it.parts, streamPart{kind: kind})
+		if err := s.send(emit, &partEvent{Type: "response.content_part.added", ItemID: it.id, OutputIndex: s.open,
+			ContentIndex: len(it.parts) - 1, Part: partOf(kind, "")}); err != nil {
 			return err
 		}
 	}
 	p := &it.parts[len(it.parts)-1]
 	p.text = append(p.text, delta...)
-	ev := &textEvent{Type: "response.output_text.delta", ItemID: it.id, OutputIndex: s.message, ContentIndex: len(it.parts) - 1, Delta: &delta, Logprobs: &emptyLogprobs}
-	if refusal {
-		ev.Type, ev.Logprobs = "response.refusal.delta", nil
+	ev := &textEvent{Type: partEvents[kind].delta, ItemID: it.id, OutputIndex: s.open, ContentIndex: len(it.parts) - 1, Delta: &delta}
+	if kind == "output_text" {
+		ev.Logprobs = &emptyLogprobs
 	}
 	return s.send(emit, ev)
+}
+
+// openItem adds a message or reasoning item and makes it the open one.
+func (s *responsesStream) openItem(emit func(adapter.Event) error, kind string) error {
+	prefix, added := "msg_", addedItem{Type: kind, Status: "in_progress", Role: "assistant", Content: []OutputPart{}}
+	if kind == "reasoning" {
+		prefix, added.Role, added.Summary = "rs_", "", emptyList
+	}
+	added.ID = prefix + s.answer.base // as in a whole answer; a second one of a kind gets a suffix
+	n := 0
+	for _, it := range s.items {
+		if it.kind == kind {
+			n++
+		}
+	}
+	if n > 0 {
+		added.ID += "_" + strconv.Itoa(n)
+	}
+	s.items = append(s.items, streamItem{id: added.ID, kind: kind})
+	s.open = len(s.items) - 1
+	return s.send(emit, &itemEvent{Type: "response.output_item.added", OutputIndex: s.open, Item: added})
 }
 
 // toolCall adds a chat tool call fragment: a new function_call item when
@@ -280,8 +323,8 @@ func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) 
 		k = s.calls[j]
 	}
 	if k < 0 || (tc.ID != "" && tc.ID != s.items[k].callID) {
-		if s.message >= 0 {
-			if err := s.closeItem(emit, s.message); err != nil {
+		if s.open >= 0 {
+			if err := s.closeItem(emit, s.open); err != nil {
 				return err
 			}
 		}
@@ -289,7 +332,7 @@ func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) 
 		if callID == "" {
 			callID = "call_" + s.answer.base + "_" + strconv.Itoa(j)
 		}
-		s.items = append(s.items, streamItem{id: functionCallID(callID), call: true, callID: callID, name: tc.Function.Name})
+		s.items = append(s.items, streamItem{id: functionCallID(callID), kind: "function_call", callID: callID, name: tc.Function.Name})
 		k = len(s.items) - 1
 		for len(s.calls) <= j {
 			s.calls = append(s.calls, -1)
@@ -329,14 +372,17 @@ func (s *responsesStream) closePart(emit func(adapter.Event) error, i int) error
 	ci := len(it.parts) - 1
 	p := it.parts[ci]
 	text := string(p.text)
-	ev := &textEvent{Type: "response.output_text.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Text: &text, Logprobs: &emptyLogprobs}
-	if p.refusal {
-		ev = &textEvent{Type: "response.refusal.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Refusal: &text}
+	ev := &textEvent{Type: partEvents[p.kind].done, ItemID: it.id, OutputIndex: i, ContentIndex: ci, Text: &text}
+	switch p.kind {
+	case "output_text":
+		ev.Logprobs = &emptyLogprobs
+	case "refusal":
+		ev.Text, ev.Refusal = nil, &text
 	}
 	if err := s.send(emit, ev); err != nil {
 		return err
 	}
-	return s.send(emit, &partEvent{Type: "response.content_part.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Part: partOf(p.refusal, text)})
+	return s.send(emit, &partEvent{Type: "response.content_part.done", ItemID: it.id, OutputIndex: i, ContentIndex: ci, Part: partOf(p.kind, text)})
 }
 
 // closeItem sends the done events of item i, once.
@@ -346,10 +392,10 @@ func (s *responsesStream) closeItem(emit func(adapter.Event) error, i int) error
 		return nil
 	}
 	it.closed = true
-	if i == s.message {
-		s.message = -1
+	if i == s.open {
+		s.open = -1
 	}
-	if it.call {
+	if it.kind == "function_call" {
 		args := string(it.args)
 		if err := s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.done", ItemID: it.id, OutputIndex: i, Name: it.name, Arguments: &args}); err != nil {
 			return err
@@ -369,20 +415,27 @@ func (s *responsesStream) outputItem(i int) OutputItem {
 	if s.finish == "length" || s.finish == "content_filter" {
 		status = "incomplete"
 	}
-	if it.call {
+	if it.kind == "function_call" {
 		return functionCallItem(it.callID, it.name, string(it.args), status)
 	}
 	parts := make([]OutputPart, len(it.parts))
 	for j, p := range it.parts {
-		parts[j] = partOf(p.refusal, string(p.text))
+		parts[j] = partOf(p.kind, string(p.text))
+	}
+	if it.kind == "reasoning" {
+		return reasoningItem(it.id, status, parts)
 	}
 	return OutputItem{ID: it.id, Type: "message", Status: status, Role: "assistant", Content: parts}
 }
 
-// partOf is an output_text part, or a refusal part, holding text.
-func partOf(refusal bool, text string) OutputPart {
-	if refusal {
-		return OutputPart{Type: "refusal", Refusal: &text}
+// partOf is a content part of kind (output_text, refusal,
+// reasoning_text) holding text.
+func partOf(kind, text string) OutputPart {
+	switch kind {
+	case "refusal":
+		return OutputPart{Type: kind, Refusal: &text}
+	case "reasoning_text":
+		return OutputPart{Type: kind, Text: &text}
 	}
 	return outputText(text)
 }

@@ -105,6 +105,17 @@ func TestFromResponsesRefuses(t *testing.T) {
 	}
 }
 
+// parallel_tool_calls without tools means nothing, and chat refuses it.
+func TestFromResponsesParallelToolCallsWithoutTools(t *testing.T) {
+	got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(`{"input":"hi","parallel_tool_calls":true}`)}, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(got, []byte("parallel_tool_calls")) {
+		t.Errorf("Request = %s, want no parallel_tool_calls", got)
+	}
+}
+
 func TestFromResponsesStatus(t *testing.T) {
 	tests := []struct {
 		finish     string
@@ -234,7 +245,7 @@ func checkResponsesStream(t *testing.T, evs []adapter.Event) {
 			}
 			it.parts++
 			it.partOpen = true
-		case "response.output_text.delta", "response.refusal.delta":
+		case "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta":
 			if !it.partOpen || e.ContentIndex != it.parts-1 {
 				t.Fatalf("event #%d is a delta of a part not open", i)
 			}
@@ -251,4 +262,31 @@ func checkResponsesStream(t *testing.T, evs []adapter.Event) {
 		}
 	}
 	t.Fatalf("the stream has no terminal event")
+}
+
+// Compatible servers that send parallel calls all at index 0, each with
+// its own id, get one function_call item per call.
+func TestFromResponsesStreamReusedIndex(t *testing.T) {
+	in := adaptertest.Parse([]byte(`data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+`))
+	got, done, err := adaptertest.Stream(NewFromResponses(), in)
+	if !done || err != nil {
+		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	}
+	checkResponsesStream(t, got)
+	var last StreamEvent
+	if err := json.Unmarshal(got[len(got)-1].Data, &last); err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, o := range last.Response.Output {
+		calls = append(calls, o.CallID+" "+o.Name+" "+*o.Arguments)
+	}
+	if want := []string{`call_a f {"x":1}`, "call_b g {}"}; fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("calls = %q, want %q", calls, want)
+	}
 }

@@ -219,19 +219,20 @@ type IncompleteDetails struct {
 // (Role, Content), a function_call (CallID, Name, Arguments), or another
 // (reasoning, a built-in tool's call) that chat cannot carry.
 type OutputItem struct {
-	ID        string       `json:"id"`
-	Type      string       `json:"type"`
-	Status    string       `json:"status,omitempty"`
-	Role      string       `json:"role,omitempty"`
-	Content   []OutputPart `json:"content,omitempty"`
-	CallID    string       `json:"call_id,omitempty"`
-	Name      string       `json:"name,omitempty"`
-	Arguments *string      `json:"arguments,omitempty"` // a pointer so that "" is written in an added event
-	Summary   []OutputPart `json:"summary,omitempty"`
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Status    string          `json:"status,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   []OutputPart    `json:"content,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments *string         `json:"arguments,omitempty"` // a pointer so that "" is written in an added event
+	Summary   json.RawMessage `json:"summary,omitempty"`   // a reasoning item's: summary_text parts
 }
 
-// OutputPart is one part of an output message's content: output_text
-// (Text, Annotations) or refusal (Refusal); or a reasoning summary part.
+// OutputPart is one part of an output item's content: output_text (Text,
+// Annotations) or refusal (Refusal) in a message, reasoning_text (Text) in
+// reasoning; or one of a reasoning item's summary_text parts (Text).
 type OutputPart struct {
 	Type        string           `json:"type"`
 	Text        *string          `json:"text,omitempty"`

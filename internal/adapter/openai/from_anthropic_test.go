@@ -1,0 +1,291 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
+	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+)
+
+const fromAnthropicGolden = "testdata/from_anthropic"
+
+func fromAnthropicFile(t *testing.T, name string) []byte {
+	t.Helper()
+	return adaptertest.Read(t, filepath.Join(fromAnthropicGolden, name))
+}
+
+// goldenIndented compares a JSON body, indented for the reader of the file.
+func goldenIndented(t *testing.T, path string, got []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, got, "", "  "); err != nil {
+		t.Fatalf("%s: not JSON: %v: %s", path, err, got)
+	}
+	b.WriteByte('\n')
+	adaptertest.Golden(t, path, b.Bytes())
+}
+
+func fromAnthropicRequest(t *testing.T, body string) (*FromAnthropic, []byte, error) {
+	t.Helper()
+	tr := NewFromAnthropic()
+	out, err := tr.Request(&sluice.Request{Body: []byte(body)}, "deepseek-chat")
+	return tr, out, err
+}
+
+func TestFromAnthropicGolden(t *testing.T) {
+	t.Run("Request", func(t *testing.T) {
+		_, out, err := fromAnthropicRequest(t, string(fromAnthropicFile(t, "request.json")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		goldenIndented(t, filepath.Join(fromAnthropicGolden, "request.want.json"), out)
+	})
+	t.Run("Stream", func(t *testing.T) {
+		tr := NewFromAnthropic()
+		out, done, err := adaptertest.Stream(tr, adaptertest.Parse(fromAnthropicFile(t, "stream.sse")))
+		if err != nil || !done {
+			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		}
+		adaptertest.GoldenEvents(t, filepath.Join(fromAnthropicGolden, "stream.want.sse"), out)
+		if err := checkMessagesStream(out); err != nil {
+			t.Error(err)
+		}
+		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
+		if got := tr.Usage(); got != want {
+			t.Errorf("Usage = %+v, want %+v", got, want)
+		}
+	})
+	t.Run("Response", func(t *testing.T) {
+		tr := NewFromAnthropic()
+		out, err := tr.Response(fromAnthropicFile(t, "response.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		goldenIndented(t, filepath.Join(fromAnthropicGolden, "response.want.json"), out)
+		if got := tr.Usage(); got.CacheWriteTokens != 100 || got.CachedTokens != 1024 {
+			t.Errorf("Usage = %+v, want 1024 cached and 100 cache-write tokens", got)
+		}
+	})
+	t.Run("Error", func(t *testing.T) {
+		goldenIndented(t, filepath.Join(fromAnthropicGolden, "error.want.json"), NewFromAnthropic().Error(429, fromAnthropicFile(t, "error.json")))
+	})
+}
+
+// TestFromAnthropicRequest checks the request rules one at a time: each
+// case names the field of the chat request it looks at.
+func TestFromAnthropicRequest(t *testing.T) {
+	tests := []struct {
+		name  string
+		give  string // members added to a Messages request (a later "messages" replaces the first)
+		field string
+		want  string
+	}{
+		{"NoStreamNoUsageOption", ``, "stream_options", ``},
+		{"BigBudgetIsHigh", `,"thinking":{"type":"enabled","budget_tokens":20000}`, "reasoning_effort", `"high"`},
+		{"SmallBudgetIsLow", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "reasoning_effort", `"low"`},
+		{"AdaptiveTakesTheEffort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, "reasoning_effort", `"max"`},
+		{"DisabledAsksNoEffort", `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`, "reasoning_effort", ``},
+		{"ToolChoiceAny", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}`, "tool_choice", `"required"`},
+		{"ToolChoiceNone", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}`, "tool_choice", `"none"`},
+		{"ToolChoiceNamed", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}`, "tool_choice", `{"type":"function","function":{"name":"f"}}`},
+		{"JSONSchema", `,"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}`, "response_format", `{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"},"strict":true}}`},
+		{"SystemRoleTurn", `,"messages":[{"role":"system","content":"x"},{"role":"user","content":"hi"}]`, "messages", `[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
+		{"StringSystem", `,"system":"Be brief."`, "messages", `[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out, err := fromAnthropicRequest(t, `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"}]`+tt.give+`}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(out, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(fields[tt.field]); got != tt.want {
+				t.Errorf("%s = %s, want %s", tt.field, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFromAnthropicRefuses checks that what OpenAI chat cannot express is
+// a clear invalid_request, not dropped.
+func TestFromAnthropicRefuses(t *testing.T) {
+	user := func(block string) string {
+		return `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[` + block + `]}]}`
+	}
+	tests := []struct {
+		name string
+		give string
+		want string // in the message
+	}{
+		{"ServerTool", `{"model":"m","max_tokens":10,"messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "web_search_20250305"},
+		{"MCPServers", `{"model":"m","max_tokens":10,"messages":[],"mcp_servers":[{"type":"url","url":"https://mcp.example.org","name":"x"}]}`, "mcp_servers"},
+		{"FiveStops", `{"model":"m","max_tokens":10,"messages":[],"stop_sequences":["a","b","c","d","e"]}`, "stop_sequences"},
+		{"TextDocument", user(`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}`), "PDF"},
+		{"FileImage", user(`{"type":"image","source":{"type":"file","file_id":"file_1"}}`), "image sources"},
+		{"DocumentInToolResult", user(`{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"x"}}]}`), `"document"`},
+		{"ServerToolUseReplayed", `{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}]}`, "server_tool_use"},
+		{"NotJSON", `{"model":`, "not a valid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := fromAnthropicRequest(t, tt.give)
+			e, ok := errors.AsType[*sluice.Error](err)
+			if !ok || e.Code != sluice.CodeInvalidRequest || !strings.Contains(e.Msg, tt.want) {
+				t.Errorf("Request error = %v, want invalid_request mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFromAnthropicStreamError checks that an error chunk mid-stream
+// reaches the caller as Anthropic's error event and fails the execution.
+func TestFromAnthropicStreamError(t *testing.T) {
+	out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
+		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"+
+			"data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n")))
+	if e, ok := errors.AsType[*sluice.Error](err); !ok || e.Code != sluice.CodeUpstreamStreamFailed || !done {
+		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	}
+	last := out[len(out)-1]
+	if want := `{"type":"error","error":{"type":"api_error","message":"The server had an error"}}`; last.Name != "error" || string(last.Data) != want {
+		t.Errorf("last event = %s %s, want error %s", last.Name, last.Data, want)
+	}
+}
+
+// TestFromAnthropicStreamReusedIndex checks a server that sends every
+// tool call at index 0, told apart by their ids: each gets its own block.
+func TestFromAnthropicStreamReusedIndex(t *testing.T) {
+	out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
+		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n"+
+			"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\n"+
+			"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"+
+			"data: [DONE]\n\n")))
+	if err != nil || !done {
+		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	}
+	if err := checkMessagesStream(out); err != nil {
+		t.Error(err)
+	}
+	starts := 0
+	for _, ev := range out {
+		if ev.Name == "content_block_start" {
+			starts++
+		}
+	}
+	if starts != 2 {
+		t.Errorf("%d blocks started, want 2:\n%s", starts, adaptertest.Format(out))
+	}
+}
+
+// checkMessagesStream checks a caller's stream the way Anthropic's SDK
+// accumulates one: message_start first, then blocks whose indices count
+// up from 0, each started once, written and stopped only while open, then
+// message_delta and message_stop last, every event's data a JSON object
+// whose type is the event's name.
+func checkMessagesStream(evs []adapter.Event) error {
+	open := map[int]bool{}
+	blocks := 0
+	for i, ev := range evs {
+		var e messages.StreamEvent
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return fmt.Errorf("event #%d: %v: %s", i, err, ev.Data)
+		}
+		if e.Type != ev.Name {
+			return fmt.Errorf("event #%d is named %q but its type is %q", i, ev.Name, e.Type)
+		}
+		switch {
+		case (i == 0) != (e.Type == "message_start"):
+			return fmt.Errorf("event #%d is %s; message_start comes first, once", i, e.Type)
+		case (i == len(evs)-1) != (e.Type == "message_stop"):
+			return fmt.Errorf("event #%d is %s; message_stop comes last, once", i, e.Type)
+		case e.Type == "message_start" && (e.Message == nil || e.Message.Content == nil):
+			return fmt.Errorf("message_start without a message and its content: %s", ev.Data)
+		case e.Type == "content_block_start" && (e.Index != blocks || e.ContentBlock == nil):
+			return fmt.Errorf("event #%d starts block %d, want block %d: %s", i, e.Index, blocks, ev.Data)
+		case (e.Type == "content_block_delta" || e.Type == "content_block_stop") && !open[e.Index]:
+			return fmt.Errorf("event #%d: %s of block %d, which is not open", i, e.Type, e.Index)
+		case e.Type == "message_delta" && (len(open) > 0 || i != len(evs)-2):
+			return fmt.Errorf("event #%d: message_delta with blocks %v open, or not just before message_stop", i, open)
+		}
+		switch e.Type {
+		case "content_block_start":
+			open[e.Index] = true
+			blocks++
+		case "content_block_stop":
+			delete(open, e.Index)
+		}
+	}
+	return nil
+}
+
+// FuzzFromAnthropicEvent feeds arbitrary chunks (raw) and valid chat
+// streams (built from ops): the translator must never panic, every event
+// it emits is a named JSON event, and a valid stream becomes one that
+// Anthropic's SDK accepts, with its usage.
+func FuzzFromAnthropicEvent(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fromAnthropicGolden, "stream.sse"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed, []byte{})
+	f.Add([]byte("data: [DONE]\n\n"), []byte{0, 2, 3, 2, 3, 8, 4, 1})
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{\"}}],\"refusal\":\"no\"}}]}\n\ndata: [DONE]\n\n"), []byte{4, 4, 0, 2, 2, 3, 8, 13})
+	f.Fuzz(func(t *testing.T, raw, ops []byte) {
+		out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse(raw))
+		for i, ev := range out {
+			if ev.Name == "" || !json.Valid(ev.Data) {
+				t.Fatalf("event #%d = %q %s; want a named JSON event", i, ev.Name, ev.Data)
+			}
+		}
+		if done && err == nil {
+			if err := checkMessagesStream(out); err != nil {
+				t.Fatalf("%v\n%s", err, adaptertest.Format(out))
+			}
+		}
+		tr := NewFromAnthropic()
+		out, done, err = adaptertest.Stream(tr, adaptertest.ChatStream(ops))
+		if err != nil || !done {
+			t.Fatalf("valid stream: done %v, %v; want done, nil", done, err)
+		}
+		if err := checkMessagesStream(out); err != nil {
+			t.Fatalf("%v\n%s", err, adaptertest.Format(out))
+		}
+		if u := tr.Usage(); !u.Measured || u.TotalTokens != 14 {
+			t.Fatalf("Usage = %+v, want the stream's 14 tokens", u)
+		}
+	})
+}
+
+// BenchmarkFromAnthropicEvent measures the translation of one streamed
+// chunk, averaged over a typical stream (reasoning, text, two tool calls,
+// usage).
+func BenchmarkFromAnthropicEvent(b *testing.B) {
+	stream, err := os.ReadFile(filepath.Join(fromAnthropicGolden, "stream.sse"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := adaptertest.Parse(stream)
+	emit := func(adapter.Event) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := NewFromAnthropic()
+		for _, ev := range evs {
+			if _, err := tr.Event(ev, emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
