@@ -98,7 +98,16 @@ func TestMessagesCallerOnChatDeployment(t *testing.T) {
 		t.Errorf("stream on a chat model = %q, want a message_delta with the output tokens", got)
 	}
 
+	// What chat cannot express is the caller's 400, and nothing is sent.
 	before := len(h.simA.Requests())
+	status, _, got = postAnthropic(t, h, "/v1/messages", keyWeb,
+		`{"model":"claude-on-gpt","max_tokens":64,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`)
+	var e anthropicError
+	if err := json.Unmarshal([]byte(got), &e); err != nil || status != 400 || e.Error.Type != "invalid_request_error" ||
+		e.Error.Code != "invalid_request" || len(h.simA.Requests()) != before {
+		t.Errorf("server tool on a chat model = %d %s, want Anthropic's 400 invalid_request_error, nothing sent upstream", status, got)
+	}
+
 	status, _, got = postAnthropic(t, h, "/v1/messages/count_tokens", keyWeb, `{"model":"claude-on-gpt","messages":[{"role":"user","content":"hi"}]}`)
 	if status != 200 || !strings.HasPrefix(got, `{"input_tokens":`) || len(h.simA.Requests()) != before {
 		t.Errorf("count_tokens on a chat model = %d %s, want Sluice's estimate without calling the upstream", status, got)

@@ -356,11 +356,12 @@ func (ir *idleReader) Read(b []byte) (int, error) {
 // Failure is the error the caller sees when this was the last attempt and
 // it did not answer.
 func (a Attempt) Failure() error {
+	if se, ok := errors.AsType[*sluice.Error](a.Err); ok && a.Class == ClassRequest {
+		return se // a request its translator cannot carry to the other protocol, in the translator's words
+	}
 	switch {
 	case a.Class == ClassCallerGone:
 		return a.Err
-	case a.Class == ClassRequest && errors.As(a.Err, new(*sluice.Error)):
-		return a.Err // a request its translator cannot carry to the other protocol, in its words
 	case errors.Is(a.Err, errFirstByteTimeout), errors.Is(a.Err, errIdleTimeout), errors.Is(a.Err, errTotalTimeout):
 		return &sluice.Error{Code: sluice.CodeUpstreamTimeout, Msg: "the upstream did not answer in time", Err: a.Err}
 	default:
