@@ -290,3 +290,14 @@ data: [DONE]
 		t.Errorf("calls = %q, want %q", calls, want)
 	}
 }
+
+// A keep-alive (an event without data, or with empty data) adds nothing
+// and fails nothing.
+func TestFromResponsesKeepAlive(t *testing.T) {
+	for _, data := range [][]byte{nil, {}} {
+		got, done, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || done || err != nil {
+			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		}
+	}
+}

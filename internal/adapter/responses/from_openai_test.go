@@ -292,3 +292,14 @@ data: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1"
 		t.Errorf("stream says %s, want call_1 f %s", said(t, got), want)
 	}
 }
+
+// A keep-alive (an event without data, or with empty data) adds nothing
+// and fails nothing.
+func TestFromOpenAIKeepAlive(t *testing.T) {
+	for _, data := range [][]byte{nil, {}} {
+		got, done, err := adaptertest.Stream(NewFromOpenAI(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || done || err != nil {
+			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		}
+	}
+}
