@@ -49,7 +49,8 @@ type Options struct {
 	// 404 model_not_found, or Anthropic's not_found_error).
 	// When empty, DefaultModels are listed and any model is accepted.
 	Models []string
-	// Keys holds the behaviour per bearer key; keys not listed get Default.
+	// Keys holds the behaviour per key (a bearer token, Anthropic x-api-key
+	// or fal key); keys not listed get Default.
 	Keys map[string]Behavior
 	// Default is the behaviour of keys not in Keys.
 	Default Behavior

@@ -7,6 +7,7 @@ package adaptertest
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -34,6 +35,18 @@ func Golden(t *testing.T, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
+}
+
+// GoldenJSON is Golden for a JSON body, indented in the file for its
+// reader.
+func GoldenJSON(t *testing.T, path string, got []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, got, "", "  "); err != nil {
+		t.Fatalf("%s: not JSON: %v: %s", path, err, got)
+	}
+	b.WriteByte('\n')
+	Golden(t, path, b.Bytes())
 }
 
 // GoldenEvents compares a stream with the events in the file at path,

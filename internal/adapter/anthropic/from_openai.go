@@ -8,6 +8,7 @@ package anthropic
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -148,56 +149,64 @@ func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 // as Anthropic would merge them anyway; so consecutive tool messages
 // become one user turn of tool_result blocks.
 func conversation(msgs []openai.ChatMessage) (string, []messages.MessageParam, error) {
-	var system []string
-	var turns []messages.MessageParam
-	add := func(role string, blocks []messages.Block) {
-		if len(blocks) == 0 { // Anthropic refuses empty turns; an empty OpenAI message says nothing
-			return
-		}
-		if n := len(turns); n > 0 && turns[n-1].Role == role {
-			turns[n-1].Content.Blocks = append(turns[n-1].Content.Blocks, blocks...)
-			return
-		}
-		turns = append(turns, messages.MessageParam{Role: role, Content: &messages.Content{Blocks: blocks}})
-	}
-	for i, m := range msgs {
-		if isSet(m.Audio) || isSet(m.FunctionCall) {
-			return "", nil, invalid("messages[%d]: audio and function_call are not supported by this model's upstream (Anthropic Messages)", i)
-		}
-		switch m.Role {
-		case "system", "developer":
-			text, err := plainText(m.Content)
-			if err != nil {
-				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
+	var c dialogue
+	for i := range msgs {
+		if err := c.add(&msgs[i]); err != nil {
+			if e, ok := errors.AsType[*sluice.Error](err); ok { // the caller learns which message
+				e.Msg = fmt.Sprintf("messages[%d]: %s", i, e.Msg)
 			}
-			system = append(system, text)
-		case "user":
-			blocks, err := userBlocks(m.Content)
-			if err != nil {
-				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
-			}
-			add("user", blocks)
-		case "assistant":
-			blocks, err := assistantBlocks(&m)
-			if err != nil {
-				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
-			}
-			add("assistant", blocks)
-		case "tool":
-			text, err := plainText(m.Content)
-			if err != nil {
-				return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
-			}
-			result := messages.Block{Type: "tool_result", ToolUseID: m.ToolCallID}
-			if text != "" { // Anthropic refuses empty text; a result may have no content
-				result.Content = &messages.Content{Text: text}
-			}
-			add("user", []messages.Block{result})
-		default:
-			return "", nil, invalid("messages[%d]: role %q is not supported by this model's upstream (Anthropic Messages)", i, m.Role)
+			return "", nil, err
 		}
 	}
-	return strings.Join(system, "\n\n"), turns, nil
+	return strings.Join(c.system, "\n\n"), c.turns, nil
+}
+
+// dialogue is a conversation being translated.
+type dialogue struct {
+	system []string
+	turns  []messages.MessageParam
+}
+
+func (c *dialogue) add(m *openai.ChatMessage) error {
+	if isSet(m.Audio) || isSet(m.FunctionCall) {
+		return invalid("audio and function_call are not supported by this model's upstream (Anthropic Messages)")
+	}
+	switch m.Role {
+	case "system", "developer":
+		text, err := plainText(m.Content)
+		c.system = append(c.system, text)
+		return err
+	case "user":
+		blocks, err := userBlocks(m.Content)
+		c.append("user", blocks)
+		return err
+	case "assistant":
+		blocks, err := assistantBlocks(m)
+		c.append("assistant", blocks)
+		return err
+	case "tool":
+		text, err := plainText(m.Content)
+		result := messages.Block{Type: "tool_result", ToolUseID: m.ToolCallID}
+		if text != "" { // Anthropic refuses empty text; a result may have no content
+			result.Content = &messages.Content{Text: text}
+		}
+		c.append("user", []messages.Block{result})
+		return err
+	}
+	return invalid("role %q is not supported by this model's upstream (Anthropic Messages)", m.Role)
+}
+
+// append adds blocks to the conversation: to the last turn when it has
+// the same role.
+func (c *dialogue) append(role string, blocks []messages.Block) {
+	if len(blocks) == 0 { // Anthropic refuses empty turns; an empty OpenAI message says nothing
+		return
+	}
+	if n := len(c.turns); n > 0 && c.turns[n-1].Role == role {
+		c.turns[n-1].Content.Blocks = append(c.turns[n-1].Content.Blocks, blocks...)
+		return
+	}
+	c.turns = append(c.turns, messages.MessageParam{Role: role, Content: &messages.Content{Blocks: blocks}})
 }
 
 // plainText is the text of a content that may only hold text parts
@@ -231,7 +240,9 @@ func userBlocks(c *openai.Content) ([]messages.Block, error) {
 	for _, p := range c.Parts {
 		switch p.Type {
 		case "text":
-			blocks = append(blocks, messages.Block{Type: "text", Text: p.Text})
+			if p.Text != "" { // Anthropic refuses empty text blocks
+				blocks = append(blocks, messages.Block{Type: "text", Text: p.Text})
+			}
 		case "image_url":
 			if p.ImageURL == nil {
 				return nil, invalid("image_url part without an image_url")
@@ -248,6 +259,9 @@ func userBlocks(c *openai.Content) ([]messages.Block, error) {
 			src, err := source(p.File.FileData, "application/pdf")
 			if err != nil {
 				return nil, err
+			}
+			if src.MediaType != "application/pdf" {
+				return nil, invalid("file parts other than PDFs are not supported by this model's upstream (Anthropic Messages)")
 			}
 			blocks = append(blocks, messages.Block{Type: "document", Source: src})
 		default: // input_audio and anything newer
@@ -287,10 +301,10 @@ func assistantBlocks(m *openai.ChatMessage) ([]messages.Block, error) {
 		}
 		for _, p := range c.Parts {
 			switch p.Type {
-			case "text":
-				blocks = append(blocks, messages.Block{Type: "text", Text: p.Text})
-			case "refusal":
-				blocks = append(blocks, messages.Block{Type: "text", Text: p.Refusal})
+			case "text", "refusal":
+				if text := p.Text + p.Refusal; text != "" { // Anthropic refuses empty text blocks
+					blocks = append(blocks, messages.Block{Type: "text", Text: text})
+				}
 			default:
 				return nil, invalid("assistant content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
 			}
@@ -311,6 +325,9 @@ func assistantBlocks(m *openai.ChatMessage) ([]messages.Block, error) {
 	return blocks, nil
 }
 
+// toolChoices maps OpenAI's tool_choice strings to Anthropic's types.
+var toolChoices = map[string]string{"auto": "auto", "none": "none", "required": "any"}
+
 // tools translates the tool declarations and tool_choice (with
 // parallel_tool_calls, which Anthropic keeps inside tool_choice, inverted).
 func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error) {
@@ -329,7 +346,7 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 	if isSet(in.ToolChoice) {
 		var name string
 		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
-			typ, ok := map[string]string{"auto": "auto", "none": "none", "required": "any"}[name]
+			typ, ok := toolChoices[name]
 			if !ok {
 				return nil, nil, invalid("tool_choice %q is not supported", name)
 			}
@@ -355,7 +372,10 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 // tokens on both sides, so a budget must fit under it. Anthropic refuses
 // thinking together with a forced tool, a temperature or a top_p below
 // 0.95: a forced tool wins over reasoning, which then stays off, and with
-// reasoning on the sampling hints are left out (policy).
+// reasoning on the sampling hints are left out (policy). Reasoning also
+// stays off while a tool loop goes on (the last turn is the assistant's
+// tool calls, answered): Anthropic then wants that turn's thinking blocks
+// back with their signatures, which an OpenAI caller cannot send.
 func outputCap(in *openai.ChatRequest, out *messages.Request) error {
 	maxTokens := int64(0)
 	if in.MaxCompletionTokens != nil {
@@ -365,7 +385,7 @@ func outputCap(in *openai.ChatRequest, out *messages.Request) error {
 	}
 	effort := in.ReasoningEffort
 	forced := out.ToolChoice != nil && (out.ToolChoice.Type == "any" || out.ToolChoice.Type == "tool")
-	if effort == "" || effort == "none" || forced {
+	if effort == "" || effort == "none" || forced || inToolLoop(out.Messages) {
 		if effort == "none" {
 			out.Thinking = &messages.Thinking{Type: "disabled"}
 		}
@@ -389,6 +409,16 @@ func outputCap(in *openai.ChatRequest, out *messages.Request) error {
 	out.MaxTokens = maxTokens
 	out.Thinking = &messages.Thinking{Type: "enabled", BudgetTokens: budget}
 	return nil
+}
+
+// inToolLoop reports whether the conversation ends with an assistant turn
+// that called tools and the user turn of their results.
+func inToolLoop(turns []messages.MessageParam) bool {
+	n := len(turns)
+	if n < 2 || turns[n-2].Role != "assistant" {
+		return false
+	}
+	return slices.ContainsFunc(turns[n-2].Content.Blocks, func(b messages.Block) bool { return b.Type == "tool_use" })
 }
 
 // jsonFormat translates response_format. json_object, which has no schema,

@@ -15,6 +15,9 @@ import (
 // OpenAI's mid-stream error; Event then returns done and a
 // *sluice.Error (upstream_stream_failed), the stream having failed.
 func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+	if len(ev.Data) == 0 {
+		return false, nil // a keep-alive comment
+	}
 	var in messages.StreamEvent
 	if err := json.Unmarshal(ev.Data, &in); err != nil {
 		return false, fmt.Errorf("anthropic stream event %q: %w", ev.Name, err)

@@ -104,6 +104,7 @@ func TestFromOpenAIRequest(t *testing.T) {
 		{"BudgetOnTopOfTheDefault", `,"reasoning_effort":"high"`, "max_tokens", `24576`},
 		{"BudgetShrinksUnderTheCap", `,"reasoning_effort":"high","max_completion_tokens":5000`, "thinking", `{"type":"enabled","budget_tokens":4999}`},
 		{"ForcedToolKeepsThinkingOff", `,"reasoning_effort":"high","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"`, "thinking", ``},
+		{"NoThinkingInAToolLoop", `,"reasoning_effort":"high","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]`, "thinking", ``},
 		{"ThinkingLeavesTemperatureOut", `,"reasoning_effort":"low","temperature":0.2`, "temperature", ``},
 		{"EffortNoneDisablesThinking", `,"reasoning_effort":"none"`, "thinking", `{"type":"disabled"}`},
 		{"TemperatureClampedToOne", `,"temperature":2`, "temperature", `1`},
@@ -119,6 +120,7 @@ func TestFromOpenAIRequest(t *testing.T) {
 		{"NoSystem", ``, "system", ``},
 		{"EmptyMessageLeftOut", `,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""},{"role":"user","content":"again"}]`,
 			"messages", `[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"again"}]}]`},
+		{"EmptyTextPartLeftOut", `,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]`, "messages", `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
 		{"EmptyToolResult", `,"messages":[{"role":"tool","tool_call_id":"c1","content":""}]`, "messages", `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1"}]}]`},
 	}
 	for _, tt := range tests {
@@ -153,7 +155,8 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"AudioOut", `{"model":"m","modalities":["text","audio"],"messages":[]}`, "audio"},
 		{"Functions", `{"model":"m","functions":[{"name":"f"}],"messages":[]}`, "functions"},
 		{"InputAudio", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, `"input_audio"`},
-		{"FileID", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "file_id"},
+		{"FileID", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "messages[0]: file parts by file_id"},
+		{"TextFile", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"data:text/plain;base64,aGk="}}]}]}`, "PDF"},
 		{"FunctionRole", `{"model":"m","messages":[{"role":"function","name":"f","content":"x"}]}`, `"function"`},
 		{"ImageFileURL", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"file:///etc/passwd"}}]}]}`, "http(s) URL"},
 		{"CustomTool", `{"model":"m","messages":[],"tools":[{"type":"custom","custom":{"name":"c"}}]}`, `"custom"`},
@@ -190,6 +193,18 @@ func TestFromOpenAIStreamError(t *testing.T) {
 	last := out[len(out)-1]
 	if want := `{"error":{"message":"Overloaded","type":"overloaded_error","param":null,"code":null}}`; string(last.Data) != want {
 		t.Errorf("last event = %s, want %s", last.Data, want)
+	}
+}
+
+// TestFromOpenAIKeepAlive checks that a comment-only event (no data)
+// passes without a chunk or an error.
+func TestFromOpenAIKeepAlive(t *testing.T) {
+	done, err := newTranslator().Event(adapter.Event{}, func(ev adapter.Event) error {
+		t.Errorf("emitted %s for a keep-alive", ev.Data)
+		return nil
+	})
+	if done || err != nil {
+		t.Errorf("Event = %v, %v; want false, nil", done, err)
 	}
 }
 

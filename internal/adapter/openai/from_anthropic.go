@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -95,7 +96,10 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	for i, m := range in.Messages {
 		var err error
 		if out.Messages, err = appendTurn(out.Messages, &m); err != nil {
-			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+			if e, ok := errors.AsType[*sluice.Error](err); ok { // the caller learns which message
+				e.Msg = fmt.Sprintf("messages[%d]: %s", i, e.Msg)
+			}
+			return nil, err
 		}
 	}
 	if err := t.declareTools(&in, &out); err != nil {

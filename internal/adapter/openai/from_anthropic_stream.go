@@ -58,7 +58,10 @@ type messageDelta struct {
 // upstream error chunk is passed on as Anthropic's error event; Event then
 // returns done and a *sluice.Error (upstream_stream_failed).
 func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
-	if string(ev.Data) == "[DONE]" {
+	switch string(ev.Data) {
+	case "":
+		return false, nil // a keep-alive comment
+	case "[DONE]":
 		return true, t.end(emit)
 	}
 	var c Chunk

@@ -133,7 +133,7 @@ func TestFromAnthropicRefuses(t *testing.T) {
 		{"MCPServers", `{"model":"m","max_tokens":10,"messages":[],"mcp_servers":[{"type":"url","url":"https://mcp.example.org","name":"x"}]}`, "mcp_servers"},
 		{"FiveStops", `{"model":"m","max_tokens":10,"messages":[],"stop_sequences":["a","b","c","d","e"]}`, "stop_sequences"},
 		{"TextDocument", user(`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}`), "PDF"},
-		{"FileImage", user(`{"type":"image","source":{"type":"file","file_id":"file_1"}}`), "image sources"},
+		{"FileImage", user(`{"type":"image","source":{"type":"file","file_id":"file_1"}}`), "messages[0]: image sources"},
 		{"DocumentInToolResult", user(`{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"x"}}]}`), `"document"`},
 		{"ServerToolUseReplayed", `{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}]}`, "server_tool_use"},
 		{"NotJSON", `{"model":`, "not a valid"},
@@ -161,6 +161,19 @@ func TestFromAnthropicStreamError(t *testing.T) {
 	last := out[len(out)-1]
 	if want := `{"type":"error","error":{"type":"api_error","message":"The server had an error"}}`; last.Name != "error" || string(last.Data) != want {
 		t.Errorf("last event = %s %s, want error %s", last.Name, last.Data, want)
+	}
+}
+
+// TestFromAnthropicKeepAlive checks that a comment-only event (no data),
+// which OpenAI-compatible servers send while they think, passes without
+// an event or an error.
+func TestFromAnthropicKeepAlive(t *testing.T) {
+	done, err := NewFromAnthropic().Event(adapter.Event{}, func(ev adapter.Event) error {
+		t.Errorf("emitted %s for a keep-alive", ev.Data)
+		return nil
+	})
+	if done || err != nil {
+		t.Errorf("Event = %v, %v; want false, nil", done, err)
 	}
 }
 

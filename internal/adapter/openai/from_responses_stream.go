@@ -140,7 +140,7 @@ type (
 // (upstream_stream_failed) with the upstream's message.
 func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
 	s := &t.stream
-	if ev.Data == nil {
+	if len(ev.Data) == 0 { // a keep-alive comment
 		return false, nil
 	}
 	if bytes.Equal(ev.Data, doneData) {

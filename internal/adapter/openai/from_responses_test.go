@@ -15,17 +15,6 @@ import (
 
 const fromResponsesDir = "testdata/from_responses/"
 
-// indent makes a golden JSON file readable.
-func indent(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		t.Fatalf("%v in %s", err, b)
-	}
-	out.WriteByte('\n')
-	return out.Bytes()
-}
-
 func TestFromResponsesGolden(t *testing.T) {
 	t.Run("Request", func(t *testing.T) {
 		body := adaptertest.Read(t, fromResponsesDir+"request.json")
@@ -33,7 +22,7 @@ func TestFromResponsesGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		adaptertest.Golden(t, fromResponsesDir+"request.chat.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, fromResponsesDir+"request.chat.golden.json", got)
 	})
 	t.Run("Response", func(t *testing.T) {
 		tr := NewFromResponses()
@@ -44,7 +33,7 @@ func TestFromResponsesGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		adaptertest.Golden(t, fromResponsesDir+"response.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, fromResponsesDir+"response.golden.json", got)
 		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
 		if u := tr.Usage(); u != want {
 			t.Errorf("Usage = %+v, want %+v", u, want)
@@ -68,7 +57,7 @@ func TestFromResponsesGolden(t *testing.T) {
 	})
 	t.Run("Error", func(t *testing.T) {
 		got := NewFromResponses().Error(429, adaptertest.Read(t, fromResponsesDir+"error.chat.json"))
-		adaptertest.Golden(t, fromResponsesDir+"error.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, fromResponsesDir+"error.golden.json", got)
 	})
 }
 
@@ -288,5 +277,16 @@ data: [DONE]
 	}
 	if want := []string{`call_a f {"x":1}`, "call_b g {}"}; fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("calls = %q, want %q", calls, want)
+	}
+}
+
+// A keep-alive (an event without data, or with empty data) adds nothing
+// and fails nothing.
+func TestFromResponsesKeepAlive(t *testing.T) {
+	for _, data := range [][]byte{nil, {}} {
+		got, done, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || done || err != nil {
+			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		}
 	}
 }

@@ -41,7 +41,7 @@ type toolCall struct {
 // on as chat's mid-stream error chunk, which ends the caller's stream:
 // Event returns done and a *sluice.Error (upstream_stream_failed).
 func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
-	if ev.Data == nil || string(ev.Data) == "[DONE]" {
+	if len(ev.Data) == 0 || string(ev.Data) == "[DONE]" {
 		// Responses streams end with their terminal event; a [DONE]
 		// before it ends nothing.
 		return false, nil

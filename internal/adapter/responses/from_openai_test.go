@@ -16,17 +16,6 @@ import (
 
 const dir = "testdata/from_openai/"
 
-// indent makes a golden JSON file readable.
-func indent(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		t.Fatalf("%v in %s", err, b)
-	}
-	out.WriteByte('\n')
-	return out.Bytes()
-}
-
 var goldenUsage = sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
 
 func TestFromOpenAIGolden(t *testing.T) {
@@ -36,7 +25,7 @@ func TestFromOpenAIGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		adaptertest.Golden(t, dir+"request.responses.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, dir+"request.responses.golden.json", got)
 	})
 	t.Run("Response", func(t *testing.T) {
 		tr := NewFromOpenAI()
@@ -44,7 +33,7 @@ func TestFromOpenAIGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		adaptertest.Golden(t, dir+"response.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, dir+"response.golden.json", got)
 		if u := tr.Usage(); u != goldenUsage {
 			t.Errorf("Usage = %+v, want %+v", u, goldenUsage)
 		}
@@ -68,7 +57,7 @@ func TestFromOpenAIGolden(t *testing.T) {
 	})
 	t.Run("Error", func(t *testing.T) {
 		got := NewFromOpenAI().Error(404, adaptertest.Read(t, dir+"error.responses.json"))
-		adaptertest.Golden(t, dir+"error.golden.json", indent(t, got))
+		adaptertest.GoldenJSON(t, dir+"error.golden.json", got)
 	})
 }
 
@@ -290,5 +279,16 @@ data: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1"
 	}
 	if want := `{"x":1}`; !strings.Contains(said(t, got), "call_1 f "+want) {
 		t.Errorf("stream says %s, want call_1 f %s", said(t, got), want)
+	}
+}
+
+// A keep-alive (an event without data, or with empty data) adds nothing
+// and fails nothing.
+func TestFromOpenAIKeepAlive(t *testing.T) {
+	for _, data := range [][]byte{nil, {}} {
+		got, done, err := adaptertest.Stream(NewFromOpenAI(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || done || err != nil {
+			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 
 	"github.com/sluicehq/sluice"
 )
@@ -240,26 +241,27 @@ type ErrorBody struct {
 	Message string `json:"message"`
 }
 
-// ErrorType is the error type Anthropic sends with an HTTP status.
+// ErrorType is the error type Anthropic sends with an HTTP status
+// (anthropic.md §6); 503, which Anthropic does not send, is overloaded.
 func ErrorType(status int) string {
 	switch status {
-	case 400:
+	case http.StatusBadRequest:
 		return "invalid_request_error"
-	case 401:
+	case http.StatusUnauthorized:
 		return "authentication_error"
-	case 402:
+	case http.StatusPaymentRequired:
 		return "billing_error"
-	case 403:
+	case http.StatusForbidden:
 		return "permission_error"
-	case 404:
+	case http.StatusNotFound:
 		return "not_found_error"
-	case 413:
+	case http.StatusRequestEntityTooLarge:
 		return "request_too_large"
-	case 429:
+	case http.StatusTooManyRequests:
 		return "rate_limit_error"
-	case 503, 529:
+	case http.StatusServiceUnavailable, statusOverloaded:
 		return "overloaded_error"
-	case 504:
+	case http.StatusGatewayTimeout:
 		return "timeout_error"
 	}
 	if status >= 500 {
@@ -267,3 +269,6 @@ func ErrorType(status int) string {
 	}
 	return "invalid_request_error"
 }
+
+// statusOverloaded is Anthropic's 529, which net/http does not name.
+const statusOverloaded = 529
