@@ -26,7 +26,7 @@ const anthropicStream = "event: message_start\n" +
 // anthropicUpstream is an Anthropic Messages API that answers by the
 // caller's model: "claude-up" a message (or anthropicStream), "claude-cut"
 // a stream that breaks after its first event, "claude-busy" 429 with
-// retry-after. It records the last request's header and body.
+// retry-after, "claude-overloaded" 529. It records the last request's header and body.
 type anthropicUpstream struct {
 	mu     sync.Mutex
 	header http.Header
@@ -52,6 +52,10 @@ func (u *anthropicUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
+	case body["model"] == "claude-overloaded":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(529)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 	case body["model"] == "claude-cut":
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, anthropicStream[:strings.Index(anthropicStream, "event: content_block_start")])
@@ -87,6 +91,9 @@ func newAnthropicHarness(t *testing.T) (*harness, *anthropicUpstream) {
   - alias: claude-busy
     protocol: anthropic.messages
     deployments: [{model: claude-busy, endpoints: [ep-anthropic]}]
+  - alias: claude-overloaded
+    protocol: anthropic.messages
+    deployments: [{model: claude-overloaded, endpoints: [ep-anthropic]}]
 keys:
 `, 1)
 	return newHarnessWith(t, template, "{backend: memory}", simulator.Options{}), up
@@ -174,6 +181,8 @@ func TestAnthropicErrorEnvelope(t *testing.T) {
 		{"unknown model", "/v1/messages", keyWeb, `{"model":"nope","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
 		{"chat alias on messages", "/v1/messages", keyWeb, `{"model":"fast","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
 		{"duplicate model", "/v1/messages", keyWeb, `{"model":"claude","Model":"x","messages":[]}`, 400, "invalid_request_error", sluice.CodeInvalidRequest},
+		// Before the rate limit, which cools the one account for the rest.
+		{"overloaded upstream", "/v1/messages", keyWeb, `{"model":"claude-overloaded","max_tokens":8,"messages":[]}`, 503, "overloaded_error", sluice.CodeNoUpstreamAvailable},
 		{"rate limited upstream", "/v1/messages", keyWeb, `{"model":"claude-busy","max_tokens":8,"messages":[]}`, 429, "rate_limit_error", sluice.CodeCapacityWaitTimeout},
 		{"wrong method", "/v1/messages/nothing", keyWeb, `{}`, 405, "invalid_request_error", sluice.CodeMethodNotAllowed},
 	}

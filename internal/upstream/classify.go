@@ -104,19 +104,33 @@ func Classify(status int, body []byte) Class {
 // and returns how long to hold off when they say no request is left in the
 // window (0 otherwise), so the account cools before the upstream's 429.
 // OpenAI sends x-ratelimit-remaining-requests with a reset like "6m0s";
-// Anthropic anthropic-ratelimit-requests-remaining with an RFC 3339 reset.
+// Anthropic anthropic-ratelimit-requests-remaining with an RFC 3339 reset,
+// and the same for its token limits (whose remaining counts are rounded to
+// the thousand: 0 is less than 500 left), of which the latest reset counts.
 func Exhausted(h http.Header, now time.Time) time.Duration {
 	if h.Get("X-Ratelimit-Remaining-Requests") == "0" {
 		if d, err := time.ParseDuration(h.Get("X-Ratelimit-Reset-Requests")); err == nil && d > 0 {
 			return min(d, maxRetryAfter)
 		}
 	}
-	if h.Get("Anthropic-Ratelimit-Requests-Remaining") == "0" {
-		if t, err := time.Parse(time.RFC3339, h.Get("Anthropic-Ratelimit-Requests-Reset")); err == nil && t.After(now) {
-			return min(t.Sub(now), maxRetryAfter)
+	var wait time.Duration
+	for _, l := range anthropicLimits {
+		if h.Get(l.remaining) == "0" {
+			if t, err := time.Parse(time.RFC3339, h.Get(l.reset)); err == nil && t.After(now) {
+				wait = max(wait, min(t.Sub(now), maxRetryAfter))
+			}
 		}
 	}
-	return 0 // room left, or no reset to wait for
+	return wait // 0: room left, or no reset to wait for
+}
+
+// anthropicLimits are the remaining and reset headers of Anthropic's
+// limits, in canonical form.
+var anthropicLimits = [...]struct{ remaining, reset string }{
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
 }
 
 // maxRetryAfter bounds what an upstream can ask for; longer hints are

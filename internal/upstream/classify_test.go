@@ -93,6 +93,13 @@ func TestExhausted(t *testing.T) {
 		{"openai empty, no reset", map[string]string{"X-Ratelimit-Remaining-Requests": "0"}, 0},
 		{"openai empty, resetting now", map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "0s"}, 0},
 		{"anthropic empty", map[string]string{"Anthropic-Ratelimit-Requests-Remaining": "0", "Anthropic-Ratelimit-Requests-Reset": now.Add(4 * time.Second).Format(time.RFC3339)}, 4 * time.Second},
+		{"anthropic output tokens empty", map[string]string{"Anthropic-Ratelimit-Requests-Remaining": "40", "Anthropic-Ratelimit-Output-Tokens-Remaining": "0",
+			"Anthropic-Ratelimit-Output-Tokens-Reset": now.Add(9 * time.Second).Format(time.RFC3339)}, 9 * time.Second},
+		{"anthropic tokens and requests empty: the later reset", map[string]string{
+			"Anthropic-Ratelimit-Requests-Remaining": "0", "Anthropic-Ratelimit-Requests-Reset": now.Add(4 * time.Second).Format(time.RFC3339),
+			"Anthropic-Ratelimit-Tokens-Remaining": "0", "Anthropic-Ratelimit-Tokens-Reset": now.Add(20 * time.Second).Format(time.RFC3339)}, 20 * time.Second},
+		{"anthropic tokens left", map[string]string{"Anthropic-Ratelimit-Tokens-Remaining": "12000",
+			"Anthropic-Ratelimit-Tokens-Reset": now.Add(9 * time.Second).Format(time.RFC3339)}, 0},
 		{"none", nil, 0},
 	}
 	for _, tt := range tests {
