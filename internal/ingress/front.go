@@ -36,8 +36,9 @@ var (
 	OpenAIEmbeddings = &Front{
 		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
 	}
-	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: bearer, Envelope: openAIEnvelope}
-	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: bearer, Envelope: falEnvelope}
+	// The job protocols take a bearer token or fal's "Key" scheme alike.
+	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openAIEnvelope}
+	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: jobToken, Envelope: falEnvelope}
 	// AnthropicMessages serves Claude Code and the Anthropic SDKs: the key
 	// in x-api-key (or as a bearer token), errors in Anthropic's envelope.
 	// Claude Code posts to /v1/messages?beta=true: the query does not
