@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -127,6 +128,26 @@ func TestChatCallerOnMessagesDeployment(t *testing.T) {
 	}
 	if rec := lastRequest(t, h.simA); rec.Path != "/v1/messages" || rec.Model != "claude-sonnet-4-6" || rec.Key != secretA1 {
 		t.Errorf("simulator got %s model %q key %q; want a Messages request of the deployment's model with the credential", rec.Path, rec.Model, rec.Key)
+	}
+
+	// A tool call and its result, translated both ways.
+	tools := params
+	tools.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name:       "get_weather",
+		Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}},
+	})}
+	tools.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo? " + simulator.ToolWord)}
+	c, err = sdk.Chat.Completions.New(t.Context(), tools)
+	if err != nil || len(c.Choices) == 0 || len(c.Choices[0].Message.ToolCalls) != 1 || c.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("tool call on an Anthropic model = %+v, %v; want one tool call", c, err)
+	}
+	call := c.Choices[0].Message.ToolCalls[0]
+	if call.Function.Name != "get_weather" || !strings.Contains(call.Function.Arguments, `"city"`) || call.ID == "" {
+		t.Errorf("tool call = %+v, want get_weather with a city", call)
+	}
+	tools.Messages = append(tools.Messages, c.Choices[0].Message.ToParam(), openai.ToolMessage("4 C", call.ID))
+	if c, err = sdk.Chat.Completions.New(t.Context(), tools); err != nil || c.Choices[0].Message.Content == "" || c.Choices[0].FinishReason != "stop" {
+		t.Errorf("answer to the tool result = %+v, %v; want text", c, err)
 	}
 
 	stream := sdk.Chat.Completions.NewStreaming(t.Context(), params)
