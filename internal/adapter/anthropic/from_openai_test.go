@@ -118,10 +118,13 @@ func TestFromOpenAIRequest(t *testing.T) {
 		{"TextFormatIsNone", `,"response_format":{"type":"text"}`, "output_config", ``},
 		{"LegacyUser", `,"user":"u-1"`, "metadata", `{"user_id":"u-1"}`},
 		{"NoSystem", ``, "system", ``},
+		{"SystemCached", `,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]`, "system", `[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]`},
+		{"LastToolCached", `,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}]`,
+			"tools", `[{"name":"f","input_schema":{"type":"object","properties":{}}},{"name":"g","input_schema":{"type":"object","properties":{}},"cache_control":{"type":"ephemeral"}}]`},
 		{"EmptyMessageLeftOut", `,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""},{"role":"user","content":"again"}]`,
-			"messages", `[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"again"}]}]`},
-		{"EmptyTextPartLeftOut", `,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]`, "messages", `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
-		{"EmptyToolResult", `,"messages":[{"role":"tool","tool_call_id":"c1","content":""}]`, "messages", `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1"}]}]`},
+			"messages", `[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"again","cache_control":{"type":"ephemeral"}}]}]`},
+		{"EmptyTextPartLeftOut", `,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]`, "messages", `[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]`},
+		{"EmptyToolResult", `,"messages":[{"role":"tool","tool_call_id":"c1","content":""}]`, "messages", `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","cache_control":{"type":"ephemeral"}}]}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
