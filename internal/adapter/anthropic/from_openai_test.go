@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,24 +39,13 @@ func readFile(t *testing.T, name string) []byte {
 	return adaptertest.Read(t, filepath.Join(golden, name))
 }
 
-// goldenJSON compares a JSON body, indented for the reader of the file.
-func goldenJSON(t *testing.T, path string, got []byte) {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.Indent(&b, got, "", "  "); err != nil {
-		t.Fatalf("%s: not JSON: %v: %s", path, err, got)
-	}
-	b.WriteByte('\n')
-	adaptertest.Golden(t, path, b.Bytes())
-}
-
 func TestFromOpenAIGolden(t *testing.T) {
 	t.Run("Request", func(t *testing.T) {
 		_, out, err := translated(t, string(readFile(t, "request.json")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenJSON(t, filepath.Join(golden, "request.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "request.want.json"), out)
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr, _, err := translated(t, string(readFile(t, "request.json")))
@@ -80,13 +68,13 @@ func TestFromOpenAIGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenJSON(t, filepath.Join(golden, "response.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "response.want.json"), out)
 		if got := tr.Usage(); got.PromptTokens != 1912 || got.CacheWriteTokens != 100 {
 			t.Errorf("Usage = %+v, want 1912 prompt tokens, 100 of them written to the cache", got)
 		}
 	})
 	t.Run("Error", func(t *testing.T) {
-		goldenJSON(t, filepath.Join(golden, "error.want.json"), newTranslator().Error(429, readFile(t, "error.json")))
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "error.want.json"), newTranslator().Error(429, readFile(t, "error.json")))
 	})
 }
 
