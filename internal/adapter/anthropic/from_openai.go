@@ -365,7 +365,7 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 		out = append(out, messages.Tool{Name: tl.Function.Name, Description: tl.Function.Description, InputSchema: schema, Strict: tl.Function.Strict})
 	}
 	var choice *messages.ToolChoice
-	if isSet(in.ToolChoice) {
+	if isSet(in.ToolChoice) && len(out) > 0 { // without tools a choice says nothing, and Anthropic refuses it
 		var name string
 		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
 			typ, ok := toolChoices[name]

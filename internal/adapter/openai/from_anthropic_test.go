@@ -82,6 +82,7 @@ func TestFromAnthropicRequest(t *testing.T) {
 		{"SmallBudgetIsLow", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "reasoning_effort", `"low"`},
 		{"AdaptiveTakesTheEffort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, "reasoning_effort", `"max"`},
 		{"DisabledAsksNoEffort", `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`, "reasoning_effort", ``},
+		{"ToolChoiceWithoutTools", `,"tool_choice":{"type":"auto"}`, "tool_choice", ``},
 		{"ToolChoiceAny", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}`, "tool_choice", `"required"`},
 		{"ToolChoiceNone", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}`, "tool_choice", `"none"`},
 		{"ToolChoiceNamed", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}`, "tool_choice", `{"type":"function","function":{"name":"f"}}`},
