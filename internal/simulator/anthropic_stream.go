@@ -55,13 +55,10 @@ func (c *call) messagesStream(req *messagesRequest, r *reply, text string, id []
 		if !as.blockStart(index, `{"type":"thinking","thinking":"","signature":""}`) {
 			return
 		}
-		x := r.thinkingSeed()
-		for i := range r.thinking {
-			word := nextWord(&x)
-			if i > 0 {
-				word = " " + word
-			}
-			if !as.delta(index, "thinking_delta", "thinking", word) {
+		for rest := string(appendWords(nil, r.thinkingSeed(), r.thinking)); len(rest) > 0; {
+			var piece string
+			piece, rest = nextDelta(rest)
+			if !as.delta(index, "thinking_delta", "thinking", piece) {
 				return
 			}
 		}

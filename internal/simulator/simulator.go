@@ -18,7 +18,9 @@
 // /v1/responses/{id}/cancel, and the same under /backend-api/codex) stores
 // responses per key: previous_response_id and the follow-ups answer 404 to
 // any other key. Both answer with a tool call as ToolWord says, and with
-// the same words as chat for the same conversation.
+// the same words as chat for the same conversation: 16 of them, fewer when
+// max_tokens or max_output_tokens is smaller (stop_reason max_tokens,
+// status incomplete).
 //
 // It is the upstream of the gateway's tests and throughput benchmarks, so the
 // hot path avoids reflection when encoding responses and never logs.

@@ -53,7 +53,8 @@ var thinkingBudgets = map[string]int64{
 // Dropped, as translation.md says, because they are hints Anthropic has no
 // field for and the answer's shape does not depend on them: image detail,
 // seed, frequency_penalty, presence_penalty, metadata, store,
-// service_tier, prompt_cache_key, prediction, verbosity,
+// service_tier, prompt_cache_key (Sluice places cache breakpoints itself,
+// see cacheBreakpoints), prediction, verbosity,
 // web_search_options, and an assistant message's reasoning_content (a
 // thinking block cannot be replayed without its signature).
 type FromOpenAI struct {
@@ -105,12 +106,13 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 		return nil, err
 	}
 	if system != "" {
-		out.System = &messages.Content{Text: system}
+		out.System = &messages.Content{Blocks: []messages.Block{{Type: "text", Text: system}}}
 	}
 	out.Messages = turns
 	if out.Tools, out.ToolChoice, err = tools(&in); err != nil {
 		return nil, err
 	}
+	cacheBreakpoints(&out)
 	if err := outputCap(&in, &out); err != nil {
 		return nil, err
 	}
@@ -121,6 +123,26 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 		out.Metadata = &messages.Metadata{UserID: user}
 	}
 	return json.Marshal(&out)
+}
+
+// cacheBreakpoints marks where Anthropic is to cache the prompt, which an
+// OpenAI caller cannot say and OpenAI does on its own (translation.md §1,
+// policy): after the tools, after the system prompt, and after the last
+// turn, so that the next request of the conversation reads all of it from
+// the cache. Three of Anthropic's four breakpoints; a prompt shorter than
+// the model's minimum is simply not cached.
+func cacheBreakpoints(r *messages.Request) {
+	ephemeral := &messages.CacheControl{Type: "ephemeral"} // Anthropic's default cache, 5 minutes
+	if n := len(r.Tools); n > 0 {
+		r.Tools[n-1].CacheControl = ephemeral
+	}
+	if r.System != nil {
+		r.System.Blocks[0].CacheControl = ephemeral
+	}
+	if n := len(r.Messages); n > 0 {
+		blocks := r.Messages[n-1].Content.Blocks
+		blocks[len(blocks)-1].CacheControl = ephemeral
+	}
 }
 
 // refuseChat rejects the request-level fields Anthropic cannot express.
@@ -343,7 +365,7 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 		out = append(out, messages.Tool{Name: tl.Function.Name, Description: tl.Function.Description, InputSchema: schema, Strict: tl.Function.Strict})
 	}
 	var choice *messages.ToolChoice
-	if isSet(in.ToolChoice) {
+	if isSet(in.ToolChoice) && len(out) > 0 { // without tools a choice says nothing, and Anthropic refuses it
 		var name string
 		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
 			typ, ok := toolChoices[name]

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,24 +39,13 @@ func readFile(t *testing.T, name string) []byte {
 	return adaptertest.Read(t, filepath.Join(golden, name))
 }
 
-// goldenJSON compares a JSON body, indented for the reader of the file.
-func goldenJSON(t *testing.T, path string, got []byte) {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.Indent(&b, got, "", "  "); err != nil {
-		t.Fatalf("%s: not JSON: %v: %s", path, err, got)
-	}
-	b.WriteByte('\n')
-	adaptertest.Golden(t, path, b.Bytes())
-}
-
 func TestFromOpenAIGolden(t *testing.T) {
 	t.Run("Request", func(t *testing.T) {
 		_, out, err := translated(t, string(readFile(t, "request.json")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenJSON(t, filepath.Join(golden, "request.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "request.want.json"), out)
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr, _, err := translated(t, string(readFile(t, "request.json")))
@@ -80,13 +68,13 @@ func TestFromOpenAIGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenJSON(t, filepath.Join(golden, "response.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "response.want.json"), out)
 		if got := tr.Usage(); got.PromptTokens != 1912 || got.CacheWriteTokens != 100 {
 			t.Errorf("Usage = %+v, want 1912 prompt tokens, 100 of them written to the cache", got)
 		}
 	})
 	t.Run("Error", func(t *testing.T) {
-		goldenJSON(t, filepath.Join(golden, "error.want.json"), newTranslator().Error(429, readFile(t, "error.json")))
+		adaptertest.GoldenJSON(t, filepath.Join(golden, "error.want.json"), newTranslator().Error(429, readFile(t, "error.json")))
 	})
 }
 
@@ -110,6 +98,7 @@ func TestFromOpenAIRequest(t *testing.T) {
 		{"TemperatureClampedToOne", `,"temperature":2`, "temperature", `1`},
 		{"TemperatureKeptInRange", `,"temperature":0.3`, "temperature", `0.3`},
 		{"StopList", `,"stop":["a","b"]`, "stop_sequences", `["a","b"]`},
+		{"ToolChoiceWithoutTools", `,"tool_choice":"none"`, "tool_choice", ``},
 		{"ToolChoiceAuto", `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"`, "tool_choice", `{"type":"auto"}`},
 		{"ToolChoiceNone", `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"`, "tool_choice", `{"type":"none"}`},
 		{"ToolChoiceNamed", `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}`, "tool_choice", `{"type":"tool","name":"f"}`},
@@ -118,10 +107,13 @@ func TestFromOpenAIRequest(t *testing.T) {
 		{"TextFormatIsNone", `,"response_format":{"type":"text"}`, "output_config", ``},
 		{"LegacyUser", `,"user":"u-1"`, "metadata", `{"user_id":"u-1"}`},
 		{"NoSystem", ``, "system", ``},
+		{"SystemCached", `,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]`, "system", `[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]`},
+		{"LastToolCached", `,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}]`,
+			"tools", `[{"name":"f","input_schema":{"type":"object","properties":{}}},{"name":"g","input_schema":{"type":"object","properties":{}},"cache_control":{"type":"ephemeral"}}]`},
 		{"EmptyMessageLeftOut", `,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""},{"role":"user","content":"again"}]`,
-			"messages", `[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"again"}]}]`},
-		{"EmptyTextPartLeftOut", `,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]`, "messages", `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
-		{"EmptyToolResult", `,"messages":[{"role":"tool","tool_call_id":"c1","content":""}]`, "messages", `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1"}]}]`},
+			"messages", `[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"again","cache_control":{"type":"ephemeral"}}]}]`},
+		{"EmptyTextPartLeftOut", `,"messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]`, "messages", `[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]`},
+		{"EmptyToolResult", `,"messages":[{"role":"tool","tool_call_id":"c1","content":""}]`, "messages", `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","cache_control":{"type":"ephemeral"}}]}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +152,7 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"FunctionRole", `{"model":"m","messages":[{"role":"function","name":"f","content":"x"}]}`, `"function"`},
 		{"ImageFileURL", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"file:///etc/passwd"}}]}]}`, "http(s) URL"},
 		{"CustomTool", `{"model":"m","messages":[],"tools":[{"type":"custom","custom":{"name":"c"}}]}`, `"custom"`},
-		{"AllowedTools", `{"model":"m","messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}}`, "tool_choice"},
+		{"AllowedTools", `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}}`, "tool_choice"},
 		{"ArgumentsNotAnObject", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "JSON object"},
 		{"CapUnderBudget", `{"model":"m","reasoning_effort":"low","max_completion_tokens":500,"messages":[]}`, "reasoning"},
 		{"NotJSON", `{"model":`, "not a valid"},

@@ -249,7 +249,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 		out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
 	}
 	tc := in.ToolChoice
-	if tc == nil {
+	if tc == nil || len(out.Tools) == 0 { // without tools a choice says nothing, and OpenAI refuses it
 		return nil
 	}
 	var choice any

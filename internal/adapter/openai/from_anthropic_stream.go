@@ -11,7 +11,7 @@ import (
 )
 
 // openBlock is the text or thinking block being written, which closes
-// when any other block starts (tool blocks stay open, see tools).
+// when any other block starts (tool blocks stay open: see openTools).
 type openBlock struct {
 	kind  string // "", "text", "thinking"
 	index int

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,17 +22,6 @@ func fromAnthropicFile(t *testing.T, name string) []byte {
 	return adaptertest.Read(t, filepath.Join(fromAnthropicGolden, name))
 }
 
-// goldenIndented compares a JSON body, indented for the reader of the file.
-func goldenIndented(t *testing.T, path string, got []byte) {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.Indent(&b, got, "", "  "); err != nil {
-		t.Fatalf("%s: not JSON: %v: %s", path, err, got)
-	}
-	b.WriteByte('\n')
-	adaptertest.Golden(t, path, b.Bytes())
-}
-
 func fromAnthropicRequest(t *testing.T, body string) (*FromAnthropic, []byte, error) {
 	t.Helper()
 	tr := NewFromAnthropic()
@@ -47,7 +35,7 @@ func TestFromAnthropicGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenIndented(t, filepath.Join(fromAnthropicGolden, "request.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(fromAnthropicGolden, "request.want.json"), out)
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr := NewFromAnthropic()
@@ -70,13 +58,13 @@ func TestFromAnthropicGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		goldenIndented(t, filepath.Join(fromAnthropicGolden, "response.want.json"), out)
+		adaptertest.GoldenJSON(t, filepath.Join(fromAnthropicGolden, "response.want.json"), out)
 		if got := tr.Usage(); got.CacheWriteTokens != 100 || got.CachedTokens != 1024 {
 			t.Errorf("Usage = %+v, want 1024 cached and 100 cache-write tokens", got)
 		}
 	})
 	t.Run("Error", func(t *testing.T) {
-		goldenIndented(t, filepath.Join(fromAnthropicGolden, "error.want.json"), NewFromAnthropic().Error(429, fromAnthropicFile(t, "error.json")))
+		adaptertest.GoldenJSON(t, filepath.Join(fromAnthropicGolden, "error.want.json"), NewFromAnthropic().Error(429, fromAnthropicFile(t, "error.json")))
 	})
 }
 
@@ -94,6 +82,7 @@ func TestFromAnthropicRequest(t *testing.T) {
 		{"SmallBudgetIsLow", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "reasoning_effort", `"low"`},
 		{"AdaptiveTakesTheEffort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, "reasoning_effort", `"max"`},
 		{"DisabledAsksNoEffort", `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`, "reasoning_effort", ``},
+		{"ToolChoiceWithoutTools", `,"tool_choice":{"type":"auto"}`, "tool_choice", ``},
 		{"ToolChoiceAny", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}`, "tool_choice", `"required"`},
 		{"ToolChoiceNone", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}`, "tool_choice", `"none"`},
 		{"ToolChoiceNamed", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}`, "tool_choice", `{"type":"function","function":{"name":"f"}}`},

@@ -94,6 +94,15 @@ type Block struct {
 	Thinking  string          `json:"thinking,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 	Data      string          `json:"data,omitempty"`
+	// CacheControl marks a prompt-cache breakpoint: the prompt up to and
+	// including this block is cached.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// CacheControl is a prompt-cache breakpoint.
+type CacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // Source is an image's or a document's data: inline (base64) or a URL.
@@ -112,6 +121,8 @@ type Tool struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	Strict      *bool           `json:"strict,omitempty"`
+	// CacheControl on the last tool caches every tool declaration.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
 }
 
 // ToolChoice is auto, any, tool (with Name) or none.
