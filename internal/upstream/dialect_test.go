@@ -3,9 +3,17 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -50,5 +58,44 @@ func TestEndings(t *testing.T) {
 	}
 	if streamEnd(Attempt{Class: ClassCallerGone}, AnthropicEnding) != nil {
 		t.Error("a caller that left gets an ending")
+	}
+}
+
+// failingTranslator passes requests on as they are and fails on the
+// upstream's second stream event.
+type failingTranslator struct{ events int }
+
+func (t *failingTranslator) Request(req *sluice.Request, model string) ([]byte, error) {
+	return PrepareBody(req, model)
+}
+func (t *failingTranslator) Response(body []byte) ([]byte, error) { return body, nil }
+func (t *failingTranslator) Error(_ int, body []byte) []byte      { return body }
+func (t *failingTranslator) Usage() sluice.Usage                  { return sluice.Usage{} }
+func (t *failingTranslator) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+	if t.events++; t.events == 2 {
+		return false, errors.New("cannot carry this event")
+	}
+	return false, emit(adapter.Event{Name: "message_start", Data: []byte(`{"type":"message_start"}`)})
+}
+
+// A translator that cannot carry an event of a committed stream ends it
+// with the caller's error event, as an endpoint failure (not as a caller
+// who left).
+func TestTranslatedStreamThatCannotBeCarried(t *testing.T) {
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() { sim.Close(); srv.Close() })
+	p := *testProtocols
+	p.Translators = map[Pair]func() adapter.Translator{
+		{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return &failingTranslator{} },
+	}
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), &p, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+	t.Cleanup(c.Close)
+	req := &sluice.Request{ID: "r", Protocol: sluice.ProtocolAnthropic, Model: "gpt-4o-mini", Stream: true,
+		Body: []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`)}
+	w := httptest.NewRecorder()
+	a := c.Execute(t.Context(), w, req, testEdge(srv.URL), time.Now(), Hooks{})
+	if a.Class != ClassEndpoint || !a.Committed || !strings.HasSuffix(w.Body.String(), string(AnthropicEnding.Failed)) {
+		t.Errorf("Execute = class %v, committed %v, %v, wrote %q; want an endpoint failure ending with Anthropic's error event", a.Class, a.Committed, a.Err, w.Body)
 	}
 }

@@ -68,9 +68,11 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if idle > 0 {
 		defer rc.SetWriteDeadline(time.Time{})
 	}
-	var emit func(adapter.Event) error // a translator's events; a passthrough writes the upstream's
+	var em *emitter // a translator's events go through it; a passthrough writes the upstream's
+	var emit func(adapter.Event) error
 	if x.tr != nil {
-		emit = (&emitter{out: sse.NewWriter(w), rc: http.NewResponseController(w), idle: idle, secret: x.secret}).emit
+		em = &emitter{out: sse.NewWriter(w), rc: http.NewResponseController(w), idle: idle, secret: x.secret}
+		emit = em.emit
 	}
 	for {
 		if done {
@@ -80,17 +82,23 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			if idle > 0 {
 				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
-			var err error
+			var werr error
 			if x.tr != nil {
-				_, err = x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit)
+				if _, terr := x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit); terr != nil && em.err == nil {
+					// The translator cannot carry what the upstream sent:
+					// the stream failed, as if the event were malformed.
+					err = fmt.Errorf("translate a stream event: %w", terr)
+					break
+				}
+				werr = em.err
 			} else {
 				// Model output is content: only the exact secret is masked,
 				// not key-shaped text (see scrub.go).
 				maskSecret(ev.Raw, x.secret)
-				err = out.WriteRaw(ev.Raw)
+				werr = out.WriteRaw(ev.Raw)
 			}
-			if err != nil {
-				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
+			if werr != nil {
+				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", werr)
 				return a
 			}
 			rd.p.restart()
@@ -129,14 +137,19 @@ type emitter struct {
 	rc     *http.ResponseController
 	idle   time.Duration
 	secret string
+	err    error // the first write that failed: the caller has gone
 }
 
 func (em *emitter) emit(e adapter.Event) error {
+	if em.err != nil {
+		return em.err
+	}
 	if em.idle > 0 {
 		_ = em.rc.SetWriteDeadline(time.Now().Add(em.idle))
 	}
 	maskSecret(e.Data, em.secret)
-	return em.out.WriteEvent(asBytes(e.Name), e.Data)
+	em.err = em.out.WriteEvent(asBytes(e.Name), e.Data)
+	return em.err
 }
 
 // streamEnd is the error event, in the caller's protocol (end), that ends
