@@ -1,12 +1,14 @@
 package simulator
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +58,7 @@ type responsesRequest struct {
 	PreviousResponseID string          `json:"previous_response_id"`
 	Store              *bool           `json:"store"`
 	Stream             bool            `json:"stream"`
+	Background         bool            `json:"background"`
 	MaxOutputTokens    *int            `json:"max_output_tokens"`
 	Tools              json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage `json:"tool_choice"`
@@ -89,6 +92,8 @@ func (c *call) parseResponses(body []byte) parsed {
 		p.err = invalidRequest("Missing required parameter: 'input'.", "input", "missing_required_parameter")
 	case req.MaxOutputTokens != nil && *req.MaxOutputTokens < 1:
 		p.err = belowMinimum("max_output_tokens", *req.MaxOutputTokens)
+	case req.Background && !req.stores():
+		p.err = invalidRequest("Background mode requires store=true.", "background", "")
 	case c.codex() && c.ep == epResponses && !req.Stream:
 		p.err = invalidRequest("Stream must be set to true", "stream", "")
 	case c.codex() && c.ep == epResponses && (req.Store == nil || *req.Store):
@@ -174,10 +179,28 @@ func (req *responsesRequest) reply(prev *storedResponse) (reply, int) {
 // storedResponse is a response kept for previous_response_id and the
 // follow-ups.
 type storedResponse struct {
-	key     string // the credential that created it
-	body    []byte // the response object, as GET returns it
-	seed    uint64 // of the conversation including this response's output
-	context int    // tokens of that conversation
+	key     string    // the credential that created it
+	rs      *response // read-only once stored
+	seed    uint64    // of the conversation including this response's output
+	context int       // tokens of that conversation
+	// A background response is queued for the first quarter of its run
+	// (Behavior.JobDuration), then in progress until done, unless
+	// cancelled before.
+	queuedUntil, done time.Time
+	cancelled         atomic.Bool
+}
+
+// status is the stored response's status at now.
+func (st *storedResponse) status(now time.Time) string {
+	switch {
+	case st.cancelled.Load():
+		return "cancelled"
+	case now.Before(st.queuedUntil):
+		return "queued"
+	case now.Before(st.done):
+		return "in_progress"
+	}
+	return st.rs.status()
 }
 
 // maxStoredResponses bounds the store; the oldest responses go first, as
@@ -269,24 +292,28 @@ func (rs *response) status() string {
 	return "completed"
 }
 
-// appendObject appends the response object: finished, or as the first
-// events of a stream show it (in progress, no output, no usage).
-func (rs *response) appendObject(b []byte, done bool) []byte {
+// appendObject appends the response object with status: with output and
+// usage when it is finished (completed or incomplete); else without, as the
+// first events of a stream and an unfinished background response show it.
+func (rs *response) appendObject(b []byte, status string) []byte {
 	req := rs.req
+	done := status == "completed" || status == "incomplete"
 	b = append(b, `{"id":"`...)
 	b = append(b, rs.id...)
 	b = append(b, `","object":"response","created_at":`...)
 	b = strconv.AppendInt(b, rs.created, 10)
 	b = append(b, `,"status":"`...)
+	b = append(b, status...)
+	b = append(b, `","background":`...)
+	b = strconv.AppendBool(b, req.Background)
+	b = append(b, `,"completed_at":`...)
 	if done {
-		b = append(b, rs.status()...)
-		b = append(b, `","background":false,"completed_at":`...)
 		b = strconv.AppendInt(b, rs.complete, 10)
 	} else {
-		b = append(b, `in_progress","background":false,"completed_at":null`...)
+		b = append(b, "null"...)
 	}
 	b = append(b, `,"error":null,"incomplete_details":`...)
-	if done && rs.status() == "incomplete" {
+	if status == "incomplete" {
 		b = append(b, `{"reason":"max_output_tokens"}`...)
 	} else {
 		b = append(b, "null"...)
@@ -449,17 +476,23 @@ func (c *call) responses(req *responsesRequest) {
 		c.responsesStream(rs)
 		return
 	}
+	if req.Background { // stored: parseResponses refuses background without store
+		st := c.store(rs)
+		c.respond(http.StatusOK, "application/json", rs.appendObject(nil, st.status(time.Now())))
+		return
+	}
 	rs.complete = time.Now().Unix()
-	b := rs.appendObject(make([]byte, 0, 1024+len(rs.text)), true)
-	c.store(rs, b)
+	c.store(rs)
+	b := rs.appendObject(make([]byte, 0, 1024+len(rs.text)), rs.status())
 	c.answerJSON(b, len(b)-1) // padding goes last
 }
 
-// store keeps a finished response for the key, unless the request said
-// store false.
-func (c *call) store(rs *response, body []byte) {
+// store keeps a response for the key, unless the request said store false
+// (then it returns nil). A background response runs from now; any other is
+// finished.
+func (c *call) store(rs *response) *storedResponse {
 	if !rs.req.stores() {
-		return
+		return nil
 	}
 	cv := convo{seed: rs.r.seed, prompt: rs.r.prompt + rs.r.output()}
 	cv.message("assistant")
@@ -468,7 +501,14 @@ func (c *call) store(rs *response, body []byte) {
 	} else {
 		cv.text(rs.text)
 	}
-	c.sim.stored.put(rs.id, &storedResponse{key: c.rec.Key, body: body, seed: cv.seed, context: rs.r.prompt + rs.r.output()})
+	st := &storedResponse{key: c.rec.Key, rs: rs, seed: cv.seed, context: rs.r.prompt + rs.r.output()}
+	if rs.req.Background && !rs.req.Stream { // a streamed one is finished when stored
+		now, d := time.Now(), cmp.Or(c.b.JobDuration, defaultJobDuration)
+		st.queuedUntil, st.done = now.Add(d/4), now.Add(d)
+		rs.complete = st.done.Unix()
+	}
+	c.sim.stored.put(rs.id, st)
+	return st
 }
 
 // compactedTokens is the output of a compaction.
@@ -499,13 +539,14 @@ func (c *call) compact(req *responsesRequest) {
 	c.respond(http.StatusOK, "application/json", append(b, '}'))
 }
 
-// responseFollowUp answers GET, DELETE and cancel of a stored response. A
-// simulated response is complete when it is stored, so cancel returns it
-// as it is.
+// responseFollowUp answers GET, DELETE and cancel of a stored response.
+// Only a background response can be cancelled; cancelling a finished one
+// returns it as it is.
 func (c *call) responseFollowUp(ep endpoint) {
 	_, rest, _ := strings.Cut(c.r.URL.Path, "/responses/")
 	id := strings.TrimSuffix(rest, "/cancel")
 	stored := c.sim.stored.load(id, c.rec.Key)
+	now := time.Now()
 	switch {
 	case stored == nil:
 		c.fail(http.StatusNotFound, openAIError("Response with id '"+id+"' not found.", "invalid_request_error", "", ""))
@@ -513,7 +554,12 @@ func (c *call) responseFollowUp(ep endpoint) {
 		c.sim.stored.delete(id)
 		b := appendString([]byte(`{"id":`), id)
 		c.respond(http.StatusOK, "application/json", append(b, `,"object":"response.deleted","deleted":true}`...))
+	case ep == epResponseCancel && !stored.rs.req.Background:
+		c.fail(http.StatusBadRequest, openAIError("Only responses created with background=true can be cancelled.", "invalid_request_error", "", ""))
+	case ep == epResponseCancel && now.Before(stored.done):
+		stored.cancelled.Store(true)
+		fallthrough
 	default:
-		c.respond(http.StatusOK, "application/json", stored.body)
+		c.respond(http.StatusOK, "application/json", stored.rs.appendObject(nil, stored.status(now)))
 	}
 }

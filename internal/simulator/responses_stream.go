@@ -31,7 +31,7 @@ func (c *call) responsesStream(rs *response) {
 	for _, name := range []string{"response.created", "response.in_progress"} {
 		st.open(name)
 		st.buf = append(st.buf, `"response":`...)
-		st.buf = append(rs.appendObject(st.buf, false), ',')
+		st.buf = append(rs.appendObject(st.buf, "in_progress"), ',')
 		if !st.close() {
 			return
 		}
@@ -42,8 +42,8 @@ func (c *call) responsesStream(rs *response) {
 		}
 	}
 	rs.complete = time.Now().Unix()
-	final := rs.appendObject(nil, true)
-	c.store(rs, final)
+	c.store(rs)
+	final := rs.appendObject(nil, rs.status())
 	name := "response.completed"
 	if rs.status() == "incomplete" {
 		name = "response.incomplete"

@@ -299,7 +299,7 @@ func TestPreviousResponseID(t *testing.T) {
 		{"get", "key-a", "GET", "/v1/responses/" + first.ID, "", 200, ""},
 		{"get with another key", "key-b", "GET", "/v1/responses/" + first.ID, "", 404, ""},
 		{"cancel with another key", "key-b", "POST", "/v1/responses/" + first.ID + "/cancel", "", 404, ""},
-		{"cancel", "key-a", "POST", "/v1/responses/" + first.ID + "/cancel", "", 200, ""},
+		{"cancel in the foreground", "key-a", "POST", "/v1/responses/" + first.ID + "/cancel", "", 400, ""},
 		{"delete with another key", "key-b", "DELETE", "/v1/responses/" + first.ID, "", 404, ""},
 		{"delete", "key-a", "DELETE", "/v1/responses/" + first.ID, "", 200, ""},
 		{"get deleted", "key-a", "GET", "/v1/responses/" + first.ID, "", 404, ""},
@@ -423,5 +423,54 @@ func TestResponsesErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBackgroundResponse checks a background response runs like a job:
+// queued, then finished when polled later, or cancelled before.
+func TestBackgroundResponse(t *testing.T) {
+	_, srv := start(t, simulator.Options{Keys: map[string]simulator.Behavior{
+		"slow": {JobDuration: time.Hour},
+		"fast": {JobDuration: time.Millisecond},
+	}})
+	poll := func(key, method, path string) responseObject {
+		t.Helper()
+		resp := send(t, t.Context(), srv, key, method, path, "")
+		body := readAll(t, resp)
+		var r responseObject
+		if err := json.Unmarshal(body, &r); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s %s = %d %s, %v", method, path, resp.StatusCode, body, err)
+		}
+		return r
+	}
+	const body = `{"model":"gpt-5","input":"Say hello to the world","background":true}`
+
+	slow, _ := createResponse(t, srv, "slow", "/v1/responses", body)
+	if slow.Status != "queued" || len(slow.Output) != 0 || slow.Usage != nil {
+		t.Errorf("created %s with %d items, usage %v; want queued, no output, no usage", slow.Status, len(slow.Output), slow.Usage)
+	}
+	if got := poll("slow", "POST", "/v1/responses/"+slow.ID+"/cancel"); got.Status != "cancelled" {
+		t.Errorf("cancel = %s, want cancelled", got.Status)
+	}
+	if got := poll("slow", "GET", "/v1/responses/"+slow.ID); got.Status != "cancelled" {
+		t.Errorf("GET after cancel = %s, want cancelled", got.Status)
+	}
+
+	fast, _ := createResponse(t, srv, "fast", "/v1/responses", body)
+	var done responseObject
+	eventually(t, "the background response to complete", func() bool {
+		done = poll("fast", "GET", "/v1/responses/"+fast.ID)
+		return done.Status == "completed"
+	})
+	if done.text() == "" || done.Usage == nil || done.Usage.OutputTokens != 16 {
+		t.Errorf("completed %+v, want the text and its usage", done)
+	}
+	if got := poll("fast", "POST", "/v1/responses/"+fast.ID+"/cancel"); got.Status != "completed" {
+		t.Errorf("cancel after completion = %s, want it unchanged", got.Status)
+	}
+
+	resp := post(t, srv, "fast", "/v1/responses", `{"model":"gpt-5","input":"hi","background":true,"store":false}`)
+	if e := decodeError(t, readAll(t, resp)); resp.StatusCode != 400 || deref(e.Error.Param) != "background" {
+		t.Errorf("background without store = %d %+v, want 400 on background", resp.StatusCode, e)
 	}
 }

@@ -17,10 +17,11 @@
 // /v1/responses/compact, GET and DELETE /v1/responses/{id}, POST
 // /v1/responses/{id}/cancel, and the same under /backend-api/codex) stores
 // responses per key: previous_response_id and the follow-ups answer 404 to
-// any other key. Both answer with a tool call as ToolWord says, and with
-// the same words as chat for the same conversation: 16 of them, fewer when
-// max_tokens or max_output_tokens is smaller (stop_reason max_tokens,
-// status incomplete).
+// any other key. A background response runs like a job
+// (Behavior.JobDuration) and only it can be cancelled. Both protocols answer
+// with a tool call as ToolWord says, and with the same words as chat for the
+// same conversation: 16 of them, fewer when max_tokens or max_output_tokens
+// is smaller (stop_reason max_tokens, status incomplete).
 //
 // It is the upstream of the gateway's tests and throughput benchmarks, so the
 // hot path avoids reflection when encoding responses and never logs.
@@ -136,10 +137,12 @@ type Behavior struct {
 	// in an X-Echo-Authorization header; otherwise in the answer's text
 	// (the JSON answer's, and a stream's content).
 	EchoAuth bool
-	// JobDuration is how long an async job (OpenAI video, fal queue request)
-	// submitted with this key runs: queued for the first quarter, then
-	// in_progress, then terminal. 0 means 2s. A job holds a MaxInflight slot
-	// of its key and account until it is terminal (or deleted, or cancelled).
+	// JobDuration is how long an async job (OpenAI video, fal queue request,
+	// background response) submitted with this key runs: queued for the
+	// first quarter, then in_progress, then terminal. 0 means 2s. A video
+	// or fal job holds a MaxInflight slot of its key and account until it
+	// is terminal (or deleted, or cancelled); a background response holds
+	// none.
 	JobDuration time.Duration
 	// JobFail makes jobs of this key end failed instead of completed: OpenAI
 	// status "failed" with error{code,message}, fal COMPLETED with error and
