@@ -184,7 +184,7 @@ func TestAnthropicErrorEnvelope(t *testing.T) {
 		// Before the rate limit, which cools the one account for the rest.
 		{"overloaded upstream", "/v1/messages", keyWeb, `{"model":"claude-overloaded","max_tokens":8,"messages":[]}`, 503, "overloaded_error", sluice.CodeNoUpstreamAvailable},
 		{"rate limited upstream", "/v1/messages", keyWeb, `{"model":"claude-busy","max_tokens":8,"messages":[]}`, 429, "rate_limit_error", sluice.CodeCapacityWaitTimeout},
-		{"wrong method", "/v1/messages/nothing", keyWeb, `{}`, 405, "invalid_request_error", sluice.CodeMethodNotAllowed},
+		{"unknown path", "/v1/messages/batches", keyWeb, `{}`, 404, "not_found_error", sluice.CodeNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,5 +208,18 @@ func TestAnthropicKeyAsBearer(t *testing.T) {
 	status, _, got := h.post(t.Context(), "/v1/messages", keyWeb, `{"model":"claude","max_tokens":8,"messages":[]}`)
 	if status != 200 {
 		t.Errorf("POST /v1/messages with Authorization: Bearer = %d %s, want 200", status, got)
+	}
+}
+
+func TestAnthropicWrongMethod(t *testing.T) {
+	h, _ := newAnthropicHarness(t)
+	resp, err := http.Get(h.url("/v1/messages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e anthropicError
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != 405 || e.Error.Code != string(sluice.CodeMethodNotAllowed) {
+		t.Errorf("GET /v1/messages = %d %+v (%v), want 405 in Anthropic's envelope", resp.StatusCode, e, err)
 	}
 }
