@@ -66,13 +66,10 @@ type Protocols struct {
 }
 
 // CanServe reports whether a caller of protocol caller can be served by an
-// endpoint speaking upstream: the same protocol Sluice speaks upstream, or a
-// pair it has a translator for.
+// endpoint speaking upstream: the same protocol, or a pair Sluice has a
+// translator for.
 func (p *Protocols) CanServe(caller, upstream sluice.Protocol) bool {
-	if caller == upstream {
-		return p.Dialects[caller] != nil
-	}
-	return p.Translators[Pair{caller, upstream}] != nil && p.Dialects[upstream] != nil
+	return caller == upstream || p.Translators[Pair{caller, upstream}] != nil && p.Dialects[upstream] != nil
 }
 
 // dialectURL joins an endpoint's base URL and a dialect's path; a base URL
