@@ -494,7 +494,7 @@ func (c *call) store(rs *response) *storedResponse {
 	if !rs.req.stores() {
 		return nil
 	}
-	cv := convo{seed: rs.r.seed, prompt: rs.r.prompt + rs.r.output()}
+	cv := convo{seed: rs.r.seed} // the seed goes on as if the answer were resent; tokens are counted as context
 	cv.message("assistant")
 	if rs.r.tool != nil {
 		cv.text(string(rs.r.tool.args))
