@@ -111,8 +111,9 @@ func TestAnthropicSDKErrors(t *testing.T) {
 			}
 			var body anthropicError
 			_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
-			if apiErr.StatusCode != tt.status || string(apiErr.Type()) != tt.typ || body.Error.Code != string(tt.code) {
-				t.Errorf("SDK error = %d %q code %q, want %d %s code %s", apiErr.StatusCode, apiErr.Type(), body.Error.Code, tt.status, tt.typ, tt.code)
+			if apiErr.StatusCode != tt.status || string(apiErr.Type()) != tt.typ || body.Error.Code != string(tt.code) || apiErr.RequestID == "" {
+				t.Errorf("SDK error = %d %q code %q request %q, want %d %s code %s and Sluice's request ID",
+					apiErr.StatusCode, apiErr.Type(), body.Error.Code, apiErr.RequestID, tt.status, tt.typ, tt.code)
 			}
 			if tt.status == 429 && apiErr.Response.Header.Get("Retry-After") == "" {
 				t.Error("429 without Retry-After")

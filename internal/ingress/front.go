@@ -21,6 +21,9 @@ type Front struct {
 	// CountPath is the POST path of the protocol's token count, "" for none
 	// (see Server.serveCount).
 	CountPath string
+	// IDHeader also carries Sluice's request ID (besides X-Request-Id),
+	// in canonical form, where the protocol's SDKs read one; "" for none.
+	IDHeader string
 	// Key returns the Sluice key the caller presented, "" when none.
 	Key func(r *http.Request) string
 	// Envelope renders e, status its HTTP status, as the protocol's error
@@ -45,7 +48,7 @@ var (
 	// change the route.
 	AnthropicMessages = &Front{
 		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, CountPath: "/v1/messages/count_tokens",
-		Key: anthropicKey, Envelope: anthropicEnvelope,
+		IDHeader: "Request-Id", Key: anthropicKey, Envelope: anthropicEnvelope,
 	}
 )
 

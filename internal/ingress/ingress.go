@@ -87,11 +87,16 @@ type serveFunc func(w *recorder, r *http.Request, p sluice.Protocol, id string, 
 // endpoint wraps serve with what every data-plane request gets: a request
 // ID, and the error rendering, access log line and metrics of finish.
 func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
+	idHeader := s.fronts[p].IDHeader
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &recorder{ResponseWriter: w}
 		id := s.ids.next()
-		w.Header().Set("X-Request-Id", id)
+		h := w.Header()
+		h.Set("X-Request-Id", id)
+		if idHeader != "" {
+			h[idHeader] = h["X-Request-Id"] // one value, shared: nobody appends to it
+		}
 		out, req, err := serve(rw, r, p, id, start)
 		s.finish(r.Context(), rw, req, p, out, err, start, id)
 	}
