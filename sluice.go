@@ -289,13 +289,17 @@ type Request struct {
 	ContentType string
 	Received    time.Time
 	// CountTokens marks an Anthropic count_tokens request: the prompt is
-	// counted, nothing is generated. Tokens is then the prompt's estimate.
+	// counted, nothing is generated or billed, so Tokens is 0.
 	CountTokens bool
 	// Header is the caller's HTTP header, read only. Only what a protocol
 	// names is passed on (anthropic-version and anthropic-beta to an
 	// Anthropic upstream); nil when there was no caller's request.
 	Header http.Header
 }
+
+// EstimatePromptTokens is Sluice's estimate of the tokens of a prompt of
+// n bytes: about four bytes a token, JSON syntax included, so it errs high.
+func EstimatePromptTokens(n int) int64 { return int64(n/4 + 1) }
 
 // Usage is what one request consumed upstream. Measured is false when the
 // upstream reported nothing (for example a stream cut before its last chunk).

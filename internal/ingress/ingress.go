@@ -130,8 +130,8 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 		return out, nil, err
 	}
 	if count {
-		// Nothing is generated: only the prompt is reserved.
-		req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, int(promptEstimate(len(body)))
+		// Nothing is generated or billed: no tokens are reserved.
+		req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, 0
 	}
 	req.ID, req.Received, req.Header = id, start, r.Header
 	if err = sluiceHeaders(req, r); err != nil {

@@ -53,9 +53,8 @@ func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
 	return int(prompt + min(out, maxEstimate-prompt))
 }
 
-// promptEstimate is the tokens of a prompt of bodyLen bytes, as estimate
-// counts them.
-func promptEstimate(bodyLen int) int64 { return min(int64(bodyLen/4+1), maxEstimate) }
+// promptEstimate is the tokens of a prompt of bodyLen bytes, saturating.
+func promptEstimate(bodyLen int) int64 { return min(sluice.EstimatePromptTokens(bodyLen), maxEstimate) }
 
 // maxUser bounds the end-user name (body "user" or X-Sluice-User): it is
 // part of the limit-state keys of a key with user_limits.

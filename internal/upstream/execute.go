@@ -60,13 +60,14 @@ func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, err
 
 // countLocally answers a token count for an upstream that has none (an
 // Anthropic caller on an OpenAI chat model) with Sluice's own estimate of
-// the prompt, req.Tokens, in Anthropic's shape; nothing is sent upstream.
-// (Translating the count request would not help: chat has no count.)
+// the prompt (its whole body), in Anthropic's shape; nothing is sent
+// upstream. (Translating the count request would not help: chat has no
+// count.)
 func (c *Caller) countLocally(w http.ResponseWriter, req *sluice.Request, a Attempt, callStart time.Time, hooks Hooks) Attempt {
 	a.Committed, a.TTFT = true, time.Since(callStart)
 	hooks.committed()
 	hooks.ending(a)
-	body := []byte(`{"input_tokens":` + strconv.Itoa(req.Tokens) + `}`)
+	body := []byte(`{"input_tokens":` + strconv.FormatInt(sluice.EstimatePromptTokens(len(req.Body)), 10) + `}`)
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
