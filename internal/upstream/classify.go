@@ -171,5 +171,5 @@ var (
 	errFirstByteTimeout = errors.New("no response from upstream within the first-byte timeout")
 	errIdleTimeout      = errors.New("upstream stream idle for longer than the idle timeout")
 	errTotalTimeout     = errors.New("upstream call exceeded the total timeout")
-	errStreamTruncated  = errors.New("upstream stream ended without [DONE]")
+	errStreamTruncated  = errors.New("upstream stream ended before its last event ([DONE], message_stop)")
 )
