@@ -8,8 +8,9 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
-// answerFields are the top-level members Sluice reads of an OpenAI answer
-// or stream chunk, as raw values: nil when absent, the last one when
+// answerFields are the top-level members Sluice reads of an answer
+// (OpenAI's, or Anthropic's, whose "usage" is top-level too) or an OpenAI
+// stream chunk, as raw values: nil when absent, the last one when
 // repeated (as encoding/json reads a repeated key).
 type answerFields struct {
 	usage, choices []byte
