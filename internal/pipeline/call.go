@@ -283,7 +283,7 @@ func outcome(a upstream.Attempt) store.Outcome {
 	case a.Class == upstream.ClassNone && a.Exhausted > 0:
 		out.RateLimited, out.RetryAfter = true, a.Exhausted
 	default:
-		out.Success = a.Class == upstream.ClassNone
+		out.Success = a.Class == upstream.ClassNone && !a.Local // a local answer proves nothing of the unit
 	}
 	return out
 }

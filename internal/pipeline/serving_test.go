@@ -6,6 +6,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/routing"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // An alias gets an edge on an endpoint that speaks another protocol when
@@ -50,5 +51,16 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 	}
 	if edges, _ := same.Routes.Candidates("claude", routing.FillFirst{}); len(edges) != 1 {
 		t.Errorf("Compile (same protocol only) built %d edges for claude, want 1", len(edges))
+	}
+}
+
+// A count Sluice answers itself sent nothing upstream: releasing its claim
+// must not end a probe or reset a cooldown.
+func TestLocalAnswerIsNoSuccess(t *testing.T) {
+	if out := outcome(upstream.Attempt{Local: true, Committed: true}); out.Success || out.RateLimited {
+		t.Errorf("outcome of a local answer = %+v, want neither success nor rate limit", out)
+	}
+	if out := outcome(upstream.Attempt{Committed: true}); !out.Success {
+		t.Errorf("outcome of an upstream's answer = %+v, want success", out)
 	}
 }

@@ -30,6 +30,10 @@ type Attempt struct {
 	RetryAfter time.Duration // the upstream's wait hint on a rate limit
 	Exhausted  time.Duration // on success: the upstream said its request window is empty for this long
 	Err        error         // internal cause; nil on success
+	// Local: Sluice answered itself (a token count for an upstream that has
+	// none) and sent nothing, so the attempt says nothing of the edge's
+	// health: no breaker, no probe, no cooldown ends by it.
+	Local bool
 }
 
 // exchange is how one execution speaks: the upstream side of the edge's
@@ -63,9 +67,9 @@ func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, err
 // the prompt (its whole body), in Anthropic's shape; nothing is sent
 // upstream. (Translating the count request would not help: chat has no
 // count.)
-func (c *Caller) countLocally(w http.ResponseWriter, req *sluice.Request, a Attempt, callStart time.Time, hooks Hooks) Attempt {
-	a.Committed, a.TTFT = true, time.Since(callStart)
-	hooks.committed()
+func countLocally(w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) Attempt {
+	a := Attempt{Exec: newExecution(e), Local: true, Committed: true, TTFT: time.Since(callStart)}
+	a.Exec.Status = sluice.ExecutionOK
 	hooks.ending(a)
 	body := []byte(`{"input_tokens":` + strconv.FormatInt(sluice.EstimatePromptTokens(len(req.Body)), 10) + `}`)
 	h := w.Header()
@@ -74,8 +78,18 @@ func (c *Caller) countLocally(w http.ResponseWriter, req *sluice.Request, a Atte
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {
 		a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", err)
+		a.Exec.Status, a.Exec.Error = sluice.ExecutionCancelled, a.Err.Error()
 	}
+	a.Exec.Duration = time.Since(a.Exec.Started)
 	return a
+}
+
+// newExecution starts the record of an attempt on edge e.
+func newExecution(e *sluice.Edge) sluice.Execution {
+	return sluice.Execution{
+		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
+		Model: e.Model, Started: time.Now(),
+	}
 }
 
 // response is an upstream answer held in memory.
@@ -87,10 +101,7 @@ type response struct {
 
 // execute runs one attempt of req on edge e.
 func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) (a Attempt) {
-	a.Exec = sluice.Execution{
-		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
-		Model: e.Model, Started: time.Now(),
-	}
+	a.Exec = newExecution(e)
 	defer func() {
 		a.Exec.Duration = time.Since(a.Exec.Started)
 		a.Exec.Status = executionStatus[a.Class]
@@ -105,10 +116,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	path := x.dialect.Path
 	if req.CountTokens {
-		if x.dialect.CountPath == "" {
-			return c.countLocally(w, req, a, callStart, hooks)
-		}
-		path = x.dialect.CountPath
+		path = x.dialect.CountPath // Execute answered a count for a dialect without one
 	}
 	var body []byte
 	if x.tr == nil {

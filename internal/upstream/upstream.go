@@ -98,12 +98,18 @@ func (c *Caller) Close() {
 }
 
 // Execute runs one attempt of req on edge e, unless the endpoint's breaker
-// refuses it (Attempt.Skipped). callStart is when the request's first
-// attempt began, for the time to first byte. The caller of Execute decides
-// what follows from Attempt.Class; nothing was written to w unless
-// Attempt.Committed. hooks are called at the moments of a successful
-// attempt that the pipeline acts on.
+// refuses it (Attempt.Skipped) or Sluice answers it itself (Attempt.Local).
+// callStart is when the request's first attempt began, for the time to
+// first byte. The caller of Execute decides what follows from
+// Attempt.Class; nothing was written to w unless Attempt.Committed. hooks
+// are called at the moments of a successful attempt that the pipeline acts
+// on.
 func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) Attempt {
+	if req.CountTokens {
+		if d := c.protocols.Dialects[e.Protocol]; d != nil && d.CountPath == "" {
+			return countLocally(w, req, e, callStart, hooks) // before the breaker: the endpoint is not called
+		}
+	}
 	br := c.Breaker(e.Endpoint.ID)
 	if !br.Allow() {
 		return Attempt{Class: ClassEndpoint, Skipped: true, Err: fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)}
