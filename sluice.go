@@ -282,8 +282,14 @@ type Request struct {
 	ServiceTier  string // the body's "service_tier"; "" = none named
 	User         string // the end user: X-Sluice-User, else the body's "user"
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
-	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens; 0 = not set
-	Body         []byte
+	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
+	// PromptCacheKey and PreviousResponseID are a Responses body's
+	// prompt_cache_key and previous_response_id ("" = none), read with the
+	// rule of the other fields Sluice reads so routing and the upstream
+	// agree on them.
+	PromptCacheKey, PreviousResponseID string
+
+	Body []byte
 	// ContentType is the body's media type when it is not JSON — a video
 	// submit sent as multipart/form-data — and is forwarded with it.
 	ContentType string

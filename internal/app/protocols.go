@@ -23,6 +23,7 @@ var protocolTable = []struct {
 	{ingress.OpenAIChat, upstream.OpenAIChat, upstream.OpenAIEnding},
 	{ingress.OpenAIEmbeddings, upstream.OpenAIEmbeddings, upstream.OpenAIEnding},
 	{ingress.AnthropicMessages, upstream.AnthropicMessages, upstream.AnthropicEnding},
+	{ingress.OpenAIResponses, upstream.OpenAIResponses, upstream.ResponsesEnding},
 	{ingress.OpenAIVideos, upstream.OpenAIVideos, nil},
 	{ingress.FalQueue, upstream.FalQueue, nil},
 }

@@ -39,6 +39,10 @@ var (
 	OpenAIEmbeddings = &Front{
 		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
 	}
+	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients.
+	OpenAIResponses = &Front{
+		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses"}, Key: bearer, Envelope: openAIEnvelope,
+	}
 	// The job protocols take a bearer token or fal's "Key" scheme alike.
 	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openAIEnvelope}
 	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: jobToken, Envelope: falEnvelope}

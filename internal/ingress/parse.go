@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ type fields struct {
 	MaxTokens           int64
 	MaxCompletionTokens int64
 	ServiceTier         string // checked against the key's service-tier scope
+	// Responses only: the end user's newer name (preferred to user), and
+	// the hints a later affinity reads.
+	SafetyIdentifier, PromptCacheKey, PreviousResponseID string
 }
 
 // defaultOutputTokens is the output reserved for a request that sets no
@@ -83,8 +87,11 @@ func checkUser(user string) error {
 // exactly (see checkKeys).
 func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 	rf := openAIFields
-	if p == sluice.ProtocolAnthropic {
+	switch p {
+	case sluice.ProtocolAnthropic:
 		rf = anthropicFields
+	case sluice.ProtocolOpenAIResponses:
+		rf = responsesFields
 	}
 	f, ok := scan(body, rf)
 	if !ok {
@@ -101,11 +108,14 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 		Model:        f.Model,
 		Stream:       f.Stream,
 		IncludeUsage: f.IncludeUsage,
-		User:         f.User,
+		User:         cmp.Or(f.SafetyIdentifier, f.User),
 		Body:         body,
 		Tokens:       f.estimate(p, len(body)),
 		MaxTokens:    max(f.MaxTokens, f.MaxCompletionTokens),
 		ServiceTier:  f.ServiceTier,
+		// Responses' state and cache hints, for routing that keeps them.
+		PromptCacheKey:     f.PromptCacheKey,
+		PreviousResponseID: f.PreviousResponseID,
 	}, nil
 }
 
@@ -115,12 +125,15 @@ func (f *fields) check(p sluice.Protocol) error {
 		return err
 	}
 	switch {
-	case f.Stream && p != sluice.ProtocolOpenAIChat && p != sluice.ProtocolAnthropic:
+	case f.Stream && p == sluice.ProtocolOpenAIEmbeddings:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "stream is not supported on this endpoint"}
 	case f.MaxTokens < 0:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_tokens must not be negative"}
 	case f.MaxCompletionTokens < 0:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_completion_tokens must not be negative"}
+	}
+	if err := checkUser(f.SafetyIdentifier); err != nil {
+		return err
 	}
 	return checkUser(f.User)
 }
@@ -153,12 +166,16 @@ var (
 	// Anthropic Messages names the end user metadata.user_id.
 	anthropicReadFields = [...]string{"model", "stream", "max_tokens", "metadata", "service_tier"}
 	metadataFields      = [...]string{"user_id"} // inside metadata
+	// OpenAI Responses names the output limit max_output_tokens, and the
+	// end user safety_identifier (user is its older name).
+	responsesReadFields = [...]string{"model", "stream", "max_output_tokens", "user", "safety_identifier", "prompt_cache_key", "previous_response_id", "service_tier"}
 )
 
 // scan and checkKeys note the fields seen in the bits of a uint8.
 var (
 	_ [8 - len(readFields)]struct{}
 	_ [8 - len(anthropicReadFields)]struct{}
+	_ [8 - len(responsesReadFields)]struct{}
 )
 
 // readSet is the fields Sluice reads of one protocol's bodies: names at the
@@ -174,6 +191,7 @@ type readSet struct {
 var (
 	openAIFields    = &readSet{names: readFields[:], nested: "stream_options", inner: optionFields[:], decode: decodeOpenAI}
 	anthropicFields = &readSet{names: anthropicReadFields[:], nested: "metadata", inner: metadataFields[:], decode: decodeAnthropic}
+	responsesFields = &readSet{names: responsesReadFields[:], decode: decodeResponses}
 )
 
 // fieldIndex returns the index of key in names, or -1. It compares bytes
@@ -218,8 +236,14 @@ func scan(body []byte, rf *readSet) (f fields, ok bool) {
 			return jsonfield.DecodeBool(&f.Stream, value)
 		case "user":
 			return jsonfield.DecodeString(&f.User, value)
-		case "max_tokens":
+		case "max_tokens", "max_output_tokens":
 			return jsonfield.DecodeInt(&f.MaxTokens, value)
+		case "safety_identifier":
+			return jsonfield.DecodeString(&f.SafetyIdentifier, value)
+		case "prompt_cache_key":
+			return jsonfield.DecodeString(&f.PromptCacheKey, value)
+		case "previous_response_id":
+			return jsonfield.DecodeString(&f.PreviousResponseID, value)
 		case "max_completion_tokens":
 			return jsonfield.DecodeInt(&f.MaxCompletionTokens, value)
 		case "service_tier":
@@ -352,6 +376,34 @@ func decodeAnthropic(body []byte, rf *readSet) (fields, error) {
 		f.User = w.Metadata.UserID
 	}
 	return f, nil
+}
+
+// responsesWireFields is what Sluice reads of an OpenAI Responses body, as
+// encoding/json decodes it.
+type responsesWireFields struct {
+	Model              string `json:"model"`
+	Stream             bool   `json:"stream"`
+	MaxOutputTokens    int    `json:"max_output_tokens"`
+	User               string `json:"user"`
+	SafetyIdentifier   string `json:"safety_identifier"`
+	PromptCacheKey     string `json:"prompt_cache_key"`
+	PreviousResponseID string `json:"previous_response_id"`
+	ServiceTier        string `json:"service_tier"`
+}
+
+// decodeResponses is decodeOpenAI for an OpenAI Responses body.
+func decodeResponses(body []byte, rf *readSet) (fields, error) {
+	var w responsesWireFields
+	if err := json.Unmarshal(body, &w); err != nil {
+		return fields{}, err
+	}
+	if err := checkKeys(body, rf); err != nil {
+		return fields{}, err
+	}
+	return fields{
+		Model: w.Model, Stream: w.Stream, MaxTokens: int64(w.MaxOutputTokens), User: w.User, ServiceTier: w.ServiceTier,
+		SafetyIdentifier: w.SafetyIdentifier, PromptCacheKey: w.PromptCacheKey, PreviousResponseID: w.PreviousResponseID,
+	}, nil
 }
 
 // fieldError names the field whose type was wrong, without echoing values.

@@ -66,6 +66,16 @@ func TestParse(t *testing.T) {
 		{name: "anthropic repeated metadata", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{},"metadata":{"user_id":"b"}}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "anthropic model in another case", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","Model":"other"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "anthropic user_id with a control character", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","metadata":{"user_id":"a\u0001"}}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "responses", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","input":"hi","stream":true,"max_output_tokens":64,"user":"u-1","prompt_cache_key":"conv-1","previous_response_id":"resp_1"}`,
+			want: sluice.Request{Model: "gpt", Stream: true, User: "u-1", MaxTokens: 64, PromptCacheKey: "conv-1", PreviousResponseID: "resp_1"}},
+		{name: "responses safety_identifier before user", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","user":"old","safety_identifier":"u-2"}`, want: sluice.Request{Model: "gpt", User: "u-2"}},
+		{name: "responses escaped hints (encoding/json)", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","prompt_cache_key":"c\u0031","previous_response_id":"r\u0031"}`,
+			want: sluice.Request{Model: "gpt", PromptCacheKey: "c1", PreviousResponseID: "r1"}},
+		{name: "responses repeated previous_response_id", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","previous_response_id":"a","previous_response_id":"b"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "responses prompt_cache_key in another case", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","prompt_cache_key":"a","Prompt_cache_key":"b"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "responses escaped safety_identifier key", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","safety_identifi\u0065r":"b"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "responses safety_identifier with a control character", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","safety_identifier":"a\u0001"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "responses negative max_output_tokens", protocol: sluice.ProtocolOpenAIResponses, give: `{"model":"gpt","max_output_tokens":-1}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "anthropic negative max_tokens", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","max_tokens":-1}`, wantCode: sluice.CodeInvalidRequest},
 	}
 	for _, tt := range tests {
@@ -80,7 +90,9 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%s) error = %v", tt.give, err)
 			}
-			if got.Model != tt.want.Model || got.Stream != tt.want.Stream || got.IncludeUsage != tt.want.IncludeUsage || got.User != tt.want.User || string(got.Body) != tt.give {
+			if got.Model != tt.want.Model || got.Stream != tt.want.Stream || got.IncludeUsage != tt.want.IncludeUsage || got.User != tt.want.User || string(got.Body) != tt.give ||
+				got.MaxTokens != tt.want.MaxTokens && tt.protocol == sluice.ProtocolOpenAIResponses ||
+				got.PromptCacheKey != tt.want.PromptCacheKey || got.PreviousResponseID != tt.want.PreviousResponseID {
 				t.Errorf("Parse(%s) = %+v, want %+v with the body kept", tt.give, *got, tt.want)
 			}
 		})
@@ -311,8 +323,9 @@ func FuzzScanMatchesDecode(f *testing.F) {
 	}
 	f.Add(`{"model":"claude","metadata":{"user_id":"u"},"max_tokens":5}`)
 	f.Add(`{"model":"claude","metadata":{"user_id":"u","user_id":"v"}}`)
+	f.Add(`{"model":"gpt","max_output_tokens":5,"safety_identifier":"u","prompt_cache_key":"k","previous_response_id":"r"}`)
 	f.Fuzz(func(t *testing.T, give string) {
-		for _, rf := range []*readSet{openAIFields, anthropicFields} {
+		for _, rf := range []*readSet{openAIFields, anthropicFields, responsesFields} {
 			got, ok := scan([]byte(give), rf)
 			if !ok {
 				continue

@@ -22,9 +22,11 @@ var testProtocols = &Protocols{
 	Dialects: map[sluice.Protocol]*Dialect{
 		sluice.ProtocolOpenAIChat: OpenAIChat, sluice.ProtocolOpenAIEmbeddings: OpenAIEmbeddings,
 		sluice.ProtocolAnthropic: AnthropicMessages, sluice.ProtocolOpenAIVideos: OpenAIVideos, sluice.ProtocolFalQueue: FalQueue,
+		sluice.ProtocolOpenAIResponses: OpenAIResponses,
 	},
 	Endings: map[sluice.Protocol]*Ending{
 		sluice.ProtocolOpenAIChat: OpenAIEnding, sluice.ProtocolOpenAIEmbeddings: OpenAIEnding, sluice.ProtocolAnthropic: AnthropicEnding,
+		sluice.ProtocolOpenAIResponses: ResponsesEnding,
 	},
 }
 
@@ -42,6 +44,8 @@ func TestEndings(t *testing.T) {
 		{"openai shutdown", OpenAIEnding, Attempt{Class: ClassCallerGone, Err: ErrShuttingDown}, "", ErrShuttingDown.Code},
 		{"anthropic failed", AnthropicEnding, Attempt{Class: ClassEndpoint}, "error", sluice.CodeUpstreamStreamFailed},
 		{"anthropic shutdown", AnthropicEnding, Attempt{Class: ClassCallerGone, Err: ErrShuttingDown}, "error", ErrShuttingDown.Code},
+		{"responses failed", ResponsesEnding, Attempt{Class: ClassEndpoint}, "error", sluice.CodeUpstreamStreamFailed},
+		{"responses shutdown", ResponsesEnding, Attempt{Class: ClassCallerGone, Err: ErrShuttingDown}, "error", ErrShuttingDown.Code},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,8 +54,9 @@ func TestEndings(t *testing.T) {
 				Error struct {
 					Code string `json:"code"`
 				} `json:"error"`
+				Code string `json:"code"` // Responses' error event
 			}
-			if err != nil || string(ev.Name) != tt.event || json.Unmarshal(ev.Data, &body) != nil || body.Error.Code != string(tt.code) {
+			if err != nil || string(ev.Name) != tt.event || json.Unmarshal(ev.Data, &body) != nil || body.Error.Code+body.Code != string(tt.code) {
 				t.Errorf("ending = %q (%v), want event %q with code %s", ev.Raw, err, tt.event, tt.code)
 			}
 		})

@@ -48,16 +48,34 @@ type openAIUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
+// usageNames are the members of one protocol's usage object that hold
+// what sluice.Usage counts, and decode, the reference reader (encoding/json)
+// for what scanUsage leaves to it.
+type usageNames struct {
+	prompt, completion, promptDetails, completionDetails string
+	decode                                               func(obj []byte) (openAIUsage, bool)
+}
+
+// chatUsageNames are the members of a chat completions usage object.
+var chatUsageNames = &usageNames{
+	prompt: "prompt_tokens", completion: "completion_tokens",
+	promptDetails: "prompt_tokens_details", completionDetails: "completion_tokens_details",
+	decode: decodeUsage,
+}
+
 // usageValue reads an OpenAI usage object (the raw value of an answer's
 // "usage" member). Measured is false when there is none (or it is null), or
 // it does not decode.
-func usageValue(v []byte) sluice.Usage {
+func usageValue(v []byte) sluice.Usage { return readUsage(v, chatUsageNames) }
+
+// readUsage reads a usage object whose members are named n.
+func readUsage(v []byte, n *usageNames) sluice.Usage {
 	if len(v) == 0 || v[0] != '{' {
 		return sluice.Usage{}
 	}
-	u, ok := scanUsage(v)
+	u, ok := scanUsage(v, n)
 	if !ok {
-		if u, ok = decodeUsage(v); !ok {
+		if u, ok = n.decode(v); !ok {
 			return sluice.Usage{}
 		}
 	}
@@ -75,22 +93,22 @@ func usageValue(v []byte) sluice.Usage {
 	}
 }
 
-// scanUsage decodes a usage object without reflection, exactly as
-// encoding/json decodes it into an openAIUsage, for the objects upstreams
+// scanUsage decodes a usage object whose members are named n without
+// reflection, exactly as n.decode decodes it, for the objects upstreams
 // send: plain keys, integer counts, details as objects or null. ok is false
-// for anything else, which encoding/json then decodes (or refuses).
-func scanUsage(obj []byte) (u openAIUsage, ok bool) {
+// for anything else, which n.decode then decodes (or refuses).
+func scanUsage(obj []byte, n *usageNames) (u openAIUsage, ok bool) {
 	err := jsonfield.PlainMembers(obj, func(key, value []byte) error {
 		switch string(key) {
-		case "prompt_tokens":
+		case n.prompt:
 			return jsonfield.DecodeInt(&u.PromptTokens, value)
-		case "completion_tokens":
+		case n.completion:
 			return jsonfield.DecodeInt(&u.CompletionTokens, value)
 		case "total_tokens":
 			return jsonfield.DecodeInt(&u.TotalTokens, value)
-		case "prompt_tokens_details":
+		case n.promptDetails:
 			return scanDetail(&u.PromptTokensDetails.CachedTokens, "cached_tokens", value)
-		case "completion_tokens_details":
+		case n.completionDetails:
 			return scanDetail(&u.CompletionTokensDetails.ReasoningTokens, "reasoning_tokens", value)
 		}
 		return nil
@@ -98,8 +116,8 @@ func scanUsage(obj []byte) (u openAIUsage, ok bool) {
 	return u, err == nil
 }
 
-// decodeUsage decodes a usage object with encoding/json, the reference, for
-// the objects scanUsage leaves to it.
+// decodeUsage decodes a chat usage object with encoding/json, the
+// reference, for the objects scanUsage leaves to it.
 func decodeUsage(obj []byte) (u openAIUsage, ok bool) {
 	return u, json.Unmarshal(obj, &u) == nil
 }

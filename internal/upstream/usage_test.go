@@ -39,24 +39,28 @@ func TestUsageValue(t *testing.T) {
 }
 
 // FuzzScanUsage checks the scan against encoding/json: a usage object the
-// scan takes, encoding/json decodes to the same counts.
+// scan takes, encoding/json decodes to the same counts, as chat's usage and
+// as Responses' usage.
 func FuzzScanUsage(f *testing.F) {
 	for _, s := range []string{`{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":64}}`,
 		`{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":-1}}`,
-		`{"prompt_tokens":1e2}`, `{"Prompt_tokens":1}`, `{}`, `{"total_tokens":9223372036854775807}`} {
+		`{"prompt_tokens":1e2}`, `{"Prompt_tokens":1}`, `{}`, `{"total_tokens":9223372036854775807}`,
+		`{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, give string) {
-		got, ok := scanUsage([]byte(give))
-		if !ok {
-			return
-		}
-		want, ok := decodeUsage([]byte(give))
-		if !ok {
-			t.Fatalf("scanUsage(%q) = %+v, but encoding/json refuses it", give, got)
-		}
-		if got != want {
-			t.Fatalf("scanUsage(%q) = %+v, encoding/json reads %+v", give, got, want)
+		for _, n := range []*usageNames{chatUsageNames, responsesUsageNames} {
+			got, ok := scanUsage([]byte(give), n)
+			if !ok {
+				continue
+			}
+			want, ok := n.decode([]byte(give))
+			if !ok {
+				t.Fatalf("scanUsage(%q, %s) = %+v, but encoding/json refuses it", give, n.prompt, got)
+			}
+			if got != want {
+				t.Fatalf("scanUsage(%q, %s) = %+v, encoding/json reads %+v", give, n.prompt, got, want)
+			}
 		}
 	})
 }
