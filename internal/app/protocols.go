@@ -5,6 +5,7 @@ import (
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
+	"github.com/sluicehq/sluice/internal/adapter/responses"
 	"github.com/sluicehq/sluice/internal/ingress"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -35,6 +36,8 @@ var protocolTable = []struct {
 var translatorTable = map[upstream.Pair]func() adapter.Translator{
 	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromAnthropic() },
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator { return anthropic.NewFromOpenAI() },
+	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromResponses() },
+	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolOpenAIResponses}: func() adapter.Translator { return responses.NewFromOpenAI() },
 }
 
 // fronts and dialects are both sides of every protocol, as the ingress and

@@ -6,12 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
 // newResponsesHarness serves gpt-resp, an OpenAI Responses alias on the
-// simulator's Responses API (simA, passed through).
+// simulator's Responses API (simA, passed through), and two translated:
+// resp-on-chat, a Responses alias on simA's chat completions, and
+// chat-on-resp, a chat alias on its Responses API.
 func newResponsesHarness(t *testing.T) *harness {
 	t.Helper()
 	template := strings.Replace(catalogTemplate, "credentials:\n", `  - id: ep-resp
@@ -22,6 +27,11 @@ credentials:
 `, 1)
 	template = strings.Replace(template, "keys:\n", `  - alias: gpt-resp
     protocol: openai.responses
+    deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
+  - alias: resp-on-chat
+    protocol: openai.responses
+    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
+  - alias: chat-on-resp
     deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
 keys:
 `, 1)
@@ -118,5 +128,50 @@ func TestResponsesErrorEnvelope(t *testing.T) {
 				t.Errorf("429 without Retry-After")
 			}
 		})
+	}
+}
+
+// A Responses caller (the official SDK) on a chat alias: its answer and
+// its stream are Responses, the upstream got chat completions.
+func TestResponsesCallerOnChatAlias(t *testing.T) {
+	h := newResponsesHarness(t)
+	sdk := h.sdk(keyWeb)
+	params := responses.ResponseNewParams{Model: "resp-on-chat", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+	resp, err := sdk.Responses.New(t.Context(), params)
+	if err != nil || resp.OutputText() == "" || resp.Usage.OutputTokens == 0 {
+		t.Fatalf("Responses.New on a chat alias = %+v, %v; want text and usage", resp, err)
+	}
+	if rec := lastRequest(t, h.simA); rec.Path != "/v1/chat/completions" || rec.Model != "gpt-4o-mini" {
+		t.Errorf("simulator got %s model %q, want chat completions of the deployment's model", rec.Path, rec.Model)
+	}
+	stream := sdk.Responses.NewStreaming(t.Context(), params)
+	var text strings.Builder
+	var completed *responses.Response
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+		case "response.completed":
+			r := ev.AsResponseCompleted().Response
+			completed = &r
+		}
+	}
+	if err := stream.Err(); err != nil || text.Len() == 0 || completed == nil || completed.Usage.OutputTokens == 0 {
+		t.Fatalf("stream on a chat alias = %q, completed %v, %v; want text deltas and a completed response with usage", text.String(), completed, err)
+	}
+}
+
+// A chat caller (the official SDK) on a Responses alias: its answer is a
+// chat completion, the upstream got a Responses request.
+func TestChatCallerOnResponsesAlias(t *testing.T) {
+	h := newResponsesHarness(t)
+	c, err := h.sdk(keyWeb).Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		Model: "chat-on-resp", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	})
+	if err != nil || len(c.Choices) == 0 || c.Choices[0].Message.Content == "" || c.Usage.TotalTokens == 0 {
+		t.Fatalf("chat completion on a Responses alias = %+v, %v; want content and usage", c, err)
+	}
+	if rec := lastRequest(t, h.simA); rec.Path != "/v1/responses" || rec.Model != "gpt-4o-mini" {
+		t.Errorf("simulator got %s model %q, want a Responses request for the deployment's model", rec.Path, rec.Model)
 	}
 }
