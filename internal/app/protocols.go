@@ -34,8 +34,8 @@ var protocolTable = []struct {
 // second through a new translator per execution. An edge exists wherever
 // protocolTable and this table can serve (upstream.Protocols.CanServe).
 var translatorTable = map[upstream.Pair]func() adapter.Translator{
-	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromAnthropic() },
-	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator { return anthropic.NewFromOpenAI() },
+	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIChat}:       func() adapter.Translator { return openai.NewFromAnthropic() },
+	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}:       func() adapter.Translator { return anthropic.NewFromOpenAI() },
 	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromResponses() },
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolOpenAIResponses}: func() adapter.Translator { return responses.NewFromOpenAI() },
 }

@@ -86,6 +86,19 @@ func TestResponsesPassThrough(t *testing.T) {
 	})
 }
 
+// Codex signed in with ChatGPT posts to the ChatGPT backend's path: the
+// same front; the upstream gets the Responses path of its endpoint.
+func TestResponsesCodexBackendPath(t *testing.T) {
+	h := newResponsesHarness(t)
+	status, _, got := h.post(t.Context(), "/backend-api/codex/responses", keyWeb, `{"model":"gpt-resp","input":"hi","stream":true,"store":false}`)
+	if status != 200 || !strings.HasPrefix(got, "event: response.created") || !strings.Contains(got, "event: response.completed") {
+		t.Fatalf("POST /backend-api/codex/responses = %d %q, want a Responses stream", status, got)
+	}
+	if rec := lastRequest(t, h.simA); rec.Path != "/v1/responses" || rec.Model != "gpt-4o-mini" {
+		t.Errorf("simulator got %s model %q, want /v1/responses of the deployment's model", rec.Path, rec.Model)
+	}
+}
+
 func TestResponsesStreamCutEndsWithErrorEvent(t *testing.T) {
 	h := newResponsesHarness(t)
 	h.simA.SetKey(secretA1, simulator.Behavior{CutAfter: 1})

@@ -39,9 +39,13 @@ var (
 	OpenAIEmbeddings = &Front{
 		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
 	}
-	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients.
+	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients,
+	// also at the ChatGPT backend's path, where Codex signed in with
+	// ChatGPT posts. Only the creation is served: fetching, deleting or
+	// cancelling a stored response would need its id bound to the account
+	// that created it.
 	OpenAIResponses = &Front{
-		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses", "/backend-api/codex/responses"}, Key: bearer, Envelope: openAIEnvelope,
 	}
 	// The job protocols take a bearer token or fal's "Key" scheme alike.
 	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openAIEnvelope}

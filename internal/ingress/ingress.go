@@ -71,7 +71,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
 			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") ||
-			r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" || r.URL.Path == "/v1/responses" {
+			r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" ||
+			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" {
 			code = sluice.CodeMethodNotAllowed
 		}
 		s.writeError(w, p, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
