@@ -187,4 +187,15 @@ func TestChatCallerOnResponsesAlias(t *testing.T) {
 	if rec := lastRequest(t, h.simA); rec.Path != "/v1/responses" || rec.Model != "gpt-4o-mini" {
 		t.Errorf("simulator got %s model %q, want a Responses request for the deployment's model", rec.Path, rec.Model)
 	}
+	stream := h.sdk(keyWeb).Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+		Model: "chat-on-resp", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil || len(acc.Choices) == 0 || acc.Choices[0].Message.Content == "" || acc.Usage.TotalTokens == 0 {
+		t.Fatalf("chat stream on a Responses alias = %+v, %v; want content and usage", acc.ChatCompletion, err)
+	}
 }
