@@ -280,7 +280,7 @@ type Request struct {
 	Priority     string // the class the caller asked for (X-Sluice-Priority); "" = the key's
 	Task         string // the task type the caller declared (X-Sluice-Task); "" = the key's
 	ServiceTier  string // the body's "service_tier"; "" = none named
-	User         string // the end user: X-Sluice-User, else the body's "user"
+	User         string // the end user: X-Sluice-User, else the body's "user" (Anthropic: metadata.user_id; Responses: safety_identifier, else user)
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
 	// PromptCacheKey and PreviousResponseID are a Responses body's

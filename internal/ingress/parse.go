@@ -125,8 +125,10 @@ func (f *fields) check(p sluice.Protocol) error {
 		return err
 	}
 	switch {
-	case f.Stream && p == sluice.ProtocolOpenAIEmbeddings:
+	case f.Stream && p != sluice.ProtocolOpenAIChat && p != sluice.ProtocolAnthropic && p != sluice.ProtocolOpenAIResponses:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "stream is not supported on this endpoint"}
+	case f.MaxTokens < 0 && p == sluice.ProtocolOpenAIResponses:
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_output_tokens must not be negative"}
 	case f.MaxTokens < 0:
 		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "max_tokens must not be negative"}
 	case f.MaxCompletionTokens < 0:

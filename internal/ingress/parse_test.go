@@ -33,6 +33,7 @@ func TestParse(t *testing.T) {
 		{name: "model not a string", protocol: sluice.ProtocolOpenAIChat, give: `{"model":7}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "stream not a bool", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","stream":"yes"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "embedding stream", protocol: sluice.ProtocolOpenAIEmbeddings, give: `{"model":"e","stream":true}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "video stream", protocol: sluice.ProtocolOpenAIVideos, give: `{"model":"v","stream":true}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "repeated model", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"o1-pro","model":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "model in another case", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"o1-pro","Model":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "model only in another case", protocol: sluice.ProtocolOpenAIChat, give: `{"MODEL":"capsame"}`, wantCode: sluice.CodeInvalidRequest},
