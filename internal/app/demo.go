@@ -47,7 +47,7 @@ func startDemo(log *slog.Logger) (*demo, error) {
 		Version: 1,
 		Endpoints: []config.Endpoint{{
 			ID: "demo", BaseURL: d.url,
-			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages"},
+			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages", "openai.responses"},
 		}},
 		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
 		Models: []config.Model{
@@ -60,6 +60,9 @@ func startDemo(log *slog.Logger) (*demo, error) {
 				Deployments: []config.Deployment{{Model: "claude-sonnet-4-6", Endpoints: []string{"demo"}}}},
 			{Alias: "claude-haiku-4-5", Protocol: "anthropic.messages",
 				Deployments: []config.Deployment{{Model: "claude-haiku-4-5", Endpoints: []string{"demo"}}}},
+			// Codex's model, served by the simulator's Responses API.
+			{Alias: "gpt-5-codex", Protocol: "openai.responses",
+				Deployments: []config.Deployment{{Model: "gpt-5-codex", Endpoints: []string{"demo"}}}},
 			{Alias: "sora-2", Protocol: "openai.videos", Deployments: []config.Deployment{{Model: "sora-2", Endpoints: []string{"demo"}}}},
 			{Alias: "fal-ai/veo3", Protocol: "fal.queue", Deployments: []config.Deployment{{Model: "fal-ai/veo3", Endpoints: []string{"demo"}}}},
 		},

@@ -61,4 +61,17 @@ func TestServeWithoutConfigurationRunsTheDemo(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"type":"message"`) {
 		t.Errorf("demo claude-sonnet-4-6 = %d %s, want a message", resp.StatusCode, body)
 	}
+	// Codex's way: OpenAI Responses, the key as a bearer token.
+	req, _ = http.NewRequest(http.MethodPost, "http://"+gw.Addr()+"/v1/responses",
+		strings.NewReader(`{"model":"gpt-5-codex","store":false,"input":"Hello"}`))
+	req.Header.Set("Authorization", "Bearer "+key[1])
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"object":"response"`) {
+		t.Errorf("demo gpt-5-codex = %d %s, want a response", resp.StatusCode, body)
+	}
 }
