@@ -31,8 +31,10 @@ import (
 // The key's route policy filters and orders the edges the engine waits for
 // (see plan): a strict key's requests wait for their bound accounts only; a
 // preferred key's wait for theirs until the policy's wait passes or they
-// are known unusable, and then for the fallback's as well, bound first.
-func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, out *Outcome, try tryFunc) error {
+// are known unusable, and then for the fallback's as well, bound first. A
+// request pinned to a stored response's edge (pin, see route) waits for
+// that edge alone, like a strict key's.
+func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
 	start := time.Now()
 	class := class(key, req)
 	deadline := start.Add(snap.Wait(class))
@@ -54,7 +56,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				inactive = true
 				return nil
 			}
-			edges, _ = h.route(snap, key, req)
+			edges, _ = h.route(snap, key, req, pin)
 			limits = snap.Limits(key, req, task)
 			rp = snap.policy(key)
 			fallbackLimits = snap.fallbackLimits(rp, limits)
@@ -109,6 +111,8 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			continue
 		case n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
 			return last.Failure() // every edge was tried: the last failure says most
+		case pin != nil && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
+			return errResponseBindingUnavailable
 		case rp.mode == "strict" && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
 			return errBindingUnavailable
 		default:

@@ -71,9 +71,13 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
 	task, err := admit(snap, p.Key, req)
+	var pin *store.Job // the binding of the response the request continues
+	if err == nil {
+		pin, err = h.previousResponse(ctx, p.Key, req)
+	}
 	var edges []*sluice.Edge
 	if err == nil {
-		edges, err = h.route(snap, p.Key, req)
+		edges, err = h.route(snap, p.Key, req, pin)
 	}
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
@@ -81,11 +85,14 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	// settled after the call.
 	recorded := false
 	ending := func(a upstream.Attempt) {
+		if a.StoredID != "" {
+			h.bindResponse(ctx, p.Key, req, a)
+		}
 		h.settle(ctx, p, req, answered(out, a), nil)
 		recorded = true
 	}
 	if err == nil {
-		err = h.call(ctx, snap, p.Key, req, task, edges, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
+		err = h.call(ctx, snap, p.Key, req, task, edges, pin, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
 			return h.execute(ctx, w, req, e, start, claim, ending), false
 		})
 	}
@@ -165,8 +172,10 @@ func modelNotFound(model string) error {
 // active, account not disabled) and that key's route policy allows, in the
 // order of its strategy (its pool's, else the alias's); a preferred
 // policy's bound accounts come first. A strict key whose bound accounts
-// have no edge in service gets upstream_binding_unavailable.
-func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request) ([]*sluice.Edge, error) {
+// have no edge in service gets upstream_binding_unavailable. A request
+// pinned to the edge of a stored response (pin, nil for none) may use that
+// edge only, and gets upstream_binding_unavailable when it cannot serve.
+func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pin *store.Job) ([]*sluice.Edge, error) {
 	alias := snap.Routes.Alias(req.Model)
 	if alias == nil || alias.Protocol != req.Protocol {
 		return nil, modelNotFound(req.Model)
@@ -178,11 +187,13 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request) ([
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && pinned(pin, e) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
 	switch {
+	case len(edges) == 0 && pin != nil:
+		return nil, errResponseBindingUnavailable
 	case len(edges) == 0 && rp.mode == "strict":
 		return nil, errBindingUnavailable
 	case len(edges) == 0:

@@ -75,12 +75,12 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	task, err := admit(snap, p.Key, req)
 	var edges []*sluice.Edge
 	if err == nil {
-		edges, err = h.route(snap, p.Key, req)
+		edges, err = h.route(snap, p.Key, req, nil)
 	}
 	var ans *JobAnswer
 	var bindErr error
 	if err == nil {
-		err = h.call(ctx, snap, p.Key, req, task, edges, &out, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
+		err = h.call(ctx, snap, p.Key, req, task, edges, nil, &out, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
 			var a upstream.Attempt
 			ans, a, bindErr = h.submit(ctx, p.Key, req, e, claim)
 			final := bindErr != nil || a.Class == upstream.ClassEndpoint && !a.Skipped && !dialFailed(a.Err)

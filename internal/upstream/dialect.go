@@ -39,6 +39,11 @@ type Dialect struct {
 	// stream failed. (Values in and out: a pointer through a func value
 	// would cost an allocation per stream.)
 	Event func(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error)
+	// Stores says that the upstream stores the responses it answers, for
+	// follow-ups that name their id (Responses' previous_response_id): a
+	// passthrough reads the id (Attempt.StoredID) from the answer or the
+	// stream's response.created event.
+	Stores bool
 }
 
 // Ending is the caller side of a stream that cannot complete: the whole

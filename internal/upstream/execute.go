@@ -34,6 +34,9 @@ type Attempt struct {
 	// none) and sent nothing, so the attempt says nothing of the edge's
 	// health: no breaker, no probe, no cooldown ends by it.
 	Local bool
+	// StoredID is the id of the response the upstream stored (see
+	// Dialect.Stores), read from a passthrough's answer; "" otherwise.
+	StoredID string
 }
 
 // exchange is how one execution speaks: the upstream side of the edge's

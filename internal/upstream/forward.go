@@ -47,6 +47,9 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 		return a
 	}
 	a.Exec.Usage = x.dialect.Usage(f.usage)
+	if x.tr == nil && x.dialect.Stores {
+		a.StoredID = storedID(f)
+	}
 	if x.tr != nil {
 		if body, err = x.tr.Response(body); err != nil {
 			a.Class, a.Err = ClassEndpoint, fmt.Errorf("translate answer: %w", err)

@@ -51,6 +51,9 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		}
 		return a
 	}
+	if x.tr == nil && x.dialect.Stores {
+		a.StoredID = createdID(ev.Data) // a Responses stream opens with response.created
+	}
 	hooks.committed()
 	h := w.Header()
 	h["Content-Type"] = eventStream

@@ -16,6 +16,40 @@ import (
 // usage without being asked: only "model" changes.
 var OpenAIResponses = &Dialect{
 	Path: "/v1/responses", Authorize: bearerAuth, Prepare: prepareModel, Usage: responsesUsageValue, Event: responsesEvent,
+	Stores: true,
+}
+
+// storedID is the id of the stored response an answer is ("object":
+// "response"), "" when it is none or says "store":false (kept nowhere
+// upstream: Codex sends store false and resends the whole conversation).
+func storedID(f answerFields) string {
+	var id string
+	if string(f.object) != `"response"` || string(f.store) == "false" || jsonfield.DecodeString(&id, f.id) != nil {
+		return ""
+	}
+	return id
+}
+
+// createdID is the id of the stored response a Responses stream's event
+// announces when it is response.created, else "".
+func createdID(data []byte) string {
+	var typ, response []byte
+	if jsonfield.Members(data, func(key, value []byte) error {
+		switch string(key) {
+		case "type":
+			typ = value
+		case "response":
+			response = value
+		}
+		return nil
+	}) != nil || string(typ) != `"response.created"` {
+		return ""
+	}
+	f, ok := readAnswer(response)
+	if !ok {
+		return ""
+	}
+	return storedID(f)
 }
 
 // ResponsesEnding ends a committed stream as the Responses API does (and

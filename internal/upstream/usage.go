@@ -14,6 +14,8 @@ import (
 // repeated (as encoding/json reads a repeated key).
 type answerFields struct {
 	usage, choices []byte
+	// id, object and store name a stored Responses response (storedID).
+	id, object, store []byte
 }
 
 // readAnswer checks that obj is one well-formed JSON object and picks the
@@ -29,6 +31,12 @@ func readAnswer(obj []byte) (f answerFields, ok bool) {
 			f.usage = value
 		case "choices":
 			f.choices = value
+		case "id":
+			f.id = value
+		case "object":
+			f.object = value
+		case "store":
+			f.store = value
 		}
 		return nil
 	})

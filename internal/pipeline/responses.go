@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/upstream"
+)
+
+// Stored Responses. An upstream keeps a stored response for the key (the
+// project) that created it: a request that continues it with
+// previous_response_id must reach the same credential and endpoint, or
+// the upstream answers 404. So the id of every stored response that
+// passes through is bound to its edge in the job store (durable and
+// shared like a job's binding, as a record that has ended: no poller
+// follows it), and a request that names it waits for that edge alone.
+
+// responseRetention is how long a response binding is kept: as long as
+// OpenAI keeps a stored response.
+const responseRetention = 30 * 24 * time.Hour
+
+// previousResponse returns the binding of req's previous_response_id: nil
+// when it names none or one Sluice did not see created (it may predate
+// Sluice; routing goes on as usual), not found when another key created it.
+func (h *Handler) previousResponse(ctx context.Context, key *sluice.Key, req *sluice.Request) (*store.Job, error) {
+	if req.PreviousResponseID == "" {
+		return nil, nil
+	}
+	b, err := h.jobs.Job(ctx, req.PreviousResponseID)
+	switch {
+	case errors.Is(err, store.ErrJobNotFound) || err == nil && b.Protocol != string(sluice.ProtocolOpenAIResponses):
+		return nil, nil
+	case errors.Is(err, store.ErrUnavailable):
+		return nil, capacity.StateUnavailable(err)
+	case err != nil:
+		return nil, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "response state is unavailable", Err: err}
+	case b.KeyID != key.ID:
+		return nil, &sluice.Error{Code: sluice.CodeNotFound, Msg: "Previous response with id '" + req.PreviousResponseID + "' not found."}
+	}
+	return &b, nil
+}
+
+// pinned reports whether e may serve a request pinned to the edge of
+// binding pin (nil: any edge may): the credential and endpoint that
+// created the response, whatever alias the request names.
+func pinned(pin *store.Job, e *sluice.Edge) bool {
+	return pin == nil || e.Credential.ID == pin.CredentialID && e.Endpoint.ID == pin.EndpointID
+}
+
+// errResponseBindingUnavailable answers a request continuing a response
+// whose credential or endpoint can no longer serve it.
+var errResponseBindingUnavailable = &sluice.Error{Code: sluice.CodeBindingUnavailable,
+	Msg: "the upstream account that stored the previous response is unavailable"}
+
+// bindResponse binds the response the successful attempt a stored upstream
+// to a's edge, before the answer's last bytes reach the caller (so its next
+// turn finds the binding), as a job submit binds its job. A failure is
+// logged: the answer stands, and a later turn naming the id is routed as
+// one Sluice never saw.
+func (h *Handler) bindResponse(ctx context.Context, key *sluice.Key, req *sluice.Request, a upstream.Attempt) {
+	now := time.Now()
+	b := store.Job{
+		ID: a.StoredID, RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
+		Protocol: string(sluice.ProtocolOpenAIResponses), Alias: req.Model,
+		EdgeID: a.Exec.EdgeID, CredentialID: a.Exec.CredentialID, EndpointID: a.Exec.EndpointID, AccountID: a.Exec.AccountID, Model: a.Exec.Model,
+		UpstreamID: a.StoredID, State: jobCompleted, Queued: req.Received, Submitted: now, Ended: now,
+		Expires: now.Add(responseRetention),
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
+	defer cancel()
+	if err := h.jobs.CreateJob(bctx, b); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "a stored response could not be bound to its account",
+			slog.String("request_id", req.ID), slog.String("edge_id", b.EdgeID), slog.Any("err", err))
+	}
+}
