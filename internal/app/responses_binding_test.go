@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -132,5 +134,30 @@ func TestResponsesChainOnADisabledCredential(t *testing.T) {
 	code, _, body = responseTurn(t, h.gw.Addr(), keyWeb, "resp_"+fmt.Sprint(12345), false)
 	if code != http.StatusNotFound || !strings.Contains(body, "previous_response_not_found") {
 		t.Errorf("an unbound previous_response_id = %d %s, want the upstream's 404", code, body)
+	}
+}
+
+// TestResponsesTurnWaitsForItsAccount: two turns continuing the same
+// response at once, on an alias that fills org-small (one slot, answers
+// slowly) before org-big: the second waits for org-small's slot rather
+// than spill to org-big, whose upstream does not have the response.
+func TestResponsesTurnWaitsForItsAccount(t *testing.T) {
+	template := strings.Replace(responsesBindingTemplate, "deployments: [{model: gpt-4o-mini, endpoints: [ep-ra, ep-rb]}]",
+		"strategy: fill-first\n    deployments: [{model: gpt-4o-mini, endpoints: [ep-ra, ep-rb]}]", 1)
+	slow := simulator.Options{Keys: map[string]simulator.Behavior{secretA1: {Latency: 300 * time.Millisecond}}}
+	h := newHarnessWith(t, template, "{backend: memory}", slow)
+	code, id, body := responseTurn(t, h.gw.Addr(), keyWeb, "", false)
+	if code != http.StatusOK || len(h.simA.Requests()) != 1 {
+		t.Fatalf("first turn = %d %s, want 200 from org-small (filled first)", code, body)
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range codes {
+		wg.Go(func() { codes[i], _, _ = responseTurn(t, h.gw.Addr(), keyWeb, id, false) })
+	}
+	wg.Wait()
+	if codes[0] != http.StatusOK || codes[1] != http.StatusOK || len(h.simA.Requests()) != 3 || len(h.simB.Requests()) != 0 {
+		t.Errorf("two turns at once = %v, org-small got %d requests, org-big %d; want both 200 on org-small",
+			codes, len(h.simA.Requests()), len(h.simB.Requests()))
 	}
 }
