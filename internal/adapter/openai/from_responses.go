@@ -20,8 +20,13 @@ import (
 //
 // What chat cannot express is refused with a 400: state the Responses API
 // keeps (previous_response_id, conversation, prompt, background, item
-// references), tools the Responses API runs itself (web_search,
-// file_search, …), images or files in a function call's output, logprobs.
+// references), a tool_choice forcing a tool the Responses API runs itself
+// (web_search, file_search, …), tools of other kinds than function,
+// namespace and those, images or files in a function call's output,
+// logprobs. The functions of a namespace tool become chat functions named
+// <namespace>__<name> (see toolNames). Tools the Responses API runs itself
+// that are only offered are dropped, since a chat model could never call
+// them; Dropped names them so that the caller can be told.
 // Two things are answered differently from the Responses API, and the
 // answer says so: nothing is stored (the response object carries
 // "store": false whatever the caller asked, since the default is true and
@@ -32,9 +37,11 @@ import (
 //
 // One value per execution; not safe for concurrent use.
 type FromResponses struct {
-	req    ResponsesRequest // the caller's request, echoed in the response object
-	usage  sluice.Usage
-	stream responsesStream
+	req     ResponsesRequest // the caller's request, echoed in the response object
+	names   toolNames
+	dropped []string
+	usage   sluice.Usage
+	stream  responsesStream
 }
 
 var _ adapter.Translator = (*FromResponses)(nil)
@@ -108,16 +115,23 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		// Usage arrives only when asked for; Sluice counts on it.
 		out.StreamOptions = &StreamOptions{IncludeUsage: true}
 	}
-	if out.Tools, err = chatTools(r.Tools); err != nil {
+	if out.Tools, t.names, t.dropped, err = chatTools(r.Tools); err != nil {
+		return nil, err
+	}
+	t.stream.names = t.names
+	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
 		return nil, err
 	}
 	if out.Tools == nil {
-		// Chat refuses parallel_tool_calls without tools; the Responses
-		// API takes it, and it means nothing there either.
+		// Chat refuses parallel_tool_calls and tool_choice without tools;
+		// the Responses API takes them, and they mean nothing there either
+		// — but "required" when every tool was dropped forces one chat
+		// cannot run.
+		if len(t.dropped) > 0 && string(out.ToolChoice) == `"required"` {
+			return nil, untranslatable("tool_choice \"required\" forces a call of a tool the Responses API runs itself (%s); this model's upstream (OpenAI chat) has no such tool", strings.Join(t.dropped, ", "))
+		}
 		out.ParallelToolCalls = nil
-	}
-	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
-		return nil, err
+		out.ToolChoice = nil
 	}
 	if r.Reasoning != nil {
 		// reasoning.summary asks for summaries "when available": chat
@@ -180,7 +194,11 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 				return nil, untranslatable("input[%d]: a function_call needs a call_id", i)
 			}
 			calls[it.CallID] = true
-			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			name := it.Name
+			if it.Namespace != "" {
+				name = flatName(it.Namespace, it.Name)
+			}
+			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: name, Arguments: it.Arguments}}
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
 				continue
@@ -311,25 +329,113 @@ func toolOutput(i int, out *InputContent) (*Content, error) {
 	return &Content{Parts: parts}, nil
 }
 
-// chatTools turns function tools into chat's. A function tool's strict is
-// true unless said otherwise in the Responses API and false in chat, so it
-// is always written.
-func chatTools(tools []ResponsesTool) ([]Tool, error) {
-	if len(tools) == 0 {
-		return nil, nil
+// qualifiedName is a function of a namespace tool: the namespace and the
+// function's own name, which is what a Responses function_call names.
+type qualifiedName struct{ namespace, name string }
+
+// toolNames maps the chat name of each function flattened out of a
+// namespace tool back to its namespace and name.
+//
+// The Responses wire shape relied on (OpenAI's API reference, not
+// reference/openai.md, which does not cover namespaces; and Codex 0.171's
+// requests): a namespace tool is {"type":"namespace","name","description",
+// "tools":[function tools]}, and a call of one of its functions is a
+// function_call item with the function's own name and "namespace" beside
+// it, in the answer and in the input a caller sends back. Chat function
+// names allow only a-zA-Z0-9_- (no dot), so the chat name joins the two
+// with namespaceSeparator; the way back is this table, never a split,
+// since either half may hold the separator.
+type toolNames map[string]qualifiedName
+
+const namespaceSeparator = "__"
+
+// flatName is the chat name of function name of namespace.
+func flatName(namespace, name string) string { return namespace + namespaceSeparator + name }
+
+// callItem is a function_call output item for a chat tool call of
+// chatName, named back into its namespace when it was flattened. Its item
+// id is derived from the call id, which chat gives, so the same call has
+// the same ids in every event.
+func (n toolNames) callItem(callID, chatName, args, status string) OutputItem {
+	it := OutputItem{ID: functionCallID(callID), Type: "function_call", Status: status, CallID: callID, Name: chatName, Arguments: &args}
+	if q, ok := n[chatName]; ok {
+		it.Namespace, it.Name = q.namespace, q.name
 	}
-	out := make([]Tool, 0, len(tools))
-	for i, tl := range tools {
-		if tl.Type != "function" {
-			return nil, untranslatable("tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
-		}
+	return it
+}
+
+// maxChatToolName is the longest function name chat takes.
+const maxChatToolName = 64
+
+// runByResponsesAPI reports whether tools of type typ are run by the
+// Responses API itself: a chat model can never call them.
+func runByResponsesAPI(typ string) bool {
+	switch typ {
+	case "file_search", "code_interpreter", "image_generation", "mcp":
+		return true
+	}
+	return strings.HasPrefix(typ, "web_search") // web_search, web_search_preview and their dated versions
+}
+
+// chatTools turns function tools, and the functions of namespace tools,
+// into chat's; it drops the tools the Responses API runs itself and
+// returns their types. A function tool's strict is true unless said
+// otherwise in the Responses API and false in chat, so it is always
+// written.
+func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
+	var (
+		out     []Tool
+		names   toolNames
+		dropped []string
+		taken   = make(map[string]bool, len(tools))
+	)
+	add := func(tl ResponsesTool, name string) {
 		strict := tl.Strict == nil || *tl.Strict
+		taken[name] = true
 		out = append(out, Tool{Type: "function", Function: FunctionDecl{
-			Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters, Strict: &strict,
+			Name: name, Description: tl.Description, Parameters: tl.Parameters, Strict: &strict,
 		}})
 	}
-	return out, nil
+	for _, tl := range tools {
+		if tl.Type == "function" {
+			taken[tl.Name] = true // before any namespace, whatever the order
+		}
+	}
+	for i, tl := range tools {
+		switch {
+		case tl.Type == "function":
+			add(tl, tl.Name)
+		case tl.Type == "namespace":
+			for j, f := range tl.Tools {
+				if f.Type != "function" {
+					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, j, f.Type)
+				}
+				name := flatName(tl.Name, f.Name)
+				switch {
+				case len(name) > maxChatToolName:
+					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), longer than its %d characters", i, j, f.Name, tl.Name, name, maxChatToolName)
+				case taken[name]:
+					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), as another tool already is", i, j, f.Name, tl.Name, name)
+				}
+				if names == nil {
+					names = make(toolNames)
+				}
+				names[name] = qualifiedName{namespace: tl.Name, name: f.Name}
+				add(f, name)
+			}
+		case runByResponsesAPI(tl.Type):
+			dropped = append(dropped, tl.Type)
+		default:
+			return nil, nil, nil, untranslatable("tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, tl.Type)
+		}
+	}
+	return out, names, dropped, nil
 }
+
+// Dropped names, by type, the tools of the caller's request that were left
+// out of the chat request: tools the Responses API runs itself, offered
+// but not forced, which a chat model could never have called.
+func (t *FromResponses) Dropped() []string { return t.dropped }
 
 // chatAllowedTools is chat's allowed_tools tool_choice.
 type chatAllowedTools struct {
@@ -419,7 +525,7 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 		output = append(output, OutputItem{ID: "msg_" + a.base, Type: "message", Status: "completed", Role: "assistant", Content: parts})
 	}
 	for _, tc := range ch.Message.ToolCalls {
-		output = append(output, functionCallItem(tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
+		output = append(output, t.names.callItem(tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
 	return json.Marshal(t.response(a, ch.FinishReason, output, c.Usage))
 }
@@ -440,13 +546,6 @@ var emptyList = json.RawMessage(`[]`)
 // chat gives the reasoning itself, where it gives any.
 func reasoningItem(id, status string, content []OutputPart) OutputItem {
 	return OutputItem{ID: id, Type: "reasoning", Status: status, Summary: emptyList, Content: content}
-}
-
-// functionCallItem is a function_call output item. Its item id is derived
-// from the call id, which chat gives, so the same call has the same ids in
-// every event.
-func functionCallItem(callID, name, args, status string) OutputItem {
-	return OutputItem{ID: functionCallID(callID), Type: "function_call", Status: status, CallID: callID, Name: name, Arguments: &args}
 }
 
 // functionCallID is the item id of the function call callID.

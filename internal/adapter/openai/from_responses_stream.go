@@ -33,6 +33,7 @@ type responsesStream struct {
 	items   []streamItem // in output_index order
 	open    int          // items index of the open message or reasoning item; -1 when none
 	calls   []int        // chat tool call index → items index
+	names   toolNames    // the request's, to name flattened calls back
 }
 
 // streamItem is one output item of the stream: a message or reasoning
@@ -339,7 +340,7 @@ func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) 
 		}
 		s.calls[j] = k
 		if err := s.send(emit, &itemEvent{Type: "response.output_item.added", OutputIndex: k,
-			Item: functionCallItem(callID, tc.Function.Name, "", "in_progress")}); err != nil {
+			Item: s.names.callItem(callID, tc.Function.Name, "", "in_progress")}); err != nil {
 			return err
 		}
 	} else {
@@ -416,7 +417,7 @@ func (s *responsesStream) outputItem(i int) OutputItem {
 		status = "incomplete"
 	}
 	if it.kind == "function_call" {
-		return functionCallItem(it.callID, it.name, string(it.args), status)
+		return s.names.callItem(it.callID, it.name, string(it.args), status)
 	}
 	parts := make([]OutputPart, len(it.parts))
 	for j, p := range it.parts {

@@ -71,8 +71,14 @@ func TestFromResponsesRefuses(t *testing.T) {
 		{"Conversation", `{"input":"hi","conversation":"conv_1"}`, "conversation"},
 		{"Background", `{"input":"hi","background":true}`, "background"},
 		{"StoredPrompt", `{"input":"hi","prompt":{"id":"pmpt_1"}}`, "prompt"},
-		{"BuiltInTool", `{"input":"hi","tools":[{"type":"web_search"}]}`, `"web_search"`},
-		{"BuiltInToolChoice", `{"input":"hi","tool_choice":{"type":"file_search"}}`, `"file_search"`},
+		{"BuiltInToolChoice", `{"input":"hi","tools":[{"type":"file_search"}],"tool_choice":{"type":"file_search"}}`, `"file_search"`},
+		{"BuiltInToolRequired", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":"required"}`, "web_search"},
+		{"BuiltInToolAllowed", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"}]}}`, `"web_search"`},
+		{"CustomTool", `{"input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`, `"custom"`},
+		{"CustomToolInNamespace", `{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"custom","name":"c"}]}]}`, `"custom"`},
+		{"NamespaceNameTaken", `{"input":"hi","tools":[{"type":"function","name":"a__b"},{"type":"namespace","name":"a","tools":[{"type":"function","name":"b"}]}]}`, `"a__b"`},
+		{"NamespaceNamesCollide", `{"input":"hi","tools":[{"type":"namespace","name":"a_","tools":[{"type":"function","name":"_b"}]},{"type":"namespace","name":"a","tools":[{"type":"function","name":"__b"}]}]}`, `"a____b"`},
+		{"NamespaceNameTooLong", `{"input":"hi","tools":[{"type":"namespace","name":"` + strings.Repeat("n", 40) + `","tools":[{"type":"function","name":"` + strings.Repeat("f", 23) + `"}]}]}`, "64"},
 		{"OutputWithoutCall", `{"input":[{"type":"function_call_output","call_id":"call_9","output":"x"}]}`, `"call_9"`},
 		{"ItemReference", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, "item_reference"},
 		{"UnknownItem", `{"input":[{"type":"computer_call","id":"cu_1"}]}`, `"computer_call"`},
@@ -94,15 +100,81 @@ func TestFromResponsesRefuses(t *testing.T) {
 	}
 }
 
-// parallel_tool_calls without tools means nothing, and chat refuses it.
-func TestFromResponsesParallelToolCallsWithoutTools(t *testing.T) {
-	got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(`{"input":"hi","parallel_tool_calls":true}`)}, "m")
-	if err != nil {
-		t.Fatal(err)
+// parallel_tool_calls and tool_choice without tools mean nothing, and chat
+// refuses them; so when the only tools offered were dropped.
+func TestFromResponsesToolSettingsWithoutTools(t *testing.T) {
+	for _, body := range []string{
+		`{"input":"hi","parallel_tool_calls":true}`,
+		`{"input":"hi","parallel_tool_calls":true,"tool_choice":"auto","tools":[{"type":"web_search","external_web_access":false}]}`,
+	} {
+		got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(body)}, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(got, []byte("parallel_tool_calls")) || bytes.Contains(got, []byte("tool")) {
+			t.Errorf("Request(%s) = %s, want no tools, tool_choice nor parallel_tool_calls", body, got)
+		}
 	}
-	if bytes.Contains(got, []byte("parallel_tool_calls")) {
-		t.Errorf("Request = %s, want no parallel_tool_calls", got)
-	}
+}
+
+// Codex's requests: a namespace tool's functions become chat functions
+// named <namespace>__<name>, in the tools and in the calls of the input;
+// web_search, offered but not forced, is dropped, and Dropped says so; the
+// upstream's calls of a flattened function reach the caller as the
+// namespaced function_call items it declared.
+func TestFromResponsesNamespace(t *testing.T) {
+	body := adaptertest.Read(t, fromResponsesDir+"namespace.json")
+	t.Run("Request", func(t *testing.T) {
+		tr := NewFromResponses()
+		got, err := tr.Request(&sluice.Request{Body: body, Stream: true}, "gpt-5.4-mini")
+		if err != nil {
+			t.Fatal(err)
+		}
+		adaptertest.GoldenJSON(t, fromResponsesDir+"namespace.chat.golden.json", got)
+		if d := tr.Dropped(); fmt.Sprint(d) != "[web_search]" {
+			t.Errorf("Dropped = %q, want [web_search]", d)
+		}
+	})
+	t.Run("Stream", func(t *testing.T) {
+		tr := NewFromResponses()
+		if _, err := tr.Request(&sluice.Request{Body: body, Stream: true}, "gpt-5.4-mini"); err != nil {
+			t.Fatal(err)
+		}
+		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"namespace.stream.chat.sse")))
+		if !done || err != nil {
+			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		}
+		adaptertest.GoldenEvents(t, fromResponsesDir+"namespace.stream.golden.sse", got)
+		checkResponsesStream(t, got)
+		var last StreamEvent
+		if err := json.Unmarshal(got[len(got)-1].Data, &last); err != nil {
+			t.Fatal(err)
+		}
+		var calls []string
+		for _, o := range last.Response.Output {
+			calls = append(calls, o.Namespace+"/"+o.Name+" "+*o.Arguments)
+		}
+		if want := []string{`multi_agent_v1/wait_agent {"targets":["agent_7"]}`, `/exec_command {"cmd":"ls"}`}; fmt.Sprint(calls) != fmt.Sprint(want) {
+			t.Errorf("calls = %q, want %q", calls, want)
+		}
+	})
+	t.Run("Response", func(t *testing.T) {
+		tr := NewFromResponses()
+		if _, err := tr.Request(&sluice.Request{Body: body}, "gpt-5.4-mini"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := tr.Response([]byte(`{"id":"chatcmpl-NS2","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"call_w","type":"function","function":{"name":"multi_agent_v1__wait_agent","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Response
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatal(err)
+		}
+		if o := r.Output[0]; o.Namespace != "multi_agent_v1" || o.Name != "wait_agent" {
+			t.Errorf("output[0] = namespace %q name %q, want multi_agent_v1 wait_agent", o.Namespace, o.Name)
+		}
+	})
 }
 
 func TestFromResponsesStatus(t *testing.T) {

@@ -84,6 +84,7 @@ type InputItem struct {
 	Content   *InputContent   `json:"content,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
+	Namespace string          `json:"namespace,omitempty"` // a function_call's: the namespace tool its function is in
 	Arguments string          `json:"arguments,omitempty"`
 	Output    *InputContent   `json:"output,omitempty"`
 	Status    string          `json:"status,omitempty"`
@@ -138,6 +139,7 @@ type ResponsesTool struct {
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      *bool           `json:"strict,omitempty"` // the Responses API's default is true, chat's false
+	Tools       []ResponsesTool `json:"tools,omitempty"`  // a namespace tool's functions
 }
 
 // ResponsesToolChoice is the object form of a Responses tool_choice:
@@ -226,6 +228,7 @@ type OutputItem struct {
 	Content   []OutputPart    `json:"content,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
+	Namespace string          `json:"namespace,omitempty"` // a function_call's: the namespace tool its function is in
 	Arguments *string         `json:"arguments,omitempty"` // a pointer so that "" is written in an added event
 	Summary   json.RawMessage `json:"summary,omitempty"`   // a reasoning item's: summary_text parts
 }
