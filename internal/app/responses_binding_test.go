@@ -161,3 +161,40 @@ func TestResponsesTurnWaitsForItsAccount(t *testing.T) {
 			codes, len(h.simA.Requests()), len(h.simB.Requests()))
 	}
 }
+
+// TestStoredResponseFollowsItsBinding: GET and DELETE /v1/responses/{id}
+// go to the credential that stored the response (the alias rotates over
+// two); another key, an unknown id and a deleted response are 404.
+func TestStoredResponseFollowsItsBinding(t *testing.T) {
+	h := newHarnessWith(t, responsesBindingTemplate, "{backend: memory}", simulator.Options{})
+	code, id, body := responseTurn(t, h.gw.Addr(), keyWeb, "", false)
+	if code != http.StatusOK {
+		t.Fatalf("turn = %d %s", code, body)
+	}
+	url := h.url("/v1/responses/" + id)
+	for range 2 { // the second would reach the other account if it were routed
+		var got struct{ ID, Object string }
+		if code, body := call(t, http.MethodGet, url, "Bearer "+keyWeb, "", &got); code != http.StatusOK || got.ID != id || got.Object != "response" {
+			t.Fatalf("GET the stored response = %d %s", code, body)
+		}
+	}
+	if code, body := call(t, http.MethodGet, url, "Bearer "+testEnv["KEY_BG"], "", nil); code != http.StatusNotFound {
+		t.Errorf("GET with another key = %d %s, want 404", code, body)
+	}
+	if code, body := call(t, http.MethodGet, h.url("/v1/responses/resp_unknown"), "Bearer "+keyWeb, "", nil); code != http.StatusNotFound {
+		t.Errorf("GET an unknown id = %d %s, want 404", code, body)
+	}
+	if code, body := call(t, http.MethodDelete, url, "Bearer "+testEnv["KEY_BG"], "", nil); code != http.StatusNotFound {
+		t.Errorf("DELETE with another key = %d %s, want 404", code, body)
+	}
+	if code, body := call(t, http.MethodDelete, url, "Bearer "+keyWeb, "", nil); code != http.StatusOK || !strings.Contains(body, `"deleted":true`) {
+		t.Errorf("DELETE = %d %s, want the upstream's deletion", code, body)
+	}
+	if code, body := call(t, http.MethodGet, url, "Bearer "+keyWeb, "", nil); code != http.StatusNotFound {
+		t.Errorf("GET after DELETE = %d %s, want 404", code, body)
+	}
+	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != 4 || len(h.simA.Requests())*len(h.simB.Requests()) != 0 {
+		t.Errorf("upstream calls: %d on org-small, %d on org-big; want the turn, two GETs and the DELETE on one",
+			len(h.simA.Requests()), len(h.simB.Requests()))
+	}
+}

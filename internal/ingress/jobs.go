@@ -33,6 +33,11 @@ func (s *Server) routeJobs() {
 	s.mux.HandleFunc("POST /fal/{path...}", fal)
 	s.mux.HandleFunc("GET /fal/{path...}", fal)
 	s.mux.HandleFunc("PUT /fal/{path...}", fal)
+	// A stored response is fetched and deleted like a video job: through its
+	// binding, on the credential that created it.
+	responses := s.endpoint(sluice.ProtocolOpenAIResponses, s.serveJob)
+	s.mux.HandleFunc("GET /v1/responses/{id}", responses)
+	s.mux.HandleFunc("DELETE /v1/responses/{id}", responses)
 }
 
 // jobTarget is what a job endpoint's path and method ask for.
@@ -44,7 +49,7 @@ type jobTarget struct {
 }
 
 func target(r *http.Request, p sluice.Protocol) (jobTarget, bool) {
-	if p == sluice.ProtocolOpenAIVideos {
+	if p == sluice.ProtocolOpenAIVideos || p == sluice.ProtocolOpenAIResponses {
 		id := r.PathValue("id")
 		switch {
 		case r.Method == http.MethodPost:

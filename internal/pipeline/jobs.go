@@ -201,12 +201,17 @@ func dialFailed(err error) bool {
 // with its creating credential even if that is disabled or draining now. A
 // job of another key (or another protocol) is not found, exactly as one that
 // does not exist. What the answer says of the job's state is recorded; an
-// end seen here ends the job. pr is the caller's principal, as for Serve.
+// end seen here ends the job. A stored Responses response is followed so
+// too, through its binding (GET is JobStatus, DELETE JobCancel), with
+// nothing to learn. pr is the caller's principal, as for Serve.
 func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
 	job, err := h.jobs.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (job.KeyID != pr.Key.ID || job.Protocol != string(p)):
+		if p == sluice.ProtocolOpenAIResponses {
+			return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no response with id " + id}
+		}
 		return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no job with id " + id}
 	case errors.Is(err, store.ErrUnavailable):
 		return nil, out, capacity.StateUnavailable(err) // the job is there; its record is out of reach for now
@@ -244,14 +249,15 @@ func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.
 		if !job.Done() {
 			h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
 		}
-		if p == sluice.ProtocolOpenAIVideos {
-			// The video is deleted upstream: later follow-ups are 404 here
-			// too, not answered from the record.
+		if p == sluice.ProtocolOpenAIVideos || p == sluice.ProtocolOpenAIResponses {
+			// The video (the stored response) is deleted upstream: later
+			// follow-ups are 404 here too, not answered from the record.
 			if err := h.jobs.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 				h.log.LogAttrs(ctx, slog.LevelWarn, "forgetting a deleted job failed", slog.String("job_id", job.ID), slog.Any("err", err))
 			}
 		}
-	case op != JobResult && h.learn(ctx, snap, job, resp.StatusCode, a.Class, ans.JSON, job.PollEvery):
+	// A stored response's binding has no state to learn: it never runs.
+	case op != JobResult && p != sluice.ProtocolOpenAIResponses && h.learn(ctx, snap, job, resp.StatusCode, a.Class, ans.JSON, job.PollEvery):
 	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
 		h.react(ctx, e, a)
 	}

@@ -29,16 +29,24 @@ type JobCall struct {
 
 // JobURL is the upstream URL of a job call on e, from the endpoint's base
 // URL: for OpenAI Videos /v1/videos followed by the parts ("video_…",
-// "content"), for the fal queue the parts alone (the endpoint ID on submit).
+// "content"), for OpenAI Responses /v1/responses followed by the stored
+// response's id, for the fal queue the parts alone (the endpoint ID on submit).
 func JobURL(e *sluice.Edge, parts ...string) string {
 	base := strings.TrimSuffix(e.Endpoint.BaseURL, "/")
 	var b strings.Builder
 	b.WriteString(base)
-	if e.Protocol == sluice.ProtocolOpenAIVideos {
+	collection := "" // OpenAI's resource under /v1
+	switch e.Protocol {
+	case sluice.ProtocolOpenAIVideos:
+		collection = "/videos"
+	case sluice.ProtocolOpenAIResponses:
+		collection = "/responses" // a stored response's follow-ups
+	}
+	if collection != "" {
 		if !strings.HasSuffix(base, "/v1") {
 			b.WriteString("/v1")
 		}
-		b.WriteString("/videos")
+		b.WriteString(collection)
 	}
 	for _, p := range parts {
 		b.WriteByte('/')
