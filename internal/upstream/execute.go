@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,18 @@ type Attempt struct {
 	// Dialect.Stores), read from a passthrough's answer; "" otherwise.
 	StoredID string
 }
+
+// droppedTools is a translator that leaves out of the upstream request
+// tools the upstream model could never call (the Responses API's own, such
+// as web_search, on a chat upstream): Dropped names them, and the caller is
+// told in droppedToolsHeader.
+type droppedTools interface {
+	Dropped() []string
+}
+
+// droppedToolsHeader names, comma-separated, the tools of the caller's
+// request that its answer's upstream was not offered.
+const droppedToolsHeader = "X-Sluice-Dropped-Tools"
 
 // exchange is how one execution speaks: the upstream side of the edge's
 // protocol, the caller side's stream ending, the translator when the two
@@ -130,6 +143,16 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
 		return a
+	}
+	if d, ok := x.tr.(droppedTools); ok && len(d.Dropped()) > 0 {
+		// Set before any path commits the answer; an attempt that does
+		// not commit takes it back, since the next edge may drop nothing.
+		w.Header()[droppedToolsHeader] = []string{strings.Join(d.Dropped(), ", ")}
+		defer func() {
+			if !a.Committed {
+				w.Header().Del(droppedToolsHeader)
+			}
+		}()
 	}
 	to := e.Endpoint.Timeouts
 	actx, cancel := context.WithCancelCause(ctx)
