@@ -122,7 +122,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
 		return nil, err
 	}
-	if out.Tools == nil {
+	if len(out.Tools) == 0 {
 		// Chat refuses parallel_tool_calls and tool_choice without tools;
 		// the Responses API takes them, and they mean nothing there either
 		// — but "required" when every tool was dropped forces one chat
@@ -383,23 +383,30 @@ func runByResponsesAPI(typ string) bool {
 // otherwise in the Responses API and false in chat, so it is always
 // written.
 func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
+	if len(tools) == 0 {
+		return nil, nil, nil, nil
+	}
 	var (
-		out     []Tool
+		out     = make([]Tool, 0, len(tools))
 		names   toolNames
 		dropped []string
-		taken   = make(map[string]bool, len(tools))
 	)
 	add := func(tl ResponsesTool, name string) {
 		strict := tl.Strict == nil || *tl.Strict
-		taken[name] = true
 		out = append(out, Tool{Type: "function", Function: FunctionDecl{
 			Name: name, Description: tl.Description, Parameters: tl.Parameters, Strict: &strict,
 		}})
 	}
-	for _, tl := range tools {
-		if tl.Type == "function" {
-			taken[tl.Name] = true // before any namespace, whatever the order
+	taken := func(name string) bool {
+		if _, ok := names[name]; ok {
+			return true
 		}
+		for _, tl := range tools {
+			if tl.Type == "function" && tl.Name == name {
+				return true
+			}
+		}
+		return false
 	}
 	for i, tl := range tools {
 		switch {
@@ -414,7 +421,7 @@ func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
 				switch {
 				case len(name) > maxChatToolName:
 					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), longer than its %d characters", i, j, f.Name, tl.Name, name, maxChatToolName)
-				case taken[name]:
+				case taken(name):
 					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), as another tool already is", i, j, f.Name, tl.Name, name)
 				}
 				if names == nil {
