@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -36,20 +37,12 @@ func TestResponsesOnChatDroppedToolsHeader(t *testing.T) {
 // An attempt that dropped tools and failed before its answer began takes
 // the header back: the next edge, a Responses upstream, was offered them.
 func TestDroppedToolsHeaderNotKeptOnFailover(t *testing.T) {
-	template := strings.Replace(catalogTemplate, "credentials:\n", `  - id: ep-resp
-    base_url: %[3]s
-    protocols: [openai.responses]
-credentials:
-  - {id: cred-resp, secret_env: UP_A1, endpoints: [ep-resp]}
-`, 1)
-	template = strings.Replace(template, "keys:\n", `  - alias: chat-then-resp
+	h := newProtocolHarness(t, "ep-resp", sluice.ProtocolOpenAIResponses, `  - alias: chat-then-resp
     protocol: openai.responses
     deployments:
       - {model: gpt-4o-mini, endpoints: [ep-b], priority: 0}
       - {model: gpt-4o-mini, endpoints: [ep-resp], priority: 1}
-keys:
-`, 1)
-	h := newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
+`)
 	h.simB.SetKey(secretB1, simulator.Behavior{FailStatus: 500})
 	status, hdr, got := h.post(t.Context(), "/v1/responses", keyWeb, `{"model":"chat-then-resp","input":"hi","tools":[{"type":"web_search"}]}`)
 	if status != 200 || lastRequest(t, h.simA).Path != "/v1/responses" {

@@ -2,12 +2,14 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -18,13 +20,7 @@ import (
 // (both translated).
 func newMessagesHarness(t *testing.T) *harness {
 	t.Helper()
-	template := strings.Replace(catalogTemplate, "credentials:\n", `  - id: ep-claude
-    base_url: %[3]s
-    protocols: [anthropic.messages]
-credentials:
-  - {id: cred-claude, secret_env: UP_A1, endpoints: [ep-claude]}
-`, 1)
-	template = strings.Replace(template, "keys:\n", `  - alias: claude-sim
+	return newProtocolHarness(t, "ep-claude", sluice.ProtocolAnthropic, `  - alias: claude-sim
     protocol: anthropic.messages
     deployments: [{model: claude-sonnet-4-6, endpoints: [ep-claude]}]
   - alias: claude-on-gpt
@@ -32,8 +28,21 @@ credentials:
     deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
   - alias: gpt-on-claude
     deployments: [{model: claude-sonnet-4-6, endpoints: [ep-claude]}]
-keys:
-`, 1)
+`)
+}
+
+// newProtocolHarness is the test catalog plus an endpoint on simA that
+// speaks protocol (its credential cred-… uses simA's first key) and the
+// model aliases given as YAML list items.
+func newProtocolHarness(t *testing.T, endpoint string, protocol sluice.Protocol, aliases string) *harness {
+	t.Helper()
+	template := strings.Replace(catalogTemplate, "credentials:\n", fmt.Sprintf(`  - id: %[1]s
+    base_url: %%[3]s
+    protocols: [%[2]s]
+credentials:
+  - {id: cred-%[3]s, secret_env: UP_A1, endpoints: [%[1]s]}
+`, endpoint, protocol, strings.TrimPrefix(endpoint, "ep-")), 1)
+	template = strings.Replace(template, "keys:\n", aliases+"keys:\n", 1)
 	return newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
 }
 

@@ -19,13 +19,7 @@ import (
 // chat-on-resp, a chat alias on its Responses API.
 func newResponsesHarness(t *testing.T) *harness {
 	t.Helper()
-	template := strings.Replace(catalogTemplate, "credentials:\n", `  - id: ep-resp
-    base_url: %[3]s
-    protocols: [openai.responses]
-credentials:
-  - {id: cred-resp, secret_env: UP_A1, endpoints: [ep-resp]}
-`, 1)
-	template = strings.Replace(template, "keys:\n", `  - alias: gpt-resp
+	return newProtocolHarness(t, "ep-resp", sluice.ProtocolOpenAIResponses, `  - alias: gpt-resp
     protocol: openai.responses
     deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
   - alias: resp-on-chat
@@ -33,9 +27,7 @@ credentials:
     deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
   - alias: chat-on-resp
     deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
-keys:
-`, 1)
-	return newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
+`)
 }
 
 // responsesUsage is the usage of a Responses answer.
