@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -113,6 +114,38 @@ type Credential struct {
 	Endpoints   []string
 	Models      []string // empty = whatever the endpoint serves
 	MaxInflight int      // optional inner limit; 0 = none
+	// Headers are sent on every upstream request of the credential, after
+	// its secret (an account ID, a beta flag); canonical names, read only.
+	// Their values may be secret-ish: they are never logged.
+	Headers http.Header
+	// Tokens gives the access token of an OAuth credential, sent instead of
+	// Secret (which is then empty); nil for a credential with a static
+	// secret.
+	Tokens TokenSource
+}
+
+// TokenSource is where an OAuth credential's access token comes from: one
+// refreshed before it expires, shared by every replica (package oauth).
+type TokenSource interface {
+	// Token returns the access token to send now; ok is false when there
+	// is no valid one, and the credential is out of service until a
+	// refresh succeeds.
+	Token() (token string, ok bool)
+	// Refused says that the upstream answered 401 to token. It returns
+	// the token to send instead, refreshed if nobody did since token was
+	// issued; ok is false when there is none.
+	Refused(ctx context.Context, token string) (_ string, ok bool)
+}
+
+// InService reports whether the credential can present itself upstream:
+// always for a static secret; for an OAuth credential, while it has a valid
+// access token.
+func (c *Credential) InService() bool {
+	if c.Tokens == nil {
+		return true
+	}
+	_, ok := c.Tokens.Token()
+	return ok
 }
 
 // LogValue shows the ID and the last four characters of the secret only.
@@ -207,6 +240,17 @@ type Key struct {
 	// reached: OnLimitWait ("" too) queues it, OnLimitRefuse answers 429
 	// access_concurrency_exceeded at once.
 	OnLimit string
+	// BillingAccount is the billing account its requests are charged to;
+	// "" = none (in a billed deployment: refused, access_key_unbound).
+	BillingAccount string
+	// Budgets bound what it is billed per UTC day and month.
+	Budgets Budgets
+}
+
+// Budgets bound what is billed per UTC day and month, in micro-units of
+// the deployment's currency; 0 = no budget.
+type Budgets struct {
+	Day, Month int64
 }
 
 // What a key's request does at the key's own concurrency limit (Key.OnLimit).

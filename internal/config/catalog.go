@@ -59,6 +59,13 @@ type Server struct {
 	// neither these nor AdminTokenEnv, the admin token is
 	// $SLUICE_ADMIN_TOKEN, else one generated at startup.
 	AdminTokens []AdminToken `yaml:"admin_tokens"`
+
+	// SecretKeyEnv or SecretKeyFile (one of them) holds the key, 32 bytes in
+	// base64, that encrypts the secrets Sluice keeps in the database (the
+	// tokens of oauth credentials). Required with an oauth credential unless
+	// the database is an SQLite database in memory.
+	SecretKeyEnv  string `yaml:"secret_key_env"`
+	SecretKeyFile string `yaml:"secret_key_file"`
 }
 
 // AdminToken is one named bearer token of the admin API. The audit log
@@ -174,8 +181,8 @@ type Cooldown struct {
 	Max  Duration `yaml:"max"`
 }
 
-// Credential is one upstream secret, by stable ID. Exactly one of SecretEnv
-// and SecretFile names where the secret is.
+// Credential is one upstream secret, by stable ID. Exactly one of SecretEnv,
+// SecretFile and OAuth says where the secret is.
 type Credential struct {
 	ID          string   `yaml:"id"`
 	Account     string   `yaml:"account"`
@@ -184,6 +191,30 @@ type Credential struct {
 	Endpoints   []string `yaml:"endpoints"`
 	Models      []string `yaml:"models"`
 	MaxInflight int      `yaml:"max_inflight"`
+	// OAuth makes the secret an access token obtained with a refresh
+	// token (a subscription account), instead of a static one.
+	OAuth OAuth `yaml:"oauth"`
+	// Headers are sent on every upstream request of the credential (name →
+	// value), after its secret; names Sluice sets itself are refused.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// OAuth is an OAuth2 refresh-token credential (RFC 6749 §6): Sluice trades
+// the refresh token for access tokens at TokenURL, before each expires, and
+// keeps the tokens (a rotated refresh token included) in the database,
+// encrypted with server.secret_key_env or secret_key_file.
+type OAuth struct {
+	TokenURL string `yaml:"token_url"`
+	ClientID string `yaml:"client_id"`
+	// RefreshTokenFile holds the refresh token that seeds the credential;
+	// writing another token to it replaces the one Sluice holds.
+	RefreshTokenFile string   `yaml:"refresh_token_file"`
+	Scopes           []string `yaml:"scopes"` // asked for on every refresh; none = what the grant has
+}
+
+// Set reports whether the oauth block says anything.
+func (o *OAuth) Set() bool {
+	return o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0
 }
 
 // Model is a public alias with its deployments.

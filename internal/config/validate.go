@@ -303,9 +303,8 @@ func (v *validator) credentials() {
 		case cr.Account != "" && !v.declared[cr.Account]:
 			v.addf(at+".account", "unknown account %q", cr.Account)
 		}
-		if _, err := readSecret(cr.SecretEnv, cr.SecretFile, v.lookupEnv); err != nil {
-			v.secret(at, err)
-		}
+		v.credentialSecret(at, cr)
+		v.headers(at+".headers", cr.Headers)
 		v.endpointRefs(at+".endpoints", cr.Endpoints)
 		for j, m := range cr.Models {
 			if m == "" {
@@ -316,6 +315,7 @@ func (v *validator) credentials() {
 			v.addf(at+".max_inflight", "must be >= 0")
 		}
 	}
+	v.secretKey()
 }
 
 // endpointRefs checks a non-empty list of endpoint IDs that must exist.

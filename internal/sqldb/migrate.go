@@ -162,6 +162,24 @@ var migrations = []migration{{
 			PRIMARY KEY (target, entry_id)
 		)`,
 	},
+}, {
+	version: 8,
+	name:    "tokens of oauth credentials",
+	stmts: []string{
+		// One row per oauth credential, shared by every replica: a refresh
+		// locks its row, so a rotating refresh token is spent once. Tokens
+		// are sealed (AES-GCM under server.secret_key), never plaintext.
+		`CREATE TABLE oauth_tokens (
+			credential_id {{ordered_text}} NOT NULL PRIMARY KEY,
+			seed_hash     TEXT NOT NULL,      -- HMAC of the refresh token the operator's file held when it seeded the row
+			refresh_token {{bytes}} NOT NULL, -- sealed; the current one (a refresh may rotate it)
+			access_token  {{bytes}},          -- sealed; NULL = none yet
+			issued_at     BIGINT NOT NULL,    -- when the access token was issued; 0 = none
+			expires_at    BIGINT NOT NULL,    -- when it expires; 0 = none
+			failure       TEXT NOT NULL,      -- why the last refresh failed, '' when it did not; never a token
+			locked_at     BIGINT NOT NULL     -- when a replica last locked the row to refresh it
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises
