@@ -377,6 +377,3 @@ func (t *FromAnthropic) Error(status int, body []byte) []byte {
 	out, _ := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
 	return out
 }
-
-// Usage is the usage read so far; Measured is false before any.
-func (t *FromAnthropic) Usage() sluice.Usage { return t.usage }

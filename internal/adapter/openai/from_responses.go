@@ -40,7 +40,6 @@ type FromResponses struct {
 	req     ResponsesRequest // the caller's request, echoed in the response object
 	names   toolNames
 	dropped []string
-	usage   sluice.Usage
 	stream  responsesStream
 }
 
@@ -512,9 +511,6 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("chat completion %q has no choice", c.ID)
 	}
-	if c.Usage != nil {
-		t.usage = c.Usage.Sluice()
-	}
 	ch := c.Choices[0]
 	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
 	var output []OutputItem
@@ -637,6 +633,3 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 // chat and Responses share the envelope, so it is the upstream's, in a
 // well-formed one.
 func (t *FromResponses) Error(status int, body []byte) []byte { return ErrorEnvelopeOf(status, body) }
-
-// Usage is the usage the upstream reported so far.
-func (t *FromResponses) Usage() sluice.Usage { return t.usage }

@@ -34,26 +34,18 @@ func TestFromResponsesGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, fromResponsesDir+"response.golden.json", got)
-		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-		if u := tr.Usage(); u != want {
-			t.Errorf("Usage = %+v, want %+v", u, want)
-		}
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr := NewFromResponses()
 		if _, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, fromResponsesDir+"request.json"), Stream: true}, "gpt-5.4-mini"); err != nil {
 			t.Fatal(err)
 		}
-		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"stream.chat.sse")))
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"stream.chat.sse")))
+		if err != nil || !adaptertest.Ends(got, "response.completed") {
+			t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 		}
 		adaptertest.GoldenEvents(t, fromResponsesDir+"stream.golden.sse", got)
 		checkResponsesStream(t, got)
-		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-		if u := tr.Usage(); u != want {
-			t.Errorf("Usage = %+v, want %+v", u, want)
-		}
 	})
 	t.Run("Error", func(t *testing.T) {
 		got := NewFromResponses().Error(429, adaptertest.Read(t, fromResponsesDir+"error.chat.json"))
@@ -140,9 +132,9 @@ func TestFromResponsesNamespace(t *testing.T) {
 		if _, err := tr.Request(&sluice.Request{Body: body, Stream: true}, "gpt-5.4-mini"); err != nil {
 			t.Fatal(err)
 		}
-		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"namespace.stream.chat.sse")))
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"namespace.stream.chat.sse")))
+		if err != nil || !adaptertest.Ends(got, "response.completed") {
+			t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 		}
 		adaptertest.GoldenEvents(t, fromResponsesDir+"namespace.stream.golden.sse", got)
 		checkResponsesStream(t, got)
@@ -220,9 +212,9 @@ data: {"error":{"message":"The server had an error","type":"server_error","param
 
 data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"more"},"finish_reason":null}]}
 `))
-	got, done, err := adaptertest.Stream(NewFromResponses(), in)
-	if !done || !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
-		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	got, err := adaptertest.Stream(NewFromResponses(), in)
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
+		t.Fatalf("Stream = %v; want upstream_stream_failed", err)
 	}
 	last := got[len(got)-1]
 	want := `{"type":"error","sequence_number":5,"code":null,"message":"The server had an error","param":null}`
@@ -334,9 +326,9 @@ data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0
 
 data: [DONE]
 `))
-	got, done, err := adaptertest.Stream(NewFromResponses(), in)
-	if !done || err != nil {
-		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	got, err := adaptertest.Stream(NewFromResponses(), in)
+	if err != nil || !adaptertest.Ends(got, "response.completed") {
+		t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 	}
 	checkResponsesStream(t, got)
 	var last StreamEvent
@@ -356,9 +348,9 @@ data: [DONE]
 // and fails nothing.
 func TestFromResponsesKeepAlive(t *testing.T) {
 	for _, data := range [][]byte{nil, {}} {
-		got, done, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
-		if len(got) != 0 || done || err != nil {
-			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		got, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || err != nil {
+			t.Errorf("Event(%q) = %d events, %v; want none, nil", data, len(got), err)
 		}
 	}
 }

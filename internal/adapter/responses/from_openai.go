@@ -420,6 +420,3 @@ func finishReason(r *openai.Response, toolCalls bool) string {
 func (t *FromOpenAI) Error(status int, body []byte) []byte {
 	return openai.ErrorEnvelopeOf(status, body)
 }
-
-// Usage is the usage the upstream reported so far.
-func (t *FromOpenAI) Usage() sluice.Usage { return t.usage }
