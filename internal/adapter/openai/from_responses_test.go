@@ -66,6 +66,9 @@ func TestFromResponsesRefuses(t *testing.T) {
 		{"BuiltInToolChoice", `{"input":"hi","tools":[{"type":"file_search"}],"tool_choice":{"type":"file_search"}}`, `"file_search"`},
 		{"BuiltInToolRequired", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":"required"}`, "web_search"},
 		{"BuiltInToolAllowed", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"}]}}`, `"web_search"`},
+		{"ChoiceOfUndeclaredFunction", `{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, `"g" is not among the tools`},
+		{"ChoiceOfUndeclaredNamespace", `{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","namespace":"m","name":"f"}}`, `namespace "m"`},
+		{"ChoiceInTwoNamespaces", `{"input":"hi","tools":[{"type":"namespace","name":"a","tools":[{"type":"function","name":"f"}]},{"type":"namespace","name":"b","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","name":"f"}}`, "a__f, b__f"},
 		{"CustomTool", `{"input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`, `"custom"`},
 		{"CustomToolInNamespace", `{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"custom","name":"c"}]}]}`, `"custom"`},
 		{"NamespaceNameTaken", `{"input":"hi","tools":[{"type":"function","name":"a__b"},{"type":"namespace","name":"a","tools":[{"type":"function","name":"b"}]}]}`, `"a__b"`},
@@ -87,6 +90,39 @@ func TestFromResponsesRefuses(t *testing.T) {
 			var se *sluice.Error
 			if !errors.As(err, &se) || se.Code != sluice.CodeInvalidRequest || !strings.Contains(se.Msg, tt.want) {
 				t.Errorf("Request = %v, want invalid_request naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// A tool_choice forcing a function of a namespace tool forces its
+// flattened chat function, however the caller names it: with its
+// namespace (as a function_call item does), by the flattened name, or by
+// its own name when no other function has it; so does an allowed_tools
+// choice.
+func TestFromResponsesNamespacedToolChoice(t *testing.T) {
+	const tools = `"tools":[{"type":"function","name":"exec"},{"type":"namespace","name":"agents","tools":[{"type":"function","name":"spawn"}]}]`
+	const forced = `{"type":"function","function":{"name":"agents__spawn"}}`
+	tests := []struct{ name, choice, want string }{
+		{"Namespace", `{"type":"function","namespace":"agents","name":"spawn"}`, forced},
+		{"Flattened", `{"type":"function","name":"agents__spawn"}`, forced},
+		{"OwnName", `{"type":"function","name":"spawn"}`, forced},
+		{"TopLevel", `{"type":"function","name":"exec"}`, `{"type":"function","function":{"name":"exec"}}`},
+		{"Allowed", `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","namespace":"agents","name":"spawn"},{"type":"function","name":"exec"}]}`,
+			`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"agents__spawn"}},{"type":"function","function":{"name":"exec"}}]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(`{"input":"hi",` + tools + `,"tool_choice":` + tt.choice + `}`)}, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(got, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if string(fields["tool_choice"]) != tt.want {
+				t.Errorf("tool_choice = %s, want %s", fields["tool_choice"], tt.want)
 			}
 		})
 	}
