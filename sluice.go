@@ -418,6 +418,32 @@ type UsageRecord struct {
 	Usage      Usage
 	Executions []Execution
 	Job        *JobUsage // set on the record of an async job, written when it ends
+
+	EndUser  string // the request's end user (Request.User); "" = none named
+	TaskType string // the task type it ran as
+	Pool     string // the pool its upstream capacity came from; "" = none
+	Priority string // the priority class it ran at
+	// Billing is what the request was charged, fixed at admission (account,
+	// plan, price versions) and settled from its measured usage; nil for a
+	// request of an unbilled key or deployment. The ledger writes the charge
+	// with the record, in one transaction, once however often the record is
+	// written.
+	Billing *Charge
+}
+
+// Charge is the money side of one usage record. Amounts are micro-units of
+// the deployment's currency (billing.Micros; int64 here so that package
+// sluice needs no other).
+type Charge struct {
+	Account      string // the billing account charged
+	Plan         string // its price plan when the request was admitted
+	PriceVersion string // the version of the plan's price of the alias (billing.Price.Version)
+	CostVersion  string // the version of the served model's cost; "" = no cost known
+	Price        int64  // what the account is charged: ≥ 0, 0 when Unmeasured
+	Cost         int64  // what the upstream is paid: ≥ 0
+	// Unmeasured marks a request whose usage could not be measured: it is
+	// never charged by guess (Price is 0), and reports count it apart.
+	Unmeasured bool
 }
 
 // JobUsage is what the usage record of an async job (a video generation)
