@@ -218,6 +218,21 @@ type Amounts struct {
 	Price, Cost billing.Micros
 }
 
+// Plus is a + b, each held at the largest amount.
+func (a Amounts) Plus(b Amounts) Amounts {
+	return Amounts{Price: a.Price.Add(b.Price), Cost: a.Cost.Add(b.Cost)}
+}
+
+// Plus adds amounts spent on one day of the month to s: to the month, and
+// to the day if it is today.
+func (s Spent) Plus(a Amounts, today bool) Spent {
+	s.Month = s.Month.Plus(a)
+	if today {
+		s.Day = s.Day.Plus(a)
+	}
+	return s
+}
+
 // Day is the start of t's UTC day.
 func Day(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
@@ -283,4 +298,19 @@ func (r *SpendRow) Margin() billing.Micros { return r.Price.Add(-r.Cost) }
 func CompareSpendRows(a, b SpendRow) int {
 	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.EndUser, b.EndUser),
 		cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.Model, b.Model), a.Day.Compare(b.Day))
+}
+
+// Selects reports whether f selects a record of keyID started at started
+// (its account is checked apart).
+func (f *SpendFilter) Selects(keyID string, started time.Time) bool {
+	return PolicyFilter{KeyID: f.KeyID, From: f.From, To: f.To}.Selects(keyID, started)
+}
+
+// ModelOf is the upstream model a record is reported under: its last
+// execution's, the one that served it or failed last; "" with none.
+func ModelOf(r *sluice.UsageRecord) string {
+	if len(r.Executions) == 0 {
+		return ""
+	}
+	return r.Executions[len(r.Executions)-1].Model
 }
