@@ -75,7 +75,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		return fmt.Errorf("record usage: %w", err)
 	}
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*execParams)}
+		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*max(recordParams, execParams))}
 		inserted, err := w.insertRecords(ctx, recs)
 		if err != nil {
 			return err
