@@ -32,6 +32,7 @@ var layers = [][]string{
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
+	{"internal/billing"},
 	{""}, // package sluice
 }
 

@@ -16,6 +16,7 @@ type Catalog struct {
 	Keys        []Key        `yaml:"keys"`
 	Tenants     []Tenant     `yaml:"tenants"`
 	TaskTypes   []TaskType   `yaml:"task_types"`
+	Billing     Billing      `yaml:"billing"`
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")
@@ -23,6 +24,10 @@ type Catalog struct {
 type TaskType struct {
 	ID     string `yaml:"id"`
 	Limits Limits `yaml:"limits"`
+	// CostBudgetDay bounds what the requests of the task type may cost the
+	// platform upstream per UTC day (billing.costs); once spent, they are
+	// refused with billing_quota_exhausted. 0 = no budget.
+	CostBudgetDay Money `yaml:"cost_budget_day"`
 }
 
 // Tenant holds the limits shared by every key of one tenant.
@@ -30,6 +35,8 @@ type Tenant struct {
 	ID     string `yaml:"id"`
 	Weight int    `yaml:"weight"` // share against other tenants of a class while waiting; default 1
 	Limits Limits `yaml:"limits"`
+	// Budgets bound what the tenant's keys are billed per UTC day and month.
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Server configures the listeners and request-wide limits.
@@ -247,6 +254,9 @@ type Pool struct {
 	RPM         int      `yaml:"rpm"`
 	TPM         int      `yaml:"tpm"`
 	Strategy    string   `yaml:"strategy"` // round-robin | fill-first | weighted | least-inflight | affinity
+	// CostBudgetDay bounds what the requests routed through the pool may
+	// cost the platform upstream per UTC day, as CostBudgetDay of TaskType.
+	CostBudgetDay Money `yaml:"cost_budget_day"`
 }
 
 // Key is a static virtual key declared in the catalog.
@@ -275,6 +285,12 @@ type Key struct {
 	// OnLimit is what a request does when the key's own max_inflight is
 	// reached: wait (default) or refuse (429 access_concurrency_exceeded).
 	OnLimit string `yaml:"on_limit"`
+	// BillingAccount is the billing account the key's requests are charged
+	// to (billing.accounts); in a billed catalog a key without one is
+	// refused with access_key_unbound.
+	BillingAccount string `yaml:"billing_account"`
+	// Budgets bound what the key is billed per UTC day and month.
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Policy is a key's route policy.

@@ -24,6 +24,8 @@ const (
 //     when base alone is set above 60s);
 //   - models: protocol openai.chat, strategy round-robin; deployments: weight 1;
 //   - pools: strategy round-robin; keys: priority standard, policy mode default;
+//   - billing: currency USD (when the section sets anything); accounts
+//     max_inflight 1, on_limit wait;
 //   - state: backend memory; database: url sqlite://data/sluice.db (unless
 //     url_env or url_file is set).
 //
@@ -96,6 +98,7 @@ func ApplyDefaults(c *Catalog) {
 	for i := range c.Keys {
 		ApplyKeyDefaults(&c.Keys[i])
 	}
+	applyBillingDefaults(&c.Billing)
 }
 
 // ApplyKeyDefaults fills the unset fields of one key: a key of the catalog

@@ -48,6 +48,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.models()
 	v.pools()
 	v.taskTypes()
+	v.billing()
 	v.keys()
 	v.tenants()
 	return errors.Join(v.errs...)
@@ -67,6 +68,9 @@ type validator struct {
 	accountIDs   map[string]bool // declared, plus each credential without one
 	aliases      map[string]bool
 	poolIDs      map[string]bool
+
+	plans           map[string]bool // billing plan IDs
+	billingAccounts map[string]bool // billing account IDs
 }
 
 func (v *validator) addf(path, format string, args ...any) {

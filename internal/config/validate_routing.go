@@ -166,6 +166,10 @@ func (v *validator) index() {
 	for i, tt := range v.c.TaskTypes {
 		v.tasks[tt.ID] = i
 	}
+	v.billingAccounts = map[string]bool{}
+	for _, a := range v.c.Billing.Accounts {
+		v.billingAccounts[a.ID] = true
+	}
 }
 
 // key checks what a key carries besides its ID and secret; at is the
@@ -214,6 +218,7 @@ func (v *validator) key(at string, k *Key) {
 	if k.OnLimit != sluice.OnLimitWait && k.OnLimit != sluice.OnLimitRefuse {
 		v.addf(field(at, "on_limit"), "must be %s or %s, got %q", sluice.OnLimitWait, sluice.OnLimitRefuse, k.OnLimit)
 	}
+	v.keyBilling(at, k)
 }
 
 // field is the path of a field of the record at path at ("" for the top).
