@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/catalog"
@@ -62,6 +63,7 @@ type Gateway struct {
 	keys      *authn.Keyring
 	caller    *upstream.Caller
 	recorder  *settle.Recorder
+	view      *billing.View // the balances billed requests are admitted on
 	capacity  *capacity.Engine
 	statuses  *capacity.Statuses
 	closers   []func() error // shared-state clients, closed last
@@ -159,9 +161,12 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
-	if g.recorder, err = settle.NewRecorder(sqlledger.New(g.db), o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
+	ledger := sqlledger.New(g.db)
+	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
 		return nil, err
 	}
+	g.view = billing.NewView(ledgerTotals{ledger}, billingStale)
+	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -173,7 +178,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Metrics: g.metrics, Log: o.Log,
+		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
 	})
 
 	srv := cat.Server
@@ -209,6 +214,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		}
 	})
 	g.background(run, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
+	g.startBilling(ctx, run)
 	// Statuses changed on another replica are seen here within a second.
 	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(run, func(ctx context.Context) {

@@ -24,6 +24,9 @@ type Metrics struct {
 	JobsEnded       *prometheus.CounterVec   // protocol, state
 	JobRun          *prometheus.HistogramVec // protocol: submit accepted → end
 	PolicyFallbacks *prometheus.CounterVec   // key (ID), reason
+	// BillingUnavailable counts billed requests refused because the
+	// balances could not be read from the ledger store recently enough.
+	BillingUnavailable prometheus.Counter
 }
 
 // New registers every collector on a fresh registry.
@@ -66,9 +69,13 @@ func New() *Metrics {
 			Name: "sluice_policy_fallbacks_total",
 			Help: "Attempts of a preferred key that ran outside its bound accounts, by key ID and reason (cooling, disabled, no_room, failed:<class>, breaker_open).",
 		}, []string{"key", "reason"}),
+		BillingUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_billing_unavailable_refusals_total",
+			Help: "Billed requests refused (503) because the ledger store's balances were not read within the staleness bound.",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -43,7 +43,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
-	limits := snap.Limits(key, req, task)
+	limits := out.charging.limits(snap.Limits(key, req, task))
 	rp := snap.policy(key)
 	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
@@ -57,7 +57,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				return nil
 			}
 			edges, _ = h.route(snap, key, req, pin)
-			limits = snap.Limits(key, req, task)
+			limits = out.charging.limits(snap.Limits(key, req, task))
 			rp = snap.policy(key)
 			fallbackLimits = snap.fallbackLimits(rp, limits)
 		}
@@ -116,6 +116,10 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		case rp.mode == "strict" && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
 			return errBindingUnavailable
 		default:
+			return err
+		}
+		if err := h.granted(out.charging, req); err != nil {
+			claim.Release(ctx, store.Outcome{}) // nothing ran
 			return err
 		}
 		n++

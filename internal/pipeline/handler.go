@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
@@ -30,6 +31,7 @@ type Handler struct {
 	caller   *upstream.Caller
 	usage    Recorder
 	jobs     store.Jobs
+	view     *billing.View
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
@@ -41,14 +43,15 @@ type Stages struct {
 	Statuses *capacity.Statuses
 	Caller   *upstream.Caller
 	Usage    Recorder
-	Jobs     store.Jobs // async job bindings
+	Jobs     store.Jobs    // async job bindings
+	Billing  *billing.View // the balances admission reads (a catalog with billing)
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, view: s.Billing, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -60,6 +63,8 @@ type Outcome struct {
 	Usage      sluice.Usage
 	TTFT       time.Duration
 	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
+	task       string       // the task type it runs as (admit sets it)
+	charging   *charging    // what admission fixed for its billing; nil without billing
 }
 
 // Serve admits, routes, waits for capacity and calls for the principal p,
@@ -71,6 +76,10 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
 	task, err := admit(snap, p.Key, req)
+	out.task = task
+	if err == nil {
+		out.charging, err = h.charge(snap, p.Key, req, task)
+	}
 	var pin *store.Job // the binding of the response the request continues
 	if err == nil {
 		pin, err = h.previousResponse(ctx, p.Key, req)
@@ -240,7 +249,16 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		TTFT:       out.TTFT,
 		Usage:      out.Usage,
 		Executions: out.Executions,
+		EndUser:    req.User,
+		TaskType:   out.task,
+		Priority:   sluice.Priorities[class(p.Key, req)],
 	}
+	snap := h.live.Load()
+	rec.Pool = snap.policy(p.Key).pool
+	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
+		rec.Pool = snap.policy(p.Key).fallbackPool
+	}
+	rec.Billing = out.charging.settle(h.view, snap.billing.costTable(), req, &out, nil)
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {
 		rec.Code, rec.Status = se.Code, se.Code.Status()
 	} else if errors.Is(callErr, context.Canceled) && !out.Committed {

@@ -51,6 +51,7 @@ type Snapshot struct {
 	weights map[string]int        // tenant → fair-queueing weight
 	keys    map[string]keyPolicy  // by key ID: the catalog's, and the admin API's (see Live.SetStoredKeys)
 	pools   map[string]compiledPool
+	billing *compiledBilling // nil: the catalog has no billing section
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -168,6 +169,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	}
 	if err := s.compileKeys(c, lookupEnv); err != nil {
 		return nil, err
+	}
+	if s.billing, err = compileBilling(c); err != nil {
+		return nil, fmt.Errorf("billing: %w", err)
 	}
 	return s, nil
 }
