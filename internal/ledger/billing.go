@@ -56,6 +56,11 @@ type Billing interface {
 	// ends are open), ordered by At, then RequestID, then Kind; at most
 	// limit of them (limit <= 0: no limit).
 	Statement(ctx context.Context, account string, from, to time.Time, limit int) ([]Entry, error)
+	// Entries returns the entries of one request ID, of every kind and
+	// whatever their account, ordered by Kind: what the admin API looks up
+	// to refund a request's charge, or to answer a retried top-up with the
+	// entry its Idempotency-Key made.
+	Entries(ctx context.Context, requestID string) ([]Entry, error)
 	// Spend sums the price and cost of the billed usage records that f
 	// selects, grouped by f.By, in the order of CompareSpendRows.
 	Spend(ctx context.Context, f SpendFilter) ([]SpendRow, error)

@@ -143,6 +143,28 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		wantBalance(t, s, "acme", 5010)
 	})
 
+	t.Run("EntriesOfARequest", func(t *testing.T) {
+		s, other := open(t)
+		record(t, s, charged("r1", "acme", day1, 1500))
+		refund := ledger.Entry{Account: "acme", RequestID: "r1", Kind: ledger.EntryRefund, Amount: 1500, Reason: "bad answer",
+			Admin: "ops", At: day1.Add(time.Hour)}
+		post(t, s, refund)
+		post(t, s, topUp("acme", "r2", day1, 10))
+		charge := ledger.Entry{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -1500, At: day1}
+		for _, h := range []Store{s, other} {
+			got, err := h.Entries(t.Context(), "r1")
+			if err != nil {
+				t.Fatalf("Entries(r1) = %v", err)
+			}
+			if diff := cmp.Diff([]ledger.Entry{charge, refund}, got, opts); diff != "" {
+				t.Errorf("Entries(r1) mismatch (-want +got):\n%s", diff)
+			}
+		}
+		if got, err := s.Entries(t.Context(), "nothing"); err != nil || len(got) != 0 {
+			t.Errorf("Entries(nothing) = %v, %v; want none", got, err)
+		}
+	})
+
 	t.Run("PostRefusesInvalidEntries", func(t *testing.T) {
 		s, _ := open(t)
 		for name, e := range map[string]ledger.Entry{

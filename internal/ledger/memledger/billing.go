@@ -166,6 +166,20 @@ func (s *Store) Statement(_ context.Context, account string, from, to time.Time,
 	return out, nil
 }
 
+// Entries returns the request's entries, ordered by kind.
+func (s *Store) Entries(_ context.Context, requestID string) ([]ledger.Entry, error) {
+	s.mu.Lock()
+	var out []ledger.Entry
+	for id, e := range s.entries {
+		if id.request == requestID {
+			out = append(out, e)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b ledger.Entry) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out, nil
+}
+
 // Spend groups the selected billed records.
 func (s *Store) Spend(_ context.Context, f ledger.SpendFilter) ([]ledger.SpendRow, error) {
 	if err := f.Validate(); err != nil {

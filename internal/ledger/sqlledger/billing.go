@@ -368,10 +368,28 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
-		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit)
+	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
+		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit))
 	if err != nil {
 		return nil, fmt.Errorf("statement: %w", err)
+	}
+	return out, nil
+}
+
+// Entries reads the request's entries by the table's primary key.
+func (s *Store) Entries(ctx context.Context, requestID string) ([]ledger.Entry, error) {
+	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
+		WHERE request_id = ? ORDER BY kind`, requestID))
+	if err != nil {
+		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
+	}
+	return out, nil
+}
+
+// scanEntries reads rows of entryColumns.
+func scanEntries(rows *sql.Rows, err error) ([]ledger.Entry, error) {
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []ledger.Entry
@@ -381,15 +399,12 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 			at int64
 		)
 		if err := rows.Scan(&e.RequestID, &e.Kind, &e.Account, &e.Amount, &e.Reason, &e.Admin, &at); err != nil {
-			return nil, fmt.Errorf("statement: %w", err)
+			return nil, err
 		}
 		e.At = time.UnixMicro(at).UTC()
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("statement: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // spendColumn is the column of usage_records each dimension groups by.
