@@ -31,6 +31,7 @@ import (
 	"github.com/sluicehq/sluice/internal/ingress"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/oauth"
 	"github.com/sluicehq/sluice/internal/pipeline"
 	"github.com/sluicehq/sluice/internal/settle"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -154,6 +155,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := g.keys.Refresh(ctx); err != nil {
 		return nil, err
 	}
+	src.tokens = &credentialTokens{db: g.db, dbURL: dbURL, lookupEnv: src.lookupEnv, log: o.Log,
+		run: func(m *oauth.Manager) { g.background(run, func(ctx context.Context) { m.Run(ctx, time.Second) }) }}
 	if err := src.install(cat, doc); err != nil {
 		return nil, err
 	}
@@ -176,6 +179,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := g.statuses.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read credential statuses: %w", err)
 	}
+	src.tokens.statuses.Store(g.statuses)
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
 		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,

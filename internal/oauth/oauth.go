@@ -128,10 +128,12 @@ func (m *Manager) Source(id string) *Source {
 	return m.sources[id]
 }
 
-// Run refreshes tokens every interval until ctx ends (see Tick).
+// Run refreshes tokens at once, then every interval until ctx ends (see
+// Tick).
 func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	m.Tick(ctx)
 	for {
 		select {
 		case <-ctx.Done():

@@ -190,7 +190,7 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 		return nil, modelNotFound(req.Model)
 	}
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
-		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("max_tokens must be at most %d for model %s", alias.MaxOutputTokens, req.Model)}
+		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
 	}
 	rp := snap.policy(key)
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
@@ -214,12 +214,13 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 }
 
 // outOfService says why new claims may not go to e, "" when they may: a
-// draining or disabled credential, or a disabled account, is "disabled" (a
-// draining credential finishes what it runs but takes nothing new); an
+// draining or disabled credential, an OAuth credential without a valid
+// access token, or a disabled account, is "disabled" (a draining
+// credential finishes what it runs but takes nothing new); an
 // endpoint whose breaker another replica opened is "breaker_open" for the
 // breaker's open period (this replica's own breaker then probes it).
 func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
-	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" {
+	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" || !e.Credential.InService() {
 		return "disabled"
 	}
 	ep := h.statuses.Endpoint(e.Endpoint.ID)

@@ -120,7 +120,8 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		if err != nil {
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
 		}
-		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight}
+		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
+			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
