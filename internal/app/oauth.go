@@ -27,7 +27,7 @@ type credentialTokens struct {
 	lookupEnv func(string) (string, bool)
 	log       *slog.Logger
 	statuses  atomic.Pointer[capacity.Statuses] // nil until the shared state is open
-	run       func(*oauth.Manager)      // keeps the manager's tokens fresh in the background
+	run       func(*oauth.Manager)              // keeps the manager's tokens fresh in the background
 	m         *oauth.Manager
 }
 
