@@ -269,6 +269,15 @@ var KeyPaths = map[Protocol]string{
 	ProtocolAnthropic:        "messages",
 }
 
+// MaxTokensField names, for each protocol whose requests ask for output
+// tokens, the body field that asks (Request.MaxTokens; an alias's
+// max_output_tokens bounds it).
+var MaxTokensField = map[Protocol]string{
+	ProtocolOpenAIChat:      "max_tokens (or max_completion_tokens)",
+	ProtocolAnthropic:       "max_tokens",
+	ProtocolOpenAIResponses: "max_output_tokens",
+}
+
 // RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
 // strict, preferred or pool; strict and preferred name Accounts, preferred a
 // Fallback (a pool ID or "any") and how long to Wait for the bound accounts,
@@ -341,6 +350,11 @@ type Request struct {
 	// CountTokens marks an Anthropic count_tokens request: the prompt is
 	// counted, nothing is generated or billed, so Tokens is 0.
 	CountTokens bool
+	// Compact marks a Responses compaction (POST /v1/responses/compact):
+	// the conversation is compacted, not answered, by an endpoint that
+	// speaks Responses (a chat endpoint has no compaction), and the answer
+	// is one JSON object.
+	Compact bool
 	// Header is the caller's HTTP header, read only. Only what a protocol
 	// names is passed on (anthropic-version and anthropic-beta to an
 	// Anthropic upstream); nil when there was no caller's request.

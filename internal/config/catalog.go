@@ -230,8 +230,10 @@ type Model struct {
 	Protocol    string       `yaml:"protocol"` // default openai.chat
 	Deployments []Deployment `yaml:"deployments"`
 	Limits      Limits       `yaml:"limits"` // shared by every request for the alias
-	// MaxOutputTokens refuses (400) a request whose max_tokens or
-	// max_completion_tokens is larger; 0 = no limit. openai.chat only.
+	// MaxOutputTokens refuses (400) a request that asks for more output
+	// tokens (openai.chat: max_tokens or max_completion_tokens;
+	// anthropic.messages: max_tokens; openai.responses:
+	// max_output_tokens); 0 = no limit. Not for embeddings and jobs.
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 	// Strategy orders the edges of each priority tier: round-robin
 	// (default) | weighted | fill-first | least-inflight | affinity.

@@ -51,8 +51,8 @@ func (v *validator) models() {
 		switch {
 		case m.MaxOutputTokens < 0:
 			v.addf(at+".max_output_tokens", "must be >= 0")
-		case m.MaxOutputTokens > 0 && p != sluice.ProtocolOpenAIChat:
-			v.addf(at+".max_output_tokens", "only an openai.chat alias reads max_tokens")
+		case m.MaxOutputTokens > 0 && sluice.MaxTokensField[p] == "":
+			v.addf(at+".max_output_tokens", "%s requests ask for no output tokens", p)
 		}
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")

@@ -219,7 +219,8 @@ func TestValidate(t *testing.T) {
 		{"TenantDailyNegative", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t", Limits: Limits{DailyTokens: -1}}} }, `tenants[0].limits.daily_tokens: must be >= 0`},
 		{"ModelLimitNegative", func(c *Catalog) { c.Models[0].Limits.MaxInflight = -1 }, `models[0].limits.max_inflight: must be >= 0`},
 		{"MaxOutputTokensNegative", func(c *Catalog) { c.Models[0].MaxOutputTokens = -1 }, `models[0].max_output_tokens: must be >= 0`},
-		{"MaxOutputTokensNotChat", func(c *Catalog) { c.Models[1].MaxOutputTokens = 1000 }, `models[1].max_output_tokens: only an openai.chat alias reads max_tokens`},
+		{"MaxOutputTokensEmbeddings", func(c *Catalog) { c.Models[0].Protocol, c.Models[0].MaxOutputTokens = "openai.embeddings", 1000 },
+			`models[0].max_output_tokens: openai.embeddings requests ask for no output tokens`},
 		{"KeyUnknownTask", func(c *Catalog) { c.Keys[0].Task = "nope" }, `keys[0].task: unknown task type "nope"`},
 		{"KeyUnknownTasks", func(c *Catalog) { c.Keys[0].Tasks = []string{"nope"} }, `keys[0].tasks[0]: unknown task type "nope"`},
 		{"UserLimitNegative", func(c *Catalog) { c.Keys[0].UserLimits.RPM = -1 }, `keys[0].user_limits.rpm: must be >= 0`},
@@ -287,6 +288,7 @@ func TestValidateAccepts(t *testing.T) {
 			c.Models[1].Strategy = "fill-first"
 		}},
 		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
+		{"MaxOutputTokensAnthropic", func(c *Catalog) { c.Models[1].MaxOutputTokens = 8192 }},
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
 		{"DatabaseURLEnv", func(c *Catalog) { c.Database = Database{URLEnv: "DATABASE_URL"} }},

@@ -194,9 +194,12 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 	}
 	rp := snap.policy(key)
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
+	if req.Compact && !slices.ContainsFunc(all, compacts) {
+		return nil, errCannotCompact(req.Model)
+	}
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && pinned(pin, e) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
