@@ -28,9 +28,6 @@ type Dialect struct {
 	// CompactPath is the path of the protocol's compaction (Responses'),
 	// "" when it has none.
 	CompactPath string
-	// CompactPath is the path of the protocol's compaction (Responses'),
-	// "" when it has none.
-	CompactPath string
 	// Authorize sets the credential's headers, and those of the caller's
 	// (caller, read only) that the protocol passes on, on an upstream
 	// request's header h.
