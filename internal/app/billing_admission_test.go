@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
@@ -270,4 +271,23 @@ func TestBillingStoreUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "billed requests served again", func() bool { return sdkErr(t, h, keyWeb, "fast") == nil })
+}
+
+// A key made through the admin API carries its billing account: bound, it
+// is billed like a catalog key; an unknown account is refused with 400.
+func TestBillingAPIKeyBinding(t *testing.T) {
+	h := billed(t, "max_inflight: 1", "", "", simulator.Options{})
+	l := ledgerOf(t, h)
+	topUp(t, h, l, "acme", "1.00")
+	c := h.adminClient()
+	_, err := c.CreateKey(t.Context(), admin.KeySpec{ID: "api", Name: "API", Tenant: "web", KeySettings: admin.KeySettings{BillingAccount: "acne"}})
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `unknown billing account "acne"`) {
+		t.Errorf("CreateKey with an unknown billing account = %v, want a 400 naming it", err)
+	}
+	created, err := c.CreateKey(t.Context(), admin.KeySpec{ID: "api", Name: "API", Tenant: "web", KeySettings: admin.KeySettings{BillingAccount: "acme"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Second, "the key usable", func() bool { return sdkErr(t, h, created.Key, "fast") == nil })
+	wantCode(t, "a second request on a spent balance", sdkErr(t, h, created.Key, "fast"), http.StatusTooManyRequests, "billing_quota_exhausted")
 }
