@@ -30,6 +30,8 @@ type callerSide struct {
 	body func(model, text string, stream bool) string
 	// auth sets the headers that carry key, as the protocol's SDK does.
 	auth func(h http.Header, key string)
+	// user is the body member that names the end user in the protocol.
+	user func(name string) string
 	// answered is in every complete JSON answer of the protocol.
 	answered string
 	// errorCode is Sluice's code in an error answer of the protocol's
@@ -66,6 +68,7 @@ var (
 			return `{"model":` + strconv.Quote(model) + streamField(stream) + `,"messages":[{"role":"user","content":` + strconv.Quote(text) + `}]}`
 		},
 		auth:      bearer,
+		user:      func(name string) string { return `"user":` + strconv.Quote(name) },
 		answered:  `"object":"chat.completion"`,
 		errorCode: openAIErrorCode,
 		streamFailed: func(ev sseEvent) (string, bool) {
@@ -86,6 +89,7 @@ var (
 			h.Set("X-Api-Key", key)
 			h.Set("Anthropic-Version", "2023-06-01")
 		},
+		user:      func(name string) string { return `"metadata":{"user_id":` + strconv.Quote(name) + `}` },
 		answered:  `"type":"message"`,
 		errorCode: anthropicErrorCode,
 		streamFailed: func(ev sseEvent) (string, bool) {
@@ -103,6 +107,7 @@ var (
 			return `{"model":` + strconv.Quote(model) + streamField(stream) + `,"input":` + strconv.Quote(text) + `}`
 		},
 		auth:      bearer,
+		user:      func(name string) string { return `"safety_identifier":` + strconv.Quote(name) },
 		answered:  `"object":"response"`,
 		errorCode: openAIErrorCode,
 		streamFailed: func(ev sseEvent) (string, bool) {
@@ -136,6 +141,11 @@ func streamField(stream bool) string {
 		return `,"stream":true`
 	}
 	return ""
+}
+
+// withUser is body (a JSON object) naming name as its end user.
+func (c *callerSide) withUser(body, name string) string {
+	return "{" + c.user(name) + "," + body[1:]
 }
 
 func bearer(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
