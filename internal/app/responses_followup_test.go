@@ -46,6 +46,10 @@ func TestStoredResponseCancelFollowsItsBinding(t *testing.T) {
 	if got, err := client.Responses.Get(ctx, created.ID, responses.ResponseGetParams{}); err != nil || got.Status != "cancelled" {
 		t.Errorf("Get after cancelling = %+v, %v; want it cancelled (the binding stays)", got, err)
 	}
+	if code, body := call(t, http.MethodPut, h.url("/v1/responses/"+created.ID), "Bearer "+keyWeb, "", nil); code != http.StatusMethodNotAllowed ||
+		!strings.Contains(body, `"code":"method_not_allowed"`) {
+		t.Errorf("PUT a stored response = %d %s, want OpenAI's 405", code, body)
+	}
 	a, b := len(h.simA.Requests()), len(h.simB.Requests())
 	if a+b != 4 || a*b != 0 {
 		t.Errorf("upstream calls: %d on org-small, %d on org-big; want the creation, two cancels and the GET on one", a, b)
