@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"internal/app"},
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
-	{"internal/authn", "internal/routing", "internal/settle"},
+	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
 	{"internal/adapter/anthropic", "internal/adapter/responses"},
@@ -39,7 +39,7 @@ var layers = [][]string{
 // implementations may be imported by app (and tests) only.
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
-	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator",
+	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth",
 	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
 	"internal/adapter/anthropic", "internal/adapter/openai", "internal/adapter/responses",
 }
