@@ -513,11 +513,15 @@ func (s *server) statement(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.findAccount(r.Context(), b, st.Account)
-	if err != nil {
+	if _, err := s.findAccount(r.Context(), b, st.Account); err != nil {
 		return err
 	}
 	entries, err := b.Statement(r.Context(), st.Account, st.From, st.To, limit+1)
+	if err != nil {
+		return err
+	}
+	// The balance is read after the entries, so it counts at least those listed.
+	a, err := s.findAccount(r.Context(), b, st.Account)
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	src.tokens.statuses.Store(g.statuses)
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
+		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
 	})
 
 	srv := cat.Server
@@ -209,7 +209,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{
-		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
+		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: ledger, Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
+		Billing: adminBilling{ledger, g},
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {

@@ -27,6 +27,12 @@ type Metrics struct {
 	// BillingUnavailable counts billed requests refused because the
 	// balances could not be read from the ledger store recently enough.
 	BillingUnavailable prometheus.Counter
+	// Spend is what settled requests were charged (kind price) and what
+	// they cost upstream (kind cost), in micro-units of the catalog's
+	// currency, by billing account and alias: both declared by the
+	// operator, so bounded (keys and end users never label it). Refusals
+	// by code are Requests' codes.
+	Spend *prometheus.CounterVec // billing_account, alias, kind
 }
 
 // New registers every collector on a fresh registry.
@@ -73,9 +79,13 @@ func New() *Metrics {
 			Name: "sluice_billing_unavailable_refusals_total",
 			Help: "Billed requests refused (503) because the ledger store's balances were not read within the staleness bound.",
 		}),
+		Spend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_billing_spend_micros_total",
+			Help: "What settled requests were charged (kind price, billing_account \"\" when none is billed) and cost upstream (kind cost), in micro-units of billing.currency, by billing account and alias.",
+		}, []string{"billing_account", "alias", "kind"}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -88,4 +98,15 @@ func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
 		Name: "sluice_request_body_bytes_held",
 		Help: "Bytes of request bodies held by requests in flight, counted against server.max_inflight_body_bytes.",
 	}, func() float64 { return float64(held()) }))
+}
+
+// Spent counts a settled request's price and cost (micro-units) for its
+// billing account ("" = none) and alias.
+func (m *Metrics) Spent(account, alias string, price, cost int64) {
+	if price > 0 {
+		m.Spend.WithLabelValues(account, alias, "price").Add(float64(price))
+	}
+	if cost > 0 {
+		m.Spend.WithLabelValues(account, alias, "cost").Add(float64(cost))
+	}
 }

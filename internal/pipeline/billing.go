@@ -312,3 +312,12 @@ func (h *Handler) jobCharging(snap *Snapshot, job *store.Job) *charging {
 // Billing reports whether the catalog has a billing section: requests are
 // then admitted on the balance view, which must be kept fresh.
 func (s *Snapshot) Billing() bool { return s.billing != nil }
+
+// Prices are the price and cost versions the catalog declares, for the
+// admin API to list beside the stored ones; nil without billing.
+func (s *Snapshot) Prices() []billing.Price {
+	if s.billing == nil {
+		return nil
+	}
+	return s.billing.table.All()
+}
