@@ -217,11 +217,22 @@ type OAuth struct {
 	// writing another token to it replaces the one Sluice holds.
 	RefreshTokenFile string   `yaml:"refresh_token_file"`
 	Scopes           []string `yaml:"scopes"` // asked for on every refresh; none = what the grant has
+	// Body is how the refresh request's parameters are sent: "form"
+	// (default; RFC 6749's application/x-www-form-urlencoded) or "json" (an
+	// object with the same members, which some subscription providers'
+	// token endpoints require).
+	Body string `yaml:"body"`
 }
+
+// OAuth request bodies (OAuth.Body).
+const (
+	OAuthBodyForm = "form"
+	OAuthBodyJSON = "json"
+)
 
 // Set reports whether the oauth block says anything.
 func (o *OAuth) Set() bool {
-	return o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0
+	return o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0 || o.Body != ""
 }
 
 // Model is a public alias with its deployments.

@@ -107,6 +107,9 @@ func (v *validator) credentialSecret(at string, cr *Credential) {
 	} else if _, err := o.RefreshToken(); err != nil {
 		v.secret(at, err)
 	}
+	if o.Body != "" && o.Body != OAuthBodyForm && o.Body != OAuthBodyJSON {
+		v.addf(at+".body", "must be form or json")
+	}
 	for j, s := range o.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
 			v.addf(fmt.Sprintf("%s.scopes[%d]", at, j), "must be one scope: not empty, no white space, quote or backslash")

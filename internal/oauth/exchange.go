@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // grant is a token endpoint's successful answer.
@@ -27,21 +29,31 @@ const defaultLifetime = time.Hour
 const maxAnswer = 64 << 10
 
 // exchange trades refreshToken for an access token at the spec's token
-// endpoint: a form-encoded POST with grant_type refresh_token, the client
-// ID and the scopes (RFC 6749 §6). Errors hold no token and none of the
-// answer but its OAuth error code.
+// endpoint: a POST with grant_type refresh_token, the client ID and the
+// scopes (RFC 6749 §6), form-encoded or, when the spec says so, as a JSON
+// object. Errors hold no token and none of the answer but its OAuth error
+// code.
 func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (grant, error) {
-	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {sp.ClientID}}
+	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {sp.ClientID}}
 	if len(sp.Scopes) > 0 {
-		form.Set("scope", strings.Join(sp.Scopes, " "))
+		params.Set("scope", strings.Join(sp.Scopes, " "))
+	}
+	payload, contentType := params.Encode(), "application/x-www-form-urlencoded"
+	if sp.Body == config.OAuthBodyJSON {
+		object := make(map[string]string, len(params))
+		for name := range params {
+			object[name] = params.Get(name)
+		}
+		b, _ := json.Marshal(object) // strings only: cannot fail
+		payload, contentType = string(b), "application/json"
 	}
 	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.TokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.TokenURL, strings.NewReader(payload))
 	if err != nil {
 		return grant{}, errors.New("token_url is not a valid URL")
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	resp, err := m.o.Client.Do(req)
 	if err != nil {

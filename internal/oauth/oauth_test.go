@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -62,13 +63,14 @@ func (b *syncBuffer) String() string {
 // world is a simulated provider with a token endpoint, a refresh token file
 // and what the managers of one test share.
 type world struct {
-	t        *testing.T
-	sim      *simulator.Simulator
-	url      string
-	file     string
-	clock    *clock
-	logs     *syncBuffer
-	requests atomic.Int64 // requests to the token endpoint
+	t         *testing.T
+	sim       *simulator.Simulator
+	url       string
+	file      string
+	clock     *clock
+	logs      *syncBuffer
+	requests  atomic.Int64 // requests to the token endpoint
+	mediaType atomic.Value // string: the Content-Type of the token endpoint's last request
 
 	mu       sync.Mutex
 	disabled []string // credential IDs Disable was called with, once per call
@@ -80,6 +82,7 @@ func newWorld(t *testing.T) *world {
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == simulator.OAuthTokenPath {
 			w.requests.Add(1)
+			w.mediaType.Store(r.Header.Get("Content-Type"))
 		}
 		w.sim.ServeHTTP(rw, r)
 	}))
@@ -101,6 +104,12 @@ func (w *world) writeToken(rt string) {
 // manager is a replica's Manager on db, told of the credential "max-1".
 func (w *world) manager(db *sqldb.DB) *Manager {
 	w.t.Helper()
+	return w.managerSending(db, "")
+}
+
+// managerSending is manager with the credential's oauth.body set to body.
+func (w *world) managerSending(db *sqldb.DB, body string) *Manager {
+	w.t.Helper()
 	m, err := New(Options{
 		DB: db, Key: testKey, Now: w.clock.Now,
 		Log: slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -114,7 +123,7 @@ func (w *world) manager(db *sqldb.DB) *Manager {
 		w.t.Fatal(err)
 	}
 	m.Sync(w.t.Context(), []Spec{{CredentialID: "max-1", OAuth: config.OAuth{
-		TokenURL: w.url + simulator.OAuthTokenPath, ClientID: "client-1", RefreshTokenFile: w.file, Scopes: []string{"user:inference"},
+		TokenURL: w.url + simulator.OAuthTokenPath, ClientID: "client-1", RefreshTokenFile: w.file, Scopes: []string{"user:inference"}, Body: body,
 	}}})
 	return m
 }
@@ -174,6 +183,23 @@ func TestRefreshBeforeExpiry(t *testing.T) {
 	m.Tick(t.Context())
 	if n := w.sim.Refreshes(); n != 2 || accessToken(t, m) == first {
 		t.Fatalf("at 55 minutes: %d refreshes, want 2 and a new token", n)
+	}
+}
+
+func TestTheRefreshRequestIsAFormOrJSON(t *testing.T) {
+	for body, want := range map[string]string{"": "application/x-www-form-urlencoded", config.OAuthBodyForm: "application/x-www-form-urlencoded", config.OAuthBodyJSON: "application/json"} {
+		t.Run(cmp.Or(body, "default"), func(t *testing.T) {
+			w := newWorld(t)
+			m := w.managerSending(sqliteFile(t, filepath.Join(t.TempDir(), "s.db")), body)
+			m.Tick(t.Context())
+			accessToken(t, m)
+			if got, _ := w.mediaType.Load().(string); got != want {
+				t.Errorf("Content-Type = %q, want %q", got, want)
+			}
+			if got := w.sim.LastTokenRequest(); got.Get("grant_type") != "refresh_token" || got.Get("client_id") != "client-1" || got.Get("scope") != "user:inference" {
+				t.Errorf("token request = %v", got)
+			}
+		})
 	}
 }
 

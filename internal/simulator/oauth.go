@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -121,23 +122,24 @@ func (s *Simulator) oauthToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
+	params, err := tokenParams(r)
+	if err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.last = r.PostForm
-	rt := r.PostForm.Get("refresh_token")
+	o.last = params
+	rt := params.Get("refresh_token")
 	g, live := o.grants[rt]
 	switch {
 	case o.fail != 0:
 		oauthError(w, o.fail, "server_error")
 		return
-	case r.PostForm.Get("grant_type") != "refresh_token":
+	case params.Get("grant_type") != "refresh_token":
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
-	case r.PostForm.Get("client_id") == "":
+	case params.Get("client_id") == "":
 		oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	case !live:
@@ -174,4 +176,22 @@ func randomHex() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// tokenParams reads a token request's parameters: a form (RFC 6749), or a
+// JSON object of strings, as some providers' endpoints take them.
+func tokenParams(r *http.Request) (url.Values, error) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		err := r.ParseForm()
+		return r.PostForm, err
+	}
+	var object map[string]string
+	if err := json.NewDecoder(r.Body).Decode(&object); err != nil {
+		return nil, err
+	}
+	params := url.Values{}
+	for name, value := range object {
+		params.Set(name, value)
+	}
+	return params, nil
 }
