@@ -265,52 +265,59 @@ func TestDisabledAndDrainingCredentialsTakeNoClaims(t *testing.T) {
 }
 
 func TestAuthFailureDisablesTheCredentialAndBillingTheAccount(t *testing.T) {
-	h := newAccountsHarness(t, chatWire, "{backend: memory}")
-	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Invalid: true})
-	h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", FailStatus: 429,
-		FailBody: `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`})
-	// Round-robin reaches k1 within three requests; each is still served.
-	for range 6 {
-		if s, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1)); s != 200 {
-			t.Fatalf("status = %d %s, want the request served by another credential", s, body)
+	eachWire(t, wires, func(t *testing.T, w wire) {
+		h := newAccountsHarness(t, w, "{backend: memory}")
+		ask := func(model string) (int, string) {
+			return h.ask(t.Context(), w.caller, keyWeb, model, "hello there", nil)
 		}
-	}
-	if n := h.simA.Count(upstreamKey("k1")); n != 1 {
-		t.Errorf("calls on k1 = %d, want exactly 1: then it is disabled", n)
-	}
-	creds := h.credentials(t)
-	if c := creds["k1"]; c.Status != "disabled" || !strings.HasPrefix(c.Reason, "auth") {
-		t.Errorf("k1 = %+v, want disabled for auth", c)
-	}
-	if c := creds["k2"]; c.Status != "active" {
-		t.Errorf("k2 = %+v, want active: an auth failure disables only that credential", c)
-	}
+		h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Invalid: true})
+		h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", FailStatus: w.upstream.billing.status, FailBody: w.upstream.billing.body})
+		// Round-robin reaches k1 within three requests; each is still served.
+		for range 6 {
+			if s, body := ask("one"); s != 200 {
+				t.Fatalf("status = %d %s, want the request served by another credential", s, body)
+			}
+		}
+		if n := h.simA.Count(upstreamKey("k1")); n != 1 {
+			t.Errorf("calls on k1 = %d, want exactly 1: then it is disabled", n)
+		}
+		creds := h.credentials(t)
+		if c := creds["k1"]; c.Status != "disabled" || !strings.HasPrefix(c.Reason, "auth") {
+			t.Errorf("k1 = %+v, want disabled for auth", c)
+		}
+		if c := creds["k2"]; c.Status != "active" {
+			t.Errorf("k2 = %+v, want active: an auth failure disables only that credential", c)
+		}
 
-	// A billing failure on k4 disables org-2: k5 is not tried again and the
-	// alias served only by org-2 has nothing left.
-	for i := 0; h.simA.Count(upstreamKey("k4")) == 0; i++ {
-		if i == 3 {
-			t.Fatal("round-robin never reached k4")
+		// A billing failure on k4 disables org-2: k5 is not tried again and the
+		// alias served only by org-2 has nothing left.
+		for i := 0; h.simA.Count(upstreamKey("k4")) == 0; i++ {
+			if i == 3 {
+				t.Fatal("round-robin never reached k4")
+			}
+			ask("just-two")
 		}
-		h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1))
-	}
-	n5 := h.simA.Count(upstreamKey("k5"))
-	for range 3 {
-		if s, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1)); s != http.StatusServiceUnavailable {
-			t.Errorf("request for a disabled account's alias = %d, want 503", s)
+		n5 := h.simA.Count(upstreamKey("k5"))
+		for range 3 {
+			if s, body := ask("just-two"); s != http.StatusServiceUnavailable {
+				t.Errorf("request for a disabled account's alias = %d, want 503", s)
+			} else if _, ok := w.caller.errorCode(body); !ok {
+				t.Errorf("request for a disabled account's alias = %s, want %s's error envelope", body, w.caller.protocol)
+			}
 		}
-	}
-	if n4, n := h.simA.Count(upstreamKey("k4")), h.simA.Count(upstreamKey("k5")); n4 != 1 || n != n5 {
-		t.Errorf("calls k4 %d, k5 %d (was %d); want k4 once and no more calls on org-2", n4, n, n5)
-	}
-	if a := h.accounts(t)["org-2"]; a.Status != "disabled" || !strings.HasPrefix(a.Reason, "billing") {
-		t.Errorf("org-2 = %+v, want disabled for billing", a)
-	}
-	h.adminPost(t, "/admin/accounts/org-2/enable")
-	h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2"})
-	if s, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1)); s != 200 {
-		t.Errorf("after the operator re-enabled org-2: status %d, want 200", s)
-	}
+		if n4, n := h.simA.Count(upstreamKey("k4")), h.simA.Count(upstreamKey("k5")); n4 != 1 || n != n5 {
+			t.Errorf("calls k4 %d, k5 %d (was %d); want k4 once and no more calls on org-2", n4, n, n5)
+		}
+		if a := h.accounts(t)["org-2"]; a.Status != "disabled" || !strings.HasPrefix(a.Reason, "billing") {
+			t.Errorf("org-2 = %+v, want disabled for billing", a)
+		}
+		h.adminPost(t, "/admin/accounts/org-2/enable")
+		h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2"})
+		if s, _ := ask("just-two"); s != 200 {
+			t.Errorf("after the operator re-enabled org-2: status %d, want 200", s)
+		}
+		w.wantUpstreamCalls(t, h)
+	})
 }
 
 func TestCredentialAddedWhileRequestsWaitServesThem(t *testing.T) {

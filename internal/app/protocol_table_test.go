@@ -51,6 +51,14 @@ type upstreamSide struct {
 	// overloaded is the status the provider answers when it is overloaded:
 	// Anthropic's own 529, a gateway's 502 for OpenAI.
 	overloaded int
+	// billing is how the provider says the account cannot pay.
+	billing failure
+}
+
+// failure is an error answer of a provider.
+type failure struct {
+	status int
+	body   string
 }
 
 // wire is a caller protocol served by endpoints of an upstream protocol.
@@ -121,9 +129,9 @@ var (
 		streamDone: func(ev sseEvent) bool { return ev.name == "response.completed" },
 	}
 
-	chatUpstream      = &upstreamSide{sluice.ProtocolOpenAIChat, "/v1/chat/completions", http.StatusBadGateway}
-	messagesUpstream  = &upstreamSide{sluice.ProtocolAnthropic, "/v1/messages", 529}
-	responsesUpstream = &upstreamSide{sluice.ProtocolOpenAIResponses, "/v1/responses", http.StatusBadGateway}
+	chatUpstream      = &upstreamSide{protocol: sluice.ProtocolOpenAIChat, path: "/v1/chat/completions", overloaded: http.StatusBadGateway, billing: openAIBilling}
+	messagesUpstream  = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: "/v1/messages", overloaded: 529, billing: anthropicBilling}
+	responsesUpstream = &upstreamSide{protocol: sluice.ProtocolOpenAIResponses, path: "/v1/responses", overloaded: http.StatusBadGateway, billing: openAIBilling}
 
 	chatWire = wire{"openai.chat", chatCaller, chatUpstream}
 	// wires are the three protocols passed through, and an Anthropic caller
@@ -134,6 +142,15 @@ var (
 		{"openai.responses", responsesCaller, responsesUpstream},
 		{"anthropic.messages-on-openai.chat", messagesCaller, chatUpstream},
 	}
+)
+
+// openAIBilling is OpenAI's answer when the account's quota is spent,
+// anthropicBilling Anthropic's when its credit is.
+var (
+	openAIBilling = failure{http.StatusTooManyRequests,
+		`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`}
+	anthropicBilling = failure{http.StatusBadRequest,
+		`{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`}
 )
 
 func streamField(stream bool) string {
