@@ -20,6 +20,7 @@ const (
 	ProtocolOpenAIEmbeddings Protocol = "openai.embeddings"
 	ProtocolAnthropic        Protocol = "anthropic.messages"
 	ProtocolGemini           Protocol = "gemini.generate"
+	ProtocolGeminiEmbed      Protocol = "gemini.embed"
 	ProtocolOpenAIVideos     Protocol = "openai.videos"
 	ProtocolFalQueue         Protocol = "fal.queue"
 )
@@ -28,7 +29,7 @@ const (
 func (p Protocol) Known() bool {
 	switch p {
 	case ProtocolOpenAIChat, ProtocolOpenAIResponses, ProtocolOpenAIEmbeddings,
-		ProtocolAnthropic, ProtocolGemini, ProtocolOpenAIVideos, ProtocolFalQueue:
+		ProtocolAnthropic, ProtocolGemini, ProtocolGeminiEmbed, ProtocolOpenAIVideos, ProtocolFalQueue:
 		return true
 	}
 	return false
