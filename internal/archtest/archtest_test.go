@@ -23,9 +23,9 @@ var layers = [][]string{
 	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
-	{"internal/adapter/anthropic", "internal/adapter/responses"},
+	{"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/responses"},
 	{"internal/adapter/openai"},
-	{"internal/adapter/anthropic/messages"},
+	{"internal/adapter/anthropic/messages", "internal/adapter/gemini/generate"},
 	{"internal/adapter"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
@@ -41,7 +41,7 @@ var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
 	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth",
 	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
-	"internal/adapter/anthropic", "internal/adapter/openai", "internal/adapter/responses",
+	"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/openai", "internal/adapter/responses",
 }
 
 // testOnly are helper packages no production code may import.
