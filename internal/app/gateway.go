@@ -181,7 +181,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	src.tokens.statuses.Store(g.statuses)
 	handler := pipeline.NewHandler(pipeline.Stages{
-		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
+		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
 		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
 	})
 
@@ -332,12 +332,14 @@ func (g *Gateway) breakerChanged(ob upstream.Observation) {
 	}
 }
 
-// sharedState is everything the capacity engine keeps in the shared store.
+// sharedState is everything the capacity engine keeps in the shared store,
+// and the session-affinity bindings.
 type sharedState interface {
 	store.Claims
 	store.Waker
 	store.Inspector
 	store.Statuses
+	store.Affinity
 }
 
 // openState opens the configured shared-state backend and the job bindings:

@@ -249,6 +249,8 @@ type Model struct {
 	// Strategy orders the edges of each priority tier: round-robin
 	// (default) | weighted | fill-first | least-inflight | affinity.
 	Strategy string `yaml:"strategy"`
+	// Affinity tunes strategy affinity (and is refused with another).
+	Affinity Affinity `yaml:"affinity"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -267,6 +269,7 @@ type Pool struct {
 	RPM         int      `yaml:"rpm"`
 	TPM         int      `yaml:"tpm"`
 	Strategy    string   `yaml:"strategy"` // round-robin | fill-first | weighted | least-inflight | affinity
+	Affinity    Affinity `yaml:"affinity"` // tunes strategy affinity (and is refused with another)
 	// CostBudgetDay bounds what the requests routed through the pool may
 	// cost the platform upstream per UTC day, as CostBudgetDay of TaskType.
 	CostBudgetDay Money `yaml:"cost_budget_day"`

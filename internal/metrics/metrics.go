@@ -27,6 +27,8 @@ type Metrics struct {
 	// BillingUnavailable counts billed requests refused because the
 	// balances could not be read from the ledger store recently enough.
 	BillingUnavailable prometheus.Counter
+	// Affinity is session affinity's, and the prompt cache's.
+	Affinity *Affinity
 	// Spend is what settled requests were charged (kind price) and what
 	// they cost upstream (kind cost), in micro-units of the catalog's
 	// currency, by billing account and alias: both declared by the
@@ -87,6 +89,8 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Affinity = newAffinity()
+	m.Registry.MustRegister(m.Affinity.collectors()...)
 	return m
 }
 

@@ -25,33 +25,37 @@ type Recorder interface {
 
 // Handler runs requests through the pipeline. Safe for concurrent use.
 type Handler struct {
-	live     *Live
-	capacity *capacity.Engine
-	statuses *capacity.Statuses
-	caller   *upstream.Caller
-	usage    Recorder
-	jobs     store.Jobs
-	view     *billing.View
-	metrics  *metrics.Metrics
-	log      *slog.Logger
+	live      *Live
+	capacity  *capacity.Engine
+	statuses  *capacity.Statuses
+	caller    *upstream.Caller
+	usage     Recorder
+	jobs      store.Jobs
+	affinity  store.Affinity  // session-affinity bindings
+	inspector store.Inspector // the capacity store's view, for affinity's placement
+	view      *billing.View
+	metrics   *metrics.Metrics
+	log       *slog.Logger
 }
 
 // Stages are the parts a Handler runs, built by app.
 type Stages struct {
-	Live     *Live
-	Capacity *capacity.Engine
-	Statuses *capacity.Statuses
-	Caller   *upstream.Caller
-	Usage    Recorder
-	Jobs     store.Jobs    // async job bindings
-	Billing  *billing.View // the balances admission reads (a catalog with billing)
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	Live      *Live
+	Capacity  *capacity.Engine
+	Statuses  *capacity.Statuses
+	Caller    *upstream.Caller
+	Usage     Recorder
+	Jobs      store.Jobs      // async job bindings
+	Affinity  store.Affinity  // session-affinity bindings; nil = strategy affinity orders as its fallback
+	Inspector store.Inspector // read by affinity's placement
+	Billing   *billing.View   // the balances admission reads (a catalog with billing)
+	Metrics   *metrics.Metrics
+	Log       *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, view: s.Billing, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -65,6 +69,7 @@ type Outcome struct {
 	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
 	task       string       // the task type it runs as (admit sets it)
 	charging   *charging    // what admission fixed for its billing; nil without billing
+	affinity   *affinity    // session affinity (Serve sets it); nil for none
 }
 
 // Serve admits, routes, waits for capacity and calls for the principal p,
@@ -87,6 +92,9 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	var edges []*sluice.Edge
 	if err == nil {
 		edges, err = h.route(snap, p.Key, req, pin)
+	}
+	if err == nil {
+		out.affinity = h.startAffinity(ctx, snap, p.Key, req, pin)
 	}
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
@@ -257,6 +265,7 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		TaskType:   out.task,
 		Priority:   sluice.Priorities[class(p.Key, req)],
 	}
+	h.countCached(req, out.Executions)
 	snap := h.live.Load()
 	rec.Pool = snap.policy(p.Key).pool
 	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {

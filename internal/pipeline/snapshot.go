@@ -136,7 +136,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	strategies := make(map[string]routing.Strategy, len(c.Models))
 	var err error
 	for _, m := range c.Models {
-		if strategies[m.Alias], err = strategy(m.Strategy); err != nil {
+		if strategies[m.Alias], err = strategyOf(m.Strategy, m.Affinity); err != nil {
 			return nil, fmt.Errorf("models[%s]: %w", m.Alias, err)
 		}
 		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
@@ -159,7 +159,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	}
 	for _, p := range c.Pools {
 		s.limit("pool:"+p.ID, config.Limits{MaxInflight: p.MaxInflight, RPM: p.RPM, TPM: p.TPM})
-		st, err := strategy(p.Strategy)
+		st, err := strategyOf(p.Strategy, p.Affinity)
 		if err != nil {
 			return nil, fmt.Errorf("pools[%s]: %w", p.ID, err)
 		}
