@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -19,6 +20,7 @@ const (
 	ProtocolOpenAIEmbeddings Protocol = "openai.embeddings"
 	ProtocolAnthropic        Protocol = "anthropic.messages"
 	ProtocolGemini           Protocol = "gemini.generate"
+	ProtocolGeminiEmbed      Protocol = "gemini.embed"
 	ProtocolOpenAIVideos     Protocol = "openai.videos"
 	ProtocolFalQueue         Protocol = "fal.queue"
 )
@@ -27,7 +29,7 @@ const (
 func (p Protocol) Known() bool {
 	switch p {
 	case ProtocolOpenAIChat, ProtocolOpenAIResponses, ProtocolOpenAIEmbeddings,
-		ProtocolAnthropic, ProtocolGemini, ProtocolOpenAIVideos, ProtocolFalQueue:
+		ProtocolAnthropic, ProtocolGemini, ProtocolGeminiEmbed, ProtocolOpenAIVideos, ProtocolFalQueue:
 		return true
 	}
 	return false
@@ -113,6 +115,38 @@ type Credential struct {
 	Endpoints   []string
 	Models      []string // empty = whatever the endpoint serves
 	MaxInflight int      // optional inner limit; 0 = none
+	// Headers are sent on every upstream request of the credential, after
+	// its secret (an account ID, a beta flag); canonical names, read only.
+	// Their values may be secret-ish: they are never logged.
+	Headers http.Header
+	// Tokens gives the access token of an OAuth credential, sent instead of
+	// Secret (which is then empty); nil for a credential with a static
+	// secret.
+	Tokens TokenSource
+}
+
+// TokenSource is where an OAuth credential's access token comes from: one
+// refreshed before it expires, shared by every replica (package oauth).
+type TokenSource interface {
+	// Token returns the access token to send now; ok is false when there
+	// is no valid one, and the credential is out of service until a
+	// refresh succeeds.
+	Token() (token string, ok bool)
+	// Refused says that the upstream answered 401 to token. It returns
+	// the token to send instead, refreshed if nobody did since token was
+	// issued; ok is false when there is none.
+	Refused(ctx context.Context, token string) (_ string, ok bool)
+}
+
+// InService reports whether the credential can present itself upstream:
+// always for a static secret; for an OAuth credential, while it has a valid
+// access token.
+func (c *Credential) InService() bool {
+	if c.Tokens == nil {
+		return true
+	}
+	_, ok := c.Tokens.Token()
+	return ok
 }
 
 // LogValue shows the ID and the last four characters of the secret only.
@@ -207,6 +241,17 @@ type Key struct {
 	// reached: OnLimitWait ("" too) queues it, OnLimitRefuse answers 429
 	// access_concurrency_exceeded at once.
 	OnLimit string
+	// BillingAccount is the billing account its requests are charged to;
+	// "" = none (in a billed deployment: refused, access_key_unbound).
+	BillingAccount string
+	// Budgets bound what it is billed per UTC day and month.
+	Budgets Budgets
+}
+
+// Budgets bound what is billed per UTC day and month, in micro-units of
+// the deployment's currency; 0 = no budget.
+type Budgets struct {
+	Day, Month int64
 }
 
 // What a key's request does at the key's own concurrency limit (Key.OnLimit).
@@ -223,6 +268,15 @@ var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIVideos:     "videos",
 	ProtocolFalQueue:         "fal",
 	ProtocolAnthropic:        "messages",
+}
+
+// MaxTokensField names, for each protocol whose requests ask for output
+// tokens, the body field that asks (Request.MaxTokens; an alias's
+// max_output_tokens bounds it).
+var MaxTokensField = map[Protocol]string{
+	ProtocolOpenAIChat:      "max_tokens (or max_completion_tokens)",
+	ProtocolAnthropic:       "max_tokens",
+	ProtocolOpenAIResponses: "max_output_tokens",
 }
 
 // RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
@@ -297,6 +351,11 @@ type Request struct {
 	// CountTokens marks an Anthropic count_tokens request: the prompt is
 	// counted, nothing is generated or billed, so Tokens is 0.
 	CountTokens bool
+	// Compact marks a Responses compaction (POST /v1/responses/compact):
+	// the conversation is compacted, not answered, by an endpoint that
+	// speaks Responses (a chat endpoint has no compaction), and the answer
+	// is one JSON object.
+	Compact bool
 	// Header is the caller's HTTP header, read only. Only what a protocol
 	// names is passed on (anthropic-version and anthropic-beta to an
 	// Anthropic upstream); nil when there was no caller's request.
@@ -374,6 +433,32 @@ type UsageRecord struct {
 	Usage      Usage
 	Executions []Execution
 	Job        *JobUsage // set on the record of an async job, written when it ends
+
+	EndUser  string // the request's end user (Request.User); "" = none named
+	TaskType string // the task type it ran as
+	Pool     string // the pool its upstream capacity came from; "" = none
+	Priority string // the priority class it ran at
+	// Billing is what the request was charged, fixed at admission (account,
+	// plan, price versions) and settled from its measured usage; nil for a
+	// request of an unbilled key or deployment. The ledger writes the charge
+	// with the record, in one transaction, once however often the record is
+	// written.
+	Billing *Charge
+}
+
+// Charge is the money side of one usage record. Amounts are micro-units of
+// the deployment's currency (billing.Micros; int64 here so that package
+// sluice needs no other).
+type Charge struct {
+	Account      string // the billing account charged
+	Plan         string // its price plan when the request was admitted
+	PriceVersion string // the version of the plan's price of the alias (billing.Price.Version)
+	CostVersion  string // the version of the served model's cost; "" = no cost known
+	Price        int64  // what the account is charged: ≥ 0, 0 when Unmeasured
+	Cost         int64  // what the upstream is paid: ≥ 0
+	// Unmeasured marks a request whose usage could not be measured: it is
+	// never charged by guess (Price is 0), and reports count it apart.
+	Unmeasured bool
 }
 
 // JobUsage is what the usage record of an async job (a video generation)

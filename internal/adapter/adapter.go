@@ -2,7 +2,9 @@
 // protocol an upstream speaks. A Translator carries one execution across
 // two different protocols: the request body on the way out, and the
 // answer — a whole body, or a stream event by event — and the upstream's
-// errors on the way back, counting the usage it reads. When caller and
+// errors on the way back. Usage and the end of a stream are not its to
+// report: the upstream side reads both from the upstream's own answer
+// (upstream.Dialect), with or without a translator. When caller and
 // upstream speak the same protocol no Translator is used: the body passes
 // through as it is (zero copy but for the model name), which is the common
 // case and the fast one.
@@ -36,13 +38,10 @@ type Translator interface {
 	// successful upstream answer.
 	Response(body []byte) ([]byte, error)
 	// Event translates one upstream stream event, calling emit for each
-	// event the caller is to receive (none, one or several), in order. It
-	// returns done when the caller's stream is complete (its last event
-	// emitted); an upstream stream that ends before that is truncated.
-	Event(ev Event, emit func(Event) error) (done bool, err error)
+	// event the caller is to receive (none, one or several), in order. The
+	// upstream's terminal event makes the caller's last ones.
+	Event(ev Event, emit func(Event) error) error
 	// Error returns the caller's error body for an upstream error answer
 	// that is passed on (a request error), in the caller's envelope.
 	Error(status int, body []byte) []byte
-	// Usage is the usage the upstream reported so far, in Sluice's terms.
-	Usage() sluice.Usage
 }

@@ -47,6 +47,10 @@ type Options struct {
 	Pool Pool
 	// Jobs finds async job bindings; nil makes GET /admin/jobs/{id} answer 404.
 	Jobs Jobs
+	// Billing is the ledger of billing accounts, prices and balances, and
+	// what the catalog declares of them; nil makes the billing routes
+	// answer 404.
+	Billing Billing
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -166,6 +170,7 @@ type server struct {
 	catalog Catalog
 	pool    Pool
 	jobs    Jobs
+	billing Billing
 	metrics http.Handler
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -199,6 +204,15 @@ type server struct {
 //	GET  /admin/usage?since=&limit=     []UsageRecord
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
 //	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
+//	GET  /admin/billing/accounts        []BillingAccount (the catalog's and the stored, with balance and spend)
+//	GET  /admin/billing/accounts/{id}   BillingAccount
+//	PUT  /admin/billing/accounts/{id}   BillingAccountSpec → BillingAccount (201 created; a catalog account answers 409)
+//	POST /admin/billing/accounts/{id}/topup   MoneyChange (Idempotency-Key) → Posted (also adjust)
+//	POST /admin/billing/accounts/{id}/refund  Refund → Posted (a request's charge back, once)
+//	GET  /admin/billing/accounts/{id}/statement?from=&to=&limit= Statement
+//	GET  /admin/billing/prices?kind=&plan=&alias=&model= []Price
+//	POST /admin/billing/prices          PriceSpec → Price (a new version, from now on)
+//	GET  /admin/billing/spend?by=&from=&to=&account=&key= SpendReport (price, cost, margin)
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
@@ -210,6 +224,7 @@ func New(opts Options) http.Handler {
 		catalog: opts.Catalog,
 		pool:    opts.Pool,
 		jobs:    opts.Jobs,
+		billing: opts.Billing,
 		metrics: opts.Metrics,
 		log:     opts.Log,
 		mux:     http.NewServeMux(),
@@ -249,6 +264,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/usage/policy", s.policyReport)
 	s.read("GET /admin/audit", s.listAudit)
 	s.read("GET /admin/jobs/{id}", s.showJob)
+	s.registerBilling()
 	return s
 }
 

@@ -18,9 +18,12 @@ import (
 // whose labels Selector matches.
 type Batch struct {
 	Selector  string     `json:"selector"`         // label selector, required (see README: team=web,env!=prod)
-	Operation string     `json:"operation"`        // disable | enable | set_policy | set_limits
+	Operation string     `json:"operation"`        // disable | enable | set_policy | set_limits | set_billing_account
 	Policy    *KeyPolicy `json:"policy,omitempty"` // the policy set_policy gives every key
 	Limits    *KeyLimits `json:"limits,omitempty"` // the limits set_limits gives every key
+	// BillingAccount is the billing account set_billing_account binds
+	// every key to ("" unbinds them).
+	BillingAccount *string `json:"billing_account,omitempty"`
 	// DryRun changes nothing and answers what the same batch would change
 	// now: run again without it, the answer is the same.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -63,6 +66,8 @@ const (
 	BatchEnable    = "enable"
 	BatchSetPolicy = "set_policy"
 	BatchSetLimits = "set_limits"
+	// BatchSetBillingAccount binds keys to a billing account.
+	BatchSetBillingAccount = "set_billing_account"
 )
 
 // batchOp is one operation of a batch: preview makes its change to a copy
@@ -94,8 +99,9 @@ func (b *Batch) op(kr *authn.Keyring) (batchOp, error) {
 			apply: func(ctx context.Context, id string) (*sluice.Key, error) { return kr.Update(ctx, id, c.apply) },
 		}
 	}
-	if (b.Policy != nil) != (b.Operation == BatchSetPolicy) || (b.Limits != nil) != (b.Operation == BatchSetLimits) {
-		return batchOp{}, invalid("policy goes with the operation set_policy, limits with set_limits, and nothing else")
+	if (b.Policy != nil) != (b.Operation == BatchSetPolicy) || (b.Limits != nil) != (b.Operation == BatchSetLimits) ||
+		(b.BillingAccount != nil) != (b.Operation == BatchSetBillingAccount) {
+		return batchOp{}, invalid("policy goes with the operation set_policy, limits with set_limits, billing_account with set_billing_account, and nothing else")
 	}
 	switch b.Operation {
 	case BatchDisable:
@@ -106,8 +112,10 @@ func (b *Batch) op(kr *authn.Keyring) (batchOp, error) {
 		return settings(KeyChange{Policy: b.Policy}), nil
 	case BatchSetLimits:
 		return settings(KeyChange{Limits: b.Limits}), nil
+	case BatchSetBillingAccount:
+		return settings(KeyChange{BillingAccount: b.BillingAccount}), nil
 	}
-	return batchOp{}, invalid("operation %q is not one of %s, %s, %s, %s", b.Operation, BatchDisable, BatchEnable, BatchSetPolicy, BatchSetLimits)
+	return batchOp{}, invalid("operation %q is not one of %s, %s, %s, %s, %s", b.Operation, BatchDisable, BatchEnable, BatchSetPolicy, BatchSetLimits, BatchSetBillingAccount)
 }
 
 // batchKeys handles POST /admin/keys/batch. It previews the operation on a

@@ -53,6 +53,24 @@ const cliUsage = `usage:
   sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
   sluice audit [--since RFC3339] [--action ACTION] [--target ID] [--limit N]   (admin writes, newest first)
+  sluice billing accounts                    (billing accounts with balance and spend)
+  sluice billing show ACCOUNT
+  sluice billing create ACCOUNT --plan PLAN [--max-inflight N] [--on-limit wait|refuse] [--reserve=true]
+                        [--allowance AMOUNT --cycle day|month] [--budget-day AMOUNT] [--budget-month AMOUNT]
+  sluice billing update ACCOUNT [--plan PLAN] [the flags of create]   (only the flags given change)
+  sluice billing bind ACCOUNT (KEY_ID… | --selector SELECTOR [--dry-run])
+  sluice billing unbind (KEY_ID… | --selector SELECTOR [--dry-run])
+  sluice billing topup ACCOUNT AMOUNT [--reason TEXT] [--idempotency-key KEY]
+  sluice billing adjust ACCOUNT AMOUNT --reason TEXT [--idempotency-key KEY]   (AMOUNT may be negative)
+  sluice billing refund ACCOUNT REQUEST_ID --reason TEXT   (the request's charge back, once)
+  sluice billing statement ACCOUNT [--from RFC3339] [--to RFC3339] [--limit N]
+  sluice billing prices [--kind price|cost] [--plan PLAN] [--alias ALIAS] [--model MODEL]
+  sluice billing apply-price (--plan PLAN --alias ALIAS | --model MODEL) [--input A] [--output A]
+                        [--cache-read A] [--cache-write A] [--reasoning A] [--request A]
+                        [--video-second A] [--video-item A] [--effective-from RFC3339]
+  sluice billing report [--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339]
+                        [--account ID] [--key ID]   (price, cost and margin)
+      AMOUNT: a decimal string of the catalog's currency, e.g. 25.00
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -128,6 +146,8 @@ func (c *cli) run(args []string) error {
 		return c.usageCommand(args[1:])
 	case "audit":
 		return c.audit(args[1:])
+	case "billing":
+		return c.billingCommand(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

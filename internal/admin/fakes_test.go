@@ -167,6 +167,7 @@ type harness struct {
 	catalog *fakeCatalog
 	usage   *fakeUsage
 	pool    *fakePool
+	billing *fakeBilling
 	logs    *syncBuffer
 	client  *admin.Client
 }
@@ -180,6 +181,7 @@ func newHarness(t *testing.T) *harness {
 		catalog: newFakeCatalog(),
 		usage:   &fakeUsage{},
 		pool:    newFakePool(),
+		billing: newFakeBilling(t),
 		logs:    &syncBuffer{},
 	}
 	h.handler = admin.New(admin.Options{
@@ -189,6 +191,7 @@ func newHarness(t *testing.T) *harness {
 		Usage:   h.usage,
 		Catalog: h.catalog,
 		Pool:    h.pool,
+		Billing: h.billing,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
 		Log:     slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})

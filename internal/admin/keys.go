@@ -225,6 +225,8 @@ type KeySettings struct {
 	Paths        []string          `json:"paths,omitempty"`      // API paths it may call (chat, embeddings, videos, fal); empty = all
 	ServiceTiers []string          `json:"service_tiers,omitempty"`
 	OnLimit      string            `json:"on_limit,omitempty"` // at its own max_inflight: wait (default) or refuse
+	// BillingAccount is the billing account its requests are charged to.
+	BillingAccount string `json:"billing_account,omitempty"`
 }
 
 // KeyPolicy is a key's route policy; Wait is a Go duration ("30s").
@@ -260,6 +262,9 @@ type KeyChange struct {
 	Paths        *[]string          `json:"paths,omitempty"`
 	ServiceTiers *[]string          `json:"service_tiers,omitempty"`
 	OnLimit      *string            `json:"on_limit,omitempty"`
+	// BillingAccount rebinds the key ("" unbinds it); requests running
+	// keep the account they were admitted with.
+	BillingAccount *string `json:"billing_account,omitempty"`
 }
 
 // apply sets the fields of k that ks holds.
@@ -271,6 +276,7 @@ func (ks *KeySettings) apply(k *sluice.Key) error {
 	k.Labels, k.Policy = ks.Labels, p
 	k.Limits, k.UserLimits = sluice.Limits(ks.Limits), sluice.Limits(ks.UserLimits)
 	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = ks.Task, ks.Tasks, ks.Paths, ks.ServiceTiers, ks.OnLimit
+	k.BillingAccount = ks.BillingAccount
 	return nil
 }
 
@@ -316,6 +322,7 @@ func (c *KeyChange) apply(k *sluice.Key) error {
 	set(&k.Paths, c.Paths)
 	set(&k.ServiceTiers, c.ServiceTiers)
 	set(&k.OnLimit, c.OnLimit)
+	set(&k.BillingAccount, c.BillingAccount)
 	if c.Limits != nil {
 		k.Limits = sluice.Limits(*c.Limits)
 	}
@@ -341,6 +348,7 @@ func keySettings(k *sluice.Key) KeySettings {
 	return KeySettings{
 		Labels: k.Labels, Policy: p, Limits: KeyLimits(k.Limits), UserLimits: KeyLimits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+		BillingAccount: k.BillingAccount,
 	}
 }
 

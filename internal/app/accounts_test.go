@@ -99,18 +99,24 @@ func eachBackend(t *testing.T, f func(t *testing.T, state string)) {
 	})
 }
 
-func newAccountsHarness(t *testing.T, state string) *harness {
-	return newHarnessWith(t, strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1), state, simAccounts())
+// newAccountsHarness serves the accounts catalog to w's callers from
+// endpoints of w's upstream protocol.
+func newAccountsHarness(t *testing.T, w wire, state string) *harness {
+	return newHarnessWith(t, w.catalog(strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)), state, simAccounts())
 }
 
 // burst sends n concurrent chat requests for model and returns their statuses.
 func (h *harness) burst(ctx context.Context, n int, model string) []int {
+	return h.burstAs(ctx, chatCaller, n, model)
+}
+
+// burstAs sends n concurrent requests of c's protocol for model and returns
+// their statuses.
+func (h *harness) burstAs(ctx context.Context, c *callerSide, n int, model string) []int {
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
-			statuses[i], _, _ = h.post(ctx, "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", model, 1))
-		})
+		wg.Go(func() { statuses[i], _ = h.ask(ctx, c, keyWeb, model, "hello there", nil) })
 	}
 	wg.Wait()
 	return statuses
@@ -137,36 +143,42 @@ func (h *harness) upstream429s() int {
 }
 
 func TestAccountCapIsSharedByItsCredentials(t *testing.T) {
-	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
-		allOK(t, h.burst(t.Context(), 20, "one"))
-		if peak := h.simA.MaxInFlight("org-1"); peak != 2 {
-			t.Errorf("org-1 peak in flight = %d, want exactly its cap 2 (three keys do not add capacity)", peak)
-		}
-		if n := h.upstream429s(); n != 0 {
-			t.Errorf("upstream 429s = %d, want 0", n)
-		}
-		h.wantNoClaims(t)
+	eachWire(t, wires, func(t *testing.T, w wire) {
+		eachBackend(t, func(t *testing.T, state string) {
+			h := newAccountsHarness(t, w, state)
+			allOK(t, h.burstAs(t.Context(), w.caller, 20, "one"))
+			if peak := h.simA.MaxInFlight("org-1"); peak != 2 {
+				t.Errorf("org-1 peak in flight = %d, want exactly its cap 2 (three keys do not add capacity)", peak)
+			}
+			if n := h.upstream429s(); n != 0 {
+				t.Errorf("upstream 429s = %d, want 0", n)
+			}
+			h.wantNoClaims(t)
+			w.wantUpstreamCalls(t, h)
+		})
 	})
 }
 
 func TestTwoAccountsHaveIndependentCaps(t *testing.T) {
-	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
-		allOK(t, h.burst(t.Context(), 20, "two"))
-		p1, p2, all := h.simA.MaxInFlight("org-1"), h.simA.MaxInFlight("org-2"), h.simA.MaxInFlight("")
-		if p1 > 2 || p2 > 2 || all != 4 {
-			t.Errorf("peaks org-1 %d, org-2 %d, overall %d; want ≤2, ≤2 and 4 (two accounts, twice the capacity)", p1, p2, all)
-		}
-		if n := h.upstream429s(); n != 0 {
-			t.Errorf("upstream 429s = %d, want 0", n)
-		}
+	eachWire(t, wires, func(t *testing.T, w wire) {
+		eachBackend(t, func(t *testing.T, state string) {
+			h := newAccountsHarness(t, w, state)
+			allOK(t, h.burstAs(t.Context(), w.caller, 20, "two"))
+			p1, p2, all := h.simA.MaxInFlight("org-1"), h.simA.MaxInFlight("org-2"), h.simA.MaxInFlight("")
+			if p1 > 2 || p2 > 2 || all != 4 {
+				t.Errorf("peaks org-1 %d, org-2 %d, overall %d; want ≤2, ≤2 and 4 (two accounts, twice the capacity)", p1, p2, all)
+			}
+			if n := h.upstream429s(); n != 0 {
+				t.Errorf("upstream 429s = %d, want 0", n)
+			}
+			w.wantUpstreamCalls(t, h)
+		})
 	})
 }
 
 func TestCredentialWithoutAccountIsItsOwnAccount(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
+		h := newAccountsHarness(t, chatWire, state)
 		allOK(t, h.burst(t.Context(), 6, "solo"))
 		if peak := h.simA.MaxInFlight("k8"); peak != 1 {
 			t.Errorf("k8 peak = %d, want its own cap 1", peak)
@@ -175,48 +187,48 @@ func TestCredentialWithoutAccountIsItsOwnAccount(t *testing.T) {
 }
 
 func TestRateLimitCoolsTheWholeAccountThenOneProbe(t *testing.T) {
-	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
-		for _, id := range []string{"k1", "k2", "k3"} {
-			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 500 * time.Millisecond})
-		}
-		var wg sync.WaitGroup
-		statuses := make([]int, 6)
-		wg.Go(func() {
-			statuses[0], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1))
-		})
-		// The account must be cooling before the next requests come: the
-		// provider's 429 is on record a moment before Sluice has read it.
-		eventually(t, 2*time.Second, "the first 429 cools org-1", func() bool {
-			return h.upstream429s() == 1 && !h.accounts(t)["org-1"].CoolingUntil.IsZero()
-		})
-		for _, id := range []string{"k1", "k2", "k3"} {
-			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
-		}
-		for i := 1; i < 6; i++ {
-			wg.Go(func() {
-				statuses[i], _, _ = h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1))
+	eachWire(t, wires, func(t *testing.T, w wire) {
+		eachBackend(t, func(t *testing.T, state string) {
+			h := newAccountsHarness(t, w, state)
+			for _, id := range []string{"k1", "k2", "k3"} {
+				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 500 * time.Millisecond})
+			}
+			var wg sync.WaitGroup
+			statuses := make([]int, 6)
+			wg.Go(func() { statuses[0], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
+			// The account must be cooling before the next requests come: the
+			// provider's 429 is on record a moment before Sluice has read it.
+			eventually(t, 2*time.Second, "the first 429 cools org-1", func() bool {
+				return h.upstream429s() == 1 && !h.accounts(t)["org-1"].CoolingUntil.IsZero()
 			})
-		}
-		wg.Wait()
-		allOK(t, statuses)
-		recs := h.simA.Requests()
-		if len(recs) != 7 {
-			t.Fatalf("upstream calls = %d, want 7 (one 429, then six answers)", len(recs))
-		}
-		limited, probe, next := recs[0], recs[1], recs[2]
-		if gap := probe.At.Sub(limited.At); gap < 450*time.Millisecond {
-			t.Errorf("a credential of the cooled account was called %v after the 429, want none for the 500ms cooldown", gap)
-		}
-		if gap := next.At.Sub(probe.At); gap < 90*time.Millisecond {
-			t.Errorf("second call %v after the probe, want it to wait for the probe's answer (100ms)", gap)
-		}
+			for _, id := range []string{"k1", "k2", "k3"} {
+				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
+			}
+			for i := 1; i < 6; i++ {
+				wg.Go(func() { statuses[i], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
+			}
+			wg.Wait()
+			allOK(t, statuses)
+			recs := h.simA.Requests()
+			if len(recs) != 7 {
+				t.Fatalf("upstream calls = %d, want 7 (one 429, then six answers)", len(recs))
+			}
+			// Anthropic's retry-after is in whole seconds: its cooldown is 1s.
+			limited, probe, next := recs[0], recs[1], recs[2]
+			if gap := probe.At.Sub(limited.At); gap < 450*time.Millisecond {
+				t.Errorf("a credential of the cooled account was called %v after the 429, want none for the 500ms cooldown", gap)
+			}
+			if gap := next.At.Sub(probe.At); gap < 90*time.Millisecond {
+				t.Errorf("second call %v after the probe, want it to wait for the probe's answer (100ms)", gap)
+			}
+			w.wantUpstreamCalls(t, h)
+		})
 	})
 }
 
 func TestQuotaScopeCredential(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
+		h := newAccountsHarness(t, chatWire, state)
 		allOK(t, h.burst(t.Context(), 8, "scoped"))
 		if p6, p7, n := h.simA.MaxInFlight("k6"), h.simA.MaxInFlight("k7"), h.upstream429s(); p6 != 1 || p7 != 1 || n != 0 {
 			t.Errorf("peaks k6 %d, k7 %d, 429s %d; want 1, 1, 0 (a cap per credential)", p6, p7, n)
@@ -242,7 +254,7 @@ func TestQuotaScopeCredential(t *testing.T) {
 
 func TestDisabledAndDrainingCredentialsTakeNoClaims(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
+		h := newAccountsHarness(t, chatWire, state)
 		h.adminPost(t, "/admin/credentials/k1/disable")
 		h.adminPost(t, "/admin/credentials/k2/drain")
 		allOK(t, h.burst(t.Context(), 6, "one"))
@@ -253,57 +265,64 @@ func TestDisabledAndDrainingCredentialsTakeNoClaims(t *testing.T) {
 }
 
 func TestAuthFailureDisablesTheCredentialAndBillingTheAccount(t *testing.T) {
-	h := newAccountsHarness(t, "{backend: memory}")
-	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Invalid: true})
-	h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", FailStatus: 429,
-		FailBody: `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`})
-	// Round-robin reaches k1 within three requests; each is still served.
-	for range 6 {
-		if s, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "one", 1)); s != 200 {
-			t.Fatalf("status = %d %s, want the request served by another credential", s, body)
+	eachWire(t, wires, func(t *testing.T, w wire) {
+		h := newAccountsHarness(t, w, "{backend: memory}")
+		ask := func(model string) (int, string) {
+			return h.ask(t.Context(), w.caller, keyWeb, model, "hello there", nil)
 		}
-	}
-	if n := h.simA.Count(upstreamKey("k1")); n != 1 {
-		t.Errorf("calls on k1 = %d, want exactly 1: then it is disabled", n)
-	}
-	creds := h.credentials(t)
-	if c := creds["k1"]; c.Status != "disabled" || !strings.HasPrefix(c.Reason, "auth") {
-		t.Errorf("k1 = %+v, want disabled for auth", c)
-	}
-	if c := creds["k2"]; c.Status != "active" {
-		t.Errorf("k2 = %+v, want active: an auth failure disables only that credential", c)
-	}
+		h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Invalid: true})
+		h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", FailStatus: w.upstream.billing.status, FailBody: w.upstream.billing.body})
+		// Round-robin reaches k1 within three requests; each is still served.
+		for range 6 {
+			if s, body := ask("one"); s != 200 {
+				t.Fatalf("status = %d %s, want the request served by another credential", s, body)
+			}
+		}
+		if n := h.simA.Count(upstreamKey("k1")); n != 1 {
+			t.Errorf("calls on k1 = %d, want exactly 1: then it is disabled", n)
+		}
+		creds := h.credentials(t)
+		if c := creds["k1"]; c.Status != "disabled" || !strings.HasPrefix(c.Reason, "auth") {
+			t.Errorf("k1 = %+v, want disabled for auth", c)
+		}
+		if c := creds["k2"]; c.Status != "active" {
+			t.Errorf("k2 = %+v, want active: an auth failure disables only that credential", c)
+		}
 
-	// A billing failure on k4 disables org-2: k5 is not tried again and the
-	// alias served only by org-2 has nothing left.
-	for i := 0; h.simA.Count(upstreamKey("k4")) == 0; i++ {
-		if i == 3 {
-			t.Fatal("round-robin never reached k4")
+		// A billing failure on k4 disables org-2: k5 is not tried again and the
+		// alias served only by org-2 has nothing left.
+		for i := 0; h.simA.Count(upstreamKey("k4")) == 0; i++ {
+			if i == 3 {
+				t.Fatal("round-robin never reached k4")
+			}
+			ask("just-two")
 		}
-		h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1))
-	}
-	n5 := h.simA.Count(upstreamKey("k5"))
-	for range 3 {
-		if s, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1)); s != http.StatusServiceUnavailable {
-			t.Errorf("request for a disabled account's alias = %d, want 503", s)
+		n5 := h.simA.Count(upstreamKey("k5"))
+		for range 3 {
+			if s, body := ask("just-two"); s != http.StatusServiceUnavailable {
+				t.Errorf("request for a disabled account's alias = %d, want 503", s)
+			} else if _, ok := w.caller.errorCode(body); !ok {
+				t.Errorf("request for a disabled account's alias = %s, want %s's error envelope", body, w.caller.protocol)
+			}
 		}
-	}
-	if n4, n := h.simA.Count(upstreamKey("k4")), h.simA.Count(upstreamKey("k5")); n4 != 1 || n != n5 {
-		t.Errorf("calls k4 %d, k5 %d (was %d); want k4 once and no more calls on org-2", n4, n, n5)
-	}
-	if a := h.accounts(t)["org-2"]; a.Status != "disabled" || !strings.HasPrefix(a.Reason, "billing") {
-		t.Errorf("org-2 = %+v, want disabled for billing", a)
-	}
-	h.adminPost(t, "/admin/accounts/org-2/enable")
-	h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2"})
-	if s, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "just-two", 1)); s != 200 {
-		t.Errorf("after the operator re-enabled org-2: status %d, want 200", s)
-	}
+		if n4, n := h.simA.Count(upstreamKey("k4")), h.simA.Count(upstreamKey("k5")); n4 != 1 || n != n5 {
+			t.Errorf("calls k4 %d, k5 %d (was %d); want k4 once and no more calls on org-2", n4, n, n5)
+		}
+		if a := h.accounts(t)["org-2"]; a.Status != "disabled" || !strings.HasPrefix(a.Reason, "billing") {
+			t.Errorf("org-2 = %+v, want disabled for billing", a)
+		}
+		h.adminPost(t, "/admin/accounts/org-2/enable")
+		h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2"})
+		if s, _ := ask("just-two"); s != 200 {
+			t.Errorf("after the operator re-enabled org-2: status %d, want 200", s)
+		}
+		w.wantUpstreamCalls(t, h)
+	})
 }
 
 func TestCredentialAddedWhileRequestsWaitServesThem(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
+		h := newAccountsHarness(t, chatWire, state)
 		for _, id := range []string{"k1", "k2", "k3"} {
 			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 800 * time.Millisecond})
 		}
@@ -327,7 +346,7 @@ func TestCredentialAddedWhileRequestsWaitServesThem(t *testing.T) {
 
 func TestReorderingCredentialsKeepsStateOnThePhysicalKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		h := newAccountsHarness(t, state)
+		h := newAccountsHarness(t, chatWire, state)
 		h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Latency: 1500 * time.Millisecond})
 		h.adminPost(t, "/admin/credentials/k2/disable")
 		h.adminPost(t, "/admin/credentials/k3/disable")

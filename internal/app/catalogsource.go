@@ -32,6 +32,7 @@ type catalogSource struct {
 	docs      catalog.Documents
 	metrics   *metrics.Metrics
 	log       *slog.Logger
+	tokens    *credentialTokens // nil: oauth credentials get no tokens (no database yet)
 
 	mu        sync.Mutex // serialises changes; guards the fields below
 	doc       []byte     // the document serving now
@@ -67,6 +68,11 @@ func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
 	snap, err := pipeline.CompileServing(c, s.lookupEnv, s.origin, dialects.CanServe)
 	if err != nil {
 		return err
+	}
+	if s.tokens != nil {
+		if err := s.tokens.attach(c, snap); err != nil {
+			return err
+		}
 	}
 	s.live.Swap(snap)
 	s.keys.SetStatic(snap.StaticKeys)

@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/catalog"
@@ -30,6 +31,7 @@ import (
 	"github.com/sluicehq/sluice/internal/ingress"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/oauth"
 	"github.com/sluicehq/sluice/internal/pipeline"
 	"github.com/sluicehq/sluice/internal/settle"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -62,6 +64,7 @@ type Gateway struct {
 	keys      *authn.Keyring
 	caller    *upstream.Caller
 	recorder  *settle.Recorder
+	view      *billing.View // the balances billed requests are admitted on
 	capacity  *capacity.Engine
 	statuses  *capacity.Statuses
 	closers   []func() error // shared-state clients, closed last
@@ -152,6 +155,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := g.keys.Refresh(ctx); err != nil {
 		return nil, err
 	}
+	src.tokens = &credentialTokens{db: g.db, dbURL: dbURL, lookupEnv: src.lookupEnv, log: o.Log,
+		run: func(m *oauth.Manager) { g.background(run, func(ctx context.Context) { m.Run(ctx, time.Second) }) }}
 	if err := src.install(cat, doc); err != nil {
 		return nil, err
 	}
@@ -159,9 +164,12 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		f, open := g.live.Load().BreakerSettings(id)
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
-	if g.recorder, err = settle.NewRecorder(sqlledger.New(g.db), o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
+	ledger := sqlledger.New(g.db)
+	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
 		return nil, err
 	}
+	g.view = billing.NewView(ledgerTotals{ledger}, billingStale)
+	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -171,9 +179,10 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := g.statuses.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read credential statuses: %w", err)
 	}
+	src.tokens.statuses.Store(g.statuses)
 	handler := pipeline.NewHandler(pipeline.Stages{
-		Live: g.live, Capacity: g.capacity, Statuses: g.statuses,
-		Caller: g.caller, Usage: g.recorder, Jobs: jobs, Metrics: g.metrics, Log: o.Log,
+		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
+		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
 	})
 
 	srv := cat.Server
@@ -200,7 +209,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	pl := &pool{live: g.live, inspector: shared, statuses: g.statuses}
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{
-		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: sqlledger.New(g.db), Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
+		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: ledger, Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
+		Billing: adminBilling{ledger, g},
 		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {
@@ -209,6 +219,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		}
 	})
 	g.background(run, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
+	g.startBilling(ctx, run)
 	// Statuses changed on another replica are seen here within a second.
 	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(run, func(ctx context.Context) {
@@ -321,12 +332,14 @@ func (g *Gateway) breakerChanged(ob upstream.Observation) {
 	}
 }
 
-// sharedState is everything the capacity engine keeps in the shared store.
+// sharedState is everything the capacity engine keeps in the shared store,
+// and the session-affinity bindings.
 type sharedState interface {
 	store.Claims
 	store.Waker
 	store.Inspector
 	store.Statuses
+	store.Affinity
 }
 
 // openState opens the configured shared-state backend and the job bindings:

@@ -20,27 +20,28 @@ var layers = [][]string{
 	{"internal/app"},
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
-	{"internal/authn", "internal/routing", "internal/settle"},
+	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/sse", "internal/jsonfield", "internal/metrics"},
-	{"internal/adapter/anthropic", "internal/adapter/responses"},
+	{"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/responses"},
 	{"internal/adapter/openai"},
-	{"internal/adapter/anthropic/messages"},
+	{"internal/adapter/anthropic/messages", "internal/adapter/gemini/generate"},
 	{"internal/adapter"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
+	{"internal/billing"},
 	{""}, // package sluice
 }
 
 // implementations may be imported by app (and tests) only.
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
-	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator",
+	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth",
 	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
-	"internal/adapter/anthropic", "internal/adapter/openai", "internal/adapter/responses",
+	"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/openai", "internal/adapter/responses",
 }
 
 // testOnly are helper packages no production code may import.

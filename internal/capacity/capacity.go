@@ -148,6 +148,19 @@ type Claim struct {
 // its state since this replica's last call gets the leases this replica
 // holds reasserted before anything is granted.
 func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
+	return e.wait(ctx, a, deadline, plan, false)
+}
+
+// WaitOpen is Wait for a request that waits for its candidates only while
+// one of them is open: once a try finds every candidate cooling, it gives
+// up at once with capacity_wait_timeout wrapping ErrCooling, as Wait does
+// at its deadline. Session affinity leaves a cooling account this way
+// rather than wait for its probe.
+func (e *Engine) WaitOpen(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
+	return e.wait(ctx, a, deadline, plan, true)
+}
+
+func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate, open bool) (*Claim, error) {
 	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
 	// Most requests find room at once and need no wake channel nor timers.
 	// A wake-up sent before the waiter below is registered is not lost: the
@@ -155,6 +168,9 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 	c, g, err := e.try(ctx, &a, plan)
 	if c != nil || err != nil {
 		return c, err
+	}
+	if open && g.Cooling {
+		return nil, e.leave(ctx, a, timedOut(g))
 	}
 	wake := make(chan struct{}, 1)
 	e.mu.Lock()
@@ -173,6 +189,9 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 		if c, g, err = e.try(ctx, &a, plan); c != nil || err != nil {
 			return c, err
 		}
+		if open && g.Cooling {
+			return nil, e.leave(ctx, a, timedOut(g))
+		}
 		next := safetyTick
 		if !g.RetryAt.IsZero() {
 			next = min(next, max(time.Until(g.RetryAt), time.Millisecond))
@@ -182,17 +201,22 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 		case <-wake:
 		case <-retry.C:
 		case <-expired.C:
-			var cause error
-			if g.Cooling {
-				cause = ErrCooling
-			}
-			return nil, e.leave(ctx, a, &sluice.Error{
-				Code: sluice.CodeCapacityWaitTimeout, Msg: "no upstream capacity became free in time",
-				RetryAfter: retryAfter(g.RetryAt), Err: cause,
-			})
+			return nil, e.leave(ctx, a, timedOut(g))
 		case <-ctx.Done():
 			return nil, e.leave(ctx, a, context.Cause(ctx))
 		}
+	}
+}
+
+// timedOut is the capacity_wait_timeout of a request whose last try got g.
+func timedOut(g store.Grant) error {
+	var cause error
+	if g.Cooling {
+		cause = ErrCooling
+	}
+	return &sluice.Error{
+		Code: sluice.CodeCapacityWaitTimeout, Msg: "no upstream capacity became free in time",
+		RetryAfter: retryAfter(g.RetryAt), Err: cause,
 	}
 }
 

@@ -16,6 +16,7 @@ type Catalog struct {
 	Keys        []Key        `yaml:"keys"`
 	Tenants     []Tenant     `yaml:"tenants"`
 	TaskTypes   []TaskType   `yaml:"task_types"`
+	Billing     Billing      `yaml:"billing"`
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")
@@ -23,6 +24,10 @@ type Catalog struct {
 type TaskType struct {
 	ID     string `yaml:"id"`
 	Limits Limits `yaml:"limits"`
+	// CostBudgetDay bounds what the requests of the task type may cost the
+	// platform upstream per UTC day (billing.costs); once spent, they are
+	// refused with billing_quota_exhausted. 0 = no budget.
+	CostBudgetDay Money `yaml:"cost_budget_day"`
 }
 
 // Tenant holds the limits shared by every key of one tenant.
@@ -30,6 +35,8 @@ type Tenant struct {
 	ID     string `yaml:"id"`
 	Weight int    `yaml:"weight"` // share against other tenants of a class while waiting; default 1
 	Limits Limits `yaml:"limits"`
+	// Budgets bound what the tenant's keys are billed per UTC day and month.
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Server configures the listeners and request-wide limits.
@@ -59,6 +66,13 @@ type Server struct {
 	// neither these nor AdminTokenEnv, the admin token is
 	// $SLUICE_ADMIN_TOKEN, else one generated at startup.
 	AdminTokens []AdminToken `yaml:"admin_tokens"`
+
+	// SecretKeyEnv or SecretKeyFile (one of them) holds the key, 32 bytes in
+	// base64, that encrypts the secrets Sluice keeps in the database (the
+	// tokens of oauth credentials). Required with an oauth credential unless
+	// the database is an SQLite database in memory.
+	SecretKeyEnv  string `yaml:"secret_key_env"`
+	SecretKeyFile string `yaml:"secret_key_file"`
 }
 
 // AdminToken is one named bearer token of the admin API. The audit log
@@ -174,8 +188,8 @@ type Cooldown struct {
 	Max  Duration `yaml:"max"`
 }
 
-// Credential is one upstream secret, by stable ID. Exactly one of SecretEnv
-// and SecretFile names where the secret is.
+// Credential is one upstream secret, by stable ID. Exactly one of SecretEnv,
+// SecretFile and OAuth says where the secret is.
 type Credential struct {
 	ID          string   `yaml:"id"`
 	Account     string   `yaml:"account"`
@@ -184,6 +198,41 @@ type Credential struct {
 	Endpoints   []string `yaml:"endpoints"`
 	Models      []string `yaml:"models"`
 	MaxInflight int      `yaml:"max_inflight"`
+	// OAuth makes the secret an access token obtained with a refresh
+	// token (a subscription account), instead of a static one.
+	OAuth OAuth `yaml:"oauth"`
+	// Headers are sent on every upstream request of the credential (name →
+	// value), after its secret; names Sluice sets itself are refused.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// OAuth is an OAuth2 refresh-token credential (RFC 6749 §6): Sluice trades
+// the refresh token for access tokens at TokenURL, before each expires, and
+// keeps the tokens (a rotated refresh token included) in the database,
+// encrypted with server.secret_key_env or secret_key_file.
+type OAuth struct {
+	TokenURL string `yaml:"token_url"`
+	ClientID string `yaml:"client_id"`
+	// RefreshTokenFile holds the refresh token that seeds the credential;
+	// writing another token to it replaces the one Sluice holds.
+	RefreshTokenFile string   `yaml:"refresh_token_file"`
+	Scopes           []string `yaml:"scopes"` // asked for on every refresh; none = what the grant has
+	// Body is how the refresh request's parameters are sent: "form"
+	// (default; RFC 6749's application/x-www-form-urlencoded) or "json" (an
+	// object with the same members, which some subscription providers'
+	// token endpoints require).
+	Body string `yaml:"body"`
+}
+
+// OAuth request bodies (OAuth.Body).
+const (
+	OAuthBodyForm = "form"
+	OAuthBodyJSON = "json"
+)
+
+// Set reports whether the oauth block says anything.
+func (o *OAuth) Set() bool {
+	return o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0 || o.Body != ""
 }
 
 // Model is a public alias with its deployments.
@@ -192,12 +241,16 @@ type Model struct {
 	Protocol    string       `yaml:"protocol"` // default openai.chat
 	Deployments []Deployment `yaml:"deployments"`
 	Limits      Limits       `yaml:"limits"` // shared by every request for the alias
-	// MaxOutputTokens refuses (400) a request whose max_tokens or
-	// max_completion_tokens is larger; 0 = no limit. openai.chat only.
+	// MaxOutputTokens refuses (400) a request that asks for more output
+	// tokens (openai.chat: max_tokens or max_completion_tokens;
+	// anthropic.messages: max_tokens; openai.responses:
+	// max_output_tokens); 0 = no limit. Not for embeddings and jobs.
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 	// Strategy orders the edges of each priority tier: round-robin
 	// (default) | weighted | fill-first | least-inflight | affinity.
 	Strategy string `yaml:"strategy"`
+	// Affinity tunes strategy affinity (and is refused with another).
+	Affinity Affinity `yaml:"affinity"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -216,6 +269,10 @@ type Pool struct {
 	RPM         int      `yaml:"rpm"`
 	TPM         int      `yaml:"tpm"`
 	Strategy    string   `yaml:"strategy"` // round-robin | fill-first | weighted | least-inflight | affinity
+	Affinity    Affinity `yaml:"affinity"` // tunes strategy affinity (and is refused with another)
+	// CostBudgetDay bounds what the requests routed through the pool may
+	// cost the platform upstream per UTC day, as CostBudgetDay of TaskType.
+	CostBudgetDay Money `yaml:"cost_budget_day"`
 }
 
 // Key is a static virtual key declared in the catalog.
@@ -244,6 +301,12 @@ type Key struct {
 	// OnLimit is what a request does when the key's own max_inflight is
 	// reached: wait (default) or refuse (429 access_concurrency_exceeded).
 	OnLimit string `yaml:"on_limit"`
+	// BillingAccount is the billing account the key's requests are charged
+	// to (billing.accounts); in a billed catalog a key without one is
+	// refused with access_key_unbound.
+	BillingAccount string `yaml:"billing_account"`
+	// Budgets bound what the key is billed per UTC day and month.
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Policy is a key's route policy.

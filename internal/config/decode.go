@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -247,7 +248,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	if err == nil {
 		return
 	}
-	if te, ok := errors.AsType[*yaml.TypeError](err); ok && t == reflect.TypeFor[Duration]() && len(te.Errors) > 0 {
+	if te, ok := errors.AsType[*yaml.TypeError](err); ok && ownMessage[t] && len(te.Errors) > 0 {
 		_, msg := splitLine(te.Errors[0])
 		w.addf(n.Line, "%s: %s", where(path), msg)
 		return
@@ -255,12 +256,17 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	w.addf(n.Line, "%s: want %s, got %s", where(path), kindName(t), describe(n))
 }
 
+// ownMessage are the scalar types whose UnmarshalYAML explains a bad value
+// better than "want …, got …".
+var ownMessage = map[reflect.Type]bool{reflect.TypeFor[Duration](): true, reflect.TypeFor[Money](): true}
+
 // isMerge reports whether a mapping key is the merge key "<<", as yaml.v3 decides it.
 func isMerge(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
 }
 
-// fieldsOf maps the YAML names of t's fields to the fields.
+// fieldsOf maps the YAML names of t's fields to the fields; the fields of
+// an ",inline" struct are t's own, as yaml.v3 decodes them.
 func fieldsOf(t reflect.Type) map[string]reflect.StructField {
 	fields := make(map[string]reflect.StructField, t.NumField())
 	for i := range t.NumField() {
@@ -268,11 +274,14 @@ func fieldsOf(t reflect.Type) map[string]reflect.StructField {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
 			continue
-		case "":
+		case opts == "inline" && f.Type.Kind() == reflect.Struct:
+			maps.Copy(fields, fieldsOf(f.Type))
+			continue
+		case name == "":
 			name = strings.ToLower(f.Name)
 		}
 		fields[name] = f

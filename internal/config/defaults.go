@@ -24,6 +24,11 @@ const (
 //     when base alone is set above 60s);
 //   - models: protocol openai.chat, strategy round-robin; deployments: weight 1;
 //   - pools: strategy round-robin; keys: priority standard, policy mode default;
+//   - models and pools with strategy affinity: affinity ttl 1h, wait
+//     interactive 300ms, standard 1s, background 2s, fallback_strategy
+//     least-inflight;
+//   - billing: currency USD (when the section sets anything); accounts
+//     max_inflight 1, on_limit wait;
 //   - state: backend memory; database: url sqlite://data/sluice.db (unless
 //     url_env or url_file is set).
 //
@@ -84,6 +89,7 @@ func ApplyDefaults(c *Catalog) {
 		m := &c.Models[i]
 		setString(&m.Protocol, string(sluice.ProtocolOpenAIChat))
 		setString(&m.Strategy, "round-robin")
+		applyAffinityDefaults(&m.Affinity, m.Strategy)
 		for j := range m.Deployments {
 			if m.Deployments[j].Weight == 0 {
 				m.Deployments[j].Weight = 1
@@ -92,10 +98,12 @@ func ApplyDefaults(c *Catalog) {
 	}
 	for i := range c.Pools {
 		setString(&c.Pools[i].Strategy, "round-robin")
+		applyAffinityDefaults(&c.Pools[i].Affinity, c.Pools[i].Strategy)
 	}
 	for i := range c.Keys {
 		ApplyKeyDefaults(&c.Keys[i])
 	}
+	applyBillingDefaults(&c.Billing)
 }
 
 // ApplyKeyDefaults fills the unset fields of one key: a key of the catalog

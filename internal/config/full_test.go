@@ -26,6 +26,7 @@ func loadFull(t *testing.T) *Catalog {
 	writeFile(t, dir, "sluice-key-reports", "sk-sluice-reports-0001\n")
 	writeFile(t, dir, "admin-deploy", "admin-deploy-0001\n")
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")
+	writeFile(t, dir, "claude-max-1", "refresh-token-0001\n")
 	data = []byte(strings.ReplaceAll(string(data), "/run/secrets", dir))
 	env := lookup(map[string]string{
 		"SLUICE_ADMIN_TOKEN":     "admin-token-0001",
@@ -36,6 +37,7 @@ func loadFull(t *testing.T) *Catalog {
 		"SLUICE_KEY_PARTNER":     "sk-sluice-partner-0001",
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
 		"SLUICE_DATABASE_URL":    "postgres://sluice:db-password@127.0.0.1:5432/sluice?sslmode=disable",
+		"SLUICE_SECRET_KEY":      "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=",
 	})
 	c, err := Load(data, env)
 	if err != nil {
@@ -61,6 +63,7 @@ func TestFullExample(t *testing.T) {
 	// one and names the others in a comment.
 	alternatives := map[string]bool{
 		"database.url": true, "database.url_file": true, "state.redis.url": true, "state.redis.url_env": true,
+		"server.secret_key_file": true,
 	}
 	var unset []string
 	for path, set := range fieldsSet(reflect.ValueOf(*written), "") {

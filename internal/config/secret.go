@@ -15,8 +15,12 @@ const maxSecretFile = 64 << 10
 // environment variable SecretEnv, or the content of the file SecretFile with
 // surrounding whitespace trimmed (a relative path is relative to the working
 // directory). lookupEnv is usually os.LookupEnv; nil means os.LookupEnv.
-// Errors name the variable or file, never the value.
+// Errors name the variable or file, never the value. An oauth credential
+// has no static secret: "" (package oauth gives its access tokens).
 func (c *Credential) Secret(lookupEnv func(string) (string, bool)) (string, error) {
+	if c.OAuth.Set() {
+		return "", nil
+	}
 	s, err := readSecret(c.SecretEnv, c.SecretFile, lookupEnv)
 	if err != nil {
 		return "", fmt.Errorf("credential %q: %w", c.ID, err)

@@ -48,6 +48,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.models()
 	v.pools()
 	v.taskTypes()
+	v.billing()
 	v.keys()
 	v.tenants()
 	return errors.Join(v.errs...)
@@ -67,6 +68,9 @@ type validator struct {
 	accountIDs   map[string]bool // declared, plus each credential without one
 	aliases      map[string]bool
 	poolIDs      map[string]bool
+
+	plans           map[string]bool // billing plan IDs
+	billingAccounts map[string]bool // billing account IDs
 }
 
 func (v *validator) addf(path, format string, args ...any) {
@@ -303,9 +307,8 @@ func (v *validator) credentials() {
 		case cr.Account != "" && !v.declared[cr.Account]:
 			v.addf(at+".account", "unknown account %q", cr.Account)
 		}
-		if _, err := readSecret(cr.SecretEnv, cr.SecretFile, v.lookupEnv); err != nil {
-			v.secret(at, err)
-		}
+		v.credentialSecret(at, cr)
+		v.headers(at+".headers", cr.Headers)
 		v.endpointRefs(at+".endpoints", cr.Endpoints)
 		for j, m := range cr.Models {
 			if m == "" {
@@ -316,6 +319,7 @@ func (v *validator) credentials() {
 			v.addf(at+".max_inflight", "must be >= 0")
 		}
 	}
+	v.secretKey()
 }
 
 // endpointRefs checks a non-empty list of endpoint IDs that must exist.

@@ -16,20 +16,12 @@ var (
 	modes      = []string{"default", "strict", "preferred", "pool"}
 )
 
-// notBuilt are the names above that Sluice does not implement yet. A setting
-// accepted and then ignored is a defect, so Validate refuses them, saying
-// so. Session affinity is a later issue.
-var notBuilt = map[string]bool{"affinity": true}
-
-// oneOf checks that name is in set and implemented, and reports whether it
-// is in set at all (the fields that go with it can be checked).
+// oneOf checks that name is in set, and reports whether it is (the fields
+// that go with it can be checked).
 func (v *validator) oneOf(path string, set []string, name string) bool {
-	switch {
-	case !slices.Contains(set, name):
+	if !slices.Contains(set, name) {
 		v.addf(path, "must be one of %v, got %q", set, name)
 		return false
-	case notBuilt[name]:
-		v.addf(path, "%q is not implemented yet", name)
 	}
 	return true
 }
@@ -48,11 +40,12 @@ func (v *validator) models() {
 		}
 		v.limitSet(at+".limits", m.Limits)
 		v.oneOf(at+".strategy", strategies, m.Strategy)
+		v.affinity(at+".affinity", m.Strategy, &m.Affinity)
 		switch {
 		case m.MaxOutputTokens < 0:
 			v.addf(at+".max_output_tokens", "must be >= 0")
-		case m.MaxOutputTokens > 0 && p != sluice.ProtocolOpenAIChat:
-			v.addf(at+".max_output_tokens", "only an openai.chat alias reads max_tokens")
+		case m.MaxOutputTokens > 0 && sluice.MaxTokensField[p] == "":
+			v.addf(at+".max_output_tokens", "%s requests ask for no output tokens", p)
 		}
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")
@@ -101,6 +94,7 @@ func (v *validator) pools() {
 		v.accountRefs(at+".accounts", p.Accounts)
 		v.limits(at, p.MaxInflight, p.RPM, p.TPM)
 		v.oneOf(at+".strategy", strategies, p.Strategy)
+		v.affinity(at+".affinity", p.Strategy, &p.Affinity)
 	}
 }
 
@@ -166,6 +160,10 @@ func (v *validator) index() {
 	for i, tt := range v.c.TaskTypes {
 		v.tasks[tt.ID] = i
 	}
+	v.billingAccounts = map[string]bool{}
+	for _, a := range v.c.Billing.Accounts {
+		v.billingAccounts[a.ID] = true
+	}
 }
 
 // key checks what a key carries besides its ID and secret; at is the
@@ -214,6 +212,7 @@ func (v *validator) key(at string, k *Key) {
 	if k.OnLimit != sluice.OnLimitWait && k.OnLimit != sluice.OnLimitRefuse {
 		v.addf(field(at, "on_limit"), "must be %s or %s, got %q", sluice.OnLimitWait, sluice.OnLimitRefuse, k.OnLimit)
 	}
+	v.keyBilling(at, k)
 }
 
 // field is the path of a field of the record at path at ("" for the top).

@@ -197,9 +197,18 @@ func TestValidate(t *testing.T) {
 		{"PoolNoAccounts", func(c *Catalog) { c.Pools[0].Accounts = nil }, "pools[0].accounts: must list at least one account"},
 		{"PoolUnknownAccount", func(c *Catalog) { c.Pools[0].Accounts[1] = "org-9" }, `pools[0].accounts[1]: unknown account "org-9"`},
 		{"PoolStrategy", func(c *Catalog) { c.Pools[0].Strategy = "random" }, `pools[0].strategy: must be one of [round-robin fill-first weighted least-inflight affinity], got "random"`},
-		{"PoolStrategyNotBuilt", func(c *Catalog) { c.Pools[0].Strategy = "affinity" }, `pools[0].strategy: "affinity" is not implemented yet`},
+		{"PoolAffinityWithoutStrategy", func(c *Catalog) { c.Pools[0].Affinity.TTL = Duration(time.Minute) }, `pools[0].affinity: is read only with strategy affinity, not "round-robin"`},
+		{"PoolAffinityFallbackAffinity", func(c *Catalog) {
+			c.Pools[0].Strategy, c.Pools[0].Affinity = "affinity", Affinity{TTL: Duration(time.Minute), FallbackStrategy: "affinity"}
+		}, `pools[0].affinity.fallback_strategy: must be one of [round-robin fill-first weighted least-inflight] (it orders the requests without a seed), got "affinity"`},
 		{"ModelStrategy", func(c *Catalog) { c.Models[0].Strategy = "random" }, `models[0].strategy: must be one of [round-robin fill-first weighted least-inflight affinity], got "random"`},
-		{"ModelStrategyNotBuilt", func(c *Catalog) { c.Models[0].Strategy = "affinity" }, `models[0].strategy: "affinity" is not implemented yet`},
+		{"ModelAffinityWaitClass", func(c *Catalog) {
+			c.Models[0].Strategy = "affinity"
+			c.Models[0].Affinity = Affinity{TTL: Duration(time.Minute), FallbackStrategy: "round-robin", Wait: map[string]Duration{"urgent": 0}}
+		}, `models[0].affinity.wait.urgent: unknown priority class`},
+		{"ModelAffinityTTL", func(c *Catalog) {
+			c.Models[0].Strategy, c.Models[0].Affinity = "affinity", Affinity{FallbackStrategy: "round-robin"}
+		}, `models[0].affinity.ttl: must be positive`},
 		{"PolicyPreferredWithoutFallback", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}} }, `keys[0].policy.fallback: required with mode preferred: a pool ID, or "any" for every account`},
 		{"PolicyWaitNegative", func(c *Catalog) {
 			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: -1}
@@ -219,7 +228,8 @@ func TestValidate(t *testing.T) {
 		{"TenantDailyNegative", func(c *Catalog) { c.Tenants = []Tenant{{ID: "t", Limits: Limits{DailyTokens: -1}}} }, `tenants[0].limits.daily_tokens: must be >= 0`},
 		{"ModelLimitNegative", func(c *Catalog) { c.Models[0].Limits.MaxInflight = -1 }, `models[0].limits.max_inflight: must be >= 0`},
 		{"MaxOutputTokensNegative", func(c *Catalog) { c.Models[0].MaxOutputTokens = -1 }, `models[0].max_output_tokens: must be >= 0`},
-		{"MaxOutputTokensNotChat", func(c *Catalog) { c.Models[1].MaxOutputTokens = 1000 }, `models[1].max_output_tokens: only an openai.chat alias reads max_tokens`},
+		{"MaxOutputTokensEmbeddings", func(c *Catalog) { c.Models[0].Protocol, c.Models[0].MaxOutputTokens = "openai.embeddings", 1000 },
+			`models[0].max_output_tokens: openai.embeddings requests ask for no output tokens`},
 		{"KeyUnknownTask", func(c *Catalog) { c.Keys[0].Task = "nope" }, `keys[0].task: unknown task type "nope"`},
 		{"KeyUnknownTasks", func(c *Catalog) { c.Keys[0].Tasks = []string{"nope"} }, `keys[0].tasks[0]: unknown task type "nope"`},
 		{"UserLimitNegative", func(c *Catalog) { c.Keys[0].UserLimits.RPM = -1 }, `keys[0].user_limits.rpm: must be >= 0`},
@@ -287,6 +297,7 @@ func TestValidateAccepts(t *testing.T) {
 			c.Models[1].Strategy = "fill-first"
 		}},
 		{"EndpointWithoutModelCatalog", func(c *Catalog) { c.Models[1].Deployments[0].Model = "claude-anything" }},
+		{"MaxOutputTokensAnthropic", func(c *Catalog) { c.Models[1].MaxOutputTokens = 8192 }},
 		{"Postgres", func(c *Catalog) { c.Database.URL = "postgresql://sluice@db:5432/sluice" }},
 		{"Redis", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URL: "rediss://cache:6380/0"}} }},
 		{"DatabaseURLEnv", func(c *Catalog) { c.Database = Database{URLEnv: "DATABASE_URL"} }},

@@ -41,9 +41,8 @@ var (
 	}
 	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients,
 	// also at the ChatGPT backend's path, where Codex signed in with
-	// ChatGPT posts. Only the creation is served: fetching, deleting or
-	// cancelling a stored response would need its id bound to the account
-	// that created it.
+	// ChatGPT posts. Beside each path are the compaction and a stored
+	// response's follow-ups (Server.routeResponses).
 	OpenAIResponses = &Front{
 		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses", "/backend-api/codex/responses"}, Key: bearer, Envelope: openAIEnvelope,
 	}

@@ -57,6 +57,7 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 	}
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.routeJobs()
+	s.routeResponses()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return s
 }
@@ -72,7 +73,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
 			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") ||
 			r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" ||
-			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" {
+			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" || storedResponsePath(r.URL.Path) {
 			code = sluice.CodeMethodNotAllowed
 		}
 		s.writeError(w, p, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
@@ -104,7 +105,7 @@ func (s *Server) endpoint(p sluice.Protocol, serve serveFunc) http.HandlerFunc {
 }
 
 func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
-	return s.serveRequest(w, r, p, id, start, false)
+	return s.serveRequest(w, r, p, id, start, nil)
 }
 
 // serveCount serves a token count (Anthropic's count_tokens) as a request
@@ -112,10 +113,19 @@ func (s *Server) serve(w *recorder, r *http.Request, p sluice.Protocol, id strin
 // upstream of another protocol, which has no count, is not called: the
 // answer is Sluice's own estimate of the prompt (upstream.Caller).
 func (s *Server) serveCount(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
-	return s.serveRequest(w, r, p, id, start, true)
+	return s.serveRequest(w, r, p, id, start, counting)
 }
 
-func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time, count bool) (out pipeline.Outcome, req *sluice.Request, err error) {
+// counting makes req a token count: nothing is generated or billed, so no
+// tokens are reserved.
+func counting(req *sluice.Request) error {
+	req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, 0
+	return nil
+}
+
+// serveRequest serves a request of the alias its body names; op, when not
+// nil, makes it the operation its path asks for (a count, a compaction).
+func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time, op func(*sluice.Request) error) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
 	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
 	if err != nil {
@@ -130,11 +140,12 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 	if req, err = Parse(p, body); err != nil {
 		return out, nil, err
 	}
-	if count {
-		// Nothing is generated or billed: no tokens are reserved.
-		req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, 0
-	}
 	req.ID, req.Received, req.Header = id, start, r.Header
+	if op != nil {
+		if err = op(req); err != nil {
+			return out, req, err
+		}
+	}
 	if err = sluiceHeaders(req, r); err != nil {
 		return out, req, err
 	}

@@ -33,11 +33,6 @@ func (s *Server) routeJobs() {
 	s.mux.HandleFunc("POST /fal/{path...}", fal)
 	s.mux.HandleFunc("GET /fal/{path...}", fal)
 	s.mux.HandleFunc("PUT /fal/{path...}", fal)
-	// A stored response is fetched and deleted like a video job: through its
-	// binding, on the credential that created it.
-	responses := s.endpoint(sluice.ProtocolOpenAIResponses, s.serveJob)
-	s.mux.HandleFunc("GET /v1/responses/{id}", responses)
-	s.mux.HandleFunc("DELETE /v1/responses/{id}", responses)
 }
 
 // jobTarget is what a job endpoint's path and method ask for.
@@ -49,7 +44,7 @@ type jobTarget struct {
 }
 
 func target(r *http.Request, p sluice.Protocol) (jobTarget, bool) {
-	if p == sluice.ProtocolOpenAIVideos || p == sluice.ProtocolOpenAIResponses {
+	if p == sluice.ProtocolOpenAIVideos {
 		id := r.PathValue("id")
 		switch {
 		case r.Method == http.MethodPost:
@@ -260,7 +255,15 @@ func renderJob(w http.ResponseWriter, r *http.Request, p sluice.Protocol, ans *p
 		if n := ans.Header.Get("Content-Length"); n != "" {
 			h.Set("Content-Length", n)
 		}
+		mt, _, _ := mime.ParseMediaType(ans.Header.Get("Content-Type"))
+		if mt == "text/event-stream" { // a stored response streamed again
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+		}
 		w.WriteHeader(ans.Status)
+		if mt == "text/event-stream" {
+			return copyEvents(w, ans.Stream)
+		}
 		_, err := io.Copy(w, ans.Stream)
 		return err
 	}

@@ -1,7 +1,8 @@
 // Package ledger defines the durable accounting records: usage records with
-// their executions (and, later, ledger entries). Implementations live in
-// memledger and sqlledger; ledgertest holds the contract suite. This package
-// depends only on package sluice.
+// their executions, and the money side — billing accounts, stored prices,
+// ledger entries (Billing). Implementations live in memledger and
+// sqlledger; ledgertest holds the contract suite. This package depends only
+// on package sluice and the pure package billing.
 package ledger
 
 import (
@@ -16,7 +17,9 @@ import (
 // Usage stores usage records. Safe for concurrent use.
 type Usage interface {
 	// RecordUsage writes the records idempotently by RequestID: writing a
-	// record whose RequestID is already stored changes nothing.
+	// record whose RequestID is already stored changes nothing. A record's
+	// charge (see Billing) is written in the same transaction: a record is
+	// stored with its charge or not at all, and charged once.
 	RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error
 	// ListUsage returns records started at or after since, oldest first, at
 	// most limit of them (limit <= 0 means no limit), executions included.

@@ -24,6 +24,17 @@ type Metrics struct {
 	JobsEnded       *prometheus.CounterVec   // protocol, state
 	JobRun          *prometheus.HistogramVec // protocol: submit accepted → end
 	PolicyFallbacks *prometheus.CounterVec   // key (ID), reason
+	// BillingUnavailable counts billed requests refused because the
+	// balances could not be read from the ledger store recently enough.
+	BillingUnavailable prometheus.Counter
+	// Affinity is session affinity's, and the prompt cache's.
+	Affinity *Affinity
+	// Spend is what settled requests were charged (kind price) and what
+	// they cost upstream (kind cost), in micro-units of the catalog's
+	// currency, by billing account and alias: both declared by the
+	// operator, so bounded (keys and end users never label it). Refusals
+	// by code are Requests' codes.
+	Spend *prometheus.CounterVec // billing_account, alias, kind
 }
 
 // New registers every collector on a fresh registry.
@@ -66,10 +77,20 @@ func New() *Metrics {
 			Name: "sluice_policy_fallbacks_total",
 			Help: "Attempts of a preferred key that ran outside its bound accounts, by key ID and reason (cooling, disabled, no_room, failed:<class>, breaker_open).",
 		}, []string{"key", "reason"}),
+		BillingUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_billing_unavailable_refusals_total",
+			Help: "Billed requests refused (503) because the ledger store's balances were not read within the staleness bound.",
+		}),
+		Spend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_billing_spend_micros_total",
+			Help: "What settled requests were charged (kind price, billing_account \"\" when none is billed) and cost upstream (kind cost), in micro-units of billing.currency, by billing account and alias.",
+		}, []string{"billing_account", "alias", "kind"}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Affinity = newAffinity()
+	m.Registry.MustRegister(m.Affinity.collectors()...)
 	return m
 }
 
@@ -81,4 +102,15 @@ func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
 		Name: "sluice_request_body_bytes_held",
 		Help: "Bytes of request bodies held by requests in flight, counted against server.max_inflight_body_bytes.",
 	}, func() float64 { return float64(held()) }))
+}
+
+// Spent counts a settled request's price and cost (micro-units) for its
+// billing account ("" = none) and alias.
+func (m *Metrics) Spent(account, alias string, price, cost int64) {
+	if price > 0 {
+		m.Spend.WithLabelValues(account, alias, "price").Add(float64(price))
+	}
+	if cost > 0 {
+		m.Spend.WithLabelValues(account, alias, "cost").Add(float64(cost))
+	}
 }

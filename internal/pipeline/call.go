@@ -33,7 +33,10 @@ import (
 // preferred key's wait for theirs until the policy's wait passes or they
 // are known unusable, and then for the fallback's as well, bound first. A
 // request pinned to a stored response's edge (pin, see route) waits for
-// that edge alone, like a strict key's.
+// that edge alone, like a strict key's. Session affinity (out.affinity)
+// uses the same mechanism inside the policy's order: its bound account
+// first and alone, until the class's affinity wait passes or the account
+// is known unusable or cooling, then the rest by free room.
 func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
 	start := time.Now()
 	class := class(key, req)
@@ -43,12 +46,13 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
-	limits := snap.Limits(key, req, task)
+	limits := out.charging.limits(snap.Limits(key, req, task))
 	rp := snap.policy(key)
 	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
 	widened := ""     // why a preferred request may use its fallback; "" while it may not
 	inactive := false // the key changed while the request waited
+	aff := out.affinity
 	plan := func() []store.Candidate {
 		if s := h.live.Load(); s != snap {
 			snap = s
@@ -57,14 +61,19 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				return nil
 			}
 			edges, _ = h.route(snap, key, req, pin)
-			limits = snap.Limits(key, req, task)
+			limits = out.charging.limits(snap.Limits(key, req, task))
 			rp = snap.policy(key)
 			fallbackLimits = snap.fallbackLimits(rp, limits)
+			aff.rerouted()
 		}
+		h.order(ctx, snap, req, rp, aff, edges, failed)
 		current = current[:0]
 		var cands []store.Candidate
 		unusable := "" // why the first bound edge left out was
 		for _, e := range edges {
+			if aff.holds() && !aff.sticky(e) {
+				break // order left the request holding: a sticky edge is usable
+			}
 			bound := rp.binds() && rp.bound(e.Account.ID)
 			if rp.mode == "preferred" && !bound && widened == "" {
 				if len(cands) > 0 {
@@ -95,7 +104,14 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
 			until = preferUntil
 		}
-		claim, err := h.capacity.Wait(ctx, store.Acquire{
+		wait, sticky := h.capacity.Wait, aff.holds()
+		if sticky {
+			wait = h.capacity.WaitOpen // a cooling bound account is left at once
+			if aff.until.Before(until) {
+				until = aff.until
+			}
+		}
+		claim, err := wait(ctx, store.Acquire{
 			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
 		}, until, plan)
@@ -105,6 +121,10 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			return errKeyInactive
 		case errors.Is(err, capacity.ErrRefused):
 			return errConcurrencyExceeded // the key's own limit refuses rather than waits
+		case sticky && aff.holds() && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
+			// The bound account had no room within the affinity wait, or is cooling.
+			aff.leave(waitedFor(err))
+			continue
 		case until != deadline && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
 			// The bound accounts had no room within the policy's wait.
 			widened = cmp.Or(widened, waitedFor(err))
@@ -118,8 +138,13 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		default:
 			return err
 		}
+		if err := h.granted(out.charging, req); err != nil {
+			claim.Release(ctx, store.Outcome{}) // nothing ran
+			return err
+		}
 		n++
 		e := current[claim.Index]
+		h.affinityGranted(ctx, snap, req, aff, e)
 		out.route = attemptRoute{}
 		if rp.binds() {
 			out.route.expected = rp.accounts
@@ -155,6 +180,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if rp.mode == "preferred" && widened == "" && rp.bound(e.Account.ID) {
 			widened = fallbackReason(a)
 		}
+		aff.failedOn(e, fallbackReason(a))
 		if a.Class != upstream.ClassRate { // a rate limit cools the unit; the store skips it until its probe
 			failed = append(failed, failure{edge: e, class: a.Class})
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
@@ -24,31 +25,37 @@ type Recorder interface {
 
 // Handler runs requests through the pipeline. Safe for concurrent use.
 type Handler struct {
-	live     *Live
-	capacity *capacity.Engine
-	statuses *capacity.Statuses
-	caller   *upstream.Caller
-	usage    Recorder
-	jobs     store.Jobs
-	metrics  *metrics.Metrics
-	log      *slog.Logger
+	live      *Live
+	capacity  *capacity.Engine
+	statuses  *capacity.Statuses
+	caller    *upstream.Caller
+	usage     Recorder
+	jobs      store.Jobs
+	affinity  store.Affinity  // session-affinity bindings
+	inspector store.Inspector // the capacity store's view, for affinity's placement
+	view      *billing.View
+	metrics   *metrics.Metrics
+	log       *slog.Logger
 }
 
 // Stages are the parts a Handler runs, built by app.
 type Stages struct {
-	Live     *Live
-	Capacity *capacity.Engine
-	Statuses *capacity.Statuses
-	Caller   *upstream.Caller
-	Usage    Recorder
-	Jobs     store.Jobs // async job bindings
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	Live      *Live
+	Capacity  *capacity.Engine
+	Statuses  *capacity.Statuses
+	Caller    *upstream.Caller
+	Usage     Recorder
+	Jobs      store.Jobs      // async job bindings
+	Affinity  store.Affinity  // session-affinity bindings; nil = strategy affinity orders as its fallback
+	Inspector store.Inspector // read by affinity's placement
+	Billing   *billing.View   // the balances admission reads (a catalog with billing)
+	Metrics   *metrics.Metrics
+	Log       *slog.Logger
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -60,6 +67,9 @@ type Outcome struct {
 	Usage      sluice.Usage
 	TTFT       time.Duration
 	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
+	task       string       // the task type it runs as (admit sets it)
+	charging   *charging    // what admission fixed for its billing; nil without billing
+	affinity   *affinity    // session affinity (Serve sets it); nil for none
 }
 
 // Serve admits, routes, waits for capacity and calls for the principal p,
@@ -71,6 +81,10 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load() // one catalog for the whole request
 	task, err := admit(snap, p.Key, req)
+	out.task = task
+	if err == nil {
+		out.charging, err = h.charge(snap, p.Key, req, task)
+	}
 	var pin *store.Job // the binding of the response the request continues
 	if err == nil {
 		pin, err = h.previousResponse(ctx, p.Key, req)
@@ -78,6 +92,9 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	var edges []*sluice.Edge
 	if err == nil {
 		edges, err = h.route(snap, p.Key, req, pin)
+	}
+	if err == nil {
+		out.affinity = h.startAffinity(ctx, snap, p.Key, req, pin)
 	}
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
@@ -181,13 +198,16 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 		return nil, modelNotFound(req.Model)
 	}
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
-		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("max_tokens must be at most %d for model %s", alias.MaxOutputTokens, req.Model)}
+		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
 	}
 	rp := snap.policy(key)
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
+	if req.Compact && !slices.ContainsFunc(all, compacts) {
+		return nil, errCannotCompact(req.Model)
+	}
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && pinned(pin, e) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
@@ -205,12 +225,13 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 }
 
 // outOfService says why new claims may not go to e, "" when they may: a
-// draining or disabled credential, or a disabled account, is "disabled" (a
-// draining credential finishes what it runs but takes nothing new); an
+// draining or disabled credential, an OAuth credential without a valid
+// access token, or a disabled account, is "disabled" (a draining
+// credential finishes what it runs but takes nothing new); an
 // endpoint whose breaker another replica opened is "breaker_open" for the
 // breaker's open period (this replica's own breaker then probes it).
 func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
-	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" {
+	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" || !e.Credential.InService() {
 		return "disabled"
 	}
 	ep := h.statuses.Endpoint(e.Endpoint.ID)
@@ -240,7 +261,17 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		TTFT:       out.TTFT,
 		Usage:      out.Usage,
 		Executions: out.Executions,
+		EndUser:    req.User,
+		TaskType:   out.task,
+		Priority:   sluice.Priorities[class(p.Key, req)],
 	}
+	h.countCached(req, out.Executions)
+	snap := h.live.Load()
+	rec.Pool = snap.policy(p.Key).pool
+	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
+		rec.Pool = snap.policy(p.Key).fallbackPool
+	}
+	rec.Billing = out.charging.settle(h.view, snap.billing.costTable(), req, &out, nil)
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {
 		rec.Code, rec.Status = se.Code, se.Code.Status()
 	} else if errors.Is(callErr, context.Canceled) && !out.Committed {

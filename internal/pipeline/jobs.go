@@ -73,6 +73,10 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	out := Outcome{KeyID: p.Key.ID}
 	snap := h.live.Load()
 	task, err := admit(snap, p.Key, req)
+	out.task = task
+	if err == nil {
+		out.charging, err = h.charge(snap, p.Key, req, task)
+	}
 	var edges []*sluice.Edge
 	if err == nil {
 		edges, err = h.route(snap, p.Key, req, nil)
@@ -82,7 +86,7 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	if err == nil {
 		err = h.call(ctx, snap, p.Key, req, task, edges, nil, &out, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
 			var a upstream.Attempt
-			ans, a, bindErr = h.submit(ctx, p.Key, req, e, claim)
+			ans, a, bindErr = h.submit(ctx, p.Key, req, e, claim, &out)
 			final := bindErr != nil || a.Class == upstream.ClassEndpoint && !a.Skipped && !dialFailed(a.Err)
 			return a, final
 		})
@@ -98,7 +102,7 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 // job, the claim is kept for it and the job stored; otherwise the claim is
 // released with the attempt's outcome. bindErr is set when the job was
 // created upstream but Sluice could not keep track of it.
-func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Request, e *sluice.Edge, claim *capacity.Claim) (ans *JobAnswer, a upstream.Attempt, bindErr error) {
+func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Request, e *sluice.Edge, claim *capacity.Claim, out *Outcome) (ans *JobAnswer, a upstream.Attempt, bindErr error) {
 	kept := false
 	defer func() {
 		if !kept {
@@ -162,6 +166,15 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
+		EndUser: req.User, TaskType: out.task, Priority: sluice.Priorities[class(key, req)], Pool: h.live.Load().policy(key).pool,
+	}
+	if c := out.charging; c != nil {
+		// The job's record, written at its end, carries its charge; the
+		// submit's carries none.
+		c.job = true
+		if c.account != nil {
+			job.BillingAccount, job.PricePlan = c.account.id, c.account.plan
+		}
 	}
 	kept = true
 	// The job is bound whether or not the caller is still there, within a
@@ -201,17 +214,13 @@ func dialFailed(err error) bool {
 // with its creating credential even if that is disabled or draining now. A
 // job of another key (or another protocol) is not found, exactly as one that
 // does not exist. What the answer says of the job's state is recorded; an
-// end seen here ends the job. A stored Responses response is followed so
-// too, through its binding (GET is JobStatus, DELETE JobCancel), with
-// nothing to learn. pr is the caller's principal, as for Serve.
+// end seen here ends the job. pr is the caller's principal, as for Serve.
+// (A stored Responses response is followed by FollowResponse.)
 func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
 	job, err := h.jobs.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (job.KeyID != pr.Key.ID || job.Protocol != string(p)):
-		if p == sluice.ProtocolOpenAIResponses {
-			return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no response with id " + id}
-		}
 		return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "no job with id " + id}
 	case errors.Is(err, store.ErrUnavailable):
 		return nil, out, capacity.StateUnavailable(err) // the job is there; its record is out of reach for now
@@ -249,15 +258,14 @@ func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.
 		if !job.Done() {
 			h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
 		}
-		if p == sluice.ProtocolOpenAIVideos || p == sluice.ProtocolOpenAIResponses {
-			// The video (the stored response) is deleted upstream: later
-			// follow-ups are 404 here too, not answered from the record.
+		if p == sluice.ProtocolOpenAIVideos {
+			// The video is deleted upstream: later follow-ups are 404 here
+			// too, not answered from the record.
 			if err := h.jobs.DeleteJob(context.WithoutCancel(ctx), job.ID); err != nil {
 				h.log.LogAttrs(ctx, slog.LevelWarn, "forgetting a deleted job failed", slog.String("job_id", job.ID), slog.Any("err", err))
 			}
 		}
-	// A stored response's binding has no state to learn: it never runs.
-	case op != JobResult && p != sluice.ProtocolOpenAIResponses && h.learn(ctx, snap, job, resp.StatusCode, a.Class, ans.JSON, job.PollEvery):
+	case op != JobResult && h.learn(ctx, snap, job, resp.StatusCode, a.Class, ans.JSON, job.PollEvery):
 	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
 		h.react(ctx, e, a)
 	}
@@ -399,7 +407,9 @@ func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, st 
 		slog.String("edge_id", job.EdgeID), slog.Duration("ran", now.Sub(job.Submitted)))
 	h.metrics.JobsEnded.WithLabelValues(job.Protocol, state).Inc()
 	h.metrics.JobRun.WithLabelValues(job.Protocol).Observe(now.Sub(job.Submitted).Seconds())
-	h.usage.Record(ctx, jobUsage(&job))
+	rec := jobUsage(&job)
+	rec.Billing = h.jobCharging(snap, &job).settle(h.view, snap.billing.costTable(), &sluice.Request{ID: job.ID}, &Outcome{Committed: true, Executions: rec.Executions}, rec.Job)
+	h.usage.Record(ctx, rec)
 }
 
 // jobUsage is the usage record of an ended job: its one execution is its run
@@ -424,6 +434,7 @@ func jobUsage(job *store.Job) sluice.UsageRecord {
 		Status: http.StatusOK, Started: job.Queued, Latency: job.Ended.Sub(job.Queued), TTFT: job.Submitted.Sub(job.Queued),
 		Executions: []sluice.Execution{exec},
 		Job:        &sluice.JobUsage{State: job.State, Submitted: job.Submitted, Running: job.Running, Ended: job.Ended, Seconds: job.Seconds},
+		EndUser:    job.EndUser, TaskType: job.TaskType, Pool: job.Pool, Priority: job.Priority,
 	}
 }
 

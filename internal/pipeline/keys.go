@@ -44,6 +44,7 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 		Policy: sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: p.Wait.D()},
 		Limits: sluice.Limits(k.Limits), UserLimits: sluice.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+		BillingAccount: k.BillingAccount, Budgets: sluice.Budgets{Day: int64(k.Budgets.Day), Month: int64(k.Budgets.Month)},
 	}
 	if k.ExpiresAt != "" {
 		if out.ExpiresAt, err = time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
@@ -62,6 +63,7 @@ func configKey(k *sluice.Key) config.Key {
 		Policy: config.Policy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: config.Duration(p.Wait)},
 		Limits: config.Limits(k.Limits), UserLimits: config.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Labels: k.Labels, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+		BillingAccount: k.BillingAccount, Budgets: config.Budgets{Day: config.Money(k.Budgets.Day), Month: config.Money(k.Budgets.Month)},
 	}
 	if !k.ExpiresAt.IsZero() {
 		out.ExpiresAt = k.ExpiresAt.UTC().Format(time.RFC3339)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"mime"
+	"net/http"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -52,6 +54,17 @@ func pinned(pin *store.Job, e *sluice.Edge) bool {
 	return pin == nil || e.Credential.ID == pin.CredentialID && e.Endpoint.ID == pin.EndpointID
 }
 
+// compacts reports whether edge e can compact a conversation: its endpoint
+// speaks Responses. Chat has no compaction to translate one to.
+func compacts(e *sluice.Edge) bool { return e.Protocol == sluice.ProtocolOpenAIResponses }
+
+// errCannotCompact answers a compaction for an alias none of whose
+// endpoints speaks Responses.
+func errCannotCompact(model string) error {
+	return &sluice.Error{Code: sluice.CodeInvalidRequest,
+		Msg: "model " + model + " cannot compact a conversation: its upstream speaks OpenAI chat, which has no compaction"}
+}
+
 // errResponseBindingUnavailable answers a request continuing a response
 // whose credential or endpoint can no longer serve it.
 var errResponseBindingUnavailable = &sluice.Error{Code: sluice.CodeBindingUnavailable,
@@ -77,4 +90,72 @@ func (h *Handler) bindResponse(ctx context.Context, key *sluice.Key, req *sluice
 		h.log.LogAttrs(ctx, slog.LevelWarn, "a stored response could not be bound to its account",
 			slog.String("request_id", req.ID), slog.String("edge_id", b.EdgeID), slog.Any("err", err))
 	}
+}
+
+// ResponseOp is what a caller asks of a stored response.
+type ResponseOp int
+
+const (
+	ResponseGet    ResponseOp = iota // GET /v1/responses/{id}: the response, or its events again (stream=true)
+	ResponseDelete                   // DELETE /v1/responses/{id}
+	ResponseCancel                   // POST /v1/responses/{id}/cancel: a background response stops
+)
+
+// FollowResponse runs a caller's follow-up (op) on the stored response id
+// where it is stored: on the credential and endpoint of its binding, even
+// if that credential is disabled or draining now (as FollowJob does for a
+// job). query, the caller's, is passed on as it is (stream,
+// starting_after, include[]…). A response another key created, or one
+// Sluice did not bind, is not found. A streamed answer is left open
+// (JobAnswer.Stream) for the caller to pass on as it arrives. A deleted
+// response's binding is forgotten. Follow-ups hold no capacity and record
+// no usage, as a job's polls: they generate nothing. pr is the caller's
+// principal, as for Serve.
+func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id string, op ResponseOp, query string) (*JobAnswer, Outcome, error) {
+	out := Outcome{KeyID: pr.Key.ID}
+	b, err := h.jobs.Job(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrJobNotFound) || err == nil && (b.KeyID != pr.Key.ID || b.Protocol != string(sluice.ProtocolOpenAIResponses)):
+		return nil, out, &sluice.Error{Code: sluice.CodeNotFound, Msg: "Response with id '" + id + "' not found."}
+	case errors.Is(err, store.ErrUnavailable):
+		return nil, out, capacity.StateUnavailable(err)
+	case err != nil:
+		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "response state is unavailable", Err: err}
+	}
+	e, err := jobEdge(h.live.Load(), &b)
+	if err != nil {
+		return nil, out, err
+	}
+	call := upstream.JobCall{Method: http.MethodGet, URL: upstream.JobURL(e, b.UpstreamID)}
+	switch op {
+	case ResponseDelete:
+		call.Method = http.MethodDelete
+	case ResponseCancel:
+		call.Method, call.URL = http.MethodPost, upstream.JobURL(e, b.UpstreamID, "cancel")
+	}
+	call.URL = withQuery(call.URL, query)
+	resp, a := h.caller.CallJob(ctx, e, call)
+	out.Executions = []sluice.Execution{a.Exec}
+	if resp == nil {
+		return nil, out, a.Failure()
+	}
+	out.Committed, out.Status = true, resp.StatusCode
+	ans := &JobAnswer{Job: b, Status: resp.StatusCode, Header: resp.Header}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); a.Class == upstream.ClassNone && mt == "text/event-stream" {
+		ans.Stream = resp.Body
+		return ans, out, nil
+	}
+	if ans.JSON, err = upstream.ReadJobAnswer(resp); err != nil {
+		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
+	}
+	switch {
+	case op == ResponseDelete && a.Class == upstream.ClassNone:
+		// Deleted upstream: a later follow-up is 404 here too.
+		if err := h.jobs.DeleteJob(context.WithoutCancel(ctx), b.ID); err != nil {
+			h.log.LogAttrs(ctx, slog.LevelWarn, "forgetting a deleted response failed", slog.String("response_id", b.ID), slog.Any("err", err))
+		}
+	case a.Class == upstream.ClassAuth || a.Class == upstream.ClassBilling:
+		h.react(ctx, e, a)
+	}
+	return ans, out, nil
 }

@@ -51,6 +51,7 @@ type Snapshot struct {
 	weights map[string]int        // tenant → fair-queueing weight
 	keys    map[string]keyPolicy  // by key ID: the catalog's, and the admin API's (see Live.SetStoredKeys)
 	pools   map[string]compiledPool
+	billing *compiledBilling // nil: the catalog has no billing section
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -119,7 +120,8 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		if err != nil {
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
 		}
-		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight}
+		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
+			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
@@ -134,7 +136,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	strategies := make(map[string]routing.Strategy, len(c.Models))
 	var err error
 	for _, m := range c.Models {
-		if strategies[m.Alias], err = strategy(m.Strategy); err != nil {
+		if strategies[m.Alias], err = strategyOf(m.Strategy, m.Affinity); err != nil {
 			return nil, fmt.Errorf("models[%s]: %w", m.Alias, err)
 		}
 		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
@@ -157,7 +159,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	}
 	for _, p := range c.Pools {
 		s.limit("pool:"+p.ID, config.Limits{MaxInflight: p.MaxInflight, RPM: p.RPM, TPM: p.TPM})
-		st, err := strategy(p.Strategy)
+		st, err := strategyOf(p.Strategy, p.Affinity)
 		if err != nil {
 			return nil, fmt.Errorf("pools[%s]: %w", p.ID, err)
 		}
@@ -168,6 +170,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	}
 	if err := s.compileKeys(c, lookupEnv); err != nil {
 		return nil, err
+	}
+	if s.billing, err = compileBilling(c); err != nil {
+		return nil, fmt.Errorf("billing: %w", err)
 	}
 	return s, nil
 }

@@ -23,8 +23,10 @@ const (
 	// recordVersion leads every payload, so a later layout can be told
 	// apart from this one when a spool written by an older release is
 	// replayed. Version 2 added each execution's Expected and Fallback after
-	// its usage; version 1 payloads still decode, without them.
-	recordVersion = 2
+	// its usage, version 3 the record's end user, task type, pool, priority
+	// and charge at its end (a charge replayed from the spool is the one the
+	// request settled, never lost); older payloads still decode, without them.
+	recordVersion = 3
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -85,6 +87,20 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 		b = appendTime(b, j.Running)
 		b = appendTime(b, j.Ended)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(j.Seconds))
+	}
+	b = appendString(b, r.EndUser)
+	b = appendString(b, r.TaskType)
+	b = appendString(b, r.Pool)
+	b = appendString(b, r.Priority)
+	b = appendBool(b, r.Billing != nil)
+	if c := r.Billing; c != nil {
+		b = appendString(b, c.Account)
+		b = appendString(b, c.Plan)
+		b = appendString(b, c.PriceVersion)
+		b = appendString(b, c.CostVersion)
+		b = binary.AppendVarint(b, c.Price)
+		b = binary.AppendVarint(b, c.Cost)
+		b = appendBool(b, c.Unmeasured)
 	}
 	return b
 }
@@ -157,7 +173,7 @@ type decoder struct {
 func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	d := &decoder{b: payload}
 	version := d.byte()
-	if version != 1 && version != recordVersion && d.err == nil {
+	if (version < 1 || version > recordVersion) && d.err == nil {
 		return sluice.UsageRecord{}, errors.New("spooled record of an unknown version")
 	}
 	var r sluice.UsageRecord
@@ -201,6 +217,13 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	}
 	if d.bool() {
 		r.Job = &sluice.JobUsage{State: d.string(), Submitted: d.time(), Running: d.time(), Ended: d.time(), Seconds: d.float()}
+	}
+	if version >= 3 {
+		r.EndUser, r.TaskType, r.Pool, r.Priority = d.string(), d.string(), d.string(), d.string()
+		if d.bool() {
+			r.Billing = &sluice.Charge{Account: d.string(), Plan: d.string(), PriceVersion: d.string(), CostVersion: d.string(),
+				Price: d.varint(), Cost: d.varint(), Unmeasured: d.bool()}
+		}
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail()

@@ -29,7 +29,10 @@ func fullRecord(id string) sluice.UsageRecord {
 				HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used,
 				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate"},
 		},
-		Job: &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
+		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
+		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive",
+		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2026-01-01T00:00:00Z",
+			CostVersion: "m@2026-01-01T00:00:00Z", Price: 1234, Cost: 321, Unmeasured: true},
 	}
 }
 
@@ -59,9 +62,11 @@ func TestFrameRoundTrips(t *testing.T) {
 	}
 }
 
-// withoutPolicy is rec as a version 1 payload holds it: executions without
-// Expected and Fallback, which that layout did not have.
-func withoutPolicy(rec sluice.UsageRecord) sluice.UsageRecord {
+// asVersion1 is rec as a version 1 payload holds it: executions without
+// Expected and Fallback, and no end user, task type, pool, priority or
+// charge, which that layout did not have.
+func asVersion1(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.EndUser, rec.TaskType, rec.Pool, rec.Priority, rec.Billing = "", "", "", "", nil
 	rec.Executions = slices.Clone(rec.Executions)
 	for i := range rec.Executions {
 		rec.Executions[i].Expected, rec.Executions[i].Fallback = nil, ""
@@ -80,7 +85,7 @@ func TestVersion1FrameDecodes(t *testing.T) {
 	if unread != 0 || len(got) != 1 {
 		t.Fatalf("decodeFrames(version 1 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
 	}
-	if diff := cmp.Diff(withoutPolicy(fullRecord("r1")), got[0]); diff != "" {
+	if diff := cmp.Diff(asVersion1(fullRecord("r1")), got[0]); diff != "" {
 		t.Errorf("decoded version 1 record differs (-want +got):\n%s", diff)
 	}
 }
@@ -114,7 +119,7 @@ func TestReplaysASpoolOfBothVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sluice.UsageRecord{withoutPolicy(fullRecord("r1")), current}
+	want := []sluice.UsageRecord{asVersion1(fullRecord("r1")), current}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("replayed records differ (-want +got):\n%s", diff)
 	}

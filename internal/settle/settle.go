@@ -38,7 +38,16 @@ type Recorder struct {
 	done    chan struct{} // closed when the writer has flushed and stopped
 	closing sync.Once
 	dropped atomic.Int64
+	guard   atomic.Pointer[Guard]
 }
+
+// Guard wraps every write of records to the store: write stores them, and
+// ids are the request IDs of those that carry a charge. The balance view
+// uses it to learn which charges the store has (billing.View.Write).
+type Guard func(ids []string, write func() error) error
+
+// GuardWrites makes g wrap every later write, replays included.
+func (r *Recorder) GuardWrites(g Guard) { r.guard.Store(&g) }
 
 // queued is a record on its way to the store, and the spool segment that
 // holds it (nil if it is not on disk).
@@ -181,7 +190,19 @@ func (r *Recorder) write(p *pending) bool {
 func (r *Recorder) put(recs []sluice.UsageRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := r.store.RecordUsage(ctx, recs)
+	write := func() error { return r.store.RecordUsage(ctx, recs) }
+	var err error
+	if g := r.guard.Load(); g != nil {
+		var ids []string
+		for i := range recs {
+			if recs[i].Billing != nil {
+				ids = append(ids, recs[i].RequestID)
+			}
+		}
+		err = (*g)(ids, write)
+	} else {
+		err = write()
+	}
 	if err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "usage records not written yet: store unavailable",
 			slog.Int("records", len(recs)), slog.Any("err", err))

@@ -541,7 +541,10 @@ func (c *call) compact(req *responsesRequest) {
 
 // responseFollowUp answers GET, DELETE and cancel of a stored response.
 // Only a background response can be cancelled; cancelling a finished one
-// returns it as it is.
+// returns it as it is. A GET with stream=true streams the response's
+// events again, those after the sequence number starting_after when it is
+// given (the simulator streams a running background response whole, as if
+// it had finished).
 func (c *call) responseFollowUp(ep endpoint) {
 	_, rest, _ := strings.Cut(c.r.URL.Path, "/responses/")
 	id := strings.TrimSuffix(rest, "/cancel")
@@ -550,6 +553,13 @@ func (c *call) responseFollowUp(ep endpoint) {
 	switch {
 	case stored == nil:
 		c.fail(http.StatusNotFound, openAIError("Response with id '"+id+"' not found.", "invalid_request_error", "", ""))
+	case ep == epResponseGet && c.r.URL.Query().Get("stream") == "true":
+		after, err := strconv.Atoi(cmp.Or(c.r.URL.Query().Get("starting_after"), "-1"))
+		if err != nil {
+			c.fail(http.StatusBadRequest, openAIError("Invalid value for 'starting_after': an integer is required.", "invalid_request_error", "starting_after", ""))
+			return
+		}
+		c.streamResponse(&responsesStream{rs: stored.rs, after: after, replay: true})
 	case ep == epResponseDelete:
 		c.sim.stored.delete(id)
 		b := appendString([]byte(`{"id":`), id)

@@ -16,13 +16,25 @@ type responsesStream struct {
 	rs          *response
 	seq         int
 	sent, total int
+	// after is the sequence number after which events are sent (-1: all);
+	// replay is set when the response is already stored (a GET with
+	// stream=true streams it again).
+	after  int
+	replay bool
 }
 
 // responsesStream answers a Responses request as SSE: response.created and
 // response.in_progress, each output item (added, its content, done), then
 // response.completed (or response.incomplete) with the usage.
 func (c *call) responsesStream(rs *response) {
-	st := &responsesStream{streamer: c.startStream(), rs: rs}
+	c.streamResponse(&responsesStream{rs: rs, after: -1})
+}
+
+// streamResponse sends the events of st.rs that follow st.after, storing
+// the response at its end unless st.replay.
+func (c *call) streamResponse(st *responsesStream) {
+	rs := st.rs
+	st.streamer = c.startStream()
 	if rs.r.tool != nil {
 		st.total = (len(rs.r.tool.args) + argsPiece - 1) / argsPiece
 	} else {
@@ -41,8 +53,10 @@ func (c *call) responsesStream(rs *response) {
 			return
 		}
 	}
-	rs.complete = time.Now().Unix()
-	c.store(rs)
+	if !st.replay {
+		rs.complete = time.Now().Unix()
+		c.store(rs)
+	}
 	final := rs.appendObject(nil, rs.status())
 	name := "response.completed"
 	if rs.status() == "incomplete" {
@@ -63,11 +77,15 @@ func (st *responsesStream) open(name string) {
 	st.buf = append(st.buf, `",`...)
 }
 
-// close appends the sequence number and sends the event.
+// close appends the sequence number and sends the event, unless it is not
+// after st.after.
 func (st *responsesStream) close() bool {
 	st.buf = append(st.buf, `"sequence_number":`...)
 	st.buf = strconv.AppendInt(st.buf, int64(st.seq), 10)
 	st.seq++
+	if st.seq-1 <= st.after {
+		return true
+	}
 	st.buf = append(st.buf, '}')
 	return st.end()
 }

@@ -474,3 +474,40 @@ func TestBackgroundResponse(t *testing.T) {
 		t.Errorf("background without store = %d %+v, want 400 on background", resp.StatusCode, e)
 	}
 }
+
+// A GET with stream=true streams a stored response's events again: all of
+// them, or those after starting_after; the stored response is unchanged.
+func TestResponseStreamedAgain(t *testing.T) {
+	_, srv := start(t, simulator.Options{})
+	created, err := streamResponse(t, srv, "k", "/v1/responses", `{"model":"gpt-5","input":"Say hello","stream":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct{ Response responseObject }
+	if err := json.Unmarshal([]byte(created[0].data), &first); err != nil {
+		t.Fatal(err)
+	}
+	get := func(query string) []namedEvent {
+		t.Helper()
+		resp := send(t, t.Context(), srv, "k", http.MethodGet, "/v1/responses/"+first.Response.ID+query, "")
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("GET %s = %d %s, want a stream", query, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		evs, err := readNamedEvents(t, resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	all := get("?stream=true")
+	if len(all) != len(created) || all[len(all)-1].name != "response.completed" {
+		t.Fatalf("streamed again: %d events ending %s, want the %d created", len(all), all[len(all)-1].name, len(created))
+	}
+	if rest := get("?stream=true&starting_after=2"); len(rest) != len(created)-3 || !strings.Contains(rest[0].data, `"sequence_number":3`) {
+		t.Errorf("after 2: %d events from %s, want %d from sequence number 3", len(rest), rest[0].data, len(created)-3)
+	}
+	if got, _ := createResponse(t, srv, "k", "/v1/responses", `{"model":"gpt-5","input":"hi","previous_response_id":"`+first.Response.ID+`"}`); got.Status != "completed" {
+		t.Errorf("continuing it after = %+v, want it still stored", got)
+	}
+}

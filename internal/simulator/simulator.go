@@ -175,6 +175,7 @@ type Simulator struct {
 	gauges  gauges
 	jobs    jobStore
 	stored  responseStore
+	oauth   oauthServer
 
 	nonce uint64        // makes ids differ between simulators
 	seq   atomic.Uint64 // makes ids differ between requests
@@ -258,8 +259,13 @@ const maxBody = 32 << 20
 // answers the first that applies: 404 for another path, 401 without a key or
 // for an invalid one, 429 over a concurrency cap (not for job follow-ups);
 // then, after Latency, FailStatus, 400 for an invalid body, 404 for an
-// unknown model (not for jobs), and finally the answer.
+// unknown model (not for jobs), and finally the answer. OAuthTokenPath is
+// the OAuth token endpoint.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == OAuthTokenPath {
+		s.oauthToken(w, r)
+		return
+	}
 	ep := route(r)
 	c := &call{sim: s, w: w, r: r, ep: ep}
 	key, hasKey := credential(r, ep)
@@ -304,7 +310,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !hasKey:
 		c.missingKey()
 		return
-	case b.Invalid || (s.strict && !listed):
+	case b.Invalid || (s.strict && !listed) || s.accessRefused(key, r, ep):
 		c.invalidKey(key)
 		return
 	}

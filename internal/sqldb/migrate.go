@@ -162,6 +162,101 @@ var migrations = []migration{{
 			PRIMARY KEY (target, entry_id)
 		)`,
 	},
+}, {
+	version: 7,
+	name:    "billing: accounts, prices, ledger entries, money on usage records",
+	stmts: []string{
+		// What a usage record says about who and how, and what it was
+		// charged: columns of usage_records, so the usage writer's multi-row
+		// INSERT stays one statement per batch.
+		`ALTER TABLE usage_records ADD COLUMN end_user TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN task_type TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN pool TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN priority TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN model TEXT NOT NULL DEFAULT ''`,        // the last execution's upstream model, for reports by model
+		`ALTER TABLE usage_records ADD COLUMN billed BOOLEAN NOT NULL DEFAULT FALSE`, // the record carries a charge (the columns below)
+		`ALTER TABLE usage_records ADD COLUMN billing_account TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN price_plan TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN price_version TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN cost_version TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE usage_records ADD COLUMN price_micros BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE usage_records ADD COLUMN cost_micros BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE usage_records ADD COLUMN unmeasured BOOLEAN NOT NULL DEFAULT FALSE`,
+		`CREATE TABLE billing_accounts (
+			id                  {{ordered_text}} NOT NULL PRIMARY KEY,
+			plan                TEXT NOT NULL,
+			max_inflight        INTEGER NOT NULL,
+			on_limit            TEXT NOT NULL,
+			reserve             BOOLEAN NOT NULL,
+			allowance_micros    BIGINT NOT NULL,
+			cycle               TEXT NOT NULL,
+			budget_day_micros   BIGINT NOT NULL,
+			budget_month_micros BIGINT NOT NULL,
+			updated_at          BIGINT NOT NULL
+		)`,
+		// Price versions made through the admin API; the catalog's are not
+		// stored. plan and alias are '' for a cost, model '' for a price.
+		`CREATE TABLE prices (
+			kind                TEXT NOT NULL, -- price | cost
+			plan                {{ordered_text}} NOT NULL,
+			alias               {{ordered_text}} NOT NULL,
+			model               {{ordered_text}} NOT NULL,
+			effective_from      BIGINT NOT NULL,
+			input_micros        BIGINT NOT NULL, -- per million tokens, as the next four
+			output_micros       BIGINT NOT NULL,
+			cache_read_micros   BIGINT NOT NULL,
+			cache_write_micros  BIGINT NOT NULL,
+			reasoning_micros    BIGINT NOT NULL,
+			request_micros      BIGINT NOT NULL,
+			video_second_micros BIGINT NOT NULL,
+			video_item_micros   BIGINT NOT NULL,
+			PRIMARY KEY (kind, plan, alias, model, effective_from)
+		)`,
+		// Append-only: a balance is the sum of its account's entries.
+		`CREATE TABLE ledger_entries (
+			request_id    {{ordered_text}} NOT NULL,
+			kind          {{ordered_text}} NOT NULL, -- charge | topup | refund | adjustment
+			account       {{ordered_text}} NOT NULL,
+			amount_micros BIGINT NOT NULL,           -- signed: charges negative
+			reason        TEXT NOT NULL,
+			admin         TEXT NOT NULL,             -- the admin token's ID; '' for charges
+			at            BIGINT NOT NULL,
+			PRIMARY KEY (request_id, kind)           -- idempotent: a replayed settlement charges once
+		)`,
+		`CREATE INDEX ledger_entries_statement ON ledger_entries (account, at, request_id, kind)`,
+		// Running totals kept in the same transaction as the entries and
+		// records they sum, so that admission reads its whole state with one
+		// small query instead of summing the ledger: per account its balance
+		// (scope 'balance', day 0, amount = the sum of its entries), and per
+		// account, key, tenant, pool and task type what its billed records
+		// cost per UTC day (day = days since the Unix epoch, amount = price).
+		`CREATE TABLE billing_totals (
+			day           BIGINT NOT NULL,
+			scope         {{ordered_text}} NOT NULL, -- balance | account | key | tenant | pool | task
+			id            {{ordered_text}} NOT NULL,
+			amount_micros BIGINT NOT NULL,
+			cost_micros   BIGINT NOT NULL,
+			PRIMARY KEY (day, scope, id)
+		)`,
+	},
+}, {
+	version: 8,
+	name:    "tokens of oauth credentials",
+	stmts: []string{
+		// One row per oauth credential, shared by every replica: a refresh
+		// locks its row, so a rotating refresh token is spent once. Tokens
+		// are sealed (AES-GCM under server.secret_key), never plaintext.
+		`CREATE TABLE oauth_tokens (
+			credential_id {{ordered_text}} NOT NULL PRIMARY KEY,
+			seed_hash     TEXT NOT NULL,      -- HMAC of the refresh token the operator's file held when it seeded the row
+			refresh_token {{bytes}} NOT NULL, -- sealed; the current one (a refresh may rotate it)
+			access_token  {{bytes}},          -- sealed; NULL = none yet
+			issued_at     BIGINT NOT NULL,    -- when the access token was issued; 0 = none
+			expires_at    BIGINT NOT NULL,    -- when it expires; 0 = none
+			failure       TEXT NOT NULL,      -- why the last refresh failed, '' when it did not; never a token
+			locked_at     BIGINT NOT NULL     -- when a replica last locked the row to refresh it
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -60,6 +60,16 @@ type Job struct {
 	// Expires is when the record may be forgotten: a running job's is past
 	// its maximum age, an ended job's is its retention after the end.
 	Expires time.Time `json:"expires"`
+
+	// What the usage record written at its end carries, fixed at its
+	// submit: the billing account and price plan it is charged to ("" =
+	// unbilled), its end user, task type, pool and priority class.
+	BillingAccount string `json:"billing_account,omitempty"`
+	PricePlan      string `json:"price_plan,omitempty"`
+	EndUser        string `json:"end_user,omitempty"`
+	TaskType       string `json:"task_type,omitempty"`
+	Pool           string `json:"pool,omitempty"`
+	Priority       string `json:"priority,omitempty"`
 }
 
 // Done reports whether the job has reached a terminal state.

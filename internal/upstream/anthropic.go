@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
@@ -11,12 +13,14 @@ import (
 )
 
 // AnthropicMessages is the upstream side of Anthropic's Messages API: the
-// secret in x-api-key, the caller's anthropic-version (2023-06-01 when it
+// secret in x-api-key (an OAuth access token as a bearer token, with the
+// oauth beta flag), the caller's anthropic-version (2023-06-01 when it
 // sent none) and anthropic-beta passed on, usage in message_start and
 // message_delta, and a stream of named events that ends with message_stop
 // (reference/anthropic.md §5).
 var AnthropicMessages = &Dialect{
-	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent,
+	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
+	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent,
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"
@@ -36,6 +40,34 @@ var anthropicVersion = []string{"2023-06-01"}
 // caller's version and betas.
 func anthropicAuth(h, caller http.Header, secret string) {
 	h["X-Api-Key"] = []string{secret}
+	anthropicPassOn(h, caller)
+}
+
+// oauthBeta is the beta flag with which Anthropic takes an OAuth access
+// token (a Claude subscription's, as Claude Code sends it) as a bearer
+// token instead of an API key.
+const oauthBeta = "oauth-2025-04-20"
+
+// anthropicTokenAuth presents an OAuth access token: a bearer token, with
+// oauthBeta added to the caller's betas.
+func anthropicTokenAuth(h, caller http.Header, token string) {
+	h["Authorization"] = []string{"Bearer " + token}
+	anthropicPassOn(h, caller)
+	betas := h["Anthropic-Beta"]
+	for _, v := range betas {
+		for b := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(b) == oauthBeta {
+				return
+			}
+		}
+	}
+	// A new slice: betas is the caller's.
+	h["Anthropic-Beta"] = []string{strings.Join(append(slices.Clone(betas), oauthBeta), ",")}
+}
+
+// anthropicPassOn passes on the caller's version (2023-06-01 when it sent
+// none) and betas.
+func anthropicPassOn(h, caller http.Header) {
 	h["Anthropic-Version"] = anthropicVersion
 	if v := caller["Anthropic-Version"]; len(v) > 0 {
 		h["Anthropic-Version"] = v

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +111,26 @@ func TestAnthropicStreamThatStartsWithAnError(t *testing.T) {
 				t.Errorf("Execute = class %v, committed %v, wrote %q; want %v, nothing written", a.Class, a.Committed, w.Body, tt.want)
 			}
 		})
+	}
+}
+
+func TestAnthropicTokenAuthAddsTheOAuthBetaOnce(t *testing.T) {
+	for _, tc := range []struct{ caller, want []string }{
+		{nil, []string{"oauth-2025-04-20"}},
+		{[]string{"claude-code-20250219"}, []string{"claude-code-20250219,oauth-2025-04-20"}},
+		{[]string{"a, oauth-2025-04-20"}, []string{"a, oauth-2025-04-20"}},
+	} {
+		caller := http.Header{}
+		if tc.caller != nil {
+			caller["Anthropic-Beta"] = slices.Clone(tc.caller)
+		}
+		h := http.Header{}
+		anthropicTokenAuth(h, caller, "tok")
+		if got := h["Anthropic-Beta"]; !slices.Equal(got, tc.want) || h.Get("Authorization") != "Bearer tok" || h.Get("X-Api-Key") != "" {
+			t.Errorf("caller betas %q: sent %v", tc.caller, h)
+		}
+		if tc.caller != nil && !slices.Equal(caller["Anthropic-Beta"], tc.caller) {
+			t.Errorf("the caller's header changed: %v", caller)
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package upstream
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
@@ -22,10 +25,17 @@ type Dialect struct {
 	// CountPath is the path of the protocol's token count (Anthropic's
 	// count_tokens), "" when it has none.
 	CountPath string
+	// CompactPath is the path of the protocol's compaction (Responses'),
+	// "" when it has none.
+	CompactPath string
 	// Authorize sets the credential's headers, and those of the caller's
 	// (caller, read only) that the protocol passes on, on an upstream
 	// request's header h.
 	Authorize func(h, caller http.Header, secret string)
+	// AuthorizeToken is Authorize for an OAuth access token (a
+	// subscription account), where the protocol presents one otherwise
+	// than a key; nil: as a key.
+	AuthorizeToken func(h, caller http.Header, token string)
 	// Prepare adapts the caller's body, of this protocol, to an edge's model.
 	Prepare func(req *sluice.Request, model string) ([]byte, error)
 	// Usage reads the raw value of an answer's top-level "usage" member;
@@ -94,4 +104,81 @@ func sseEvent(name, data string) []byte {
 		return []byte("data: " + data + "\n\n")
 	}
 	return []byte("event: " + name + "\ndata: " + data + "\n\n")
+}
+
+// errNoAccessToken is an OAuth credential without a valid access token: it
+// is out of service until its token is refreshed, and nothing is sent.
+var errNoAccessToken = errors.New("the credential has no valid OAuth access token")
+
+// present sets credential cr on an upstream request's header h: the
+// dialect's presentation of its static secret, or of its OAuth access
+// token, then its static headers, which replace whatever was set under
+// their names. It returns the secret sent, which answers must not show.
+func (d *Dialect) present(h, caller http.Header, cr *sluice.Credential) (string, error) {
+	if cr.Tokens == nil {
+		d.Authorize(h, caller, cr.Secret)
+		setHeaders(h, cr.Headers)
+		return cr.Secret, nil
+	}
+	token, ok := cr.Tokens.Token()
+	if !ok {
+		return "", errNoAccessToken
+	}
+	d.presentToken(h, caller, cr, token)
+	return token, nil
+}
+
+// presentToken sets an OAuth credential with its access token.
+func (d *Dialect) presentToken(h, caller http.Header, cr *sluice.Credential, token string) {
+	if d.AuthorizeToken != nil {
+		d.AuthorizeToken(h, caller, token)
+	} else {
+		d.Authorize(h, caller, token)
+	}
+	setHeaders(h, cr.Headers)
+}
+
+// setHeaders sets a credential's static headers on h. Their values are
+// shared by every request: the transport only reads them.
+func setHeaders(h, static http.Header) {
+	for name, v := range static {
+		h[name] = v
+	}
+}
+
+// send sends hreq, presenting credential cr as dialect d does (see
+// present), and returns the answer and the secret sent. A 401 to an OAuth
+// access token makes the token source refresh it (once per refused token,
+// for every replica: see sluice.TokenSource.Refused), and the request is
+// sent again with the new token; a second 401 is an auth failure like any.
+func (c *Caller) send(hreq *http.Request, d *Dialect, caller http.Header, cr *sluice.Credential, connect time.Duration) (*http.Response, string, error) {
+	secret, err := d.present(hreq.Header, caller, cr)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := c.transport(connect).RoundTrip(hreq)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || cr.Tokens == nil {
+		return resp, secret, err
+	}
+	body := io.ReadCloser(http.NoBody)
+	switch {
+	case hreq.GetBody != nil:
+		if body, err = hreq.GetBody(); err != nil {
+			return resp, secret, nil
+		}
+	case hreq.Body != nil && hreq.Body != http.NoBody:
+		return resp, secret, nil // a body that cannot be sent twice
+	}
+	fresh, ok := cr.Tokens.Refused(hreq.Context(), secret)
+	if !ok {
+		body.Close()
+		return resp, secret, nil
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	again := hreq.Clone(hreq.Context())
+	again.Body = body
+	d.presentToken(again.Header, caller, cr, fresh)
+	resp, err = c.transport(connect).RoundTrip(again)
+	return resp, fresh, err
 }

@@ -75,12 +75,11 @@ func (t *failingTranslator) Request(req *sluice.Request, model string) ([]byte, 
 }
 func (t *failingTranslator) Response(body []byte) ([]byte, error) { return body, nil }
 func (t *failingTranslator) Error(_ int, body []byte) []byte      { return body }
-func (t *failingTranslator) Usage() sluice.Usage                  { return sluice.Usage{} }
-func (t *failingTranslator) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+func (t *failingTranslator) Event(ev adapter.Event, emit func(adapter.Event) error) error {
 	if t.events++; t.events == 2 {
-		return false, errors.New("cannot carry this event")
+		return errors.New("cannot carry this event")
 	}
-	return false, emit(adapter.Event{Name: "message_start", Data: []byte(`{"type":"message_start"}`)})
+	return emit(adapter.Event{Name: "message_start", Data: []byte(`{"type":"message_start"}`)})
 }
 
 // A translator that cannot carry an event of a committed stream ends it

@@ -131,8 +131,11 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		return a
 	}
 	path := x.dialect.Path
-	if req.CountTokens {
+	switch {
+	case req.CountTokens:
 		path = x.dialect.CountPath // Execute answered a count for a dialect without one
+	case req.Compact:
+		path = x.dialect.CompactPath // routing chose an edge whose dialect has one
 	}
 	var body []byte
 	if x.tr == nil {
@@ -165,13 +168,12 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		return a
 	}
 	h := hreq.Header
-	x.dialect.Authorize(h, req.Header, e.Credential.Secret)
 	h["Content-Type"] = jsonContentType
 	h["User-Agent"] = userAgent
 	if req.Stream {
 		h["Accept"] = eventStream
 	}
-	resp, err := c.transport(to.Connect).RoundTrip(hreq)
+	resp, secret, err := c.send(hreq, x.dialect, req.Header, e.Credential, to.Connect)
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
@@ -181,7 +183,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	timeouts.receiving()
 	rd := &idleReader{r: resp.Body, p: timeouts}
-	x.secret = e.Credential.Secret
+	x.secret = secret
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return c.rejected(ctx, actx, w, resp, rd, a, x)
 	}

@@ -138,6 +138,10 @@ func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*ht
 		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
 		Model: e.Model, Started: time.Now(),
 	}}
+	if !e.Credential.InService() {
+		a.Class, a.Skipped, a.Err = ClassEndpoint, true, fmt.Errorf("credential %s: %w", e.Credential.ID, errNoAccessToken)
+		return nil, a
+	}
 	br := c.Breaker(e.Endpoint.ID)
 	if call.Submit && !br.Allow() {
 		a.Class, a.Skipped, a.Err = ClassEndpoint, true, fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)
@@ -177,7 +181,6 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 		return nil
 	}
 	h := hreq.Header
-	c.protocols.Dialects[e.Protocol].Authorize(h, nil, e.Credential.Secret)
 	h["User-Agent"] = userAgent
 	if call.Body != nil {
 		h["Content-Type"] = jsonContentType
@@ -185,7 +188,7 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 			h["Content-Type"] = []string{call.ContentType}
 		}
 	}
-	resp, err := c.transport(to.Connect).RoundTrip(hreq)
+	resp, secret, err := c.send(hreq, c.protocols.Dialects[e.Protocol], nil, e.Credential, to.Connect)
 	if err != nil {
 		end()
 		a.Class, a.Err = failureOf(ctx, actx, err)
@@ -194,7 +197,6 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 	a.Exec.HTTPStatus = resp.StatusCode
 	a.Exec.FirstByte = time.Since(a.Exec.Started)
 	timeouts.receiving()
-	secret := e.Credential.Secret
 	resp.Body = &jobBody{idleReader: idleReader{r: resp.Body, p: timeouts}, body: resp.Body, end: end, secret: secret}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		scrubHeader(resp.Header, secret, false)

@@ -95,7 +95,7 @@ loop:
 			var werr error
 			switch {
 			case x.tr != nil:
-				if _, terr := x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit); terr != nil && em.err == nil {
+				if terr := x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit); terr != nil && em.err == nil {
 					// The translator cannot carry what the upstream sent:
 					// the stream failed, as if the event were malformed.
 					err = fmt.Errorf("translate a stream event: %w", terr)

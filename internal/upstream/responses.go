@@ -10,12 +10,14 @@ import (
 
 // OpenAIResponses is the upstream side of OpenAI's Responses API: a Bearer
 // credential, usage in the answer's "usage" (input and output tokens, with
-// their cached and reasoning details), and a stream of named events that
-// ends with response.completed or response.incomplete, whose response
-// carries the usage (reference/openai.md §4). A Responses stream reports
-// usage without being asked: only "model" changes.
+// their cached and reasoning details; a compaction's answer has the same),
+// and a stream of named events that ends with response.completed or
+// response.incomplete, whose response carries the usage
+// (reference/openai.md §4). A Responses stream reports usage without being
+// asked: only "model" changes.
 var OpenAIResponses = &Dialect{
-	Path: "/v1/responses", Authorize: bearerAuth, Prepare: prepareModel, Usage: responsesUsageValue, Event: responsesEvent,
+	Path: "/v1/responses", CompactPath: "/v1/responses/compact",
+	Authorize: bearerAuth, Prepare: prepareModel, Usage: responsesUsageValue, Event: responsesEvent,
 	Stores: true,
 }
 

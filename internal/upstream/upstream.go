@@ -110,6 +110,11 @@ func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			return countLocally(w, req, e, callStart, hooks) // before the breaker: the endpoint is not called
 		}
 	}
+	if !e.Credential.InService() {
+		// Its token expired since routing chose it: nothing is sent, and the
+		// endpoint is not to blame.
+		return Attempt{Class: ClassEndpoint, Skipped: true, Err: fmt.Errorf("credential %s: %w", e.Credential.ID, errNoAccessToken)}
+	}
 	br := c.Breaker(e.Endpoint.ID)
 	if !br.Allow() {
 		return Attempt{Class: ClassEndpoint, Skipped: true, Err: fmt.Errorf("endpoint %s: breaker open", e.Endpoint.ID)}

@@ -115,20 +115,44 @@ func Format(evs []adapter.Event) []byte {
 	return b.Bytes()
 }
 
-// Stream feeds events to tr in order and returns what it emitted, whether
-// it said the caller's stream was done, and the first error it returned.
-// Events after done are not fed.
-func Stream(tr adapter.Translator, in []adapter.Event) (out []adapter.Event, done bool, err error) {
+// Stream feeds events to tr in order and returns what it emitted and the
+// first error it returned. As the upstream side (upstream.Dialect) does, it
+// ends the stream at an error and after the upstream's terminal event:
+// chat's [DONE], Anthropic's message_stop, Responses' response.completed
+// or response.incomplete.
+func Stream(tr adapter.Translator, in []adapter.Event) (out []adapter.Event, err error) {
 	emit := func(ev adapter.Event) error {
 		out = append(out, ev)
 		return nil
 	}
 	for _, ev := range in {
-		if done, err = tr.Event(ev, emit); done || err != nil {
+		if err = tr.Event(ev, emit); err != nil || terminal(ev) {
 			break
 		}
 	}
-	return out, done, err
+	return out, err
+}
+
+// terminal reports whether ev is the last event of an upstream's stream.
+func terminal(ev adapter.Event) bool {
+	switch ev.Name {
+	case "message_stop", "response.completed", "response.incomplete":
+		return true
+	}
+	return string(ev.Data) == "[DONE]"
+}
+
+// Ends reports whether the stream out ends with an event named name (an
+// Anthropic or Responses terminal event) or, name "", with chat's [DONE].
+func Ends(out []adapter.Event, name string) bool {
+	if len(out) == 0 {
+		return false
+	}
+	last := out[len(out)-1]
+	if name == "" {
+		return string(last.Data) == "[DONE]"
+	}
+	return last.Name == name
 }
 
 // ChatStream is a valid OpenAI chat stream built from ops, for fuzzing

@@ -477,7 +477,6 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("anthropic answer: %w", err)
 	}
-	t.usage, t.measured = m.Usage, true
 	msg := openai.ChatMessage{Role: "assistant"}
 	var text, reasoning strings.Builder
 	for _, b := range m.Content {
@@ -530,8 +529,9 @@ func (t *FromOpenAI) Error(status int, body []byte) []byte {
 	return out
 }
 
-// Usage is the usage read so far; Measured is false before any.
-func (t *FromOpenAI) Usage() sluice.Usage {
+// streamUsage is the usage the stream reported so far; Measured is false
+// before any.
+func (t *FromOpenAI) streamUsage() sluice.Usage {
 	if !t.measured {
 		return sluice.Usage{}
 	}

@@ -12,15 +12,15 @@ import (
 
 // Event translates one event of a Messages stream into chat chunks
 // (translation.md §7.1). An upstream error event is passed on as
-// OpenAI's mid-stream error; Event then returns done and a
+// OpenAI's mid-stream error; Event then returns a
 // *sluice.Error (upstream_stream_failed), the stream having failed.
-func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) error {
 	if len(ev.Data) == 0 {
-		return false, nil // a keep-alive comment
+		return nil // a keep-alive comment
 	}
 	var in messages.StreamEvent
 	if err := json.Unmarshal(ev.Data, &in); err != nil {
-		return false, fmt.Errorf("anthropic stream event %q: %w", ev.Name, err)
+		return fmt.Errorf("anthropic stream event %q: %w", ev.Name, err)
 	}
 	switch in.Type {
 	case "message_start":
@@ -30,28 +30,28 @@ func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bo
 		}
 		t.created = t.now().Unix()
 		empty := ""
-		return false, t.chunk(emit, openai.Delta{Role: "assistant", Content: &empty})
+		return t.chunk(emit, openai.Delta{Role: "assistant", Content: &empty})
 	case "content_block_start":
-		return false, t.blockStart(&in, emit)
+		return t.blockStart(&in, emit)
 	case "content_block_delta":
-		return false, t.blockDelta(&in, emit)
+		return t.blockDelta(&in, emit)
 	case "message_delta":
 		if in.Delta != nil && in.Delta.StopReason != nil {
 			t.stopReason = *in.Delta.StopReason
 		}
 		if len(in.Usage) > 0 {
 			if err := json.Unmarshal(in.Usage, &t.usage); err != nil {
-				return false, fmt.Errorf("anthropic message_delta usage: %w", err)
+				return fmt.Errorf("anthropic message_delta usage: %w", err)
 			}
 			t.measured = true
 		}
-		return false, nil
+		return nil
 	case "message_stop":
-		return true, t.finish(emit)
+		return t.finish(emit)
 	case "error":
-		return true, t.streamError(&in, emit)
+		return t.streamError(&in, emit)
 	}
-	return false, nil // ping, content_block_stop and event types added later
+	return nil // ping, content_block_stop and event types added later
 }
 
 func (t *FromOpenAI) blockStart(in *messages.StreamEvent, emit func(adapter.Event) error) error {
@@ -109,7 +109,7 @@ func (t *FromOpenAI) finish(emit func(adapter.Event) error) error {
 		return err
 	}
 	if t.includeUsage {
-		if err := t.send(emit, &openai.Chunk{Choices: []openai.ChunkChoice{}, Usage: openai.UsageOf(t.Usage())}); err != nil {
+		if err := t.send(emit, &openai.Chunk{Choices: []openai.ChunkChoice{}, Usage: openai.UsageOf(t.streamUsage())}); err != nil {
 			return err
 		}
 	}

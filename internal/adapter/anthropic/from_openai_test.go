@@ -52,15 +52,11 @@ func TestFromOpenAIGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, done, err := adaptertest.Stream(tr, adaptertest.Parse(readFile(t, "stream.sse")))
-		if err != nil || !done {
-			t.Fatalf("Run = done %v, %v; want done, nil", done, err)
+		out, err := adaptertest.Stream(tr, adaptertest.Parse(readFile(t, "stream.sse")))
+		if err != nil || !adaptertest.Ends(out, "") {
+			t.Fatalf("Run = %v; want nil, ending [DONE]", err)
 		}
 		adaptertest.GoldenEvents(t, filepath.Join(golden, "stream.want.sse"), out)
-		want := sluice.Usage{PromptTokens: 1912, CompletionTokens: 95, CachedTokens: 1800, CacheWriteTokens: 100, ReasoningTokens: 40, TotalTokens: 2007, Measured: true}
-		if got := tr.Usage(); got != want {
-			t.Errorf("Usage = %+v, want %+v", got, want)
-		}
 	})
 	t.Run("Response", func(t *testing.T) {
 		tr := newTranslator()
@@ -69,9 +65,6 @@ func TestFromOpenAIGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, filepath.Join(golden, "response.want.json"), out)
-		if got := tr.Usage(); got.PromptTokens != 1912 || got.CacheWriteTokens != 100 {
-			t.Errorf("Usage = %+v, want 1912 prompt tokens, 100 of them written to the cache", got)
-		}
 	})
 	t.Run("Error", func(t *testing.T) {
 		adaptertest.GoldenJSON(t, filepath.Join(golden, "error.want.json"), newTranslator().Error(429, readFile(t, "error.json")))
@@ -176,11 +169,11 @@ func TestFromOpenAIStreamError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, done, err := adaptertest.Stream(tr, adaptertest.Parse([]byte(
+	out, err := adaptertest.Stream(tr, adaptertest.Parse([]byte(
 		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":3}}}\n\n"+
 			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")))
-	if e, ok := errors.AsType[*sluice.Error](err); !ok || e.Code != sluice.CodeUpstreamStreamFailed || !done {
-		t.Fatalf("Run = done %v, %v; want done, upstream_stream_failed", done, err)
+	if e, ok := errors.AsType[*sluice.Error](err); !ok || e.Code != sluice.CodeUpstreamStreamFailed {
+		t.Fatalf("Run = %v; want upstream_stream_failed", err)
 	}
 	last := out[len(out)-1]
 	if want := `{"error":{"message":"Overloaded","type":"overloaded_error","param":null,"code":null}}`; string(last.Data) != want {
@@ -191,33 +184,31 @@ func TestFromOpenAIStreamError(t *testing.T) {
 // TestFromOpenAIKeepAlive checks that a comment-only event (no data)
 // passes without a chunk or an error.
 func TestFromOpenAIKeepAlive(t *testing.T) {
-	done, err := newTranslator().Event(adapter.Event{}, func(ev adapter.Event) error {
+	err := newTranslator().Event(adapter.Event{}, func(ev adapter.Event) error {
 		t.Errorf("emitted %s for a keep-alive", ev.Data)
 		return nil
 	})
-	if done || err != nil {
-		t.Errorf("Event = %v, %v; want false, nil", done, err)
+	if err != nil {
+		t.Errorf("Event = %v; want nil", err)
 	}
 }
 
 // TestFromOpenAIStreamWithoutUsage checks that a caller that did not ask
-// for usage gets no usage chunk, while Sluice still counts it.
+// for usage gets no usage chunk (Sluice reads it from the upstream's
+// stream, not from the translator).
 func TestFromOpenAIStreamWithoutUsage(t *testing.T) {
 	tr, _, err := translated(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, done, err := adaptertest.Stream(tr, adaptertest.Parse(readFile(t, "stream.sse")))
-	if err != nil || !done {
-		t.Fatalf("Run = done %v, %v; want done, nil", done, err)
+	out, err := adaptertest.Stream(tr, adaptertest.Parse(readFile(t, "stream.sse")))
+	if err != nil || !adaptertest.Ends(out, "") {
+		t.Fatalf("Run = %v; want nil, ending [DONE]", err)
 	}
 	for _, ev := range out {
 		if strings.Contains(string(ev.Data), `"usage"`) {
 			t.Errorf("event %s carries usage the caller did not ask for", ev.Data)
 		}
-	}
-	if !tr.Usage().Measured {
-		t.Error("Usage not measured")
 	}
 }
 
@@ -320,29 +311,33 @@ func FuzzFromOpenAIEvent(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, done, _ := adaptertest.Stream(tr, adaptertest.Parse(raw))
+		out, _ := adaptertest.Stream(tr, adaptertest.Parse(raw))
 		for i, ev := range out {
 			var chunk openai.Chunk
 			switch {
 			case ev.Name != "":
 				t.Fatalf("event #%d has a name %q; OpenAI's events have none", i, ev.Name)
-			case string(ev.Data) == "[DONE]" && (i != len(out)-1 || !done):
-				t.Fatalf("[DONE] is event #%d of %d, done %v", i, len(out), done)
+			case string(ev.Data) == "[DONE]" && i != len(out)-1:
+				t.Fatalf("[DONE] is event #%d of %d", i, len(out))
 			case string(ev.Data) != "[DONE]" && json.Unmarshal(ev.Data, &chunk) != nil:
 				t.Fatalf("event #%d is not a chunk: %s", i, ev.Data)
 			}
 		}
 		tr, _, _ = translated(t, request)
-		out, done, err = adaptertest.Stream(tr, messagesStream(ops))
-		if err != nil || !done {
-			t.Fatalf("valid stream: done %v, %v; want done, nil", done, err)
+		out, err = adaptertest.Stream(tr, messagesStream(ops))
+		if err != nil || !adaptertest.Ends(out, "") {
+			t.Fatalf("valid stream: %v; want nil, ending [DONE]\n%s", err, adaptertest.Format(out))
 		}
 		if err := checkChatStream(out); err != nil {
 			t.Fatalf("%v\n%s", err, adaptertest.Format(out))
 		}
+		var usage openai.Chunk // the usage chunk, just before [DONE]
+		if err := json.Unmarshal(out[len(out)-2].Data, &usage); err != nil || usage.Usage == nil {
+			t.Fatalf("no usage chunk before [DONE]: %v\n%s", err, adaptertest.Format(out))
+		}
 		want := sluice.Usage{PromptTokens: 15, CompletionTokens: 11, CachedTokens: 5, CacheWriteTokens: 7, TotalTokens: 26, Measured: true}
-		if u := tr.Usage(); u != want {
-			t.Fatalf("Usage = %+v, want %+v", u, want)
+		if u := usage.Usage.Sluice(); u != want {
+			t.Fatalf("usage = %+v, want %+v", u, want)
 		}
 	})
 }
@@ -361,7 +356,7 @@ func BenchmarkFromOpenAIEvent(b *testing.B) {
 		tr := NewFromOpenAI()
 		tr.includeUsage = true // as Request sets it for a caller that asked for usage
 		for _, ev := range evs {
-			if _, err := tr.Event(ev, emit); err != nil {
+			if err := tr.Event(ev, emit); err != nil {
 				b.Fatal(err)
 			}
 		}

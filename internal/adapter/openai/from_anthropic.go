@@ -81,7 +81,11 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 		Stop:        in.StopSequences,
 	}
 	if in.MaxTokens > 0 {
-		out.MaxCompletionTokens = &in.MaxTokens
+		if thinks(&in) {
+			out.MaxCompletionTokens = &in.MaxTokens
+		} else {
+			out.MaxTokens = &in.MaxTokens
+		}
 	}
 	if in.Stream {
 		out.StreamOptions = &StreamOptions{IncludeUsage: true}
@@ -276,19 +280,40 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 	return nil
 }
 
-// reasoningEffort is the reasoning_effort for the request's thinking: by
-// budget when enabled; output_config.effort when set; none asked for when
-// thinking is disabled or adaptive without an effort (the model's default
+// thinks reports whether the caller asked for thinking (enabled, or
+// adaptive). Only then is the upstream asked to reason, and the output cap
+// sent as max_completion_tokens; otherwise as max_tokens (policy). The
+// rule serves both kinds of chat upstream Claude Code meets: OpenAI's
+// reasoning models refuse max_tokens and need max_completion_tokens, which
+// also counts their reasoning (translation.md §1), while many
+// OpenAI-compatible servers read only max_tokens (Ollama, LM Studio,
+// llama.cpp) or refuse fields they do not know, and reasoning_effort means
+// nothing to a model that does not reason. What it cannot serve: an OpenAI
+// reasoning model asked without thinking (it refuses max_tokens), and a
+// server that reads only max_tokens asked with thinking (it ignores the
+// cap).
+func thinks(in *messages.Request) bool {
+	th := in.Thinking
+	return th != nil && (th.Type == "enabled" || th.Type == "adaptive")
+}
+
+// reasoningEffort is the reasoning_effort for the request's thinking:
+// none when the caller did not ask for thinking (output_config.effort
+// alone asks for none either); by budget when enabled; output_config.effort
+// when adaptive, and none when that sets no effort (the model's default
 // then, since older models refuse "none").
 func reasoningEffort(in *messages.Request) string {
-	if th := in.Thinking; th != nil && th.Type == "enabled" {
+	if !thinks(in) {
+		return ""
+	}
+	if th := in.Thinking; th.Type == "enabled" {
 		for _, e := range reasoningEfforts {
 			if th.BudgetTokens >= e.floor {
 				return e.effort
 			}
 		}
 	}
-	if oc := in.OutputConfig; oc != nil && (in.Thinking == nil || in.Thinking.Type != "disabled") {
+	if oc := in.OutputConfig; oc != nil {
 		return oc.Effort
 	}
 	return ""
@@ -377,6 +402,3 @@ func (t *FromAnthropic) Error(status int, body []byte) []byte {
 	out, _ := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
 	return out
 }
-
-// Usage is the usage read so far; Measured is false before any.
-func (t *FromAnthropic) Usage() sluice.Usage { return t.usage }

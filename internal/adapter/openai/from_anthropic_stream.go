@@ -56,20 +56,20 @@ type messageDelta struct {
 // (translation.md §7.2). Tool-call blocks stay open until the finish, so
 // fragments of parallel calls may interleave, as Anthropic allows. An
 // upstream error chunk is passed on as Anthropic's error event; Event then
-// returns done and a *sluice.Error (upstream_stream_failed).
-func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+// returns a *sluice.Error (upstream_stream_failed).
+func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) error {
 	switch string(ev.Data) {
 	case "":
-		return false, nil // a keep-alive comment
+		return nil // a keep-alive comment
 	case "[DONE]":
-		return true, t.end(emit)
+		return t.end(emit)
 	}
 	var c Chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
-		return false, fmt.Errorf("openai stream chunk: %w", err)
+		return fmt.Errorf("openai stream chunk: %w", err)
 	}
 	if c.Error != nil {
-		return true, t.streamError(c.Error, emit)
+		return t.streamError(c.Error, emit)
 	}
 	if c.Usage != nil {
 		t.usage = c.Usage.Sluice()
@@ -77,15 +77,15 @@ func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) 
 	if !t.started {
 		t.started, t.id, t.model = true, messageID(c.ID), c.Model
 		if err := t.start(emit); err != nil {
-			return false, err
+			return err
 		}
 	}
 	for i := range c.Choices {
 		if err := t.choice(&c.Choices[i], emit); err != nil {
-			return false, err
+			return err
 		}
 	}
-	return false, nil
+	return nil
 }
 
 func (t *FromAnthropic) start(emit func(adapter.Event) error) error {

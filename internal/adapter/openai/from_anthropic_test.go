@@ -39,17 +39,13 @@ func TestFromAnthropicGolden(t *testing.T) {
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr := NewFromAnthropic()
-		out, done, err := adaptertest.Stream(tr, adaptertest.Parse(fromAnthropicFile(t, "stream.sse")))
-		if err != nil || !done {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		out, err := adaptertest.Stream(tr, adaptertest.Parse(fromAnthropicFile(t, "stream.sse")))
+		if err != nil || !adaptertest.Ends(out, "message_stop") {
+			t.Fatalf("Stream = %v, ending %s; want nil, ending message_stop", err, adaptertest.Format(out[len(out)-1:]))
 		}
 		adaptertest.GoldenEvents(t, filepath.Join(fromAnthropicGolden, "stream.want.sse"), out)
 		if err := checkMessagesStream(out); err != nil {
 			t.Error(err)
-		}
-		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-		if got := tr.Usage(); got != want {
-			t.Errorf("Usage = %+v, want %+v", got, want)
 		}
 	})
 	t.Run("Response", func(t *testing.T) {
@@ -59,9 +55,6 @@ func TestFromAnthropicGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, filepath.Join(fromAnthropicGolden, "response.want.json"), out)
-		if got := tr.Usage(); got.CacheWriteTokens != 100 || got.CachedTokens != 1024 {
-			t.Errorf("Usage = %+v, want 1024 cached and 100 cache-write tokens", got)
-		}
 	})
 	t.Run("Error", func(t *testing.T) {
 		adaptertest.GoldenJSON(t, filepath.Join(fromAnthropicGolden, "error.want.json"), NewFromAnthropic().Error(429, fromAnthropicFile(t, "error.json")))
@@ -82,6 +75,13 @@ func TestFromAnthropicRequest(t *testing.T) {
 		{"SmallBudgetIsLow", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "reasoning_effort", `"low"`},
 		{"AdaptiveTakesTheEffort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, "reasoning_effort", `"max"`},
 		{"DisabledAsksNoEffort", `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`, "reasoning_effort", ``},
+		{"EffortWithoutThinkingAsksNone", `,"output_config":{"effort":"high"}`, "reasoning_effort", ``},
+		{"AdaptiveWithoutEffortAsksNone", `,"thinking":{"type":"adaptive"}`, "reasoning_effort", ``},
+		{"WithoutThinkingCapIsMaxTokens", ``, "max_tokens", `100`},
+		{"WithoutThinkingNoCompletionCap", ``, "max_completion_tokens", ``},
+		{"ThinkingCapIsMaxCompletionTokens", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "max_completion_tokens", `100`},
+		{"ThinkingNoMaxTokens", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "max_tokens", ``},
+		{"AdaptiveCapIsMaxCompletionTokens", `,"thinking":{"type":"adaptive"}`, "max_completion_tokens", `100`},
 		{"ToolChoiceWithoutTools", `,"tool_choice":{"type":"auto"}`, "tool_choice", ``},
 		{"ToolChoiceAny", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}`, "tool_choice", `"required"`},
 		{"ToolChoiceNone", `,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}`, "tool_choice", `"none"`},
@@ -141,11 +141,11 @@ func TestFromAnthropicRefuses(t *testing.T) {
 // TestFromAnthropicStreamError checks that an error chunk mid-stream
 // reaches the caller as Anthropic's error event and fails the execution.
 func TestFromAnthropicStreamError(t *testing.T) {
-	out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
+	out, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
 		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"+
 			"data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n")))
-	if e, ok := errors.AsType[*sluice.Error](err); !ok || e.Code != sluice.CodeUpstreamStreamFailed || !done {
-		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	if e, ok := errors.AsType[*sluice.Error](err); !ok || e.Code != sluice.CodeUpstreamStreamFailed {
+		t.Fatalf("Stream = %v; want upstream_stream_failed", err)
 	}
 	last := out[len(out)-1]
 	if want := `{"type":"error","error":{"type":"api_error","message":"The server had an error"}}`; last.Name != "error" || string(last.Data) != want {
@@ -157,25 +157,25 @@ func TestFromAnthropicStreamError(t *testing.T) {
 // which OpenAI-compatible servers send while they think, passes without
 // an event or an error.
 func TestFromAnthropicKeepAlive(t *testing.T) {
-	done, err := NewFromAnthropic().Event(adapter.Event{}, func(ev adapter.Event) error {
+	err := NewFromAnthropic().Event(adapter.Event{}, func(ev adapter.Event) error {
 		t.Errorf("emitted %s for a keep-alive", ev.Data)
 		return nil
 	})
-	if done || err != nil {
-		t.Errorf("Event = %v, %v; want false, nil", done, err)
+	if err != nil {
+		t.Errorf("Event = %v; want nil", err)
 	}
 }
 
 // TestFromAnthropicStreamReusedIndex checks a server that sends every
 // tool call at index 0, told apart by their ids: each gets its own block.
 func TestFromAnthropicStreamReusedIndex(t *testing.T) {
-	out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
+	out, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse([]byte(
 		"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n"+
 			"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\n"+
 			"data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"+
 			"data: [DONE]\n\n")))
-	if err != nil || !done {
-		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	if err != nil || !adaptertest.Ends(out, "message_stop") {
+		t.Fatalf("Stream = %v; want nil, ending message_stop", err)
 	}
 	if err := checkMessagesStream(out); err != nil {
 		t.Error(err)
@@ -196,6 +196,18 @@ func TestFromAnthropicStreamReusedIndex(t *testing.T) {
 // up from 0, each started once, written and stopped only while open, then
 // message_delta and message_stop last, every event's data a JSON object
 // whose type is the event's name.
+// streamUsage is the usage of a Messages stream's message_delta.
+func streamUsage(t *testing.T, evs []adapter.Event) (u messages.Usage) {
+	t.Helper()
+	for _, ev := range evs {
+		var e messages.StreamEvent
+		if ev.Name == "message_delta" && json.Unmarshal(ev.Data, &e) == nil && json.Unmarshal(e.Usage, &u) != nil {
+			t.Fatalf("message_delta usage: %s", ev.Data)
+		}
+	}
+	return u
+}
+
 func checkMessagesStream(evs []adapter.Event) error {
 	open := map[int]bool{}
 	blocks := 0
@@ -245,27 +257,26 @@ func FuzzFromAnthropicEvent(f *testing.F) {
 	f.Add([]byte("data: [DONE]\n\n"), []byte{0, 2, 3, 2, 3, 8, 4, 1})
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{\"}}],\"refusal\":\"no\"}}]}\n\ndata: [DONE]\n\n"), []byte{4, 4, 0, 2, 2, 3, 8, 13})
 	f.Fuzz(func(t *testing.T, raw, ops []byte) {
-		out, done, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse(raw))
+		out, err := adaptertest.Stream(NewFromAnthropic(), adaptertest.Parse(raw))
 		for i, ev := range out {
 			if ev.Name == "" || !json.Valid(ev.Data) {
 				t.Fatalf("event #%d = %q %s; want a named JSON event", i, ev.Name, ev.Data)
 			}
 		}
-		if done && err == nil {
+		if adaptertest.Ends(out, "message_stop") && err == nil {
 			if err := checkMessagesStream(out); err != nil {
 				t.Fatalf("%v\n%s", err, adaptertest.Format(out))
 			}
 		}
-		tr := NewFromAnthropic()
-		out, done, err = adaptertest.Stream(tr, adaptertest.ChatStream(ops))
-		if err != nil || !done {
-			t.Fatalf("valid stream: done %v, %v; want done, nil", done, err)
+		out, err = adaptertest.Stream(NewFromAnthropic(), adaptertest.ChatStream(ops))
+		if err != nil || !adaptertest.Ends(out, "message_stop") {
+			t.Fatalf("valid stream: %v; want nil, ending message_stop\n%s", err, adaptertest.Format(out))
 		}
 		if err := checkMessagesStream(out); err != nil {
 			t.Fatalf("%v\n%s", err, adaptertest.Format(out))
 		}
-		if u := tr.Usage(); !u.Measured || u.TotalTokens != 14 {
-			t.Fatalf("Usage = %+v, want the stream's 14 tokens", u)
+		if u := streamUsage(t, out); u.InputTokens != 9 || u.OutputTokens != 5 {
+			t.Fatalf("usage = %+v, want the stream's 9 input and 5 output tokens", u)
 		}
 	})
 }
@@ -284,7 +295,7 @@ func BenchmarkFromAnthropicEvent(b *testing.B) {
 	for b.Loop() {
 		tr := NewFromAnthropic()
 		for _, ev := range evs {
-			if _, err := tr.Event(ev, emit); err != nil {
+			if err := tr.Event(ev, emit); err != nil {
 				b.Fatal(err)
 			}
 		}

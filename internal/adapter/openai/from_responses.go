@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice"
@@ -40,7 +41,6 @@ type FromResponses struct {
 	req     ResponsesRequest // the caller's request, echoed in the response object
 	names   toolNames
 	dropped []string
-	usage   sluice.Usage
 	stream  responsesStream
 }
 
@@ -119,7 +119,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		return nil, err
 	}
 	t.stream.names = t.names
-	if out.ToolChoice, err = chatToolChoice(r.ToolChoice); err != nil {
+	if out.ToolChoice, err = chatToolChoice(r.ToolChoice, out.Tools, t.names); err != nil {
 		return nil, err
 	}
 	if len(out.Tools) == 0 {
@@ -454,8 +454,9 @@ type chatAllowedTools struct {
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the same
-// strings, and the function and allowed_tools objects reshaped.
-func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
+// strings, and the function and allowed_tools objects reshaped, each
+// function by its chat name among tools (see chosenFunction).
+func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.RawMessage, error) {
 	if !present(raw) || raw[0] == '"' {
 		return raw, nil
 	}
@@ -465,8 +466,12 @@ func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	switch c.Type {
 	case "function":
+		name, err := chosenFunction(c.Namespace, c.Name, tools, names)
+		if err != nil {
+			return nil, untranslatable("tool_choice: %v", err)
+		}
 		f := ToolChoiceFunction{Type: "function"}
-		f.Function.Name = c.Name
+		f.Function.Name = name
 		return json.Marshal(f)
 	case "allowed_tools":
 		a := chatAllowedTools{Type: "allowed_tools"}
@@ -475,13 +480,52 @@ func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
 			if tl.Type != "function" {
 				return nil, untranslatable("tool_choice.tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
 			}
+			name, err := chosenFunction(tl.Namespace, tl.Name, tools, names)
+			if err != nil {
+				return nil, untranslatable("tool_choice.tools[%d]: %v", i, err)
+			}
 			f := ToolChoiceFunction{Type: "function"}
-			f.Function.Name = tl.Name
+			f.Function.Name = name
 			a.AllowedTools.Tools = append(a.AllowedTools.Tools, f)
 		}
 		return json.Marshal(a)
 	}
 	return nil, untranslatable("tool_choice of type %q names a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", c.Type)
+}
+
+// chosenFunction is the chat name, among tools, of the function a
+// tool_choice names: <namespace>__<name> when it gives a namespace; else
+// name when a chat function has it (a top-level function, or one already
+// flattened); else the one namespace function whose own name it is. A
+// function the request does not declare, or a name two namespaces share,
+// is an error: chat would refuse the choice less clearly.
+func chosenFunction(namespace, name string, tools []Tool, names toolNames) (string, error) {
+	declared := func(n string) bool {
+		return slices.ContainsFunc(tools, func(t Tool) bool { return t.Function.Name == n })
+	}
+	if namespace != "" {
+		if flat := flatName(namespace, name); declared(flat) {
+			return flat, nil
+		}
+		return "", fmt.Errorf("function %q of namespace %q is not among the tools", name, namespace)
+	}
+	if declared(name) {
+		return name, nil
+	}
+	var found []string
+	for flat, q := range names {
+		if q.name == name {
+			found = append(found, flat)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fmt.Errorf("function %q is not among the tools", name)
+	}
+	slices.Sort(found)
+	return "", fmt.Errorf("function %q is in more than one namespace (%s): name its namespace", name, strings.Join(found, ", "))
 }
 
 // chatResponseFormat turns text.format into chat's response_format.
@@ -511,9 +555,6 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	}
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("chat completion %q has no choice", c.ID)
-	}
-	if c.Usage != nil {
-		t.usage = c.Usage.Sluice()
 	}
 	ch := c.Choices[0]
 	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
@@ -637,6 +678,3 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 // chat and Responses share the envelope, so it is the upstream's, in a
 // well-formed one.
 func (t *FromResponses) Error(status int, body []byte) []byte { return ErrorEnvelopeOf(status, body) }
-
-// Usage is the usage the upstream reported so far.
-func (t *FromResponses) Usage() sluice.Usage { return t.usage }

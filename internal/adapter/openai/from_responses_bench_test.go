@@ -13,13 +13,13 @@ func BenchmarkFromResponsesEvent(b *testing.B) {
 	tr := NewFromResponses()
 	emit := func(adapter.Event) error { return nil }
 	first := adapter.Event{Data: []byte(`{"id":"chatcmpl-9y","object":"chat.completion.chunk","created":1767225600,"model":"gpt-5.4-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Let"},"finish_reason":null}]}`)}
-	if _, err := tr.Event(first, emit); err != nil {
+	if err := tr.Event(first, emit); err != nil {
 		b.Fatal(err)
 	}
 	delta := adapter.Event{Data: []byte(`{"id":"chatcmpl-9y","object":"chat.completion.chunk","created":1767225600,"model":"gpt-5.4-mini","choices":[{"index":0,"delta":{"content":" me check"},"finish_reason":null}]}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tr.Event(delta, emit); err != nil {
+		if err := tr.Event(delta, emit); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 // FuzzFromResponsesStream feeds arbitrary event text: the translator never
-// panics, and a stream it calls done without an error is a well-formed
-// Responses stream.
+// panics, and a stream it ends with a terminal event without an error is a
+// well-formed Responses stream.
 func FuzzFromResponsesStream(f *testing.F) {
 	golden, err := os.ReadFile(fromResponsesDir + "stream.chat.sse")
 	if err != nil {
@@ -19,8 +19,9 @@ func FuzzFromResponsesStream(f *testing.F) {
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\",\"type\":\"server_error\"}}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{\"}}]}}]}\n\ndata: [DONE]\n\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
-		out, done, err := adaptertest.Stream(NewFromResponses(), adaptertest.Parse(text))
-		if done && err == nil {
+		out, err := adaptertest.Stream(NewFromResponses(), adaptertest.Parse(text))
+		ended := adaptertest.Ends(out, "response.completed") || adaptertest.Ends(out, "response.incomplete")
+		if ended && err == nil {
 			checkResponsesStream(t, out)
 		}
 	})
@@ -39,9 +40,9 @@ func FuzzFromResponsesValidStream(f *testing.F) {
 			t.Skip()
 		}
 		in := adaptertest.ChatStream(ops)
-		out, done, err := adaptertest.Stream(NewFromResponses(), in)
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		out, err := adaptertest.Stream(NewFromResponses(), in)
+		if err != nil || !adaptertest.Ends(out, "response.completed") {
+			t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 		}
 		checkResponsesStream(t, out)
 	})

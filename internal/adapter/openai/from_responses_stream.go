@@ -137,15 +137,15 @@ type (
 
 // Event translates one chat stream event into the Responses events it
 // makes. An upstream error chunk is passed on as the Responses error event,
-// which ends the caller's stream: Event returns done and a *sluice.Error
+// which ends the caller's stream: Event returns a *sluice.Error
 // (upstream_stream_failed) with the upstream's message.
-func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) error {
 	s := &t.stream
 	if len(ev.Data) == 0 { // a keep-alive comment
-		return false, nil
+		return nil
 	}
 	if bytes.Equal(ev.Data, doneData) {
-		return true, t.end(emit)
+		return t.end(emit)
 	}
 	// Only the first chunk's id, model and tier are read: decoding them
 	// from every chunk would cost an allocation each.
@@ -155,10 +155,10 @@ func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) 
 		Error   *ErrorBody    `json:"error"`
 	}
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
-		return false, fmt.Errorf("decode chat stream chunk: %w", err)
+		return fmt.Errorf("decode chat stream chunk: %w", err)
 	}
 	if c.Error != nil {
-		return true, s.fail(emit, c.Error)
+		return s.fail(emit, c.Error)
 	}
 	if !s.started {
 		var h struct {
@@ -169,12 +169,11 @@ func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) 
 		}
 		_ = json.Unmarshal(ev.Data, &h) // decoded above
 		if err := t.start(emit, answer{base: h.ID, created: h.Created, model: h.Model, tier: h.ServiceTier}); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if c.Usage != nil {
 		s.usage = c.Usage
-		t.usage = c.Usage.Sluice()
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -182,29 +181,29 @@ func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) 
 		}
 		if d := ch.Delta.ReasoningContent; d != "" {
 			if err := s.text(emit, "reasoning_text", d); err != nil {
-				return false, err
+				return err
 			}
 		}
 		if d := ch.Delta.Content; d != nil && *d != "" {
 			if err := s.text(emit, "output_text", *d); err != nil {
-				return false, err
+				return err
 			}
 		}
 		if d := ch.Delta.Refusal; d != "" {
 			if err := s.text(emit, "refusal", d); err != nil {
-				return false, err
+				return err
 			}
 		}
 		for _, tc := range ch.Delta.ToolCalls {
 			if err := s.toolCall(emit, tc); err != nil {
-				return false, err
+				return err
 			}
 		}
 		if ch.FinishReason != nil {
 			s.finish = *ch.FinishReason
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // start sends response.created and response.in_progress once, before the

@@ -34,26 +34,18 @@ func TestFromResponsesGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, fromResponsesDir+"response.golden.json", got)
-		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-		if u := tr.Usage(); u != want {
-			t.Errorf("Usage = %+v, want %+v", u, want)
-		}
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr := NewFromResponses()
 		if _, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, fromResponsesDir+"request.json"), Stream: true}, "gpt-5.4-mini"); err != nil {
 			t.Fatal(err)
 		}
-		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"stream.chat.sse")))
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"stream.chat.sse")))
+		if err != nil || !adaptertest.Ends(got, "response.completed") {
+			t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 		}
 		adaptertest.GoldenEvents(t, fromResponsesDir+"stream.golden.sse", got)
 		checkResponsesStream(t, got)
-		want := sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-		if u := tr.Usage(); u != want {
-			t.Errorf("Usage = %+v, want %+v", u, want)
-		}
 	})
 	t.Run("Error", func(t *testing.T) {
 		got := NewFromResponses().Error(429, adaptertest.Read(t, fromResponsesDir+"error.chat.json"))
@@ -74,6 +66,9 @@ func TestFromResponsesRefuses(t *testing.T) {
 		{"BuiltInToolChoice", `{"input":"hi","tools":[{"type":"file_search"}],"tool_choice":{"type":"file_search"}}`, `"file_search"`},
 		{"BuiltInToolRequired", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":"required"}`, "web_search"},
 		{"BuiltInToolAllowed", `{"input":"hi","tools":[{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"}]}}`, `"web_search"`},
+		{"ChoiceOfUndeclaredFunction", `{"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, `"g" is not among the tools`},
+		{"ChoiceOfUndeclaredNamespace", `{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","namespace":"m","name":"f"}}`, `namespace "m"`},
+		{"ChoiceInTwoNamespaces", `{"input":"hi","tools":[{"type":"namespace","name":"a","tools":[{"type":"function","name":"f"}]},{"type":"namespace","name":"b","tools":[{"type":"function","name":"f"}]}],"tool_choice":{"type":"function","name":"f"}}`, "a__f, b__f"},
 		{"CustomTool", `{"input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`, `"custom"`},
 		{"CustomToolInNamespace", `{"input":"hi","tools":[{"type":"namespace","name":"n","tools":[{"type":"custom","name":"c"}]}]}`, `"custom"`},
 		{"NamespaceNameTaken", `{"input":"hi","tools":[{"type":"function","name":"a__b"},{"type":"namespace","name":"a","tools":[{"type":"function","name":"b"}]}]}`, `"a__b"`},
@@ -95,6 +90,39 @@ func TestFromResponsesRefuses(t *testing.T) {
 			var se *sluice.Error
 			if !errors.As(err, &se) || se.Code != sluice.CodeInvalidRequest || !strings.Contains(se.Msg, tt.want) {
 				t.Errorf("Request = %v, want invalid_request naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// A tool_choice forcing a function of a namespace tool forces its
+// flattened chat function, however the caller names it: with its
+// namespace (as a function_call item does), by the flattened name, or by
+// its own name when no other function has it; so does an allowed_tools
+// choice.
+func TestFromResponsesNamespacedToolChoice(t *testing.T) {
+	const tools = `"tools":[{"type":"function","name":"exec"},{"type":"namespace","name":"agents","tools":[{"type":"function","name":"spawn"}]}]`
+	const forced = `{"type":"function","function":{"name":"agents__spawn"}}`
+	tests := []struct{ name, choice, want string }{
+		{"Namespace", `{"type":"function","namespace":"agents","name":"spawn"}`, forced},
+		{"Flattened", `{"type":"function","name":"agents__spawn"}`, forced},
+		{"OwnName", `{"type":"function","name":"spawn"}`, forced},
+		{"TopLevel", `{"type":"function","name":"exec"}`, `{"type":"function","function":{"name":"exec"}}`},
+		{"Allowed", `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","namespace":"agents","name":"spawn"},{"type":"function","name":"exec"}]}`,
+			`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"agents__spawn"}},{"type":"function","function":{"name":"exec"}}]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewFromResponses().Request(&sluice.Request{Body: []byte(`{"input":"hi",` + tools + `,"tool_choice":` + tt.choice + `}`)}, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(got, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if string(fields["tool_choice"]) != tt.want {
+				t.Errorf("tool_choice = %s, want %s", fields["tool_choice"], tt.want)
 			}
 		})
 	}
@@ -140,9 +168,9 @@ func TestFromResponsesNamespace(t *testing.T) {
 		if _, err := tr.Request(&sluice.Request{Body: body, Stream: true}, "gpt-5.4-mini"); err != nil {
 			t.Fatal(err)
 		}
-		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"namespace.stream.chat.sse")))
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, fromResponsesDir+"namespace.stream.chat.sse")))
+		if err != nil || !adaptertest.Ends(got, "response.completed") {
+			t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 		}
 		adaptertest.GoldenEvents(t, fromResponsesDir+"namespace.stream.golden.sse", got)
 		checkResponsesStream(t, got)
@@ -220,9 +248,9 @@ data: {"error":{"message":"The server had an error","type":"server_error","param
 
 data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"more"},"finish_reason":null}]}
 `))
-	got, done, err := adaptertest.Stream(NewFromResponses(), in)
-	if !done || !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
-		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	got, err := adaptertest.Stream(NewFromResponses(), in)
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
+		t.Fatalf("Stream = %v; want upstream_stream_failed", err)
 	}
 	last := got[len(got)-1]
 	want := `{"type":"error","sequence_number":5,"code":null,"message":"The server had an error","param":null}`
@@ -334,9 +362,9 @@ data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0
 
 data: [DONE]
 `))
-	got, done, err := adaptertest.Stream(NewFromResponses(), in)
-	if !done || err != nil {
-		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	got, err := adaptertest.Stream(NewFromResponses(), in)
+	if err != nil || !adaptertest.Ends(got, "response.completed") {
+		t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 	}
 	checkResponsesStream(t, got)
 	var last StreamEvent
@@ -356,9 +384,9 @@ data: [DONE]
 // and fails nothing.
 func TestFromResponsesKeepAlive(t *testing.T) {
 	for _, data := range [][]byte{nil, {}} {
-		got, done, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
-		if len(got) != 0 || done || err != nil {
-			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		got, err := adaptertest.Stream(NewFromResponses(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || err != nil {
+			t.Errorf("Event(%q) = %d events, %v; want none, nil", data, len(got), err)
 		}
 	}
 }

@@ -144,11 +144,22 @@ type ResponsesTool struct {
 
 // ResponsesToolChoice is the object form of a Responses tool_choice:
 // {"type":"function","name"} or {"type":"allowed_tools","mode","tools"}.
+// A function of a namespace tool is named with its namespace, as a
+// function_call item names it ({"type":"function","namespace","name"}),
+// or by its flattened chat name.
 type ResponsesToolChoice struct {
-	Type  string          `json:"type"`
-	Name  string          `json:"name,omitempty"`
-	Mode  string          `json:"mode,omitempty"`
-	Tools []ResponsesTool `json:"tools,omitempty"`
+	Type      string             `json:"type"`
+	Name      string             `json:"name,omitempty"`
+	Namespace string             `json:"namespace,omitempty"`
+	Mode      string             `json:"mode,omitempty"`
+	Tools     []ResponsesToolRef `json:"tools,omitempty"`
+}
+
+// ResponsesToolRef is a tool an allowed_tools tool_choice names.
+type ResponsesToolRef struct {
+	Type      string `json:"type"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Reasoning is a Responses request's reasoning settings.

@@ -291,7 +291,7 @@ func toolChoice(raw json.RawMessage) (json.RawMessage, error) {
 			if f.Type != "function" {
 				return nil, untranslatable("tool_choice.allowed_tools: tools of type %q cannot be expressed on this model's upstream (OpenAI Responses)", f.Type)
 			}
-			out.Tools = append(out.Tools, openai.ResponsesTool{Type: "function", Name: f.Function.Name})
+			out.Tools = append(out.Tools, openai.ResponsesToolRef{Type: "function", Name: f.Function.Name})
 		}
 		return json.Marshal(out)
 	}
@@ -420,6 +420,3 @@ func finishReason(r *openai.Response, toolCalls bool) string {
 func (t *FromOpenAI) Error(status int, body []byte) []byte {
 	return openai.ErrorEnvelopeOf(status, body)
 }
-
-// Usage is the usage the upstream reported so far.
-func (t *FromOpenAI) Usage() sluice.Usage { return t.usage }

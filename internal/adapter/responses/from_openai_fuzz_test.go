@@ -12,8 +12,8 @@ import (
 )
 
 // FuzzFromOpenAIStream feeds arbitrary event text: the translator never
-// panics, and a stream it calls done without an error is a well-formed
-// chat stream.
+// panics, and a stream it ends with [DONE] without an error is a
+// well-formed chat stream.
 func FuzzFromOpenAIStream(f *testing.F) {
 	golden, err := os.ReadFile(dir + "stream.responses.sse")
 	if err != nil {
@@ -23,8 +23,8 @@ func FuzzFromOpenAIStream(f *testing.F) {
 	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"code\":\"x\",\"message\":\"m\"}\n\n"))
 	f.Add([]byte("data: {\"type\":\"response.output_item.done\",\"output_index\":4,\"item\":{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\"}}\n\ndata: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"}}}\n\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
-		out, done, err := adaptertest.Stream(NewFromOpenAI(), adaptertest.Parse(text))
-		if done && err == nil {
+		out, err := adaptertest.Stream(NewFromOpenAI(), adaptertest.Parse(text))
+		if adaptertest.Ends(out, "") && err == nil {
 			if err := checkChatStream(out, false); err != nil {
 				t.Fatal(err)
 			}
@@ -42,13 +42,13 @@ func FuzzFromOpenAIRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 2, 2, 3, 7, 11})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		in := adaptertest.ChatStream(ops)
-		mid, done, err := adaptertest.Stream(openai.NewFromResponses(), in)
-		if !done || err != nil {
-			t.Fatalf("to Responses: done %v, %v", done, err)
+		mid, err := adaptertest.Stream(openai.NewFromResponses(), in)
+		if err != nil || !adaptertest.Ends(mid, "response.completed") {
+			t.Fatalf("to Responses: %v; want nil, ending response.completed", err)
 		}
-		out, done, err := adaptertest.Stream(NewFromOpenAI(), mid)
-		if !done || err != nil {
-			t.Fatalf("back to chat: done %v, %v", done, err)
+		out, err := adaptertest.Stream(NewFromOpenAI(), mid)
+		if err != nil || !adaptertest.Ends(out, "") {
+			t.Fatalf("back to chat: %v; want nil, ending [DONE]", err)
 		}
 		if err := checkChatStream(out, false); err != nil {
 			t.Fatal(err)

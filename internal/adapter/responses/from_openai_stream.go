@@ -39,16 +39,16 @@ type toolCall struct {
 // Event translates one Responses stream event into the chat chunks it
 // makes. An upstream error (an error event, or response.failed) is passed
 // on as chat's mid-stream error chunk, which ends the caller's stream:
-// Event returns done and a *sluice.Error (upstream_stream_failed).
-func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bool, error) {
+// Event returns a *sluice.Error (upstream_stream_failed).
+func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) error {
 	if len(ev.Data) == 0 || string(ev.Data) == "[DONE]" {
 		// Responses streams end with their terminal event; a [DONE]
 		// before it ends nothing.
-		return false, nil
+		return nil
 	}
 	var e openai.StreamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
-		return false, fmt.Errorf("decode responses stream event: %w", err)
+		return fmt.Errorf("decode responses stream event: %w", err)
 	}
 	if e.Type == "" {
 		e.Type = ev.Name // the data repeats it, but the event's name is what names it
@@ -63,45 +63,45 @@ func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) (bo
 		}
 		role := ""
 		if err := t.send(emit, openai.Delta{Role: "assistant", Content: &role}, nil); err != nil {
-			return false, err
+			return err
 		}
 	}
 	switch e.Type {
 	case "response.output_text.delta":
-		return false, t.send(emit, openai.Delta{Content: &e.Delta}, nil)
+		return t.send(emit, openai.Delta{Content: &e.Delta}, nil)
 	case "response.refusal.delta":
-		return false, t.send(emit, openai.Delta{Refusal: e.Delta}, nil)
+		return t.send(emit, openai.Delta{Refusal: e.Delta}, nil)
 	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 		// The reasoning, or its summary where the upstream gives only
 		// that, goes to the non-standard reasoning_content, as compatible
 		// servers send it (and the other translators do).
-		return false, t.send(emit, openai.Delta{ReasoningContent: e.Delta}, nil)
+		return t.send(emit, openai.Delta{ReasoningContent: e.Delta}, nil)
 	case "response.output_item.added":
 		if e.Item != nil && e.Item.Type == "function_call" {
-			return false, t.startCall(emit, e.OutputIndex, e.Item)
+			return t.startCall(emit, e.OutputIndex, e.Item)
 		}
 	case "response.function_call_arguments.delta":
 		if k := s.call(e.OutputIndex); k >= 0 && e.Delta != "" {
 			s.calls[k].argsSent = true
-			return false, t.send(emit, openai.Delta{ToolCalls: []openai.ToolCall{{Index: &k, Function: openai.FunctionCall{Arguments: e.Delta}}}}, nil)
+			return t.send(emit, openai.Delta{ToolCalls: []openai.ToolCall{{Index: &k, Function: openai.FunctionCall{Arguments: e.Delta}}}}, nil)
 		}
 	case "response.output_item.done":
 		if e.Item != nil && e.Item.Type == "function_call" {
-			return false, t.endCall(emit, e.OutputIndex, e.Item)
+			return t.endCall(emit, e.OutputIndex, e.Item)
 		}
 	case "response.completed", "response.incomplete":
-		return true, t.end(emit, e.Response)
+		return t.end(emit, e.Response)
 	case "response.failed":
 		eb := openai.ErrorBody{Message: "the upstream response failed", Type: "server_error"}
 		if e.Response != nil && e.Response.Error != nil {
 			eb.Message = e.Response.Error.Message
 			eb.Code, _ = json.Marshal(e.Response.Error.Code) // a string
 		}
-		return true, t.fail(emit, eb)
+		return t.fail(emit, eb)
 	case "error":
-		return true, t.fail(emit, openai.ErrorBody{Message: e.Message, Type: "server_error", Param: e.Param, Code: e.Code})
+		return t.fail(emit, openai.ErrorBody{Message: e.Message, Type: "server_error", Param: e.Param, Code: e.Code})
 	}
-	return false, nil
+	return nil
 }
 
 // call is the chat index of the tool call of the item at outputIndex, or -1.

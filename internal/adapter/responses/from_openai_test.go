@@ -16,8 +16,6 @@ import (
 
 const dir = "testdata/from_openai/"
 
-var goldenUsage = sluice.Usage{PromptTokens: 1200, CompletionTokens: 80, CachedTokens: 1024, ReasoningTokens: 64, TotalTokens: 1280, Measured: true}
-
 func TestFromOpenAIGolden(t *testing.T) {
 	t.Run("Request", func(t *testing.T) {
 		body := adaptertest.Read(t, dir+"request.json")
@@ -34,25 +32,19 @@ func TestFromOpenAIGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, dir+"response.golden.json", got)
-		if u := tr.Usage(); u != goldenUsage {
-			t.Errorf("Usage = %+v, want %+v", u, goldenUsage)
-		}
 	})
 	t.Run("Stream", func(t *testing.T) {
 		tr := NewFromOpenAI()
 		if _, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, dir+"request.json"), Stream: true, IncludeUsage: true}, "gpt-5.4"); err != nil {
 			t.Fatal(err)
 		}
-		got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, dir+"stream.responses.sse")))
-		if !done || err != nil {
-			t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+		got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, dir+"stream.responses.sse")))
+		if err != nil || !adaptertest.Ends(got, "") {
+			t.Fatalf("Stream = %v; want nil, ending [DONE]", err)
 		}
 		adaptertest.GoldenEvents(t, dir+"stream.golden.sse", got)
 		if err := checkChatStream(got, true); err != nil {
 			t.Error(err)
-		}
-		if u := tr.Usage(); u != goldenUsage {
-			t.Errorf("Usage = %+v, want %+v", u, goldenUsage)
 		}
 	})
 	t.Run("Error", func(t *testing.T) {
@@ -61,22 +53,19 @@ func TestFromOpenAIGolden(t *testing.T) {
 	})
 }
 
-// Without include_usage the caller's stream has no usage chunk, though
-// the usage is still counted.
+// Without include_usage the caller's stream has no usage chunk (Sluice
+// reads the usage from the upstream's stream, not from the translator).
 func TestFromOpenAIStreamWithoutUsageChunk(t *testing.T) {
 	tr := NewFromOpenAI()
 	if _, err := tr.Request(&sluice.Request{Body: []byte(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`), Stream: true}, "m"); err != nil {
 		t.Fatal(err)
 	}
-	got, done, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, dir+"stream.responses.sse")))
-	if !done || err != nil {
-		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	got, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, dir+"stream.responses.sse")))
+	if err != nil || !adaptertest.Ends(got, "") {
+		t.Fatalf("Stream = %v; want nil, ending [DONE]", err)
 	}
 	if err := checkChatStream(got, false); err != nil {
 		t.Error(err)
-	}
-	if u := tr.Usage(); u != goldenUsage {
-		t.Errorf("Usage = %+v, want %+v", u, goldenUsage)
 	}
 }
 
@@ -157,9 +146,9 @@ data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","
 event: error
 data: {"type":"error","sequence_number":1,"code":"server_error","message":"The server had an error","param":null}
 `))
-	got, done, err := adaptertest.Stream(NewFromOpenAI(), in)
-	if !done || !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
-		t.Fatalf("Stream = done %v, %v; want done, upstream_stream_failed", done, err)
+	got, err := adaptertest.Stream(NewFromOpenAI(), in)
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeUpstreamStreamFailed}) {
+		t.Fatalf("Stream = %v; want upstream_stream_failed", err)
 	}
 	last := got[len(got)-1]
 	want := `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":"server_error"}}`
@@ -226,17 +215,17 @@ func checkChatStream(evs []adapter.Event, withUsage bool) error {
 // translations agree on ids, text, reasoning, tool calls and usage.
 func TestFromOpenAIRoundTripIsIdentity(t *testing.T) {
 	in := adaptertest.Parse(adaptertest.Read(t, "../openai/testdata/from_responses/stream.chat.sse"))
-	mid, done, err := adaptertest.Stream(openai.NewFromResponses(), in)
-	if !done || err != nil {
-		t.Fatalf("to Responses: done %v, %v", done, err)
+	mid, err := adaptertest.Stream(openai.NewFromResponses(), in)
+	if err != nil || !adaptertest.Ends(mid, "response.completed") {
+		t.Fatalf("to Responses: %v; want nil, ending response.completed", err)
 	}
 	back := NewFromOpenAI()
 	if _, err := back.Request(&sluice.Request{Body: []byte(`{"messages":[{"role":"user","content":"hi"}]}`), Stream: true, IncludeUsage: true}, "m"); err != nil {
 		t.Fatal(err)
 	}
-	out, done, err := adaptertest.Stream(back, mid)
-	if !done || err != nil {
-		t.Fatalf("back to chat: done %v, %v", done, err)
+	out, err := adaptertest.Stream(back, mid)
+	if err != nil || !adaptertest.Ends(out, "") {
+		t.Fatalf("back to chat: %v; want nil, ending [DONE]", err)
 	}
 	if got, want := adaptertest.Format(out), adaptertest.Format(in); !bytes.Equal(got, want) {
 		t.Errorf("round trip =\n%s\nwant\n%s", got, want)
@@ -247,7 +236,7 @@ func TestFromOpenAIRoundTripIsIdentity(t *testing.T) {
 func TestFromOpenAIEventNamedByName(t *testing.T) {
 	var got []adapter.Event
 	emit := func(ev adapter.Event) error { got = append(got, ev); return nil }
-	if _, err := NewFromOpenAI().Event(adapter.Event{Name: "response.output_text.delta", Data: []byte(`{"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`)}, emit); err != nil {
+	if err := NewFromOpenAI().Event(adapter.Event{Name: "response.output_text.delta", Data: []byte(`{"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`)}, emit); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || !bytes.Contains(got[1].Data, []byte(`"content":"Hi"`)) {
@@ -270,9 +259,9 @@ data: {"type":"response.output_item.done","sequence_number":2,"output_index":0,"
 event: response.completed
 data: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","status":"completed","output":[]}}
 `))
-	got, done, err := adaptertest.Stream(NewFromOpenAI(), in)
-	if !done || err != nil {
-		t.Fatalf("Stream = done %v, %v; want done, nil", done, err)
+	got, err := adaptertest.Stream(NewFromOpenAI(), in)
+	if err != nil || !adaptertest.Ends(got, "") {
+		t.Fatalf("Stream = %v; want nil, ending [DONE]", err)
 	}
 	if err := checkChatStream(got, false); err != nil {
 		t.Fatal(err)
@@ -286,9 +275,9 @@ data: {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1"
 // and fails nothing.
 func TestFromOpenAIKeepAlive(t *testing.T) {
 	for _, data := range [][]byte{nil, {}} {
-		got, done, err := adaptertest.Stream(NewFromOpenAI(), []adapter.Event{{Data: data}})
-		if len(got) != 0 || done || err != nil {
-			t.Errorf("Event(%q) = %d events, %v, %v; want none, false, nil", data, len(got), done, err)
+		got, err := adaptertest.Stream(NewFromOpenAI(), []adapter.Event{{Data: data}})
+		if len(got) != 0 || err != nil {
+			t.Errorf("Event(%q) = %d events, %v; want none, nil", data, len(got), err)
 		}
 	}
 }

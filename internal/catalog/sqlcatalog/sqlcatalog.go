@@ -49,6 +49,15 @@ type settings struct {
 	Paths        []string `json:"paths,omitempty"`
 	ServiceTiers []string `json:"service_tiers,omitempty"`
 	OnLimit      string   `json:"on_limit,omitempty"`
+	// BillingAccount and Budgets are the key's billing (amounts in
+	// micro-units).
+	BillingAccount string  `json:"billing_account,omitempty"`
+	Budgets        budgets `json:"budgets,omitzero"`
+}
+
+type budgets struct {
+	Day   int64 `json:"day_micros,omitempty"`
+	Month int64 `json:"month_micros,omitempty"`
 }
 
 type policy struct {
@@ -73,6 +82,7 @@ func settingsOf(k *sluice.Key) settings {
 		Limits:     limits(k.Limits),
 		UserLimits: limits(k.UserLimits),
 		Task:       k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
+		BillingAccount: k.BillingAccount, Budgets: budgets(k.Budgets),
 	}
 }
 
@@ -82,6 +92,7 @@ func (st *settings) apply(k *sluice.Key) {
 	k.Policy = sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: time.Duration(p.WaitUS) * time.Microsecond}
 	k.Limits, k.UserLimits = sluice.Limits(st.Limits), sluice.Limits(st.UserLimits)
 	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = st.Task, st.Tasks, st.Paths, st.ServiceTiers, st.OnLimit
+	k.BillingAccount, k.Budgets = st.BillingAccount, sluice.Budgets(st.Budgets)
 }
 
 // SaveKey inserts or replaces the key with k.ID. It returns ErrConflict when

@@ -127,9 +127,11 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 		record(t, u, rec)
 		rec.Executions[0].EdgeID = "mutated after record"
 		rec.Executions[0].Expected[0] = "mutated after record"
+		rec.Billing.Account = "mutated after record"
 		got := list(t, u, time.Time{}, 0)
 		got[0].Executions[1].EdgeID = "mutated after list"
 		got[0].Executions[1].Expected[0] = "mutated after list"
+		got[0].Billing.Price = 1
 		wantList(t, u, time.Time{}, 0, newRecord("r1", 0))
 	})
 
@@ -285,6 +287,12 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		Latency:   1250 * time.Millisecond,
 		TTFT:      320 * time.Millisecond,
 		Usage:     used,
+		EndUser:   "user-7",
+		TaskType:  "section_generation",
+		Pool:      "paid",
+		Priority:  "interactive",
+		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2025-01-01T00:00:00Z",
+			CostVersion: "gpt-4o-mini@2025-01-01T00:00:00Z", Price: 1234, Cost: 321},
 		Executions: []sluice.Execution{
 			exec(0, sluice.ExecutionRate, 429, "rate limited", sluice.Usage{}),
 			exec(1, sluice.ExecutionEndpoint, 529, "overloaded", sluice.Usage{PromptTokens: 120, Measured: false}),

@@ -1,5 +1,5 @@
-// Package memledger keeps usage records in memory, for tests and for a
-// single process that needs no durability. It copies on every write and
+// Package memledger keeps usage records and the billing ledger in memory,
+// for tests and for a single process that needs no durability. It copies on every write and
 // read, so callers never share state with the store.
 //
 // It must not depend on anything but package sluice and the ledger interfaces.
@@ -14,21 +14,28 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
-// Store implements ledger.Usage. The zero value is an empty store ready for
-// use. It is safe for concurrent use.
+// Store implements ledger.Usage and ledger.Billing. The zero value is an
+// empty store ready for use. It is safe for concurrent use.
 type Store struct {
-	mu   sync.Mutex
-	recs map[string]sluice.UsageRecord // by RequestID
+	mu       sync.Mutex
+	recs     map[string]sluice.UsageRecord // by RequestID
+	accounts map[string]ledger.BillingAccount
+	prices   map[priceID]billing.Price
+	entries  map[entryID]ledger.Entry
 }
 
-var _ ledger.Usage = (*Store)(nil)
+var (
+	_ ledger.Usage   = (*Store)(nil)
+	_ ledger.Billing = (*Store)(nil)
+)
 
 // RecordUsage stores copies of the records whose RequestID is not stored
-// yet, with their times in UTC; the others, and later duplicates within
-// recs, change nothing.
+// yet, with their times in UTC, and their charges; the others, and later
+// duplicates within recs, change nothing.
 func (s *Store) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,6 +52,9 @@ func (s *Store) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error 
 			c.Executions[i].Started = c.Executions[i].Started.UTC()
 		}
 		s.recs[r.RequestID] = c
+		if e, ok := ledger.ChargeOf(&c); ok {
+			s.post(e)
+		}
 	}
 	return nil
 }
@@ -106,6 +116,10 @@ func clone(r sluice.UsageRecord) sluice.UsageRecord {
 	if r.Job != nil {
 		job := *r.Job
 		r.Job = &job
+	}
+	if r.Billing != nil {
+		charge := *r.Billing
+		r.Billing = &charge
 	}
 	return r
 }

@@ -11,3 +11,10 @@ import (
 func TestContract(t *testing.T) {
 	ledgertest.Run(t, func(*testing.T) ledger.Usage { return new(memledger.Store) })
 }
+
+func TestBillingContract(t *testing.T) {
+	ledgertest.RunBilling(t, func(*testing.T) (ledgertest.Store, ledgertest.Store) {
+		s := new(memledger.Store)
+		return s, s
+	})
+}

@@ -1,8 +1,9 @@
-// Package sqlledger stores usage records and their executions in the SQL
-// database opened by sqldb (SQLite or PostgreSQL, the same queries for both).
+// Package sqlledger stores usage records and their executions, and the
+// billing ledger, in the SQL database opened by sqldb (SQLite or
+// PostgreSQL, the same queries for both).
 //
-// It must not depend on anything but package sluice, the ledger interfaces
-// and sqldb; it never touches the schema, which sqldb owns.
+// It must not depend on anything but package sluice, package billing, the
+// ledger interfaces and sqldb; it never touches the schema, which sqldb owns.
 package sqlledger
 
 import (
@@ -20,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sqldb"
 )
 
-// Store implements ledger.Usage on a *sqldb.DB, which the caller owns and
+// Store implements ledger.Usage and ledger.Billing on a *sqldb.DB, which the caller owns and
 // closes. Times and durations are kept to the microsecond; times come back
 // in UTC. It is safe for concurrent use, also by several processes sharing
 // one database.
@@ -31,20 +32,27 @@ type Store struct {
 	stmts *statements // nil until the first write prepares them
 }
 
-var _ ledger.Usage = (*Store)(nil)
+var (
+	_ ledger.Usage   = (*Store)(nil)
+	_ ledger.Billing = (*Store)(nil)
+)
 
 // New returns a store on db.
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 const (
 	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured`
-	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns
-	execColumns   = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback`
+	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
+		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured`
+	// model is written, never read back: it is the last execution's, kept
+	// on the record for reports by model.
+	recordInsertColumns = recordColumns + `, model`
+	execColumns         = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback`
 )
 
 // Parameters per row of each table: the columns above.
 const (
-	recordParams = 17
+	recordParams = 30
 	execParams   = 21
 )
 
@@ -67,7 +75,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		return fmt.Errorf("record usage: %w", err)
 	}
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*execParams)}
+		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*max(recordParams, execParams))}
 		inserted, err := w.insertRecords(ctx, recs)
 		if err != nil {
 			return err
@@ -75,7 +83,10 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		if err := w.insertExecutions(ctx, recs, inserted); err != nil {
 			return err
 		}
-		return w.insertJobs(ctx, recs, inserted)
+		if err := w.insertJobs(ctx, recs, inserted); err != nil {
+			return err
+		}
+		return w.insertCharges(ctx, recs, inserted)
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
@@ -84,7 +95,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 }
 
 // Statements are prepared for shapes row counts, 1, 2, 4, … up to
-// rowsPerStatement, which bounds the rows of one statement (21 parameters
+// rowsPerStatement, which bounds the rows of one statement (30 parameters
 // each at most, far below SQLite's limit of 32,766 a statement).
 const (
 	shapes           = 7
@@ -98,6 +109,8 @@ const (
 type statements struct {
 	records    [shapes]*sqldb.Stmt
 	executions [shapes]*sqldb.Stmt
+	charges    [shapes]*sqldb.Stmt
+	totals     [shapes]*sqldb.Stmt
 }
 
 // statements returns the prepared statements, preparing them on first use;
@@ -113,12 +126,20 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 		var err error
 		// RETURNING tells which records were new: only their executions are
 		// written, so a record written twice never gains executions.
-		st.records[i], err = s.db.Prepare(ctx, `INSERT INTO usage_records (`+recordColumns+`) VALUES `+
+		st.records[i], err = s.db.Prepare(ctx, `INSERT INTO usage_records (`+recordInsertColumns+`) VALUES `+
 			placeholders(1<<i, recordParams)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`)
 		if err != nil {
 			return nil, err
 		}
 		st.executions[i], err = s.db.Prepare(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+placeholders(1<<i, execParams))
+		if err != nil {
+			return nil, err
+		}
+		st.charges[i], err = s.db.Prepare(ctx, insertEntries(1<<i))
+		if err != nil {
+			return nil, err
+		}
+		st.totals[i], err = s.db.Prepare(ctx, addTotals(1<<i))
 		if err != nil {
 			return nil, err
 		}
@@ -157,9 +178,15 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 		for i := range rest[:n] {
 			r := &rest[i]
 			u := &r.Usage
+			c := r.Billing
+			if c == nil {
+				c = &noCharge
+			}
 			args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, int64(r.Status), string(r.Code),
 				r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds(),
-				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured)
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured,
+				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, c.Account, c.Plan, c.PriceVersion, c.CostVersion,
+				c.Price, c.Cost, c.Unmeasured, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
 			return nil, err
@@ -279,10 +306,17 @@ func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]
 		var (
 			r                      sluice.UsageRecord
 			started, latency, ttft int64
+			billed                 bool
+			c                      sluice.Charge
 		)
-		if err := rows.Scan(append([]any{&r.RequestID, &r.KeyID, &r.Tenant, &r.Alias, &r.Protocol, &r.Stream, &r.Status,
-			&r.Code, &started, &latency, &ttft}, usageDest(&r.Usage)...)...); err != nil {
+		if err := rows.Scan(append(append([]any{&r.RequestID, &r.KeyID, &r.Tenant, &r.Alias, &r.Protocol, &r.Stream, &r.Status,
+			&r.Code, &started, &latency, &ttft}, usageDest(&r.Usage)...),
+			&r.EndUser, &r.TaskType, &r.Pool, &r.Priority, &billed, &c.Account, &c.Plan, &c.PriceVersion, &c.CostVersion,
+			&c.Price, &c.Cost, &c.Unmeasured)...); err != nil {
 			return nil, fmt.Errorf("list usage: %w", err)
+		}
+		if billed {
+			r.Billing = &c
 		}
 		r.Started = time.UnixMicro(started).UTC()
 		r.Latency = time.Duration(latency) * time.Microsecond

@@ -24,6 +24,18 @@ func TestContract(t *testing.T) {
 	})
 }
 
+// TestBillingContract runs the billing suite with two handles on one
+// database, each with its own connections and prepared statements: two
+// processes sharing it.
+func TestBillingContract(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		ledgertest.RunBilling(t, func(t *testing.T) (ledgertest.Store, ledgertest.Store) {
+			u := url(t)
+			return sqlledger.New(sqldbtest.Open(t, u)), sqlledger.New(sqldbtest.Open(t, u))
+		})
+	})
+}
+
 // TestClosedDatabaseReturnsErrors checks that a store whose database has
 // gone away fails each call instead of hanging or panicking.
 func TestClosedDatabaseReturnsErrors(t *testing.T) {

@@ -28,6 +28,7 @@ type Store struct {
 	domains  sync.Map // capacity domain ID → *domain; never deleted
 	wake     hub
 	statuses statuses
+	bindings bindings // session affinity
 }
 
 var (

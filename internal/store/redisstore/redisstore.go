@@ -27,6 +27,7 @@
 //	P{d:D}:seq    STRING arrival counter
 //	P{d:D}:fair   HASH  WFQ virtual time per queue class, finish tag per tenant in it
 //	P{d:D}:lapse  ZSET  limit → when its windows lapse: idle limits to forget
+//	P{d:D}:aff:<seed> STRING the account a session-affinity seed is bound to, expiring after its idle TTL (see affinity.go)
 //	Pstatus:<kind> HASH id → JSON Status
 //	P{jobs}:…      job bindings (see jobs.go)
 //

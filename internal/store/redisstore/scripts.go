@@ -35,6 +35,8 @@ var (
 	luaJobUpdate string
 	//go:embed lua/job_due.lua
 	luaJobDue string
+	//go:embed lua/affinity_bind.lua
+	luaAffinityBind string
 )
 
 // The shebang makes Redis 7 enforce declared keys: a script touching an
@@ -48,18 +50,19 @@ const (
 )
 
 var (
-	acquireScript     = redis.NewScript(shebang + luaLib + luaAcquire)
-	releaseScript     = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaRelease)
-	cancelScript      = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaCancel)
-	renewScript       = redis.NewScript(shebangOOM + luaRenew)
-	probeScript       = redis.NewScript(shebang + luaLib + luaProbe)
-	reassertScript    = redis.NewScript(shebang + luaLib + luaReassert)
-	unitsScript       = redis.NewScript(shebang + luaLib + luaUnits)
-	credentialsScript = redis.NewScript(shebang + luaLib + luaCredentials)
-	jobCreateScript   = redis.NewScript(shebang + luaJobCreate)
-	jobUpdateScript   = redis.NewScript(shebang + luaJobUpdate)
-	jobDueScript      = redis.NewScript(shebang + luaJobDue)
+	acquireScript      = redis.NewScript(shebang + luaLib + luaAcquire)
+	releaseScript      = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaRelease)
+	cancelScript       = redis.NewScript(shebangOOM + luaLib + luaOutcome + luaCancel)
+	renewScript        = redis.NewScript(shebangOOM + luaRenew)
+	probeScript        = redis.NewScript(shebang + luaLib + luaProbe)
+	reassertScript     = redis.NewScript(shebang + luaLib + luaReassert)
+	unitsScript        = redis.NewScript(shebang + luaLib + luaUnits)
+	credentialsScript  = redis.NewScript(shebang + luaLib + luaCredentials)
+	jobCreateScript    = redis.NewScript(shebang + luaJobCreate)
+	jobUpdateScript    = redis.NewScript(shebang + luaJobUpdate)
+	jobDueScript       = redis.NewScript(shebang + luaJobDue)
+	affinityBindScript = redis.NewScript(shebang + luaAffinityBind)
 
 	allScripts = []*redis.Script{acquireScript, releaseScript, cancelScript, renewScript, probeScript, reassertScript,
-		unitsScript, credentialsScript, jobCreateScript, jobUpdateScript, jobDueScript}
+		unitsScript, credentialsScript, jobCreateScript, jobUpdateScript, jobDueScript, affinityBindScript}
 )

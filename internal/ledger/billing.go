@@ -1,0 +1,321 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
+)
+
+// Billing stores the money side: billing accounts and prices made through
+// the admin API, and the ledger of balance changes. Safe for concurrent
+// use, also by several processes sharing one database.
+//
+// Charges are not posted here by the request path: a usage record whose
+// Billing is set carries its charge, and Usage.RecordUsage writes the
+// charge entry (kind EntryCharge, RequestID the record's, Amount −Price,
+// At the record's Started) in the same transaction as the record, once
+// however often the record is written. A record charges nothing — and
+// writes no entry — when its Billing is nil, has no Account, is
+// Unmeasured, or has Price 0; it is still counted in Spend (unmeasured
+// ones apart).
+type Billing interface {
+	// PutBillingAccount creates the account or replaces its settings by
+	// ID. It never touches the account's entries or balance.
+	PutBillingAccount(ctx context.Context, a BillingAccount) error
+	// BillingAccounts returns the stored accounts ordered by ID (the
+	// catalog's are not stored).
+	BillingAccounts(ctx context.Context) ([]BillingAccount, error)
+
+	// PutPrice stores a price version (billing.Price is what is stored; the
+	// catalog's prices are not, billing.NewTable merges both). It is
+	// idempotent by (kind, plan, alias, model, effective_from): the same
+	// version again changes nothing; the same version with other rates is
+	// ErrPriceConflict, since requests may already have been charged at
+	// it — a change is a new version with a later effective time.
+	PutPrice(ctx context.Context, p billing.Price) error
+	// Prices returns every stored version, in the order of billing.Table.All.
+	Prices(ctx context.Context) ([]billing.Price, error)
+
+	// Post writes a balance change (a top-up, refund or adjustment; a
+	// charge too, though charges normally come with their usage record),
+	// idempotently by (RequestID, Kind): applied is false, and nothing
+	// changes, when an entry of that request and kind exists already,
+	// whatever its amount.
+	Post(ctx context.Context, e Entry) (applied bool, err error)
+	// Balances is everything admission needs, read in one query: every
+	// account's balance, and the spend of every account, key, tenant, pool
+	// and task type in the UTC day and month of at. An ID with nothing
+	// recorded is absent: its zero value is right.
+	Balances(ctx context.Context, at time.Time) (Balances, error)
+	// Statement returns the account's entries with From <= At < To (zero
+	// ends are open), ordered by At, then RequestID, then Kind; at most
+	// limit of them (limit <= 0: no limit).
+	Statement(ctx context.Context, account string, from, to time.Time, limit int) ([]Entry, error)
+	// Entries returns the entries of one request ID, of every kind and
+	// whatever their account, ordered by Kind: what the admin API looks up
+	// to refund a request's charge, or to answer a retried top-up with the
+	// entry its Idempotency-Key made.
+	Entries(ctx context.Context, requestID string) ([]Entry, error)
+	// Spend sums the price and cost of the billed usage records that f
+	// selects, grouped by f.By, in the order of CompareSpendRows.
+	Spend(ctx context.Context, f SpendFilter) ([]SpendRow, error)
+}
+
+// ErrPriceConflict is PutPrice's error for a stored version given again
+// with other rates.
+var ErrPriceConflict = errors.New("a price of that kind, plan, alias or model and effective time exists with other rates")
+
+// BillingAccount is the downstream customer that holds a balance and a
+// price plan; many keys may be bound to one, and entries belong to it, not
+// to a key, so rotating or revoking a key leaves its history untouched.
+type BillingAccount struct {
+	ID   string
+	Plan string
+	// MaxInflight is how many of its requests may run at once; 0 = 1.
+	MaxInflight int
+	// OnLimit is what a request finds at MaxInflight: sluice.OnLimitWait
+	// ("" too) or sluice.OnLimitRefuse.
+	OnLimit string
+	// Reserve turns on reservation mode: the worst case of a request is
+	// held against the balance at admission and settled at its end.
+	Reserve bool
+	// Allowance is what the plan grants per Cycle ("day" or "month", UTC),
+	// besides the prepaid balance; 0 = none, and then Cycle is "".
+	Allowance billing.Micros
+	Cycle     string
+	// Budgets cap the account's spend per UTC day and month; 0 = no cap.
+	Budgets Budgets
+}
+
+// Budgets are money caps per UTC day and month; 0 = no cap.
+type Budgets struct {
+	Day, Month billing.Micros
+}
+
+// Cycles of an allowance.
+const (
+	CycleDay   = "day"
+	CycleMonth = "month"
+)
+
+// Validate reports an account without ID or plan, or with settings out of range.
+func (a *BillingAccount) Validate() error {
+	switch {
+	case a.ID == "":
+		return errors.New("billing account: id is required")
+	case a.Plan == "":
+		return fmt.Errorf("billing account %s: plan is required", a.ID)
+	case a.MaxInflight < 0:
+		return fmt.Errorf("billing account %s: max_inflight %d is negative", a.ID, a.MaxInflight)
+	case a.OnLimit != "" && a.OnLimit != "wait" && a.OnLimit != "refuse":
+		return fmt.Errorf("billing account %s: on_limit %q: want wait or refuse", a.ID, a.OnLimit)
+	case a.Allowance < 0 || a.Budgets.Day < 0 || a.Budgets.Month < 0:
+		return fmt.Errorf("billing account %s: allowance and budgets must not be negative", a.ID)
+	case a.Allowance > 0 && a.Cycle != CycleDay && a.Cycle != CycleMonth:
+		return fmt.Errorf("billing account %s: an allowance needs cycle day or month, not %q", a.ID, a.Cycle)
+	case a.Allowance == 0 && a.Cycle != "":
+		return fmt.Errorf("billing account %s: cycle %q without an allowance", a.ID, a.Cycle)
+	}
+	return nil
+}
+
+// EntryKind is what a ledger entry is.
+type EntryKind string
+
+// The kinds of entry.
+const (
+	EntryCharge     EntryKind = "charge"     // a request's price; negative
+	EntryTopUp      EntryKind = "topup"      // money paid in; positive
+	EntryRefund     EntryKind = "refund"     // money given back for requests; positive
+	EntryAdjustment EntryKind = "adjustment" // an operator's correction; either sign
+)
+
+// Entry is one change of a billing account's balance. An account's balance
+// is the sum of its entries' amounts.
+type Entry struct {
+	Account   string
+	RequestID string // with Kind, the entry's identity: the request's, or the admin API's Idempotency-Key
+	Kind      EntryKind
+	Amount    billing.Micros // signed: charges negative, top-ups and refunds positive
+	Reason    string         // why; required for refunds and adjustments
+	Admin     string         // the admin token's ID that made it; "" for charges
+	At        time.Time
+}
+
+// Validate reports an entry the ledger must not take: no account, request
+// ID or time, an unknown kind, an amount of the wrong sign, or a refund or
+// adjustment without a reason.
+func (e *Entry) Validate() error {
+	switch {
+	case e.Account == "" || e.RequestID == "":
+		return errors.New("ledger entry: account and request id are required")
+	case e.At.IsZero():
+		return fmt.Errorf("ledger entry %s/%s: time is required", e.RequestID, e.Kind)
+	}
+	var ok bool
+	switch e.Kind {
+	case EntryCharge:
+		ok = e.Amount < 0
+	case EntryTopUp, EntryRefund:
+		ok = e.Amount > 0
+	case EntryAdjustment:
+		ok = e.Amount != 0
+	default:
+		return fmt.Errorf("ledger entry %s: kind %q: want charge, topup, refund or adjustment", e.RequestID, e.Kind)
+	}
+	if !ok {
+		return fmt.Errorf("ledger entry %s/%s: amount %s has the wrong sign for its kind", e.RequestID, e.Kind, e.Amount)
+	}
+	if (e.Kind == EntryRefund || e.Kind == EntryAdjustment) && e.Reason == "" {
+		return fmt.Errorf("ledger entry %s/%s: a reason is required", e.RequestID, e.Kind)
+	}
+	return nil
+}
+
+// CompareEntries orders entries as a statement lists them: by At, then
+// RequestID, then Kind.
+func CompareEntries(a, b Entry) int {
+	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.RequestID, b.RequestID), cmp.Compare(a.Kind, b.Kind))
+}
+
+// ChargeOf is the charge entry a usage record's Billing makes, and false
+// when it makes none (see Billing).
+func ChargeOf(r *sluice.UsageRecord) (Entry, bool) {
+	c := r.Billing
+	if c == nil || c.Account == "" || c.Unmeasured || c.Price <= 0 {
+		return Entry{}, false
+	}
+	return Entry{Account: c.Account, RequestID: r.RequestID, Kind: EntryCharge, Amount: -billing.Micros(c.Price), At: r.Started.UTC()}, true
+}
+
+// Balances is what Billing.Balances reads: the state admission decides on.
+// Spends are of billed usage records by the UTC day and month their
+// request started in (At's): price is what customers were charged, cost
+// what the platform paid upstream (for pool and task type budgets).
+type Balances struct {
+	At       time.Time
+	Accounts map[string]Balance // by billing account ID
+	Keys     map[string]Spent   // by key ID
+	Tenants  map[string]Spent   // by tenant
+	Pools    map[string]Spent   // by pool
+	Tasks    map[string]Spent   // by task type
+}
+
+// Balance is one billing account's: the sum of its entries, and its spend.
+type Balance struct {
+	Balance billing.Micros
+	Spent
+}
+
+// Spent is what was spent in the UTC day and the UTC month of Balances.At.
+type Spent struct {
+	Day, Month Amounts
+}
+
+// Amounts are what customers were charged (Price) and what the platform
+// paid upstream (Cost).
+type Amounts struct {
+	Price, Cost billing.Micros
+}
+
+// Plus is a + b, each held at the largest amount.
+func (a Amounts) Plus(b Amounts) Amounts {
+	return Amounts{Price: a.Price.Add(b.Price), Cost: a.Cost.Add(b.Cost)}
+}
+
+// Plus adds amounts spent on one day of the month to s: to the month, and
+// to the day if it is today.
+func (s Spent) Plus(a Amounts, today bool) Spent {
+	s.Month = s.Month.Plus(a)
+	if today {
+		s.Day = s.Day.Plus(a)
+	}
+	return s
+}
+
+// Day is the start of t's UTC day.
+func Day(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// Month is the start of t's UTC month.
+func Month(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// Dimension is what a spend report groups by.
+type Dimension string
+
+// The dimensions of a spend report.
+const (
+	ByAccount Dimension = "account" // billing account
+	ByKey     Dimension = "key"
+	ByEndUser Dimension = "end_user"
+	ByAlias   Dimension = "alias"
+	ByModel   Dimension = "model" // the upstream model of the record's last execution
+	ByDay     Dimension = "day"   // UTC day the request started
+)
+
+// SpendFilter selects billed usage records by start (From <= Started < To,
+// zero ends open), billing account and key ("" = all), and says what to
+// group them by (none: one row for everything).
+type SpendFilter struct {
+	From, To time.Time
+	Account  string
+	KeyID    string
+	By       []Dimension
+}
+
+// Validate reports a dimension that is not one of the above.
+func (f *SpendFilter) Validate() error {
+	for _, d := range f.By {
+		switch d {
+		case ByAccount, ByKey, ByEndUser, ByAlias, ByModel, ByDay:
+		default:
+			return fmt.Errorf("spend: unknown dimension %q", d)
+		}
+	}
+	return nil
+}
+
+// SpendRow is one group of a spend report. The dimensions it was not
+// grouped by are empty (Day zero).
+type SpendRow struct {
+	Account, KeyID, EndUser, Alias, Model string
+	Day                                   time.Time
+	Requests                              int64 // billed records
+	Unmeasured                            int64 // of Requests, those whose usage could not be measured (never charged)
+	Price, Cost                           billing.Micros
+}
+
+// Margin is what the platform kept: price − cost.
+func (r *SpendRow) Margin() billing.Micros { return r.Price.Add(-r.Cost) }
+
+// CompareSpendRows orders rows by account, key, end user, alias, model
+// and day: the order Spend returns.
+func CompareSpendRows(a, b SpendRow) int {
+	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.EndUser, b.EndUser),
+		cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.Model, b.Model), a.Day.Compare(b.Day))
+}
+
+// Selects reports whether f selects a record of keyID started at started
+// (its account is checked apart).
+func (f *SpendFilter) Selects(keyID string, started time.Time) bool {
+	return PolicyFilter{KeyID: f.KeyID, From: f.From, To: f.To}.Selects(keyID, started)
+}
+
+// ModelOf is the upstream model a record is reported under: its last
+// execution's, the one that served it or failed last; "" with none.
+func ModelOf(r *sluice.UsageRecord) string {
+	if len(r.Executions) == 0 {
+		return ""
+	}
+	return r.Executions[len(r.Executions)-1].Model
+}

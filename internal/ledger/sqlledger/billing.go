@@ -1,0 +1,480 @@
+package sqlledger
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/ledger"
+	"github.com/sluicehq/sluice/internal/sqldb"
+)
+
+// noCharge is what an unbilled record writes in the money columns.
+var noCharge sluice.Charge
+
+const (
+	entryColumns = `request_id, kind, account, amount_micros, reason, admin, at`
+	entryParams  = 7
+	totalParams  = 5 // day, scope, id, amount_micros, cost_micros
+)
+
+// insertEntries is the INSERT of n entries that skips those whose
+// (request_id, kind) is taken and returns the request IDs of the others.
+func insertEntries(n int) string {
+	return `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + placeholders(n, entryParams) +
+		` ON CONFLICT (request_id, kind) DO NOTHING RETURNING request_id`
+}
+
+// addTotals is the upsert that adds n rows of amounts to billing_totals.
+func addTotals(n int) string {
+	return `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES ` + placeholders(n, totalParams) +
+		` ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = billing_totals.amount_micros + excluded.amount_micros,
+		cost_micros = billing_totals.cost_micros + excluded.cost_micros`
+}
+
+// The scopes of billing_totals: a balance (day 0), and the spends per day.
+const (
+	scopeBalance = "balance"
+	scopeAccount = "account"
+	scopeKey     = "key"
+	scopeTenant  = "tenant"
+	scopePool    = "pool"
+	scopeTask    = "task"
+)
+
+// total names one row of billing_totals.
+type total struct {
+	day       int64 // days since the Unix epoch; 0 for a balance
+	scope, id string
+}
+
+// totals are the amounts a transaction adds to billing_totals.
+type totals map[total]ledger.Amounts
+
+func (t totals) add(k total, price, cost billing.Micros) {
+	t[k] = t[k].Plus(ledger.Amounts{Price: price, Cost: cost})
+}
+
+// sorted returns the rows in one order for every transaction: two
+// transactions updating the same rows lock them in the same order, so
+// PostgreSQL never finds them deadlocked.
+func (t totals) sorted() []total {
+	keys := make([]total, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b total) int {
+		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.scope, b.scope), cmp.Compare(a.id, b.id))
+	})
+	return keys
+}
+
+// epochDay is the day number of t's UTC day.
+func epochDay(t time.Time) int64 { return ledger.Day(t).Unix() / 86400 }
+
+// insertCharges writes the charge entries of the new records, then adds
+// the balance changes of those the ledger did not have and the spend of
+// every new billed record to billing_totals: a multi-row statement or a
+// few for each, per batch.
+func (w *writer) insertCharges(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
+	var charges []ledger.Entry
+	add := make(totals)
+	for i := range recs {
+		r := &recs[i]
+		if !inserted[i] || r.Billing == nil {
+			continue
+		}
+		if e, ok := ledger.ChargeOf(r); ok {
+			charges = append(charges, e)
+		}
+		spendOf(add, r)
+	}
+	byID := make(map[string]*ledger.Entry, len(charges))
+	for i := range charges {
+		byID[charges[i].RequestID] = &charges[i]
+	}
+	for rest := charges; len(rest) > 0; {
+		n, shape := chunk(len(rest))
+		args := w.args[:0]
+		for i := range rest[:n] {
+			args = appendEntry(args, &rest[i])
+		}
+		err := queryIDs(ctx, w.tx, w.st.charges[shape], args, func(id string) {
+			// A charge the ledger had already (posted apart) changes nothing.
+			if e := byID[id]; e != nil {
+				add.add(total{0, scopeBalance, e.Account}, e.Amount, 0)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return w.addTotals(ctx, add)
+}
+
+// spendOf adds what a new billed record spent to its day's totals.
+func spendOf(add totals, r *sluice.UsageRecord) {
+	c := r.Billing
+	if c.Price == 0 && c.Cost == 0 {
+		return
+	}
+	day := epochDay(r.Started)
+	for scope, id := range map[string]string{scopeAccount: c.Account, scopeKey: r.KeyID, scopeTenant: r.Tenant, scopePool: r.Pool, scopeTask: r.TaskType} {
+		if id != "" {
+			add.add(total{day, scope, id}, billing.Micros(c.Price), billing.Micros(c.Cost))
+		}
+	}
+}
+
+func appendEntry(args []any, e *ledger.Entry) []any {
+	return append(args, e.RequestID, string(e.Kind), e.Account, int64(e.Amount), e.Reason, e.Admin, e.At.UnixMicro())
+}
+
+// addTotals upserts the rows of add in their sorted order.
+func (w *writer) addTotals(ctx context.Context, add totals) error {
+	for rest := add.sorted(); len(rest) > 0; {
+		n, shape := chunk(len(rest))
+		args := w.args[:0]
+		for _, k := range rest[:n] {
+			a := add[k]
+			args = append(args, k.day, k.scope, k.id, int64(a.Price), int64(a.Cost))
+		}
+		if _, err := w.tx.ExecStmt(ctx, w.st.totals[shape], args...); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// queryIDs runs a statement returning one text column and passes each
+// value to f.
+func queryIDs(ctx context.Context, tx *sqldb.Tx, st *sqldb.Stmt, args []any, f func(string)) error {
+	rows, err := tx.QueryStmt(ctx, st, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		f(id)
+	}
+	return rows.Err()
+}
+
+// PutBillingAccount creates or replaces the account's row.
+func (s *Store) PutBillingAccount(ctx context.Context, a ledger.BillingAccount) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO billing_accounts (id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
+			budget_day_micros, budget_month_micros, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, max_inflight = excluded.max_inflight, on_limit = excluded.on_limit,
+			reserve = excluded.reserve, allowance_micros = excluded.allowance_micros, cycle = excluded.cycle,
+			budget_day_micros = excluded.budget_day_micros, budget_month_micros = excluded.budget_month_micros,
+			updated_at = excluded.updated_at`,
+		a.ID, a.Plan, int64(a.MaxInflight), a.OnLimit, a.Reserve, int64(a.Allowance), a.Cycle,
+		int64(a.Budgets.Day), int64(a.Budgets.Month), time.Now().UnixMicro())
+	if err != nil {
+		return fmt.Errorf("put billing account: %w", err)
+	}
+	return nil
+}
+
+// BillingAccounts returns the stored accounts ordered by ID.
+func (s *Store) BillingAccounts(ctx context.Context) ([]ledger.BillingAccount, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
+		budget_day_micros, budget_month_micros FROM billing_accounts ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("billing accounts: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.BillingAccount
+	for rows.Next() {
+		var a ledger.BillingAccount
+		if err := rows.Scan(&a.ID, &a.Plan, &a.MaxInflight, &a.OnLimit, &a.Reserve, &a.Allowance, &a.Cycle,
+			&a.Budgets.Day, &a.Budgets.Month); err != nil {
+			return nil, fmt.Errorf("billing accounts: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("billing accounts: %w", err)
+	}
+	return out, nil
+}
+
+const priceColumns = `kind, plan, alias, model, effective_from, input_micros, output_micros, cache_read_micros, cache_write_micros,
+	reasoning_micros, request_micros, video_second_micros, video_item_micros`
+
+// PutPrice inserts the version unless it is stored; a stored one with
+// other rates is ledger.ErrPriceConflict. Its effective time is kept to
+// the microsecond.
+func (s *Store) PutPrice(ctx context.Context, p billing.Price) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	p.EffectiveFrom = p.EffectiveFrom.UTC().Truncate(time.Microsecond)
+	r := &p.Rates
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `INSERT INTO prices (`+priceColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (kind, plan, alias, model, effective_from) DO NOTHING`,
+			string(p.Kind), p.Plan, p.Alias, p.Model, p.EffectiveFrom.UnixMicro(), int64(r.Input), int64(r.Output), int64(r.CacheRead),
+			int64(r.CacheWrite), int64(r.Reasoning), int64(r.Request), int64(r.VideoSecond), int64(r.VideoItem))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		stored, err := scanPrices(tx.Query(ctx, `SELECT `+priceColumns+` FROM prices
+			WHERE kind = ? AND plan = ? AND alias = ? AND model = ? AND effective_from = ?`,
+			string(p.Kind), p.Plan, p.Alias, p.Model, p.EffectiveFrom.UnixMicro()))
+		if err != nil {
+			return err
+		}
+		if len(stored) != 1 || stored[0].Rates != p.Rates {
+			return fmt.Errorf("%s %s: %w", p.Kind, p.Version(), ledger.ErrPriceConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put price: %w", err)
+	}
+	return nil
+}
+
+// Prices returns the stored versions in the order of billing.Table.All.
+func (s *Store) Prices(ctx context.Context) ([]billing.Price, error) {
+	out, err := scanPrices(s.db.Query(ctx, `SELECT `+priceColumns+` FROM prices ORDER BY kind, plan, alias, model, effective_from`))
+	if err != nil {
+		return nil, fmt.Errorf("prices: %w", err)
+	}
+	return out, nil
+}
+
+func scanPrices(rows *sql.Rows, err error) ([]billing.Price, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []billing.Price
+	for rows.Next() {
+		var (
+			p    billing.Price
+			from int64
+			r    = &p.Rates
+		)
+		if err := rows.Scan(&p.Kind, &p.Plan, &p.Alias, &p.Model, &from, &r.Input, &r.Output, &r.CacheRead, &r.CacheWrite,
+			&r.Reasoning, &r.Request, &r.VideoSecond, &r.VideoItem); err != nil {
+			return nil, err
+		}
+		p.EffectiveFrom = time.UnixMicro(from).UTC()
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Post inserts the entry and, if it was new, adds its amount to the
+// account's balance row, in one transaction.
+func (s *Store) Post(ctx context.Context, e ledger.Entry) (applied bool, err error) {
+	if err := e.Validate(); err != nil {
+		return false, err
+	}
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		err := tx.QueryRow(ctx, insertEntries(1), appendEntry(nil, &e)...).Scan(new(string))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // posted before
+		}
+		if err != nil {
+			return err
+		}
+		applied = true
+		_, err = tx.Exec(ctx, addTotals(1), int64(0), scopeBalance, e.Account, int64(e.Amount), int64(0))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("post %s %s: %w", e.Kind, e.RequestID, err)
+	}
+	return applied, nil
+}
+
+// Balances reads the balance rows and this month's spend rows of
+// billing_totals in one query.
+func (s *Store) Balances(ctx context.Context, at time.Time) (ledger.Balances, error) {
+	b := ledger.Balances{At: at, Accounts: map[string]ledger.Balance{}, Keys: map[string]ledger.Spent{},
+		Tenants: map[string]ledger.Spent{}, Pools: map[string]ledger.Spent{}, Tasks: map[string]ledger.Spent{}}
+	month := ledger.Month(at)
+	today := epochDay(at)
+	rows, err := s.db.Query(ctx, `SELECT day, scope, id, amount_micros, cost_micros FROM billing_totals
+		WHERE scope = ? OR (day >= ? AND day < ?)`, scopeBalance, epochDay(month), epochDay(month.AddDate(0, 1, 0)))
+	if err != nil {
+		return b, fmt.Errorf("balances: %w", err)
+	}
+	defer rows.Close()
+	spends := map[string]map[string]ledger.Spent{scopeKey: b.Keys, scopeTenant: b.Tenants, scopePool: b.Pools, scopeTask: b.Tasks}
+	for rows.Next() {
+		var (
+			k    total
+			a    ledger.Amounts
+			p, c int64
+		)
+		if err := rows.Scan(&k.day, &k.scope, &k.id, &p, &c); err != nil {
+			return b, fmt.Errorf("balances: %w", err)
+		}
+		a.Price, a.Cost = billing.Micros(p), billing.Micros(c)
+		switch k.scope {
+		case scopeBalance:
+			acc := b.Accounts[k.id]
+			acc.Balance = a.Price
+			b.Accounts[k.id] = acc
+		case scopeAccount:
+			acc := b.Accounts[k.id]
+			acc.Spent = acc.Spent.Plus(a, k.day == today)
+			b.Accounts[k.id] = acc
+		default:
+			if m := spends[k.scope]; m != nil {
+				m[k.id] = m[k.id].Plus(a, k.day == today)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return b, fmt.Errorf("balances: %w", err)
+	}
+	return b, nil
+}
+
+// Statement returns the account's entries in [from, to), oldest first.
+func (s *Store) Statement(ctx context.Context, account string, from, to time.Time, limit int) ([]ledger.Entry, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !from.IsZero() {
+		lo = from.UnixMicro()
+	}
+	if !to.IsZero() {
+		hi = to.UnixMicro()
+	}
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
+		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit))
+	if err != nil {
+		return nil, fmt.Errorf("statement: %w", err)
+	}
+	return out, nil
+}
+
+// Entries reads the request's entries by the table's primary key.
+func (s *Store) Entries(ctx context.Context, requestID string) ([]ledger.Entry, error) {
+	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
+		WHERE request_id = ? ORDER BY kind`, requestID))
+	if err != nil {
+		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
+	}
+	return out, nil
+}
+
+// scanEntries reads rows of entryColumns.
+func scanEntries(rows *sql.Rows, err error) ([]ledger.Entry, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.Entry
+	for rows.Next() {
+		var (
+			e  ledger.Entry
+			at int64
+		)
+		if err := rows.Scan(&e.RequestID, &e.Kind, &e.Account, &e.Amount, &e.Reason, &e.Admin, &at); err != nil {
+			return nil, err
+		}
+		e.At = time.UnixMicro(at).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// spendColumn is the column of usage_records each dimension groups by.
+var spendColumn = map[ledger.Dimension]string{
+	ledger.ByAccount: "billing_account",
+	ledger.ByKey:     "key_id",
+	ledger.ByEndUser: "end_user",
+	ledger.ByAlias:   "alias",
+	ledger.ByModel:   "model",
+	ledger.ByDay:     "started_at / 86400000000", // days since the Unix epoch
+}
+
+// Spend groups the selected billed records in the database, so one row per
+// group comes back however many records the range holds.
+func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.SpendRow, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	dims := slices.Compact(slices.Sorted(slices.Values(f.By)))
+	var cols []string
+	for _, d := range dims {
+		cols = append(cols, spendColumn[d])
+	}
+	where, args := []string{"billed = ?"}, []any{true}
+	if !f.From.IsZero() {
+		where, args = append(where, "started_at >= ?"), append(args, f.From.UnixMicro())
+	}
+	if !f.To.IsZero() {
+		where, args = append(where, "started_at < ?"), append(args, f.To.UnixMicro())
+	}
+	if f.Account != "" {
+		where, args = append(where, "billing_account = ?"), append(args, f.Account)
+	}
+	if f.KeyID != "" {
+		where, args = append(where, "key_id = ?"), append(args, f.KeyID)
+	}
+	query := `SELECT ` + strings.Join(append(slices.Clone(cols), `COUNT(*)`, `SUM(CASE WHEN unmeasured THEN 1 ELSE 0 END)`,
+		`CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`), ", ") +
+		` FROM usage_records WHERE ` + strings.Join(where, " AND ")
+	if len(cols) > 0 {
+		query += ` GROUP BY ` + strings.Join(cols, ", ")
+	}
+	query += ` HAVING COUNT(*) > 0` // without groups, no records is no row, not a row of zeros
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("spend: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.SpendRow
+	for rows.Next() {
+		var (
+			r    ledger.SpendRow
+			day  int64
+			dest []any
+		)
+		for _, d := range dims {
+			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID,
+				ledger.ByEndUser: &r.EndUser, ledger.ByAlias: &r.Alias, ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
+		}
+		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Price, &r.Cost)...); err != nil {
+			return nil, fmt.Errorf("spend: %w", err)
+		}
+		if slices.Contains(dims, ledger.ByDay) {
+			r.Day = time.Unix(day*86400, 0).UTC()
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("spend: %w", err)
+	}
+	slices.SortFunc(out, ledger.CompareSpendRows) // in Go: the database's collation may order text otherwise
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/config"
+)
+
+// grant is a token endpoint's successful answer.
+type grant struct {
+	access  string
+	refresh string // "" when the endpoint did not rotate it
+	expires time.Duration
+}
+
+// defaultLifetime is assumed for an access token whose answer has no
+// expires_in (RFC 6749 makes it optional).
+const defaultLifetime = time.Hour
+
+// maxAnswer bounds what is read of a token endpoint's answer.
+const maxAnswer = 64 << 10
+
+// exchange trades refreshToken for an access token at the spec's token
+// endpoint: a POST with grant_type refresh_token, the client ID and the
+// scopes (RFC 6749 §6), form-encoded or, when the spec says so, as a JSON
+// object. Errors hold no token and none of the answer but its OAuth error
+// code.
+func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (grant, error) {
+	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {sp.ClientID}}
+	if len(sp.Scopes) > 0 {
+		params.Set("scope", strings.Join(sp.Scopes, " "))
+	}
+	payload, contentType := params.Encode(), "application/x-www-form-urlencoded"
+	if sp.Body == config.OAuthBodyJSON {
+		object := make(map[string]string, len(params))
+		for name := range params {
+			object[name] = params.Get(name)
+		}
+		b, _ := json.Marshal(object) // strings only: cannot fail
+		payload, contentType = string(b), "application/json"
+	}
+	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.TokenURL, strings.NewReader(payload))
+	if err != nil {
+		return grant{}, errors.New("token_url is not a valid URL")
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", "application/json")
+	resp, err := m.o.Client.Do(req)
+	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // the operation and the URL are said below
+		}
+		return grant{}, fmt.Errorf("POST token_url: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return grant{}, fmt.Errorf("reading the token endpoint's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		if e.Error == "invalid_grant" && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return grant{}, errInvalidGrant
+		}
+		return grant{}, fmt.Errorf("the token endpoint answered %d%s", resp.StatusCode, errorCode(e.Error))
+	}
+	var g struct {
+		AccessToken  string          `json:"access_token"`
+		TokenType    string          `json:"token_type"`
+		ExpiresIn    json.RawMessage `json:"expires_in"` // a number; some endpoints send a string
+		RefreshToken string          `json:"refresh_token"`
+	}
+	if err := json.Unmarshal(body, &g); err != nil || g.AccessToken == "" {
+		return grant{}, errors.New("the token endpoint answered 200 without an access_token")
+	}
+	if g.TokenType != "" && !strings.EqualFold(g.TokenType, "bearer") {
+		return grant{}, errors.New("the token endpoint issued a token that is not a bearer token")
+	}
+	return grant{access: g.AccessToken, refresh: g.RefreshToken, expires: lifetime(g.ExpiresIn)}, nil
+}
+
+// lifetime reads expires_in (seconds, a number or a string of one);
+// defaultLifetime when absent or not a positive number.
+func lifetime(raw json.RawMessage) time.Duration {
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		if secs, err := n.Int64(); err == nil && secs > 0 {
+			return time.Duration(secs) * time.Second
+		}
+	}
+	return defaultLifetime
+}
+
+// errorCode renders an OAuth error code for a message: " (code)" with only
+// the characters codes use (RFC 6749 §5.2), so that an answer cannot put
+// anything else, such as a token, in a log.
+func errorCode(code string) string {
+	var b strings.Builder
+	for _, r := range code {
+		if b.Len() >= 64 {
+			break
+		}
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return " (" + b.String() + ")"
+}

@@ -1,0 +1,323 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Billing in the request path. A catalog with a billing section compiles
+// it into the snapshot; one without has none, and a request then takes no
+// step of this file. Admission fixes on the request what it is charged
+// to — billing account, plan, price version — so that a key rebound or a
+// price changed while it runs does not move its charge; settlement prices
+// its measured usage at that version and counts the charge in the balance
+// view before the request's claims are released.
+
+// compiledBilling is the billing section of a catalog.
+type compiledBilling struct {
+	billed   bool // the catalog has a price plan: every key must be bound
+	table    *billing.Table
+	accounts map[string]*billingAccount
+	tenants  map[string]sluice.Budgets          // the tenants' budgets
+	costs    map[billing.Subject]billing.Micros // pools' and task types' cost budgets per day
+}
+
+// billingAccount is a billing account as admission uses it.
+type billingAccount struct {
+	id, plan string
+	reserve  bool
+	budgets  sluice.Budgets
+	unit     store.Unit // its concurrency: "billing:<id>", a limit every request of it claims
+}
+
+// compileBilling compiles c's billing section; nil when it has none.
+func compileBilling(c *config.Catalog) (*compiledBilling, error) {
+	b := &c.Billing
+	if len(b.Plans) == 0 && len(b.Costs) == 0 {
+		return nil, nil
+	}
+	var prices []billing.Price
+	for _, p := range b.Plans {
+		for _, pr := range p.Prices {
+			price, err := version(billing.Price{Kind: billing.KindPrice, Plan: p.ID, Alias: pr.Alias}, pr.RateText, pr.EffectiveFrom)
+			if err != nil {
+				return nil, err
+			}
+			prices = append(prices, price)
+		}
+	}
+	for _, co := range b.Costs {
+		cost, err := version(billing.Price{Kind: billing.KindCost, Model: co.Model}, co.RateText, co.EffectiveFrom)
+		if err != nil {
+			return nil, err
+		}
+		prices = append(prices, cost)
+	}
+	table, err := billing.NewTable(prices)
+	if err != nil {
+		return nil, err
+	}
+	cb := &compiledBilling{billed: b.Billed(), table: table, accounts: map[string]*billingAccount{},
+		tenants: map[string]sluice.Budgets{}, costs: map[billing.Subject]billing.Micros{}}
+	for _, a := range b.Accounts {
+		cb.accounts[a.ID] = &billingAccount{id: a.ID, plan: a.Plan, reserve: a.Reserve, budgets: budgets(a.Budgets),
+			unit: store.Unit{ID: "billing:" + a.ID, Cap: a.MaxInflight, Refuse: a.OnLimit == sluice.OnLimitRefuse}}
+	}
+	for _, t := range c.Tenants {
+		if t.Budgets != (config.Budgets{}) {
+			cb.tenants[t.ID] = budgets(t.Budgets)
+		}
+	}
+	for _, p := range c.Pools {
+		if p.CostBudgetDay > 0 {
+			cb.costs[billing.Subject{Kind: billing.Pool, ID: p.ID}] = p.CostBudgetDay.Micros()
+		}
+	}
+	for _, tt := range c.TaskTypes {
+		if tt.CostBudgetDay > 0 {
+			cb.costs[billing.Subject{Kind: billing.Task, ID: tt.ID}] = tt.CostBudgetDay.Micros()
+		}
+	}
+	return cb, nil
+}
+
+// version is p with the rates and start the catalog gives it.
+func version(p billing.Price, rates billing.RateText, from string) (billing.Price, error) {
+	var err error
+	if p.Rates, err = rates.Rates(); err != nil {
+		return p, err
+	}
+	if p.EffectiveFrom, err = time.Parse(time.RFC3339, from); err != nil {
+		return p, fmt.Errorf("effective_from: %w", err)
+	}
+	return p, nil
+}
+
+func budgets(b config.Budgets) sluice.Budgets {
+	return sluice.Budgets{Day: int64(b.Day), Month: int64(b.Month)}
+}
+
+// charging is what admission fixed on a request for its billing: the
+// billing account (nil for an unbilled catalog that only counts costs),
+// the price version in force when it arrived, and the budgets it must
+// stay within.
+type charging struct {
+	account  *billingAccount
+	price    billing.Price
+	key      string
+	tenant   string
+	task     string
+	pool     string  // the pool of its key's route policy; "" = none
+	budgets  []limit // checked before it waits and once it has its claim
+	received time.Time
+	job      bool // an async job was submitted: the job's record carries the charge
+}
+
+// limit is a budget of a subject per UTC day and month; 0 = none.
+type limit struct {
+	s          billing.Subject
+	day, month billing.Micros
+}
+
+var (
+	errBillingUnbound = &sluice.Error{Code: sluice.CodeKeyUnbound, Msg: "this key is not bound to a billing account"}
+	errBillingStale   = &sluice.Error{Code: sluice.CodeStateUnavailable, Msg: "billing balances are unavailable; retry later", RetryAfter: time.Second}
+)
+
+// charge admits a request of key k (as the snapshot knows it now) for
+// billing, after its scopes: an unbound key of a billed catalog is
+// access_key_unbound; an alias its plan has no price for at req.Received
+// is billing_price_unavailable; a view the store has not refreshed
+// within its staleness bound refuses billed requests (fail closed); an
+// exhausted balance or a spent budget is billing_quota_exhausted. It
+// returns nil, with no work done, for a catalog without billing.
+func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, task string) (*charging, error) {
+	cb := snap.billing
+	if cb == nil {
+		return nil, nil
+	}
+	k = snap.keys[k.ID].key // as it is now: admit checked it is still active
+	c := &charging{key: k.ID, tenant: k.Tenant, task: task, pool: snap.policy(k).pool, received: req.Received}
+	if cb.billed {
+		a := cb.accounts[k.BillingAccount]
+		if a == nil {
+			return nil, errBillingUnbound
+		}
+		price, ok := cb.table.Price(a.plan, req.Model, req.Received)
+		if !ok {
+			return nil, &sluice.Error{Code: sluice.CodePriceUnavailable, Msg: "model " + req.Model + " has no price in this key's plan"}
+		}
+		c.account, c.price = a, price
+		if b := a.budgets; b != (sluice.Budgets{}) {
+			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Account, ID: a.id}, billing.Micros(b.Day), billing.Micros(b.Month)})
+		}
+		if b := k.Budgets; b != (sluice.Budgets{}) {
+			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Key, ID: k.ID}, billing.Micros(b.Day), billing.Micros(b.Month)})
+		}
+		if b, ok := cb.tenants[k.Tenant]; ok {
+			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Tenant, ID: k.Tenant}, billing.Micros(b.Day), billing.Micros(b.Month)})
+		}
+	}
+	for _, s := range [...]billing.Subject{{Kind: billing.Pool, ID: c.pool}, {Kind: billing.Task, ID: task}} {
+		if day, ok := cb.costs[s]; ok {
+			c.budgets = append(c.budgets, limit{s: s, day: day})
+		}
+	}
+	if c.account == nil && len(c.budgets) == 0 {
+		return c, nil // nothing to check in the view
+	}
+	now := time.Now()
+	if !h.view.Fresh(now) {
+		h.metrics.BillingUnavailable.Inc()
+		return nil, errBillingStale
+	}
+	if c.account != nil && h.view.Balance(c.account.id) <= 0 {
+		return nil, errBalanceExhausted
+	}
+	return c, c.spent(h.view, now)
+}
+
+var errBalanceExhausted = &sluice.Error{Code: sluice.CodeBillingExhausted, Msg: "the billing account's balance is exhausted"}
+
+// spent returns billing_quota_exhausted when one of c's budgets is spent.
+func (c *charging) spent(v *billing.View, now time.Time) error {
+	for _, l := range c.budgets {
+		s := v.Spent(l.s, now)
+		switch {
+		case l.day > 0 && s.Day >= l.day:
+			return budgetSpent(l.s, "daily")
+		case l.month > 0 && s.Month >= l.month:
+			return budgetSpent(l.s, "monthly")
+		}
+	}
+	return nil
+}
+
+func budgetSpent(s billing.Subject, period string) error {
+	what := [...]string{billing.Account: "billing account", billing.Key: "key", billing.Tenant: "tenant",
+		billing.Pool: "pool", billing.Task: "task type"}[s.Kind]
+	return &sluice.Error{Code: sluice.CodeBillingExhausted, Msg: fmt.Sprintf("the %s budget of %s %s is spent", period, what, s.ID)}
+}
+
+// limits are the request's limits with its billing account's concurrency.
+func (c *charging) limits(units []store.Unit) []store.Unit {
+	if c == nil || c.account == nil {
+		return units
+	}
+	return append(units[:len(units):len(units)], c.account.unit)
+}
+
+// granted checks c again once the request holds its claim — requests
+// that ran while it waited have been charged — and, for an account in
+// reservation mode, holds the request's worst case against the balance.
+func (h *Handler) granted(c *charging, req *sluice.Request) error {
+	if c == nil {
+		return nil
+	}
+	if c.account != nil {
+		var worst billing.Micros
+		if c.account.reserve {
+			worst = c.worstCase(req)
+		}
+		if !h.view.Admit(req.ID, c.account.id, worst) {
+			return errBalanceExhausted
+		}
+	}
+	return c.spent(h.view, time.Now())
+}
+
+// worstCase is what req may cost at most: its estimated prompt and all the
+// output it allows (req.Tokens is their sum), at the fixed price.
+func (c *charging) worstCase(req *sluice.Request) billing.Micros {
+	prompt := min(sluice.EstimatePromptTokens(len(req.Body)), int64(req.Tokens))
+	u := sluice.Usage{PromptTokens: prompt, CompletionTokens: int64(req.Tokens) - prompt, Measured: true}
+	return c.price.Rates.Charge(u, nil)
+}
+
+// settle prices what the request's executions used and counts it in the
+// view, in place of its reservation. It returns the record's charge: nil
+// for a request that reached no upstream (a local refusal is never
+// charged). Each execution is priced at the fixed price version and costed
+// at its own model's cost in force when the request arrived; an answer
+// whose usage was not measured is marked unmeasured and charged nothing
+// for that answer.
+func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Request, out *Outcome, job *sluice.JobUsage) *sluice.Charge {
+	if c == nil {
+		return nil
+	}
+	local := billing.Charge{RequestID: req.ID, Key: c.key, Tenant: c.tenant, Pool: c.pool, Task: c.task, At: c.received}
+	defer func() { v.Settle(local) }() // also drops a reservation of a request that never ran
+	if len(out.Executions) == 0 || c.job {
+		return nil
+	}
+	rec := &sluice.Charge{}
+	for _, x := range out.Executions {
+		cost, ok := table.Cost(x.Model, c.received)
+		if !ok {
+			continue
+		}
+		rec.CostVersion = cost.Version()
+		local.Cost = local.Cost.Add(cost.Rates.Charge(x.Usage, job))
+	}
+	rec.Cost = int64(local.Cost)
+	if c.account == nil {
+		return rec
+	}
+	rec.Account, rec.Plan, rec.PriceVersion = c.account.id, c.account.plan, c.price.Version()
+	for _, x := range out.Executions {
+		local.Price = local.Price.Add(c.price.Rates.Charge(x.Usage, job))
+	}
+	rec.Unmeasured = !billing.Measured(out.Usage, job) && (out.Committed || job != nil)
+	local.Account, rec.Price = c.account.id, int64(local.Price)
+	return rec
+}
+
+// costTable is the table costs are read from; nil (no costs) without billing.
+func (cb *compiledBilling) costTable() *billing.Table {
+	if cb == nil {
+		return nil
+	}
+	return cb.table
+}
+
+// jobCharging is what job's submit fixed for its billing, for the record
+// of its end: its account and plan, the price of its alias in force when
+// it was submitted. Nil when the catalog has no billing now.
+func (h *Handler) jobCharging(snap *Snapshot, job *store.Job) *charging {
+	cb := snap.billing
+	if cb == nil {
+		return nil
+	}
+	c := &charging{key: job.KeyID, tenant: job.Tenant, task: job.TaskType, pool: job.Pool, received: job.Queued}
+	if job.BillingAccount == "" {
+		return c
+	}
+	c.account = cb.accounts[job.BillingAccount]
+	if c.account == nil || c.account.plan != job.PricePlan {
+		c.account = &billingAccount{id: job.BillingAccount, plan: job.PricePlan} // removed or moved since: charged as submitted
+	}
+	price, ok := cb.table.Price(job.PricePlan, job.Alias, job.Queued)
+	if !ok {
+		h.log.Error("an ended job's price is gone from the catalog; it is charged nothing", "job_id", job.ID, "plan", job.PricePlan, "alias", job.Alias)
+	}
+	c.price = price
+	return c
+}
+
+// Billing reports whether the catalog has a billing section: requests are
+// then admitted on the balance view, which must be kept fresh.
+func (s *Snapshot) Billing() bool { return s.billing != nil }
+
+// Prices are the price and cost versions the catalog declares, for the
+// admin API to list beside the stored ones; nil without billing.
+func (s *Snapshot) Prices() []billing.Price {
+	if s.billing == nil {
+		return nil
+	}
+	return s.billing.table.All()
+}
