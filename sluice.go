@@ -268,6 +268,8 @@ var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIVideos:     "videos",
 	ProtocolFalQueue:         "fal",
 	ProtocolAnthropic:        "messages",
+	ProtocolGemini:           "gemini",
+	ProtocolGeminiEmbed:      "gemini_embeddings",
 }
 
 // MaxTokensField names, for each protocol whose requests ask for output
@@ -277,6 +279,7 @@ var MaxTokensField = map[Protocol]string{
 	ProtocolOpenAIChat:      "max_tokens (or max_completion_tokens)",
 	ProtocolAnthropic:       "max_tokens",
 	ProtocolOpenAIResponses: "max_output_tokens",
+	ProtocolGemini:          "generationConfig.maxOutputTokens",
 }
 
 // RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
@@ -356,6 +359,9 @@ type Request struct {
 	// speaks Responses (a chat endpoint has no compaction), and the answer
 	// is one JSON object.
 	Compact bool
+	// Batch marks a Gemini batchEmbedContents request (its path names the
+	// method, not its body): the upstream is asked the same.
+	Batch bool
 	// Header is the caller's HTTP header, read only. Only what a protocol
 	// names is passed on (anthropic-version and anthropic-beta to an
 	// Anthropic upstream); nil when there was no caller's request.

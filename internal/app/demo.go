@@ -47,7 +47,8 @@ func startDemo(log *slog.Logger) (*demo, error) {
 		Version: 1,
 		Endpoints: []config.Endpoint{{
 			ID: "demo", BaseURL: d.url,
-			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages", "openai.responses"},
+			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages", "openai.responses",
+				"gemini.generate", "gemini.embed"},
 		}},
 		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
 		Models: []config.Model{
@@ -63,6 +64,12 @@ func startDemo(log *slog.Logger) (*demo, error) {
 			// Codex's model, served by the simulator's Responses API.
 			{Alias: "gpt-5-codex", Protocol: "openai.responses",
 				Deployments: []config.Deployment{{Model: "gpt-5-codex", Endpoints: []string{"demo"}}}},
+			// Gemini CLI's model and an embedding model, served by the
+			// simulator's Gemini API.
+			{Alias: "gemini-2.5-flash", Protocol: "gemini.generate",
+				Deployments: []config.Deployment{{Model: "gemini-2.5-flash", Endpoints: []string{"demo"}}}},
+			{Alias: "gemini-embedding-001", Protocol: "gemini.embed",
+				Deployments: []config.Deployment{{Model: "gemini-embedding-001", Endpoints: []string{"demo"}}}},
 			{Alias: "sora-2", Protocol: "openai.videos", Deployments: []config.Deployment{{Model: "sora-2", Endpoints: []string{"demo"}}}},
 			{Alias: "fal-ai/veo3", Protocol: "fal.queue", Deployments: []config.Deployment{{Model: "fal-ai/veo3", Endpoints: []string{"demo"}}}},
 		},

@@ -25,6 +25,8 @@ var protocolTable = []struct {
 	{ingress.OpenAIEmbeddings, upstream.OpenAIEmbeddings, upstream.OpenAIEnding},
 	{ingress.AnthropicMessages, upstream.AnthropicMessages, upstream.AnthropicEnding},
 	{ingress.OpenAIResponses, upstream.OpenAIResponses, upstream.ResponsesEnding},
+	{ingress.GeminiGenerate, upstream.GeminiGenerate, upstream.GeminiEnding},
+	{ingress.GeminiEmbed, upstream.GeminiEmbed, upstream.GeminiEnding},
 	{ingress.OpenAIVideos, upstream.OpenAIVideos, nil},
 	{ingress.FalQueue, upstream.FalQueue, nil},
 }

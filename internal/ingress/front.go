@@ -29,6 +29,18 @@ type Front struct {
 	// Envelope renders e, status its HTTP status, as the protocol's error
 	// body. Only e.Msg and e.Code reach the caller.
 	Envelope func(e *sluice.Error, status int) []byte
+	// Read reads a request of the protocol whose path, not only its body,
+	// says what it asks (Gemini's model and method); nil: Parse reads the
+	// body alone.
+	Read func(r *http.Request, body []byte) (*sluice.Request, error)
+}
+
+// read reads the request r with its body.
+func (f *Front) read(r *http.Request, body []byte) (*sluice.Request, error) {
+	if f.Read != nil {
+		return f.Read(r, body)
+	}
+	return Parse(f.Protocol, body)
 }
 
 // Fronts of the protocols Sluice serves to callers.

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,6 +57,7 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.routeJobs()
 	s.routeResponses()
+	s.routeGemini()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return s
 }
@@ -67,13 +67,17 @@ func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metri
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		code, p := sluice.CodeNotFound, sluice.ProtocolOpenAIChat
-		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/messages"):
 			p = sluice.ProtocolAnthropic
+		case strings.HasPrefix(r.URL.Path, "/v1beta/") || googleCaller(r):
+			p = sluice.ProtocolGemini
 		}
 		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
 			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") ||
 			r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" ||
-			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" || storedResponsePath(r.URL.Path) {
+			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" || storedResponsePath(r.URL.Path) ||
+			geminiPath(r.URL.Path) {
 			code = sluice.CodeMethodNotAllowed
 		}
 		s.writeError(w, p, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
@@ -137,7 +141,7 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 	if err != nil {
 		return out, nil, err
 	}
-	if req, err = Parse(p, body); err != nil {
+	if req, err = s.fronts[p].read(r, body); err != nil {
 		return out, nil, err
 	}
 	req.ID, req.Received, req.Header = id, start, r.Header
@@ -220,8 +224,20 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 	}
 }
 
-// models lists the aliases the key may use, in the OpenAI list shape.
+// models lists the aliases the key may use, in the OpenAI list shape; a
+// Google client's GET /v1/models is Gemini's list (geminiModels).
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if googleCaller(r) {
+		s.geminiModels(w, r)
+		return
+	}
+	s.openAIModel(w, r, "")
+}
+
+// openAIModel is OpenAI's GET /v1/models (id "") or GET /v1/models/{id}:
+// the aliases the key may use (its aliases, on its paths), or one of them
+// (404 model_not_found for another).
+func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request, id string) {
 	p, err := s.keys.Authenticate(bearer(r))
 	if err != nil {
 		s.writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, err)))
@@ -239,14 +255,20 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}{Object: "list", Data: []model{}}
 	routes := s.live.Load().Routes
 	for _, name := range routes.Names() {
-		// Only what the key may call: its aliases, on its paths.
-		path := sluice.KeyPaths[routes.Alias(name).Protocol]
-		if p.Key.Allows(name) && (len(p.Key.Paths) == 0 || slices.Contains(p.Key.Paths, path)) {
+		if callable(p.Key, routes.Alias(name)) && (id == "" || id == name) {
 			list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "sluice"})
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(list)
+	switch {
+	case id == "":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list)
+	case len(list.Data) == 0:
+		s.writeError(w, sluice.ProtocolOpenAIChat, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "The model `" + id + "` does not exist or you do not have access to it."})
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list.Data[0])
+	}
 }
 
 func asError(err error) *sluice.Error {

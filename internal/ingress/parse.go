@@ -47,7 +47,7 @@ const maxEstimate = 1 << 40
 // saturating at maxEstimate. Parse refuses negative max_tokens.
 func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
 	prompt := promptEstimate(bodyLen)
-	if p == sluice.ProtocolOpenAIEmbeddings {
+	if p == sluice.ProtocolOpenAIEmbeddings || p == sluice.ProtocolGeminiEmbed {
 		return int(prompt)
 	}
 	out := max(f.MaxTokens, f.MaxCompletionTokens)

@@ -105,6 +105,9 @@ func (c *call) credentialHeader() string {
 	if v := c.r.Header.Get("X-Api-Key"); v != "" && c.ep.anthropic() {
 		return v
 	}
+	if c.ep.gemini() {
+		return geminiKeyOf(c.r)
+	}
 	return c.r.Header.Get("Authorization")
 }
 
@@ -141,7 +144,10 @@ func (c *call) capped(acct AccountLimits, hasAcct bool) {
 		return
 	}
 	h := c.w.Header()
-	if c.ep.anthropic() {
+	switch {
+	case c.ep.gemini():
+		return // Gemini sends no rate-limit headers
+	case c.ep.anthropic():
 		c.anthropicLimits(limit, left, 0)
 		return
 	}
@@ -165,6 +171,8 @@ func (c *call) rateLimited(limit int, retryAfter time.Duration, model string) {
 // OpenAI's rate_limit_exceeded.
 func (c *call) rateLimitError(model string, limit int, retryAfter time.Duration) {
 	switch {
+	case c.ep.gemini():
+		c.fail(http.StatusTooManyRequests, geminiRateLimited(model, limit, retryAfter))
 	case c.ep.anthropic():
 		c.anthropicFail(http.StatusTooManyRequests, "rate_limit_error",
 			"This request would exceed your organization's rate limit of "+strconv.Itoa(limit)+" concurrent requests. Please try again later.")
@@ -181,6 +189,9 @@ func (c *call) rateLimitError(model string, limit int, retryAfter time.Duration)
 func (c *call) rateLimitHeaders(limit int, retryAfter time.Duration) time.Duration {
 	if retryAfter == 0 {
 		retryAfter = defaultRetryAfter
+	}
+	if c.ep.gemini() {
+		return max(retryAfter, 0) // in the body's RetryInfo: Gemini sends no header
 	}
 	h := c.w.Header()
 	if c.ep.anthropic() {
@@ -234,6 +245,10 @@ func (c *call) injected(model string) {
 	}
 	if st == http.StatusUnauthorized {
 		c.invalidKey(c.rec.Key)
+		return
+	}
+	if c.ep.gemini() {
+		c.fail(geminiFailure(st))
 		return
 	}
 	if c.ep.anthropic() && (st < 520 || st > 530 || st == 529) {

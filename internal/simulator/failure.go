@@ -153,6 +153,8 @@ func (c *call) missingKey() {
 	switch {
 	case c.ep.fal():
 		c.fail(http.StatusUnauthorized, falDetail("Missing authorization header. Use 'Authorization: Key <FAL_KEY>'."))
+	case c.ep.gemini():
+		c.fail(http.StatusForbidden, geminiMissingKey)
 	case c.ep.anthropic():
 		c.anthropicFail(http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
 	default:
@@ -166,6 +168,8 @@ func (c *call) invalidKey(key string) {
 	switch {
 	case c.ep.fal():
 		c.fail(http.StatusUnauthorized, falDetail("Invalid key"))
+	case c.ep.gemini():
+		c.fail(http.StatusBadRequest, geminiKeyInvalid)
 	case c.ep.anthropic():
 		c.anthropicFail(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 	default:
@@ -179,6 +183,10 @@ func (c *call) modelNotFound(model string) {
 		c.anthropicFail(http.StatusNotFound, "not_found_error", "model: "+model)
 		return
 	}
+	if c.ep.gemini() {
+		c.fail(http.StatusNotFound, geminiModelNotFound(model))
+		return
+	}
 	c.fail(http.StatusNotFound, modelNotFound(model))
 }
 
@@ -186,6 +194,10 @@ func (c *call) modelNotFound(model string) {
 func (c *call) tooLarge() {
 	if c.ep.anthropic() {
 		c.anthropicFail(http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
+		return
+	}
+	if c.ep.gemini() {
+		c.fail(http.StatusRequestEntityTooLarge, googleError(http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "Request payload size exceeds the limit.", ""))
 		return
 	}
 	c.fail(http.StatusRequestEntityTooLarge, bodyTooLarge)

@@ -164,8 +164,10 @@ type AccountLimits struct {
 type Simulator struct {
 	modelSet  map[string]bool // nil: any model is accepted
 	modelList []byte          // GET /v1/models body, rendered once
-	accounts  map[string]AccountLimits
-	strict    bool // Options.RejectUnknownKeys
+	// geminiModels are listed by GET /v1beta/models.
+	geminiModels []string
+	accounts     map[string]AccountLimits
+	strict       bool // Options.RejectUnknownKeys
 
 	keysMu sync.RWMutex
 	keys   map[string]Behavior
@@ -196,8 +198,10 @@ func New(opts Options) *Simulator {
 		closing:  make(chan struct{}),
 	}
 	s.modelList = renderModelList(DefaultModels)
+	s.geminiModels = defaultGeminiModels
 	if len(opts.Models) > 0 {
 		s.modelList = renderModelList(opts.Models)
+		s.geminiModels = append([]string(nil), opts.Models...)
 		s.modelSet = make(map[string]bool, len(opts.Models))
 		for _, m := range opts.Models {
 			s.modelSet[m] = true
@@ -300,6 +304,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p = c.parseMessages(body)
 	case epResponses, epCompact:
 		p = c.parseResponses(body)
+	case epGeminiGenerate, epGeminiStream, epGeminiCount, epGeminiEmbed, epGeminiBatchEmbed:
+		p = c.parseGemini(body)
 	}
 	c.rec = s.journal.add(key, r, body, p.model, p.stream)
 
@@ -364,6 +370,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.models()
 	case ep == epModel:
 		c.model(strings.TrimPrefix(r.URL.Path, "/v1/models/"))
+	case ep == epGeminiModels || ep == epGeminiModel:
+		c.geminiModels()
 	case s.modelSet != nil && !s.modelSet[p.model]:
 		c.modelNotFound(p.model)
 	case ep == epChat:
@@ -378,6 +386,12 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.responses(p.resp)
 	case ep == epCompact:
 		c.compact(p.resp)
+	case ep == epGeminiGenerate || ep == epGeminiStream:
+		c.generate(p.gem)
+	case ep == epGeminiCount:
+		c.geminiCount(p.gem)
+	case ep == epGeminiEmbed || ep == epGeminiBatchEmbed:
+		c.geminiEmbed(p.gemEmbed)
 	}
 }
 
@@ -399,6 +413,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // "Authorization: Key <FAL_KEY>", for Anthropic x-api-key (or a Bearer token,
 // as some SDKs and proxies send).
 func credential(r *http.Request, ep endpoint) (string, bool) {
+	if ep.gemini() {
+		key := geminiKeyOf(r)
+		return key, key != ""
+	}
 	if ep.anthropic() {
 		if key := strings.TrimSpace(r.Header.Get("X-Api-Key")); key != "" {
 			return key, true
@@ -428,13 +446,20 @@ const (
 	epVideoGet
 	epVideoContent
 	epVideoDelete
-	epMessages       // Anthropic POST /v1/messages
-	epCountTokens    // Anthropic POST /v1/messages/count_tokens
-	epResponses      // POST /v1/responses
-	epCompact        // POST /v1/responses/compact
-	epResponseGet    // GET /v1/responses/{id}
-	epResponseDelete // DELETE /v1/responses/{id}
-	epResponseCancel // POST /v1/responses/{id}/cancel
+	epMessages         // Anthropic POST /v1/messages
+	epCountTokens      // Anthropic POST /v1/messages/count_tokens
+	epResponses        // POST /v1/responses
+	epCompact          // POST /v1/responses/compact
+	epResponseGet      // GET /v1/responses/{id}
+	epResponseDelete   // DELETE /v1/responses/{id}
+	epResponseCancel   // POST /v1/responses/{id}/cancel
+	epGeminiGenerate   // POST /v1beta/models/{model}:generateContent
+	epGeminiStream     // …:streamGenerateContent
+	epGeminiCount      // …:countTokens
+	epGeminiEmbed      // …:embedContent
+	epGeminiBatchEmbed // …:batchEmbedContents
+	epGeminiModels     // GET /v1beta/models
+	epGeminiModel      // GET /v1beta/models/{model}
 	epFalSubmit
 	epFalStatus
 	epFalResult
@@ -445,6 +470,10 @@ func (e endpoint) fal() bool { return e >= epFalSubmit }
 
 // anthropic reports an endpoint whose errors and headers are Anthropic's.
 func (e endpoint) anthropic() bool { return e == epMessages || e == epCountTokens }
+
+// gemini reports an endpoint of the Gemini API: its key, errors and
+// headers are Google's.
+func (e endpoint) gemini() bool { return e >= epGeminiGenerate && e <= epGeminiModel }
 
 // storedResponse reports a request about a stored response.
 func (e endpoint) storedResponse() bool {
@@ -462,6 +491,9 @@ func (e endpoint) followUp() bool {
 }
 
 func route(r *http.Request) endpoint {
+	if ep := routeGemini(r); ep != epNone && (strings.HasPrefix(r.URL.Path, "/v1beta/") || ep != epGeminiModels && ep != epGeminiModel || geminiKeyOf(r) != "") {
+		return ep // GET /v1/models… is OpenAI's but with a Gemini key
+	}
 	switch p := r.URL.Path; {
 	case r.Method == http.MethodPost && p == "/v1/chat/completions":
 		return epChat
@@ -523,5 +555,8 @@ type parsed struct {
 	msgs   *messagesRequest
 	resp   *responsesRequest
 	video  *videoRequest
-	err    *apiError // answered after Latency, like a real provider validating
+	gem    *geminiRequest
+	// gemEmbed are a Gemini embedding's requests: one, or a batch's.
+	gemEmbed []geminiEmbedRequest
+	err      *apiError // answered after Latency, like a real provider validating
 }

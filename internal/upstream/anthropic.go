@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice"
@@ -20,7 +21,12 @@ import (
 // (reference/anthropic.md §5).
 var AnthropicMessages = &Dialect{
 	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
-	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent,
+	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,
+}
+
+// anthropicCountAnswer is count_tokens' answer for Sluice's own estimate.
+func anthropicCountAnswer(tokens int64) []byte {
+	return []byte(`{"input_tokens":` + strconv.FormatInt(tokens, 10) + `}`)
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"

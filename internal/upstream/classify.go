@@ -35,13 +35,17 @@ func (c Class) Retryable() bool {
 
 // errorBody reads the error dialects of the upstreams Sluice speaks to:
 // OpenAI and its compatibles ({"error":{"message","type","code"}}),
-// Anthropic ({"type":"error","error":{"type","message"}}), DashScope's
+// Anthropic ({"type":"error","error":{"type","message"}}), Google's
+// ({"error":{"code","message","status","details"}}), DashScope's
 // native one ({"code":"Throttling.RateQuota","message"}) and fal's ({"detail"}).
 type errorBody struct {
 	Error struct {
 		Message string          `json:"message"`
 		Type    string          `json:"type"`
 		Code    json.RawMessage `json:"code"` // a string, a number or null
+		// Google's envelope (Gemini): a gRPC status name and typed details.
+		Status  string            `json:"status"`
+		Details []json.RawMessage `json:"details"`
 	} `json:"error"`
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
@@ -79,6 +83,9 @@ func Classify(status int, body []byte) Class {
 			}
 		}
 		return false
+	}
+	if class, ok := classifyGoogle(&e); ok {
+		return class // before the markers: Gemini's per-minute 429 says "check your plan and billing"
 	}
 	switch {
 	case has(billingMarkers) && !strings.Contains(msg, "allocated quota exceeded, please increase"):

@@ -28,6 +28,16 @@ type Dialect struct {
 	// CompactPath is the path of the protocol's compaction (Responses'),
 	// "" when it has none.
 	CompactPath string
+	// ModelPath, for a protocol whose path names the model and what is
+	// asked instead of its body (Gemini's
+	// /v1beta/models/{model}:generateContent), is the path of req to the
+	// upstream model, and is used instead of Path and CountPath; it
+	// returns "" for a count when the protocol has none.
+	ModelPath func(req *sluice.Request, model string) string
+	// CountAnswer renders Sluice's own estimate of a count's tokens as the
+	// protocol answers a count, for a caller of the protocol whose
+	// upstream has none; nil for a protocol without a count.
+	CountAnswer func(tokens int64) []byte
 	// Authorize sets the credential's headers, and those of the caller's
 	// (caller, read only) that the protocol passes on, on an upstream
 	// request's header h.
@@ -87,12 +97,29 @@ func (p *Protocols) CanServe(caller, upstream sluice.Protocol) bool {
 	return caller == upstream || p.Translators[Pair{caller, upstream}] != nil && p.Dialects[upstream] != nil
 }
 
+// path is where req goes on an upstream of the dialect, for model: ""
+// for a count or a compaction the protocol does not have.
+func (d *Dialect) path(req *sluice.Request, model string) string {
+	switch {
+	case d.ModelPath != nil:
+		return d.ModelPath(req, model)
+	case req.CountTokens:
+		return d.CountPath
+	case req.Compact:
+		return d.CompactPath
+	}
+	return d.Path
+}
+
 // dialectURL joins an endpoint's base URL and a dialect's path; a base URL
-// that already ends in /v1 keeps it once.
+// that already ends in the path's version (/v1, Gemini's /v1beta) keeps it
+// once.
 func dialectURL(base, path string) string {
 	base = strings.TrimSuffix(base, "/")
-	if strings.HasSuffix(base, "/v1") {
-		path = strings.TrimPrefix(path, "/v1")
+	for _, version := range [...]string{"/v1/", "/v1beta/"} {
+		if strings.HasPrefix(path, version) && strings.HasSuffix(base, version[:len(version)-1]) {
+			return base + path[len(version)-1:]
+		}
 	}
 	return base + path
 }

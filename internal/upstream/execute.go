@@ -79,15 +79,15 @@ func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, err
 }
 
 // countLocally answers a token count for an upstream that has none (an
-// Anthropic caller on an OpenAI chat model) with Sluice's own estimate of
-// the prompt (its whole body), in Anthropic's shape; nothing is sent
-// upstream. (Translating the count request would not help: chat has no
-// count.)
-func countLocally(w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) Attempt {
+// Anthropic or Gemini caller on an OpenAI chat model) with Sluice's own
+// estimate of the prompt (its whole body), in the caller's shape (answer,
+// its dialect's CountAnswer); nothing is sent upstream. (Translating the
+// count request would not help: chat has no count.)
+func countLocally(w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, answer func(int64) []byte, callStart time.Time, hooks Hooks) Attempt {
 	a := Attempt{Exec: newExecution(e), Local: true, Committed: true, TTFT: time.Since(callStart)}
 	a.Exec.Status = sluice.ExecutionOK
 	hooks.ending(a)
-	body := []byte(`{"input_tokens":` + strconv.FormatInt(sluice.EstimatePromptTokens(len(req.Body)), 10) + `}`)
+	body := answer(sluice.EstimatePromptTokens(len(req.Body)))
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -130,13 +130,9 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		a.Class, a.Err = ClassRequest, err
 		return a
 	}
-	path := x.dialect.Path
-	switch {
-	case req.CountTokens:
-		path = x.dialect.CountPath // Execute answered a count for a dialect without one
-	case req.Compact:
-		path = x.dialect.CompactPath // routing chose an edge whose dialect has one
-	}
+	// Execute answered a count for a dialect without one; routing chose a
+	// compaction's edge among those whose dialect has one.
+	path := x.dialect.path(req, e.Model)
 	var body []byte
 	if x.tr == nil {
 		body, err = x.dialect.Prepare(req, e.Model)
@@ -225,7 +221,10 @@ func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
 	a.Class = Classify(resp.StatusCode, body)
 	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
 	if a.Class == ClassRate {
-		a.RetryAfter = RetryAfter(resp.Header, time.Now())
+		now := time.Now()
+		if a.RetryAfter = RetryAfter(resp.Header, now); a.RetryAfter == 0 {
+			a.RetryAfter = googleRetryAfter(body, now) // Gemini says it in the body
+		}
 	}
 }
 

@@ -27,7 +27,7 @@ type answerFields struct {
 func readAnswer(obj []byte) (f answerFields, ok bool) {
 	err := jsonfield.Members(obj, func(key, value []byte) error {
 		switch string(key) {
-		case "usage":
+		case "usage", "usageMetadata": // Gemini's is usageMetadata
 			f.usage = value
 		case "choices":
 			f.choices = value

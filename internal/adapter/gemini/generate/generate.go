@@ -7,9 +7,12 @@
 package generate
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/sluicehq/sluice"
 )
@@ -272,4 +275,91 @@ func Status(code int) string {
 		return "INTERNAL"
 	}
 	return "INVALID_ARGUMENT"
+}
+
+// opaque are the members whose values are the caller's own JSON (a call's
+// arguments, a function's result, a schema, labels): their names are data
+// and are kept as written.
+var opaque = map[string]bool{
+	"args": true, "response": true, "parameters": true, "parametersJsonSchema": true,
+	"responseSchema": true, "responseJsonSchema": true, "labels": true,
+}
+
+// ReadRequest decodes a caller's request body. Google's JSON reader takes
+// member names in lowerCamelCase or snake_case alike (REST examples write
+// system_instruction and inline_data), so snake_case names are read as
+// their lowerCamelCase, but within the caller's own JSON (opaque).
+func ReadRequest(body []byte) (*Request, error) {
+	var r Request
+	if !bytes.Contains(body, []byte("_")) { // no snake_case name: the common case
+		return &r, json.Unmarshal(body, &r)
+	}
+	camel, err := camelNames(body)
+	if err != nil {
+		return nil, err
+	}
+	return &r, json.Unmarshal(camel, &r)
+}
+
+// camelNames rewrites the member names of a JSON value in lowerCamelCase,
+// but for the values of opaque members.
+func camelNames(v json.RawMessage) (json.RawMessage, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return v, nil
+	}
+	switch v[0] {
+	case '{':
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(v, &members); err != nil {
+			return nil, err
+		}
+		out := make(map[string]json.RawMessage, len(members))
+		for name, value := range members {
+			name = lowerCamel(name)
+			if !opaque[name] {
+				var err error
+				if value, err = camelNames(value); err != nil {
+					return nil, err
+				}
+			}
+			out[name] = value
+		}
+		return json.Marshal(out)
+	case '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(v, &elems); err != nil {
+			return nil, err
+		}
+		for i := range elems {
+			var err error
+			if elems[i], err = camelNames(elems[i]); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(elems)
+	}
+	return v, nil
+}
+
+// lowerCamel is a snake_case name in lowerCamelCase (inline_data:
+// inlineData); other names are returned as they are.
+func lowerCamel(name string) string {
+	if !strings.Contains(name, "_") {
+		return name
+	}
+	var b strings.Builder
+	upper := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			upper = b.Len() > 0
+		case upper:
+			b.WriteRune(unicode.ToUpper(r))
+			upper = false
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

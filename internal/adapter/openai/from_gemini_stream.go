@@ -1,0 +1,168 @@
+package openai
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+)
+
+// Event translates one chunk of a chat stream into Gemini stream chunks
+// (translation.md §7.5): text and (when the caller asked for thoughts)
+// reasoning as they come, each a chunk of one part; tool calls buffered
+// until the finish, then one chunk of their functionCall parts, as Gemini
+// sends calls whole; and at [DONE] the last chunk, with the finish reason
+// and the usage. An upstream error chunk is passed on as Google's error
+// object; Event then returns a *sluice.Error (upstream_stream_failed).
+func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) error {
+	switch {
+	case len(ev.Data) == 0 || t.done:
+		return nil // a keep-alive comment, or past the end
+	case string(ev.Data) == "[DONE]":
+		return t.end(emit)
+	}
+	var c Chunk
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return fmt.Errorf("openai stream chunk: %w", err)
+	}
+	if c.Error != nil {
+		return t.streamError(c.Error, emit)
+	}
+	if c.Usage != nil {
+		t.usage = c.Usage.Sluice()
+	}
+	if !t.started {
+		t.started, t.id, t.model = true, c.ID, c.Model
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 { // one candidate is asked for
+			continue
+		}
+		if err := t.delta(&ch.Delta, emit); err != nil {
+			return err
+		}
+		if ch.FinishReason != nil {
+			t.finish = *ch.FinishReason
+			if err := t.flushCalls(emit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// delta sends a choice's text and reasoning, and buffers its tool-call
+// fragments: a fragment with an id the index has not had starts a call.
+func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
+	if t.includeThoughts && d.ReasoningContent != "" {
+		if err := t.send(emit, []generate.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
+			return err
+		}
+	}
+	if d.Content != nil && *d.Content != "" {
+		if err := t.send(emit, []generate.Part{{Text: *d.Content}}, ""); err != nil {
+			return err
+		}
+	}
+	if d.Refusal != "" {
+		t.refusal = true
+		if err := t.send(emit, []generate.Part{{Text: d.Refusal}}, ""); err != nil {
+			return err
+		}
+	}
+	for _, tc := range d.ToolCalls {
+		j := 0
+		if tc.Index != nil {
+			j = *tc.Index
+		}
+		if j < 0 || j > maxToolCallIndex {
+			return fmt.Errorf("openai stream chunk: tool call index %d out of range", j)
+		}
+		if j >= len(t.calls) {
+			t.calls = append(t.calls, make([]ToolCall, j+1-len(t.calls))...)
+		}
+		call := &t.calls[j]
+		if tc.ID != "" && call.ID != tc.ID {
+			*call = ToolCall{ID: tc.ID}
+		}
+		if tc.Function.Name != "" {
+			call.Function.Name = tc.Function.Name
+		}
+		call.Function.Arguments += tc.Function.Arguments
+	}
+	return nil
+}
+
+// flushCalls sends the buffered tool calls, whole, in one chunk.
+func (t *FromGemini) flushCalls(emit func(adapter.Event) error) error {
+	if len(t.calls) == 0 {
+		return nil
+	}
+	parts := make([]generate.Part, 0, len(t.calls))
+	for i := range t.calls {
+		if t.calls[i].Function.Name != "" { // an index no call used
+			parts = append(parts, geminiCall(&t.calls[i]))
+		}
+	}
+	t.calls = nil
+	if len(parts) == 0 {
+		return nil
+	}
+	return t.send(emit, parts, "")
+}
+
+// end sends the calls not yet sent and the last chunk, with the finish
+// reason and the usage.
+func (t *FromGemini) end(emit func(adapter.Event) error) error {
+	if err := t.flushCalls(emit); err != nil {
+		return err
+	}
+	t.done = true
+	return t.send(emit, []generate.Part{}, geminiFinish(t.finish, t.refusal))
+}
+
+// streamStatus gives an OpenAI error type (through Anthropic's, see
+// errorTypes) the HTTP status Google would send; anything else is 500.
+var streamStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"billing_error":         http.StatusForbidden,
+	"overloaded_error":      http.StatusServiceUnavailable,
+	"timeout_error":         http.StatusGatewayTimeout,
+}
+
+func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
+	t.done = true
+	status := cmp.Or(streamStatus[errorTypes[e.Type]], http.StatusInternalServerError)
+	data, err := json.Marshal(&generate.ErrorEnvelope{Error: generate.ErrorBody{Code: status, Message: e.Message, Status: generate.Status(status)}})
+	if err != nil {
+		return err
+	}
+	if err := emit(adapter.Event{Data: data}); err != nil {
+		return err
+	}
+	return &sluice.Error{Code: sluice.CodeUpstreamStreamFailed, Msg: e.Message, Err: fmt.Errorf("openai stream error %s", e.Type)}
+}
+
+// send writes one chunk of candidate 0 with parts; the last one has the
+// finish reason and the usage.
+func (t *FromGemini) send(emit func(adapter.Event) error, parts []generate.Part, finish string) error {
+	out := generate.Response{
+		Candidates:   []generate.Candidate{{Content: &generate.Content{Role: "model", Parts: parts}, FinishReason: finish}},
+		ModelVersion: t.model,
+		ResponseID:   t.id,
+	}
+	if finish != "" {
+		out.UsageMetadata = generate.UsageOf(t.usage)
+	}
+	data, err := json.Marshal(&out)
+	if err != nil {
+		return err
+	}
+	return emit(adapter.Event{Data: data})
+}

@@ -1,0 +1,379 @@
+package ingress
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/pipeline"
+)
+
+// The Gemini fronts serve Gemini CLI and Google's SDKs: a model's methods
+// at POST /v1beta/models/{model}:{method}, and at /v1/models/{model}:…
+// (where @google/genai posts, beside OpenAI's GET /v1/models), the model
+// and the method in the path; the key in x-goog-api-key, ?key= or as a
+// bearer token; errors in Google's envelope. generateContent,
+// streamGenerateContent and countTokens are gemini.generate;
+// embedContent and batchEmbedContents gemini.embed (routeGemini).
+var (
+	GeminiGenerate = &Front{Protocol: sluice.ProtocolGemini, Key: geminiKey, Envelope: googleEnvelope, Read: readGemini}
+	GeminiEmbed    = &Front{Protocol: sluice.ProtocolGeminiEmbed, Key: geminiKey, Envelope: googleEnvelope, Read: readGemini}
+)
+
+// geminiVersions are the API versions whose paths the Gemini fronts serve.
+var geminiVersions = [...]string{"/v1beta", "/v1"}
+
+// geminiMethods gives each method a model's path may name the protocol
+// that serves it.
+var geminiMethods = map[string]sluice.Protocol{
+	"generateContent":       sluice.ProtocolGemini,
+	"streamGenerateContent": sluice.ProtocolGemini,
+	"countTokens":           sluice.ProtocolGemini,
+	"embedContent":          sluice.ProtocolGeminiEmbed,
+	"batchEmbedContents":    sluice.ProtocolGeminiEmbed,
+}
+
+// routeGemini serves the Gemini fronts' paths: a model's methods, and the
+// model list and a model, whose paths under /v1 are OpenAI's too.
+func (s *Server) routeGemini() {
+	if s.fronts[sluice.ProtocolGemini] == nil {
+		return
+	}
+	serve := map[sluice.Protocol]http.HandlerFunc{sluice.ProtocolGemini: s.endpoint(sluice.ProtocolGemini, s.serveGemini)}
+	if s.fronts[sluice.ProtocolGeminiEmbed] != nil {
+		serve[sluice.ProtocolGeminiEmbed] = s.endpoint(sluice.ProtocolGeminiEmbed, s.serveGemini)
+	}
+	call := func(w http.ResponseWriter, r *http.Request) {
+		_, method := geminiCall(r)
+		if h := serve[geminiMethods[method]]; h != nil {
+			h(w, r)
+			return
+		}
+		s.writeError(w, sluice.ProtocolGemini, asError(closeUnread(w, r,
+			&sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
+	}
+	for _, v := range geminiVersions {
+		s.mux.HandleFunc("POST "+v+"/models/{call}", call)
+	}
+	s.mux.HandleFunc("GET /v1beta/models", s.geminiModels)
+	s.mux.HandleFunc("GET /v1beta/models/{call}", s.geminiModels)
+	s.mux.HandleFunc("GET /v1/models/{call}", s.geminiModels)
+}
+
+// geminiCall splits a model's path segment, "{model}:{method}", at its
+// last colon.
+func geminiCall(r *http.Request) (model, method string) {
+	call := r.PathValue("call")
+	i := strings.LastIndexByte(call, ':')
+	if i < 0 {
+		return call, ""
+	}
+	return call[:i], call[i+1:]
+}
+
+// geminiPath reports whether path is one routeGemini serves (with some
+// method), for the 405 of another method.
+func geminiPath(path string) bool {
+	for _, v := range geminiVersions {
+		if rest, ok := strings.CutPrefix(path, v+"/models/"); ok && rest != "" && !strings.Contains(rest, "/") {
+			return true
+		}
+	}
+	return path == "/v1beta/models"
+}
+
+// serveGemini serves a model's method. A stream asked for without
+// ?alt=sse is answered as Gemini does then, as one JSON array written
+// element by element (jsonArrayWriter); whatever the caller asked, the
+// upstream is asked for events.
+func (s *Server) serveGemini(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
+	if _, method := geminiCall(r); method == "streamGenerateContent" && r.URL.Query().Get("alt") != "sse" {
+		array := &jsonArrayWriter{ResponseWriter: w.ResponseWriter}
+		w.ResponseWriter = array
+		defer array.close()
+	}
+	return s.serveRequest(w, r, p, id, start, nil)
+}
+
+// geminiKey returns the key of an x-goog-api-key header (how Google's SDKs
+// send it), else of the ?key= query parameter, else a bearer token.
+func geminiKey(r *http.Request) string {
+	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	if k := r.URL.Query().Get("key"); k != "" {
+		return k
+	}
+	return bearer(r)
+}
+
+// readGemini reads a request of a Gemini front: its model and what it asks
+// from its path (the model may be written models/{model}, as the API takes
+// it), and from its body, which must be one JSON object, the output it
+// asks for (generationConfig.maxOutputTokens). A batch of embeddings must
+// name the path's model in each of its requests, as the API requires, so
+// what the upstream runs is what Sluice admitted.
+func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
+	model, method := geminiCall(r)
+	model = strings.TrimPrefix(model, "models/")
+	if err := checkModel(model); err != nil {
+		return nil, err
+	}
+	p := geminiMethods[method]
+	req := &sluice.Request{Protocol: p, Model: model, Body: body, Stream: method == "streamGenerateContent", Batch: method == "batchEmbedContents"}
+	f, err := readGeminiBody(body, req.Batch, model)
+	if err != nil {
+		return nil, err
+	}
+	req.MaxTokens = f.MaxTokens
+	req.Tokens = f.estimate(p, len(body))
+	if method == "countTokens" {
+		_ = counting(req)
+	}
+	return req, nil
+}
+
+// geminiRead is what readGemini reads of a body, whose member names
+// Google's JSON reader takes in lowerCamelCase or snake_case alike: each
+// name's spellings are its lower case without underscores (geminiName).
+const (
+	geminiGenerationConfig = "generationconfig"
+	geminiMaxOutputTokens  = "maxoutputtokens"
+	geminiRequests         = "requests"
+	geminiModel            = "model"
+)
+
+// readGeminiBody reads the members of body that Sluice acts on. Each must
+// appear once, in one spelling: two that Google's reader could take for
+// the same (generationConfig and generation_config) are refused, as Parse
+// refuses a repeated model, so that Sluice reads what the upstream reads.
+func readGeminiBody(body []byte, batch bool, model string) (f fields, err error) {
+	var config, requests []byte
+	err = geminiMembers(body, func(name string, value []byte) error {
+		switch name {
+		case geminiGenerationConfig:
+			return once(&config, value, "generationConfig")
+		case geminiRequests:
+			return once(&requests, value, "requests")
+		}
+		return nil
+	})
+	if err != nil {
+		return f, err
+	}
+	if len(config) > 0 && config[0] == '{' {
+		var max []byte
+		if err := geminiMembers(config, func(name string, value []byte) error {
+			if name == geminiMaxOutputTokens {
+				return once(&max, value, "generationConfig.maxOutputTokens")
+			}
+			return nil
+		}); err != nil {
+			return f, err
+		}
+		if max != nil && (json.Unmarshal(max, &f.MaxTokens) != nil || f.MaxTokens < 0) {
+			return f, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "generationConfig.maxOutputTokens must be a non-negative integer"}
+		}
+	}
+	if batch {
+		return f, checkBatchModels(requests, model)
+	}
+	return f, nil
+}
+
+// checkBatchModels refuses a batch of embeddings that is not a list of
+// objects each naming model (as models/{model} or {model}) or none.
+func checkBatchModels(requests []byte, model string) error {
+	var list []json.RawMessage
+	if len(requests) == 0 || json.Unmarshal(requests, &list) != nil {
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "requests must be a list of embedContent requests"}
+	}
+	for i, item := range list {
+		var named []byte
+		err := geminiMembers(item, func(name string, value []byte) error {
+			if name == geminiModel {
+				return once(&named, value, "requests["+strconv.Itoa(i)+"].model")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var m string
+		if named != nil && (json.Unmarshal(named, &m) != nil || strings.TrimPrefix(m, "models/") != model) {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "requests[" + strconv.Itoa(i) + "].model must be models/" + model + ", the model of the path"}
+		}
+	}
+	return nil
+}
+
+// once keeps the first value of a member in *dst and refuses a second.
+func once(dst *[]byte, value []byte, field string) error {
+	if *dst != nil {
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: (&ambiguousError{field: field}).Error()}
+	}
+	*dst = value
+	return nil
+}
+
+// geminiMembers calls fn with the folded name (geminiName) and the raw
+// value of every member of obj, which must be one well-formed JSON object.
+func geminiMembers(obj []byte, fn func(name string, value []byte) error) error {
+	err := jsonfield.Members(obj, func(key, value []byte) error { return fn(geminiName(key), value) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jsonfield.ErrNotObject):
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "request body must be a JSON object"}
+	}
+	if se, ok := errors.AsType[*sluice.Error](err); ok {
+		return se
+	}
+	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "request body is not valid JSON", Err: err}
+}
+
+// geminiName folds a member's key as Google's JSON reader matches names,
+// leniently: escapes undone and case folded (jsonfield.FoldKey), and
+// underscores dropped, so lowerCamelCase and snake_case meet. Keys of the
+// usual kind (ASCII, no escapes) are folded without FoldKey's allocation
+// when they are not among the names read.
+func geminiName(key []byte) string {
+	var buf [len(geminiGenerationConfig)]byte
+	n := 0
+	for _, c := range key {
+		switch {
+		case c == '\\' || c >= 0x80:
+			return strings.ReplaceAll(jsonfield.FoldKey(key), "_", "")
+		case c == '_':
+			continue
+		case n == len(buf):
+			return "" // longer than every name read
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	switch string(buf[:n]) {
+	case geminiGenerationConfig, geminiMaxOutputTokens, geminiRequests, geminiModel:
+		return string(buf[:n]) // the constant: no allocation
+	}
+	return ""
+}
+
+// googleEnvelope is Google's {"error":{"code","message","status","details"}},
+// with Sluice's code as the reason of an ErrorInfo detail (the SDKs expose
+// details: go-genai's APIError.Details) and, on a refusal to be retried, a
+// RetryInfo detail with the wait (beside the Retry-After header).
+func googleEnvelope(e *sluice.Error, status int) []byte {
+	details := []map[string]any{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": e.Code, "domain": "sluice"}}
+	if e.RetryAfter > 0 {
+		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
+		details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": strconv.FormatInt(secs, 10) + "s"})
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": status, "message": e.Msg, "status": googleStatus(status), "details": details,
+	}})
+	return body
+}
+
+// googleStatus is the gRPC status name Google's envelope gives an HTTP
+// status.
+func googleStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusPaymentRequired:
+		return "FAILED_PRECONDITION"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	case http.StatusConflict:
+		return "ABORTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case 499:
+		return "CANCELLED"
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	}
+	return "INTERNAL"
+}
+
+// geminiModel is one entry of Google's model list.
+type geminiModelEntry struct {
+	Name                       string   `json:"name"`
+	BaseModelID                string   `json:"baseModelId"`
+	Version                    string   `json:"version"`
+	DisplayName                string   `json:"displayName"`
+	OutputTokenLimit           int64    `json:"outputTokenLimit,omitempty"`
+	SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
+}
+
+// geminiModelMethods are the methods a model of each Gemini protocol has.
+var geminiModelMethods = map[sluice.Protocol][]string{
+	sluice.ProtocolGemini:      {"generateContent", "streamGenerateContent", "countTokens"},
+	sluice.ProtocolGeminiEmbed: {"embedContent", "batchEmbedContents"},
+}
+
+// googleCaller reports whether a GET of /v1/models or /v1/models/{model},
+// paths both APIs have, is a Google client's: its key in x-goog-api-key
+// or ?key=, or Google's client header. An OpenAI client sends none.
+func googleCaller(r *http.Request) bool {
+	return r.Header.Get("X-Goog-Api-Key") != "" || r.Header.Get("X-Goog-Api-Client") != "" || r.URL.Query().Has("key")
+}
+
+// geminiModels lists the aliases of the Gemini protocols the key may use,
+// in Google's list shape (GET …/models), or shows one (GET …/models/{model},
+// 404 NOT_FOUND for another). A GET under /v1 that is not a Google
+// client's is OpenAI's.
+func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
+	call := r.PathValue("call")
+	if strings.HasPrefix(r.URL.Path, "/v1/") && !googleCaller(r) {
+		s.openAIModel(w, r, call)
+		return
+	}
+	p, err := s.keys.Authenticate(geminiKey(r))
+	if err != nil {
+		s.writeError(w, sluice.ProtocolGemini, asError(closeUnread(w, r, err)))
+		return
+	}
+	want := strings.TrimPrefix(call, "models/")
+	list := []geminiModelEntry{}
+	routes := s.live.Load().Routes
+	for _, name := range routes.Names() {
+		a := routes.Alias(name)
+		methods := geminiModelMethods[a.Protocol]
+		if methods == nil || !callable(p.Key, a) || want != "" && name != want {
+			continue
+		}
+		list = append(list, geminiModelEntry{Name: "models/" + name, BaseModelID: name, Version: "sluice", DisplayName: name,
+			OutputTokenLimit: a.MaxOutputTokens, SupportedGenerationMethods: methods})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case want == "":
+		_ = json.NewEncoder(w).Encode(map[string]any{"models": list})
+	case len(list) == 0:
+		s.writeError(w, sluice.ProtocolGemini, &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "models/" + want + " is not found"})
+	default:
+		_ = json.NewEncoder(w).Encode(list[0])
+	}
+}
+
+// callable reports whether key k may call alias a: one of its aliases, on
+// one of its paths.
+func callable(k *sluice.Key, a *sluice.Alias) bool {
+	return k.Allows(a.Name) && (len(k.Paths) == 0 || slices.Contains(k.Paths, sluice.KeyPaths[a.Protocol]))
+}

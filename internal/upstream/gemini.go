@@ -1,0 +1,265 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/sse"
+)
+
+// GeminiGenerate is the upstream side of the Gemini API's generateContent
+// (reference/gemini.md): the secret in x-goog-api-key, the model and the
+// method in the path, not the body (so a passthrough body is sent as it
+// is), usage in "usageMetadata", and a stream that Sluice always asks for
+// as server-sent events (?alt=sse: a caller that wants the JSON-array
+// stream gets it reframed by the ingress), one answer chunk per event,
+// ending with the chunk that carries finishReason: Gemini sends no [DONE].
+var GeminiGenerate = &Dialect{
+	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
+	Usage: geminiUsageValue, Event: geminiEvent, CountAnswer: geminiCountAnswer,
+}
+
+// GeminiEmbed is the upstream side of the Gemini API's embedContent and
+// batchEmbedContents. A batch names its model in each of its requests too,
+// which follow the edge's model.
+var GeminiEmbed = &Dialect{
+	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: geminiUsageValue, Event: geminiEvent,
+}
+
+// geminiBase is the API version Sluice speaks to a Gemini upstream (an
+// endpoint whose base URL ends in /v1beta keeps it once).
+const geminiBase = "/v1beta/models/"
+
+// geminiGeneratePath is the path of req to model: generateContent,
+// streamGenerateContent?alt=sse or countTokens.
+func geminiGeneratePath(req *sluice.Request, model string) string {
+	switch {
+	case req.CountTokens:
+		return geminiBase + model + ":countTokens"
+	case req.Stream:
+		return geminiBase + model + ":streamGenerateContent?alt=sse"
+	}
+	return geminiBase + model + ":generateContent"
+}
+
+// geminiEmbedPath is the path of req to model: embedContent, or
+// batchEmbedContents for a batch. An embedding has no count.
+func geminiEmbedPath(req *sluice.Request, model string) string {
+	switch {
+	case req.CountTokens:
+		return ""
+	case req.Batch:
+		return geminiBase + model + ":batchEmbedContents"
+	}
+	return geminiBase + model + ":embedContent"
+}
+
+// geminiAuth presents the secret as x-goog-api-key, never as ?key=, which
+// would put it in the URL (and in logs).
+func geminiAuth(h, _ http.Header, secret string) {
+	h["X-Goog-Api-Key"] = []string{secret}
+}
+
+// prepareUnchanged sends the caller's body as it is: the model is in the
+// path, and a Gemini stream reports usage without being asked.
+func prepareUnchanged(req *sluice.Request, _ string) ([]byte, error) { return req.Body, nil }
+
+// prepareGeminiEmbed sends the caller's body as it is, but for a batch to
+// another model than the alias, whose requests[].model become the edge's
+// (the ingress admitted only requests that name the path's model).
+func prepareGeminiEmbed(req *sluice.Request, model string) ([]byte, error) {
+	if !req.Batch || model == req.Model {
+		return req.Body, nil
+	}
+	s, e, ok, err := jsonfield.Find(req.Body, "requests")
+	if err != nil || !ok {
+		return req.Body, err
+	}
+	var requests []json.RawMessage
+	if err := json.Unmarshal(req.Body[s:e], &requests); err != nil {
+		return nil, err
+	}
+	for i, r := range requests {
+		if requests[i], err = jsonfield.SetString(r, "model", "models/"+model); err != nil {
+			return nil, err
+		}
+	}
+	list, err := json.Marshal(requests)
+	if err != nil {
+		return nil, err
+	}
+	return jsonfield.Set(req.Body, "requests", list)
+}
+
+// GeminiEnding ends a committed stream as Gemini does: a data event whose
+// JSON is Google's error envelope (which the SDKs raise as an API error),
+// with Sluice's code as the reason of an ErrorInfo detail.
+var GeminiEnding = &Ending{
+	Failed: sseEvent("", `{"error":{"code":500,"message":"the upstream stream failed before it completed","status":"INTERNAL",`+
+		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(sluice.CodeUpstreamStreamFailed)+`","domain":"sluice"}]}}`),
+	Shutdown: sseEvent("", `{"error":{"code":503,"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","status":"UNAVAILABLE",`+
+		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(ErrShuttingDown.Code)+`","domain":"sluice"}]}}`),
+}
+
+// geminiEvent reads an event of a Gemini stream: each is a whole answer
+// chunk. Its usageMetadata replaces what came before (Gemini's counts are
+// cumulative and the last one holds). The chunk that carries a
+// finishReason, or a promptFeedback.blockReason (a prompt refused: no
+// candidates), is the last; one whose JSON is {"error":…} is the
+// upstream's own failure.
+func geminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+	if ev.Data == nil {
+		return u, false, false, nil // a comment
+	}
+	var usage, candidates, feedback, failure []byte
+	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
+		switch string(key) {
+		case "usageMetadata":
+			usage = value
+		case "candidates":
+			candidates = value
+		case "promptFeedback":
+			feedback = value
+		case "error":
+			failure = value
+		}
+		return nil
+	}); err != nil || ev.Data[0] != '{' {
+		return u, false, false, errMalformedEvent
+	}
+	if failure != nil {
+		return u, false, false, errUpstreamErrorEvent
+	}
+	if v := geminiUsageValue(usage); v.Measured {
+		u = v
+	}
+	return u, false, finished(candidates) || blocked(feedback), nil
+}
+
+// finished reports whether a chunk's candidates include one with a
+// finishReason: the answer's end.
+func finished(candidates []byte) bool {
+	end := false
+	eachElement(candidates, func(c []byte) {
+		if c[0] == '{' {
+			_ = jsonfield.Members(c, func(key, value []byte) error {
+				end = end || string(key) == "finishReason" && len(value) > 2 && value[0] == '"'
+				return nil
+			})
+		}
+	})
+	return end
+}
+
+// eachElement calls fn with each element of arr, a JSON array that is
+// known to be well-formed (part of a value Members checked); anything else
+// than an array has none.
+func eachElement(arr []byte, fn func(elem []byte)) {
+	if len(arr) < 2 || arr[0] != '[' {
+		return
+	}
+	depth, inString, escaped, start := 0, false, false, 1
+	for i := 1; i < len(arr); i++ {
+		c := arr[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case depth > 0 && (c == '}' || c == ']'):
+			depth--
+		case depth == 0 && (c == ',' || c == ']'):
+			if elem := bytes.TrimSpace(arr[start:i]); len(elem) > 0 {
+				fn(elem)
+			}
+			start = i + 1
+		}
+	}
+}
+
+// blocked reports whether a promptFeedback names a blockReason.
+func blocked(feedback []byte) bool {
+	if len(feedback) == 0 || feedback[0] != '{' {
+		return false
+	}
+	var reason bool
+	_ = jsonfield.Members(feedback, func(key, value []byte) error {
+		reason = reason || string(key) == "blockReason" && value[0] == '"'
+		return nil
+	})
+	return reason
+}
+
+// geminiUsage is Gemini's usageMetadata, as encoding/json decodes it.
+type geminiUsage struct {
+	PromptTokenCount        int64 `json:"promptTokenCount"`
+	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
+	TotalTokenCount         int64 `json:"totalTokenCount"`
+}
+
+// geminiUsageValue reads a usageMetadata object as sluice.Usage counts: the
+// prompt is promptTokenCount (cached tokens included, as Gemini counts
+// them) plus the tool results fed back (toolUsePromptTokenCount, input
+// too); the completion is the candidates' tokens and the thoughts, as
+// OpenAI's completion tokens include reasoning; the thoughts are the
+// reasoning tokens. Measured is false when there is none or it does not
+// decode.
+func geminiUsageValue(v []byte) sluice.Usage {
+	if len(v) == 0 || v[0] != '{' {
+		return sluice.Usage{}
+	}
+	var g geminiUsage
+	err := jsonfield.Members(v, func(key, value []byte) error {
+		switch string(key) {
+		case "promptTokenCount":
+			return jsonfield.DecodeInt(&g.PromptTokenCount, value)
+		case "cachedContentTokenCount":
+			return jsonfield.DecodeInt(&g.CachedContentTokenCount, value)
+		case "candidatesTokenCount":
+			return jsonfield.DecodeInt(&g.CandidatesTokenCount, value)
+		case "thoughtsTokenCount":
+			return jsonfield.DecodeInt(&g.ThoughtsTokenCount, value)
+		case "toolUsePromptTokenCount":
+			return jsonfield.DecodeInt(&g.ToolUsePromptTokenCount, value)
+		case "totalTokenCount":
+			return jsonfield.DecodeInt(&g.TotalTokenCount, value)
+		}
+		return nil
+	})
+	if err != nil && json.Unmarshal(v, &g) != nil {
+		return sluice.Usage{}
+	}
+	u := sluice.Usage{
+		PromptTokens:     g.PromptTokenCount + g.ToolUsePromptTokenCount,
+		CompletionTokens: g.CandidatesTokenCount + g.ThoughtsTokenCount,
+		CachedTokens:     g.CachedContentTokenCount,
+		ReasoningTokens:  g.ThoughtsTokenCount,
+		TotalTokens:      g.TotalTokenCount,
+		Measured:         true,
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u
+}
+
+// geminiCountAnswer is countTokens' answer for Sluice's own estimate.
+func geminiCountAnswer(tokens int64) []byte {
+	return []byte(`{"totalTokens":` + strconv.FormatInt(tokens, 10) + `}`)
+}

@@ -1,0 +1,127 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// googleDetail is the part of a google.rpc detail of an error that Sluice
+// reads: ErrorInfo's reason, RetryInfo's retryDelay, QuotaFailure's
+// violations.
+type googleDetail struct {
+	Type       string `json:"@type"`
+	Reason     string `json:"reason"`
+	RetryDelay string `json:"retryDelay"`
+	Violations []struct {
+		QuotaID string `json:"quotaId"`
+	} `json:"violations"`
+}
+
+// googleDetails decodes the details of a Google error; those that do not
+// decode are left out.
+func googleDetails(raw []json.RawMessage) []googleDetail {
+	out := make([]googleDetail, 0, len(raw))
+	for _, r := range raw {
+		var d googleDetail
+		if json.Unmarshal(r, &d) == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// classifyGoogle sorts an error in Google's envelope (a gRPC status name
+// in error.status), as reference/upstream-errors.md §4 says: ok is false
+// for one it leaves to the status rules. A 429 RESOURCE_EXHAUSTED is a
+// rate limit whatever its message says (Gemini's per-minute limits too
+// "check your plan and billing"), but for prepaid credits run out; a key
+// that is not valid is a 400 INVALID_ARGUMENT with the ErrorInfo reason
+// API_KEY_INVALID; a 400 FAILED_PRECONDITION is an account without
+// billing where the free tier is not offered.
+func classifyGoogle(e *errorBody) (Class, bool) {
+	if e.Error.Status == "" {
+		return ClassNone, false
+	}
+	msg := strings.ToLower(e.Error.Message)
+	switch e.Error.Status {
+	case "RESOURCE_EXHAUSTED":
+		if strings.Contains(msg, "credits are depleted") {
+			return ClassBilling, true
+		}
+		return ClassRate, true
+	case "FAILED_PRECONDITION":
+		return ClassBilling, true
+	case "UNAUTHENTICATED", "PERMISSION_DENIED":
+		return ClassAuth, true
+	case "INVALID_ARGUMENT":
+		for _, d := range googleDetails(e.Error.Details) {
+			if d.Reason == "API_KEY_INVALID" {
+				return ClassAuth, true
+			}
+		}
+		if strings.Contains(msg, "api key not valid") || strings.Contains(msg, "api key not found") || strings.Contains(msg, "api key expired") {
+			return ClassAuth, true
+		}
+		return ClassRequest, true
+	}
+	return ClassNone, false
+}
+
+// googleRetryAfter reads the wait a Gemini 429 asks for from its body: the
+// RetryInfo detail's retryDelay (a protobuf duration, "26s"), else the
+// "Please retry in 26.1s" of its message. A per-day quota (a QuotaFailure
+// whose quotaId says PerDay) is not back before its daily reset, midnight
+// Pacific time, so the wait runs at least until then (the account's
+// cooldown.max caps it). 0 when the body says nothing.
+func googleRetryAfter(body []byte, now time.Time) time.Duration {
+	var e errorBody
+	if json.Unmarshal(body, &e) != nil || e.Error.Status == "" {
+		return 0
+	}
+	var wait time.Duration
+	daily := false
+	for _, d := range googleDetails(e.Error.Details) {
+		if d.RetryDelay != "" {
+			if v, ok := parseAmount(strings.TrimSuffix(d.RetryDelay, "s"), time.Second); ok {
+				wait = v
+			}
+		}
+		for _, v := range d.Violations {
+			daily = daily || strings.Contains(v.QuotaID, "PerDay")
+		}
+	}
+	if wait == 0 {
+		wait = retryInMessage(e.Error.Message)
+	}
+	if daily {
+		wait = max(wait, untilPacificMidnight(now))
+	}
+	return wait
+}
+
+// retryInMessage reads "retry in 26.1s" in a message, 0 when absent.
+func retryInMessage(msg string) time.Duration {
+	_, rest, ok := strings.Cut(strings.ToLower(msg), "retry in ")
+	if !ok {
+		return 0
+	}
+	n := strings.IndexFunc(rest, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if n <= 0 || rest[n] != 's' {
+		return 0
+	}
+	d, _ := parseAmount(rest[:n], time.Second)
+	return d
+}
+
+// pacific is the zone of Gemini's daily quota reset, at standard time: in
+// summer the reset comes an hour before Sluice expects it, so an account
+// waits an hour longer than it must, never shorter.
+var pacific = time.FixedZone("PST", -8*60*60)
+
+// untilPacificMidnight is the time from now to the next midnight Pacific.
+func untilPacificMidnight(now time.Time) time.Duration {
+	t := now.In(pacific)
+	next := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, pacific)
+	return next.Sub(now)
+}
