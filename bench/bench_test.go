@@ -30,21 +30,34 @@ const (
 )
 
 // catalogTemplate routes the alias "bench" to one simulated endpoint through
-// one credential; the same catalog run.sh generates.
+// one credential, the same catalog run.sh generates, and the aliases
+// "bench-claude" (Anthropic Messages) and "bench-responses" (OpenAI
+// Responses) to the same simulator speaking those protocols.
 const catalogTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
   admin_listen: 127.0.0.1:0
   admin_token_env: BENCH_ADMIN_TOKEN
-database: {url: "sqlite://%s"}
+database: {url: "sqlite://%[1]s"}
 endpoints:
   - id: sim
-    base_url: %s
-    protocols: [openai.chat]
+    base_url: %[2]s
+    protocols: [openai.chat, openai.responses]
+  - id: sim-claude
+    base_url: %[2]s
+    protocols: [anthropic.messages]
 credentials:
-  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim]}
+  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim, sim-claude]}
 models:
   - alias: bench
+    deployments:
+      - {model: gpt-4o-mini, endpoints: [sim]}
+  - alias: bench-claude
+    protocol: anthropic.messages
+    deployments:
+      - {model: claude-sonnet-4-6, endpoints: [sim-claude]}
+  - alias: bench-responses
+    protocol: openai.responses
     deployments:
       - {model: gpt-4o-mini, endpoints: [sim]}
 keys:
@@ -144,9 +157,12 @@ func (r *rig) setBehavior(b simulator.Behavior) {
 }
 
 // url is the chat completions URL through proxy ("direct": the upstream).
-func (r *rig) url(proxy string) string {
+func (r *rig) url(proxy string) string { return r.urlOf(proxy, "/v1/chat/completions") }
+
+// urlOf is the URL of path through proxy.
+func (r *rig) urlOf(proxy, path string) string {
 	base := map[string]string{"direct": r.upstream.URL, "bare": r.bare.URL, "sluice": "http://" + r.gw.Addr()}[proxy]
-	return base + "/v1/chat/completions"
+	return base + path
 }
 
 func (r *rig) request(ctx context.Context, url, body string) (*http.Response, error) {
@@ -156,6 +172,7 @@ func (r *rig) request(ctx context.Context, url, body string) (*http.Response, er
 	}
 	req.Header.Set("Authorization", "Bearer "+benchKey)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Anthropic-Version", "2023-06-01") // required on /v1/messages, ignored elsewhere
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -11,13 +11,23 @@
 #   2. bench/ttfb: $TTFB_CONC concurrent streams for $TTFB_DURATION against an
 #      upstream that spaces events by $CHUNK_DELAY: time to first event
 #      p50/p99, and events merged or held back (target 0).
+# With STREAM=1 the load is streams instead (CPU per stream is the target,
+# 1.15x the bare hop's): wrk -s stream.lua, each request a streamed chat
+# completion of $STREAM_TOKENS words with usage (20 events), the upstream
+# spacing events by $CHUNK_DELAY (5ms by default in this mode, so each event
+# reaches the proxy on a read of its own) from $CONNS connections (256 by
+# default), enough streams at once to keep the proxy's core about half busy
+# without saturating it; the streaming-client run (2.) is left out, and
+# "req/s" and the latencies are of whole streams.
 # Variants: bare, sluice-info (access log on, to /dev/null: what `sluice serve`
 # does by default, so what production runs) and sluice-warn (no access log).
 # Rounds alternate the order of the variants to cancel drift.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
+#        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
 # Environment: DURATION=15s ROUNDS=2 WARMUP=3s CONNS=64 TTFB_DURATION=10s
 #   TTFB_CONC=16 TTFB_TOKENS=16 CHUNK_DELAY=20ms VARIANTS="bare sluice-info sluice-warn"
+#   STREAM=0 STREAM_TOKENS=16 (with STREAM=1: CONNS=256 CHUNK_DELAY=5ms)
 #   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet) NOISY=15 RETRIES=2
 #   (see run_variant) PROFILE_DIR= (when set: `perf record -g` of Sluice during each
 #   wrk run, written there; profiling slows Sluice, so profile in a run of its own:
@@ -25,10 +35,19 @@
 #   perf report -i /tmp/prof/perf-sluice-info-1.data --children --sort symbol)
 set -euo pipefail
 
+STREAM=${STREAM:-0}
 DURATION=${DURATION:-15s}
 ROUNDS=${ROUNDS:-2}
 WARMUP=${WARMUP:-3s}
-CONNS=${CONNS:-64}
+if [[ $STREAM == 1 ]]; then
+	CONNS=${CONNS:-256}
+	CHUNK_DELAY=${CHUNK_DELAY:-5ms}
+	LOAD=stream.lua
+else
+	CONNS=${CONNS:-64}
+	LOAD=post.lua
+fi
+export STREAM_TOKENS=${STREAM_TOKENS:-16} # stream.lua reads it
 TTFB_DURATION=${TTFB_DURATION:-10s}
 TTFB_CONC=${TTFB_CONC:-16}
 TTFB_TOKENS=${TTFB_TOKENS:-16}
@@ -258,7 +277,7 @@ measure() {
 	local t0 t1 c0 c1 l0 l1 u0 u1 k0 k1 m0 m1 requests
 	alive "$UPSTREAM_PID" upstream "$WORK/upstream.out"
 	alive "$PROXY_PID" "$variant" "$WORK/$variant-$round.err"
-	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/post.lua" "$url" >/dev/null
+	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/$LOAD" "$url" >/dev/null
 	c0=$(corestat "$PROXY_CPU"); l0=$(corestat "$LOAD_CPU"); t0=$(cputicks "$PROXY_PID")
 	u0=$(cputicks "$UPSTREAM_PID"); k0=$(childticks); m0=$(proctime)
 	local perf_pid=
@@ -267,7 +286,7 @@ measure() {
 			>/dev/null 2>&1 &
 		perf_pid=$!
 	fi
-	timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$ROOT/bench/post.lua" "$url" >"$out"
+	timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$ROOT/bench/$LOAD" "$url" >"$out"
 	[[ -n $perf_pid ]] && wait "$perf_pid"
 	t1=$(cputicks "$PROXY_PID"); c1=$(corestat "$PROXY_CPU"); l1=$(corestat "$LOAD_CPU")
 	u1=$(cputicks "$UPSTREAM_PID"); k1=$(childticks); m1=$(proctime)
@@ -290,6 +309,10 @@ measure() {
 	echo "   $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${cpu_us}µs CPU/req, RSS $((rss / 1024))MiB," \
 		"core$PROXY_CPU ${core0}% busy (proxy ${proxy_pct}%), core$LOAD_CPU ${core1}%, others ${foreign}% of a core, non-2xx $non2xx"
 
+	if [[ $STREAM == 1 ]]; then
+		ttfb= foreign_s=0 # streams were the load: no separate streaming run
+		return 0
+	fi
 	t0=$(cputicks "$PROXY_PID"); u0=$(cputicks "$UPSTREAM_PID"); k0=$(childticks); m0=$(proctime)
 	ttfb=$(timeout $((TTFB_S + 45)) taskset -c "$LOAD_CPU" "$WORK/ttfb" --url "$url" --key "$BENCH_KEY" \
 		--concurrency "$TTFB_CONC" --duration "$TTFB_DURATION" --max-tokens "$TTFB_TOKENS" --chunk-delay "$CHUNK_DELAY") ||
@@ -335,39 +358,71 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 echo
-echo "== results: wrk -t2 -c$CONNS -d$DURATION (non-streaming), ttfb -concurrency $TTFB_CONC -duration $TTFB_DURATION"
-echo "   (chunk delay $CHUNK_DELAY, $TTFB_TOKENS tokens); proxies on core $PROXY_CPU, upstream+load on core $LOAD_CPU; $ROUNDS round(s)"
-echo
-echo "Per round:"
-echo
-awk -F'\t' 'BEGIN {
-	print "| variant | round | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | proxy core busy (proxy itself) | load core busy | other processes (wrk / streams) | TTFB p50 µs | TTFB p99 µs | streams | merged | errors |"
-	print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" }
-	{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% (%s%%) | %s%% | %s%% / %s%% | %s | %s | %s | %s | %d |\n",
-		$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $17, $9, $18, $19, $10, $11, $13, $12, $14 + $15 + $16 }' "$RESULTS"
-echo
-echo "Mean over rounds, and ratios to bare (targets: throughput >= 0.75, CPU/req <= 1.35, TTFB p50 <= 1.2, merged = 0):"
-echo
-awk -F'\t' '
-	{ n[$1]++; rps[$1] += $3; p50[$1] += $4; p99[$1] += $5; cpu[$1] += $6; rss[$1] += $7
-	  t50[$1] += $10; t99[$1] += $11; merged[$1] += $12; errs[$1] += $14 + $15 + $16
-	  if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
-	function pf(ok) { return ok ? "PASS" : "FAIL" }
-	END {
-		print "| variant | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | TTFB p50 µs | TTFB p99 µs | merged | throughput ratio | CPU/req ratio | TTFB p50 ratio | TTFB p99 ratio | verdict |"
-		print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-		b = "bare"
-		for (i = 1; i <= k; i++) {
-			v = order[i]; c = n[v]
-			line = sprintf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.0f | %.0f | %d", v, rps[v] / c, p50[v] / c, p99[v] / c,
-				cpu[v] / c, rss[v] / c / 1024, t50[v] / c, t99[v] / c, merged[v])
-			if (v == b || !(b in n)) { print line " | 1 | 1 | 1 | 1 | baseline |"; continue }
-			tr = (rps[v] / c) / (rps[b] / n[b]); cr = (cpu[v] / c) / (cpu[b] / n[b])
-			fr = (t50[v] / c) / (t50[b] / n[b]); f99 = (t99[v] / c) / (t99[b] / n[b])
-			printf "%s | %.2f %s | %.2f %s | %.2f %s | %.2f | %s |\n", line, tr, pf(tr >= 0.75), cr, pf(cr <= 1.35),
-				fr, pf(fr <= 1.2), f99, (tr >= 0.75 && cr <= 1.35 && fr <= 1.2 && merged[v] == 0 && errs[v] == 0) ? "PASS" : "FAIL"
-		}
-	}' "$RESULTS"
+if [[ $STREAM == 1 ]]; then
+	echo "== results: wrk -t2 -c$CONNS -d$DURATION -s stream.lua (streams of $STREAM_TOKENS words, chunk delay $CHUNK_DELAY);"
+	echo "   proxies on core $PROXY_CPU, upstream+load on core $LOAD_CPU; $ROUNDS round(s)"
+	echo
+	echo "Per round (streams/s and latencies are of whole streams):"
+	echo
+	awk -F'\t' 'BEGIN {
+		print "| variant | round | streams/s | p50 ms | p99 ms | CPU µs/stream | RSS MiB | proxy core busy (proxy itself) | load core busy | other processes | errors |"
+		print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |" }
+		{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% (%s%%) | %s%% | %s%% | %d |\n",
+			$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $17, $9, $18, $15 }' "$RESULTS"
+	echo
+	echo "Mean over rounds, and ratios to bare (target: CPU/stream <= 1.15; streams/s is set by the connections and the chunk delay, so ~1):"
+	echo
+	awk -F'\t' '
+		{ n[$1]++; rps[$1] += $3; p50[$1] += $4; p99[$1] += $5; cpu[$1] += $6; rss[$1] += $7; errs[$1] += $15
+		  if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+		END {
+			print "| variant | streams/s | p50 ms | p99 ms | CPU µs/stream | RSS MiB | streams/s ratio | CPU/stream ratio | verdict |"
+			print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+			b = "bare"
+			for (i = 1; i <= k; i++) {
+				v = order[i]; c = n[v]
+				line = sprintf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f", v, rps[v] / c, p50[v] / c, p99[v] / c, cpu[v] / c, rss[v] / c / 1024)
+				if (v == b || !(b in n)) { print line " | 1 | 1 | baseline |"; continue }
+				tr = (rps[v] / c) / (rps[b] / n[b]); cr = (cpu[v] / c) / (cpu[b] / n[b])
+				printf "%s | %.2f | %.2f %s | %s |\n", line, tr, cr, cr <= 1.15 ? "PASS" : "FAIL", (cr <= 1.15 && errs[v] == 0) ? "PASS" : "FAIL"
+			}
+		}' "$RESULTS"
+	echo
+else
+	echo "== results: wrk -t2 -c$CONNS -d$DURATION (non-streaming), ttfb -concurrency $TTFB_CONC -duration $TTFB_DURATION"
+	echo "   (chunk delay $CHUNK_DELAY, $TTFB_TOKENS tokens); proxies on core $PROXY_CPU, upstream+load on core $LOAD_CPU; $ROUNDS round(s)"
+	echo
+	echo "Per round:"
+	echo
+	awk -F'\t' 'BEGIN {
+		print "| variant | round | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | proxy core busy (proxy itself) | load core busy | other processes (wrk / streams) | TTFB p50 µs | TTFB p99 µs | streams | merged | errors |"
+		print "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" }
+		{ printf "| %s | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %s%% (%s%%) | %s%% | %s%% / %s%% | %s | %s | %s | %s | %d |\n",
+			$1, $2, $3, $4, $5, $6, $7 / 1024, $8, $17, $9, $18, $19, $10, $11, $13, $12, $14 + $15 + $16 }' "$RESULTS"
+	echo
+	echo "Mean over rounds, and ratios to bare (targets: throughput >= 0.75, CPU/req <= 1.35, TTFB p50 <= 1.2, merged = 0):"
+	echo
+	awk -F'\t' '
+		{ n[$1]++; rps[$1] += $3; p50[$1] += $4; p99[$1] += $5; cpu[$1] += $6; rss[$1] += $7
+		  t50[$1] += $10; t99[$1] += $11; merged[$1] += $12; errs[$1] += $14 + $15 + $16
+		  if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+		function pf(ok) { return ok ? "PASS" : "FAIL" }
+		END {
+			print "| variant | req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB | TTFB p50 µs | TTFB p99 µs | merged | throughput ratio | CPU/req ratio | TTFB p50 ratio | TTFB p99 ratio | verdict |"
+			print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+			b = "bare"
+			for (i = 1; i <= k; i++) {
+				v = order[i]; c = n[v]
+				line = sprintf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.0f | %.0f | %d", v, rps[v] / c, p50[v] / c, p99[v] / c,
+					cpu[v] / c, rss[v] / c / 1024, t50[v] / c, t99[v] / c, merged[v])
+				if (v == b || !(b in n)) { print line " | 1 | 1 | 1 | 1 | baseline |"; continue }
+				tr = (rps[v] / c) / (rps[b] / n[b]); cr = (cpu[v] / c) / (cpu[b] / n[b])
+				fr = (t50[v] / c) / (t50[b] / n[b]); f99 = (t99[v] / c) / (t99[b] / n[b])
+				printf "%s | %.2f %s | %.2f %s | %.2f %s | %.2f | %s |\n", line, tr, pf(tr >= 0.75), cr, pf(cr <= 1.35),
+					fr, pf(fr <= 1.2), f99, (tr >= 0.75 && cr <= 1.35 && fr <= 1.2 && merged[v] == 0 && errs[v] == 0) ? "PASS" : "FAIL"
+			}
+		}' "$RESULTS"
+fi
 echo
 # Sluice's warnings, counted by message and class (wrk leaves with requests in
 # flight at the end of each run: a few caller_gone are expected).

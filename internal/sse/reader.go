@@ -65,6 +65,7 @@ type Reader struct {
 	start int    // first byte of the pending event, including blank lines before it
 	body  int    // first byte of the pending event's first line
 	scan  int    // buf[start:scan] has been scanned for the end of the event
+	ready int    // when > 0, the pending event is complete and ends at buf[ready]
 	end   int
 	state scanState
 	max   int
@@ -113,10 +114,21 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// Buffered reports whether Next will return an event without reading: a
+// complete event is buffered. A relay can leave a write unflushed while
+// one is, so that events that arrived together leave together and none
+// waits for the upstream's next bytes.
+func (r *Reader) Buffered() bool {
+	return r.scanEvent() >= 0
+}
+
 // scanEvent continues the scan of buf[scan:end] for the blank line that ends
 // the pending event and returns the index just past it, or -1 if it is not
 // buffered yet.
 func (r *Reader) scanEvent() int {
+	if r.ready > 0 {
+		return r.ready
+	}
 	b := r.buf[:r.end]
 	i := r.scan
 	for i < len(b) {
@@ -159,7 +171,7 @@ func (r *Reader) scanEvent() int {
 				if c == '\r' && i < len(b) && b[i] == '\n' {
 					i++ // take the rest of "\r\n" if it is here; never wait for it
 				}
-				r.scan = i
+				r.scan, r.ready = i, i
 				return i
 			default:
 				r.state = stateLine
@@ -174,7 +186,7 @@ func (r *Reader) scanEvent() int {
 func (r *Reader) emit(end int) Event {
 	ev := Event{Raw: r.buf[r.start:end:end]}
 	r.parse(r.buf[r.body:end], &ev)
-	r.start, r.body, r.scan = end, end, end
+	r.start, r.body, r.scan, r.ready = end, end, end, 0
 	r.state = stateStart
 	return ev
 }

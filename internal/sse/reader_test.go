@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -463,5 +464,27 @@ func BenchmarkReader(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 		})
+	}
+}
+
+// TestReaderBuffered checks Buffered says whether Next has an event without
+// reading: after a read that brought two events, before the first is
+// taken, between them and not after the second, and not for half an event.
+func TestReaderBuffered(t *testing.T) {
+	r := NewReader(strings.NewReader("data: a\n\ndata: b\n\ndata: c\n"))
+	if r.Buffered() {
+		t.Fatal("Buffered before any read = true")
+	}
+	var got []string
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s buffered=%v", ev.Data, r.Buffered()))
+	}
+	want := []string{"a buffered=true", "b buffered=false", "c buffered=false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
 	}
 }

@@ -31,9 +31,24 @@ func NewWriter(w http.ResponseWriter) *Writer {
 // the Raw of events from a Reader; WriteRaw does not keep it. It returns the
 // write error or, if w cannot flush, an error wrapping http.ErrNotSupported.
 func (w *Writer) WriteRaw(raw []byte) error {
+	if err := w.WriteRawUnflushed(raw); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// WriteRawUnflushed writes raw unchanged, as WriteRaw does, but leaves it
+// to the next flush (a WriteRaw, or the end of the response): for an event
+// that another already at hand follows at once.
+func (w *Writer) WriteRawUnflushed(raw []byte) error {
 	if _, err := w.w.Write(raw); err != nil {
 		return fmt.Errorf("sse: write: %w", err)
 	}
+	return nil
+}
+
+// Flush sends what WriteRawUnflushed left.
+func (w *Writer) Flush() error {
 	if err := w.rc.Flush(); err != nil {
 		return fmt.Errorf("sse: flush: %w", err)
 	}

@@ -96,12 +96,24 @@ func prepareModel(req *sluice.Request, model string) ([]byte, error) {
 // error event (an overload after the 200, say).
 var errUpstreamErrorEvent = errors.New("upstream stream sent an error event")
 
+// anthropicMarkers are what an Anthropic event is skimmed for
+// (eventscan.go): the types anthropicEvent acts on.
+var anthropicMarkers = &eventMarkers{values: []string{`"message_start"`, `"message_delta"`, `"message_stop"`, `"error"`}}
+
 // anthropicEvent reads an event of an Anthropic stream. Events are JSON
 // objects; unknown ones pass (Anthropic adds event types over time).
-func anthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+func anthropicEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	if ev.Data == nil {
 		return u, false, false, nil // a comment
 	}
+	if read, err := anthropicMarkers.skim(ev.Data); !read {
+		return u, false, false, err
+	}
+	return readAnthropicEvent(ev, req, u)
+}
+
+// readAnthropicEvent reads an event of an Anthropic stream whole.
+func readAnthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	var typ, message, usage []byte
 	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
 		switch string(key) {
@@ -167,12 +179,18 @@ func readAnthropicUsage(v []byte) (anthropicUsage, bool) {
 		return nil
 	})
 	if err != nil {
-		u = anthropicUsage{-1, -1, -1, -1}
-		if json.Unmarshal(v, &u) != nil {
-			return u, false
-		}
+		return decodeAnthropicUsage(v)
 	}
 	return u, true
+}
+
+// decodeAnthropicUsage decodes a usage object with encoding/json, the
+// reference, for the objects readAnthropicUsage leaves to it. (Its own
+// variable: one that encoding/json decodes into lives on the heap, and
+// the plain read, once per event that carries usage, would allocate.)
+func decodeAnthropicUsage(v []byte) (anthropicUsage, bool) {
+	u := anthropicUsage{-1, -1, -1, -1}
+	return u, json.Unmarshal(v, &u) == nil
 }
 
 // addAnthropicUsage adds a usage object of a stream to *u. Anthropic's

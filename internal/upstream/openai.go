@@ -55,35 +55,37 @@ var doneData = []byte("[DONE]")
 // errMalformedEvent ends a stream with a data event that is not JSON.
 var errMalformedEvent = errors.New("upstream stream event is neither a JSON object nor [DONE]")
 
+// openAIMarkers are what an OpenAI chunk is skimmed for (eventscan.go):
+// its usage, the only member Sluice reads of it.
+var openAIMarkers = &eventMarkers{members: []string{`"usage"`}}
+
 // openAIEvent reads an event of an OpenAI stream. The usage-only chunk at
 // its end exists because Sluice asked for it (PrepareBody): a caller that
 // did not ask never sees it.
 func openAIEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	f, done, err := chunkOf(ev.Data)
-	if err != nil || done {
-		return u, false, done, err
+	switch {
+	case ev.Data == nil:
+		return u, false, false, nil // a keep-alive comment
+	case bytes.Equal(ev.Data, doneData):
+		return u, false, true, nil
+	}
+	if read, err := openAIMarkers.skim(ev.Data); !read {
+		return u, false, false, err
+	}
+	return readOpenAIEvent(ev, req, u)
+}
+
+// readOpenAIEvent reads a chunk of an OpenAI stream whole: one JSON
+// object, the fields Sluice reads picked in a check that does not allocate
+// (readAnswer); anything else is errMalformedEvent.
+func readOpenAIEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+	f, ok := readAnswer(ev.Data)
+	if !ok {
+		return u, false, false, errMalformedEvent
 	}
 	if v := usageValue(f.usage); v.Measured {
 		u = v
 		drop = !req.IncludeUsage && isUsageOnly(f.choices)
 	}
 	return u, drop, false, nil
-}
-
-// chunkOf reads the data of an event of an OpenAI stream: [DONE], which
-// ends it (done), one JSON object (a chunk, with the fields Sluice reads),
-// or nil (a keep-alive comment, nothing to read). Anything else is
-// errMalformedEvent. The check does not allocate (readAnswer).
-func chunkOf(data []byte) (f answerFields, done bool, err error) {
-	switch {
-	case data == nil:
-		return f, false, nil
-	case bytes.Equal(data, doneData):
-		return f, true, nil
-	}
-	f, ok := readAnswer(data)
-	if !ok {
-		return f, false, errMalformedEvent
-	}
-	return f, false, nil
 }

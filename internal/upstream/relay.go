@@ -77,28 +77,42 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 		em = &emitter{out: sse.NewWriter(w), rc: http.NewResponseController(w), idle: idle, secret: x.secret}
 		emit = em.emit
 	}
+loop:
 	for {
 		if done {
 			hooks.ending(a)
 		}
-		if x.tr != nil || !drop { // a translator sees every event: drop is what a passthrough caller did not ask for
+		// A passthrough writes each event as it is, or drops it (drop: what
+		// its caller did not ask for); a translator sees every event.
+		// Events that came in one read leave in one write: only the last
+		// event at hand is flushed, so none waits for the upstream's next
+		// bytes.
+		flush := done || !events.Buffered()
+		if x.tr != nil || !drop || flush {
 			if idle > 0 {
 				_ = rc.SetWriteDeadline(time.Now().Add(idle))
 			}
 			var werr error
-			if x.tr != nil {
+			switch {
+			case x.tr != nil:
 				if terr := x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit); terr != nil && em.err == nil {
 					// The translator cannot carry what the upstream sent:
 					// the stream failed, as if the event were malformed.
 					err = fmt.Errorf("translate a stream event: %w", terr)
-					break
+					break loop
 				}
 				werr = em.err
-			} else {
+			case drop:
+				werr = out.Flush() // what the events before left unflushed
+			default:
 				// Model output is content: only the exact secret is masked,
 				// not key-shaped text (see scrub.go).
 				maskSecret(ev.Raw, x.secret)
-				werr = out.WriteRaw(ev.Raw)
+				if flush {
+					werr = out.WriteRaw(ev.Raw)
+				} else {
+					werr = out.WriteRawUnflushed(ev.Raw)
+				}
 			}
 			if werr != nil {
 				a.Class, a.Err = ClassCallerGone, fmt.Errorf("write to caller: %w", werr)

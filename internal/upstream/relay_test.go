@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,5 +87,102 @@ func TestCallerThatStopsReadingCancelsUpstream(t *testing.T) {
 			t.Fatal("the upstream call was not cancelled")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// flushRecorder is a caller that records what each flush sent.
+type flushRecorder struct {
+	header  http.Header
+	mu      sync.Mutex
+	pending []byte
+	flushes []string
+}
+
+func (w *flushRecorder) Header() http.Header { return w.header }
+func (w *flushRecorder) WriteHeader(int)     {}
+
+func (w *flushRecorder) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = append(w.pending, p...)
+	return len(p), nil
+}
+
+func (w *flushRecorder) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushes = append(w.flushes, string(w.pending))
+	w.pending = w.pending[:0]
+}
+
+func (w *flushRecorder) sent() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.flushes)
+}
+
+// scriptedReader returns one chunk a read; before each read past the
+// chunks it has, it waits for more.
+type scriptedReader struct {
+	chunks chan string
+	asked  chan struct{} // a read is waiting for a chunk
+}
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	r.asked <- struct{}{}
+	c, ok := <-r.chunks
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, c), nil
+}
+
+// TestRelayFlushesEventsAsTheyCame checks a passed-through stream's flushes:
+// events that came in one read leave in one flush, and the last event at
+// hand is flushed before the relay waits for the upstream, also when an
+// event dropped for the caller (the usage chunk it did not ask for) came
+// after it.
+func TestRelayFlushesEventsAsTheyCame(t *testing.T) {
+	const (
+		first  = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
+		finish = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+		usage  = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}\n\n"
+		done   = "data: [DONE]\n\n"
+	)
+	up := &scriptedReader{chunks: make(chan string), asked: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	rd := &idleReader{r: up, p: startPhases(cancel, sluice.Timeouts{})}
+	w := &flushRecorder{header: http.Header{}}
+	req := &sluice.Request{ID: "r", Protocol: sluice.ProtocolOpenAIChat, Model: "m", Stream: true}
+	result := make(chan Attempt, 1)
+	go func() {
+		result <- new(Caller).relay(ctx, ctx, w, req, rd, Attempt{}, time.Now(), Hooks{}, exchange{dialect: OpenAIChat, ending: OpenAIEnding, secret: testSecret})
+	}()
+	steps := []struct {
+		chunk string
+		want  []string // every flush so far, once the relay waits for the next chunk
+	}{
+		{first, []string{first}},
+		{finish + usage, []string{first, finish}},
+		{done, nil},
+	}
+	<-up.asked
+	for _, s := range steps {
+		up.chunks <- s.chunk
+		if s.want == nil {
+			break
+		}
+		<-up.asked // the relay has handled the chunk and reads again
+		if got := w.sent(); !slices.Equal(got, s.want) {
+			t.Fatalf("after %q the caller got the flushes %q, want %q", s.chunk, got, s.want)
+		}
+	}
+	a := <-result
+	if a.Err != nil || !a.Exec.Usage.Measured {
+		t.Fatalf("relay = %+v, want a success with usage", a)
+	}
+	if got := strings.Join(w.sent(), ""); got != first+finish+done {
+		t.Errorf("the caller got %q, want every event but the usage chunk", got)
 	}
 }

@@ -63,12 +63,24 @@ var ResponsesEnding = &Ending{
 		`; the stream ended before it completed","param":null}`),
 }
 
+// responsesMarkers are what a Responses event is skimmed for
+// (eventscan.go): the types responsesEvent acts on.
+var responsesMarkers = &eventMarkers{values: []string{`"response.completed"`, `"response.incomplete"`, `"error"`, `"response.failed"`}}
+
 // responsesEvent reads an event of a Responses stream. Events are JSON
 // objects; unknown ones pass (OpenAI adds event types over time).
-func responsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+func responsesEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	if ev.Data == nil {
 		return u, false, false, nil // a comment
 	}
+	if read, err := responsesMarkers.skim(ev.Data); !read {
+		return u, false, false, err
+	}
+	return readResponsesEvent(ev, req, u)
+}
+
+// readResponsesEvent reads an event of a Responses stream whole.
+func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	var typ, response []byte
 	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
 		switch string(key) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/sse"
 )
 
 func TestUsageValue(t *testing.T) {
@@ -77,17 +78,31 @@ func BenchmarkUsageValue(b *testing.B) {
 }
 
 // TestHotPathChecksDoNotAllocate guards what every answer and stream event
-// goes through: the JSON check with its usage, and the secret's mask.
+// goes through: each dialect's read of an event (skimmed, or read whole
+// with its usage), and the secret's mask.
 func TestHotPathChecksDoNotAllocate(t *testing.T) {
-	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
-	allocs := testing.AllocsPerRun(100, func() {
-		f, done, err := chunkOf(chunk)
-		if err != nil || done || !usageValue(f.usage).Measured || !isUsageOnly(f.choices) {
-			t.Fatal("chunk not read")
+	req := &sluice.Request{}
+	events := []struct {
+		read func(sse.Event, *sluice.Request, sluice.Usage) (sluice.Usage, bool, bool, error)
+		data string
+	}{
+		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`},
+		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`},
+		{anthropicEvent, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
+		{anthropicEvent, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
+		{responsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
+		{responsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
+	}
+	for _, e := range events {
+		ev := sse.Event{Data: []byte(e.data)}
+		allocs := testing.AllocsPerRun(100, func() {
+			if _, _, _, err := e.read(ev, req, sluice.Usage{}); err != nil {
+				t.Fatalf("%s: %v", e.data, err)
+			}
+			maskSecret(ev.Data, "sk-upstream-a-secret-longer-than-32-bytes-0123456789")
+		})
+		if allocs != 0 {
+			t.Errorf("reading %s allocates %v times, want 0", e.data, allocs)
 		}
-		maskSecret(chunk, "sk-upstream-a-secret-longer-than-32-bytes-0123456789")
-	})
-	if allocs != 0 {
-		t.Errorf("reading a chunk allocates %v times, want 0", allocs)
 	}
 }

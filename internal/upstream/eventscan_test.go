@@ -1,0 +1,163 @@
+package upstream
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/sse"
+)
+
+// eventReaders pairs each dialect's Event (which skims) with its whole
+// read, the reference.
+var eventReaders = []struct {
+	name        string
+	event, read func(sse.Event, *sluice.Request, sluice.Usage) (sluice.Usage, bool, bool, error)
+	markers     *eventMarkers
+}{
+	{"openai.chat", openAIEvent, readOpenAIEvent, openAIMarkers},
+	{"anthropic.messages", anthropicEvent, readAnthropicEvent, anthropicMarkers},
+	{"openai.responses", responsesEvent, readResponsesEvent, responsesMarkers},
+}
+
+func TestSkim(t *testing.T) {
+	tests := []struct {
+		name    string
+		markers *eventMarkers
+		give    string
+		read    bool
+		err     error
+	}{
+		{"chat delta", openAIMarkers, `{"id":"c","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`, false, nil},
+		{"chat delta with usage null", openAIMarkers, `{"id":"c","choices":[{"delta":{"content":"Hi"}}],"usage" : null}`, false, nil},
+		{"chat usage", openAIMarkers, `{"id":"c","choices":[],"usage":{"prompt_tokens":3}}`, true, nil},
+		{"chat usage after a null one", openAIMarkers, `{"usage":null,"x":{"usage":{"prompt_tokens":3}}}`, true, nil},
+		{"usage as a value only", openAIMarkers, `{"choices":[{"delta":{"content":"usage"}}],"x":"usage"}`, false, nil},
+		{"usage inside a string", openAIMarkers, `{"choices":[{"delta":{"content":"say \"usage\": 1"}}]}`, false, nil},
+		{"blank around the object", openAIMarkers, " \r\n{\"id\":\"c\"}\t ", false, nil},
+		{"anthropic delta", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message stop"}}`, false, nil},
+		{"anthropic delta quoting a type", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\"message_stop\""}}`, false, nil},
+		{"anthropic delta whose text is a type (a false hit: read whole)", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message_stop"}}`, true, nil},
+		{"anthropic stop", anthropicMarkers, `{"type": "message_stop"}`, true, nil},
+		{"anthropic error", anthropicMarkers, `{"type":"error","error":{"type":"overloaded_error"}}`, true, nil},
+		{"error as a key only", responsesMarkers, `{"type":"response.in_progress","response":{"id":"r","error" :null}}`, false, nil},
+		{"responses delta", responsesMarkers, `{"type":"response.output_text.delta","delta":"Hi"}`, false, nil},
+		{"responses completed", responsesMarkers, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, true, nil},
+		{"HTML", openAIMarkers, `<!DOCTYPE html><html></html>`, false, errMalformedEvent},
+		{"cut short", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`, false, errMalformedEvent},
+		{"plain text", responsesMarkers, `Overloaded`, false, errMalformedEvent},
+		{"an array", openAIMarkers, `[{"usage":{}}]`, false, errMalformedEvent},
+		{"empty", openAIMarkers, ``, false, errMalformedEvent},
+		{"a brace", openAIMarkers, `{`, false, errMalformedEvent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read, err := tt.markers.skim([]byte(tt.give))
+			if read != tt.read || err != tt.err {
+				t.Errorf("skim(%s) = %v, %v; want %v, %v", tt.give, read, err, tt.read, tt.err)
+			}
+		})
+	}
+}
+
+// FuzzEventSkimAgreesWithRead checks each dialect's Event, which skims an
+// event for its markers, against reading the event whole: for any event
+// the whole read accepts, both give the same usage, drop, done and error;
+// for one it refuses, the skim refuses it too, or lets it pass unchanged
+// when it is shaped like an object (the skim does not validate what it
+// does not read). The seeds are every event of the simulator's streams in
+// each protocol (text, tool calls, thinking, usage, the mid-stream error).
+func FuzzEventSkimAgreesWithRead(f *testing.F) {
+	for _, data := range simulatorEvents(f) {
+		for i := range eventReaders {
+			f.Add(uint8(i), data, false)
+		}
+	}
+	for _, s := range []string{`{"usage":null}`, `{"usage":{"prompt_tokens":1},"usage":null}`, `{"type":"ping","type":"message_stop"}`,
+		`{"type":"message_stop","x":}`, `{"choices":[],"usage":{"prompt_tokens":1}} {}`, `{"type":"error"`, `{} `} {
+		f.Add(uint8(0), s, true)
+		f.Add(uint8(1), s, false)
+		f.Add(uint8(2), s, false)
+	}
+	from := sluice.Usage{PromptTokens: 5, CompletionTokens: 6, TotalTokens: 11, Measured: true}
+	f.Fuzz(func(t *testing.T, dialect uint8, data string, includeUsage bool) {
+		d := eventReaders[int(dialect)%len(eventReaders)]
+		if d.name == "openai.chat" && data == "[DONE]" {
+			return // the end of the stream, which Event reads before anything else
+		}
+		ev := sse.Event{Data: []byte(data)}
+		req := &sluice.Request{IncludeUsage: includeUsage}
+		wantU, wantDrop, wantDone, wantErr := d.read(ev, req, from)
+		gotU, gotDrop, gotDone, gotErr := d.event(ev, req, from)
+		same := gotU == wantU && gotDrop == wantDrop && gotDone == wantDone && gotErr == wantErr
+		passedUnread := wantErr == errMalformedEvent && gotErr == nil && gotU == from && !gotDrop && !gotDone && objectShaped(ev.Data)
+		if !same && !passedUnread {
+			t.Fatalf("%s event %q: skimmed %+v drop %v done %v err %v; read whole %+v drop %v done %v err %v",
+				d.name, data, gotU, gotDrop, gotDone, gotErr, wantU, wantDrop, wantDone, wantErr)
+		}
+	})
+}
+
+// simulatorEvents is the data of every event of the simulator's streams in
+// each protocol that Sluice passes through.
+func simulatorEvents(tb testing.TB) []string {
+	tb.Helper()
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	defer sim.Close()
+	const tool = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"tool_choice":"required"`
+	streams := []struct{ path, key, body string }{
+		{"/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},` + tool + `,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/responses", "k", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
+		{"/v1/responses", "k", `{"model":"m","stream":true,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"required","input":"hi"}`},
+		{"/v1/responses", "broken", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
+	}
+	sim.SetKey("broken", simulator.Behavior{ErrorAfter: 2})
+	var out []string
+	for _, s := range streams {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+s.path, strings.NewReader(s.body))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			tb.Fatalf("POST %s %s = %d %s, want a stream", s.path, s.body, resp.StatusCode, b)
+		}
+		events := sse.NewReader(resp.Body)
+		n := 0
+		for {
+			ev, err := events.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				tb.Fatalf("%s %s: %v", s.path, s.body, err)
+			}
+			if ev.Data != nil {
+				out = append(out, string(ev.Data))
+				n++
+			}
+		}
+		resp.Body.Close()
+		if n < 4 {
+			tb.Fatalf("POST %s %s: %d events, want a stream", s.path, s.body, n)
+		}
+	}
+	return out
+}
