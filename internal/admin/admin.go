@@ -51,6 +51,9 @@ type Options struct {
 	// what the catalog declares of them; nil makes the billing routes
 	// answer 404.
 	Billing Billing
+	// Affinity reads session-affinity bindings; nil makes GET
+	// /admin/affinity answer 404.
+	Affinity Affinity
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -162,19 +165,20 @@ const maxBody = 1 << 20
 
 // server is the admin http.Handler.
 type server struct {
-	tokens  []token
-	audit   catalog.Audit
-	routes  []route // every route, in the order registered
-	keys    *authn.Keyring
-	usage   ledger.Usage
-	catalog Catalog
-	pool    Pool
-	jobs    Jobs
-	billing Billing
-	metrics http.Handler
-	log     *slog.Logger
-	mux     *http.ServeMux
-	now     func() time.Time
+	tokens   []token
+	audit    catalog.Audit
+	routes   []route // every route, in the order registered
+	keys     *authn.Keyring
+	usage    ledger.Usage
+	catalog  Catalog
+	pool     Pool
+	jobs     Jobs
+	billing  Billing
+	affinity Affinity
+	metrics  http.Handler
+	log      *slog.Logger
+	mux      *http.ServeMux
+	now      func() time.Time
 }
 
 // New returns the admin API handler. Every route except GET /metrics and
@@ -204,6 +208,7 @@ type server struct {
 //	GET  /admin/usage?since=&limit=     []UsageRecord
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
 //	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
+//	GET  /admin/affinity?session=&alias=&tenant= AffinityBinding (or ?seed=): a session-affinity binding
 //	GET  /admin/billing/accounts        []BillingAccount (the catalog's and the stored, with balance and spend)
 //	GET  /admin/billing/accounts/{id}   BillingAccount
 //	PUT  /admin/billing/accounts/{id}   BillingAccountSpec → BillingAccount (201 created; a catalog account answers 409)
@@ -217,18 +222,19 @@ type server struct {
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
 	s := &server{
-		tokens:  compileTokens(opts.Tokens),
-		audit:   opts.Audit,
-		keys:    opts.Keys,
-		usage:   opts.Usage,
-		catalog: opts.Catalog,
-		pool:    opts.Pool,
-		jobs:    opts.Jobs,
-		billing: opts.Billing,
-		metrics: opts.Metrics,
-		log:     opts.Log,
-		mux:     http.NewServeMux(),
-		now:     time.Now,
+		tokens:   compileTokens(opts.Tokens),
+		audit:    opts.Audit,
+		keys:     opts.Keys,
+		usage:    opts.Usage,
+		catalog:  opts.Catalog,
+		pool:     opts.Pool,
+		jobs:     opts.Jobs,
+		billing:  opts.Billing,
+		affinity: opts.Affinity,
+		metrics:  opts.Metrics,
+		log:      opts.Log,
+		mux:      http.NewServeMux(),
+		now:      time.Now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -264,6 +270,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/usage/policy", s.policyReport)
 	s.read("GET /admin/audit", s.listAudit)
 	s.read("GET /admin/jobs/{id}", s.showJob)
+	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()
 	return s
 }
