@@ -4,6 +4,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
+	"github.com/sluicehq/sluice/internal/adapter/gemini"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
 	"github.com/sluicehq/sluice/internal/adapter/responses"
 	"github.com/sluicehq/sluice/internal/ingress"
@@ -40,6 +41,8 @@ var translatorTable = map[upstream.Pair]func() adapter.Translator{
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}:       func() adapter.Translator { return anthropic.NewFromOpenAI() },
 	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromResponses() },
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolOpenAIResponses}: func() adapter.Translator { return responses.NewFromOpenAI() },
+	{Caller: sluice.ProtocolGemini, Upstream: sluice.ProtocolOpenAIChat}:          func() adapter.Translator { return openai.NewFromGemini() },
+	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolGemini}:          func() adapter.Translator { return gemini.NewFromOpenAI() },
 }
 
 // fronts and dialects are both sides of every protocol, as the ingress and
