@@ -81,8 +81,9 @@ func (c *call) parseMessages(body []byte) parsed {
 
 // reply answers a Messages request. The system prompt counts as a leading
 // system message, as a translation to chat sends it.
-func (req *messagesRequest) reply() reply {
+func (req *messagesRequest) reply(track bool) reply {
 	cv := newConvo()
+	cv.track = track
 	if len(req.System) > 0 && string(req.System) != "null" {
 		cv.message("system")
 		forEachAnthropicText(req.System, cv.text)
@@ -148,7 +149,14 @@ type anthropicUsage struct {
 
 func (req *messagesRequest) usage(r *reply) anthropicUsage {
 	u := anthropicUsage{input: r.prompt, output: r.output()}
-	if req.cached {
+	switch {
+	case r.modelled: // the prompt cache: read what it holds, write the rest where cache_control asks
+		u.cacheRead = r.cached
+		if req.cached {
+			u.cacheWrite = r.prompt - r.cached
+		}
+		u.input -= u.cacheRead + u.cacheWrite
+	case req.cached:
 		u.cacheRead = max(r.prompt/2, 1)
 		u.cacheWrite = max(r.prompt/4, 1)
 		u.input -= u.cacheRead + u.cacheWrite
@@ -204,7 +212,8 @@ func (c *call) messages(req *messagesRequest) {
 		c.replaced()
 		return
 	}
-	r := req.reply()
+	r := req.reply(c.tracks())
+	c.promptCached(&r.answer)
 	text := c.text(&r)
 	id := c.sim.appendID([]byte("msg_01"), 22)
 	if req.Stream {
@@ -256,7 +265,7 @@ func (c *call) messages(req *messagesRequest) {
 
 // countTokens answers count_tokens: every prompt token, cached or not.
 func (c *call) countTokens(req *messagesRequest) {
-	r := req.reply()
+	r := req.reply(false)
 	b := append([]byte(`{"input_tokens":`), strconv.Itoa(r.prompt)...)
 	c.respond(http.StatusOK, "application/json", append(b, '}'))
 }

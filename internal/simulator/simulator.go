@@ -67,6 +67,18 @@ type Options struct {
 	// either way. Long benchmarks and `sluice demo-upstream` set it so memory
 	// stays flat.
 	MaxRecords int
+	// PromptCache models the providers' prompt caches, for this long after
+	// a prefix was last used (providers keep them 5 minutes to an hour):
+	// per account (Behavior.Account, else the key) it remembers the
+	// prefixes of the prompts it served, message by message, and a
+	// request's cached input tokens are those of its longest prefix the
+	// account served — in chat's prompt_tokens_details.cached_tokens,
+	// Messages' cache_read_input_tokens (the rest written to the cache
+	// with cache_control, cache_creation_input_tokens) and Responses'
+	// input_tokens_details.cached_tokens. 0 models none: Messages then
+	// reads half the prompt from the cache when the request has
+	// cache_control, and Responses half when it has prompt_cache_key.
+	PromptCache time.Duration
 }
 
 // Behavior is how the simulator treats requests made with one bearer key.
@@ -182,6 +194,8 @@ type Simulator struct {
 	nonce uint64        // makes ids differ between simulators
 	seq   atomic.Uint64 // makes ids differ between requests
 
+	cache *promptCache // nil: Options.PromptCache 0
+
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -196,6 +210,9 @@ func New(opts Options) *Simulator {
 		def:      opts.Default,
 		nonce:    rand.Uint64(),
 		closing:  make(chan struct{}),
+	}
+	if opts.PromptCache > 0 {
+		s.cache = &promptCache{ttl: opts.PromptCache, entries: map[cacheEntry]time.Time{}}
 	}
 	s.modelList = renderModelList(DefaultModels)
 	s.geminiModels = defaultGeminiModels
