@@ -21,10 +21,14 @@ const geminiAliases = `  - alias: gem
   - alias: gem-embed
     protocol: gemini.embed
     deployments: [{model: gemini-embedding-001, endpoints: [ep-gem]}]
+  - alias: gem-on-chat
+    protocol: gemini.generate
+    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
 `
 
 // newGeminiHarness serves gem (Gemini generateContent) and gem-embed
-// (Gemini embeddings) from simA's Gemini API, passed through.
+// (Gemini embeddings) from simA's Gemini API, passed through, and
+// gem-on-chat, a Gemini alias on an OpenAI chat endpoint.
 func newGeminiHarness(t *testing.T) *harness {
 	t.Helper()
 	return newProtocolHarness(t, "ep-gem", "gemini.generate, gemini.embed", geminiAliases)
@@ -187,6 +191,13 @@ func TestGeminiCountEmbedAndModels(t *testing.T) {
 		t.Errorf("count went to %s", rec.Path)
 	}
 
+	// An OpenAI chat upstream has no count: Sluice estimates, in Gemini's shape.
+	before := len(h.simA.Requests())
+	status, _, body = geminiDo(t, h, "POST", "/v1beta/models/gem-on-chat:countTokens", keyWeb, "header", geminiHello)
+	if err := json.Unmarshal([]byte(body), &count); status != 200 || err != nil || count.TotalTokens != len(geminiHello)/4+1 || len(h.simA.Requests()) != before {
+		t.Errorf("countTokens on a chat upstream = %d %s after %d upstream requests, want Sluice's estimate and none sent", status, body, len(h.simA.Requests())-before)
+	}
+
 	status, _, body = geminiDo(t, h, "POST", "/v1beta/models/gem-embed:embedContent", keyWeb, "header",
 		`{"content":{"parts":[{"text":"a river"}]},"outputDimensionality":4}`)
 	var one struct {
@@ -225,9 +236,9 @@ func TestGeminiCountEmbedAndModels(t *testing.T) {
 				SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
 			} `json:"models"`
 		}
-		if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil || len(list.Models) != 2 ||
-			list.Models[0].Name != "models/gem" || list.Models[1].Name != "models/gem-embed" {
-			t.Errorf("GET %s with a Gemini key = %d %s, want the two Gemini aliases", path, status, body)
+		if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil || len(list.Models) != 3 ||
+			list.Models[0].Name != "models/gem" || list.Models[1].Name != "models/gem-embed" || list.Models[2].Name != "models/gem-on-chat" {
+			t.Errorf("GET %s with a Gemini key = %d %s, want the three Gemini aliases", path, status, body)
 		}
 	}
 	if status, _, body = geminiDo(t, h, "GET", "/v1/models", keyWeb, "bearer", ""); status != 200 || !strings.Contains(body, `"object":"list"`) {
