@@ -1,14 +1,14 @@
 // Package admin is the operator's control plane: the admin HTTP API (virtual
 // keys, upstream accounts and credentials, the catalog document, status,
-// usage, Prometheus metrics), the Go Client for it, and the CLI built on that
-// client (sluice keys|accounts|credentials|apply|status).
+// usage, billing, Prometheus metrics), the Go Client for it, and the CLI
+// built on that client (sluice keys|accounts|credentials|billing|apply|status).
 //
 // It holds no state of its own: keys go through authn.Keyring, accounts and
 // credentials through the app's Pool, the catalog through the app's Catalog,
-// usage through ledger.Usage. It never returns or logs a key's hash or a
+// usage through ledger.Usage, money through Billing. It never returns or logs a key's hash or a
 // credential's secret, and returns a plaintext key only in the answer to
-// create or rotate. It may import sluice, authn, catalog and ledger; it must
-// not import pipeline, ingress or app.
+// create or rotate. It may import sluice, authn, catalog, ledger and billing;
+// it must not import pipeline, ingress or app.
 package admin
 
 import (
