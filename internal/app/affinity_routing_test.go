@@ -61,7 +61,7 @@ keys:
 func newAffinityHarness(t *testing.T, state string, cap1, cap2, cap3 int, ttl string) *harness {
 	t.Helper()
 	tmpl := strings.NewReplacer("CAP1", fmt.Sprint(cap1), "CAP2", fmt.Sprint(cap2), "CAP3", fmt.Sprint(cap3), "TTL", ttl).Replace(affinityTemplate)
-	return newHarnessWith(t, tmpl, state, simulator.Options{})
+	return newHarnessWith(t, tmpl, state, simulator.Options{PromptCache: time.Minute})
 }
 
 // turn is one request of a conversation: its headers and body.
@@ -360,5 +360,23 @@ func TestAffinityReplicasShareBindings(t *testing.T) {
 	}
 	if _, acct := two.sendTurn(turn{header: session("fresh"), body: conversation("fresh", 0)}); acct != "org-2" {
 		t.Errorf("second gateway placed a new session on %q, want org-2 (its most free room)", acct)
+	}
+}
+
+// The input tokens read from the upstream's prompt cache are summed per
+// account and alias: a conversation's second turn reads its first turn's
+// prompt from the cache of the account that holds it.
+func TestAffinityCachedTokensCounted(t *testing.T) {
+	h := newAffinityHarness(t, "{backend: memory}", 4, 1, 1, "1h")
+	for n := range 3 {
+		if code, acct := h.sendTurn(turn{header: session("cached"), body: conversation("cached", n)}); code != http.StatusOK || acct != "org-1" {
+			t.Fatalf("turn %d = %d on %q, want 200 on org-1", n, code, acct)
+		}
+	}
+	if got := h.metric(`sluice_cached_input_tokens_total{account="org-1",alias="fast"}`); got == "0" {
+		t.Errorf("no cached input tokens counted for org-1 after three turns of one conversation")
+	}
+	if _, m := h.adminGet("/metrics"); strings.Contains(m, `sluice_cached_input_tokens_total{account="org-2"`) {
+		t.Errorf("cached tokens counted on an account that served nothing")
 	}
 }
