@@ -140,8 +140,12 @@ func TestAffinityBoundSeedStays(t *testing.T) {
 		h := newAffinityHarness(t, state, 4, 4, 4, "1h")
 		conversations := map[string]func(n int) turn{
 			"X-Session-Id": func(n int) turn { return turn{header: session("s-1"), body: conversation("hello from s-1", n)} },
-			"Claude Code":  func(n int) turn { return turn{header: map[string]string{"X-Claude-Code-Session-Id": "cc-1"}, body: conversation("hello cc", n)} },
-			"Codex":        func(n int) turn { return turn{header: map[string]string{"Session-Id": "codex-1"}, body: conversation("hello codex", n)} },
+			"Claude Code": func(n int) turn {
+				return turn{header: map[string]string{"X-Claude-Code-Session-Id": "cc-1"}, body: conversation("hello cc", n)}
+			},
+			"Codex": func(n int) turn {
+				return turn{header: map[string]string{"Session-Id": "codex-1"}, body: conversation("hello codex", n)}
+			},
 			"prompt_cache_key": func(n int) turn {
 				return turn{body: strings.Replace(conversation("hello pck", n), `{"messages"`, `{"prompt_cache_key":"pck-1","messages"`, 1)}
 			},
