@@ -52,6 +52,38 @@ type Endpoint struct {
 	Protocols []Protocol
 	Models    []string
 	Timeouts  Timeouts
+	// Host is the cloud that serves the endpoint's protocols under its own
+	// URLs and credentials; the zero Host is the provider's own API or one
+	// compatible with it.
+	Host Host
+}
+
+// Host is a cloud that hosts a provider's wire protocol (Azure OpenAI,
+// Vertex AI, Bedrock): the body stays the provider's, so every caller that
+// the protocol serves (passthrough or translated) is served the same way,
+// and only the upstream dialect changes (URL, credential, a body tweak).
+// Cloud names the cloud ("" none); the other fields are its settings, each
+// read by its cloud's dialect only.
+type Host struct {
+	Cloud string
+	// APIVersion is Azure OpenAI's api-version query parameter.
+	APIVersion string
+	// Project and Location place a Vertex AI endpoint's models.
+	Project, Location string
+}
+
+// Clouds and the protocols each hosts (Host.Cloud; package app's hostTable
+// has a dialect for each).
+const (
+	CloudAzure  = "azure"
+	CloudVertex = "vertex"
+)
+
+// CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
+// cloud may speak only these.
+var CloudProtocols = map[string][]Protocol{
+	CloudAzure:  {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
+	CloudVertex: {ProtocolGemini, ProtocolAnthropic},
 }
 
 // Speaks reports whether the endpoint serves protocol p.

@@ -32,6 +32,18 @@ var protocolTable = []struct {
 	{ingress.FalQueue, upstream.FalQueue, nil},
 }
 
+// hostTable is the clouds that host a wire protocol under their own URLs
+// and credentials (sluice.CloudProtocols), each with the protocol's
+// dialect as the cloud changes it (upstream.Hosted). An endpoint on a
+// cloud (its azure or vertex block) still speaks the wire protocol, so the
+// fronts, endings and translators above serve it unchanged.
+var hostTable = map[upstream.HostedKey]*upstream.Dialect{
+	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIChat}:       upstream.AzureOpenAIChat,
+	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIEmbeddings}: upstream.AzureOpenAIEmbeddings,
+	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolGemini}:          upstream.VertexGemini,
+	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolAnthropic}:       upstream.VertexAnthropic,
+}
+
 // translatorTable is the pairs of protocols Sluice translates between: a
 // caller of the first protocol is served by an endpoint that speaks the
 // second through a new translator per execution. An edge exists wherever
@@ -55,6 +67,7 @@ func protocols() ([]*ingress.Front, *upstream.Protocols) {
 	fronts := make([]*ingress.Front, 0, len(protocolTable))
 	p := &upstream.Protocols{
 		Dialects:    make(map[sluice.Protocol]*upstream.Dialect, len(protocolTable)),
+		Hosted:      hostTable,
 		Endings:     make(map[sluice.Protocol]*upstream.Ending, len(protocolTable)),
 		Translators: translatorTable,
 	}
