@@ -476,6 +476,9 @@ type UsageRecord struct {
 	TaskType string // the task type it ran as
 	Pool     string // the pool its upstream capacity came from; "" = none
 	Priority string // the priority class it ran at
+	// Affinity is the request's session-affinity placement (Placement*);
+	// "" when it had none (no seed, or not strategy affinity).
+	Affinity string
 	// Billing is what the request was charged, fixed at admission (account,
 	// plan, price versions) and settled from its measured usage; nil for a
 	// request of an unbilled key or deployment. The ledger writes the charge
@@ -483,6 +486,15 @@ type UsageRecord struct {
 	// written.
 	Billing *Charge
 }
+
+// Session-affinity placements, as UsageRecord.Affinity and the outcome
+// label of sluice_affinity_placements_total say them. The hit rate is
+// hits / (hits + moves).
+const (
+	PlacementHit   = "hit"   // ran on the account its seed was bound to
+	PlacementNew   = "new"   // no binding yet: placed on the account with the most free room
+	PlacementMoved = "moved" // bound, but ran on another account, which is now its binding
+)
 
 // Charge is the money side of one usage record. Amounts are micro-units of
 // the deployment's currency (billing.Micros; int64 here so that package
