@@ -207,6 +207,7 @@ type server struct {
 //	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
 //	GET  /admin/usage?since=&limit=     []UsageRecord
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
+//	GET  /admin/usage/cache?from=&to=&by= CacheReport: prompt-cache tokens and affinity hit rate per account, alias, day
 //	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
 //	GET  /admin/affinity?session=&alias=&tenant= AffinityBinding (or ?seed=): a session-affinity binding
 //	GET  /admin/billing/accounts        []BillingAccount (the catalog's and the stored, with balance and spend)
@@ -268,6 +269,7 @@ func New(opts Options) http.Handler {
 	}
 	s.read("GET /admin/usage", s.listUsage)
 	s.read("GET /admin/usage/policy", s.policyReport)
+	s.read("GET /admin/usage/cache", s.cacheReport)
 	s.read("GET /admin/audit", s.listAudit)
 	s.read("GET /admin/jobs/{id}", s.showJob)
 	s.read("GET /admin/affinity", s.affinityBinding)
