@@ -58,25 +58,34 @@ func (c *call) parseMessages(body []byte) parsed {
 	}
 	req.cached = bytes.Contains(body, []byte(`"cache_control"`))
 	p := parsed{model: req.Model, stream: req.Stream, msgs: &req}
+	if msg := req.invalid(c.ep == epCountTokens); msg != "" {
+		p.err = c.invalidAnthropic(msg)
+	}
+	return p
+}
+
+// invalid says what is wrong with a Messages request ("" nothing); a
+// count has no max_tokens. (Bedrock's requests are Messages requests too.)
+func (req *messagesRequest) invalid(count bool) string {
 	thinking := req.Thinking != nil && req.Thinking.Type == "enabled"
 	switch {
 	case req.Model == "":
-		p.err = c.invalidAnthropic("model: Field required")
+		return "model: Field required"
 	case req.Messages == nil:
-		p.err = c.invalidAnthropic("messages: Field required")
+		return "messages: Field required"
 	case len(req.Messages) == 0:
-		p.err = c.invalidAnthropic("messages: at least one message is required")
-	case c.ep == epCountTokens:
+		return "messages: at least one message is required"
+	case count:
 	case req.MaxTokens == nil:
-		p.err = c.invalidAnthropic("max_tokens: Field required")
+		return "max_tokens: Field required"
 	case *req.MaxTokens < 0:
-		p.err = c.invalidAnthropic("max_tokens: Input should be greater than or equal to 0")
+		return "max_tokens: Input should be greater than or equal to 0"
 	case thinking && req.Thinking.BudgetTokens < 1024:
-		p.err = c.invalidAnthropic("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
 	case thinking && req.Thinking.BudgetTokens >= *req.MaxTokens:
-		p.err = c.invalidAnthropic("`max_tokens` must be greater than `thinking.budget_tokens`.")
+		return "`max_tokens` must be greater than `thinking.budget_tokens`."
 	}
-	return p
+	return ""
 }
 
 // reply answers a Messages request. The system prompt counts as a leading
