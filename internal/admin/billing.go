@@ -33,17 +33,19 @@ type Billing interface {
 	// Declared is the serving catalog's billing section: its accounts and
 	// prices are read-only here.
 	Declared() DeclaredBilling
-	// BalancesChanged is called after an entry was posted, so that this
-	// gateway's balance view reads the store now rather than at its next
-	// periodic refresh (other replicas see it at theirs, within a second).
-	// It returns once the view has read the store, or has given up.
-	BalancesChanged(ctx context.Context)
+	// BillingChanged is called after an entry was posted, an account put
+	// or a price version applied, so that this gateway reads the store now
+	// — its balance view, and the accounts and prices admission uses —
+	// rather than at its next periodic refresh (other replicas see it at
+	// theirs, within a second). It returns once the gateway has read the
+	// store, or has given up.
+	BillingChanged(ctx context.Context)
 }
 
 // DeclaredBilling is what the serving catalog declares for billing.
 type DeclaredBilling struct {
 	Currency string                  // ISO 4217; "" when the catalog has no billing section
-	Billed   bool                    // the catalog has a price plan: every key must be bound
+	Billed   bool                    // the catalog's billing section bills: every key must be bound
 	Accounts []ledger.BillingAccount // billing.accounts, defaults filled
 	Prices   []billing.Price         // billing.plans and billing.costs, every version
 }
@@ -271,6 +273,7 @@ func (s *server) putBillingAccount(w http.ResponseWriter, r *http.Request) error
 	if err := b.PutBillingAccount(ctx, a); err != nil {
 		return err
 	}
+	b.BillingChanged(ctx) // its keys can be bound, and its requests admitted, at once
 	s.wrote(ctx, "billing.accounts.put", slog.String("billing_account", id), slog.String("plan", a.Plan), slog.Bool("created", !existed))
 	out, err := s.findAccount(ctx, b, id)
 	if err != nil {
@@ -414,7 +417,7 @@ func (s *server) postEntry(w http.ResponseWriter, r *http.Request, b Billing, e 
 		return err
 	}
 	if applied {
-		b.BalancesChanged(ctx)
+		b.BillingChanged(ctx)
 	} else {
 		got, err := b.Entries(ctx, e.RequestID)
 		if err != nil {

@@ -99,6 +99,7 @@ func (s *server) applyPrice(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	b.BillingChanged(r.Context()) // this gateway prices with it from its effective time, not a refresh later
 	view := priceView(p, "api", false)
 	all, err := s.prices(r, b)
 	if err == nil {

@@ -23,7 +23,7 @@ import (
 type fakeBilling struct {
 	*memledger.Store
 	declared admin.DeclaredBilling
-	changed  atomic.Int64 // BalancesChanged calls
+	changed  atomic.Int64 // BillingChanged calls
 }
 
 var catalogPrice = billing.Price{Kind: billing.KindPrice, Plan: "standard", Alias: "fast",
@@ -42,8 +42,8 @@ func newFakeBilling(t *testing.T) *fakeBilling {
 	return f
 }
 
-func (f *fakeBilling) Declared() admin.DeclaredBilling     { return f.declared }
-func (f *fakeBilling) BalancesChanged(ctx context.Context) { f.changed.Add(1) }
+func (f *fakeBilling) Declared() admin.DeclaredBilling    { return f.declared }
+func (f *fakeBilling) BillingChanged(ctx context.Context) { f.changed.Add(1) }
 
 func TestBillingAccounts(t *testing.T) {
 	h := newHarness(t)
@@ -121,7 +121,7 @@ func TestTopUpAndAdjustAreIdempotent(t *testing.T) {
 		t.Errorf("entry = %+v; want the admin token's top-up named by the Idempotency-Key", first.Entry)
 	}
 	if n := h.billing.changed.Load(); n != 1 {
-		t.Errorf("BalancesChanged called %d times, want once (for the applied top-up)", n)
+		t.Errorf("BillingChanged called %d times, want once (for the applied top-up)", n)
 	}
 	_, err = h.client.TopUp(ctx, "cat-acct", "invoice-17", admin.MoneyChange{Amount: 20_000_000})
 	wantAPIError(t, "the key again with another amount", err, http.StatusConflict, "idempotency_key_reused")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
+	"github.com/sluicehq/sluice/internal/pipeline"
 )
 
 // The balance view admission reads is refreshed from the ledger store
@@ -18,10 +19,27 @@ const (
 )
 
 // ledgerTotals reads the balance view's totals from the ledger store, in
-// its one query for admission.
-type ledgerTotals struct{ store ledger.Billing }
+// its one query for admission, and with them the billing accounts and
+// price versions of the admin API, which it hands to live (compiled into
+// the serving snapshot only when they changed). So one refresh every
+// second keeps both fresh on every replica, and a view that is fresh was
+// read with the stored accounts: a key bound to one this gateway has not
+// read yet is refused as stale (503), not as unbound.
+type ledgerTotals struct {
+	store ledger.Billing
+	live  *pipeline.Live
+}
 
 func (l ledgerTotals) Totals(ctx context.Context, now time.Time) (billing.Totals, error) {
+	accounts, err := l.store.BillingAccounts(ctx)
+	if err != nil {
+		return billing.Totals{}, err
+	}
+	prices, err := l.store.Prices(ctx)
+	if err != nil {
+		return billing.Totals{}, err
+	}
+	l.live.SetStoredBilling(pipeline.StoredBilling{Accounts: accounts, Prices: prices})
 	b, err := l.store.Balances(ctx, now)
 	if err != nil {
 		return billing.Totals{}, err
@@ -45,8 +63,9 @@ func (l ledgerTotals) Totals(ctx context.Context, now time.Time) (billing.Totals
 	return t, nil
 }
 
-// startBilling keeps the balance view fresh while the catalog serving has
-// a billing section: it reads the balances at once, so that billed
+// startBilling keeps the balance view (and the stored billing accounts and
+// prices) fresh while the catalog serving has a billing section: it reads
+// them at once, so that billed
 // requests are admitted from the start when the store answers, then every
 // billingRefresh in the background. Every failed read is logged.
 func (g *Gateway) startBilling(ctx, run context.Context) {

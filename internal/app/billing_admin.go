@@ -31,17 +31,18 @@ func (a adminBilling) Declared() admin.DeclaredBilling {
 	return d
 }
 
-// BalancesChanged reads the balances now, so that a top-up admits this
-// gateway's requests at once rather than at the next refresh (other
-// replicas read it within billingRefresh).
-func (a adminBilling) BalancesChanged(ctx context.Context) {
+// BillingChanged reads the store now — balances, stored accounts and
+// prices — so that a top-up admits this gateway's requests, and a new
+// account or price version takes effect, at once rather than at the next
+// refresh (other replicas read it within billingRefresh).
+func (a adminBilling) BillingChanged(ctx context.Context) {
 	if !a.g.live.Load().Billing() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingStale)
 	defer cancel()
 	if err := a.g.view.Refresh(ctx); err != nil {
-		a.g.log.LogAttrs(ctx, slog.LevelWarn, "billing balances not read after an admin entry; the periodic refresh reads them", slog.Any("err", err))
+		a.g.log.LogAttrs(ctx, slog.LevelWarn, "billing not read after an admin change; the periodic refresh reads it", slog.Any("err", err))
 	}
 }
 

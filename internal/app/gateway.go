@@ -97,7 +97,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if o.ReloadEvery == 0 {
 		o.ReloadEvery = time.Second
 	}
-	g := &Gateway{log: o.Log, live: &pipeline.Live{}, metrics: metrics.New(), handlers: newHandlers()}
+	g := &Gateway{log: o.Log, live: &pipeline.Live{Log: o.Log}, metrics: metrics.New(), handlers: newHandlers()}
 	// The background loops (capacity, jobs, refreshes) outlive ctx, which
 	// ends at SIGTERM: requests draining still need them. Close stops them.
 	run, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -168,7 +168,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
 		return nil, err
 	}
-	g.view = billing.NewView(ledgerTotals{ledger}, billingStale)
+	g.view = billing.NewView(ledgerTotals{ledger, g.live}, billingStale)
 	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {

@@ -106,6 +106,34 @@ func NewTable(prices []Price) (*Table, error) {
 	return t, nil
 }
 
+// Merge builds the table of the catalog's prices and the stored ones (the
+// admin API's). The catalog wins: a stored version that is not valid, or
+// that the catalog gives at the same instant with other rates, is left
+// out and reported in dropped, so that one bad row never takes the others
+// down with it. err is the catalog's own prices failing NewTable.
+func Merge(catalog, stored []Price) (t *Table, dropped []error, err error) {
+	declared, err := NewTable(catalog)
+	if err != nil {
+		return nil, nil, err
+	}
+	all := slices.Clip(catalog)
+	for _, p := range stored {
+		if err := p.Validate(); err != nil {
+			dropped = append(dropped, err)
+			continue
+		}
+		k := series{p.Kind, p.Plan, p.Alias, p.Model}
+		i := slices.IndexFunc(declared.versions[k], func(d Price) bool { return d.EffectiveFrom.Equal(p.EffectiveFrom) })
+		if i >= 0 && declared.versions[k][i].Rates != p.Rates {
+			dropped = append(dropped, fmt.Errorf("%s %s is in the catalog with other rates", p.Kind, p.Version()))
+			continue
+		}
+		all = append(all, p)
+	}
+	t, err = NewTable(all) // the store keeps one version per instant: this fails only on a store that contradicts itself
+	return t, dropped, err
+}
+
 // Price is the price of alias under plan in force at at: the version with
 // the latest EffectiveFrom not after at. ok is false when there is none.
 func (t *Table) Price(plan, alias string, at time.Time) (p Price, ok bool) {

@@ -107,3 +107,37 @@ func TestNewTableRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Merge keeps the stored versions beside the catalog's, and where the
+// catalog gives the same instant with other rates, or a stored version is
+// not valid, leaves the stored one out and says so; the others still count.
+func TestMergeCatalogWins(t *testing.T) {
+	later := dec1.Add(time.Hour)
+	catalog := []billing.Price{price("standard", "fast", dec1, 1)}
+	stored := []billing.Price{
+		price("standard", "fast", dec1, 9), // conflicts: the catalog's stays
+		price("standard", "fast", later, 2),
+		price("gold", "fast", dec1, 3),
+		{Kind: billing.KindPrice, Plan: "gold", EffectiveFrom: dec1}, // no alias
+		price("standard", "fast", dec1, 1),                           // the catalog's own version again: fine
+	}
+	tab, dropped, err := billing.Merge(catalog, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 2 || !strings.Contains(dropped[0].Error(), "standard/fast@2026-12-01T00:00:00Z is in the catalog with other rates") {
+		t.Errorf("dropped = %v, want the conflicting version and the one without alias", dropped)
+	}
+	for _, tt := range []struct {
+		plan string
+		at   time.Time
+		want billing.Micros
+	}{{"standard", dec1, 1}, {"standard", later, 2}, {"gold", later, 3}} {
+		if p, ok := tab.Price(tt.plan, "fast", tt.at); !ok || p.Rates.Input != tt.want {
+			t.Errorf("%s at %s = %+v, %v; want input %d", tt.plan, tt.at, p, ok, tt.want)
+		}
+	}
+	if _, _, err := billing.Merge([]billing.Price{catalog[0], price("standard", "fast", dec1, 2)}, nil); err == nil {
+		t.Error("Merge of a catalog that contradicts itself succeeded")
+	}
+}

@@ -12,9 +12,10 @@ import (
 
 // Billing is the catalog's billing section: what each alias is sold for
 // under each price plan, what each upstream model costs the platform, and
-// the billing accounts keys are charged to. A catalog with a price plan is
-// billed: every key must name a billing account. Balances are not here:
-// they live in the ledger.
+// the billing accounts keys are charged to. The section is what turns
+// billing on (see Billed). Balances are not here: they live in the ledger;
+// billing accounts and price versions made through the admin API are
+// stored there too, and merged with these when the gateway serves.
 type Billing struct {
 	Currency string           `yaml:"currency"` // ISO 4217 code of every amount; default USD
 	Plans    []Plan           `yaml:"plans"`
@@ -22,8 +23,13 @@ type Billing struct {
 	Accounts []BillingAccount `yaml:"accounts"`
 }
 
-// Billed reports whether the catalog bills its keys.
-func (b *Billing) Billed() bool { return len(b.Plans) > 0 }
+// Billed reports whether the catalog bills its keys: its billing section
+// names a currency, a price plan or a billing account. Then every key must
+// be bound to a billing account, of the catalog or of the admin API, so
+// that `billing: {currency: USD}` alone bills with accounts and prices
+// that all come from the admin API. A section with only costs bills no
+// one: it counts what requests cost the platform.
+func (b *Billing) Billed() bool { return b.Currency != "" || len(b.Plans) > 0 || len(b.Accounts) > 0 }
 
 // Plan is a named price list: what a billing account on it pays per alias.
 type Plan struct {
@@ -103,10 +109,10 @@ func (m Money) MarshalYAML() (any, error) { return billing.Micros(m).String(), n
 // Micros is the amount.
 func (m Money) Micros() billing.Micros { return billing.Micros(m) }
 
-// applyBillingDefaults fills the billing section's defaults: currency USD;
-// accounts max_inflight 1, on_limit wait.
+// applyBillingDefaults fills the billing section's defaults: currency USD
+// when it bills; accounts max_inflight 1, on_limit wait.
 func applyBillingDefaults(b *Billing) {
-	if len(b.Plans) > 0 || len(b.Costs) > 0 || len(b.Accounts) > 0 {
+	if b.Billed() {
 		setString(&b.Currency, "USD")
 	}
 	for i := range b.Accounts {
@@ -163,10 +169,7 @@ func (v *validator) billing() {
 		}
 		v.version(path, c.RateText, c.EffectiveFrom, c.Model, versions)
 	}
-	v.billingAccounts = make(map[string]bool)
-	for id := range v.unique("billing.accounts", "id", len(b.Accounts), func(i int) string { return b.Accounts[i].ID }) {
-		v.billingAccounts[id] = true
-	}
+	v.unique("billing.accounts", "id", len(b.Accounts), func(i int) string { return b.Accounts[i].ID })
 	for i, a := range b.Accounts {
 		at := fmt.Sprintf("billing.accounts[%d]", i)
 		switch {
@@ -216,7 +219,7 @@ func (v *validator) version(path string, rates billing.RateText, from, subject s
 // it counts.
 func (v *validator) budgets(at string, b Budgets) {
 	if b != (Budgets{}) && !v.c.Billing.Billed() {
-		v.addf(at, "needs billing.plans: budgets count what is billed")
+		v.addf(at, "needs a billing section (at least billing.currency): budgets count what is billed")
 	}
 }
 
@@ -228,14 +231,15 @@ func (v *validator) costBudget(at string, m Money) {
 	}
 }
 
-// keyBilling checks a key's billing account and budgets.
+// keyBilling checks a key's billing account and budgets. The account may
+// be one the catalog does not declare: billing accounts are also made
+// through the admin API, which the catalog does not see. A key bound to
+// an account known nowhere is refused at admission (access_key_unbound),
+// and the gateway logs it; a key of the admin API is checked against the
+// stored accounts too (pipeline's Snapshot.CheckKey).
 func (v *validator) keyBilling(at string, k *Key) {
-	switch {
-	case k.BillingAccount == "":
-	case !v.c.Billing.Billed():
-		v.addf(field(at, "billing_account"), "needs billing.plans: the catalog bills no one")
-	case !v.billingAccounts[k.BillingAccount]:
-		v.addf(field(at, "billing_account"), "unknown billing account %q", k.BillingAccount)
+	if k.BillingAccount != "" && !v.c.Billing.Billed() {
+		v.addf(field(at, "billing_account"), "needs a billing section (at least billing.currency): the catalog bills no one")
 	}
 	v.budgets(field(at, "budgets"), k.Budgets)
 }

@@ -62,7 +62,6 @@ func TestBillingValidation(t *testing.T) {
 			`output: "2.40", effective_from: "2026-01-01T00:00:00Z"}
         - {alias: fast, input: "0.70", effective_from: "2026-01-01T01:00:00+01:00"}`,
 			`billing.plans[0].prices[1].effective_from: "fast" already has a version from 2026-01-01T01:00:00+01:00`},
-		{"UnknownAccount", "billing_account: acme}", "billing_account: acne}", `keys[0].billing_account: unknown billing account "acne"`},
 		{"OnLimit", "{id: acme, plan: standard}", "{id: acme, plan: standard, on_limit: queue}", `billing.accounts[0].on_limit: must be wait or refuse, got "queue"`},
 		{"Currency", "billing:\n", "billing:\n  currency: usd\n", `billing.currency: want an ISO 4217 code such as USD, got "usd"`},
 		{"DuplicateAccount", "    - {id: acme, plan: standard}\n", "    - {id: acme, plan: standard}\n    - {id: acme, plan: standard}\n", `billing.accounts[1].id: duplicate id "acme"`},
@@ -78,6 +77,25 @@ func TestBillingValidation(t *testing.T) {
 				t.Errorf("Load = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The billing section is what bills: its currency alone bills every key,
+// with billing accounts and prices from the admin API, which the catalog
+// does not see — so a key may name an account the catalog does not
+// declare. A section with only costs bills no one.
+func TestBillingFromTheAdminAPI(t *testing.T) {
+	doc := baseYAML + "billing: {currency: EUR}\n"
+	c, err := Load([]byte(strings.Replace(doc, "models: [fast]}", "models: [fast], billing_account: stored-acct}", 1)), lookup(testEnv))
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if !c.Billing.Billed() || c.Keys[0].BillingAccount != "stored-acct" {
+		t.Errorf("billed %v, key bound to %q; want billed, bound to stored-acct", c.Billing.Billed(), c.Keys[0].BillingAccount)
+	}
+	costs := baseYAML + "billing:\n  costs:\n    - {model: gpt-4o-mini, input: \"0.15\", effective_from: \"2026-01-01T00:00:00Z\"}\n"
+	if c, err := Load([]byte(costs), lookup(testEnv)); err != nil || c.Billing.Billed() {
+		t.Errorf("costs only: Load = %v, billed %v; want valid and unbilled", err, c != nil && c.Billing.Billed())
 	}
 }
 
@@ -104,8 +122,8 @@ func TestBudgetsDecode(t *testing.T) {
 // accepted and ignored.
 func TestBillingNeeded(t *testing.T) {
 	for doc, want := range map[string]string{
-		strings.Replace(baseYAML, "models: [fast]}", "models: [fast], billing_account: acme}", 1):              `keys[0].billing_account: needs billing.plans`,
-		strings.Replace(baseYAML, "models: [fast]}", `models: [fast], budgets: {day: "1"}}`, 1):                `keys[0].budgets: needs billing.plans`,
+		strings.Replace(baseYAML, "models: [fast]}", "models: [fast], billing_account: acme}", 1):              `keys[0].billing_account: needs a billing section`,
+		strings.Replace(baseYAML, "models: [fast]}", `models: [fast], budgets: {day: "1"}}`, 1):                `keys[0].budgets: needs a billing section`,
 		strings.Replace(baseYAML, "[org-1, anthropic-k1]}", `[org-1, anthropic-k1], cost_budget_day: "5"}`, 1): `pools[0].cost_budget_day: needs billing.costs`,
 	} {
 		if _, err := Load([]byte(doc), lookup(testEnv)); err == nil || !strings.Contains(err.Error(), want) {

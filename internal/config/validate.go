@@ -69,8 +69,7 @@ type validator struct {
 	aliases      map[string]bool
 	poolIDs      map[string]bool
 
-	plans           map[string]bool // billing plan IDs
-	billingAccounts map[string]bool // billing account IDs
+	plans map[string]bool // billing plan IDs
 }
 
 func (v *validator) addf(path, format string, args ...any) {

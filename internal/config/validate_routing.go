@@ -160,10 +160,6 @@ func (v *validator) index() {
 	for i, tt := range v.c.TaskTypes {
 		v.tasks[tt.ID] = i
 	}
-	v.billingAccounts = map[string]bool{}
-	for _, a := range v.c.Billing.Accounts {
-		v.billingAccounts[a.ID] = true
-	}
 }
 
 // key checks what a key carries besides its ID and secret; at is the

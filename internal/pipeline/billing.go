@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -18,10 +21,12 @@ import (
 // its measured usage at that version and counts the charge in the balance
 // view before the request's claims are released.
 
-// compiledBilling is the billing section of a catalog.
+// compiledBilling is the billing section of a catalog, with the billing
+// accounts and price versions of the admin API merged in (see withStored).
 type compiledBilling struct {
-	billed   bool // the catalog has a price plan: every key must be bound
-	table    *billing.Table
+	billed   bool           // the catalog has a billing section that bills: every key must be bound
+	table    *billing.Table // the catalog's prices and the stored ones
+	declared []billing.Price
 	accounts map[string]*billingAccount
 	tenants  map[string]sluice.Budgets          // the tenants' budgets
 	costs    map[billing.Subject]billing.Micros // pools' and task types' cost budgets per day
@@ -35,10 +40,16 @@ type billingAccount struct {
 	unit     store.Unit // its concurrency: "billing:<id>", a limit every request of it claims
 }
 
-// compileBilling compiles c's billing section; nil when it has none.
+func newBillingAccount(id, plan string, maxInflight int, onLimit string, reserve bool, b sluice.Budgets) *billingAccount {
+	return &billingAccount{id: id, plan: plan, reserve: reserve, budgets: b,
+		unit: store.Unit{ID: "billing:" + id, Cap: max(maxInflight, 1), Refuse: onLimit == sluice.OnLimitRefuse}}
+}
+
+// compileBilling compiles c's billing section; nil when it has none that
+// bills or counts costs.
 func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 	b := &c.Billing
-	if len(b.Plans) == 0 && len(b.Costs) == 0 {
+	if !b.Billed() && len(b.Costs) == 0 {
 		return nil, nil
 	}
 	var prices []billing.Price
@@ -62,11 +73,10 @@ func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 	if err != nil {
 		return nil, err
 	}
-	cb := &compiledBilling{billed: b.Billed(), table: table, accounts: map[string]*billingAccount{},
+	cb := &compiledBilling{billed: b.Billed(), table: table, declared: prices, accounts: map[string]*billingAccount{},
 		tenants: map[string]sluice.Budgets{}, costs: map[billing.Subject]billing.Micros{}}
 	for _, a := range b.Accounts {
-		cb.accounts[a.ID] = &billingAccount{id: a.ID, plan: a.Plan, reserve: a.Reserve, budgets: budgets(a.Budgets),
-			unit: store.Unit{ID: "billing:" + a.ID, Cap: a.MaxInflight, Refuse: a.OnLimit == sluice.OnLimitRefuse}}
+		cb.accounts[a.ID] = newBillingAccount(a.ID, a.Plan, a.MaxInflight, a.OnLimit, a.Reserve, budgets(a.Budgets))
 	}
 	for _, t := range c.Tenants {
 		if t.Budgets != (config.Budgets{}) {
@@ -84,6 +94,48 @@ func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 		}
 	}
 	return cb, nil
+}
+
+// StoredBilling is what the admin API stored for billing: billing accounts
+// and price versions, as the ledger store lists them.
+type StoredBilling struct {
+	Accounts []ledger.BillingAccount
+	Prices   []billing.Price
+}
+
+// equal reports whether a and b list the same accounts and versions.
+func (a *StoredBilling) equal(b *StoredBilling) bool {
+	return slices.Equal(a.Accounts, b.Accounts) && slices.EqualFunc(a.Prices, b.Prices, func(x, y billing.Price) bool {
+		return x.Kind == y.Kind && x.Version() == y.Version() && x.Rates == y.Rates
+	})
+}
+
+// withStored returns cb with the stored accounts and prices merged in,
+// and what it left out, for the caller to log. The catalog wins: a stored
+// account with the ID of a catalog account is left out, and so is a
+// stored price version the catalog gives at the same instant with other
+// rates. cb itself is not changed.
+func (cb *compiledBilling) withStored(sb *StoredBilling) (*compiledBilling, []error) {
+	if cb == nil || (len(sb.Accounts) == 0 && len(sb.Prices) == 0) {
+		return cb, nil
+	}
+	out := *cb
+	table, dropped, err := billing.Merge(cb.declared, sb.Prices)
+	if err != nil {
+		dropped = append(dropped, fmt.Errorf("the stored prices are left out: %w", err))
+	} else {
+		out.table = table
+	}
+	out.accounts = maps.Clone(cb.accounts)
+	for _, a := range sb.Accounts {
+		if _, declared := cb.accounts[a.ID]; declared {
+			dropped = append(dropped, fmt.Errorf("billing account %s is declared in the catalog: the stored one is left out", a.ID))
+			continue
+		}
+		out.accounts[a.ID] = newBillingAccount(a.ID, a.Plan, a.MaxInflight, a.OnLimit, a.Reserve,
+			sluice.Budgets{Day: int64(a.Budgets.Day), Month: int64(a.Budgets.Month)})
+	}
+	return &out, dropped
 }
 
 // version is p with the rates and start the catalog gives it.
@@ -146,6 +198,12 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 	if cb.billed {
 		a := cb.accounts[k.BillingAccount]
 		if a == nil {
+			if k.BillingAccount != "" && !h.view.Fresh(time.Now()) {
+				// The account may be one of the admin API's that this
+				// gateway has not read yet (it reads them with the balances).
+				h.metrics.BillingUnavailable.Inc()
+				return nil, errBillingStale
+			}
 			return nil, errBillingUnbound
 		}
 		price, ok := cb.table.Price(a.plan, req.Model, req.Received)
@@ -310,7 +368,8 @@ func (h *Handler) jobCharging(snap *Snapshot, job *store.Job) *charging {
 }
 
 // Billing reports whether the catalog has a billing section: requests are
-// then admitted on the balance view, which must be kept fresh.
+// then admitted on the balance view, which must be kept fresh, and on the
+// stored billing accounts and prices (Live.SetStoredBilling).
 func (s *Snapshot) Billing() bool { return s.billing != nil }
 
 // Prices are the price and cost versions the catalog declares, for the
@@ -319,5 +378,11 @@ func (s *Snapshot) Prices() []billing.Price {
 	if s.billing == nil {
 		return nil
 	}
-	return s.billing.table.All()
+	return slices.Clone(s.billing.declared)
+}
+
+// BillingAccount reports whether id is a billing account keys of this
+// snapshot may be bound to: the catalog's, or a stored one.
+func (s *Snapshot) BillingAccount(id string) bool {
+	return s.billing != nil && s.billing.accounts[id] != nil
 }

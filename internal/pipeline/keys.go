@@ -73,12 +73,16 @@ func configKey(k *sluice.Key) config.Key {
 
 // CheckKey checks a key of the admin API against this catalog, by the rules
 // and with the messages of the catalog's own keys, and fills its defaults
-// as the catalog's keys get them.
+// as the catalog's keys get them. Its billing account must be one this
+// snapshot bills: the catalog's, or one of the admin API's.
 func (s *Snapshot) CheckKey(k *sluice.Key) error {
 	ck := configKey(k)
 	config.ApplyKeyDefaults(&ck)
 	if err := config.ValidateKey(s.Catalog, &ck); err != nil {
 		return err
+	}
+	if k.BillingAccount != "" && !s.BillingAccount(k.BillingAccount) {
+		return fmt.Errorf("billing_account: unknown billing account %q (neither the catalog nor the admin API has it)", k.BillingAccount)
 	}
 	k.Priority, k.Policy.Mode, k.OnLimit = ck.Priority, ck.Policy.Mode, ck.OnLimit
 	return nil
@@ -98,14 +102,17 @@ func (s *Snapshot) compileKeyPolicy(k *sluice.Key) (keyPolicy, error) {
 }
 
 // withStored returns a copy of s that also knows the keys of the admin API,
-// each compiled against s. A stored key whose policy names a pool or an
-// account s lacks is kept, unbound: its requests get access_key_unbound
-// until the catalog has them again. A stored key never shadows a catalog
-// key of the same ID. s itself is not changed.
-func (s *Snapshot) withStored(stored []*sluice.Key) *Snapshot {
+// each compiled against s, and bills with cb (s's billing with the stored
+// accounts and prices merged in; see compiledBilling.withStored). A stored
+// key whose policy names a pool or an account s lacks is kept, unbound:
+// its requests get access_key_unbound until the catalog has them again. A
+// stored key never shadows a catalog key of the same ID. s itself is not
+// changed.
+func (s *Snapshot) withStored(stored []*sluice.Key, cb *compiledBilling) *Snapshot {
 	c := *s
 	c.keys = maps.Clone(s.keys)
 	c.limits = maps.Clone(s.limits)
+	c.billing = cb
 	for _, k := range stored {
 		if _, static := s.keys[k.ID]; static {
 			continue
@@ -132,11 +139,15 @@ func (s *Snapshot) keyLimit(k *sluice.Key) {
 	}
 }
 
-// keyring is the keys of the admin API that Live compiles into each
-// snapshot, and the last snapshot compiled from the catalog alone.
+// keyring is what the admin API stored that Live compiles into each
+// snapshot — keys, billing accounts and prices — and the last snapshot
+// compiled from the catalog alone.
 type keyring struct {
 	catalog *Snapshot
 	stored  []*sluice.Key
+	billing StoredBilling
+	read    bool             // billing was read from the store at least once
+	merged  *compiledBilling // catalog.billing with billing merged in
 }
 
 // SetStoredKeys makes the keys of the admin API part of the snapshot
@@ -149,8 +160,66 @@ func (l *Live) SetStoredKeys(keys []*sluice.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keyring.stored = keys
+	l.publish()
+}
+
+// SetStoredBilling makes the billing accounts and price versions of the
+// admin API part of the snapshot requests use, merged with the serving
+// catalog's (which wins on a conflict: what it leaves out is logged), and
+// with every later catalog's. The balance refresh calls it with what it
+// read, every second; it recompiles only when that changed. The version of
+// the snapshot does not change.
+func (l *Live) SetStoredBilling(b StoredBilling) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.keyring.read && l.keyring.billing.equal(&b) {
+		return
+	}
+	l.keyring.billing, l.keyring.read = b, true
 	if l.keyring.catalog != nil {
-		l.cur.Store(l.keyring.catalog.withStored(keys))
+		l.mergeBilling()
+		l.publish()
+	}
+}
+
+// mergeBilling merges the stored billing into the catalog's, and logs what
+// it left out and the keys bound to an account known nowhere. l.mu is held.
+func (l *Live) mergeBilling() {
+	kr := &l.keyring
+	merged, dropped := kr.catalog.billing.withStored(&kr.billing)
+	kr.merged = merged
+	log := l.Log
+	if log == nil || merged == nil || !kr.read {
+		return
+	}
+	for _, err := range dropped {
+		log.Warn("a stored billing account or price is not used", "err", err)
+	}
+	if !merged.billed {
+		return
+	}
+	var unbound []string
+	for _, k := range kr.catalog.StaticKeys {
+		if k.BillingAccount != "" && merged.accounts[k.BillingAccount] == nil {
+			unbound = append(unbound, k.ID)
+		}
+	}
+	for _, k := range kr.stored {
+		if _, static := kr.catalog.keys[k.ID]; !static && k.BillingAccount != "" && merged.accounts[k.BillingAccount] == nil {
+			unbound = append(unbound, k.ID)
+		}
+	}
+	if len(unbound) > 0 {
+		log.Warn("keys are bound to billing accounts neither the catalog nor the admin API has: their requests are refused with access_key_unbound",
+			"keys", unbound)
+	}
+}
+
+// publish makes the catalog's snapshot with what the admin API stored the
+// current one. l.mu is held.
+func (l *Live) publish() {
+	if l.keyring.catalog != nil {
+		l.cur.Store(l.keyring.catalog.withStored(l.keyring.stored, l.keyring.merged))
 	}
 }
 

@@ -8,6 +8,7 @@ package pipeline
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,7 @@ type Snapshot struct {
 	weights map[string]int        // tenant → fair-queueing weight
 	keys    map[string]keyPolicy  // by key ID: the catalog's, and the admin API's (see Live.SetStoredKeys)
 	pools   map[string]compiledPool
-	billing *compiledBilling // nil: the catalog has no billing section
+	billing *compiledBilling // nil: the catalog has no billing section; with the admin API's accounts and prices merged in
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -122,6 +123,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		}
 		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
 			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
+		if cr.AWS, err = cc.AccessKey(lookupEnv); err != nil {
+			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
+		}
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
@@ -252,7 +256,7 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 		ps[i] = sluice.Protocol(p)
 	}
 	return &sluice.Endpoint{
-		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models, Host: e.Host(),
+		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models,
 		Timeouts: sluice.Timeouts{
 			Connect: e.Timeouts.Connect.D(), FirstByte: e.Timeouts.FirstByte.D(),
 			Idle: e.Timeouts.Idle.D(), Total: e.Timeouts.Total.D(),
@@ -348,9 +352,12 @@ func (s *Snapshot) BreakerSettings(endpointID string) (failures int, open time.D
 
 // Live holds the snapshot requests use. Load it once per request.
 type Live struct {
+	// Log receives what compiling the admin API's billing into a snapshot
+	// left out (see SetStoredBilling); nil: not logged.
+	Log     *slog.Logger
 	cur     atomic.Pointer[Snapshot]
 	version atomic.Int64
-	mu      sync.Mutex // serialises Swap and SetStoredKeys; guards keyring
+	mu      sync.Mutex // serialises Swap, SetStoredKeys and SetStoredBilling; guards keyring
 	keyring keyring
 }
 
@@ -367,5 +374,6 @@ func (l *Live) Swap(s *Snapshot) {
 		s.Routes.Inherit(prev.Routes) // attempts running under prev still count for least-inflight
 	}
 	l.keyring.catalog = s
-	l.cur.Store(s.withStored(l.keyring.stored))
+	l.mergeBilling()
+	l.publish()
 }
