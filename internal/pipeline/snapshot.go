@@ -123,9 +123,6 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		}
 		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
 			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
-		if cr.AWS, err = cc.AccessKey(lookupEnv); err != nil {
-			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
-		}
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
@@ -256,7 +253,7 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 		ps[i] = sluice.Protocol(p)
 	}
 	return &sluice.Endpoint{
-		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models,
+		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models, Host: e.Host(),
 		Timeouts: sluice.Timeouts{
 			Connect: e.Timeouts.Connect.D(), FirstByte: e.Timeouts.FirstByte.D(),
 			Idle: e.Timeouts.Idle.D(), Total: e.Timeouts.Total.D(),
