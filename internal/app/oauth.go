@@ -57,7 +57,7 @@ func (t *credentialTokens) attach(c *config.Catalog, snap *pipeline.Snapshot) er
 			key = make([]byte, config.SecretKeySize)
 			rand.Read(key)
 		}
-		if t.m, err = oauth.New(oauth.Options{DB: t.db, Key: key, Log: t.log, Disable: t.disable}); err != nil {
+		if t.m, err = oauth.New(oauth.Options{DB: t.db, Key: key, Log: t.log, Disable: t.disable, LookupEnv: t.lookupEnv}); err != nil {
 			return err
 		}
 		t.run(t.m)

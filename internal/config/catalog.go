@@ -210,11 +210,17 @@ type Credential struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
-// OAuth is an OAuth2 refresh-token credential (RFC 6749 §6): Sluice trades
-// the refresh token for access tokens at TokenURL, before each expires, and
-// keeps the tokens (a rotated refresh token included) in the database,
-// encrypted with server.secret_key_env or secret_key_file.
+// OAuth is an OAuth2 credential: Sluice obtains access tokens at TokenURL
+// by its Grant, before each expires, and keeps them (a rotated refresh
+// token included) in the database, encrypted with server.secret_key_env
+// or secret_key_file, for every replica (oauth_grant.go).
 type OAuth struct {
+	// Grant is how access tokens are obtained: refresh_token (default; RFC
+	// 6749 §6, a subscription account), client_credentials (RFC 6749 §4.4:
+	// client_id and a client secret, as Microsoft Entra ID issues tokens
+	// for Azure OpenAI) or jwt_bearer (RFC 7523: an assertion signed with a
+	// Google service account's key, for Vertex AI).
+	Grant    string `yaml:"grant"`
 	TokenURL string `yaml:"token_url"`
 	ClientID string `yaml:"client_id"`
 	// RefreshTokenFile holds the refresh token that seeds the credential;
@@ -226,6 +232,14 @@ type OAuth struct {
 	// object with the same members, which some subscription providers'
 	// token endpoints require).
 	Body string `yaml:"body"`
+	// ClientSecretEnv or ClientSecretFile hold the client secret of grant
+	// client_credentials.
+	ClientSecretEnv  string `yaml:"client_secret_env"`
+	ClientSecretFile string `yaml:"client_secret_file"`
+	// ServiceAccountFile is a Google service account's JSON key, of grant
+	// jwt_bearer: its client_email issues the assertion, its private_key
+	// signs it, and its token_uri is the token URL unless token_url says.
+	ServiceAccountFile string `yaml:"service_account_file"`
 }
 
 // OAuth request bodies (OAuth.Body).
@@ -236,7 +250,8 @@ const (
 
 // Set reports whether the oauth block says anything.
 func (o *OAuth) Set() bool {
-	return o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0 || o.Body != ""
+	return o.Grant != "" || o.TokenURL != "" || o.ClientID != "" || o.RefreshTokenFile != "" || len(o.Scopes) > 0 || o.Body != "" ||
+		o.ClientSecretEnv != "" || o.ClientSecretFile != "" || o.ServiceAccountFile != ""
 }
 
 // Model is a public alias with its deployments.

@@ -90,22 +90,16 @@ func (v *validator) credentialSecret(at string, cr *Credential) {
 		v.addf(at, "set only one of secret_env, secret_file and oauth")
 	}
 	o, at := &cr.OAuth, at+".oauth"
+	tokenURL, known := v.oauthGrant(at, o)
 	// The URL is not quoted back, as for base_url.
-	switch u, err := url.Parse(o.TokenURL); {
-	case o.TokenURL == "":
+	switch u, err := url.Parse(tokenURL); {
+	case !known:
+	case tokenURL == "":
 		v.addf(at+".token_url", "required")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		v.addf(at+".token_url", "must be an absolute http:// or https:// URL")
 	case u.User != nil:
 		v.addf(at+".token_url", "must not contain user info")
-	}
-	if o.ClientID == "" {
-		v.addf(at+".client_id", "required")
-	}
-	if o.RefreshTokenFile == "" {
-		v.addf(at+".refresh_token_file", "required")
-	} else if _, err := o.RefreshToken(); err != nil {
-		v.secret(at, err)
 	}
 	if o.Body != "" && o.Body != OAuthBodyForm && o.Body != OAuthBodyJSON {
 		v.addf(at+".body", "must be form or json")

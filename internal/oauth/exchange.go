@@ -28,15 +28,15 @@ const defaultLifetime = time.Hour
 // maxAnswer bounds what is read of a token endpoint's answer.
 const maxAnswer = 64 << 10
 
-// exchange trades refreshToken for an access token at the spec's token
-// endpoint: a POST with grant_type refresh_token, the client ID and the
-// scopes (RFC 6749 §6), form-encoded or, when the spec says so, as a JSON
-// object. Errors hold no token and none of the answer but its OAuth error
-// code.
+// exchange asks the spec's token endpoint for an access token by the
+// spec's grant (tokenRequest; refreshToken is the stored one, for the
+// refresh_token grant): a POST, form-encoded or, when the spec says so, as
+// a JSON object. Errors hold no token, secret or assertion, and none of the
+// answer but its OAuth error code.
 func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (grant, error) {
-	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {sp.ClientID}}
-	if len(sp.Scopes) > 0 {
-		params.Set("scope", strings.Join(sp.Scopes, " "))
+	params, err := m.tokenRequest(sp, refreshToken)
+	if err != nil {
+		return grant{}, err
 	}
 	payload, contentType := params.Encode(), "application/x-www-form-urlencoded"
 	if sp.Body == config.OAuthBodyJSON {
@@ -49,7 +49,7 @@ func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.TokenURL, strings.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.TokenEndpoint(), strings.NewReader(payload))
 	if err != nil {
 		return grant{}, errors.New("token_url is not a valid URL")
 	}
@@ -72,7 +72,7 @@ func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(body, &e)
-		if e.Error == "invalid_grant" && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		if refused(sp, e.Error) && resp.StatusCode >= 400 && resp.StatusCode < 500 {
 			return grant{}, errInvalidGrant
 		}
 		return grant{}, fmt.Errorf("the token endpoint answered %d%s", resp.StatusCode, errorCode(e.Error))

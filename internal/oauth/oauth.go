@@ -1,7 +1,9 @@
-// Package oauth keeps the access tokens of OAuth2 refresh-token credentials
-// (subscription accounts): each credential's access token is obtained with
-// the refresh_token grant (RFC 6749 §6) and refreshed before it expires, in
-// the background, so no request waits for it.
+// Package oauth keeps the access tokens of OAuth2 credentials: each
+// credential's access token is obtained by its grant (grant.go: the
+// refresh_token grant of RFC 6749 §6 for subscription accounts,
+// client_credentials for Microsoft Entra ID, RFC 7523's jwt_bearer for a
+// Google service account) and refreshed before it expires, in the
+// background, so no request waits for it.
 //
 // The tokens live in the database (table oauth_tokens), sealed with AES-GCM
 // under the operator's key, so that every replica shares one: a refresh
@@ -12,9 +14,10 @@
 // disables the credential (Options.Disable); any other failure is retried
 // with backoff, and the credential serves while its access token is valid.
 //
-// The operator's refresh_token_file seeds the row; a token written there
-// later (another than the one that seeded the row, compared by keyed hash)
-// replaces the one held, however often that was rotated since.
+// The operator's refresh_token_file (or client secret, or service account
+// key) seeds the row; a token written there later (another than the one
+// that seeded the row, compared by keyed hash) replaces the one held,
+// however often that was rotated since.
 //
 // No token, and no answer of the token endpoint, ever reaches a log or an
 // error: errors name the credential, the status and the OAuth error code.
@@ -26,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -55,6 +59,9 @@ type Options struct {
 	Client *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// LookupEnv reads the environment variables that hold client secrets;
+	// nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 }
 
 // Manager keeps the access tokens of the catalog's oauth credentials. Safe
@@ -86,6 +93,9 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
 	}
 	if o.Disable == nil {
 		o.Disable = func(context.Context, string, string) {}
@@ -175,7 +185,7 @@ func (m *Manager) warn(ctx context.Context, id, msg string, err error) {
 // errInvalidGrant is the token endpoint refusing the refresh token: spent
 // (another client rotated it), revoked or expired. Only a new refresh
 // token brings the credential back.
-var errInvalidGrant = errors.New("the token endpoint refused the refresh token (invalid_grant)")
+var errInvalidGrant = errors.New("the token endpoint refused the credential's grant (invalid_grant)")
 
 // errNotSeeded is a refresh of a credential whose row is missing.
 var errNotSeeded = errors.New("no stored tokens yet")

@@ -25,7 +25,7 @@ type Source struct {
 
 	mu       sync.Mutex // held by a seed or a refresh; guards the fields below
 	seeded   string     // seed hash of the file's token last reconciled with the row
-	dead     bool       // the refresh token was refused: only a new one in the file helps
+	dead     bool       // the grant was refused: only a new seed (a new refresh token in the file) helps
 	failures int        // failed refreshes in a row
 	retryAt  time.Time  // no refresh before this, after a failure
 }
@@ -91,9 +91,9 @@ func (s *Source) refresh(ctx context.Context, refused string) {
 		s.failures, s.retryAt = 0, time.Time{}
 	case errors.Is(err, errInvalidGrant):
 		s.dead = true
-		s.m.o.Log.LogAttrs(ctx, slog.LevelError, "oauth: the refresh token was refused; the credential is disabled until a new refresh token is written to its file and it is enabled",
-			slog.String("credential_id", s.id))
-		s.m.o.Disable(ctx, s.id, "auth: the OAuth token endpoint refused the refresh token (invalid_grant)")
+		s.m.o.Log.LogAttrs(ctx, slog.LevelError, "oauth: the token endpoint refused the credential's grant; it is disabled until its seed (refresh token file, client secret or service account key) is replaced and it is enabled",
+			slog.String("credential_id", s.id), slog.String("grant", s.spec.Load().GrantType()))
+		s.m.o.Disable(ctx, s.id, "auth: the OAuth token endpoint refused the credential's "+s.spec.Load().GrantType()+" grant (invalid_grant or invalid_client)")
 	default:
 		s.failures++
 		wait := backoff(s.failures)
@@ -168,11 +168,13 @@ func (s *Source) refreshRow(ctx context.Context, refused string) error {
 // wins). Then it takes the stored access token if that is valid.
 func (s *Source) seed(ctx context.Context) error {
 	m := s.m
-	rt, err := s.spec.Load().RefreshToken()
+	sp := s.spec.Load()
+	seed, err := sp.Seed(m.o.LookupEnv)
 	if err != nil {
 		return describe(s.id, err)
 	}
-	hash := m.vault.seedHash(rt)
+	hash := m.vault.seedHash(seedMaterial(sp, seed))
+	rt := storedSeed(sp, seed)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hash == s.seeded {

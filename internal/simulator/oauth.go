@@ -16,7 +16,9 @@ import (
 
 // OAuthTokenPath is the simulator's OAuth2 token endpoint: POST a
 // form-encoded refresh_token grant (RFC 6749 §6) with a refresh token from
-// NewRefreshToken and any client_id. The answer is a bearer access token,
+// NewRefreshToken and any client_id (or a cloud's grant: jwt-bearer for a
+// service account of RegisterServiceAccount, client_credentials for an
+// application of RegisterClient; vertex.go). The answer is a bearer access token,
 // which the other endpoints accept as a key until it expires, and a new
 // refresh token: the one sent is spent (rotation), and sending it again is
 // invalid_grant, as for an unknown one. An Anthropic request made with such
@@ -136,6 +138,8 @@ func (s *Simulator) oauthToken(w http.ResponseWriter, r *http.Request) {
 	case o.fail != 0:
 		oauthError(w, o.fail, "server_error")
 		return
+	case params.Get("grant_type") != "refresh_token" && s.cloudGrant(w, r, params):
+		return // a cloud's grant (vertex.go)
 	case params.Get("grant_type") != "refresh_token":
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
