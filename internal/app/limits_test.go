@@ -41,7 +41,7 @@ func TestKeyAndTenantLimitsWaitAndBudget(t *testing.T) {
 			if s, b := h.ask(t.Context(), w.caller, testEnv["KEY_UI"], "two", "hello there", nil); s != 200 {
 				t.Fatalf("first request of the day = %d %s", s, b)
 			}
-			resp := h.send(t.Context(), w.caller, testEnv["KEY_UI"], w.caller.body("two", "hello there", false), nil)
+			resp := h.send(t.Context(), w.caller, testEnv["KEY_UI"], "two", false, w.caller.body("two", "hello there", false), nil)
 			if resp == nil {
 				t.FailNow()
 			}
@@ -75,7 +75,8 @@ func TestEndUserAndTaskTypeLimits(t *testing.T) {
 				if task != "" {
 					hdr = map[string]string{"X-Sluice-Task": task}
 				}
-				resp := h.send(t.Context(), w.caller, testEnv["KEY_BG"], w.caller.withUser(w.caller.body("two", "hi", false), user), hdr)
+				body, hdr := w.caller.withUser(w.caller.body("two", "hi", false), hdr, user)
+				resp := h.send(t.Context(), w.caller, testEnv["KEY_BG"], "two", false, body, hdr)
 				if resp == nil {
 					return 0, ""
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -25,12 +26,16 @@ import (
 // callerSide is what a test needs of a caller protocol.
 type callerSide struct {
 	protocol sluice.Protocol
-	path     string
+	// path is where a request for model is posted: one path for most
+	// protocols, the model's and the method's for Gemini.
+	path func(model string, stream bool) string
 	// body is a request for model whose one user message is text.
 	body func(model, text string, stream bool) string
 	// auth sets the headers that carry key, as the protocol's SDK does.
 	auth func(h http.Header, key string)
-	// user is the body member that names the end user in the protocol.
+	// user is the body member that names the end user in the protocol;
+	// nil for a protocol without one, whose caller names it in
+	// X-Sluice-User.
 	user func(name string) string
 	// answered is in every complete JSON answer of the protocol.
 	answered string
@@ -47,9 +52,11 @@ type callerSide struct {
 // upstreamSide is what a test needs of the protocol its endpoints speak.
 type upstreamSide struct {
 	protocol sluice.Protocol
-	path     string // where the simulated provider is called
+	// path matches every path where the simulated provider is called.
+	path *regexp.Regexp
 	// overloaded is the status the provider answers when it is overloaded:
-	// Anthropic's own 529, a gateway's 502 for OpenAI.
+	// Anthropic's own 529, Gemini's 503 UNAVAILABLE, a gateway's 502 for
+	// OpenAI.
 	overloaded int
 	// billing is how the provider says the account cannot pay.
 	billing failure
@@ -71,7 +78,7 @@ type wire struct {
 var (
 	chatCaller = &callerSide{
 		protocol: sluice.ProtocolOpenAIChat,
-		path:     "/v1/chat/completions",
+		path:     fixedPath("/v1/chat/completions"),
 		body: func(model, text string, stream bool) string {
 			return `{"model":` + strconv.Quote(model) + streamField(stream) + `,"messages":[{"role":"user","content":` + strconv.Quote(text) + `}]}`
 		},
@@ -89,7 +96,7 @@ var (
 	}
 	messagesCaller = &callerSide{
 		protocol: sluice.ProtocolAnthropic,
-		path:     "/v1/messages",
+		path:     fixedPath("/v1/messages"),
 		body: func(model, text string, stream bool) string {
 			return `{"model":` + strconv.Quote(model) + `,"max_tokens":64` + streamField(stream) + `,"messages":[{"role":"user","content":` + strconv.Quote(text) + `}]}`
 		},
@@ -110,7 +117,7 @@ var (
 	}
 	responsesCaller = &callerSide{
 		protocol: sluice.ProtocolOpenAIResponses,
-		path:     "/v1/responses",
+		path:     fixedPath("/v1/responses"),
 		body: func(model, text string, stream bool) string {
 			return `{"model":` + strconv.Quote(model) + streamField(stream) + `,"input":` + strconv.Quote(text) + `}`
 		},
@@ -128,30 +135,79 @@ var (
 		},
 		streamDone: func(ev sseEvent) bool { return ev.name == "response.completed" },
 	}
+	// geminiCaller is Google's SDKs and Gemini CLI: the model and the
+	// method in the path, the stream as server-sent events (?alt=sse; the
+	// JSON-array framing is tested in gemini_test.go), no end user in the
+	// body, errors and a broken stream's last event in Google's envelope.
+	geminiCaller = &callerSide{
+		protocol: sluice.ProtocolGemini,
+		path: func(model string, stream bool) string {
+			if stream {
+				return "/v1beta/models/" + model + ":streamGenerateContent?alt=sse"
+			}
+			return "/v1beta/models/" + model + ":generateContent"
+		},
+		body: func(_, text string, _ bool) string {
+			return `{"contents":[{"role":"user","parts":[{"text":` + strconv.Quote(text) + `}]}]}`
+		},
+		auth:      func(h http.Header, key string) { h.Set("X-Goog-Api-Key", key) },
+		answered:  `"candidates"`,
+		errorCode: googleErrorCode,
+		streamFailed: func(ev sseEvent) (string, bool) {
+			if ev.name != "" {
+				return "", false
+			}
+			return googleErrorCode(ev.data)
+		},
+		// Gemini sends no [DONE]: a complete stream's last chunk is the one
+		// with a finishReason.
+		streamDone: func(ev sseEvent) bool {
+			var c geminiChunk
+			return json.Unmarshal([]byte(ev.data), &c) == nil && len(c.Candidates) > 0 && c.Candidates[0].FinishReason != ""
+		},
+	}
 
-	chatUpstream      = &upstreamSide{protocol: sluice.ProtocolOpenAIChat, path: "/v1/chat/completions", overloaded: http.StatusBadGateway, billing: openAIBilling}
-	messagesUpstream  = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: "/v1/messages", overloaded: 529, billing: anthropicBilling}
-	responsesUpstream = &upstreamSide{protocol: sluice.ProtocolOpenAIResponses, path: "/v1/responses", overloaded: http.StatusBadGateway, billing: openAIBilling}
+	chatUpstream      = &upstreamSide{protocol: sluice.ProtocolOpenAIChat, path: regexp.MustCompile(`^/v1/chat/completions$`), overloaded: http.StatusBadGateway, billing: openAIBilling}
+	messagesUpstream  = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: regexp.MustCompile(`^/v1/messages$`), overloaded: 529, billing: anthropicBilling}
+	responsesUpstream = &upstreamSide{protocol: sluice.ProtocolOpenAIResponses, path: regexp.MustCompile(`^/v1/responses$`), overloaded: http.StatusBadGateway, billing: openAIBilling}
+	// geminiUpstream is called at the deployment's model, whole or
+	// streamed (Sluice always asks for ?alt=sse, which is no part of the
+	// path).
+	geminiUpstream = &upstreamSide{protocol: sluice.ProtocolGemini, path: regexp.MustCompile(`^/v1beta/models/[^/:]+:(generateContent|streamGenerateContent)$`),
+		overloaded: http.StatusServiceUnavailable, billing: geminiBilling}
 
 	chatWire = wire{"openai.chat", chatCaller, chatUpstream}
-	// wires are the three protocols passed through, and an Anthropic caller
-	// translated to OpenAI chat (Claude Code on an OpenAI-compatible model).
+	// wires are the four protocols passed through, an Anthropic caller
+	// translated to OpenAI chat (Claude Code on an OpenAI-compatible model),
+	// and Gemini translated both ways: Gemini CLI on an OpenAI-compatible
+	// model, an OpenAI SDK on a Gemini model.
 	wires = []wire{
 		chatWire,
 		{"anthropic.messages", messagesCaller, messagesUpstream},
 		{"openai.responses", responsesCaller, responsesUpstream},
+		{"gemini.generate", geminiCaller, geminiUpstream},
 		{"anthropic.messages-on-openai.chat", messagesCaller, chatUpstream},
+		{"gemini.generate-on-openai.chat", geminiCaller, chatUpstream},
+		{"openai.chat-on-gemini.generate", chatCaller, geminiUpstream},
 	}
 )
 
 // openAIBilling is OpenAI's answer when the account's quota is spent,
-// anthropicBilling Anthropic's when its credit is.
+// anthropicBilling Anthropic's when its credit is, geminiBilling Gemini's
+// when its prepaid credits are.
 var (
 	openAIBilling = failure{http.StatusTooManyRequests,
 		`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`}
 	anthropicBilling = failure{http.StatusBadRequest,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`}
+	geminiBilling = failure{http.StatusTooManyRequests,
+		`{"error":{"code":429,"message":"Your prepayment credits are depleted. Please go to AI Studio at https://ai.studio/projects to manage your project and billing.","status":"RESOURCE_EXHAUSTED"}}`}
 )
+
+// fixedPath is the path of a protocol that has one for every model.
+func fixedPath(path string) func(string, bool) string {
+	return func(string, bool) string { return path }
+}
 
 func streamField(stream bool) string {
 	if stream {
@@ -160,9 +216,19 @@ func streamField(stream bool) string {
 	return ""
 }
 
-// withUser is body (a JSON object) naming name as its end user.
-func (c *callerSide) withUser(body, name string) string {
-	return "{" + c.user(name) + "," + body[1:]
+// withUser names name as the end user of a request of body (a JSON
+// object) and Sluice headers hdr: in the body's member, or X-Sluice-User
+// for a protocol without one.
+func (c *callerSide) withUser(body string, hdr map[string]string, name string) (string, map[string]string) {
+	if c.user == nil {
+		named := maps.Clone(hdr)
+		if named == nil {
+			named = map[string]string{}
+		}
+		named["X-Sluice-User"] = name
+		return body, named
+	}
+	return "{" + c.user(name) + "," + body[1:], hdr
 }
 
 func bearer(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
@@ -174,6 +240,23 @@ func openAIErrorCode(body string) (string, bool) {
 		return "", false
 	}
 	return e.Error.Code, true
+}
+
+// googleErrorCode reads Google's envelope, {"error":{"code","message",
+// "status"}}, in which Sluice keeps its code as the reason of an ErrorInfo
+// detail ("" when there is none: an upstream's error passed on).
+func googleErrorCode(body string) (string, bool) {
+	var e googleErr
+	if json.Unmarshal([]byte(body), &e) != nil || e.Error.Code == 0 || e.Error.Message == "" || e.Error.Status == "" {
+		return "", false
+	}
+	for _, d := range e.Error.Details {
+		if d["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" {
+			r, _ := d["reason"].(string)
+			return r, true
+		}
+	}
+	return "", true
 }
 
 // anthropicErrorCode reads Anthropic's envelope, in which Sluice keeps its
@@ -214,20 +297,22 @@ func (w wire) catalog(template string) string {
 func (w wire) wantUpstreamCalls(t *testing.T, h *harness) {
 	t.Helper()
 	for _, r := range append(h.simA.Requests(), h.simB.Requests()...) {
-		if r.Path != w.upstream.path {
+		if !w.upstream.path.MatchString(r.Path) {
 			t.Errorf("the provider was called at %s, want %s only (%s)", r.Path, w.upstream.path, w.name)
 			return
 		}
 	}
 }
 
-// send posts body to c's path with key in c's headers and hdr. Safe from
-// any goroutine: it reports with Errorf, and not at all when ctx ended.
-func (h *harness) send(ctx context.Context, c *callerSide, key, body string, hdr map[string]string) *http.Response {
+// send posts body, a request of c's protocol for model, to c's path with
+// key in c's headers and hdr. Safe from any goroutine: it reports with
+// Errorf, and not at all when ctx ended.
+func (h *harness) send(ctx context.Context, c *callerSide, key, model string, stream bool, body string, hdr map[string]string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url(c.path), strings.NewReader(body))
+	path := c.path(model, stream)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url(path), strings.NewReader(body))
 	if err != nil {
-		h.t.Errorf("POST %s: %v", c.path, err)
+		h.t.Errorf("POST %s: %v", path, err)
 		return nil
 	}
 	if key != "" {
@@ -240,7 +325,7 @@ func (h *harness) send(ctx context.Context, c *callerSide, key, body string, hdr
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			h.t.Errorf("POST %s: %v", c.path, err)
+			h.t.Errorf("POST %s: %v", path, err)
 		}
 		return nil
 	}
@@ -251,7 +336,7 @@ func (h *harness) send(ctx context.Context, c *callerSide, key, body string, hdr
 // answer; status 0 when it failed.
 func (h *harness) ask(ctx context.Context, c *callerSide, key, model, text string, hdr map[string]string) (int, string) {
 	h.t.Helper()
-	resp := h.send(ctx, c, key, c.body(model, text, false), hdr)
+	resp := h.send(ctx, c, key, model, false, c.body(model, text, false), hdr)
 	if resp == nil {
 		return 0, ""
 	}

@@ -23,7 +23,7 @@ func TestFailoverBeforeTheFirstByte(t *testing.T) {
 				h := newHarnessWith(t, w.catalog(catalogTemplate), "{backend: memory}", simulator.Options{})
 				h.simA.SetKey(secretA1, simulator.Behavior{FailStatus: w.upstream.overloaded})
 				h.simA.SetKey(secretA2, simulator.Behavior{FailStatus: 500})
-				resp := h.send(t.Context(), w.caller, keyWeb, w.caller.body("fast", "hello there", stream), nil)
+				resp := h.send(t.Context(), w.caller, keyWeb, "fast", stream, w.caller.body("fast", "hello there", stream), nil)
 				if resp == nil {
 					t.FailNow()
 				}
@@ -72,7 +72,7 @@ func (h *harness) stream(ctx context.Context, model string) *http.Response {
 // streamAs starts a streamed request of c's protocol for model.
 func (h *harness) streamAs(ctx context.Context, c *callerSide, model string) *http.Response {
 	h.t.Helper()
-	resp := h.send(ctx, c, keyWeb, c.body(model, "count to twenty", true), nil)
+	resp := h.send(ctx, c, keyWeb, model, true, c.body(model, "count to twenty", true), nil)
 	if resp == nil {
 		h.t.FailNow()
 	}

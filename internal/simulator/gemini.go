@@ -176,9 +176,10 @@ func (c *call) parseGemini(body []byte) parsed {
 // reply answers a generateContent request: the same words as the other
 // protocols for the same conversation (the model's turns count as the
 // assistant's), a function call as ToolWord says, thoughts when a thinking
-// budget is set.
-func (req *geminiRequest) reply() reply {
+// budget is set. track collects the prompt's prefixes for the prompt cache.
+func (req *geminiRequest) reply(track bool) reply {
 	cv := newConvo()
+	cv.track = track
 	if si := req.SystemInstruction; si != nil && len(si.Parts) > 0 {
 		cv.message("system")
 		for _, p := range si.Parts {
@@ -263,17 +264,26 @@ func (r *reply) geminiFinish() string {
 	return "STOP"
 }
 
-// appendGeminiUsage appends a usageMetadata: with cachedContent, half the
-// prompt (at least 1) is read from the cache, counted in the prompt too;
-// the thoughts are counted apart from the candidates.
+// appendGeminiUsage appends a usageMetadata: the prompt's cached part
+// (counted in the prompt too) is what the prompt cache holds of it, as
+// Gemini's implicit caching reports it, when the simulator models one;
+// else with cachedContent half the prompt (at least 1). The thoughts are
+// counted apart from the candidates.
 func appendGeminiUsage(b []byte, req *geminiRequest, r *reply) []byte {
 	thoughts := r.thinking
 	candidates := r.output() - thoughts
 	b = append(b, `{"promptTokenCount":`...)
 	b = strconv.AppendInt(b, int64(r.prompt), 10)
-	if req.CachedContent != "" {
+	cached := 0
+	switch {
+	case r.modelled:
+		cached = r.cached
+	case req.CachedContent != "":
+		cached = max(r.prompt/2, 1)
+	}
+	if cached > 0 {
 		b = append(b, `,"cachedContentTokenCount":`...)
-		b = strconv.AppendInt(b, int64(max(r.prompt/2, 1)), 10)
+		b = strconv.AppendInt(b, int64(cached), 10)
 	}
 	b = append(b, `,"candidatesTokenCount":`...)
 	b = strconv.AppendInt(b, int64(candidates), 10)
@@ -337,7 +347,8 @@ func (c *call) generate(req *geminiRequest) {
 		c.replaced()
 		return
 	}
-	r := req.reply()
+	r := req.reply(c.tracks())
+	c.promptCached(&r.answer)
 	text := c.text(&r)
 	id := c.sim.appendID(nil, 20)
 	if c.ep == epGeminiStream {
@@ -447,7 +458,7 @@ func (c *call) geminiStream(req *geminiRequest, r *reply, text string, id []byte
 
 // geminiCount answers countTokens: every prompt token.
 func (c *call) geminiCount(req *geminiRequest) {
-	r := req.reply()
+	r := req.reply(false)
 	b := append([]byte(`{"totalTokens":`), strconv.Itoa(r.prompt)...)
 	b = append(b, `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":`+strconv.Itoa(r.prompt)+`}]}`...)
 	c.respond(http.StatusOK, "application/json; charset=UTF-8", b)
