@@ -36,7 +36,7 @@ type affinity struct {
 	holding  bool      // plan offers bound's edges only
 	moved    string    // why the request left bound ("" while it has not)
 	ordered  bool      // the edges are in affinity's order
-	counted  bool      // the placement was counted
+	placed   string    // the placement, counted at the first grant (sluice.Placement*); "" before it
 }
 
 // holds reports whether the request still waits for its bound account.
@@ -208,16 +208,15 @@ func (h *Handler) affinityGranted(ctx context.Context, snap *Snapshot, req *slui
 		return
 	}
 	account := e.Account.ID
-	if !a.counted {
-		a.counted = true
-		outcome := "hit"
+	if a.placed == "" {
+		a.placed = sluice.PlacementHit
 		switch {
 		case a.bound == "":
-			outcome = "new"
+			a.placed = sluice.PlacementNew
 		case account != a.bound:
-			outcome = "moved"
+			a.placed = sluice.PlacementMoved
 		}
-		h.metrics.Affinity.Placements.WithLabelValues(a.alias, outcome).Inc()
+		h.metrics.Affinity.Placements.WithLabelValues(a.alias, a.placed).Inc()
 	}
 	if account == a.bound {
 		return // Touch refreshed it
@@ -231,6 +230,15 @@ func (h *Handler) affinityGranted(ctx context.Context, snap *Snapshot, req *slui
 		return
 	}
 	a.bound, a.moved = now, ""
+}
+
+// placement is the request's placement for its usage record; "" for a
+// request without affinity or never granted a slot.
+func (a *affinity) placement() string {
+	if a == nil {
+		return ""
+	}
+	return a.placed
 }
 
 // failedOn notes that attempt a on e failed: a failure of the bound

@@ -264,6 +264,7 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		EndUser:    req.User,
 		TaskType:   out.task,
 		Priority:   sluice.Priorities[class(p.Key, req)],
+		Affinity:   out.affinity.placement(),
 	}
 	h.countCached(req, out.Executions)
 	snap := h.live.Load()
