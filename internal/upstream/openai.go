@@ -57,7 +57,7 @@ var errMalformedEvent = errors.New("upstream stream event is neither a JSON obje
 
 // openAIMarkers are what an OpenAI chunk is skimmed for (eventscan.go):
 // its usage, the only member Sluice reads of it.
-var openAIMarkers = &eventMarkers{members: []string{`"usage"`}}
+var openAIMarkers = newEventMarkers(marker{`"usage"`, asMember})
 
 // openAIEvent reads an event of an OpenAI stream. The usage-only chunk at
 // its end exists because Sluice asked for it (PrepareBody): a caller that
