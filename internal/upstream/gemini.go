@@ -111,10 +111,23 @@ var GeminiEnding = &Ending{
 // finishReason, or a promptFeedback.blockReason (a prompt refused: no
 // candidates), is the last; one whose JSON is {"error":…} is the
 // upstream's own failure.
-func geminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+func geminiEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	if ev.Data == nil {
 		return u, false, false, nil // a comment
 	}
+	if read, err := geminiMarkers.skim(ev.Data); !read {
+		return u, false, false, err
+	}
+	return readGeminiEvent(ev, req, u)
+}
+
+// geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
+// members readGeminiEvent acts on (an "error" even when null).
+var geminiMarkers = newEventMarkers(
+	marker{`"usageMetadata"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
+
+// readGeminiEvent reads a chunk of a Gemini stream whole.
+func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	var usage, candidates, feedback, failure []byte
 	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
 		switch string(key) {

@@ -16,8 +16,8 @@ import (
 )
 
 // benchStreams are the streams of bench.BenchmarkPassthroughCPU, one per
-// protocol Sluice passes through: the same 16-word answer, framed as each
-// protocol frames it.
+// protocol Sluice passes through (and Gemini's): the same 16-word answer,
+// framed as each protocol frames it.
 var benchStreams = []struct {
 	name, path, body string
 	dialect          *Dialect
@@ -28,6 +28,8 @@ var benchStreams = []struct {
 		`"messages":[{"role":"user","content":"Suggest a quiet weekend itinerary near a river."}]}`, AnthropicMessages},
 	{"responses", "/v1/responses", `{"model":"m","store":false,"stream":true,"max_output_tokens":16,` +
 		`"input":[{"role":"user","content":"Suggest a quiet weekend itinerary near a river."}]}`, OpenAIResponses},
+	{"gemini", "/v1beta/models/m:streamGenerateContent?alt=sse", `{"generationConfig":{"maxOutputTokens":16},` +
+		`"contents":[{"role":"user","parts":[{"text":"Suggest a quiet weekend itinerary near a river."}]}]}`, GeminiGenerate},
 }
 
 // processCPU is the CPU time (user and system) this process has used.
@@ -49,6 +51,7 @@ func simulatorStream(tb testing.TB, sim *simulator.Simulator, url, path, key, bo
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("X-Goog-Api-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)
