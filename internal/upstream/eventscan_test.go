@@ -37,6 +37,7 @@ func TestSkim(t *testing.T) {
 		{"chat delta with usage null", openAIMarkers, `{"id":"c","choices":[{"delta":{"content":"Hi"}}],"usage" : null}`, false, nil},
 		{"chat usage", openAIMarkers, `{"id":"c","choices":[],"usage":{"prompt_tokens":3}}`, true, nil},
 		{"chat usage after a null one", openAIMarkers, `{"usage":null,"x":{"usage":{"prompt_tokens":3}}}`, true, nil},
+		{"chat usage named as Gemini names it", openAIMarkers, `{"usageMetadata":{}}`, true, nil},
 		{"usage as a value only", openAIMarkers, `{"choices":[{"delta":{"content":"usage"}}],"x":"usage"}`, false, nil},
 		{"usage inside a string", openAIMarkers, `{"choices":[{"delta":{"content":"say \"usage\": 1"}}]}`, false, nil},
 		{"blank around the object", openAIMarkers, " \r\n{\"id\":\"c\"}\t ", false, nil},
@@ -126,10 +127,8 @@ type simulatorEvent struct {
 }
 
 // simulatorEvents is every event of the simulator's streams in each
-// protocol that Sluice passes through. (Each is a seed for its own
-// protocol's reader only: OpenAI's whole read takes a Gemini
-// "usageMetadata" for its usage, as readAnswer reads either, where its skim
-// looks for "usage" alone; no OpenAI stream carries one.)
+// protocol that Sluice passes through, with its protocol's reader (the
+// fuzzer tries it on the others too).
 func simulatorEvents(tb testing.TB) []simulatorEvent {
 	tb.Helper()
 	sim := simulator.New(simulator.Options{})
