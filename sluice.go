@@ -52,6 +52,38 @@ type Endpoint struct {
 	Protocols []Protocol
 	Models    []string
 	Timeouts  Timeouts
+	// Host is the cloud that serves the endpoint's protocols under its own
+	// URLs and credentials; the zero Host is the provider's own API or one
+	// compatible with it.
+	Host Host
+}
+
+// Host is a cloud that hosts a provider's wire protocol (Azure OpenAI,
+// Vertex AI, Bedrock): the body stays the provider's, so every caller that
+// the protocol serves (passthrough or translated) is served the same way,
+// and only the upstream dialect changes (URL, credential, a body tweak).
+// Cloud names the cloud ("" none); the other fields are its settings, each
+// read by its cloud's dialect only.
+type Host struct {
+	Cloud string
+	// APIVersion is Azure OpenAI's api-version query parameter.
+	APIVersion string
+	// Project and Location place a Vertex AI endpoint's models.
+	Project, Location string
+}
+
+// Clouds and the protocols each hosts (Host.Cloud; package app's hostTable
+// has a dialect for each).
+const (
+	CloudAzure  = "azure"
+	CloudVertex = "vertex"
+)
+
+// CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
+// cloud may speak only these.
+var CloudProtocols = map[string][]Protocol{
+	CloudAzure:  {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
+	CloudVertex: {ProtocolGemini, ProtocolAnthropic},
 }
 
 // Speaks reports whether the endpoint serves protocol p.
@@ -444,6 +476,9 @@ type UsageRecord struct {
 	TaskType string // the task type it ran as
 	Pool     string // the pool its upstream capacity came from; "" = none
 	Priority string // the priority class it ran at
+	// Affinity is the request's session-affinity placement (Placement*);
+	// "" when it had none (no seed, or not strategy affinity).
+	Affinity string
 	// Billing is what the request was charged, fixed at admission (account,
 	// plan, price versions) and settled from its measured usage; nil for a
 	// request of an unbilled key or deployment. The ledger writes the charge
@@ -451,6 +486,15 @@ type UsageRecord struct {
 	// written.
 	Billing *Charge
 }
+
+// Session-affinity placements, as UsageRecord.Affinity and the outcome
+// label of sluice_affinity_placements_total say them. The hit rate is
+// hits / (hits + moves).
+const (
+	PlacementHit   = "hit"   // ran on the account its seed was bound to
+	PlacementNew   = "new"   // no binding yet: placed on the account with the most free room
+	PlacementMoved = "moved" // bound, but ran on another account, which is now its binding
+)
 
 // Charge is the money side of one usage record. Amounts are micro-units of
 // the deployment's currency (billing.Micros; int64 here so that package

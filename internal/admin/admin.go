@@ -1,14 +1,14 @@
 // Package admin is the operator's control plane: the admin HTTP API (virtual
 // keys, upstream accounts and credentials, the catalog document, status,
-// usage, Prometheus metrics), the Go Client for it, and the CLI built on that
-// client (sluice keys|accounts|credentials|apply|status).
+// usage, billing, Prometheus metrics), the Go Client for it, and the CLI
+// built on that client (sluice keys|accounts|credentials|billing|apply|status).
 //
 // It holds no state of its own: keys go through authn.Keyring, accounts and
 // credentials through the app's Pool, the catalog through the app's Catalog,
-// usage through ledger.Usage. It never returns or logs a key's hash or a
+// usage through ledger.Usage, money through Billing. It never returns or logs a key's hash or a
 // credential's secret, and returns a plaintext key only in the answer to
-// create or rotate. It may import sluice, authn, catalog and ledger; it must
-// not import pipeline, ingress or app.
+// create or rotate. It may import sluice, authn, catalog, ledger and billing;
+// it must not import pipeline, ingress or app.
 package admin
 
 import (
@@ -51,6 +51,9 @@ type Options struct {
 	// what the catalog declares of them; nil makes the billing routes
 	// answer 404.
 	Billing Billing
+	// Affinity reads session-affinity bindings; nil makes GET
+	// /admin/affinity answer 404.
+	Affinity Affinity
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -162,19 +165,20 @@ const maxBody = 1 << 20
 
 // server is the admin http.Handler.
 type server struct {
-	tokens  []token
-	audit   catalog.Audit
-	routes  []route // every route, in the order registered
-	keys    *authn.Keyring
-	usage   ledger.Usage
-	catalog Catalog
-	pool    Pool
-	jobs    Jobs
-	billing Billing
-	metrics http.Handler
-	log     *slog.Logger
-	mux     *http.ServeMux
-	now     func() time.Time
+	tokens   []token
+	audit    catalog.Audit
+	routes   []route // every route, in the order registered
+	keys     *authn.Keyring
+	usage    ledger.Usage
+	catalog  Catalog
+	pool     Pool
+	jobs     Jobs
+	billing  Billing
+	affinity Affinity
+	metrics  http.Handler
+	log      *slog.Logger
+	mux      *http.ServeMux
+	now      func() time.Time
 }
 
 // New returns the admin API handler. Every route except GET /metrics and
@@ -203,7 +207,9 @@ type server struct {
 //	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
 //	GET  /admin/usage?since=&limit=     []UsageRecord
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
+//	GET  /admin/usage/cache?from=&to=&by= CacheReport: prompt-cache tokens and affinity hit rate per account, alias, day
 //	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
+//	GET  /admin/affinity?session=&alias=&tenant= AffinityBinding (or ?seed=): a session-affinity binding
 //	GET  /admin/billing/accounts        []BillingAccount (the catalog's and the stored, with balance and spend)
 //	GET  /admin/billing/accounts/{id}   BillingAccount
 //	PUT  /admin/billing/accounts/{id}   BillingAccountSpec → BillingAccount (201 created; a catalog account answers 409)
@@ -217,18 +223,19 @@ type server struct {
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
 	s := &server{
-		tokens:  compileTokens(opts.Tokens),
-		audit:   opts.Audit,
-		keys:    opts.Keys,
-		usage:   opts.Usage,
-		catalog: opts.Catalog,
-		pool:    opts.Pool,
-		jobs:    opts.Jobs,
-		billing: opts.Billing,
-		metrics: opts.Metrics,
-		log:     opts.Log,
-		mux:     http.NewServeMux(),
-		now:     time.Now,
+		tokens:   compileTokens(opts.Tokens),
+		audit:    opts.Audit,
+		keys:     opts.Keys,
+		usage:    opts.Usage,
+		catalog:  opts.Catalog,
+		pool:     opts.Pool,
+		jobs:     opts.Jobs,
+		billing:  opts.Billing,
+		affinity: opts.Affinity,
+		metrics:  opts.Metrics,
+		log:      opts.Log,
+		mux:      http.NewServeMux(),
+		now:      time.Now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -262,8 +269,10 @@ func New(opts Options) http.Handler {
 	}
 	s.read("GET /admin/usage", s.listUsage)
 	s.read("GET /admin/usage/policy", s.policyReport)
+	s.read("GET /admin/usage/cache", s.cacheReport)
 	s.read("GET /admin/audit", s.listAudit)
 	s.read("GET /admin/jobs/{id}", s.showJob)
+	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()
 	return s
 }

@@ -48,27 +48,12 @@ type DeclaredBilling struct {
 	Prices   []billing.Price         // billing.plans and billing.costs, every version
 }
 
-// Codes of the billing routes (see adminStatus).
-const (
-	CodeBillingAccountReadOnly sluice.Code = "billing_account_read_only" // 409: declared in the catalog
-	CodeIdempotencyConflict    sluice.Code = "idempotency_key_reused"    // 409: the key made another entry
-	CodePriceConflict          sluice.Code = "price_conflict"            // 409: that version exists with other rates
-)
-
-func init() {
-	adminStatus[CodeBillingAccountReadOnly] = http.StatusConflict
-	adminStatus[CodeIdempotencyConflict] = http.StatusConflict
-	adminStatus[CodePriceConflict] = http.StatusConflict
-}
-
 // IdempotencyHeader names a top-up or adjustment: a POST retried with the
 // same value posts nothing more and answers the entry the first one made.
 const IdempotencyHeader = "Idempotency-Key"
 
-var (
-	// billingAccountByPath is the billing account {id}: its settings and balance.
-	billingAccountByPath = subject{targets: pathID, view: (*server).billingAccountAudit}
-)
+// billingAccountByPath is the billing account {id}: its settings and balance.
+var billingAccountByPath = subject{targets: pathID, view: (*server).billingAccountAudit}
 
 // registerBilling adds the billing routes; without a Billing they answer 404.
 func (s *server) registerBilling() {

@@ -52,6 +52,7 @@ const cliUsage = `usage:
   sluice jobs show ID                        (an async job: its binding and timeline)
   sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
+  sluice usage cache [--from RFC3339] [--to RFC3339] [--by account,alias,day]   (prompt-cache tokens, affinity hit rate)
   sluice audit [--since RFC3339] [--action ACTION] [--target ID] [--limit N]   (admin writes, newest first)
   sluice billing accounts                    (billing accounts with balance and spend)
   sluice billing show ACCOUNT

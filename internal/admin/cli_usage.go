@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // usageCommand runs "sluice usage …".
 func (c *cli) usageCommand(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing usage subcommand (list, policy)"}
+		return usageError{msg: "missing usage subcommand (list, policy, cache)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -20,6 +22,8 @@ func (c *cli) usageCommand(args []string) error {
 		return c.usageList(args)
 	case "policy":
 		return c.usagePolicy(args)
+	case "cache":
+		return c.usageCache(args)
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, cliUsage)
 		return nil
@@ -112,6 +116,65 @@ func (c *cli) usagePolicy(args []string) error {
 	}
 	return t.flush()
 }
+
+// usageCache runs "sluice usage cache": prompt-cache tokens and the
+// session-affinity hit rate by upstream account, alias and day.
+func (c *cli) usageCache(args []string) error {
+	cmd := c.command("usage cache", "[--from RFC3339] [--to RFC3339] [--by account,alias,day]")
+	var q CacheQuery
+	timeFlag(cmd, &q.From, "from", "requests started at or after `TIME` (RFC 3339; default: a day before --to)")
+	timeFlag(cmd, &q.To, "to", "… and before `TIME` (RFC 3339; default: now)")
+	by := cmd.fs.String("by", "account,alias", "group by these `DIMENSIONS`: account (upstream), alias, day")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	for _, d := range splitList(*by) {
+		q.By = append(q.By, ledger.Dimension(d))
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	rep, err := cl.CacheReport(c.ctx, q)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(rep)
+	}
+	fmt.Fprintf(c.stdout, "Requests from %s to %s\n\n", when(rep.From), when(rep.To))
+	var head []string
+	for _, d := range rep.By {
+		head = append(head, strings.ToUpper(string(d)))
+	}
+	t := newTable(c.stdout)
+	t.row(append(head, "REQUESTS", "PROMPT", "CACHED", "CACHE WRITE", "CACHED SHARE", "HITS", "NEW", "MOVED", "HIT RATE")...)
+	cells := func(r CacheRow) []string {
+		var out []string
+		for _, d := range rep.By {
+			out = append(out, orDash(map[ledger.Dimension]string{ledger.ByAccount: r.AccountID, ledger.ByAlias: r.Alias, ledger.ByDay: r.Day}[d]))
+		}
+		rate := "-"
+		if r.Affinity.HitRate != nil {
+			rate = percent(*r.Affinity.HitRate)
+		}
+		return append(out, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.PromptTokens, 10), strconv.FormatInt(r.CachedTokens, 10),
+			strconv.FormatInt(r.CacheWriteTokens, 10), percent(r.CachedShare), strconv.FormatInt(r.Affinity.Hits, 10),
+			strconv.FormatInt(r.Affinity.New, 10), strconv.FormatInt(r.Affinity.Moved, 10), rate)
+	}
+	for _, r := range rep.Rows {
+		t.row(cells(r)...)
+	}
+	if len(rep.Rows) > 1 && len(rep.By) > 0 {
+		total := cells(rep.Total)
+		total[0] = "(total)"
+		t.row(total...)
+	}
+	return t.flush()
+}
+
+// percent is a share as a percentage with one decimal, "87.5%".
+func percent(share float64) string { return strconv.FormatFloat(100*share, 'f', 1, 64) + "%" }
 
 // cells are the tally's table columns: executions, on expected, fallbacks
 // and the fallbacks by reason, "cooling 2, no_room 1".

@@ -16,15 +16,18 @@ import (
 // the admin API also returns sluice.CodeInvalidRequest, CodeRequestTooLarge,
 // CodeNotFound, CodeMethodNotAllowed and CodeInternal.
 const (
-	CodeUnauthorized           sluice.Code = "admin_unauthorized"       // 401
-	CodeForbidden              sluice.Code = "admin_forbidden"          // 403: a read token asked to write
-	CodeCatalogVersionConflict sluice.Code = "catalog_version_conflict" // 412
-	CodeCatalogInvalid         sluice.Code = "catalog_invalid"          // 422
-	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"        // 409
-	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"   // 409
-	CodeKeyConflict            sluice.Code = "key_conflict"             // 409
-	CodeKeyReadOnly            sluice.Code = "key_read_only"            // 409: declared in the catalog
-	CodeCredentialClaimsHeld   sluice.Code = "credential_claims_held"   // 409
+	CodeUnauthorized           sluice.Code = "admin_unauthorized"        // 401
+	CodeForbidden              sluice.Code = "admin_forbidden"           // 403: a read token asked to write
+	CodeCatalogVersionConflict sluice.Code = "catalog_version_conflict"  // 412
+	CodeCatalogInvalid         sluice.Code = "catalog_invalid"           // 422
+	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"         // 409
+	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"    // 409
+	CodeKeyConflict            sluice.Code = "key_conflict"              // 409
+	CodeKeyReadOnly            sluice.Code = "key_read_only"             // 409: declared in the catalog
+	CodeCredentialClaimsHeld   sluice.Code = "credential_claims_held"    // 409
+	CodeBillingAccountReadOnly sluice.Code = "billing_account_read_only" // 409: declared in the catalog
+	CodeIdempotencyConflict    sluice.Code = "idempotency_key_reused"    // 409: the key made another entry
+	CodePriceConflict          sluice.Code = "price_conflict"            // 409: that version exists with other rates
 )
 
 var adminStatus = map[sluice.Code]int{
@@ -37,6 +40,9 @@ var adminStatus = map[sluice.Code]int{
 	CodeKeyConflict:            http.StatusConflict,
 	CodeKeyReadOnly:            http.StatusConflict,
 	CodeCredentialClaimsHeld:   http.StatusConflict,
+	CodeBillingAccountReadOnly: http.StatusConflict,
+	CodeIdempotencyConflict:    http.StatusConflict,
+	CodePriceConflict:          http.StatusConflict,
 }
 
 // statusOf is the HTTP status of an admin or sluice code.

@@ -89,6 +89,8 @@ type fakeUsage struct {
 	gotSince  time.Time
 	gotLimit  int
 	gotFilter ledger.PolicyFilter
+	cacheRows []ledger.CacheRow // what CacheReport returns
+	gotCache  ledger.CacheFilter
 }
 
 func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
@@ -116,6 +118,27 @@ func (f *fakeUsage) CountExecutions(_ context.Context, filter ledger.PolicyFilte
 	defer f.mu.Unlock()
 	f.gotFilter = filter
 	return f.counts, nil
+}
+
+func (f *fakeUsage) CacheReport(_ context.Context, filter ledger.CacheFilter) ([]ledger.CacheRow, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotCache = filter
+	return f.cacheRows, nil
+}
+
+// setCacheRows sets what CacheReport returns.
+func (f *fakeUsage) setCacheRows(rows ...ledger.CacheRow) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cacheRows = rows
+}
+
+// cacheFilter returns the argument of the last CacheReport.
+func (f *fakeUsage) cacheFilter() ledger.CacheFilter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gotCache
 }
 
 // setCounts sets what CountExecutions returns.

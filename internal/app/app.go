@@ -27,7 +27,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "demo-upstream":
 		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
-	case "keys", "apply", "status", "accounts", "credentials":
+	case "keys", "apply", "status", "accounts", "credentials", "jobs", "usage", "audit", "billing":
 		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
 	case "version":
 		fmt.Fprintln(stdout, "sluice", version())
@@ -49,6 +49,10 @@ commands:
   keys …         create, list, show, disable, enable, revoke, rotate, expire virtual keys
   accounts …     list upstream accounts (claims, queue, cooldown, probe, status); disable, enable
   credentials …  list upstream credentials; disable, drain, enable, remove [--force]
+  jobs show ID   show an async job's binding and timeline
+  usage …        list usage records; policy: expected vs actual accounts per key
+  audit          list admin writes, newest first
+  billing …      billing accounts, top-ups, adjustments, refunds, statements, key bindings, prices, spend reports
   status         show the running gateway's catalog status
   demo-upstream  run the simulated upstream provider on its own
   version        print the version

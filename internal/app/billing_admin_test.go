@@ -1,12 +1,15 @@
 package app_test
 
 import (
+	"bytes"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -59,6 +62,13 @@ func TestBillingOperatorTools(t *testing.T) {
 	_, err = c.PutBillingAccount(ctx, "acme", admin.BillingAccountSpec{Plan: "standard"})
 	if err == nil || !strings.Contains(err.Error(), "billing_account_read_only") {
 		t.Errorf("PUT of the catalog's account = %v, want billing_account_read_only", err)
+	}
+	// The sluice command runs the billing CLI.
+	t.Setenv(admin.EnvAdminToken, testEnv["ADMIN_TOKEN"])
+	var out, errOut bytes.Buffer
+	if code := app.Run(ctx, []string{"billing", "accounts", "--admin", "http://" + h.gw.AdminAddr()}, &out, &errOut); code != 0 ||
+		!regexp.MustCompile(`acme\s+standard\s+2\.00`).MatchString(out.String()) {
+		t.Errorf("sluice billing accounts: exit %d, %q %q; want acme's balance 2.00", code, out.String(), errOut.String())
 	}
 	prices, err := c.Prices(ctx, admin.PriceQuery{})
 	if err != nil || len(prices) != 2 || !prices[0].InForce || prices[0].Source != "catalog" {

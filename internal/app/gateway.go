@@ -210,8 +210,9 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	g.metrics.Registry.MustRegister(newPoolCollector(pl, o.Log))
 	g.adminAPI = g.serve(adminLn, admin.New(admin.Options{
 		Tokens: tokens, Audit: sqlcatalog.New(g.db), Keys: g.keys, Usage: ledger, Catalog: src, Pool: pl, Jobs: jobs, Log: o.Log,
-		Billing: adminBilling{ledger, g},
-		Metrics: promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
+		Billing:  adminBilling{ledger, g},
+		Affinity: affinityBindings{g.live, shared},
+		Metrics:  promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {
 		if err := g.capacity.Run(ctx); err != nil {

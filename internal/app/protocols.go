@@ -4,6 +4,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
+	"github.com/sluicehq/sluice/internal/adapter/gemini"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
 	"github.com/sluicehq/sluice/internal/adapter/responses"
 	"github.com/sluicehq/sluice/internal/ingress"
@@ -31,6 +32,18 @@ var protocolTable = []struct {
 	{ingress.FalQueue, upstream.FalQueue, nil},
 }
 
+// hostTable is the clouds that host a wire protocol under their own URLs
+// and credentials (sluice.CloudProtocols), each with the protocol's
+// dialect as the cloud changes it (upstream.Hosted). An endpoint on a
+// cloud (its azure or vertex block) still speaks the wire protocol, so the
+// fronts, endings and translators above serve it unchanged.
+var hostTable = map[upstream.HostedKey]*upstream.Dialect{
+	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIChat}:       upstream.AzureOpenAIChat,
+	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIEmbeddings}: upstream.AzureOpenAIEmbeddings,
+	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolGemini}:          upstream.VertexGemini,
+	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolAnthropic}:       upstream.VertexAnthropic,
+}
+
 // translatorTable is the pairs of protocols Sluice translates between: a
 // caller of the first protocol is served by an endpoint that speaks the
 // second through a new translator per execution. An edge exists wherever
@@ -40,6 +53,8 @@ var translatorTable = map[upstream.Pair]func() adapter.Translator{
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}:       func() adapter.Translator { return anthropic.NewFromOpenAI() },
 	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolOpenAIChat}: func() adapter.Translator { return openai.NewFromResponses() },
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolOpenAIResponses}: func() adapter.Translator { return responses.NewFromOpenAI() },
+	{Caller: sluice.ProtocolGemini, Upstream: sluice.ProtocolOpenAIChat}:          func() adapter.Translator { return openai.NewFromGemini() },
+	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolGemini}:          func() adapter.Translator { return gemini.NewFromOpenAI() },
 }
 
 // fronts and dialects are both sides of every protocol, as the ingress and
@@ -52,6 +67,7 @@ func protocols() ([]*ingress.Front, *upstream.Protocols) {
 	fronts := make([]*ingress.Front, 0, len(protocolTable))
 	p := &upstream.Protocols{
 		Dialects:    make(map[sluice.Protocol]*upstream.Dialect, len(protocolTable)),
+		Hosted:      hostTable,
 		Endings:     make(map[sluice.Protocol]*upstream.Ending, len(protocolTable)),
 		Translators: translatorTable,
 	}

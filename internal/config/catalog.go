@@ -160,6 +160,10 @@ type Endpoint struct {
 	Models    []string `yaml:"models"`
 	Timeouts  Timeouts `yaml:"timeouts"`
 	Breaker   Breaker  `yaml:"breaker"`
+	// Azure and Vertex put the endpoint on a cloud that hosts its
+	// protocols (cloud.go); at most one is set.
+	Azure  *Azure  `yaml:"azure"`
+	Vertex *Vertex `yaml:"vertex"`
 }
 
 // Breaker tunes an endpoint's circuit breaker.

@@ -33,6 +33,7 @@ func loadFull(t *testing.T) *Catalog {
 		"SLUICE_ADMIN_DASHBOARD": "admin-dashboard-0001",
 		"OPENAI_KEY_1":           "sk-openai-env-0001",
 		"ANTHROPIC_KEY_1":        "sk-ant-env-0001",
+		"GEMINI_KEY_1":           "gemini-env-0001",
 		"SLUICE_KEY_WEB":         "sk-sluice-web-0001",
 		"SLUICE_KEY_PARTNER":     "sk-sluice-partner-0001",
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",

@@ -254,6 +254,7 @@ func (v *validator) endpoints() {
 		if e.Breaker.Failures <= 0 {
 			v.addf(at+".breaker.failures", "must be > 0")
 		}
+		v.cloud(at, e)
 	}
 }
 

@@ -216,3 +216,38 @@ func skipValue(b []byte, i int) (int, error) {
 		return j, nil
 	}
 }
+
+// errStop ends a walk early.
+var errStop = errors.New("stop")
+
+// Delete returns obj without its top-level field key (every occurrence),
+// the member's comma and the white space around it going with it; obj
+// itself when the field is absent. obj is not modified.
+func Delete(obj []byte, key string) ([]byte, error) {
+	for {
+		from, to, prevEnd, first := -1, -1, -1, false
+		err := walk(obj, func(kStart, kEnd, vStart, vEnd int) error {
+			switch {
+			case first:
+				to = kStart // the first member goes up to the next one's key
+				return errStop
+			case keyEquals(obj[kStart:kEnd], key) && prevEnd >= 0:
+				from, to = prevEnd, vEnd // from the previous value's end: its comma goes
+				return errStop
+			case keyEquals(obj[kStart:kEnd], key):
+				from, to, first = kStart, vEnd, true
+			}
+			prevEnd = vEnd
+			return nil
+		})
+		if err != nil && err != errStop {
+			return nil, err
+		}
+		if from < 0 {
+			return obj, nil
+		}
+		out := make([]byte, 0, len(obj)-(to-from))
+		out = append(out, obj[:from]...)
+		obj = append(out, obj[to:]...)
+	}
+}

@@ -165,3 +165,25 @@ func BenchmarkSetModel(b *testing.B) {
 		}
 	}
 }
+
+func TestDelete(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"model":"m","x":1}`, `{"x":1}`},
+		{`{"x":1,"model":"m"}`, `{"x":1}`},
+		{`{"x":1, "model" : "m" ,"y":[2]}`, `{"x":1 ,"y":[2]}`},
+		{`{ "model":"m" }`, `{  }`},
+		{`{"model":"a","model":"b","x":{"model":1}}`, `{"x":{"model":1}}`},
+		{`{"x":1}`, `{"x":1}`},
+	} {
+		got, err := Delete([]byte(tt.in), "model")
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Delete(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+		if err == nil && !json.Valid(got) {
+			t.Errorf("Delete(%s) = %s: not JSON", tt.in, got)
+		}
+	}
+	if _, err := Delete([]byte(`[1]`), "model"); err == nil {
+		t.Error("Delete of an array: no error")
+	}
+}

@@ -28,6 +28,11 @@ type Usage interface {
 	// one PolicyCount per distinct (key, account, credential, expected,
 	// fallback), ordered by key, account, credential, expected, fallback.
 	CountExecutions(ctx context.Context, f PolicyFilter) ([]PolicyCount, error)
+	// CacheReport sums the prompt-cache usage and the session-affinity
+	// placements of the records f selects, grouped by f.By (see
+	// CacheRow), in the order of CompareCacheRows: one row per group
+	// that holds an execution.
+	CacheReport(ctx context.Context, f CacheFilter) ([]CacheRow, error)
 }
 
 // PolicyFilter selects usage records for CountExecutions by their key and

@@ -43,7 +43,9 @@ type affinity struct {
 func (a *affinity) holds() bool { return a != nil && a.holding }
 
 // sticky reports whether e is an edge of the bound account.
-func (a *affinity) sticky(e *sluice.Edge) bool { return a != nil && a.bound != "" && e.Account.ID == a.bound }
+func (a *affinity) sticky(e *sluice.Edge) bool {
+	return a != nil && a.bound != "" && e.Account.ID == a.bound
+}
 
 // leave stops the wait for the bound account, for reason.
 func (a *affinity) leave(reason string) {

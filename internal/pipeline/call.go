@@ -104,17 +104,23 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
 			until = preferUntil
 		}
-		wait, sticky := h.capacity.Wait, aff.holds()
+		acq := store.Acquire{
+			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
+			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
+		}
+		// Called directly, not through a func value: plan (and all it
+		// captures) then stays off the heap.
+		var claim *capacity.Claim
+		var err error
+		sticky := aff.holds()
 		if sticky {
-			wait = h.capacity.WaitOpen // a cooling bound account is left at once
 			if aff.until.Before(until) {
 				until = aff.until
 			}
+			claim, err = h.capacity.WaitOpen(ctx, acq, until, plan) // a cooling bound account is left at once
+		} else {
+			claim, err = h.capacity.Wait(ctx, acq, until, plan)
 		}
-		claim, err := wait(ctx, store.Acquire{
-			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
-			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
-		}, until, plan)
 		switch {
 		case err == nil:
 		case inactive:

@@ -252,7 +252,7 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 		ps[i] = sluice.Protocol(p)
 	}
 	return &sluice.Endpoint{
-		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models,
+		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models, Host: e.Host(),
 		Timeouts: sluice.Timeouts{
 			Connect: e.Timeouts.Connect.D(), FirstByte: e.Timeouts.FirstByte.D(),
 			Idle: e.Timeouts.Idle.D(), Total: e.Timeouts.Total.D(),

@@ -42,8 +42,14 @@ const (
 // (ConversationHeader, or Responses' conversation), else the system prompt
 // and the first user turn (at most seedContentBytes of each), which stay
 // the same over the turns of one conversation. Only the hash is kept:
-// never the text.
+// never the text. Requests of other protocols than the conversational
+// ones (embeddings, jobs) have no prompt cache to keep, and no seed.
 func Seed(tenant string, req *sluice.Request) string {
+	switch req.Protocol {
+	case sluice.ProtocolOpenAIChat, sluice.ProtocolAnthropic, sluice.ProtocolOpenAIResponses, sluice.ProtocolGemini:
+	default:
+		return ""
+	}
 	for _, h := range SessionHeaders {
 		if v := req.Header.Get(h); v != "" {
 			return SessionSeed(tenant, req.Model, v)

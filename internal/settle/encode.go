@@ -25,8 +25,10 @@ const (
 	// replayed. Version 2 added each execution's Expected and Fallback after
 	// its usage, version 3 the record's end user, task type, pool, priority
 	// and charge at its end (a charge replayed from the spool is the one the
-	// request settled, never lost); older payloads still decode, without them.
-	recordVersion = 3
+	// request settled, never lost), version 4 the cache-write tokens at the
+	// end of every usage and the record's affinity placement at its end;
+	// older payloads still decode, without them.
+	recordVersion = 4
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -102,6 +104,7 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 		b = binary.AppendVarint(b, c.Cost)
 		b = appendBool(b, c.Unmeasured)
 	}
+	b = appendString(b, r.Affinity)
 	return b
 }
 
@@ -124,7 +127,8 @@ func appendUsage(b []byte, u *sluice.Usage) []byte {
 	for _, n := range [...]int64{u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens} {
 		b = binary.AppendVarint(b, n)
 	}
-	return appendBool(b, u.Measured)
+	b = appendBool(b, u.Measured)
+	return binary.AppendVarint(b, u.CacheWriteTokens)
 }
 
 // errTornFrame is a frame that is cut short or fails its checksum: the tail
@@ -188,7 +192,7 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	r.Started = d.time()
 	r.Latency = time.Duration(d.varint())
 	r.TTFT = time.Duration(d.varint())
-	r.Usage = d.usage()
+	r.Usage = d.usage(version)
 	// Each execution takes more than one byte, so a count beyond the bytes
 	// left is damage, not a reason to allocate.
 	if n := d.uvarint(); n > 0 && n <= uint64(len(d.b)) {
@@ -206,7 +210,7 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 			e.Started = d.time()
 			e.FirstByte = time.Duration(d.varint())
 			e.Duration = time.Duration(d.varint())
-			e.Usage = d.usage()
+			e.Usage = d.usage(version)
 			if version >= 2 {
 				e.Expected = d.strings()
 				e.Fallback = d.string()
@@ -224,6 +228,9 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 			r.Billing = &sluice.Charge{Account: d.string(), Plan: d.string(), PriceVersion: d.string(), CostVersion: d.string(),
 				Price: d.varint(), Cost: d.varint(), Unmeasured: d.bool()}
 		}
+	}
+	if version >= 4 {
+		r.Affinity = d.string()
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail()
@@ -309,9 +316,14 @@ func (d *decoder) time() time.Time {
 	return time.Unix(sec, int64(nsec)).UTC()
 }
 
-func (d *decoder) usage() sluice.Usage {
-	return sluice.Usage{PromptTokens: d.varint(), CompletionTokens: d.varint(), CachedTokens: d.varint(),
+// usage reads a usage of a payload of version.
+func (d *decoder) usage(version byte) sluice.Usage {
+	u := sluice.Usage{PromptTokens: d.varint(), CompletionTokens: d.varint(), CachedTokens: d.varint(),
 		ReasoningTokens: d.varint(), TotalTokens: d.varint(), Measured: d.bool()}
+	if version >= 4 {
+		u.CacheWriteTokens = d.varint()
+	}
+	return u
 }
 
 func (d *decoder) float() float64 {

@@ -16,7 +16,7 @@ import (
 // fullRecord sets every field, so a field the encoding forgets shows.
 func fullRecord(id string) sluice.UsageRecord {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	used := sluice.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 64, ReasoningTokens: 8, TotalTokens: 150, Measured: true}
+	used := sluice.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 64, CacheWriteTokens: 16, ReasoningTokens: 8, TotalTokens: 150, Measured: true}
 	return sluice.UsageRecord{
 		RequestID: id, KeyID: "web-app", Tenant: "web", Alias: "fast", Protocol: sluice.ProtocolOpenAIChat,
 		Stream: true, Status: 200, Code: sluice.CodeCapacityWaitTimeout, Started: start,
@@ -30,7 +30,7 @@ func fullRecord(id string) sluice.UsageRecord {
 				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate"},
 		},
 		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
-		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive",
+		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit,
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2026-01-01T00:00:00Z",
 			CostVersion: "m@2026-01-01T00:00:00Z", Price: 1234, Cost: 321, Unmeasured: true},
 	}
@@ -64,14 +64,42 @@ func TestFrameRoundTrips(t *testing.T) {
 
 // asVersion1 is rec as a version 1 payload holds it: executions without
 // Expected and Fallback, and no end user, task type, pool, priority or
-// charge, which that layout did not have.
+// charge, which that layout did not have, nor what version 3 lacks.
 func asVersion1(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec = asVersion3(rec)
 	rec.EndUser, rec.TaskType, rec.Pool, rec.Priority, rec.Billing = "", "", "", "", nil
-	rec.Executions = slices.Clone(rec.Executions)
 	for i := range rec.Executions {
 		rec.Executions[i].Expected, rec.Executions[i].Fallback = nil, ""
 	}
 	return rec
+}
+
+// asVersion3 is rec as a version 3 payload holds it: no cache-write tokens
+// in any usage, and no affinity placement.
+func asVersion3(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.Affinity = ""
+	rec.Usage.CacheWriteTokens = 0
+	rec.Executions = slices.Clone(rec.Executions)
+	for i := range rec.Executions {
+		rec.Executions[i].Usage.CacheWriteTokens = 0
+	}
+	return rec
+}
+
+// testdata/v3-record.frame is fullRecord("r1") as the encoder of version 3
+// wrote it, before usage had cache-write tokens and records a placement.
+func TestVersion3FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v3-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 3 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(asVersion3(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 3 record differs (-want +got):\n%s", diff)
+	}
 }
 
 // testdata/v1-record.frame is fullRecord("r1") as the encoder of version 1

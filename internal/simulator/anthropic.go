@@ -58,31 +58,41 @@ func (c *call) parseMessages(body []byte) parsed {
 	}
 	req.cached = bytes.Contains(body, []byte(`"cache_control"`))
 	p := parsed{model: req.Model, stream: req.Stream, msgs: &req}
-	thinking := req.Thinking != nil && req.Thinking.Type == "enabled"
-	switch {
-	case req.Model == "":
-		p.err = c.invalidAnthropic("model: Field required")
-	case req.Messages == nil:
-		p.err = c.invalidAnthropic("messages: Field required")
-	case len(req.Messages) == 0:
-		p.err = c.invalidAnthropic("messages: at least one message is required")
-	case c.ep == epCountTokens:
-	case req.MaxTokens == nil:
-		p.err = c.invalidAnthropic("max_tokens: Field required")
-	case *req.MaxTokens < 0:
-		p.err = c.invalidAnthropic("max_tokens: Input should be greater than or equal to 0")
-	case thinking && req.Thinking.BudgetTokens < 1024:
-		p.err = c.invalidAnthropic("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
-	case thinking && req.Thinking.BudgetTokens >= *req.MaxTokens:
-		p.err = c.invalidAnthropic("`max_tokens` must be greater than `thinking.budget_tokens`.")
+	if msg := req.invalid(c.ep == epCountTokens); msg != "" {
+		p.err = c.invalidAnthropic(msg)
 	}
 	return p
 }
 
+// invalid says what is wrong with a Messages request ("" nothing); a
+// count has no max_tokens. (Bedrock's requests are Messages requests too.)
+func (req *messagesRequest) invalid(count bool) string {
+	thinking := req.Thinking != nil && req.Thinking.Type == "enabled"
+	switch {
+	case req.Model == "":
+		return "model: Field required"
+	case req.Messages == nil:
+		return "messages: Field required"
+	case len(req.Messages) == 0:
+		return "messages: at least one message is required"
+	case count:
+	case req.MaxTokens == nil:
+		return "max_tokens: Field required"
+	case *req.MaxTokens < 0:
+		return "max_tokens: Input should be greater than or equal to 0"
+	case thinking && req.Thinking.BudgetTokens < 1024:
+		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+	case thinking && req.Thinking.BudgetTokens >= *req.MaxTokens:
+		return "`max_tokens` must be greater than `thinking.budget_tokens`."
+	}
+	return ""
+}
+
 // reply answers a Messages request. The system prompt counts as a leading
 // system message, as a translation to chat sends it.
-func (req *messagesRequest) reply() reply {
+func (req *messagesRequest) reply(track bool) reply {
 	cv := newConvo()
+	cv.track = track
 	if len(req.System) > 0 && string(req.System) != "null" {
 		cv.message("system")
 		forEachAnthropicText(req.System, cv.text)
@@ -148,7 +158,14 @@ type anthropicUsage struct {
 
 func (req *messagesRequest) usage(r *reply) anthropicUsage {
 	u := anthropicUsage{input: r.prompt, output: r.output()}
-	if req.cached {
+	switch {
+	case r.modelled: // the prompt cache: read what it holds, write the rest where cache_control asks
+		u.cacheRead = r.cached
+		if req.cached {
+			u.cacheWrite = r.prompt - r.cached
+		}
+		u.input -= u.cacheRead + u.cacheWrite
+	case req.cached:
 		u.cacheRead = max(r.prompt/2, 1)
 		u.cacheWrite = max(r.prompt/4, 1)
 		u.input -= u.cacheRead + u.cacheWrite
@@ -204,7 +221,8 @@ func (c *call) messages(req *messagesRequest) {
 		c.replaced()
 		return
 	}
-	r := req.reply()
+	r := req.reply(c.tracks())
+	c.promptCached(&r.answer)
 	text := c.text(&r)
 	id := c.sim.appendID([]byte("msg_01"), 22)
 	if req.Stream {
@@ -256,7 +274,7 @@ func (c *call) messages(req *messagesRequest) {
 
 // countTokens answers count_tokens: every prompt token, cached or not.
 func (c *call) countTokens(req *messagesRequest) {
-	r := req.reply()
+	r := req.reply(false)
 	b := append([]byte(`{"input_tokens":`), strconv.Itoa(r.prompt)...)
 	c.respond(http.StatusOK, "application/json", append(b, '}'))
 }

@@ -1,6 +1,9 @@
 package simulator
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // anthropicStreamError is the event: error Anthropic sends when it fails
 // after the 200, typically an overload that would have been a 529.
@@ -110,7 +113,11 @@ func (c *call) messagesStream(req *messagesRequest, r *reply, text string, id []
 		return
 	}
 	as.begin("message_stop")
-	as.buf = append(as.buf, `{"type":"message_stop"}`...)
+	as.buf = append(as.buf, `{"type":"message_stop"`...)
+	if as.bedrock {
+		as.buf = appendInvocationMetrics(as.buf, u, time.Since(as.started))
+	}
+	as.buf = append(as.buf, '}')
 	as.end()
 }
 

@@ -90,9 +90,12 @@ func (c *call) requestID() string {
 func (c *call) header(contentType string) http.Header {
 	h := c.w.Header()
 	h["Content-Type"] = []string{contentType}
-	if c.ep.anthropic() {
+	switch {
+	case c.ep.anthropic():
 		h["Request-Id"] = []string{c.requestID()}
-	} else {
+	case c.ep.bedrock():
+		h["X-Amzn-Requestid"] = []string{c.requestID()}
+	default:
 		h["X-Request-Id"] = []string{c.requestID()}
 	}
 	return h
@@ -145,8 +148,8 @@ func (c *call) capped(acct AccountLimits, hasAcct bool) {
 	}
 	h := c.w.Header()
 	switch {
-	case c.ep.gemini():
-		return // Gemini sends no rate-limit headers
+	case c.ep.gemini() || c.ep.bedrock():
+		return // Gemini and Bedrock send no rate-limit headers
 	case c.ep.anthropic():
 		c.anthropicLimits(limit, left, 0)
 		return
@@ -171,6 +174,8 @@ func (c *call) rateLimited(limit int, retryAfter time.Duration, model string) {
 // OpenAI's rate_limit_exceeded.
 func (c *call) rateLimitError(model string, limit int, retryAfter time.Duration) {
 	switch {
+	case c.ep.bedrock():
+		c.bedrockFailure(http.StatusTooManyRequests)
 	case c.ep.gemini():
 		c.fail(http.StatusTooManyRequests, geminiRateLimited(model, limit, retryAfter))
 	case c.ep.anthropic():
@@ -192,6 +197,9 @@ func (c *call) rateLimitHeaders(limit int, retryAfter time.Duration) time.Durati
 	}
 	if c.ep.gemini() {
 		return max(retryAfter, 0) // in the body's RetryInfo: Gemini sends no header
+	}
+	if c.ep.bedrock() {
+		return 0 // Bedrock sends no hint
 	}
 	h := c.w.Header()
 	if c.ep.anthropic() {
@@ -241,6 +249,10 @@ func (c *call) injected(model string) {
 	}
 	if body != "" {
 		c.respond(st, sniff(body), []byte(body))
+		return
+	}
+	if c.ep.bedrock() {
+		c.bedrockFailure(st)
 		return
 	}
 	if st == http.StatusUnauthorized {

@@ -95,19 +95,26 @@ type answer struct {
 	completion int    // words, one token each
 	prompt     int    // prompt tokens
 	finish     string // "stop" or "length"
+	// With a prompt cache (Options.PromptCache): the prompt's prefixes
+	// that end at a message (but the whole), and the tokens read from
+	// the cache.
+	points   []prefixPoint
+	cached   int
+	modelled bool // cached comes from the prompt cache
 }
 
 // answerFor derives the reply from the messages alone (role and text), so a
 // gateway that re-encodes a request still gets the same answer.
 // prompt_tokens = words of text content + 3 per message + 3, OpenAI's
 // per-message overhead for its chat models.
-func answerFor(req *chatRequest) answer {
+func answerFor(req *chatRequest, track bool) answer {
 	cv := newConvo()
+	cv.track = track
 	for _, m := range req.Messages {
 		cv.message(m.Role)
 		forEachText(m.Content, cv.text)
 	}
-	a := answer{seed: cv.seed, completion: defaultCompletionTokens, finish: "stop", prompt: cv.prompt}
+	a := answer{seed: cv.seed, completion: defaultCompletionTokens, finish: "stop", prompt: cv.prompt, points: cv.points}
 	limit := req.MaxCompletionTokens
 	if limit == nil {
 		limit = req.MaxTokens
@@ -198,7 +205,9 @@ func appendUsage(b []byte, a answer) []byte {
 	b = strconv.AppendInt(b, int64(a.completion), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(a.prompt+a.completion), 10)
-	return append(b, `,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.cached), 10)
+	return append(b, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
 }
 
 // chat answers a valid chat completion request.
@@ -207,7 +216,8 @@ func (c *call) chat(req *chatRequest) {
 		c.replaced()
 		return
 	}
-	a := answerFor(req)
+	a := answerFor(req, c.tracks())
+	c.promptCached(&a)
 	if req.Stream {
 		c.stream(req, a)
 		return

@@ -151,6 +151,8 @@ func cloudflarePage(status int) []byte {
 // dialect.
 func (c *call) missingKey() {
 	switch {
+	case c.ep.bedrock():
+		c.awsFail(http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
 	case c.ep.fal():
 		c.fail(http.StatusUnauthorized, falDetail("Missing authorization header. Use 'Authorization: Key <FAL_KEY>'."))
 	case c.ep.gemini():
@@ -166,6 +168,8 @@ func (c *call) missingKey() {
 // dialect.
 func (c *call) invalidKey(key string) {
 	switch {
+	case c.ep.bedrock():
+		c.awsFail(http.StatusForbidden, "UnrecognizedClientException", "The security token included in the request is invalid.")
 	case c.ep.fal():
 		c.fail(http.StatusUnauthorized, falDetail("Invalid key"))
 	case c.ep.gemini():
@@ -179,6 +183,10 @@ func (c *call) invalidKey(key string) {
 
 // modelNotFound answers a model the simulator does not serve.
 func (c *call) modelNotFound(model string) {
+	if c.ep.bedrock() {
+		c.awsFail(http.StatusBadRequest, "ValidationException", "The provided model identifier is invalid.")
+		return
+	}
 	if c.ep.anthropic() {
 		c.anthropicFail(http.StatusNotFound, "not_found_error", "model: "+model)
 		return
@@ -192,6 +200,10 @@ func (c *call) modelNotFound(model string) {
 
 // tooLarge answers a body over maxBody.
 func (c *call) tooLarge() {
+	if c.ep.bedrock() {
+		c.awsFail(http.StatusRequestEntityTooLarge, "ValidationException", "Input is too long for requested model.")
+		return
+	}
 	if c.ep.anthropic() {
 		c.anthropicFail(http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
 		return

@@ -327,7 +327,7 @@ func appendCallPart(b []byte, r *reply) []byte {
 	b = append(b, `,"args":`...)
 	b = append(b, r.tool.args...)
 	b = append(b, `},"thoughtSignature":"`...)
-	b = append(b, opaque("Cq", r.seed, 40)...)
+	b = append(b, opaque("Cq", r.seed, 42)...)
 	return append(b, `"}`...)
 }
 

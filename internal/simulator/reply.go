@@ -22,11 +22,20 @@ const ToolWord = "use_tool"
 type convo struct {
 	seed   uint64
 	prompt int
+	// With track, points collects each prefix of the prompt that ends at
+	// a message (for the prompt cache, Options.PromptCache).
+	track    bool
+	messages int
+	points   []prefixPoint
 }
 
 func newConvo() convo { return convo{seed: fnvOffset, prompt: 3} }
 
 func (cv *convo) message(role string) {
+	if cv.track && cv.messages > 0 {
+		cv.points = append(cv.points, prefixPoint{cv.seed, cv.prompt})
+	}
+	cv.messages++
 	cv.seed = fnvAdd(cv.seed, role)
 	cv.seed = fnvAdd(cv.seed, "\x00")
 	cv.prompt += 3
@@ -55,7 +64,7 @@ type reply struct {
 // (nil for none): the text is min(limit, defaultCompletionTokens) words,
 // and finish is "length" when the cap cut it short.
 func replyFor(cv convo, limit *int) reply {
-	r := reply{answer: answer{seed: cv.seed, prompt: cv.prompt, completion: defaultCompletionTokens, finish: "stop"}}
+	r := reply{answer: answer{seed: cv.seed, prompt: cv.prompt, completion: defaultCompletionTokens, finish: "stop", points: cv.points}}
 	if limit != nil && *limit < defaultCompletionTokens {
 		r.completion = max(*limit, 0)
 		r.finish = "length"

@@ -109,11 +109,12 @@ func (req *responsesRequest) stores() bool { return req.Store == nil || *req.Sto
 // reply answers a Responses request chained onto prev (nil for none), and
 // returns the cached input tokens: prev's whole conversation, else half the
 // prompt (at least 1) when the request sets prompt_cache_key.
-func (req *responsesRequest) reply(prev *storedResponse) (reply, int) {
+func (req *responsesRequest) reply(prev *storedResponse, track bool) (reply, int) {
 	cv, cached := newConvo(), 0
 	if prev != nil {
 		cv, cached = convo{seed: prev.seed, prompt: prev.context}, prev.context
 	}
+	cv.track = track
 	var instructions string
 	if json.Unmarshal(req.Instructions, &instructions) == nil && instructions != "" {
 		cv.message("system")
@@ -170,7 +171,7 @@ func (req *responsesRequest) reply(prev *storedResponse) (reply, int) {
 		named = tc.Name
 	}
 	r.tool = chooseTool(defs, choice, named, asked, r.seed)
-	if prev == nil && req.PromptCacheKey != "" {
+	if prev == nil && req.PromptCacheKey != "" && !track { // without a modelled cache, a hint of one
 		cached = max(r.prompt/2, 1)
 	}
 	return r, cached
@@ -273,7 +274,10 @@ type response struct {
 
 func (c *call) newResponse(req *responsesRequest, prev *storedResponse) *response {
 	rs := &response{req: req, created: time.Now().Unix()}
-	rs.r, rs.cached = req.reply(prev)
+	rs.r, rs.cached = req.reply(prev, c.tracks())
+	if c.promptCached(&rs.r.answer); rs.r.modelled {
+		rs.cached = max(rs.cached, rs.r.cached)
+	}
 	rs.text = c.text(&rs.r)
 	rs.id = string(c.sim.appendID([]byte("resp_"), 40))
 	rs.itemIDs = [3]string{string(c.sim.appendID([]byte("rs_"), 40)), string(c.sim.appendID([]byte("msg_"), 40)), string(c.sim.appendID([]byte("call_"), 24))}
@@ -521,7 +525,10 @@ func (c *call) compact(req *responsesRequest) {
 	if !ok {
 		return
 	}
-	r, cached := req.reply(prev)
+	r, cached := req.reply(prev, c.tracks())
+	if c.promptCached(&r.answer); r.modelled {
+		cached = max(cached, r.cached)
+	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"id":"resp_`...)
 	b = c.sim.appendID(b, 40)

@@ -34,6 +34,7 @@ package simulator
 import (
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -67,6 +68,24 @@ type Options struct {
 	// either way. Long benchmarks and `sluice demo-upstream` set it so memory
 	// stays flat.
 	MaxRecords int
+	// PromptCache models the providers' prompt caches, for this long after
+	// a prefix was last used (providers keep them 5 minutes to an hour):
+	// per account (Behavior.Account, else the key) it remembers the
+	// prefixes of the prompts it served, message by message, and a
+	// request's cached input tokens are those of its longest prefix the
+	// account served — in chat's prompt_tokens_details.cached_tokens,
+	// Messages' cache_read_input_tokens (the rest written to the cache
+	// with cache_control, cache_creation_input_tokens) and Responses'
+	// input_tokens_details.cached_tokens. 0 models none: Messages then
+	// reads half the prompt from the cache when the request has
+	// cache_control, and Responses half when it has prompt_cache_key.
+	PromptCache time.Duration
+	// AWSKeys are the AWS access keys (by access key ID) whose SigV4
+	// signatures Bedrock's paths accept; a request signed with another key
+	// answers 403 UnrecognizedClientException, one whose signature does not
+	// match 403 InvalidSignatureException. The access key ID is the
+	// request's key (Keys, Behavior).
+	AWSKeys map[string]AWSKey
 }
 
 // Behavior is how the simulator treats requests made with one bearer key.
@@ -148,6 +167,10 @@ type Behavior struct {
 	// status "failed" with error{code,message}, fal COMPLETED with error and
 	// error_type, and an error on the result.
 	JobFail bool
+	// AWSError names the error FailStatus answers on Bedrock's paths
+	// (x-amzn-ErrorType: ServiceQuotaExceededException,
+	// ModelNotReadyException, …); "" the status's usual one.
+	AWSError string
 }
 
 // AccountLimits are shared by all keys of one account.
@@ -168,6 +191,7 @@ type Simulator struct {
 	geminiModels []string
 	accounts     map[string]AccountLimits
 	strict       bool // Options.RejectUnknownKeys
+	awsKeys      map[string]AWSKey
 
 	keysMu sync.RWMutex
 	keys   map[string]Behavior
@@ -178,9 +202,12 @@ type Simulator struct {
 	jobs    jobStore
 	stored  responseStore
 	oauth   oauthServer
+	cloud   cloudState
 
 	nonce uint64        // makes ids differ between simulators
 	seq   atomic.Uint64 // makes ids differ between requests
+
+	cache *promptCache // nil: Options.PromptCache 0
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -191,11 +218,15 @@ type Simulator struct {
 func New(opts Options) *Simulator {
 	s := &Simulator{
 		accounts: make(map[string]AccountLimits, len(opts.Accounts)),
+		awsKeys:  maps.Clone(opts.AWSKeys),
 		strict:   opts.RejectUnknownKeys,
 		keys:     make(map[string]Behavior, len(opts.Keys)),
 		def:      opts.Default,
 		nonce:    rand.Uint64(),
 		closing:  make(chan struct{}),
+	}
+	if opts.PromptCache > 0 {
+		s.cache = &promptCache{ttl: opts.PromptCache, entries: map[cacheEntry]time.Time{}}
 	}
 	s.modelList = renderModelList(DefaultModels)
 	s.geminiModels = defaultGeminiModels
@@ -270,6 +301,9 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.oauthToken(w, r)
 		return
 	}
+	if s.serveHosted(w, r) {
+		return // a cloud's path, served as its provider's (vertex.go)
+	}
 	ep := route(r)
 	c := &call{sim: s, w: w, r: r, ep: ep}
 	key, hasKey := credential(r, ep)
@@ -306,6 +340,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p = c.parseResponses(body)
 	case epGeminiGenerate, epGeminiStream, epGeminiCount, epGeminiEmbed, epGeminiBatchEmbed:
 		p = c.parseGemini(body)
+	case epBedrockInvoke, epBedrockStream:
+		p = c.parseBedrock(body)
 	}
 	c.rec = s.journal.add(key, r, body, p.model, p.stream)
 
@@ -319,6 +355,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case b.Invalid || (s.strict && !listed) || s.accessRefused(key, r, ep):
 		c.invalidKey(key)
 		return
+	case ep.bedrock() && !c.bedrockSigned(key, body):
+		return // answered
 	}
 
 	if ep.followUp() {
@@ -378,7 +416,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.chat(p.chat)
 	case ep == epEmbeddings:
 		c.embeddings(p.embed)
-	case ep == epMessages:
+	case ep == epMessages || ep.bedrock():
 		c.messages(p.msgs)
 	case ep == epCountTokens:
 		c.countTokens(p.msgs)
@@ -415,6 +453,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 func credential(r *http.Request, ep endpoint) (string, bool) {
 	if ep.gemini() {
 		key := geminiKeyOf(r)
+		return key, key != ""
+	}
+	if ep.bedrock() {
+		key := bedrockKeyOf(r)
 		return key, key != ""
 	}
 	if ep.anthropic() {
@@ -460,6 +502,8 @@ const (
 	epGeminiBatchEmbed // …:batchEmbedContents
 	epGeminiModels     // GET /v1beta/models
 	epGeminiModel      // GET /v1beta/models/{model}
+	epBedrockInvoke    // POST /model/{modelId}/invoke
+	epBedrockStream    // …/invoke-with-response-stream
 	epFalSubmit
 	epFalStatus
 	epFalResult
@@ -523,6 +567,9 @@ func route(r *http.Request) endpoint {
 			return epVideoDelete
 		}
 		return epNone
+	}
+	if ep := routeBedrock(r); ep != epNone {
+		return ep
 	}
 	return routeFal(r)
 }

@@ -20,6 +20,10 @@ type streamer struct {
 	head  []byte // `data: {"id":…,"choices":[`, the same in every chunk
 	usage bool   // stream_options.include_usage
 	first bool   // no event sent yet: ChunkDelay goes between events
+	// bedrock frames each event as Bedrock does (sendBedrock), from
+	// started on.
+	bedrock bool
+	started time.Time
 }
 
 // stream answers a chat completion as SSE: a role chunk, one chunk per word,
@@ -72,10 +76,16 @@ func (c *call) stream(req *chatRequest, a answer) {
 
 // startStream sends the headers of an SSE response and returns its writer.
 func (c *call) startStream() *streamer {
-	h := c.header("text/event-stream; charset=utf-8")
-	h["Cache-Control"] = []string{"no-cache"}
+	st := &streamer{c: c, rc: http.NewResponseController(c.w), buf: make([]byte, 0, 512), first: true,
+		bedrock: c.ep.bedrock(), started: time.Now()}
+	if st.bedrock {
+		c.header("application/vnd.amazon.eventstream")
+	} else {
+		h := c.header("text/event-stream; charset=utf-8")
+		h["Cache-Control"] = []string{"no-cache"}
+	}
 	c.writeHeader(http.StatusOK)
-	return &streamer{c: c, rc: http.NewResponseController(c.w), buf: make([]byte, 0, 512), first: true}
+	return st
 }
 
 // misbehave does what Behavior says after content event i of n: garbled is
@@ -149,6 +159,14 @@ func (st *streamer) send() bool {
 		return false
 	}
 	st.first = false
+	if st.bedrock {
+		return st.sendBedrock()
+	}
+	return st.write()
+}
+
+// write writes buf and flushes it.
+func (st *streamer) write() bool {
 	if _, err := st.c.w.Write(st.buf); err != nil {
 		st.c.cancelled()
 		return false

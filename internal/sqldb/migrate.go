@@ -257,6 +257,18 @@ var migrations = []migration{{
 			locked_at     BIGINT NOT NULL     -- when a replica last locked the row to refresh it
 		)`,
 	},
+}, {
+	version: 9,
+	name:    "cache-write tokens and session-affinity placement on usage",
+	stmts: []string{
+		// Prompt tokens written to the upstream's prompt cache, beside the
+		// cached (read) ones, on records and executions alike.
+		`ALTER TABLE usage_records ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE executions ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0`,
+		// hit | new | moved; '' = the request had no placement. The cache
+		// report's hit rate is computed from it, over every replica.
+		`ALTER TABLE usage_records ADD COLUMN affinity TEXT NOT NULL DEFAULT ''`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

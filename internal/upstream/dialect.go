@@ -64,6 +64,11 @@ type Dialect struct {
 	// passthrough reads the id (Attempt.StoredID) from the answer or the
 	// stream's response.created event.
 	Stores bool
+
+	// url and finish are a hosted dialect's (see Hosting): they are set
+	// only by Hosted.
+	url    func(req *sluice.Request, ep *sluice.Endpoint, model string) string
+	finish func(body []byte) ([]byte, error)
 }
 
 // Ending is the caller side of a stream that cannot complete: the whole
@@ -81,11 +86,13 @@ type Pair struct {
 }
 
 // Protocols is how a Caller speaks each protocol: the upstream side by the
-// protocol an edge speaks, the stream ending by the caller's protocol, and
-// the translators of the pairs that differ. Built once (by app) and read
-// only afterwards.
+// protocol an edge speaks (by the cloud and the protocol for an endpoint
+// on a cloud: Hosted), the stream ending by the caller's protocol, and the
+// translators of the pairs that differ. Built once (by app) and read only
+// afterwards.
 type Protocols struct {
 	Dialects    map[sluice.Protocol]*Dialect
+	Hosted      map[HostedKey]*Dialect
 	Endings     map[sluice.Protocol]*Ending
 	Translators map[Pair]func() adapter.Translator
 }

@@ -64,7 +64,7 @@ type exchange struct {
 
 // exchangeFor picks how req is carried to edge e.
 func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, error) {
-	x := exchange{dialect: c.protocols.Dialects[e.Protocol], ending: c.protocols.Endings[req.Protocol]}
+	x := exchange{dialect: c.protocols.dialect(e), ending: c.protocols.Endings[req.Protocol]}
 	if x.dialect == nil || x.ending == nil {
 		return x, fmt.Errorf("no dialect for %s to %s", req.Protocol, e.Protocol)
 	}
@@ -132,12 +132,15 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	// Execute answered a count for a dialect without one; routing chose a
 	// compaction's edge among those whose dialect has one.
-	path := x.dialect.path(req, e.Model)
+	target := x.dialect.target(req, e.Endpoint, e.Model)
 	var body []byte
 	if x.tr == nil {
 		body, err = x.dialect.Prepare(req, e.Model)
 	} else {
 		body, err = x.tr.Request(req, e.Model)
+	}
+	if err == nil {
+		body, err = x.dialect.finishBody(body)
 	}
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
@@ -158,7 +161,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	defer cancel(nil)
 	timeouts := startPhases(cancel, to)
 	defer timeouts.stop()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, dialectURL(e.Endpoint.BaseURL, path), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		a.Class, a.Err = ClassEndpoint, fmt.Errorf("build upstream request: %w", err)
 		return a

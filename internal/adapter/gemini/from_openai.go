@@ -605,7 +605,11 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 // Error returns OpenAI's error body for a Gemini error answer: Google's
 // message, a type for its status, and its gRPC status as the code. A body
 // that is not Google's (a proxy's HTML page) gets the status text.
-func (t *FromOpenAI) Error(status int, body []byte) []byte {
+func (t *FromOpenAI) Error(status int, body []byte) []byte { return openAIErrorBody(status, body) }
+
+// openAIErrorBody is Google's error answer body in OpenAI's envelope (see
+// FromOpenAI.Error), for every translator of an OpenAI caller.
+func openAIErrorBody(status int, body []byte) []byte {
 	var in generate.ErrorEnvelope
 	if json.Unmarshal(body, &in) != nil || in.Error.Message == "" {
 		in.Error = generate.ErrorBody{Message: fmt.Sprintf("the upstream answered %d %s", status, http.StatusText(status))}

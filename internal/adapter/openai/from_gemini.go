@@ -543,7 +543,11 @@ func (t *FromGemini) Response(body []byte) ([]byte, error) {
 
 // Error returns Google's error body for an OpenAI error answer: its
 // message, the status and the status's gRPC name.
-func (t *FromGemini) Error(status int, body []byte) []byte {
+func (t *FromGemini) Error(status int, body []byte) []byte { return googleErrorBody(status, body) }
+
+// googleErrorBody is OpenAI's error answer body in Google's envelope (see
+// FromGemini.Error), for every translator of a Gemini caller.
+func googleErrorBody(status int, body []byte) []byte {
 	var in ErrorEnvelope
 	msg := fmt.Sprintf("the upstream answered %d %s", status, http.StatusText(status))
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {

@@ -196,6 +196,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 		}
 	})
 
+	t.Run("CacheReport", func(t *testing.T) { runCache(t, open) })
+
 	t.Run("ConcurrentWritesAreSafe", func(t *testing.T) {
 		u := open(t)
 		const writers, each = 8, 10
@@ -273,7 +275,7 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		}
 		return e
 	}
-	used := sluice.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 64, ReasoningTokens: 8, TotalTokens: 150, Measured: true}
+	used := sluice.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 64, CacheWriteTokens: 16, ReasoningTokens: 8, TotalTokens: 150, Measured: true}
 	return sluice.UsageRecord{
 		RequestID: id,
 		KeyID:     "web-app",
@@ -291,6 +293,7 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		TaskType:  "section_generation",
 		Pool:      "paid",
 		Priority:  "interactive",
+		Affinity:  sluice.PlacementMoved,
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2025-01-01T00:00:00Z",
 			CostVersion: "gpt-4o-mini@2025-01-01T00:00:00Z", Price: 1234, Cost: 321},
 		Executions: []sluice.Execution{

@@ -41,9 +41,9 @@ var (
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 const (
-	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured`
+	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured, cache_write_tokens`
 	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
-		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured`
+		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured, affinity`
 	// model is written, never read back: it is the last execution's, kept
 	// on the record for reports by model.
 	recordInsertColumns = recordColumns + `, model`
@@ -52,8 +52,8 @@ const (
 
 // Parameters per row of each table: the columns above.
 const (
-	recordParams = 30
-	execParams   = 21
+	recordParams = 32
+	execParams   = 22
 )
 
 // RecordUsage writes the records in one transaction, idempotently by
@@ -95,7 +95,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 }
 
 // Statements are prepared for shapes row counts, 1, 2, 4, … up to
-// rowsPerStatement, which bounds the rows of one statement (30 parameters
+// rowsPerStatement, which bounds the rows of one statement (32 parameters
 // each at most, far below SQLite's limit of 32,766 a statement).
 const (
 	shapes           = 7
@@ -184,9 +184,9 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 			}
 			args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, int64(r.Status), string(r.Code),
 				r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds(),
-				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured,
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
 				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, c.Account, c.Plan, c.PriceVersion, c.CostVersion,
-				c.Price, c.Cost, c.Unmeasured, ledger.ModelOf(r))
+				c.Price, c.Cost, c.Unmeasured, r.Affinity, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
 			return nil, err
@@ -236,7 +236,7 @@ func (w *writer) insertExecutions(ctx context.Context, recs []sluice.UsageRecord
 			u := &e.Usage
 			args = append(args, r.RequestID, int64(t.seq), e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
 				int64(e.HTTPStatus), e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds(),
-				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured,
+				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
 				joinAccounts(e.Expected), e.Fallback)
 		}
 		if _, err := w.tx.ExecStmt(ctx, w.st.executions[shape], args...); err != nil {
@@ -312,7 +312,7 @@ func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]
 		if err := rows.Scan(append(append([]any{&r.RequestID, &r.KeyID, &r.Tenant, &r.Alias, &r.Protocol, &r.Stream, &r.Status,
 			&r.Code, &started, &latency, &ttft}, usageDest(&r.Usage)...),
 			&r.EndUser, &r.TaskType, &r.Pool, &r.Priority, &billed, &c.Account, &c.Plan, &c.PriceVersion, &c.CostVersion,
-			&c.Price, &c.Cost, &c.Unmeasured)...); err != nil {
+			&c.Price, &c.Cost, &c.Unmeasured, &r.Affinity)...); err != nil {
 			return nil, fmt.Errorf("list usage: %w", err)
 		}
 		if billed {
@@ -376,5 +376,5 @@ func (s *Store) attachExecutions(ctx context.Context, recs []sluice.UsageRecord)
 
 // usageDest is where the values of usageColumns go, in order.
 func usageDest(u *sluice.Usage) []any {
-	return []any{&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.TotalTokens, &u.Measured}
+	return []any{&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &u.TotalTokens, &u.Measured, &u.CacheWriteTokens}
 }

@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/sse"
+)
+
+func TestGeminiEvents(t *testing.T) {
+	last := sluice.Usage{PromptTokens: 2100, CompletionTokens: 160, CachedTokens: 1800, ReasoningTokens: 120, TotalTokens: 2260, Measured: true}
+	tests := []struct {
+		name    string
+		give    string
+		from    sluice.Usage
+		want    sluice.Usage
+		done    bool
+		wantErr error
+	}{
+		{name: "text chunk", give: `{"candidates":[{"content":{"role":"model","parts":[{"text":"It's "}]},"index":0}],"modelVersion":"gemini-2.5-flash"}`},
+		{name: "a part that mentions finishReason", give: `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"finishReason":"x"}}}]}}]}`},
+		{name: "last chunk", give: `{"candidates":[{"content":{"parts":[{"text":"Oslo."}]},"finishReason":"STOP","index":0}],` +
+			`"usageMetadata":{"promptTokenCount":2100,"cachedContentTokenCount":1800,"candidatesTokenCount":40,"thoughtsTokenCount":120,"totalTokenCount":2260}}`,
+			want: last, done: true},
+		{name: "usage without a total", give: `{"usageMetadata":{"promptTokenCount":10,"toolUsePromptTokenCount":5,"candidatesTokenCount":3}}`,
+			want: sluice.Usage{PromptTokens: 15, CompletionTokens: 3, TotalTokens: 18, Measured: true}},
+		{name: "a later usage replaces", give: `{"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}`, from: last,
+			want: sluice.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, Measured: true}},
+		{name: "prompt blocked", give: `{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":7}}`,
+			want: sluice.Usage{PromptTokens: 7, TotalTokens: 7, Measured: true}, done: true},
+		{name: "error", give: `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`, wantErr: errUpstreamErrorEvent},
+		{name: "not JSON", give: `{"candidates":[{"content":`, wantErr: errMalformedEvent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, drop, done, err := geminiEvent(sse.Event{Data: []byte(tt.give)}, &sluice.Request{}, tt.from)
+			if err != tt.wantErr || tt.wantErr == nil && (got != tt.want || drop || done != tt.done) {
+				t.Errorf("geminiEvent(%s) = %+v, drop %v, done %v, %v; want %+v, done %v, %v", tt.give, got, drop, done, err, tt.want, tt.done, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestGeminiPaths(t *testing.T) {
+	tests := []struct {
+		d    *Dialect
+		req  sluice.Request
+		base string
+		want string
+	}{
+		{GeminiGenerate, sluice.Request{}, "https://g.example", "https://g.example/v1beta/models/m:generateContent"},
+		{GeminiGenerate, sluice.Request{Stream: true}, "https://g.example/v1beta/", "https://g.example/v1beta/models/m:streamGenerateContent?alt=sse"},
+		{GeminiGenerate, sluice.Request{CountTokens: true}, "https://g.example", "https://g.example/v1beta/models/m:countTokens"},
+		{GeminiEmbed, sluice.Request{}, "https://g.example", "https://g.example/v1beta/models/m:embedContent"},
+		{GeminiEmbed, sluice.Request{Batch: true}, "https://g.example", "https://g.example/v1beta/models/m:batchEmbedContents"},
+		{OpenAIChat, sluice.Request{}, "https://o.example/v1", "https://o.example/v1/chat/completions"},
+	}
+	for _, tt := range tests {
+		if got := dialectURL(tt.base, tt.d.path(&tt.req, "m")); got != tt.want {
+			t.Errorf("URL of %+v on %s = %s, want %s", tt.req, tt.base, got, tt.want)
+		}
+	}
+	if GeminiEmbed.path(&sluice.Request{CountTokens: true}, "m") != "" {
+		t.Error("an embedding model has a count")
+	}
+	h := http.Header{}
+	geminiAuth(h, nil, "secret")
+	if h.Get("X-Goog-Api-Key") != "secret" || h.Get("Authorization") != "" {
+		t.Errorf("geminiAuth set %v", h)
+	}
+}
+
+func TestGeminiClassify(t *testing.T) {
+	perMinute := `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details. Please retry in 26.3s.","status":"RESOURCE_EXHAUSTED",` +
+		`"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},` +
+		`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}`
+	perDay := strings.Replace(strings.Replace(perMinute, "PerMinute", "PerDay", 1), `"26s"`, `"3s"`, 1)
+	tests := []struct {
+		status int
+		body   string
+		want   Class
+	}{
+		{429, perMinute, ClassRate},
+		{429, `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`, ClassRate},
+		{429, `{"error":{"code":429,"message":"Your prepayment credits are depleted.","status":"RESOURCE_EXHAUSTED"}}`, ClassBilling},
+		{400, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, ClassAuth},
+		{400, `{"error":{"code":400,"message":"User location is not supported for the API use without a billing account linked.","status":"FAILED_PRECONDITION"}}`, ClassBilling},
+		{400, `{"error":{"code":400,"message":"* GenerateContentRequest.contents: contents is not specified","status":"INVALID_ARGUMENT"}}`, ClassRequest},
+		{403, `{"error":{"code":403,"message":"The caller does not have permission","status":"PERMISSION_DENIED"}}`, ClassAuth},
+		{404, `{"error":{"code":404,"message":"models/x is not found","status":"NOT_FOUND"}}`, ClassRequest},
+		{503, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`, ClassEndpoint},
+		{500, `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`, ClassEndpoint},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("Classify(%d, %s) = %v, want %v", tt.status, tt.body, got, tt.want)
+		}
+	}
+	now := time.Date(2026, 3, 10, 20, 0, 0, 0, time.UTC) // 12:00 PST
+	if got := googleRetryAfter([]byte(perMinute), now); got != 26*time.Second {
+		t.Errorf("per-minute retry = %v, want the RetryInfo's 26s", got)
+	}
+	if got := googleRetryAfter([]byte(strings.Replace(perMinute, `,{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}`, "", 1)), now); got != 26300*time.Millisecond {
+		t.Errorf("retry from the message = %v, want 26.3s", got)
+	}
+	if got := googleRetryAfter([]byte(perDay), now); got != 12*time.Hour {
+		t.Errorf("per-day retry = %v, want until midnight Pacific (12h)", got)
+	}
+}
+
+// FuzzGeminiStream reads arbitrary events as a Gemini stream does: the
+// skim and the whole read agree, nothing panics, and an event that is not
+// a JSON object is refused.
+func FuzzGeminiStream(f *testing.F) {
+	for _, s := range []string{
+		`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1}}`,
+		`{"candidates":[{"content":{"parts":[{"text":"\"finishReason\":"}]}}]}`,
+		`{"promptFeedback":{"blockReason":"OTHER"}}`, `{"error":{"code":500}}`, `[{"candidates":[]}]`, `{"usageMetadata":{"promptTokenCount":1e3}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev := sse.Event{Data: data}
+		u1, _, done1, err1 := geminiEvent(ev, &sluice.Request{}, sluice.Usage{})
+		u2, _, done2, err2 := readGeminiEvent(ev, &sluice.Request{}, sluice.Usage{})
+		if err2 == nil && (err1 != nil || u1 != u2 || done1 != done2) {
+			t.Fatalf("skimmed %+v %v %v, read whole %+v %v %v: %q", u1, done1, err1, u2, done2, err2, data)
+		}
+	})
+}

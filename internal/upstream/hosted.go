@@ -1,0 +1,97 @@
+package upstream
+
+import (
+	"net/http"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Hosting is what a cloud changes of a wire protocol's dialect when it
+// hosts the protocol (Azure OpenAI hosts OpenAI chat, Vertex AI hosts
+// Gemini and Anthropic Messages, Bedrock hosts Anthropic Messages): the
+// body stays the provider's protocol, so the protocol's translators and
+// passthrough serve it unchanged, and the host only changes how the
+// request is addressed and presented. A nil field keeps the base
+// dialect's.
+//
+// Hosted builds the dialect once, at start, from the base dialect and a
+// Hosting; package app's hostTable says which cloud hosts which protocol
+// with which dialect, and an edge whose endpoint has a Host (from its
+// cloud block in the catalog: endpoints[].azure, .vertex) is carried by
+// the hosted dialect instead of the protocol's own (Protocols.dialect).
+// A cloud that must change more (sign the whole request, reframe its
+// stream) adds a field here, copied by Hosted, and the nil-checked call
+// where the execution acts on it.
+type Hosting struct {
+	// URL is the whole URL of req to model on endpoint ep (its base URL
+	// and Host settings at hand); "" for an operation the cloud does not
+	// offer (a token count: Sluice then estimates it, as for a protocol
+	// without one). It replaces the base dialect's Path, CountPath and
+	// ModelPath.
+	URL func(req *sluice.Request, ep *sluice.Endpoint, model string) string
+	// Authorize and AuthorizeToken present a static secret and an OAuth
+	// access token as the cloud takes them (see Dialect).
+	Authorize      func(h, caller http.Header, secret string)
+	AuthorizeToken func(h, caller http.Header, token string)
+	// Finish adapts a body that is already in the wire protocol, prepared
+	// for a passthrough or made by a translator, to the cloud's variant of
+	// it (Vertex's Anthropic takes its version in the body and the model
+	// only in the URL).
+	Finish func(body []byte) ([]byte, error)
+}
+
+// Hosted returns base's dialect as hosting changes it.
+func Hosted(base *Dialect, hosting Hosting) *Dialect {
+	d := *base
+	d.url = hosting.URL
+	if hosting.Authorize != nil {
+		d.Authorize = hosting.Authorize
+		// A cloud that presents its secret its own way presents a token
+		// by Authorize too, unless it says otherwise: the base's token
+		// presentation is the provider's.
+		d.AuthorizeToken = nil
+	}
+	if hosting.AuthorizeToken != nil {
+		d.AuthorizeToken = hosting.AuthorizeToken
+	}
+	d.finish = hosting.Finish
+	return &d
+}
+
+// HostedKey names a hosted dialect: the cloud (sluice.Host.Cloud) and the
+// wire protocol it hosts.
+type HostedKey struct {
+	Cloud    string
+	Protocol sluice.Protocol
+}
+
+// dialect is the dialect that carries requests to edge e: the hosted
+// dialect of e's protocol on e's cloud, or the protocol's own. nil when
+// there is none.
+func (p *Protocols) dialect(e *sluice.Edge) *Dialect {
+	if cloud := e.Endpoint.Host.Cloud; cloud != "" {
+		return p.Hosted[HostedKey{cloud, e.Protocol}]
+	}
+	return p.Dialects[e.Protocol]
+}
+
+// target is the URL of req to model on endpoint ep; "" for a count or a
+// compaction the dialect does not have.
+func (d *Dialect) target(req *sluice.Request, ep *sluice.Endpoint, model string) string {
+	if d.url != nil {
+		return d.url(req, ep, model)
+	}
+	path := d.path(req, model)
+	if path == "" {
+		return ""
+	}
+	return dialectURL(ep.BaseURL, path)
+}
+
+// finishBody applies the host's Finish to a body in the wire protocol.
+func (d *Dialect) finishBody(body []byte) ([]byte, error) {
+	if d.finish == nil {
+		return body, nil
+	}
+	return d.finish(body)
+}
