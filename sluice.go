@@ -70,20 +70,25 @@ type Host struct {
 	APIVersion string
 	// Project and Location place a Vertex AI endpoint's models.
 	Project, Location string
+	// Region is a Bedrock endpoint's AWS region, which its requests are
+	// signed for.
+	Region string
 }
 
 // Clouds and the protocols each hosts (Host.Cloud; package app's hostTable
 // has a dialect for each).
 const (
-	CloudAzure  = "azure"
-	CloudVertex = "vertex"
+	CloudAzure   = "azure"
+	CloudVertex  = "vertex"
+	CloudBedrock = "bedrock"
 )
 
 // CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
 // cloud may speak only these.
 var CloudProtocols = map[string][]Protocol{
-	CloudAzure:  {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
-	CloudVertex: {ProtocolGemini, ProtocolAnthropic},
+	CloudAzure:   {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
+	CloudVertex:  {ProtocolGemini, ProtocolAnthropic},
+	CloudBedrock: {ProtocolAnthropic},
 }
 
 // Speaks reports whether the endpoint serves protocol p.
@@ -155,6 +160,17 @@ type Credential struct {
 	// Secret (which is then empty); nil for a credential with a static
 	// secret.
 	Tokens TokenSource
+	// AWS is an AWS access key's ID and session token, for a credential
+	// whose Secret is the key's secret access key (Bedrock signs its
+	// requests with them); nil for any other credential.
+	AWS *AWSAccessKey
+}
+
+// AWSAccessKey is the public part of an AWS access key and, for temporary
+// credentials, the session token that goes with it (which is secret).
+type AWSAccessKey struct {
+	AccessKeyID  string
+	SessionToken string
 }
 
 // TokenSource is where an OAuth credential's access token comes from: one

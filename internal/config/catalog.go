@@ -164,6 +164,8 @@ type Endpoint struct {
 	// protocols (cloud.go); at most one is set.
 	Azure  *Azure  `yaml:"azure"`
 	Vertex *Vertex `yaml:"vertex"`
+	// Bedrock puts the endpoint on AWS Bedrock (aws.go).
+	Bedrock *Bedrock `yaml:"bedrock"`
 }
 
 // Breaker tunes an endpoint's circuit breaker.
@@ -205,6 +207,9 @@ type Credential struct {
 	// OAuth makes the secret an access token obtained with a refresh
 	// token (a subscription account), instead of a static one.
 	OAuth OAuth `yaml:"oauth"`
+	// AWS makes the credential an AWS access key, which signs the requests
+	// of its Bedrock endpoints (aws.go), instead of a secret sent as is.
+	AWS *AWSKeys `yaml:"aws"`
 	// Headers are sent on every upstream request of the credential (name →
 	// value), after its secret; names Sluice sets itself are refused.
 	Headers map[string]string `yaml:"headers"`

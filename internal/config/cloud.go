@@ -41,6 +41,8 @@ func (e *Endpoint) Host() sluice.Host {
 		return sluice.Host{Cloud: sluice.CloudAzure, APIVersion: e.Azure.APIVersion}
 	case e.Vertex != nil:
 		return sluice.Host{Cloud: sluice.CloudVertex, Project: e.Vertex.Project, Location: e.Vertex.Location}
+	case e.Bedrock != nil:
+		return sluice.Host{Cloud: sluice.CloudBedrock, Region: e.Bedrock.region(e.BaseURL)}
 	}
 	return sluice.Host{}
 }
@@ -63,6 +65,12 @@ func (v *validator) cloud(at string, e *Endpoint) {
 	}
 	var cloud string
 	switch {
+	case e.Bedrock != nil && (e.Azure != nil || e.Vertex != nil):
+		v.addf(at, "set only one of azure, vertex and bedrock")
+		return
+	case e.Bedrock != nil:
+		v.bedrock(at, e)
+		return
 	case e.Azure != nil && e.Vertex != nil:
 		v.addf(at, "set only one of azure and vertex")
 		return

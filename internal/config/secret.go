@@ -21,6 +21,14 @@ func (c *Credential) Secret(lookupEnv func(string) (string, bool)) (string, erro
 	if c.OAuth.Set() {
 		return "", nil
 	}
+	if c.AWS != nil {
+		// The secret access key: it signs, and is never sent.
+		s, err := c.AWS.secretAccessKey(lookupEnv)
+		if err != nil {
+			return "", fmt.Errorf("credential %q: aws: %w", c.ID, err)
+		}
+		return s, nil
+	}
 	s, err := readSecret(c.SecretEnv, c.SecretFile, lookupEnv)
 	if err != nil {
 		return "", fmt.Errorf("credential %q: %w", c.ID, err)

@@ -307,7 +307,12 @@ func (v *validator) credentials() {
 		case cr.Account != "" && !v.declared[cr.Account]:
 			v.addf(at+".account", "unknown account %q", cr.Account)
 		}
-		v.credentialSecret(at, cr)
+		if cr.AWS != nil {
+			v.awsCredential(at, cr)
+		} else {
+			v.credentialSecret(at, cr)
+			v.bedrockCredentials(at, cr)
+		}
 		v.headers(at+".headers", cr.Headers)
 		v.endpointRefs(at+".endpoints", cr.Endpoints)
 		for j, m := range cr.Models {

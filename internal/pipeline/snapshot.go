@@ -123,6 +123,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		}
 		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
 			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
+		if cr.AWS, err = cc.AccessKey(lookupEnv); err != nil {
+			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
+		}
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID

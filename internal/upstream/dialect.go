@@ -2,10 +2,10 @@ package upstream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
@@ -67,8 +67,11 @@ type Dialect struct {
 
 	// url and finish are a hosted dialect's (see Hosting): they are set
 	// only by Hosted.
-	url    func(req *sluice.Request, ep *sluice.Endpoint, model string) string
-	finish func(body []byte) ([]byte, error)
+	url       func(req *sluice.Request, ep *sluice.Endpoint, model string) string
+	finish    func(req *sluice.Request, body []byte) ([]byte, error)
+	sign      func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (string, error)
+	unframe   func(h http.Header, body io.Reader) (io.Reader, error)
+	rejection func(status int, h http.Header, body []byte) (int, []byte)
 }
 
 // Ending is the caller side of a stream that cannot complete: the whole
@@ -180,15 +183,26 @@ func setHeaders(h, static http.Header) {
 	}
 }
 
-// send sends hreq, presenting credential cr as dialect d does (see
-// present), and returns the answer and the secret sent. A 401 to an OAuth
+// send sends hreq to endpoint ep, presenting credential cr as dialect d
+// does (see present; then signing the request when d signs), and returns
+// the answer and the secret sent. A 401 to an OAuth
 // access token makes the token source refresh it (once per refused token,
 // for every replica: see sluice.TokenSource.Refused), and the request is
 // sent again with the new token; a second 401 is an auth failure like any.
-func (c *Caller) send(hreq *http.Request, d *Dialect, caller http.Header, cr *sluice.Credential, connect time.Duration) (*http.Response, string, error) {
+func (c *Caller) send(hreq *http.Request, d *Dialect, caller http.Header, cr *sluice.Credential, ep *sluice.Endpoint) (*http.Response, string, error) {
+	connect := ep.Timeouts.Connect
 	secret, err := d.present(hreq.Header, caller, cr)
 	if err != nil {
 		return nil, "", err
+	}
+	if d.sign != nil {
+		shown, err := d.sign(hreq, ep, cr)
+		if err != nil {
+			return nil, "", fmt.Errorf("sign the request: %w", err)
+		}
+		if shown != "" {
+			secret = shown
+		}
 	}
 	resp, err := c.transport(connect).RoundTrip(hreq)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || cr.Tokens == nil {

@@ -140,7 +140,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		body, err = x.tr.Request(req, e.Model)
 	}
 	if err == nil {
-		body, err = x.dialect.finishBody(body)
+		body, err = x.dialect.finishBody(req, body)
 	}
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
@@ -172,7 +172,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	if req.Stream {
 		h["Accept"] = eventStream
 	}
-	resp, secret, err := c.send(hreq, x.dialect, req.Header, e.Credential, to.Connect)
+	resp, secret, err := c.send(hreq, x.dialect, req.Header, e.Credential, e.Endpoint)
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
@@ -188,7 +188,13 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	a.Exhausted = Exhausted(resp.Header, time.Now())
 	if req.Stream {
-		if !hasMediaType(resp.Header, isEventStream) {
+		switch {
+		case x.dialect.unframe != nil:
+			if rd.r, err = x.dialect.unframe(resp.Header, resp.Body); err != nil {
+				a.Class, a.Err = ClassEndpoint, err
+				return a
+			}
+		case !hasMediaType(resp.Header, isEventStream):
 			a.Class, a.Err = ClassEndpoint, fmt.Errorf("upstream answered a stream %d with a content type that is not text/event-stream", resp.StatusCode)
 			return a
 		}
@@ -204,6 +210,9 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 	if err != nil && ctx.Err() != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)
 		return a
+	}
+	if x.dialect.rejection != nil {
+		resp.StatusCode, body = x.dialect.rejection(resp.StatusCode, resp.Header, body)
 	}
 	classifyRejection(&a, resp, body)
 	if a.Class == ClassRequest {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/sluicehq/sluice"
@@ -36,8 +37,22 @@ type Hosting struct {
 	// Finish adapts a body that is already in the wire protocol, prepared
 	// for a passthrough or made by a translator, to the cloud's variant of
 	// it (Vertex's Anthropic takes its version in the body and the model
-	// only in the URL).
-	Finish func(body []byte) ([]byte, error)
+	// only in the URL; Bedrock's the caller's betas too, from req.Header).
+	Finish func(req *sluice.Request, body []byte) ([]byte, error)
+	// Sign signs the whole request once it is final (after Authorize and
+	// the credential's headers; its body in memory) with credential cr for
+	// endpoint ep: Bedrock's SigV4. It returns what else of the credential
+	// went on the wire, which answers must not show ("" nothing).
+	Sign func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (shown string, err error)
+	// Unframe reads a streamed answer that is not server-sent events
+	// (Bedrock's AWS event stream) as the protocol's server-sent events,
+	// which the relay reads as it reads any; it checks the answer's
+	// content type (h) in place of text/event-stream.
+	Unframe func(h http.Header, body io.Reader) (io.Reader, error)
+	// Rejection rewrites an error answer in the cloud's envelope (status,
+	// headers, body) as the protocol's, before it is classified and passed
+	// on to the caller.
+	Rejection func(status int, h http.Header, body []byte) (int, []byte)
 }
 
 // Hosted returns base's dialect as hosting changes it.
@@ -55,6 +70,7 @@ func Hosted(base *Dialect, hosting Hosting) *Dialect {
 		d.AuthorizeToken = hosting.AuthorizeToken
 	}
 	d.finish = hosting.Finish
+	d.sign, d.unframe, d.rejection = hosting.Sign, hosting.Unframe, hosting.Rejection
 	return &d
 }
 
@@ -89,9 +105,9 @@ func (d *Dialect) target(req *sluice.Request, ep *sluice.Endpoint, model string)
 }
 
 // finishBody applies the host's Finish to a body in the wire protocol.
-func (d *Dialect) finishBody(body []byte) ([]byte, error) {
+func (d *Dialect) finishBody(req *sluice.Request, body []byte) ([]byte, error) {
 	if d.finish == nil {
 		return body, nil
 	}
-	return d.finish(body)
+	return d.finish(req, body)
 }

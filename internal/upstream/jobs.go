@@ -188,7 +188,7 @@ func (c *Caller) callJob(ctx context.Context, e *sluice.Edge, call JobCall, a *A
 			h["Content-Type"] = []string{call.ContentType}
 		}
 	}
-	resp, secret, err := c.send(hreq, c.protocols.dialect(e), nil, e.Credential, to.Connect)
+	resp, secret, err := c.send(hreq, c.protocols.dialect(e), nil, e.Credential, e.Endpoint)
 	if err != nil {
 		end()
 		a.Class, a.Err = failureOf(ctx, actx, err)
