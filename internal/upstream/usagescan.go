@@ -14,11 +14,13 @@ const maxUsageValue = 64 << 10
 var errNotJSONObject = errors.New("upstream answer is not a JSON object")
 
 // usageScanner follows a JSON answer that passes through in pieces, too
-// long to hold, and picks its top-level "usage" member on the way without
-// keeping the rest. It is a small byte state machine: strings and their
-// escapes, nesting depth, and the key of each member at depth 1. It keeps
-// only the usage value (the last one, as encoding/json reads a repeated
-// key), up to maxUsageValue bytes. It checks the answer's shape, not every
+// long to hold, and picks its top-level usage member on the way without
+// keeping the rest: "usage", or Gemini's "usageMetadata", the members
+// readAnswer reads in an answer it holds (no answer has both). It is a
+// small byte state machine: strings and their escapes, nesting depth, and
+// the key of each member at depth 1. It keeps only the usage value (the
+// last one, as encoding/json reads a repeated key), up to maxUsageValue
+// bytes. It checks the answer's shape, not every
 // rule of JSON: one object, brackets balanced, nothing but white space
 // after it; a malformed number or literal inside is not noticed (a held
 // answer is validated whole by readAnswer instead). One per answer; the
@@ -32,10 +34,10 @@ type usageScanner struct {
 	escaped   bool // the previous byte in a string was a backslash
 	expectKey bool // at depth 1, the next string is a key
 	inKey     bool // the current string is a key at depth 1
-	key       [len("usage")]byte
-	keyLen    int  // bytes of the current key, counted past len(key)
+	key       [len(geminiUsageKey)]byte
+	keyLen    int  // bytes of the current key, counted past len(key) (the longest usage key)
 	keyPlain  bool // the current key has no escapes
-	isUsage   bool // the last key at depth 1 was "usage"; its value is next
+	isUsage   bool // the last key at depth 1 was a usage key; its value is next
 	await     bool // the usage value starts at the next byte that is not white space
 	capturing bool // inside the usage value
 	overflow  bool // the usage value is longer than maxUsageValue
@@ -149,8 +151,16 @@ func (s *usageScanner) stringByte(c byte) {
 	s.inString = false
 	if s.inKey {
 		s.inKey = false
-		s.isUsage = s.keyPlain && s.keyLen == len(s.key) && string(s.key[:]) == "usage"
+		s.isUsage = s.keyPlain && s.keyLen <= len(s.key) && isUsageKey(s.key[:s.keyLen])
 	}
+}
+
+// geminiUsageKey is the usage member of Gemini's answers.
+const geminiUsageKey = "usageMetadata"
+
+// isUsageKey reports whether a top-level key names the answer's usage.
+func isUsageKey(key []byte) bool {
+	return string(key) == "usage" || string(key) == geminiUsageKey
 }
 
 func (s *usageScanner) capture(c byte) {
@@ -171,8 +181,9 @@ func (s *usageScanner) Err(end bool) error {
 	return s.err
 }
 
-// Usage returns the raw value of the answer's last top-level "usage"
-// member, nil when there is none, or it was cut or too long.
+// Usage returns the raw value of the answer's last top-level usage member
+// ("usage" or "usageMetadata"), nil when there is none, or it was cut or
+// too long.
 func (s *usageScanner) Usage() []byte {
 	if s.capturing || s.await || s.overflow || s.value == nil {
 		return nil

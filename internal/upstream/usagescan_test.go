@@ -1,9 +1,15 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
@@ -25,6 +31,11 @@ func TestUsageScanner(t *testing.T) {
 		{name: "escaped key is not matched", give: `{"usag\u0065":{"a":1}}`},
 		{name: "longer key", give: `{"usages":{"a":1},"usag":2}`},
 		{name: "escaped quote in a key", give: `{"u\"":1,"usage":{"a":"\\"}}`, wantUsage: `{"a":"\\"}`},
+		{name: "Gemini's usageMetadata", give: `{"candidates":[{"content":{"parts":[{"text":"\"usage\""}]}}],"usageMetadata":{"promptTokenCount":3}}`,
+			wantUsage: `{"promptTokenCount":3}`},
+		{name: "nested usageMetadata is not the answer's", give: `{"candidates":[{"usageMetadata":{"a":1}}]}`},
+		{name: "keys near usageMetadata", give: `{"usageMetadat":1,"usageMetadataX":2,"UsageMetadata":3}`},
+		{name: "the last usage member wins", give: `{"usage":{"a":1},"usageMetadata":{"a":2}}`, wantUsage: `{"a":2}`},
 		{name: "empty object", give: `{}`},
 		{name: "cut", give: `{"usage":{"a":1}`, wantErr: true},
 		{name: "cut in usage", give: `{"usage":{"a":1`, wantErr: true},
@@ -75,6 +86,7 @@ func FuzzUsageScanner(f *testing.F) {
 	f.Add(`{"usage":null,"usage":{"total_tokens":1}}`, uint(1), uint(2))
 	f.Add(` [ {"usage":1} ] `, uint(3), uint(9))
 	f.Add(`{"a":{"usage":{"b":[1,2,{"c":"\\u0022"}]}}, "usage" : 7 }`, uint(20), uint(40))
+	f.Add(`{"candidates":[{"index":0}],"usageMetadata":{"promptTokenCount":2}}`, uint(10), uint(50))
 	f.Fuzz(func(t *testing.T, body string, cut1, cut2 uint) {
 		if !json.Valid([]byte(body)) {
 			return
@@ -111,4 +123,53 @@ func FuzzUsageScanner(f *testing.F) {
 			t.Fatalf("usage of %q = %+v, encoding/json reads %+v", body, usageValue(s.Usage()), usageValue(ref.Usage))
 		}
 	})
+}
+
+// TestLongGeminiAnswerIsMeasured: a Gemini answer longer than Sluice holds
+// is passed on with its usageMetadata read on the way.
+func TestLongGeminiAnswerIsMeasured(t *testing.T) {
+	answer := `{"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("x", 2*maxHeldAnswer) + `"}],"role":"model"},"finishReason":"STOP","index":0}],` +
+		`"usageMetadata":{"promptTokenCount":9,"cachedContentTokenCount":4,"candidatesTokenCount":5,"totalTokenCount":14},"modelVersion":"gemini-2.5-flash"}`
+	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, ContentLength: int64(len(answer))}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	rd := &idleReader{r: strings.NewReader(answer), p: startPhases(cancel, sluice.Timeouts{})}
+	held, whole, err := readHeld(rd, resp.ContentLength)
+	if err != nil || whole {
+		t.Fatalf("readHeld = %d bytes, whole %v, %v; want the held part of a longer answer", len(held), whole, err)
+	}
+	w := httptest.NewRecorder()
+	a := new(Caller).passOn(ctx, ctx, w, resp, rd, held, Attempt{}, time.Now(), Hooks{}, exchange{dialect: GeminiGenerate, ending: GeminiEnding, secret: testSecret})
+	want := sluice.Usage{PromptTokens: 9, CompletionTokens: 5, CachedTokens: 4, TotalTokens: 14, Measured: true}
+	if a.Err != nil || a.Exec.Usage != want || w.Body.String() != answer {
+		t.Errorf("passOn = usage %+v, err %v, %d of %d bytes; want usage %+v and the whole answer", a.Exec.Usage, a.Err, w.Body.Len(), len(answer), want)
+	}
+}
+
+// BenchmarkUsageScanner scans long answers for their usage, 32 KiB a
+// write: one whose bulk is a string (text), one whose bulk is small nested
+// objects (logprobs).
+func BenchmarkUsageScanner(b *testing.B) {
+	answers := map[string]string{
+		"text": `{"id":"c","choices":[{"message":{"content":"` + strings.Repeat(`lorem ipsum \"dolor\" `, 1<<16) + `"}}],"usage":{"prompt_tokens":3}}`,
+		"logprobs": `{"id":"c","choices":[{"logprobs":{"content":[` + strings.Repeat(`{"token":"a","logprob":-0.1,"bytes":[97]},`, 1<<15) +
+			`{"token":"b","logprob":-1,"bytes":[98]}]}}],"usage":{"prompt_tokens":3}}`,
+	}
+	for name, text := range answers {
+		answer := []byte(text)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				var s usageScanner
+				for rest := answer; len(rest) > 0; {
+					n := min(len(rest), 32<<10)
+					s.Write(rest[:n])
+					rest = rest[n:]
+				}
+				if s.Usage() == nil {
+					b.Fatal("no usage")
+				}
+			}
+		})
+	}
 }
