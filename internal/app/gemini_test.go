@@ -279,6 +279,34 @@ func TestGeminiKeysAndErrors(t *testing.T) {
 	}
 }
 
+// TestGeminiStreamOfSeveralCandidatesIsRefused: Sluice reads a Gemini
+// stream's end from the chunk with a finishReason, which each candidate
+// sends apart: a stream of more than one candidate is refused before
+// anything is sent, whatever the spelling; one candidate streams, and a
+// whole answer may have several.
+func TestGeminiStreamOfSeveralCandidatesIsRefused(t *testing.T) {
+	h := newGeminiHarness(t)
+	const stream = "/v1beta/models/gem:streamGenerateContent?alt=sse"
+	for _, config := range []string{`"generationConfig":{"candidateCount":2}`, `"generation_config":{"candidate_count":"3"}`} {
+		body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],` + config + `}`
+		status, _, answer := geminiDo(t, h, "POST", stream, keyWeb, "header", body)
+		if _, reason := readGoogleError(t, answer); status != 400 || reason != "invalid_request" {
+			t.Errorf("stream with %s = %d %s, want 400 invalid_request", config, status, answer)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider, want none", n)
+	}
+	one := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"candidateCount":1}}`
+	if status, _, answer := geminiDo(t, h, "POST", stream, keyWeb, "header", one); status != 200 {
+		t.Errorf("stream of one candidate = %d %s, want 200", status, answer)
+	}
+	two := strings.Replace(one, `"candidateCount":1`, `"candidateCount":2`, 1)
+	if status, _, answer := geminiDo(t, h, "POST", "/v1beta/models/gem:generateContent", keyWeb, "header", two); status != 200 {
+		t.Errorf("generateContent of two candidates = %d %s, want 200", status, answer)
+	}
+}
+
 func TestGeminiRateLimitRetryInfo(t *testing.T) {
 	h := newGeminiHarness(t)
 	h.writeCatalog(strings.Replace(h.catalog(), "{id: web, tenant: web, secret_env: KEY_WEB}",

@@ -116,7 +116,8 @@ func geminiKey(r *http.Request) string {
 // readGemini reads a request of a Gemini front: its model and what it asks
 // from its path (the model may be written models/{model}, as the API takes
 // it), and from its body, which must be one JSON object, the output it
-// asks for (generationConfig.maxOutputTokens). A batch of embeddings must
+// asks for (generationConfig.maxOutputTokens). A stream of more than one
+// candidate is refused (readGeminiBody). A batch of embeddings must
 // name the path's model in each of its requests, as the API requires, so
 // what the upstream runs is what Sluice admitted.
 func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
@@ -127,7 +128,7 @@ func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
 	}
 	p := geminiMethods[method]
 	req := &sluice.Request{Protocol: p, Model: model, Body: body, Stream: method == "streamGenerateContent", Batch: method == "batchEmbedContents"}
-	f, err := readGeminiBody(body, req.Batch, model)
+	f, err := readGeminiBody(body, req.Batch, req.Stream, model)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +146,7 @@ func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
 const (
 	geminiGenerationConfig = "generationconfig"
 	geminiMaxOutputTokens  = "maxoutputtokens"
+	geminiCandidateCount   = "candidatecount"
 	geminiRequests         = "requests"
 	geminiModel            = "model"
 )
@@ -153,7 +155,15 @@ const (
 // appear once, in one spelling: two that Google's reader could take for
 // the same (generationConfig and generation_config) are refused, as Parse
 // refuses a repeated model, so that Sluice reads what the upstream reads.
-func readGeminiBody(body []byte, batch bool, model string) (f fields, err error) {
+//
+// A stream (stream) of more than one candidate (generationConfig.
+// candidateCount) is refused: each candidate ends with a finishReason of
+// its own, in a chunk that gemini.md does not place (nor whether the
+// others' ends share it), and Sluice reads a Gemini stream's end from one
+// chunk (upstream.GeminiGenerate), so it would end the stream at the first
+// candidate to finish and cut the others. Gemini 3 models refuse more than
+// one candidate anyway; a whole answer carries them all.
+func readGeminiBody(body []byte, batch, stream bool, model string) (f fields, err error) {
 	var config, requests []byte
 	err = geminiMembers(body, func(name string, value []byte) error {
 		switch name {
@@ -168,10 +178,13 @@ func readGeminiBody(body []byte, batch bool, model string) (f fields, err error)
 		return f, err
 	}
 	if len(config) > 0 && config[0] == '{' {
-		var max []byte
+		var max, candidates []byte
 		if err := geminiMembers(config, func(name string, value []byte) error {
-			if name == geminiMaxOutputTokens {
+			switch name {
+			case geminiMaxOutputTokens:
 				return once(&max, value, "generationConfig.maxOutputTokens")
+			case geminiCandidateCount:
+				return once(&candidates, value, "generationConfig.candidateCount")
 			}
 			return nil
 		}); err != nil {
@@ -179,6 +192,15 @@ func readGeminiBody(body []byte, batch bool, model string) (f fields, err error)
 		}
 		if max != nil && (json.Unmarshal(max, &f.MaxTokens) != nil || f.MaxTokens < 0) {
 			return f, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "generationConfig.maxOutputTokens must be a non-negative integer"}
+		}
+		// A number, or a string of one as protobuf's JSON takes an int32;
+		// anything else is the upstream's to refuse.
+		var n json.Number
+		if stream && candidates != nil && json.Unmarshal(candidates, &n) == nil {
+			if c, err := n.Float64(); err == nil && c > 1 {
+				return f, &sluice.Error{Code: sluice.CodeInvalidRequest,
+					Msg: "generationConfig.candidateCount above 1 is not supported on streamGenerateContent: ask generateContent for several candidates"}
+			}
 		}
 	}
 	if batch {
@@ -261,7 +283,7 @@ func geminiName(key []byte) string {
 		n++
 	}
 	switch string(buf[:n]) {
-	case geminiGenerationConfig, geminiMaxOutputTokens, geminiRequests, geminiModel:
+	case geminiGenerationConfig, geminiMaxOutputTokens, geminiCandidateCount, geminiRequests, geminiModel:
 		return string(buf[:n]) // the constant: no allocation
 	}
 	return ""

@@ -75,8 +75,9 @@ type Options struct {
 	// request's cached input tokens are those of its longest prefix the
 	// account served — in chat's prompt_tokens_details.cached_tokens,
 	// Messages' cache_read_input_tokens (the rest written to the cache
-	// with cache_control, cache_creation_input_tokens) and Responses'
-	// input_tokens_details.cached_tokens. 0 models none: Messages then
+	// with cache_control, cache_creation_input_tokens), Responses'
+	// input_tokens_details.cached_tokens and Gemini's
+	// cachedContentTokenCount. 0 models none: Messages then
 	// reads half the prompt from the cache when the request has
 	// cache_control, and Responses half when it has prompt_cache_key.
 	PromptCache time.Duration
