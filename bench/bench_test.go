@@ -97,7 +97,11 @@ type rig struct {
 	client   *http.Client
 }
 
-func newRig(tb testing.TB) *rig {
+func newRig(tb testing.TB) *rig { return newRigOf(tb, catalogTemplate) }
+
+// newRigOf is newRig with Sluice serving catalog, a template of
+// catalogTemplate's layout (%[1]s the database file, %[2]s the upstream).
+func newRigOf(tb testing.TB, catalog string) *rig {
 	tb.Helper()
 	r := &rig{sim: simulator.New(simulator.Options{MaxRecords: -1})}
 	labeled("upstream", func(context.Context) { r.upstream = httptest.NewServer(r.sim) })
@@ -112,7 +116,7 @@ func newRig(tb testing.TB) *rig {
 
 	dir := tb.TempDir()
 	cfg := filepath.Join(dir, "catalog.yaml")
-	doc := fmt.Sprintf(catalogTemplate, filepath.Join(dir, "sluice.db"), r.upstream.URL)
+	doc := fmt.Sprintf(catalog, filepath.Join(dir, "sluice.db"), r.upstream.URL)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		tb.Fatal(err)
 	}
