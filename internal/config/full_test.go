@@ -27,6 +27,7 @@ func loadFull(t *testing.T) *Catalog {
 	writeFile(t, dir, "admin-deploy", "admin-deploy-0001\n")
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")
 	writeFile(t, dir, "claude-max-1", "refresh-token-0001\n")
+	writeFile(t, dir, "aws-secret-access-key", "aws-secret-0001\n")
 	data = []byte(strings.ReplaceAll(string(data), "/run/secrets", dir))
 	env := lookup(map[string]string{
 		"SLUICE_ADMIN_TOKEN":     "admin-token-0001",
@@ -34,6 +35,8 @@ func loadFull(t *testing.T) *Catalog {
 		"OPENAI_KEY_1":           "sk-openai-env-0001",
 		"ANTHROPIC_KEY_1":        "sk-ant-env-0001",
 		"GEMINI_KEY_1":           "gemini-env-0001",
+		"AWS_ACCESS_KEY_ID":      "AKIDFULLEXAMPLE",
+		"AWS_SESSION_TOKEN":      "aws-session-token-0001",
 		"SLUICE_KEY_WEB":         "sk-sluice-web-0001",
 		"SLUICE_KEY_PARTNER":     "sk-sluice-partner-0001",
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
