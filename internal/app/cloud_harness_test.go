@@ -1,0 +1,134 @@
+package app_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// Credentials of the clouds' test catalog.
+const (
+	azureKey      = "azure-resource-KEY-3e8a1f0c"
+	entraClientID = "entra-app-1"
+	entraSecret   = "entra-client-SECRET-9b2d7c4e"
+	serviceEmail  = "sluice@proj-1.iam.gserviceaccount.com"
+)
+
+// cloudCatalog has an Azure OpenAI resource reached with its key (ep-azure)
+// and with an Entra ID application's tokens (ep-azure-entra), and a
+// Vertex AI project reached with a service account's tokens (ep-vertex
+// for Gemini, ep-vertex-claude for Claude: one endpoint per publisher, so
+// a chat alias's edge speaks the model's protocol),
+// all on one simulator (%[2]s); %[1]s is the test's directory.
+const cloudCatalog = `version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: ADMIN_TOKEN
+  secret_key_file: %[1]s/secret-key
+  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
+database: {url: "sqlite://%[1]s/sluice.db"}
+endpoints:
+  - {id: ep-azure, base_url: %[2]s, protocols: [openai.chat, openai.embeddings], azure: {api_version: 2024-10-21}}
+  - {id: ep-azure-entra, base_url: %[2]s/openai, protocols: [openai.chat], azure: {api_version: 2024-10-21}}
+  - {id: ep-vertex, base_url: %[2]s/v1, protocols: [gemini.generate], vertex: {project: proj-1, location: us-east5}}
+  - {id: ep-vertex-claude, base_url: %[2]s, protocols: [anthropic.messages], vertex: {project: proj-1, location: us-east5}}
+credentials:
+  - {id: cred-azure, secret_env: AZURE_KEY, endpoints: [ep-azure]}
+  - id: cred-entra
+    oauth: {grant: client_credentials, token_url: %[2]s/oauth/token, client_id: ` + entraClientID + `, client_secret_env: ENTRA_SECRET, scopes: [https://cognitiveservices.azure.com/.default]}
+    endpoints: [ep-azure-entra]
+  - id: cred-vertex
+    oauth: {grant: jwt_bearer, service_account_file: %[1]s/sa.json, scopes: [https://www.googleapis.com/auth/cloud-platform]}
+    endpoints: [ep-vertex, ep-vertex-claude]
+models:
+  - alias: azure-gpt
+    deployments: [{model: my-gpt-4o, endpoints: [ep-azure]}]
+  - alias: azure-embed
+    protocol: openai.embeddings
+    deployments: [{model: my-embedding, endpoints: [ep-azure]}]
+  - alias: entra-gpt
+    deployments: [{model: my-gpt-4o, endpoints: [ep-azure-entra]}]
+  - alias: claude-vertex
+    protocol: anthropic.messages
+    deployments: [{model: claude-sonnet-4@20250514, endpoints: [ep-vertex-claude]}]
+  - alias: gpt-on-claude-vertex
+    deployments: [{model: claude-sonnet-4@20250514, endpoints: [ep-vertex-claude]}]
+  - alias: gem-vertex
+    protocol: gemini.generate
+    deployments: [{model: gemini-2.5-flash, endpoints: [ep-vertex]}]
+keys:
+  - {id: web, tenant: web, secret_env: KEY_WEB}
+`
+
+// cloudGateway is a gateway in front of the clouds of cloudCatalog.
+type cloudGateway struct {
+	*harness
+	sim *simulator.Simulator
+}
+
+func startCloudGateway(t *testing.T) *cloudGateway {
+	t.Helper()
+	g := &cloudGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{})}
+	srv := httptest.NewServer(g.sim)
+	t.Cleanup(func() { g.sim.Close(); srv.Close() })
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	sa, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "proj-1", "private_key_id": "kid-1", "client_email": serviceEmail,
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": srv.URL + simulator.OAuthTokenPath,
+	})
+	write("sa.json", string(sa))
+	g.sim.RegisterServiceAccount(serviceEmail, &key.PublicKey, simulator.Behavior{}, 0)
+	g.sim.RegisterClient(entraClientID, entraSecret, simulator.Behavior{}, 0)
+	g.sim.SetKey(azureKey, simulator.Behavior{})
+	write("secret-key", "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n")
+	g.cfgPath = filepath.Join(dir, "catalog.yaml")
+	write("catalog.yaml", fmt.Sprintf(cloudCatalog, dir, srv.URL))
+	env := map[string]string{"AZURE_KEY": azureKey, "ENTRA_SECRET": entraSecret, "KEY_WEB": keyWeb, "ADMIN_TOKEN": "admin-token-for-tests"}
+	gw, err := app.Start(t.Context(), app.Options{
+		ConfigPath: g.cfgPath,
+		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		LookupEnv:  func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	g.gw = gw
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return g
+}
+
+// lastHosted is the last request the simulator got on a cloud's path.
+func (g *cloudGateway) lastHosted() simulator.HostedRequest {
+	g.t.Helper()
+	reqs := g.sim.HostedRequests()
+	if len(reqs) == 0 {
+		g.t.Fatal("no request reached a cloud's path")
+	}
+	return reqs[len(reqs)-1]
+}
