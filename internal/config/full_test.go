@@ -28,6 +28,8 @@ func loadFull(t *testing.T) *Catalog {
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")
 	writeFile(t, dir, "claude-max-1", "refresh-token-0001\n")
 	writeFile(t, dir, "aws-secret-access-key", "aws-secret-0001\n")
+	writeFile(t, dir, "entra-client-secret", "entra-secret-0001\n")
+	writeFile(t, dir, "vertex-sa.json", testServiceAccount(t))
 	data = []byte(strings.ReplaceAll(string(data), "/run/secrets", dir))
 	env := lookup(map[string]string{
 		"SLUICE_ADMIN_TOKEN":     "admin-token-0001",
@@ -37,6 +39,7 @@ func loadFull(t *testing.T) *Catalog {
 		"GEMINI_KEY_1":           "gemini-env-0001",
 		"AWS_ACCESS_KEY_ID":      "AKIDFULLEXAMPLE",
 		"AWS_SESSION_TOKEN":      "aws-session-token-0001",
+		"AZURE_OPENAI_KEY_1":     "azure-key-0001",
 		"SLUICE_KEY_WEB":         "sk-sluice-web-0001",
 		"SLUICE_KEY_PARTNER":     "sk-sluice-partner-0001",
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
@@ -67,7 +70,7 @@ func TestFullExample(t *testing.T) {
 	// one and names the others in a comment.
 	alternatives := map[string]bool{
 		"database.url": true, "database.url_file": true, "state.redis.url": true, "state.redis.url_env": true,
-		"server.secret_key_file": true,
+		"server.secret_key_file": true, "credentials.oauth.client_secret_env": true,
 	}
 	var unset []string
 	for path, set := range fieldsSet(reflect.ValueOf(*written), "") {
