@@ -22,8 +22,8 @@ type passthrough struct {
 
 // streamWords is the length of each benchmark stream's answer: 16 text
 // deltas, so 20 events for chat (role, 16 words, finish, usage, [DONE]),
-// 22 for Messages and 25 for Responses (their framing events around the
-// deltas).
+// 24 for Messages and for Responses (their framing events around the
+// deltas; upstream.BenchmarkPassthroughEvents counts them and their bytes).
 const streamWords = 16
 
 // passthroughs are the protocols Sluice passes through zero-copy. The

@@ -258,6 +258,10 @@ func (s *server) putBillingAccount(w http.ResponseWriter, r *http.Request) error
 	if err := a.Validate(); err != nil {
 		return invalid("%s", err.Error())
 	}
+	if a.Allowance != 0 {
+		// Admission would not count it: refused rather than accepted and ignored.
+		return invalid("allowance: per-cycle allowances are not built yet; top the account up instead")
+	}
 	plans, err := s.plans(ctx, b)
 	if err != nil {
 		return err

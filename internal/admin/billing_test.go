@@ -49,11 +49,11 @@ func TestBillingAccounts(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
 	created, err := h.client.PutBillingAccount(ctx, "acme", admin.BillingAccountSpec{Plan: "standard", MaxInflight: 3, OnLimit: "refuse",
-		Allowance: 25_000_000, Cycle: "month", Budgets: admin.Budgets{Day: 10_000_000}})
+		Budgets: admin.Budgets{Day: 10_000_000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.Source != "api" || created.MaxInflight != 3 || created.Allowance != 25_000_000 || created.Balance != 0 {
+	if created.Source != "api" || created.MaxInflight != 3 || created.Budgets.Day != 10_000_000 || created.Balance != 0 {
 		t.Errorf("created = %+v", created)
 	}
 	resp, body := h.do(t, http.MethodPut, "/admin/billing/accounts/acme", testToken, `{"plan":"standard","budgets":{"month":"200.00"}}`)
@@ -87,6 +87,7 @@ func TestBillingAccounts(t *testing.T) {
 		{"plan without prices", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"gold"}`, 400, "invalid_request"},
 		{"amount as a number", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":25}`, 400, "invalid_request"},
 		{"allowance without cycle", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":"25"}`, 400, "invalid_request"},
+		{"allowance (not built)", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":"25","cycle":"month"}`, 400, "invalid_request"},
 		{"bad id", http.MethodPut, "/admin/billing/accounts/a%20b", testToken, `{"plan":"standard"}`, 400, "invalid_request"},
 		{"read token", http.MethodPut, "/admin/billing/accounts/y", testReadToken, `{"plan":"standard"}`, 403, "admin_forbidden"},
 		{"unknown account", http.MethodGet, "/admin/billing/accounts/nope", testReadToken, "", 404, "not_found"},

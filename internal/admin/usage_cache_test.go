@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
@@ -104,5 +105,22 @@ org-2    claude  0         2000    500     1500         25.0%         0     0   
 	}
 	if code, _, errOut := h.runCLI(t, "usage", "cache", "--by", "key"); code == 0 || !strings.Contains(errOut, "by:") {
 		t.Errorf("usage cache --by key = exit %d, stderr %q; want a failure naming by", code, errOut)
+	}
+}
+
+// A usage record shows its cache-write tokens and its placement.
+func TestUsageShowsCacheWritesAndPlacement(t *testing.T) {
+	h := newHarness(t)
+	used := sluice.Usage{PromptTokens: 100, CachedTokens: 60, CacheWriteTokens: 40, Measured: true}
+	h.usage.RecordUsage(t.Context(), []sluice.UsageRecord{{
+		RequestID: "req-1", Alias: "claude", Status: 200, Started: reportFrom, Usage: used, Affinity: sluice.PlacementHit,
+		Executions: []sluice.Execution{{AccountID: "org-1", Status: sluice.ExecutionOK, Started: reportFrom, Usage: used}},
+	}})
+	_, body := h.do(t, "GET", "/admin/usage?since=2026-03-01T00:00:00Z", testToken, "")
+	if tokens := `"cached_tokens":60,"cache_write_tokens":40`; strings.Count(body, tokens) != 2 {
+		t.Errorf("GET /admin/usage = %s\nwant %s in the record's usage and its execution's", body, tokens)
+	}
+	if placement := `"affinity":"hit"`; !strings.Contains(body, placement) {
+		t.Errorf("GET /admin/usage = %s\nwant %s", body, placement)
 	}
 }

@@ -130,7 +130,8 @@ type UsageRecord struct {
 	TTFTMS     float64           `json:"ttft_ms"`
 	Usage      TokenUsage        `json:"usage"`
 	Executions []ExecutionRecord `json:"executions"`
-	Job        *JobRecord        `json:"job,omitempty"` // on the record of an async job
+	Job        *JobRecord        `json:"job,omitempty"`      // on the record of an async job
+	Affinity   string            `json:"affinity,omitempty"` // session-affinity placement: hit, new, moved
 }
 
 // JobRecord is what the usage record of an async job adds: how it ended and
@@ -166,6 +167,7 @@ type TokenUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
 	ReasoningTokens  int64 `json:"reasoning_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
 	Measured         bool  `json:"measured"`
@@ -174,7 +176,7 @@ type TokenUsage struct {
 func tokenUsage(u sluice.Usage) TokenUsage {
 	return TokenUsage{
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
-		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, Measured: u.Measured,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, Measured: u.Measured,
 	}
 }
 
@@ -186,7 +188,7 @@ func usageRecord(r sluice.UsageRecord) UsageRecord {
 		RequestID: r.RequestID, KeyID: r.KeyID, Tenant: r.Tenant, Alias: r.Alias, Protocol: r.Protocol,
 		Stream: r.Stream, Status: r.Status, Code: r.Code, Started: utc(r.Started),
 		LatencyMS: ms(r.Latency), TTFTMS: ms(r.TTFT), Usage: tokenUsage(r.Usage),
-		Executions: make([]ExecutionRecord, 0, len(r.Executions)),
+		Executions: make([]ExecutionRecord, 0, len(r.Executions)), Affinity: r.Affinity,
 	}
 	for _, e := range r.Executions {
 		out.Executions = append(out.Executions, ExecutionRecord{

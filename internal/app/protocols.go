@@ -56,6 +56,26 @@ var translatorTable = map[upstream.Pair]func() adapter.Translator{
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolOpenAIResponses}: func() adapter.Translator { return responses.NewFromOpenAI() },
 	{Caller: sluice.ProtocolGemini, Upstream: sluice.ProtocolOpenAIChat}:          func() adapter.Translator { return openai.NewFromGemini() },
 	{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolGemini}:          func() adapter.Translator { return gemini.NewFromOpenAI() },
+
+	// The pairs without a direct translator meet at the hub, OpenAI chat
+	// (adapter.Chain): the caller's translator to chat, then chat's to the
+	// upstream. README's matrix says what each loses.
+	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIResponses}: chained(openai.NewFromAnthropic, responses.NewFromOpenAI),
+	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolAnthropic}: chained(openai.NewFromResponses, anthropic.NewFromOpenAI),
+	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolGemini}:          chained(openai.NewFromAnthropic, gemini.NewFromOpenAI),
+	{Caller: sluice.ProtocolGemini, Upstream: sluice.ProtocolAnthropic}:          chained(openai.NewFromGemini, anthropic.NewFromOpenAI),
+	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolGemini}:    chained(openai.NewFromResponses, gemini.NewFromOpenAI),
+	{Caller: sluice.ProtocolGemini, Upstream: sluice.ProtocolOpenAIResponses}:    chained(openai.NewFromGemini, responses.NewFromOpenAI),
+
+	// Embeddings, both ways between OpenAI's and Gemini's.
+	{Caller: sluice.ProtocolOpenAIEmbeddings, Upstream: sluice.ProtocolGeminiEmbed}: func() adapter.Translator { return gemini.NewFromOpenAIEmbeddings() },
+	{Caller: sluice.ProtocolGeminiEmbed, Upstream: sluice.ProtocolOpenAIEmbeddings}: func() adapter.Translator { return openai.NewFromGeminiEmbed() },
+}
+
+// chained is the constructor of a chain of the translators in and out
+// make (adapter.Chain), one pair per execution.
+func chained[I, O adapter.Translator](in func() I, out func() O) func() adapter.Translator {
+	return func() adapter.Translator { return adapter.NewChain(in(), out()) }
 }
 
 // fronts and dialects are both sides of every protocol, as the ingress and

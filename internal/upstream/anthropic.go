@@ -98,7 +98,8 @@ var errUpstreamErrorEvent = errors.New("upstream stream sent an error event")
 
 // anthropicMarkers are what an Anthropic event is skimmed for
 // (eventscan.go): the types anthropicEvent acts on.
-var anthropicMarkers = &eventMarkers{values: []string{`"message_start"`, `"message_delta"`, `"message_stop"`, `"error"`}}
+var anthropicMarkers = newEventMarkers(
+	marker{`"message_start"`, asValue}, marker{`"message_delta"`, asValue}, marker{`"message_stop"`, asValue}, marker{`"error"`, asValue})
 
 // anthropicEvent reads an event of an Anthropic stream. Events are JSON
 // objects; unknown ones pass (Anthropic adds event types over time).

@@ -1,6 +1,9 @@
 package upstream
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // A stream passes dozens of events, and almost all of them are content
 // deltas that carry nothing Sluice reads. Reading each one whole (the JSON
@@ -17,14 +20,56 @@ import "bytes"
 // skim and the whole read agree (FuzzEventSkimAgreesWithRead); the skim
 // only lets through malformed JSON that is shaped like an object, where
 // the whole read refused it too.
+//
+// Each marker is searched for from a byte less common than its opening
+// quote, and the bytes before that checked where it is found: JSON has a
+// quote every few bytes, and a search that starts with one stops at each
+// (bytes.Index finds its first byte, then compares). That was most of
+// what the skim cost on Messages and Responses events, skimmed for four
+// markers each (against chat's one). The search starts from a marker's
+// first '.' (Responses' "response.completed": every Responses event holds
+// "response." but few a ".completed"), else from the byte after its quote
+// ('_' would be no better: JSON keys are snake_case).
+
+// markerKind is where a marker's occurrence makes an event one to read.
+type markerKind uint8
+
+const (
+	// asValue: wherever it is not a key (not followed, past white space,
+	// by a colon). The event types a dialect acts on.
+	asValue markerKind = iota
+	// asMember: as a key whose value is not null. OpenAI sends
+	// "usage":null in every chunk of a stream that asked for usage, and
+	// only the last one's counts.
+	asMember
+	// asKey: as a key, whatever its value. Gemini's "error" is a failure
+	// even when null.
+	asKey
+)
+
+// marker is a quoted string a dialect's events are skimmed for.
+type marker struct {
+	quoted string // with its quotes, as written
+	kind   markerKind
+}
 
 // eventMarkers are what a dialect's events are skimmed for.
 type eventMarkers struct {
-	// values are quoted strings that matter wherever they are not a key:
-	// the event types a dialect acts on.
-	values []string
-	// members are quoted keys that matter when their value is not null.
-	members []string
+	markers []marker
+	anchors []int // where in each marker its search starts: see newEventMarkers
+}
+
+// newEventMarkers returns the markers ms, each a quoted string, each
+// searched for from its first '.', else from the byte after its quote.
+func newEventMarkers(ms ...marker) *eventMarkers {
+	m := &eventMarkers{markers: ms, anchors: make([]int, len(ms))}
+	for i, mk := range ms {
+		if len(mk.quoted) < 3 || mk.quoted[0] != '"' || mk.quoted[len(mk.quoted)-1] != '"' {
+			panic("upstream: an event marker is a quoted string: " + mk.quoted)
+		}
+		m.anchors[i] = 1 + max(strings.IndexByte(mk.quoted[1:], '.'), 0)
+	}
+	return m
 }
 
 // skim checks that data (an event's data, not nil) is shaped like a JSON
@@ -34,17 +79,36 @@ func (m *eventMarkers) skim(data []byte) (read bool, err error) {
 	if !objectShaped(data) {
 		return false, errMalformedEvent
 	}
-	for _, q := range m.values {
-		if hasValue(data, q) {
-			return true, nil
-		}
-	}
-	for _, q := range m.members {
-		if hasMember(data, q) {
-			return true, nil
+	for n := range m.markers {
+		mk := &m.markers[n]
+		at := m.anchors[n]
+		head, tail := asBytes(mk.quoted[:at]), asBytes(mk.quoted[at:])
+		for i := at; i < len(data); {
+			j := bytes.Index(data[i:], tail)
+			if j < 0 {
+				break
+			}
+			i += j + len(tail) // past this occurrence of the tail
+			if bytes.Equal(data[i-len(mk.quoted):i-len(tail)], head) && mk.found(data, i) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil
+}
+
+// found reports whether an occurrence of mk that ends at b[end] makes the
+// event one to read.
+func (mk *marker) found(b []byte, end int) bool {
+	k := skipBlank(b, end)
+	key := k < len(b) && b[k] == ':'
+	switch mk.kind {
+	case asValue:
+		return !key
+	case asMember:
+		return key && !bytes.HasPrefix(b[skipBlank(b, k+1):], nullValue)
+	}
+	return key
 }
 
 // objectShaped reports whether the first and last bytes of b other than
@@ -53,41 +117,6 @@ func (m *eventMarkers) skim(data []byte) (read bool, err error) {
 func objectShaped(b []byte) bool {
 	b = bytes.Trim(b, " \t\r\n")
 	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
-}
-
-// hasValue reports whether the quoted string q occurs in b other than as a
-// key (followed, past white space, by a colon): wherever a member's value
-// is q, it does.
-func hasValue(b []byte, q string) bool {
-	for i := 0; ; {
-		j := bytes.Index(b[i:], asBytes(q))
-		if j < 0 {
-			return false
-		}
-		i += j + len(q)
-		if k := skipBlank(b, i); k == len(b) || b[k] != ':' {
-			return true
-		}
-	}
-}
-
-// hasMember reports whether the quoted string q occurs in b as a key whose
-// value is not null: wherever a member named q has such a value, it does.
-// (OpenAI sends "usage":null in every chunk of a stream that asked for
-// usage, and only the last one's counts.)
-func hasMember(b []byte, q string) bool {
-	for i := 0; ; {
-		j := bytes.Index(b[i:], asBytes(q))
-		if j < 0 {
-			return false
-		}
-		i += j + len(q)
-		if k := skipBlank(b, i); k < len(b) && b[k] == ':' {
-			if !bytes.HasPrefix(b[skipBlank(b, k+1):], nullValue) {
-				return true
-			}
-		}
-	}
 }
 
 var nullValue = []byte("null")

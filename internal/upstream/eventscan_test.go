@@ -22,6 +22,7 @@ var eventReaders = []struct {
 	{"openai.chat", openAIEvent, readOpenAIEvent, openAIMarkers},
 	{"anthropic.messages", anthropicEvent, readAnthropicEvent, anthropicMarkers},
 	{"openai.responses", responsesEvent, readResponsesEvent, responsesMarkers},
+	{"gemini.generate", geminiEvent, readGeminiEvent, geminiMarkers},
 }
 
 func TestSkim(t *testing.T) {
@@ -36,6 +37,7 @@ func TestSkim(t *testing.T) {
 		{"chat delta with usage null", openAIMarkers, `{"id":"c","choices":[{"delta":{"content":"Hi"}}],"usage" : null}`, false, nil},
 		{"chat usage", openAIMarkers, `{"id":"c","choices":[],"usage":{"prompt_tokens":3}}`, true, nil},
 		{"chat usage after a null one", openAIMarkers, `{"usage":null,"x":{"usage":{"prompt_tokens":3}}}`, true, nil},
+		{"chat usage named as Gemini names it", openAIMarkers, `{"usageMetadata":{}}`, true, nil},
 		{"usage as a value only", openAIMarkers, `{"choices":[{"delta":{"content":"usage"}}],"x":"usage"}`, false, nil},
 		{"usage inside a string", openAIMarkers, `{"choices":[{"delta":{"content":"say \"usage\": 1"}}]}`, false, nil},
 		{"blank around the object", openAIMarkers, " \r\n{\"id\":\"c\"}\t ", false, nil},
@@ -49,6 +51,15 @@ func TestSkim(t *testing.T) {
 		{"responses completed", responsesMarkers, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, true, nil},
 		{"HTML", openAIMarkers, `<!DOCTYPE html><html></html>`, false, errMalformedEvent},
 		{"cut short", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`, false, errMalformedEvent},
+		{"responses completed, spaced", responsesMarkers, `{"type" : "response.completed" , "response":{}}`, true, nil},
+		{"a type ending as a marker's tail", responsesMarkers, `{"type":"response.output_text.delta","delta":"x.completed"}`, false, nil},
+		{"gemini delta", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`, false, nil},
+		{"gemini last chunk", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":""}]},"finishReason":"STOP","index":0}]}`, true, nil},
+		{"gemini usage", geminiMarkers, `{"candidates":[],"usageMetadata":{"promptTokenCount":3}}`, true, nil},
+		{"gemini usage null", geminiMarkers, `{"candidates":[],"usageMetadata":null}`, false, nil},
+		{"gemini blocked", geminiMarkers, `{"promptFeedback":{"blockReason":"SAFETY"}}`, true, nil},
+		{"gemini error, null", geminiMarkers, `{"error" : null}`, true, nil},
+		{"gemini error as a value only", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":"error"}]}}]}`, false, nil},
 		{"plain text", responsesMarkers, `Overloaded`, false, errMalformedEvent},
 		{"an array", openAIMarkers, `[{"usage":{}}]`, false, errMalformedEvent},
 		{"empty", openAIMarkers, ``, false, errMalformedEvent},
@@ -70,18 +81,24 @@ func TestSkim(t *testing.T) {
 // for one it refuses, the skim refuses it too, or lets it pass unchanged
 // when it is shaped like an object (the skim does not validate what it
 // does not read). The seeds are every event of the simulator's streams in
-// each protocol (text, tool calls, thinking, usage, the mid-stream error).
+// each protocol (text, tool calls, thinking, usage, the mid-stream error),
+// Gemini's included.
 func FuzzEventSkimAgreesWithRead(f *testing.F) {
-	for _, data := range simulatorEvents(f) {
-		for i := range eventReaders {
-			f.Add(uint8(i), data, false)
-		}
+	for _, ev := range simulatorEvents(f) {
+		f.Add(uint8(ev.reader), ev.data, false)
 	}
 	for _, s := range []string{`{"usage":null}`, `{"usage":{"prompt_tokens":1},"usage":null}`, `{"type":"ping","type":"message_stop"}`,
 		`{"type":"message_stop","x":}`, `{"choices":[],"usage":{"prompt_tokens":1}} {}`, `{"type":"error"`, `{} `} {
 		f.Add(uint8(0), s, true)
 		f.Add(uint8(1), s, false)
 		f.Add(uint8(2), s, false)
+		f.Add(uint8(3), s, false)
+	}
+	for _, s := range []string{`{"error":null}`, `{"usageMetadata":null,"candidates":[{"finishReason":null}]}`, `{"x":"finishReason","y":"error"}`,
+		`{"promptFeedback":{"blockReason":"OTHER"}}`, `{"type":"response.output_text.delta","delta":".completed\""}`, `{"a":"response.completed"}`} {
+		for i := range eventReaders {
+			f.Add(uint8(i), s, false)
+		}
 	}
 	from := sluice.Usage{PromptTokens: 5, CompletionTokens: 6, TotalTokens: 11, Measured: true}
 	f.Fuzz(func(t *testing.T, dialect uint8, data string, includeUsage bool) {
@@ -102,28 +119,42 @@ func FuzzEventSkimAgreesWithRead(f *testing.F) {
 	})
 }
 
-// simulatorEvents is the data of every event of the simulator's streams in
-// each protocol that Sluice passes through.
-func simulatorEvents(tb testing.TB) []string {
+// simulatorEvent is the data of an event of the simulator's streams, and
+// the index in eventReaders of its protocol's.
+type simulatorEvent struct {
+	reader int
+	data   string
+}
+
+// simulatorEvents is every event of the simulator's streams in each
+// protocol that Sluice passes through, with its protocol's reader (the
+// fuzzer tries it on the others too).
+func simulatorEvents(tb testing.TB) []simulatorEvent {
 	tb.Helper()
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	defer sim.Close()
 	const tool = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"tool_choice":"required"`
-	streams := []struct{ path, key, body string }{
-		{"/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},` + tool + `,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/chat/completions", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/responses", "k", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
-		{"/v1/responses", "k", `{"model":"m","stream":true,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"required","input":"hi"}`},
-		{"/v1/responses", "broken", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
+	streams := []struct {
+		reader          int
+		path, key, body string
+	}{
+		{0, "/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{0, "/v1/chat/completions", "k", `{"model":"m","stream":true,"stream_options":{"include_usage":true},` + tool + `,"messages":[{"role":"user","content":"hi"}]}`},
+		{0, "/v1/chat/completions", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{1, "/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`},
+		{1, "/v1/messages", "k", `{"model":"m","stream":true,"max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`},
+		{1, "/v1/messages", "broken", `{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`},
+		{2, "/v1/responses", "k", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
+		{2, "/v1/responses", "k", `{"model":"m","stream":true,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"required","input":"hi"}`},
+		{2, "/v1/responses", "broken", `{"model":"m","stream":true,"max_output_tokens":6,"input":"hi"}`},
+		{3, "/v1beta/models/m:streamGenerateContent?alt=sse", "k", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":6}}`},
+		{3, "/v1beta/models/m:streamGenerateContent?alt=sse", "k", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"object"}}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}}`},
+		{3, "/v1beta/models/m:streamGenerateContent?alt=sse", "broken", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":6}}`},
 	}
 	sim.SetKey("broken", simulator.Behavior{ErrorAfter: 2})
-	var out []string
+	var out []simulatorEvent
 	for _, s := range streams {
 		req, err := http.NewRequest(http.MethodPost, srv.URL+s.path, strings.NewReader(s.body))
 		if err != nil {
@@ -131,6 +162,7 @@ func simulatorEvents(tb testing.TB) []string {
 		}
 		req.Header.Set("Authorization", "Bearer "+s.key)
 		req.Header.Set("Anthropic-Version", "2023-06-01")
+		req.Header.Set("X-Goog-Api-Key", s.key) // Gemini's
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			tb.Fatal(err)
@@ -150,12 +182,12 @@ func simulatorEvents(tb testing.TB) []string {
 				tb.Fatalf("%s %s: %v", s.path, s.body, err)
 			}
 			if ev.Data != nil {
-				out = append(out, string(ev.Data))
+				out = append(out, simulatorEvent{s.reader, string(ev.Data)})
 				n++
 			}
 		}
 		resp.Body.Close()
-		if n < 4 {
+		if n < 2 { // a Gemini tool call comes whole: a call, then the last chunk
 			tb.Fatalf("POST %s %s: %d events, want a stream", s.path, s.body, n)
 		}
 	}

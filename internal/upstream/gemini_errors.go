@@ -52,7 +52,17 @@ func classifyGoogle(e *errorBody) (Class, bool) {
 		return ClassRate, true
 	case "FAILED_PRECONDITION":
 		return ClassBilling, true
-	case "UNAUTHENTICATED", "PERMISSION_DENIED":
+	case "PERMISSION_DENIED":
+		for _, d := range googleDetails(e.Error.Details) {
+			if d.Reason == "BILLING_DISABLED" {
+				return ClassBilling, true // Vertex AI on a project whose billing is off
+			}
+		}
+		if strings.Contains(msg, "requires billing to be enabled") {
+			return ClassBilling, true
+		}
+		return ClassAuth, true
+	case "UNAUTHENTICATED":
 		return ClassAuth, true
 	case "INVALID_ARGUMENT":
 		for _, d := range googleDetails(e.Error.Details) {

@@ -56,8 +56,9 @@ var doneData = []byte("[DONE]")
 var errMalformedEvent = errors.New("upstream stream event is neither a JSON object nor [DONE]")
 
 // openAIMarkers are what an OpenAI chunk is skimmed for (eventscan.go):
-// its usage, the only member Sluice reads of it.
-var openAIMarkers = &eventMarkers{members: []string{`"usage"`}}
+// its usage, the only member Sluice reads of it, under either name that
+// readAnswer takes for one (Gemini's usageMetadata too).
+var openAIMarkers = newEventMarkers(marker{`"usage"`, asMember}, marker{`"usageMetadata"`, asMember})
 
 // openAIEvent reads an event of an OpenAI stream. The usage-only chunk at
 // its end exists because Sluice asked for it (PrepareBody): a caller that

@@ -65,7 +65,8 @@ var ResponsesEnding = &Ending{
 
 // responsesMarkers are what a Responses event is skimmed for
 // (eventscan.go): the types responsesEvent acts on.
-var responsesMarkers = &eventMarkers{values: []string{`"response.completed"`, `"response.incomplete"`, `"error"`, `"response.failed"`}}
+var responsesMarkers = newEventMarkers(
+	marker{`"response.completed"`, asValue}, marker{`"response.incomplete"`, asValue}, marker{`"error"`, asValue}, marker{`"response.failed"`, asValue})
 
 // responsesEvent reads an event of a Responses stream. Events are JSON
 // objects; unknown ones pass (OpenAI adds event types over time).

@@ -106,7 +106,9 @@ func (c *Caller) Close() {
 // on.
 func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, callStart time.Time, hooks Hooks) Attempt {
 	if req.CountTokens {
-		if d := c.protocols.dialect(e); d != nil && d.target(req, e.Endpoint, e.Model) == "" {
+		// A translated count is answered here too: translators carry
+		// generation, and the hub they meet at (OpenAI chat) has no count.
+		if d := c.protocols.dialect(e); d != nil && (e.Protocol != req.Protocol || d.target(req, e.Endpoint, e.Model) == "") {
 			// Before the breaker: the endpoint is not called.
 			return countLocally(w, req, e, c.protocols.Dialects[req.Protocol].CountAnswer, callStart, hooks)
 		}

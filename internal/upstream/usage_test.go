@@ -92,6 +92,7 @@ func TestHotPathChecksDoNotAllocate(t *testing.T) {
 		{anthropicEvent, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
 		{responsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
 		{responsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
+		{geminiEvent, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`},
 	}
 	for _, e := range events {
 		ev := sse.Event{Data: []byte(e.data)}
