@@ -27,44 +27,47 @@ func FuzzChainRoundTrip(f *testing.F) {
 	f.Add([]byte{0, 0, 2, 3, 3, 2, 8, 13, 0})
 	f.Add([]byte{4, 4, 0, 1, 0, 2, 3})
 	f.Add([]byte{2, 2, 3, 8, 13, 18})
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		in := adaptertest.ChatStream(ops)
-		toAnthropic := openai.NewFromAnthropic()
-		if _, err := toAnthropic.Request(&sluice.Request{Body: []byte(`{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)}, "m"); err != nil {
-			t.Fatal(err)
-		}
-		upstream, err := adaptertest.Stream(toAnthropic, in)
-		if err != nil || !adaptertest.Ends(upstream, "message_stop") {
-			t.Fatalf("to Anthropic: %v; want nil, ending message_stop", err)
-		}
+	f.Fuzz(roundTrip)
+}
 
-		chain := adapter.NewChain(openai.NewFromGemini(), anthropic.NewFromOpenAI())
-		geminiBody := `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`
-		if _, err := chain.Request(&sluice.Request{Body: []byte(geminiBody), Stream: true}, "claude"); err != nil {
-			t.Fatal(err)
-		}
-		mid, err := adaptertest.Stream(chain, upstream)
-		if err != nil {
-			t.Fatalf("chain: %v", err)
-		}
-		for i, ev := range mid {
-			if finished := strings.Contains(string(ev.Data), `"finishReason"`); finished != (i == len(mid)-1) {
-				t.Fatalf("Gemini event #%d of %d finished=%v: %s; want the last one only", i, len(mid), finished, ev.Data)
-			}
-		}
+// roundTrip is FuzzChainRoundTrip on one stream of ops.
+func roundTrip(t *testing.T, ops []byte) {
+	in := adaptertest.ChatStream(ops)
+	toAnthropic := openai.NewFromAnthropic()
+	if _, err := toAnthropic.Request(&sluice.Request{Body: []byte(`{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)}, "m"); err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := adaptertest.Stream(toAnthropic, in)
+	if err != nil || !adaptertest.Ends(upstream, "message_stop") {
+		t.Fatalf("to Anthropic: %v; want nil, ending message_stop", err)
+	}
 
-		back := gemini.NewFromOpenAI()
-		if _, err := back.Request(&sluice.Request{Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`), Stream: true}, "g"); err != nil {
-			t.Fatal(err)
+	chain := adapter.NewChain(openai.NewFromGemini(), anthropic.NewFromOpenAI())
+	geminiBody := `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`
+	if _, err := chain.Request(&sluice.Request{Body: []byte(geminiBody), Stream: true}, "claude"); err != nil {
+		t.Fatal(err)
+	}
+	mid, err := adaptertest.Stream(chain, upstream)
+	if err != nil {
+		t.Fatalf("chain: %v", err)
+	}
+	for i, ev := range mid {
+		if finished := strings.Contains(string(ev.Data), `"finishReason"`); finished != (i == len(mid)-1) {
+			t.Fatalf("Gemini event #%d of %d finished=%v: %s; want the last one only", i, len(mid), finished, ev.Data)
 		}
-		out, err := adaptertest.Stream(back, mid)
-		if err != nil || !adaptertest.Ends(out, "") {
-			t.Fatalf("back to chat: %v; want nil, ending [DONE]", err)
-		}
-		if got, want := said(t, out), said(t, in); got != want {
-			t.Errorf("round trip says\n%s\nwant\n%s", got, want)
-		}
-	})
+	}
+
+	back := gemini.NewFromOpenAI()
+	if _, err := back.Request(&sluice.Request{Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`), Stream: true}, "g"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := adaptertest.Stream(back, mid)
+	if err != nil || !adaptertest.Ends(out, "") {
+		t.Fatalf("back to chat: %v; want nil, ending [DONE]", err)
+	}
+	if got, want := said(t, out), said(t, in); got != want {
+		t.Errorf("round trip says\n%s\nwant\n%s", got, want)
+	}
 }
 
 // said is what a chat stream says: its text with its refusals, its
