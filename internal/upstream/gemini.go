@@ -123,11 +123,12 @@ func geminiEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Us
 	return readGeminiEvent(ev, req, u)
 }
 
-// geminiMarkers are what a Gemini event is skimmed for (eventscan.go): the
-// members geminiEvent reads.
-var geminiMarkers = &eventMarkers{members: []string{`"usageMetadata"`, `"finishReason"`, `"blockReason"`, `"error"`}}
+// geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
+// members readGeminiEvent acts on (an "error" even when null).
+var geminiMarkers = newEventMarkers(
+	marker{`"usageMetadata"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
 
-// readGeminiEvent reads an event of a Gemini stream whole.
+// readGeminiEvent reads a chunk of a Gemini stream whole.
 func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	var usage, candidates, feedback, failure []byte
 	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
