@@ -47,14 +47,13 @@ func geminiGeneratePath(req *sluice.Request, model string) string {
 }
 
 // geminiEmbedPath is the path of req to model: embedContent, or
-// batchEmbedContents for a batch and for a caller of another protocol
-// (OpenAI's embeddings, translated: its input may be a list). An embedding
-// has no count.
+// batchEmbedContents for a batch and for an OpenAI embeddings caller
+// (translated: its input may be a list). An embedding has no count.
 func geminiEmbedPath(req *sluice.Request, model string) string {
 	switch {
 	case req.CountTokens:
 		return ""
-	case req.Batch || req.Protocol != sluice.ProtocolGeminiEmbed:
+	case req.Batch || req.Protocol == sluice.ProtocolOpenAIEmbeddings:
 		return geminiBase + model + ":batchEmbedContents"
 	}
 	return geminiBase + model + ":embedContent"
