@@ -231,6 +231,9 @@ func (v *View) Write(ids []string, write func() error) error {
 }
 
 // apply adds (sign 1) or removes (sign -1) e's amounts from the local sums.
+// It runs twice for every charge (at Settle and at the read that drops
+// it), under the lock admission waits for: the day and month are worked
+// out once for all the charge's subjects.
 func (v *View) apply(e *entry, sign Micros) {
 	c := &e.c
 	if c.Account != "" {
@@ -239,21 +242,18 @@ func (v *View) apply(e *entry, sign Micros) {
 	if e.reserved {
 		return
 	}
-	at := c.At.UTC()
-	for _, s := range [...]Subject{{Account, c.Account}, {Key, c.Key}, {Tenant, c.Tenant}} {
-		if s.ID != "" && c.Price != 0 {
-			day, month := periods(s, at)
-			sumInto(v.spent, day, sign*c.Price)
-			sumInto(v.spent, month, sign*c.Price)
+	y, m, d := c.At.UTC().Date()
+	add := func(s Subject, amount Micros) {
+		if s.ID != "" && amount != 0 {
+			sumInto(v.spent, period{s, y, m, d}, sign*amount)
+			sumInto(v.spent, period{s, y, m, 0}, sign*amount)
 		}
 	}
-	for _, s := range [...]Subject{{Pool, c.Pool}, {Task, c.Task}} {
-		if s.ID != "" && c.Cost != 0 {
-			day, month := periods(s, at)
-			sumInto(v.spent, day, sign*c.Cost)
-			sumInto(v.spent, month, sign*c.Cost)
-		}
-	}
+	add(Subject{Account, c.Account}, c.Price)
+	add(Subject{Key, c.Key}, c.Price)
+	add(Subject{Tenant, c.Tenant}, c.Price)
+	add(Subject{Pool, c.Pool}, c.Cost)
+	add(Subject{Task, c.Task}, c.Cost)
 }
 
 // sumInto adds d to m[k], deleting sums that come back to 0 so the maps

@@ -38,11 +38,15 @@ type billingAccount struct {
 	reserve  bool
 	budgets  sluice.Budgets
 	unit     store.Unit // its concurrency: "billing:<id>", a limit every request of it claims
+	// only is []store.Unit{unit}, the limits of a request that has no
+	// others, shared so that such a request allocates none (limits are
+	// only read).
+	only []store.Unit
 }
 
 func newBillingAccount(id, plan string, maxInflight int, onLimit string, reserve bool, b sluice.Budgets) *billingAccount {
-	return &billingAccount{id: id, plan: plan, reserve: reserve, budgets: b,
-		unit: store.Unit{ID: "billing:" + id, Cap: max(maxInflight, 1), Refuse: onLimit == sluice.OnLimitRefuse}}
+	unit := store.Unit{ID: "billing:" + id, Cap: max(maxInflight, 1), Refuse: onLimit == sluice.OnLimitRefuse}
+	return &billingAccount{id: id, plan: plan, reserve: reserve, budgets: b, unit: unit, only: []store.Unit{unit}}
 }
 
 // compileBilling compiles c's billing section; nil when it has none that
@@ -264,8 +268,11 @@ func budgetSpent(s billing.Subject, period string) error {
 
 // limits are the request's limits with its billing account's concurrency.
 func (c *charging) limits(units []store.Unit) []store.Unit {
-	if c == nil || c.account == nil {
+	switch {
+	case c == nil || c.account == nil:
 		return units
+	case len(units) == 0:
+		return c.account.only
 	}
 	return append(units[:len(units):len(units)], c.account.unit)
 }
