@@ -97,11 +97,12 @@ type rig struct {
 	client   *http.Client
 }
 
-func newRig(tb testing.TB) *rig { return newRigOf(tb, catalogTemplate) }
+func newRig(tb testing.TB) *rig { return newRigOf(tb, "sluice", catalogTemplate) }
 
 // newRigOf is newRig with Sluice serving catalog, a template of
-// catalogTemplate's layout (%[1]s the database file, %[2]s the upstream).
-func newRigOf(tb testing.TB, catalog string) *rig {
+// catalogTemplate's layout (%[1]s the database file, %[2]s the upstream),
+// its goroutines labeled side=label for profiles.
+func newRigOf(tb testing.TB, label, catalog string) *rig {
 	tb.Helper()
 	r := &rig{sim: simulator.New(simulator.Options{MaxRecords: -1})}
 	labeled("upstream", func(context.Context) { r.upstream = httptest.NewServer(r.sim) })
@@ -120,7 +121,7 @@ func newRigOf(tb testing.TB, catalog string) *rig {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	labeled("sluice", func(ctx context.Context) {
+	labeled(label, func(ctx context.Context) {
 		r.gw, err = app.Start(ctx, app.Options{
 			ConfigPath: cfg,
 			Log:        slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -38,7 +38,7 @@ var billedCatalog = strings.Replace(catalogTemplate,
 // far more than a benchmark spends, once the balance view has read it.
 func newBilledRig(tb testing.TB) *rig {
 	tb.Helper()
-	r := newRigOf(tb, billedCatalog)
+	r := newRigOf(tb, "sluice-billed", billedCatalog)
 	req, err := http.NewRequest(http.MethodPost, "http://"+r.gw.AdminAddr()+"/admin/billing/accounts/bench/topup",
 		strings.NewReader(`{"amount":"1000000.00"}`))
 	if err != nil {
@@ -74,53 +74,45 @@ const settleWait = 300 * time.Millisecond
 // BenchmarkBillingCPU measures what billing costs a request: the same chat
 // passthrough load (whole answers from 64 concurrent callers, streams from
 // streamCallers, as in BenchmarkPassthroughCPU) sent straight to the
-// upstream ("direct"), through Sluice without billing ("unbilled") and
-// through Sluice with billedCatalog ("billed"), both gateways running for
-// the whole benchmark so that each side bears the other's background work.
-// Per request it reports the process's CPU (cpu-ns/op, getrusage) and heap
-// allocations (mallocs/op, MemStats), and the gateway's own (proxy-…: less
-// direct's); x-unbilled is billed's own CPU over unbilled's from this same
-// run. Each measurement includes the writing of its requests' usage
-// records (and charges), which happens after their answers.
+// upstream (direct), through Sluice without billing (unbilled) and through
+// Sluice serving billedCatalog (billed), both gateways running for the
+// whole benchmark so that each side bears the other's background work.
+// Each iteration of a mode measures the three in turn, b.N requests each,
+// so that with -count every repetition is one interleaved comparison (a
+// sub-benchmark per side would repeat each side -count times in a row, and
+// the load of the machine would drift between them). Per request it
+// reports the gateway's own CPU (…-cpu-ns/op: the process's, from
+// getrusage, less direct's) and heap allocations and bytes (…-allocs/op,
+// …-B/op: runtime.MemStats, less direct's), and x-unbilled, billed's CPU
+// over unbilled's. Each measurement includes the writing of its requests'
+// usage records and charges, which happens after their answers. ns/op is
+// the wall time of the three measurements, not a figure to read.
 //
-//	go test -run '^$' -bench BillingCPU -benchtime 2000x -count 3 ./bench/
+//	go test -run '^$' -bench BillingCPU -benchtime 2000x -count 5 ./bench/
 func BenchmarkBillingCPU(b *testing.B) {
-	rigs := map[string]*rig{"unbilled": newRig(b), "billed": newBilledRig(b)}
+	unbilled, billed := newRig(b), newBilledRig(b)
 	for _, mode := range []string{"json", "stream"} {
 		b.Run(mode, func(b *testing.B) {
 			body, callers, behavior := chatBody, 64, simulator.Behavior{}
 			if mode == "stream" {
 				body, callers, behavior = fmt.Sprintf(streamBody, streamWords), streamCallers, simulator.Behavior{ChunkDelay: streamGap}
 			}
-			for _, r := range rigs {
-				r.setBehavior(behavior)
+			unbilled.setBehavior(behavior)
+			billed.setBehavior(behavior)
+			b.StopTimer()
+			direct := usePerOp(b, unbilled, unbilled.url("direct"), body, callers)
+			off := usePerOp(b, unbilled, unbilled.url("sluice"), body, callers).less(direct)
+			on := usePerOp(b, billed, billed.url("sluice"), body, callers).less(direct)
+			b.ReportMetric(direct.cpu, "direct-cpu-ns/op")
+			for _, side := range []struct {
+				name string
+				use  usePerRequest
+			}{{"unbilled", off}, {"billed", on}} {
+				b.ReportMetric(side.use.cpu, side.name+"-cpu-ns/op")
+				b.ReportMetric(side.use.mallocs, side.name+"-allocs/op")
+				b.ReportMetric(side.use.bytes, side.name+"-B/op")
 			}
-			var direct, unbilled usePerRequest
-			for _, side := range []string{"direct", "unbilled", "billed"} {
-				b.Run(side, func(b *testing.B) {
-					r, url := rigs["unbilled"], rigs["unbilled"].url("direct")
-					if side != "direct" {
-						r = rigs[side]
-						url = r.url("sluice")
-					}
-					use := usePerOp(b, r, url, body, callers)
-					b.ReportMetric(use.cpu, "cpu-ns/op")
-					b.ReportMetric(use.mallocs, "mallocs/op")
-					if side == "direct" {
-						direct = use
-						return
-					}
-					own := use.less(direct)
-					b.ReportMetric(own.cpu, "proxy-cpu-ns/op")
-					b.ReportMetric(own.mallocs, "proxy-mallocs/op")
-					b.ReportMetric(own.bytes, "proxy-B/op")
-					if side == "unbilled" {
-						unbilled = own
-					} else {
-						b.ReportMetric(own.cpu/unbilled.cpu, "x-unbilled")
-					}
-				})
-			}
+			b.ReportMetric(on.cpu/off.cpu, "x-unbilled")
 		})
 	}
 }
@@ -150,7 +142,7 @@ func usePerOp(b *testing.B, r *rig, url, body string, callers int) usePerRequest
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := processCPU()
-	b.ResetTimer()
+	b.StartTimer()
 	b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 	b.RunParallel(func(pb *testing.PB) {
 		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", "client")))
