@@ -53,6 +53,10 @@ type Unit struct {
 	// A unit refused for its day gets Grant.RetryAt at the next UTC
 	// midnight.
 	DailyTokens int
+	// Base and Max of a limit (Candidate.Limits) are its cooldown, as a
+	// unit's, for the rate limits a Release scopes to it (Outcome.Cool);
+	// a limit nothing ever cools needs none.
+	//
 	// Refuse makes a limit (Candidate.Limits) one that is never waited
 	// for: when it lists a Refuse limit with no free slot (in flight at
 	// Cap, Cap > 0), Acquire grants nothing and does not queue the ticket
@@ -69,8 +73,10 @@ type Candidate struct {
 	CredentialCap int    // optional inner limit of the credential; 0 = none
 	// Limits are further limits the request must fit in as well, besides
 	// Unit: pool, tenant, key, end user, task type, model — each with its
-	// own Cap, RPM, TPM and DailyTokens (no cooldowns, no Reserve, no
-	// hidden-cap learning: they are Sluice's own limits). The candidate is
+	// own Cap, RPM, TPM and DailyTokens (no Reserve, no hidden-cap
+	// learning, and no cooldown unless a Release scopes a rate limit to
+	// one, see Outcome.Cool: they are Sluice's own limits, or an
+	// upstream's per-model quota under the Unit's account). The candidate is
 	// granted only if Unit and every limit have room, atomically; the
 	// lease holds a slot and reserves its request and tokens in each, and
 	// Release frees and corrects each. A limit is a unit like any other for
@@ -147,6 +153,15 @@ type Outcome struct {
 	RateLimited bool          // a 429 rate limit: cool the unit
 	RetryAfter  time.Duration // the upstream's hint with RateLimited; 0 = none
 	Success     bool          // a successful call: resets the backoff level, ends a probe
+	// Cool scopes a rate limit to one of the lease's limits
+	// (Candidate.Limits), by ID: that limit alone cools, with its own
+	// Base, Max and backoff level, as a unit would (closed until the
+	// cooldown ends, then exactly one probe lease, granted to a candidate
+	// listing it, with Grant.Probe; the probe's success, at
+	// ProbeSucceeded or Release, opens it), while the candidate's Unit
+	// and its hidden cap are left as they are: a per-model quota under an
+	// account. "" or any other ID cools the Unit.
+	Cool string
 	// Tokens is the tokens the call really used, when measured (> 0): the
 	// unit's TPM window is corrected from the lease's reservation
 	// (Acquire.Tokens, capped at TPM) to this, which may give tokens back

@@ -114,7 +114,12 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		l.holds = append(l.holds, u.reserve(c.Unit, a.Tokens, now))
 		for j, lu := range lims {
 			if lu != nil {
-				l.holds = append(l.holds, lu.reserve(c.Limits[j], a.Tokens, now))
+				h := lu.reserve(c.Limits[j], a.Tokens, now)
+				h.base, h.max = c.Limits[j].Base, c.Limits[j].Max
+				if h.probe = !lu.until.IsZero(); h.probe { // its cooldown is over: this is its probe
+					lu.probe, l.probe = l.id, true
+				}
+				l.holds = append(l.holds, h)
 			}
 		}
 		d.add(l)
@@ -198,6 +203,10 @@ func (d *domain) limitsRoom(q *queue, t *ticket, c *store.Candidate, class int, 
 		lu.cap = lim.Cap
 		lu.setReserve(nil)
 		d.reap(lu, now)
+		if now.Before(lu.until) { // cooling (see store.Outcome.Cool): no release announces its end
+			ok, at = false, latest(at, lu.until)
+			continue
+		}
 		if !lu.hasRoom(class, now) {
 			ok, blocked = false, true
 			continue
@@ -263,23 +272,41 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 	d.reap(u, now)
 	k := len(u.leases) // in flight, this lease included
 	d.drop(l)
-	u.learn(out, k)
+	scoped := false // the rate limit cools one of the limits, not u
 	var wakes []wake
-	for i, h := range l.holds {
+	for _, h := range l.holds[1:] {
 		h.correct(out.Tokens, now)
-		if i > 0 { // a limit: no cooldown
-			d.reap(h.u, now)
+		d.reap(h.u, now)
+		lout := store.Outcome{Success: out.Success}
+		if out.RateLimited && out.Cool == h.u.id && !scoped {
+			scoped, lout = true, out
+		}
+		if !h.u.settle(lout, h.base, h.max, h.probe, now) {
 			wakes = d.first(h.u, now, wakes)
 		}
 	}
+	l.holds[0].correct(out.Tokens, now)
+	if scoped {
+		out = store.Outcome{} // u's cooldown and hidden cap are not concerned
+	}
+	u.learn(out, k)
+	if u.settle(out, l.base, l.max, wasProbe, now) {
+		return wakes // a waiter of u could not have the slot yet
+	}
+	return d.first(u, now, wakes)
+}
+
+// settle runs u's cooldown state machine for a released lease that ended
+// with out (wasProbe: it was u's probe) and reports whether u is cooling.
+func (u *unit) settle(out store.Outcome, base, ceiling time.Duration, wasProbe bool, now time.Time) bool {
 	switch {
 	case out.RateLimited:
 		cool := out.RetryAfter
 		if cool <= 0 {
-			cool = backoff(l.base, l.max, u.level)
+			cool = backoff(base, ceiling, u.level)
 		}
-		if l.max > 0 {
-			cool = min(cool, l.max)
+		if ceiling > 0 {
+			cool = min(cool, ceiling)
 		}
 		if end := now.Add(cool); end.After(u.until) {
 			u.until = end
@@ -292,10 +319,7 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 			u.probe = ""
 		}
 	}
-	if now.Before(u.until) {
-		return wakes // a waiter of u could not have the slot yet
-	}
-	return d.first(u, now, wakes)
+	return now.Before(u.until)
 }
 
 // ProbeSucceeded opens the unit whose live probe is lease, as a successful
@@ -314,13 +338,20 @@ func (s *Store) ProbeSucceeded(_ context.Context, domain, lease string) error {
 
 func (d *domain) probeSucceeded(id string, now time.Time) []wake {
 	l := d.leases[id]
-	if l == nil || !now.Before(l.expires) || l.unit.probe != id {
+	if l == nil || !now.Before(l.expires) || !l.probe {
 		return nil
 	}
-	u := l.unit
-	u.until, u.probe, u.level = time.Time{}, "", 0
 	l.probe = false
-	return d.first(u, now, nil)
+	var wakes []wake
+	for i := range l.holds {
+		h := &l.holds[i]
+		if u := h.u; u.probe == id {
+			u.until, u.probe, u.level = time.Time{}, "", 0
+			h.probe = false
+			wakes = d.first(u, now, wakes)
+		}
+	}
+	return wakes
 }
 
 // backoff is base·2^level, capped at ceiling (0 = uncapped).

@@ -76,6 +76,10 @@ type hold struct {
 	tpm    int   // the TPM they were reserved under (0 = unlimited)
 	daily  int   // tokens reserved against DailyTokens (0 if none)
 	day    int64 // the UTC day they were reserved on
+	// A limit's cooldown durations (for a rate limit scoped to it, see
+	// store.Outcome.Cool), and whether the lease is its post-cooldown probe.
+	base, max time.Duration
+	probe     bool
 }
 
 // queue is a wait queue, ordered by (class, tag, arrival): one list per
@@ -200,8 +204,10 @@ func (d *domain) drop(l *lease) {
 		delete(h.u.leases, l)
 	}
 	delete(d.creds[l.cred], l)
-	if l.unit.probe == l.id {
-		l.unit.probe = ""
+	for _, h := range l.holds {
+		if h.u.probe == l.id {
+			h.u.probe = ""
+		}
 	}
 	for _, h := range l.holds[1:] {
 		d.forgetLater(h.u)

@@ -47,7 +47,8 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d limits over all candidates, want at most %d", a.Ticket, len(lims), maxLimits)
 	}
 	for _, l := range lims {
-		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse))
+		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse),
+			ceilMillis(l.Base), ceilMillis(l.Max))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, dom.keys, args...).Int64Slice()
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 // released lease is a no-op.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
 	err := releaseScript.Run(ctx, s.rdb, s.domainKeys(domain),
-		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix(), max(out.Tokens, 0)).Err()
+		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix(), max(out.Tokens, 0), out.Cool).Err()
 	if err != nil {
 		return unavailable("release "+lease, err)
 	}
@@ -143,7 +144,7 @@ func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) 
 			max(h.Tokens, 0), max(c.Unit.RPM, 0), max(c.Unit.TPM, 0), max(c.Unit.DailyTokens, 0), start, len(lims)-start)
 	}
 	for _, l := range lims {
-		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0))
+		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), ceilMillis(l.Base), ceilMillis(l.Max))
 	}
 	gen, err := reassertScript.Run(ctx, s.rdb, dom.keys, args...).Int64()
 	if err != nil {

@@ -78,6 +78,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"LimitStateLapses", testLimitStateLapses},
 		{"RefuseLimitNeverWaits", testRefuseLimitNeverWaits},
 		{"DailyTokens", testDailyTokens},
+		{"ScopedCooldown", testScopedCooldown},
 		{"FairShareBetweenTenants", testFairShareBetweenTenants},
 		{"WeightedShare", testWeightedShare},
 		{"SingleTenantStaysFIFO", testSingleTenantStaysFIFO},

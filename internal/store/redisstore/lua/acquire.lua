@@ -7,7 +7,8 @@
 -- limits (0 = none), tokens the estimate reserved against tpm and daily,
 -- and lstart, lcount the candidate's limits: the limits section's entries
 -- lstart (0-based) through lstart + lcount - 1; then the limits, each (id,
--- cap, rpm, tpm, daily, refuse), refuse 1 for a limit never waited for.
+-- cap, rpm, tpm, daily, refuse, base_ms, max_ms), refuse 1 for a limit
+-- never waited for, base and max its cooldown (store.Outcome.Cool).
 -- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
 -- cooling, gen} (cooling 1 when every candidate's unit is closed by a
 -- cooldown), {3, gen} when a refuse limit is full (the ticket is not
@@ -23,7 +24,7 @@ local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
 local A, W = 12, 13 -- the first candidate's ARGV index, and the ARGV per candidate
-local L, LW = A + n * W, 6 -- the first limit's ARGV index, and the ARGV per limit
+local L, LW = A + n * W, 8 -- the first limit's ARGV index, and the ARGV per limit
 local reaped = reap(now)
 
 -- gcra returns the new TAT (Redis ms) of a grant of cost under limit per
@@ -91,7 +92,13 @@ local function decide()
   local lrec = held and redis.call('HGET', K_LEASE, ticket)
   if lrec then
     local l = split(lrec, '\31')
-    return {1, tonumber(l[3]), held, tonumber(l[4]), gen}
+    local p = 0
+    for _, h in ipairs(lease_holds(l)) do
+      if h[8] then
+        p = 1 -- the probe of its unit or of a limit
+      end
+    end
+    return {1, tonumber(l[3]), held, p, gen}
   end
 
   local qrec = redis.call('HGET', K_TIX, ticket)
@@ -251,13 +258,17 @@ local function decide()
         local x = L + (tonumber(ARGV[b + 11]) + j) * LW
         local id, lcap = ARGV[x], tonumber(ARGV[x + 1])
         local v = redis.call('HMGET', K_UNIT, id .. '\0n', id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday',
-          id .. '\0dused', id .. '\0ecap')
+          id .. '\0dused', id .. '\0ecap', id .. '\0until', id .. '\0probe')
         if (tonumber(v[2]) or 0) ~= lcap then
           redis.call('HSET', K_UNIT, id .. '\0cap', lcap)
           redis.call('ZADD', K_LAPSE, 'NX', now, id) -- forgotten unless it comes to hold a lease
         end
-        local ecap = eff_cap(lcap, v[7])
-        if ecap > 0 and (tonumber(v[1]) or 0) >= ecap then
+        local ecap, luntl = eff_cap(lcap, v[7]), tonumber(v[8]) or 0
+        if luntl ~= 0 and now < luntl then
+          ok, lat = false, math.max(lat, luntl) -- cooling: no release announces its end
+        elseif luntl ~= 0 and v[9] then
+          ok, blocked = false, true -- its probe is out
+        elseif ecap > 0 and (tonumber(v[1]) or 0) >= ecap then
           ok, blocked = false, true
         else
           local pass, at, lr = rate({v[3], v[4], v[5], v[6]}, tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]),
@@ -267,7 +278,7 @@ local function decide()
           elseif barred(id) then
             ok, blocked = false, true
           else
-            lims[#lims + 1] = {id, lr, tonumber(ARGV[x + 3])}
+            lims[#lims + 1] = {id, lr, tonumber(ARGV[x + 3]), ARGV[x + 6], ARGV[x + 7], luntl ~= 0}
           end
         end
       end
@@ -284,10 +295,20 @@ local function decide()
         local id, lr = lim[1], lim[2]
         keep(id, lr)
         redis.call('HINCRBY', K_UNIT, id .. '\0n', 1)
-        lrec[#lrec + 1] = limit_hold(id, lr[5], lim[3], lr[6], lr[3] and lr[4] or 0)
+        local lp = 0
+        if lim[6] then -- its cooldown is over: this is its probe
+          lp = 1
+          redis.call('HSET', K_UNIT, id .. '\0probe', ticket)
+        end
+        lrec[#lrec + 1] = limit_hold(id, lr[5], lim[3], lr[6], lr[3] and lr[4] or 0, lim[4], lim[5], lp)
       end
       redis.call('HSET', K_LEASE, ticket,
         lease_record(u, c, i, p, ARGV[b + 4], ARGV[b + 5], r[5], tpm, r[6], r[3] and r[4] or 0, lrec))
+      for _, lim in ipairs(lims) do
+        if lim[6] then
+          p = 1
+        end
+      end
       keep(u, r)
       redis.call('HINCRBY', K_UNIT, u .. '\0n', 1)
       redis.call('HINCRBY', K_CRED, c, 1)

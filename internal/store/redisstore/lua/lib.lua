@@ -2,8 +2,10 @@
 --   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms
 --                  \31tokens\31tpm\31daily\31day\31limits" (tokens reserved
 --                  against tpm, daily tokens reserved on UTC day `day`;
---                  limits: "\30"-joined "id\0tokens\0tpm\0daily\0day", the
---                  further units the lease holds a slot in)
+--                  limits: "\30"-joined "id\0tokens\0tpm\0daily\0day\0base_ms
+--                  \0max_ms\0probe", the further units the lease holds a
+--                  slot in, with the cooldown of a rate limit scoped to one
+--                  and whether the lease is its post-cooldown probe)
 --   2 exp    ZSET  lease id -> expiry (Redis ms)
 --   3 gen    STRING the generation of the domain's state: the Redis time
 --                  (µs) it was made at; a new one means the state was lost
@@ -171,8 +173,8 @@ local function lease_record(u, cred, index, probe, base, max, tokens, tpm, daily
     '\31' .. tpm .. '\31' .. daily .. '\31' .. day .. '\31' .. table.concat(limits, '\30')
 end
 
-local function limit_hold(id, tokens, tpm, daily, day)
-  return id .. '\0' .. tokens .. '\0' .. tpm .. '\0' .. daily .. '\0' .. day
+local function limit_hold(id, tokens, tpm, daily, day, base, max, probe)
+  return id .. '\0' .. tokens .. '\0' .. tpm .. '\0' .. daily .. '\0' .. day .. '\0' .. base .. '\0' .. max .. '\0' .. probe
 end
 
 -- lapse_at is when limit id's windows are empty and its day (if it used
@@ -214,12 +216,15 @@ local function forget(now)
 end
 
 -- lease_holds returns the slots a parsed lease record holds: its unit,
--- then its limits, each {id, tokens, tpm, daily, day}.
+-- then its limits, each {id, tokens, tpm, daily, day, base_ms, max_ms,
+-- probe (true when the lease is the hold's probe)}.
 local function lease_holds(l)
-  local out = {{l[1], tonumber(l[7]) or 0, tonumber(l[8]) or 0, tonumber(l[9]) or 0, tonumber(l[10]) or 0}}
+  local out = {{l[1], tonumber(l[7]) or 0, tonumber(l[8]) or 0, tonumber(l[9]) or 0, tonumber(l[10]) or 0,
+    tonumber(l[5]) or 0, tonumber(l[6]) or 0, l[4] == '1'}}
   for e in string.gmatch(l[11] or '', '[^\30]+') do
     local f = split(e, '\0')
-    out[#out + 1] = {f[1], tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5])}
+    out[#out + 1] = {f[1], tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6]) or 0,
+      tonumber(f[7]) or 0, f[8] == '1'}
   end
   return out
 end
@@ -257,15 +262,20 @@ local function drop_lease(id)
   redis.call('HDEL', K_LEASE, id)
   local l = split(rec, '\31')
   incr(K_UNIT, l[1] .. '\0n', -1)
+  local lease = id
   for e in string.gmatch(l[11] or '', '[^\30]+') do
-    local id = split(e, '\0')[1]
+    local f = split(e, '\0')
+    local id = f[1]
     if incr(K_UNIT, id .. '\0n', -1) <= 0 then
       redis.call('ZADD', K_LAPSE, lapse_at(id), id)
+    end
+    if f[8] == '1' and redis.call('HGET', K_UNIT, id .. '\0probe') == lease then
+      redis.call('HDEL', K_UNIT, id .. '\0probe')
     end
   end
   incr(K_CRED, l[2], -1)
   -- Losing the probe (released or expired) frees the probe slot.
-  if l[4] == '1' and redis.call('HGET', K_UNIT, l[1] .. '\0probe') == id then
+  if l[4] == '1' and redis.call('HGET', K_UNIT, l[1] .. '\0probe') == lease then
     redis.call('HDEL', K_UNIT, l[1] .. '\0probe')
   end
   return l

@@ -1,7 +1,7 @@
--- apply runs the cooldown state machine for a released lease l (see
--- drop_lease) and reports whether the unit is now cooling.
-local function apply(l, now, limited, retry_after, success)
-  local u, base, max = l[1], tonumber(l[5]), tonumber(l[6])
+-- settle runs the cooldown state machine of unit u (or a limit) for a
+-- released lease that held a slot in it (with the unit's cooldown base and
+-- max; probe: the lease was its probe) and reports whether u is now cooling.
+local function settle(u, base, max, probe, now, limited, retry_after, success)
   local fu, fl = u .. '\0until', u .. '\0level'
   local v = redis.call('HMGET', K_UNIT, fu, fl)
   local untl, level = tonumber(v[1]) or 0, tonumber(v[2]) or 0
@@ -24,11 +24,16 @@ local function apply(l, now, limited, retry_after, success)
   end
   if success then
     redis.call('HDEL', K_UNIT, fl)
-    if l[4] == '1' or (untl ~= 0 and now >= untl) then
+    if probe or (untl ~= 0 and now >= untl) then
       redis.call('HDEL', K_UNIT, fu, u .. '\0probe') -- the probe worked: open
       untl = 0
     end
   end
   -- drop_lease already freed the probe slot of a probe that failed otherwise.
   return untl ~= 0 and now < untl
+end
+
+-- apply runs settle for the unit of a released lease l (see drop_lease).
+local function apply(l, now, limited, retry_after, success)
+  return settle(l[1], tonumber(l[5]), tonumber(l[6]), l[4] == '1', now, limited, retry_after, success)
 end

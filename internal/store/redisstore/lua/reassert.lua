@@ -3,14 +3,14 @@
 -- (a retried call changes nothing). Not as probes: lost state has no
 -- cooldown. ARGV: n, then n × (lease, ttl_ms, unit, cred, index, base_ms,
 -- max_ms, tokens, rpm, tpm, daily, lstart, lcount), then the limits, each
--- (id, rpm, tpm, daily); lstart, lcount as in acquire. Returns the state
+-- (id, rpm, tpm, daily, base_ms, max_ms); lstart, lcount as in acquire. Returns the state
 -- generation, which the replica knows from then on.
 local gen = state_gen()
 local now = now_ms()
 local today = math.floor(now / DAY)
 local n = tonumber(ARGV[1])
 local A, W = 2, 13
-local L, LW = A + n * W, 4
+local L, LW = A + n * W, 6
 
 -- hold takes a slot in unit u and reserves one request and tokens in its
 -- windows and day, unconditionally: the grant was decided before the loss.
@@ -49,7 +49,7 @@ for i = 0, n - 1 do
       local lid, ltpm = ARGV[x], tonumber(ARGV[x + 2])
       local rt, rd, day = hold(lid, tokens, tonumber(ARGV[x + 1]), ltpm, tonumber(ARGV[x + 3]))
       redis.call('ZREM', K_LAPSE, lid)
-      lrec[#lrec + 1] = limit_hold(lid, rt, ltpm, rd, day)
+      lrec[#lrec + 1] = limit_hold(lid, rt, ltpm, rd, day, ARGV[x + 4], ARGV[x + 5], 0)
     end
     local rt, rd, day = hold(u, tokens, tonumber(ARGV[b + 8]), tpm, tonumber(ARGV[b + 10]))
     redis.call('HINCRBY', K_CRED, cred, 1)

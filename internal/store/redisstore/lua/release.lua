@@ -1,6 +1,7 @@
 -- release: drop the lease once, apply the outcome to its unit, wake waiters.
 -- ARGV: lease, rate_limited (0/1), retry_after_ms, success (0/1), wake prefix,
--- tokens used (0 = not measured: the TPM and daily reservations stand).
+-- tokens used (0 = not measured: the TPM and daily reservations stand),
+-- the limit a rate limit is scoped to ('' = the unit; see store.Outcome.Cool).
 -- Returns {released (0/1), wakes published}.
 local now = now_ms()
 local reaped = reap(now)
@@ -14,6 +15,12 @@ if not rec then
   return {0, 0}
 end
 local u = split(rec, '\31')[1]
+local limited, success = ARGV[2] == '1', ARGV[4] == '1'
+-- scoped: the rate limit cools the limit ARGV[7] of the lease, not its unit.
+local scoped = false
+if limited and ARGV[7] ~= '' and ARGV[7] ~= u then
+  scoped = string.find(rec, '\30' .. ARGV[7] .. '\0', 1, true) or string.find(rec, '\31' .. ARGV[7] .. '\0', 1, true)
+end
 -- k: the unit's in flight, this lease included (what ran when it ended).
 local av = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0ecap', u .. '\0es', u .. '\0etop')
 local l = drop_lease(ARGV[1])
@@ -26,7 +33,7 @@ local l = drop_lease(ARGV[1])
 do
   local k, cap, ecap = tonumber(av[1]) or 0, tonumber(av[2]) or 0, tonumber(av[3]) or 0
   local top = tonumber(av[5]) or 0
-  if ARGV[2] == '1' then
+  if limited and not scoped then
     if k >= 2 then
       local e = k - 1
       if (cap <= 0 or e < cap) and (ecap <= 0 or e < ecap) then
@@ -37,7 +44,7 @@ do
         redis.call('HSET', K_UNIT, u .. '\0es', -(k - 1))
       end
     end
-  elseif ARGV[4] == '1' and ecap > 0 then
+  elseif success and ecap > 0 then
     local es = (tonumber(av[4]) or 0) + 1
     local need = ecap * 10
     if ecap + 1 >= top then
@@ -57,17 +64,20 @@ do
   end
 end
 -- Correct the TPM windows and daily counts of the unit and every limit
--- from the lease's reservations to the tokens used; the limits (no
--- cooldown) may let their waiters in at once.
+-- from the lease's reservations to the tokens used; a limit not cooling
+-- may let its waiters in at once.
 local used = tonumber(ARGV[6]) or 0
 local sent = 0
 for i, h in ipairs(lease_holds(l)) do
   correct(h, used, now)
   if i > 1 then
-    sent = sent + wake(h[1], now, prefix)
+    local cool = scoped and h[1] == ARGV[7]
+    if not settle(h[1], h[6], h[7], h[8], now, cool, cool and tonumber(ARGV[3]) or 0, success) then
+      sent = sent + wake(h[1], now, prefix)
+    end
   end
 end
-if apply(l, now, ARGV[2] == '1', tonumber(ARGV[3]), ARGV[4] == '1') then
+if apply(l, now, limited and not scoped, tonumber(ARGV[3]), success) then
   return {1, sent} -- the unit is cooling: a wake-up could not be granted
 end
 return {1, sent + wake(u, now, prefix)}
