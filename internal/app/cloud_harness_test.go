@@ -8,10 +8,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
@@ -120,6 +122,17 @@ func startCloudGateway(t *testing.T) *cloudGateway {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	// The oauth credentials serve once their first tokens are in, which the
+	// token manager obtains in the background after the start.
+	for path, body := range map[string]string{
+		"/v1beta/models/gem-vertex:generateContent": `{"contents":[{"parts":[{"text":"hi"}]}]}`,
+		"/v1/chat/completions":                      `{"model":"entra-gpt","messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		eventually(t, 5*time.Second, "a first token for "+path, func() bool {
+			status, _, _ := g.post(t.Context(), path, keyWeb, body)
+			return status == http.StatusOK
+		})
+	}
 	return g
 }
 
