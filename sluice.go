@@ -388,6 +388,10 @@ type Request struct {
 	User         string // the end user: X-Sluice-User, else the body's "user" (Anthropic: metadata.user_id; Responses: safety_identifier, else user)
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
+	// MaxWait is the longest the caller lets the request wait for
+	// capacity (X-Sluice-Max-Wait), within its class's wait; 0 tries once
+	// and never waits. nil: the class's wait.
+	MaxWait *time.Duration
 	// PromptCacheKey and PreviousResponseID are a Responses body's
 	// prompt_cache_key and previous_response_id ("" = none), read with the
 	// rule of the other fields Sluice reads so routing and the upstream

@@ -43,6 +43,9 @@ type Engine struct {
 	// reasserted counts the reassertions done, so that callers refused by a
 	// store that lost its state reassert it once between them.
 	reasserted atomic.Uint64
+	// rates measure how fast each queue is served, for the wait a caller
+	// refused at its deadline is told (see estimate).
+	rates serviceRates
 }
 
 // New returns an Engine. replica names this process in the store; leaseTTL
@@ -136,12 +139,16 @@ type Claim struct {
 }
 
 // Wait claims a slot on the first candidate with room, waiting in the queue
-// until deadline. plan returns the request's candidates in preference order;
+// until deadline. A deadline already passed at the first try is a try
+// once: the ticket is taken out of the queue at once when nothing is
+// granted. plan returns the request's candidates in preference order;
 // it is called before every try, so a credential added (or disabled) while
 // the request waits is seen; a.Candidates is ignored. Claim.Index refers to
 // the list of the plan call that won. An empty plan fails at once with
 // no_upstream_available. Wait returns capacity_wait_timeout when the deadline
-// passes (wrapping ErrCooling when its candidates were cooling), ErrRefused
+// passes (wrapping ErrCooling when its candidates were cooling), with a
+// RetryAfter estimated from the ticket's place in the queue and the queue's
+// recent service rate (see estimate), ErrRefused
 // when the store refused rather than queued, the context's cause when the
 // caller leaves, and state_unavailable (see StateUnavailable) wrapping
 // store.ErrUnavailable when the store cannot be reached. A store that lost
@@ -167,11 +174,12 @@ func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 	// loop tries again at once, and Acquire keeps a queued ticket's place.
 	c, g, err := e.try(ctx, &a, plan)
 	if c != nil || err != nil {
-		return c, err
+		return e.granted(a, c, time.Time{}), err
 	}
-	if open && g.Cooling {
-		return nil, e.leave(ctx, a, timedOut(g))
+	if open && g.Cooling || !time.Now().Before(deadline) {
+		return nil, e.leave(ctx, a, e.timedOut(a, g))
 	}
+	queued := time.Now()
 	wake := make(chan struct{}, 1)
 	e.mu.Lock()
 	e.waiters[a.Ticket] = wake
@@ -187,10 +195,10 @@ func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 	defer retry.Stop()
 	for {
 		if c, g, err = e.try(ctx, &a, plan); c != nil || err != nil {
-			return c, err
+			return e.granted(a, c, queued), err
 		}
 		if open && g.Cooling {
-			return nil, e.leave(ctx, a, timedOut(g))
+			return nil, e.leave(ctx, a, e.timedOut(a, g))
 		}
 		next := safetyTick
 		if !g.RetryAt.IsZero() {
@@ -201,22 +209,33 @@ func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 		case <-wake:
 		case <-retry.C:
 		case <-expired.C:
-			return nil, e.leave(ctx, a, timedOut(g))
+			return nil, e.leave(ctx, a, e.timedOut(a, g))
 		case <-ctx.Done():
 			return nil, e.leave(ctx, a, context.Cause(ctx))
 		}
 	}
 }
 
-// timedOut is the capacity_wait_timeout of a request whose last try got g.
-func timedOut(g store.Grant) error {
+// granted records the grant of c (nil: none) to the ticket of a, queued
+// since queued (zero: granted at its first try), in the service rate of
+// its queue, and returns c.
+func (e *Engine) granted(a store.Acquire, c *Claim, queued time.Time) *Claim {
+	if c != nil {
+		e.rates.granted(a.Domain, a.Queue, queued, time.Now())
+	}
+	return c
+}
+
+// timedOut is the capacity_wait_timeout of the ticket of a whose last try
+// got g.
+func (e *Engine) timedOut(a store.Acquire, g store.Grant) error {
 	var cause error
 	if g.Cooling {
 		cause = ErrCooling
 	}
 	return &sluice.Error{
 		Code: sluice.CodeCapacityWaitTimeout, Msg: "no upstream capacity became free in time",
-		RetryAfter: retryAfter(g.RetryAt), Err: cause,
+		RetryAfter: e.estimate(a, g), Err: cause,
 	}
 }
 
@@ -279,13 +298,6 @@ func (e *Engine) leave(ctx context.Context, a store.Acquire, why error) error {
 			slog.String("request_id", a.Ticket), slog.Any("err", err))
 	}
 	return why
-}
-
-func retryAfter(at time.Time) time.Duration {
-	if d := time.Until(at); d > time.Second {
-		return d
-	}
-	return time.Second
 }
 
 func (e *Engine) hold(domain string, h store.Held) {

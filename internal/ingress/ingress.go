@@ -158,10 +158,17 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 }
 
 // sluiceHeaders sets what a caller may say in Sluice's own headers: the
-// priority class, the task type, and the end user (over the body's "user",
-// and checked as it is).
+// priority class, the task type, the longest wait for capacity, and the
+// end user (over the body's "user", and checked as it is).
 func sluiceHeaders(req *sluice.Request, r *http.Request) error {
 	req.Priority, req.Task = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
+	if v := r.Header.Get("X-Sluice-Max-Wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "X-Sluice-Max-Wait must be 0 or a duration such as 500ms or 2s"}
+		}
+		req.MaxWait = &d
+	}
 	if u := r.Header.Get("X-Sluice-User"); u != "" {
 		req.User = u
 		return checkUser(u)
@@ -292,6 +299,7 @@ func (s *Server) writeError(w http.ResponseWriter, p sluice.Protocol, e *sluice.
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+		h.Set("X-Sluice-Retry-After-Ms", strconv.FormatInt(e.RetryAfter.Milliseconds(), 10))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

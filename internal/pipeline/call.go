@@ -40,7 +40,7 @@ import (
 func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
 	start := time.Now()
 	class := class(key, req)
-	deadline := start.Add(snap.Wait(class))
+	deadline := start.Add(waitFor(snap.Wait(class), req))
 	var failed []failure // what earlier attempts of this request ruled out
 	// plan is re-run before every try to claim capacity, so a request that
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
