@@ -103,6 +103,30 @@ const (
 	CycleMonth = "month"
 )
 
+// CycleStart is the start of the allowance cycle (CycleDay or CycleMonth,
+// UTC) that t is in.
+func CycleStart(cycle string, t time.Time) time.Time {
+	if cycle == CycleDay {
+		return Day(t)
+	}
+	return Month(t)
+}
+
+// CycleEnd is the end of the cycle that starts at start: the next one's start.
+func CycleEnd(cycle string, start time.Time) time.Time {
+	if cycle == CycleDay {
+		return start.AddDate(0, 0, 1)
+	}
+	return start.AddDate(0, 1, 0)
+}
+
+// AllowanceRequestID is the request ID of the EntryAllowance that closes
+// account's cycle starting at start: one entry per account and cycle,
+// however many replicas post it.
+func AllowanceRequestID(account string, start time.Time) string {
+	return "allowance:" + account + ":" + start.UTC().Format(time.RFC3339)
+}
+
 // Validate reports an account without ID or plan, or with settings out of range.
 func (a *BillingAccount) Validate() error {
 	switch {
@@ -133,6 +157,11 @@ const (
 	EntryTopUp      EntryKind = "topup"      // money paid in; positive
 	EntryRefund     EntryKind = "refund"     // money given back for requests; positive
 	EntryAdjustment EntryKind = "adjustment" // an operator's correction; either sign
+	// EntryAllowance closes an allowance cycle: what the account spent in
+	// it, up to its allowance, given back, so that its balance bears only
+	// what each cycle spent beyond its allowance; positive. Its RequestID
+	// is AllowanceRequestID's.
+	EntryAllowance EntryKind = "allowance"
 )
 
 // Entry is one change of a billing account's balance. An account's balance
@@ -161,12 +190,12 @@ func (e *Entry) Validate() error {
 	switch e.Kind {
 	case EntryCharge:
 		ok = e.Amount < 0
-	case EntryTopUp, EntryRefund:
+	case EntryTopUp, EntryRefund, EntryAllowance:
 		ok = e.Amount > 0
 	case EntryAdjustment:
 		ok = e.Amount != 0
 	default:
-		return fmt.Errorf("ledger entry %s: kind %q: want charge, topup, refund or adjustment", e.RequestID, e.Kind)
+		return fmt.Errorf("ledger entry %s: kind %q: want charge, topup, refund, adjustment or allowance", e.RequestID, e.Kind)
 	}
 	if !ok {
 		return fmt.Errorf("ledger entry %s/%s: amount %s has the wrong sign for its kind", e.RequestID, e.Kind, e.Amount)
@@ -255,12 +284,14 @@ type Dimension string
 
 // The dimensions of a spend report.
 const (
-	ByAccount Dimension = "account" // billing account
-	ByKey     Dimension = "key"
-	ByEndUser Dimension = "end_user"
-	ByAlias   Dimension = "alias"
-	ByModel   Dimension = "model" // the upstream model of the record's last execution
-	ByDay     Dimension = "day"   // UTC day the request started
+	ByAccount  Dimension = "account" // billing account
+	ByKey      Dimension = "key"
+	ByEndUser  Dimension = "end_user"
+	ByTaskType Dimension = "task_type" // the task type the request ran as
+	ByPool     Dimension = "pool"      // the pool its upstream capacity came from
+	ByAlias    Dimension = "alias"
+	ByModel    Dimension = "model" // the upstream model of the record's last execution
+	ByDay      Dimension = "day"   // UTC day the request started
 )
 
 // SpendFilter selects billed usage records by start (From <= Started < To,
@@ -277,7 +308,7 @@ type SpendFilter struct {
 func (f *SpendFilter) Validate() error {
 	for _, d := range f.By {
 		switch d {
-		case ByAccount, ByKey, ByEndUser, ByAlias, ByModel, ByDay:
+		case ByAccount, ByKey, ByEndUser, ByTaskType, ByPool, ByAlias, ByModel, ByDay:
 		default:
 			return fmt.Errorf("spend: unknown dimension %q", d)
 		}
@@ -288,20 +319,25 @@ func (f *SpendFilter) Validate() error {
 // SpendRow is one group of a spend report. The dimensions it was not
 // grouped by are empty (Day zero).
 type SpendRow struct {
-	Account, KeyID, EndUser, Alias, Model string
-	Day                                   time.Time
-	Requests                              int64 // billed records
-	Unmeasured                            int64 // of Requests, those whose usage could not be measured (never charged)
-	Price, Cost                           billing.Micros
+	Account, KeyID, EndUser, TaskType, Pool, Alias, Model string
+	Day                                                   time.Time
+	Requests                                              int64 // billed records
+	Unmeasured                                            int64 // of Requests, those whose usage could not be measured (never charged)
+	// Tokens and CachedTokens sum the measured usage of the records
+	// (sluice.Usage TotalTokens and CachedTokens): all they used, and of
+	// their prompts what was read from the upstream's prompt cache.
+	Tokens, CachedTokens int64
+	Price, Cost          billing.Micros
 }
 
 // Margin is what the platform kept: price − cost.
 func (r *SpendRow) Margin() billing.Micros { return r.Price.Add(-r.Cost) }
 
-// CompareSpendRows orders rows by account, key, end user, alias, model
-// and day: the order Spend returns.
+// CompareSpendRows orders rows by account, key, end user, task type,
+// pool, alias, model and day: the order Spend returns.
 func CompareSpendRows(a, b SpendRow) int {
 	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.EndUser, b.EndUser),
+		cmp.Compare(a.TaskType, b.TaskType), cmp.Compare(a.Pool, b.Pool),
 		cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.Model, b.Model), a.Day.Compare(b.Day))
 }
 

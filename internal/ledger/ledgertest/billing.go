@@ -62,8 +62,8 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		wantEntries(t, s, "acme", ledger.Entry{Account: "acme", RequestID: "paid", Kind: ledger.EntryCharge, Amount: -700, At: day1})
 		wantBalance(t, s, "acme", -700)
 		wantSpend(t, s, ledger.SpendFilter{By: []ledger.Dimension{ledger.ByAccount}},
-			ledger.SpendRow{Requests: 1, Cost: 60},
-			ledger.SpendRow{Account: "acme", Requests: 3, Unmeasured: 1, Price: 700, Cost: 40})
+			ledger.SpendRow{Requests: 1, Tokens: 15, Cost: 60},
+			ledger.SpendRow{Account: "acme", Requests: 3, Unmeasured: 1, Tokens: 45, Price: 700, Cost: 40})
 	})
 
 	t.Run("EntriesSumToTheBalance", func(t *testing.T) {
@@ -143,6 +143,35 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		wantBalance(t, s, "acme", 5010)
 	})
 
+	t.Run("AllowanceEntryClosesACycleOnce", func(t *testing.T) {
+		s, other := open(t)
+		record(t, s, charged("r1", "acme", day1, 1500), charged("r2", "acme", day1.Add(time.Hour), 700))
+		end := ledger.CycleEnd(ledger.CycleDay, ledger.CycleStart(ledger.CycleDay, day1))
+		closing := ledger.Entry{Account: "acme", RequestID: ledger.AllowanceRequestID("acme", ledger.Day(day1)), Kind: ledger.EntryAllowance,
+			Amount: 2000, At: end}
+		var applied int
+		for _, h := range []Store{s, other, s} { // every replica posts it
+			ok, err := h.Post(t.Context(), closing)
+			if err != nil {
+				t.Fatalf("Post(%+v) = %v", closing, err)
+			}
+			if ok {
+				applied++
+			}
+		}
+		if applied != 1 {
+			t.Errorf("the closing entry was applied %d times, want once", applied)
+		}
+		wantEntries(t, s, "acme",
+			ledger.Entry{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -1500, At: day1},
+			ledger.Entry{Account: "acme", RequestID: "r2", Kind: ledger.EntryCharge, Amount: -700, At: day1.Add(time.Hour)},
+			closing)
+		wantBalance(t, s, "acme", -200) // only the spend beyond the day's allowance
+		if got, err := other.Entries(t.Context(), closing.RequestID); err != nil || len(got) != 1 || got[0].Kind != ledger.EntryAllowance {
+			t.Errorf("Entries(%s) = %v, %v; want the closing entry", closing.RequestID, got, err)
+		}
+	})
+
 	t.Run("EntriesOfARequest", func(t *testing.T) {
 		s, other := open(t)
 		record(t, s, charged("r1", "acme", day1, 1500))
@@ -177,6 +206,7 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			"NoRequestID":           {Account: "acme", Kind: ledger.EntryTopUp, Amount: 5, At: day1},
 			"NoTime":                {Account: "acme", RequestID: "g", Kind: ledger.EntryTopUp, Amount: 5},
 			"AdjustmentNoReasonNeg": {Account: "acme", RequestID: "h", Kind: ledger.EntryAdjustment, Amount: -5, At: day1},
+			"NegativeAllowance":     {Account: "acme", RequestID: "i", Kind: ledger.EntryAllowance, Amount: -5, At: day1},
 		} {
 			if applied, err := s.Post(t.Context(), e); err == nil || applied {
 				t.Errorf("%s: Post(%+v) = %v, %v; want an error", name, e, applied, err)
@@ -279,7 +309,7 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		)
 		row := func(account, key, user, alias, model string, day time.Time, requests, unmeasured int64, price, cost billing.Micros) ledger.SpendRow {
 			return ledger.SpendRow{Account: account, KeyID: key, EndUser: user, Alias: alias, Model: model, Day: day,
-				Requests: requests, Unmeasured: unmeasured, Price: price, Cost: cost}
+				Requests: requests, Unmeasured: unmeasured, Tokens: 15 * requests, Price: price, Cost: cost} // charged's usage
 		}
 		tests := []struct {
 			name string
@@ -320,6 +350,41 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		if _, err := s.Spend(t.Context(), ledger.SpendFilter{By: []ledger.Dimension{"color"}}); err == nil {
 			t.Error("Spend by an unknown dimension = nil error")
 		}
+	})
+
+	t.Run("SpendByEndUserTaskTypeAndDay", func(t *testing.T) {
+		s, _ := open(t)
+		day2 := day1.AddDate(0, 0, 1)
+		rec := func(id, user, task, pool string, started time.Time, total, cached int64, price int64) sluice.UsageRecord {
+			r := charged(id, "acme", started, price)
+			r.EndUser, r.TaskType, r.Pool = user, task, pool
+			r.Usage = sluice.Usage{PromptTokens: total - 10, CompletionTokens: 10, TotalTokens: total, CachedTokens: cached, Measured: true}
+			r.Billing.Cost = price / 2
+			return r
+		}
+		unmeasured := rec("u", "alice", "parse", "free", day1, 0, 0, 0)
+		unmeasured.Usage = sluice.Usage{PromptTokens: 500, TotalTokens: 500} // an estimate: not counted
+		unmeasured.Billing.Unmeasured = true
+		record(t, s,
+			rec("a", "alice", "parse", "free", day1.Add(time.Hour), 100, 40, 1000),
+			rec("b", "alice", "parse", "free", day1.Add(2*time.Hour), 200, 0, 2000),
+			rec("c", "alice", "generate", "paid", day1.Add(3*time.Hour), 1000, 600, 8000),
+			rec("d", "alice", "parse", "free", day2, 50, 50, 500),
+			rec("e", "bob", "parse", "paid", day2, 300, 100, 3000),
+			unmeasured,
+		)
+		row := func(user, task, pool string, day time.Time, requests, unmeasured, tokens, cached int64, price billing.Micros) ledger.SpendRow {
+			return ledger.SpendRow{EndUser: user, TaskType: task, Pool: pool, Day: day, Requests: requests, Unmeasured: unmeasured,
+				Tokens: tokens, CachedTokens: cached, Price: price, Cost: price / 2}
+		}
+		wantSpend(t, s, ledger.SpendFilter{By: []ledger.Dimension{ledger.ByDay, ledger.ByTaskType, ledger.ByEndUser}},
+			row("alice", "generate", "", day1, 1, 0, 1000, 600, 8000),
+			row("alice", "parse", "", day1, 3, 1, 300, 40, 3000),
+			row("alice", "parse", "", day2, 1, 0, 50, 50, 500),
+			row("bob", "parse", "", day2, 1, 0, 300, 100, 3000))
+		wantSpend(t, s, ledger.SpendFilter{By: []ledger.Dimension{ledger.ByPool}},
+			row("", "", "free", time.Time{}, 4, 1, 350, 90, 3500),
+			row("", "", "paid", time.Time{}, 2, 0, 1300, 700, 11000))
 	})
 
 	t.Run("EntriesBelongToAccountsNotKeys", func(t *testing.T) {
