@@ -29,12 +29,17 @@ type Price struct {
 	Model         string // KindCost only
 	EffectiveFrom time.Time
 	Rates         Rates
+
+	version string // Version, kept by NewTable: every charged request records it
 }
 
 // Version is the price's stable id, recorded on every usage record charged
 // at it: "<plan>/<alias>@<effective_from>" for a price, "<model>@<effective_from>"
 // for a cost, the time in RFC 3339 UTC.
 func (p *Price) Version() string {
+	if p.version != "" {
+		return p.version
+	}
 	at := "@" + p.EffectiveFrom.UTC().Format(time.RFC3339Nano)
 	if p.Kind == KindCost {
 		return p.Model + at
@@ -86,6 +91,8 @@ func NewTable(prices []Price) (*Table, error) {
 			return nil, err
 		}
 		p.EffectiveFrom = p.EffectiveFrom.UTC()
+		p.version = "" // a price taken from another table may have been changed since
+		p.version = p.Version()
 		k := series{p.Kind, p.Plan, p.Alias, p.Model}
 		t.versions[k] = append(t.versions[k], p)
 	}

@@ -141,3 +141,21 @@ func TestMergeCatalogWins(t *testing.T) {
 		t.Error("Merge of a catalog that contradicts itself succeeded")
 	}
 }
+
+// The version of a price from a table is recorded on every charged request:
+// it is made once, when the table is built, not on every request.
+func TestTableVersionAllocatesNothing(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tbl, err := billing.NewTable([]billing.Price{{Kind: billing.KindPrice, Plan: "standard", Alias: "fast", EffectiveFrom: at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	allocs := testing.AllocsPerRun(100, func() {
+		p, _ := tbl.Price("standard", "fast", at.Add(time.Hour))
+		v = p.Version()
+	})
+	if allocs != 0 || v != "standard/fast@2026-12-01T00:00:00Z" {
+		t.Errorf("Version() = %q with %v allocations per call, want standard/fast@2026-12-01T00:00:00Z with none", v, allocs)
+	}
+}
