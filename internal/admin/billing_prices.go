@@ -195,19 +195,24 @@ type SpendRow struct {
 	Account    string         `json:"account,omitempty"`
 	KeyID      string         `json:"key_id,omitempty"`
 	EndUser    string         `json:"end_user,omitempty"`
+	TaskType   string         `json:"task_type,omitempty"`
+	Pool       string         `json:"pool,omitempty"`
 	Alias      string         `json:"alias,omitempty"`
 	Model      string         `json:"model,omitempty"`
 	Day        string         `json:"day,omitempty"` // YYYY-MM-DD, UTC
 	Requests   int64          `json:"requests"`
-	Unmeasured int64          `json:"unmeasured"` // of requests: usage not measured, never charged
+	Unmeasured int64          `json:"unmeasured"`    // of requests: usage not measured, never charged
+	Tokens     int64          `json:"tokens"`        // measured tokens used (prompt and output)
+	Cached     int64          `json:"cached_tokens"` // of their prompts, read from the upstream's prompt cache
 	Price      billing.Micros `json:"price"`
 	Cost       billing.Micros `json:"cost"`
 	Margin     billing.Micros `json:"margin"` // price − cost
 }
 
 // spend handles GET /admin/billing/spend?by=&from=&to=&account=&key=. by
-// is a comma-separated list of account, key, end_user, alias, model and
-// day (none: one row); from defaults to the start of this UTC month.
+// is a comma-separated list of account, key, end_user, task_type, pool,
+// alias, model and day (none: one row); from defaults to the start of
+// this UTC month.
 func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.ledger()
 	if err != nil {
@@ -227,7 +232,7 @@ func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if err := f.Validate(); err != nil {
-		return invalid("by: %s (want account, key, end_user, alias, model, day)", err.Error())
+		return invalid("by: %s (want account, key, end_user, task_type, pool, alias, model, day)", err.Error())
 	}
 	rows, err := b.Spend(r.Context(), f)
 	if err != nil {
@@ -235,14 +240,16 @@ func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 	}
 	rep := SpendReport{Currency: b.Declared().Currency, From: f.From, To: utc(f.To), By: nonNil(f.By), Rows: make([]SpendRow, 0, len(rows))}
 	for _, row := range rows {
-		v := SpendRow{Account: row.Account, KeyID: row.KeyID, EndUser: row.EndUser, Alias: row.Alias, Model: row.Model,
-			Requests: row.Requests, Unmeasured: row.Unmeasured, Price: row.Price, Cost: row.Cost, Margin: row.Margin()}
+		v := SpendRow{Account: row.Account, KeyID: row.KeyID, EndUser: row.EndUser, TaskType: row.TaskType, Pool: row.Pool,
+			Alias: row.Alias, Model: row.Model, Requests: row.Requests, Unmeasured: row.Unmeasured, Tokens: row.Tokens,
+			Cached: row.CachedTokens, Price: row.Price, Cost: row.Cost, Margin: row.Margin()}
 		if !row.Day.IsZero() {
 			v.Day = row.Day.UTC().Format(time.DateOnly)
 		}
 		rep.Rows = append(rep.Rows, v)
 		t := &rep.Total
 		t.Requests, t.Unmeasured = t.Requests+v.Requests, t.Unmeasured+v.Unmeasured
+		t.Tokens, t.Cached = t.Tokens+v.Tokens, t.Cached+v.Cached
 		t.Price, t.Cost = t.Price.Add(v.Price), t.Cost.Add(v.Cost)
 	}
 	rep.Total.Margin = rep.Total.Price.Add(-rep.Total.Cost)

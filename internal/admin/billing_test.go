@@ -261,12 +261,13 @@ func TestSpendReport(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
 	day := time.Now().UTC().Truncate(time.Hour)
-	rec := func(id, alias string, price, cost int64) sluice.UsageRecord {
-		return sluice.UsageRecord{RequestID: id, KeyID: "web-1", Alias: alias, Started: day, Status: 200,
-			Usage:   sluice.Usage{PromptTokens: 10, Measured: true},
+	rec := func(id, alias, user, task string, price, cost int64) sluice.UsageRecord {
+		return sluice.UsageRecord{RequestID: id, KeyID: "web-1", Alias: alias, Started: day, Status: 200, EndUser: user, TaskType: task,
+			Usage:   sluice.Usage{PromptTokens: 10, CachedTokens: 4, TotalTokens: 12, Measured: true},
 			Billing: &sluice.Charge{Account: "cat-acct", Plan: "standard", Price: price, Cost: cost}}
 	}
-	if err := h.billing.RecordUsage(ctx, []sluice.UsageRecord{rec("r1", "fast", 3_000, 1_000), rec("r2", "fast", 2_000, 500), rec("r3", "slow", 10_000, 12_000)}); err != nil {
+	if err := h.billing.RecordUsage(ctx, []sluice.UsageRecord{rec("r1", "fast", "alice", "parse", 3_000, 1_000),
+		rec("r2", "fast", "alice", "parse", 2_000, 500), rec("r3", "slow", "bob", "generate", 10_000, 12_000)}); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := h.do(t, http.MethodGet, "/admin/billing/spend?by=alias", testReadToken, "")
@@ -279,14 +280,19 @@ func TestSpendReport(t *testing.T) {
 	}
 	d := day.Format(time.DateOnly)
 	want := []admin.SpendRow{
-		{Alias: "fast", Day: d, Requests: 2, Price: 5_000, Cost: 1_500, Margin: 3_500},
-		{Alias: "slow", Day: d, Requests: 1, Price: 10_000, Cost: 12_000, Margin: -2_000},
+		{Alias: "fast", Day: d, Requests: 2, Tokens: 24, Cached: 8, Price: 5_000, Cost: 1_500, Margin: 3_500},
+		{Alias: "slow", Day: d, Requests: 1, Tokens: 12, Cached: 4, Price: 10_000, Cost: 12_000, Margin: -2_000},
 	}
 	if diff := cmp.Diff(want, rep.Rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	if rep.Total != (admin.SpendRow{Requests: 3, Price: 15_000, Cost: 13_500, Margin: 1_500}) || rep.Currency != "USD" {
+	if rep.Total != (admin.SpendRow{Requests: 3, Tokens: 36, Cached: 12, Price: 15_000, Cost: 13_500, Margin: 1_500}) || rep.Currency != "USD" {
 		t.Errorf("total = %+v %s", rep.Total, rep.Currency)
+	}
+	// Attribution: per end user and task type per day.
+	resp, body = h.do(t, http.MethodGet, "/admin/billing/spend?by=end_user,task_type,day", testReadToken, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `{"end_user":"alice","task_type":"parse","day":"`+d+`","requests":2,"unmeasured":0,"tokens":24,"cached_tokens":8,"price":"0.005","cost":"0.0015","margin":"0.0035"}`) {
+		t.Errorf("spend by end_user,task_type,day = %d %s; want alice's parses in one row", resp.StatusCode, body)
 	}
 	resp, body = h.do(t, http.MethodGet, "/admin/billing/spend?by=colour", testReadToken, "")
 	if resp.StatusCode != http.StatusBadRequest {

@@ -464,7 +464,7 @@ func (cmd *command) billingReport(args []string) error {
 	var q SpendQuery
 	timeFlag(cmd, &q.From, "from", "requests started at or after `TIME` (RFC 3339; default: the start of this UTC month)")
 	timeFlag(cmd, &q.To, "to", "… and before `TIME` (RFC 3339)")
-	by := cmd.fs.String("by", "account", "group by these `DIMENSIONS`: account, key, end_user, alias, model, day")
+	by := cmd.fs.String("by", "account", "group by these `DIMENSIONS`: account, key, end_user, task_type, pool, alias, model, day")
 	cmd.fs.StringVar(&q.Account, "account", "", "only this billing `ACCOUNT`")
 	cmd.fs.StringVar(&q.KeyID, "key", "", "only this key (`ID`)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
@@ -490,14 +490,16 @@ func (cmd *command) billingReport(args []string) error {
 		head = append(head, strings.ToUpper(string(d)))
 	}
 	t := newTable(cmd.stdout)
-	t.row(append(head, "REQUESTS", "UNMEASURED", "PRICE", "COST", "MARGIN")...)
+	t.row(append(head, "REQUESTS", "UNMEASURED", "TOKENS", "CACHED", "PRICE", "COST", "MARGIN")...)
 	cells := func(r SpendRow) []string {
 		var out []string
 		for _, d := range rep.By {
 			out = append(out, orDash(map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID,
-				ledger.ByEndUser: r.EndUser, ledger.ByAlias: r.Alias, ledger.ByModel: r.Model, ledger.ByDay: r.Day}[d]))
+				ledger.ByEndUser: r.EndUser, ledger.ByTaskType: r.TaskType, ledger.ByPool: r.Pool, ledger.ByAlias: r.Alias,
+				ledger.ByModel: r.Model, ledger.ByDay: r.Day}[d]))
 		}
-		return append(out, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Unmeasured, 10), r.Price.String(), r.Cost.String(), r.Margin.String())
+		return append(out, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Unmeasured, 10), strconv.FormatInt(r.Tokens, 10),
+			strconv.FormatInt(r.Cached, 10), r.Price.String(), r.Cost.String(), r.Margin.String())
 	}
 	for _, r := range rep.Rows {
 		t.row(cells(r)...)

@@ -71,12 +71,18 @@ func TestCLIBilling(t *testing.T) {
 	wantIn(run("billing", "prices", "--alias", "fast"), "standard/fast", "0.60", "in force", "catalog", "0.80", "api")
 	started := time.Now().UTC()
 	if err := h.billing.RecordUsage(t.Context(), []sluice.UsageRecord{{RequestID: "r1", KeyID: "web-1", Alias: "fast", Started: started, Status: 200,
-		Usage: sluice.Usage{Measured: true}, Billing: &sluice.Charge{Account: "acme", Price: 3_000, Cost: 1_000}}}); err != nil {
+		EndUser: "alice", TaskType: "parse", Usage: sluice.Usage{TotalTokens: 30, CachedTokens: 20, Measured: true},
+		Billing: &sluice.Charge{Account: "acme", Price: 3_000, Cost: 1_000}}}); err != nil {
 		t.Fatal(err)
 	}
 	out = run("billing", "report", "--by", "account,alias")
-	if !regexp.MustCompile(`acme\s+fast\s+1\s+0\s+0\.003\s+0\.001\s+0\.002`).MatchString(out) || !strings.Contains(out, "(total)") {
+	if !regexp.MustCompile(`acme\s+fast\s+1\s+0\s+30\s+20\s+0\.003\s+0\.001\s+0\.002`).MatchString(out) || !strings.Contains(out, "(total)") {
 		t.Errorf("billing report =\n%s", out)
+	}
+	out = run("billing", "report", "--by", "end_user,task_type,day")
+	if !regexp.MustCompile(`END_USER\s+TASK_TYPE\s+DAY\s+REQUESTS`).MatchString(out) ||
+		!regexp.MustCompile(`alice\s+parse\s+`+started.Format(time.DateOnly)+`\s+1\s+0\s+30\s+20\s+0\.003`).MatchString(out) {
+		t.Errorf("billing report by end user, task type and day =\n%s", out)
 	}
 
 	for _, args := range [][]string{

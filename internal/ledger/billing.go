@@ -159,8 +159,9 @@ const (
 	EntryAdjustment EntryKind = "adjustment" // an operator's correction; either sign
 	// EntryAllowance closes an allowance cycle: what the account spent in
 	// it, up to its allowance, given back, so that its balance bears only
-	// what each cycle spent beyond its allowance; positive. Its RequestID
-	// is AllowanceRequestID's.
+	// what each cycle spent beyond its allowance; positive, or 0 for a
+	// cycle that spent nothing (the entry still says the cycle had an
+	// allowance). Its RequestID is AllowanceRequestID's, At the cycle's end.
 	EntryAllowance EntryKind = "allowance"
 )
 
@@ -190,8 +191,10 @@ func (e *Entry) Validate() error {
 	switch e.Kind {
 	case EntryCharge:
 		ok = e.Amount < 0
-	case EntryTopUp, EntryRefund, EntryAllowance:
+	case EntryTopUp, EntryRefund:
 		ok = e.Amount > 0
+	case EntryAllowance:
+		ok = e.Amount >= 0 // 0: the cycle spent nothing, and is closed all the same
 	case EntryAdjustment:
 		ok = e.Amount != 0
 	default:

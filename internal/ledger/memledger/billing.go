@@ -206,6 +206,10 @@ func (s *Store) Spend(_ context.Context, f ledger.SpendFilter) ([]ledger.SpendRo
 		if c.Unmeasured {
 			row.Unmeasured++
 		}
+		if r.Usage.Measured {
+			row.Tokens += r.Usage.TotalTokens
+			row.CachedTokens += r.Usage.CachedTokens
+		}
 		row.Price = row.Price.Add(billing.Micros(c.Price))
 		row.Cost = row.Cost.Add(billing.Micros(c.Cost))
 	}
@@ -224,6 +228,10 @@ func group(r *sluice.UsageRecord, dims []ledger.Dimension) ledger.SpendRow {
 			g.KeyID = r.KeyID
 		case ledger.ByEndUser:
 			g.EndUser = r.EndUser
+		case ledger.ByTaskType:
+			g.TaskType = r.TaskType
+		case ledger.ByPool:
+			g.Pool = r.Pool
 		case ledger.ByAlias:
 			g.Alias = r.Alias
 		case ledger.ByModel:

@@ -409,12 +409,14 @@ func scanEntries(rows *sql.Rows, err error) ([]ledger.Entry, error) {
 
 // spendColumn is the column of usage_records each dimension groups by.
 var spendColumn = map[ledger.Dimension]string{
-	ledger.ByAccount: "billing_account",
-	ledger.ByKey:     "key_id",
-	ledger.ByEndUser: "end_user",
-	ledger.ByAlias:   "alias",
-	ledger.ByModel:   "model",
-	ledger.ByDay:     "started_at / 86400000000", // days since the Unix epoch
+	ledger.ByAccount:  "billing_account",
+	ledger.ByKey:      "key_id",
+	ledger.ByEndUser:  "end_user",
+	ledger.ByTaskType: "task_type",
+	ledger.ByPool:     "pool",
+	ledger.ByAlias:    "alias",
+	ledger.ByModel:    "model",
+	ledger.ByDay:      "started_at / 86400000000", // days since the Unix epoch
 }
 
 // Spend groups the selected billed records in the database, so one row per
@@ -442,6 +444,7 @@ func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.Spend
 		where, args = append(where, "key_id = ?"), append(args, f.KeyID)
 	}
 	query := `SELECT ` + strings.Join(append(slices.Clone(cols), `COUNT(*)`, `SUM(CASE WHEN unmeasured THEN 1 ELSE 0 END)`,
+		`CAST(SUM(CASE WHEN measured THEN total_tokens ELSE 0 END) AS BIGINT)`, `CAST(SUM(CASE WHEN measured THEN cached_tokens ELSE 0 END) AS BIGINT)`,
 		`CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`), ", ") +
 		` FROM usage_records WHERE ` + strings.Join(where, " AND ")
 	if len(cols) > 0 {
@@ -462,9 +465,10 @@ func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.Spend
 		)
 		for _, d := range dims {
 			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID,
-				ledger.ByEndUser: &r.EndUser, ledger.ByAlias: &r.Alias, ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
+				ledger.ByEndUser: &r.EndUser, ledger.ByTaskType: &r.TaskType, ledger.ByPool: &r.Pool, ledger.ByAlias: &r.Alias,
+				ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
 		}
-		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Price, &r.Cost)...); err != nil {
+		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Tokens, &r.CachedTokens, &r.Price, &r.Cost)...); err != nil {
 			return nil, fmt.Errorf("spend: %w", err)
 		}
 		if slices.Contains(dims, ledger.ByDay) {
