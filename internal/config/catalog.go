@@ -186,6 +186,10 @@ type Account struct {
 	// {interactive: 1} means standard and background work may use at most
 	// max_inflight-1 slots, so interactive requests always find one.
 	Reserve map[string]int `yaml:"reserve"`
+	// Models are per-model units under the account, by deployment model:
+	// for upstreams whose quotas are per model (DashScope, OpenAI). See
+	// AccountModel.
+	Models map[string]AccountModel `yaml:"models"`
 }
 
 // Cooldown bounds the backoff after a rate limit.

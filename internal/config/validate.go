@@ -45,6 +45,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.endpoints()
 	v.accounts()
 	v.credentials()
+	v.accountModels()
 	v.models()
 	v.pools()
 	v.taskTypes()

@@ -89,9 +89,9 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				continue
 			}
 			c := snap.Candidate(e)
-			c.Limits = limits
+			c.Limits = snap.withModelUnit(e, limits)
 			if rp.mode == "preferred" && !bound {
-				c.Limits = fallbackLimits
+				c.Limits = snap.withModelUnit(e, fallbackLimits)
 			}
 			current = append(current, e)
 			cands = append(cands, c)
@@ -315,7 +315,7 @@ func outcome(a upstream.Attempt) store.Outcome {
 	out := store.Outcome{Tokens: int(a.Exec.Usage.TotalTokens)} // corrects the TPM reservation when measured
 	switch {
 	case a.Class == upstream.ClassRate:
-		out.RateLimited, out.RetryAfter = true, a.RetryAfter
+		out.RateLimited, out.RetryAfter, out.Cool = true, a.RetryAfter, rateScope(&a.Exec, a.ModelScoped)
 	case a.Class == upstream.ClassNone && a.Exhausted > 0:
 		out.RateLimited, out.RetryAfter = true, a.Exhausted
 	default:

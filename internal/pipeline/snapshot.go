@@ -39,6 +39,10 @@ type Snapshot struct {
 	// MaxInflightBodyBytes bounds the request bodies held at once across
 	// the server; ingress keeps the count, which outlives snapshots.
 	MaxInflightBodyBytes int64
+	// modelUnits are the per-model units under accounts (accounts[].models),
+	// by edge ID; nil when no account declares one (modelunits.go).
+	modelUnits map[string]store.Unit
+
 	// Domain is the capacity domain every claim is made in. Today the whole
 	// catalog is one domain (its Redis keys share one hash tag); splitting
 	// by connected accounts is the Redis Cluster escape hatch, and must keep
@@ -210,6 +214,7 @@ func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*slu
 				Weight:     d.Weight,
 			}
 			s.units[e.ID] = s.candidate(e.Account, cr)
+			s.addModelUnit(e)
 			out = append(out, e)
 		}
 	}

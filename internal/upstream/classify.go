@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -180,3 +181,47 @@ var (
 	errTotalTimeout     = errors.New("upstream call exceeded the total timeout")
 	errStreamTruncated  = errors.New("upstream stream ended before its last event ([DONE], message_stop)")
 )
+
+// modelScopedMarkers are the codes of DashScope's throttles, whose limits
+// are set per model at the root-account level (reference/upstream-errors.md
+// §6): the RPM/RPS, burst and TPM/TPS quotas of one model.
+var modelScopedMarkers = []string{
+	"throttling.ratequota", "throttling.burstrate", "throttling.allocationquota",
+	"limit_requests", "limit_burst_rate",
+}
+
+// openAIModelLimit matches OpenAI's rate-limit message, which names the
+// model whose per-organization limit was hit: "Rate limit reached for
+// gpt-4o-mini in organization org-… on tokens per min (TPM)".
+var openAIModelLimit = regexp.MustCompile(`rate limit reached for (\S+) in organization`)
+
+// ModelScoped reports whether a rate limit's body (Classify said
+// ClassRate) says the limit is the upstream's quota of one model rather
+// than of the whole account: DashScope's per-model throttles (also its
+// compatible mode's TPM throttle, insufficient_quota with "Allocated quota
+// exceeded, please increase your quota limit"), and OpenAI's
+// rate_limit_exceeded naming a model. Anything else — a bare throttle, a
+// provider that does not say — is the account's: when unsure, the account
+// cools.
+func ModelScoped(body []byte) bool {
+	var e errorBody
+	if json.Unmarshal(body, &e) != nil {
+		return false
+	}
+	code := strings.ToLower(strings.Trim(string(e.Error.Code), `"`) + " " + e.Error.Type + " " + e.Code)
+	msg := strings.ToLower(e.Error.Message + " " + e.Message)
+	for _, m := range modelScopedMarkers {
+		if strings.Contains(code, m) {
+			return true
+		}
+	}
+	if strings.Contains(msg, "allocated quota exceeded, please increase") {
+		return true
+	}
+	if strings.Contains(code, "rate_limit_exceeded") {
+		if m := openAIModelLimit.FindStringSubmatch(msg); m != nil && m[1] != "requests" && m[1] != "tokens" {
+			return true
+		}
+	}
+	return false
+}

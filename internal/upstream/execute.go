@@ -38,6 +38,9 @@ type Attempt struct {
 	// StoredID is the id of the response the upstream stored (see
 	// Dialect.Stores), read from a passthrough's answer; "" otherwise.
 	StoredID string
+	// ModelScoped says a rate limit is the upstream's quota of the edge's
+	// model, not of its whole account (see ModelScoped).
+	ModelScoped bool
 }
 
 // droppedTools is a translator that leaves out of the upstream request
@@ -233,6 +236,7 @@ func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
 	a.Class = Classify(resp.StatusCode, body)
 	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
 	if a.Class == ClassRate {
+		a.ModelScoped = ModelScoped(body)
 		now := time.Now()
 		if a.RetryAfter = RetryAfter(resp.Header, now); a.RetryAfter == 0 {
 			a.RetryAfter = googleRetryAfter(body, now) // Gemini says it in the body
