@@ -164,7 +164,20 @@ type Credential struct {
 	// whose Secret is the key's secret access key (Bedrock signs its
 	// requests with them); nil for any other credential.
 	AWS *AWSAccessKey
+	// Owner is who brought the credential (BYOK): it serves only the
+	// owner's requests. Zero for a platform credential.
+	Owner Owner
 }
+
+// Owner is the owner of a credential of its own (BYOK): a tenant, and
+// optionally one end user of that tenant (Request.User).
+type Owner struct {
+	Tenant string
+	User   string
+}
+
+// Platform reports whether o is no owner: the credential is the platform's.
+func (o Owner) Platform() bool { return o == Owner{} }
 
 // AWSAccessKey is the public part of an AWS access key and, for temporary
 // credentials, the session token that goes with it (which is secret).
@@ -472,6 +485,10 @@ type Execution struct {
 	// disabled, no_room, failed:<class>, breaker_open — and is empty when
 	// it did not.
 	Fallback string
+	// Owner is the owner of the credential it ran on (BYOK): the owner
+	// pays that upstream, so its cost is not the platform's. Zero: a
+	// platform credential.
+	Owner Owner
 }
 
 // UsageRecord is the durable account of one request: who, what, which

@@ -158,6 +158,26 @@ type CredentialState struct {
 	InFlight     int       `json:"in_flight"`
 	CoolingUntil time.Time `json:"cooling_until,omitzero"` // for quota_scope credential, its own cooldown
 	Endpoints    []string  `json:"endpoints"`
+	// Owner is the tenant (and end user) whose own key it is (BYOK): it
+	// serves only their requests. Absent: a platform credential.
+	Owner *CredentialOwner `json:"owner,omitempty"`
+}
+
+// CredentialOwner is the owner of a BYOK credential.
+type CredentialOwner struct {
+	Tenant string `json:"tenant"`
+	User   string `json:"user,omitempty"`
+}
+
+// String is how the CLI names the owner: "acme", or "acme/user-1".
+func (o *CredentialOwner) String() string {
+	switch {
+	case o == nil:
+		return "platform"
+	case o.User != "":
+		return o.Tenant + "/" + o.User
+	}
+	return o.Tenant
 }
 
 // maxBody bounds every admin request body.

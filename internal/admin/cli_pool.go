@@ -141,7 +141,7 @@ func (c *cli) credentialAction(args []string, action string) error {
 	return c.printFields(cr, [][2]string{
 		{"ID", cr.ID}, {"Account", cr.Account}, {"Status", cr.Status}, {"Reason", dash(cr.Reason)},
 		{"Since", when(cr.Since)}, {"In flight", strconv.Itoa(cr.InFlight)},
-		{"Cooling until", when(cr.CoolingUntil)}, {"Endpoints", list(cr.Endpoints, "none")},
+		{"Cooling until", when(cr.CoolingUntil)}, {"Endpoints", list(cr.Endpoints, "none")}, {"Owner", cr.Owner.String()},
 	})
 }
 

@@ -133,6 +133,9 @@ func (p *pool) Credentials(ctx context.Context) ([]admin.CredentialState, error)
 		if c := snap.CredentialCandidate(cr); c.Unit.ID == "credential:"+cr.ID {
 			cs.CoolingUntil = cooling[c.Unit.ID].CoolingUntil
 		}
+		if !cr.Owner.Platform() {
+			cs.Owner = &admin.CredentialOwner{Tenant: cr.Owner.Tenant, User: cr.Owner.User}
+		}
 		out = append(out, cs)
 	}
 	slices.SortFunc(out, func(x, y admin.CredentialState) int { return cmp.Compare(x.ID, y.ID) })

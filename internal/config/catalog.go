@@ -217,6 +217,18 @@ type Credential struct {
 	// Headers are sent on every upstream request of the credential (name →
 	// value), after its secret; names Sluice sets itself are refused.
 	Headers map[string]string `yaml:"headers"`
+	// Owner makes the credential a tenant's or an end user's own key
+	// (BYOK): it serves only its owner's requests. Unset: a platform
+	// credential, which serves anyone.
+	Owner Owner `yaml:"owner"`
+}
+
+// Owner is who brought an owned credential: a tenant (the tenant of the
+// keys its requests come with) and, optionally, one end user of that
+// tenant (as requests name it: user, X-Sluice-User).
+type Owner struct {
+	Tenant string `yaml:"tenant"`
+	User   string `yaml:"user"`
 }
 
 // OAuth is an OAuth2 credential: Sluice obtains access tokens at TokenURL

@@ -23,6 +23,8 @@ func loadFull(t *testing.T) *Catalog {
 	}
 	dir := t.TempDir()
 	writeFile(t, dir, "openai-k2", "sk-openai-file-0002\n")
+	writeFile(t, dir, "acme-own-openai", "sk-acme-own-0001\n")
+	writeFile(t, dir, "acme-bob-openai", "sk-acme-bob-0001\n")
 	writeFile(t, dir, "sluice-key-reports", "sk-sluice-reports-0001\n")
 	writeFile(t, dir, "admin-deploy", "admin-deploy-0001\n")
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")

@@ -325,6 +325,7 @@ func (v *validator) credentials() {
 			v.addf(at+".max_inflight", "must be >= 0")
 		}
 	}
+	v.owners()
 	v.secretKey()
 }
 

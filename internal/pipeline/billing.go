@@ -226,8 +226,8 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 		}
 	}
 	for _, s := range [...]billing.Subject{{Kind: billing.Pool, ID: c.pool}, {Kind: billing.Task, ID: task}} {
-		if day, ok := cb.costs[s]; ok {
-			c.budgets = append(c.budgets, limit{s: s, day: day})
+		if day, ok := cb.costs[s]; ok && !snap.ownsRoute(k, req) {
+			c.budgets = append(c.budgets, limit{s: s, day: day}) // a BYOK request costs the platform nothing
 		}
 	}
 	if c.account == nil && len(c.budgets) == 0 {
@@ -323,8 +323,8 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 	rec := &sluice.Charge{}
 	for _, x := range out.Executions {
 		cost, ok := table.Cost(x.Model, c.received)
-		if !ok {
-			continue
+		if !ok || !x.Owner.Platform() {
+			continue // no cost known; or an owner's own credential (BYOK), whose upstream the owner pays
 		}
 		rec.CostVersion = cost.Version()
 		local.Cost = local.Cost.Add(cost.Rates.Charge(x.Usage, job))

@@ -135,6 +135,8 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			// The bound accounts had no room within the policy's wait.
 			widened = cmp.Or(widened, waitedFor(err))
 			continue
+		case errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) && h.ownUnavailable(snap, key, req) != nil:
+			return h.ownUnavailable(snap, key, req) // the owner's own credentials are all out of service (owner.go)
 		case n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
 			return last.Failure() // every edge was tried: the last failure says most
 		case pin != nil && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):

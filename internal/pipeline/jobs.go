@@ -408,6 +408,9 @@ func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, st 
 	h.metrics.JobsEnded.WithLabelValues(job.Protocol, state).Inc()
 	h.metrics.JobRun.WithLabelValues(job.Protocol).Observe(now.Sub(job.Submitted).Seconds())
 	rec := jobUsage(&job)
+	if cr := snap.Credentials[job.CredentialID]; cr != nil {
+		rec.Executions[0].Owner = cr.Owner // the job store keeps the credential, not its owner
+	}
 	rec.Billing = h.jobCharging(snap, &job).settle(h.view, snap.billing.costTable(), &sluice.Request{ID: job.ID}, &Outcome{Committed: true, Executions: rec.Executions}, rec.Job)
 	h.usage.Record(ctx, rec)
 }

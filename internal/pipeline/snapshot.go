@@ -56,7 +56,8 @@ type Snapshot struct {
 	weights map[string]int        // tenant → fair-queueing weight
 	keys    map[string]keyPolicy  // by key ID: the catalog's, and the admin API's (see Live.SetStoredKeys)
 	pools   map[string]compiledPool
-	billing *compiledBilling // nil: the catalog has no billing section; with the admin API's accounts and prices merged in
+	billing *compiledBilling          // nil: the catalog has no billing section; with the admin API's accounts and prices merged in
+	owned   map[string][]*sluice.Edge // by alias: its edges on owned credentials (BYOK, owner.go); none for most
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -104,6 +105,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		weights:              map[string]int{},
 		keys:                 map[string]keyPolicy{},
 		pools:                map[string]compiledPool{},
+		owned:                map[string][]*sluice.Edge{},
 	}
 	for i, name := range sluice.Priorities {
 		s.wait[i] = c.Server.WaitTimeout.D()
@@ -126,7 +128,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
 		}
 		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
-			Headers: cc.Header()} // an oauth credential's Tokens are app's to give (package oauth)
+			Headers: cc.Header(), Owner: sluice.Owner(cc.Owner)} // an oauth credential's Tokens are app's to give (package oauth)
 		if cr.AWS, err = cc.AccessKey(lookupEnv); err != nil {
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
 		}
@@ -151,6 +153,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
 			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds, serves))
+			s.own(a.Name, edges[a.Name][len(edges[a.Name])-1])
 		}
 		aliases = append(aliases, a)
 	}

@@ -136,7 +136,7 @@ const maxJobAnswer = 1 << 20
 func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*http.Response, Attempt) {
 	a := Attempt{Exec: sluice.Execution{
 		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
-		Model: e.Model, Started: time.Now(),
+		Model: e.Model, Started: time.Now(), Owner: e.Credential.Owner,
 	}}
 	if !e.Credential.InService() {
 		a.Class, a.Skipped, a.Err = ClassEndpoint, true, fmt.Errorf("credential %s: %w", e.Credential.ID, errNoAccessToken)
