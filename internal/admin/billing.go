@@ -87,7 +87,7 @@ type BillingAccountSpec struct {
 	OnLimit     string         `json:"on_limit,omitempty"`     // wait (default) | refuse
 	Reserve     bool           `json:"reserve,omitempty"`
 	Allowance   billing.Micros `json:"allowance,omitzero"` // per cycle, besides the prepaid balance
-	Cycle       string         `json:"cycle,omitempty"`    // day | month, with an allowance
+	Cycle       string         `json:"cycle,omitempty"`    // day | month (default), with an allowance
 	Budgets     Budgets        `json:"budgets,omitzero"`
 }
 
@@ -104,8 +104,23 @@ type BillingAccount struct {
 	Source string `json:"source"` // "catalog" (read-only here) or "api"
 	BillingAccountSpec
 	Balance billing.Micros `json:"balance"` // the sum of its entries
-	Spent   Spent          `json:"spent"`   // in the UTC day and month of Now
-	Now     time.Time      `json:"now"`
+	// With an allowance, the current cycle's: its spend, what is left of
+	// the allowance, what is left of the prepaid balance (the balance
+	// without the spend the allowance covers), and what the account may
+	// still spend: balance + allowance, admission's measure.
+	Current   *CycleState    `json:"current_cycle,omitempty"`
+	Available billing.Micros `json:"available"` // balance, plus the allowance with one
+	Spent     Spent          `json:"spent"`     // in the UTC day and month of Now
+	Now       time.Time      `json:"now"`
+}
+
+// CycleState is where an account with an allowance stands in its cycle.
+type CycleState struct {
+	Start          time.Time      `json:"start"`
+	End            time.Time      `json:"end"`
+	Spent          billing.Micros `json:"spent"`
+	AllowanceLeft  billing.Micros `json:"allowance_left"`
+	PrepaidBalance billing.Micros `json:"prepaid_balance"`
 }
 
 // Spent is what was charged (price) and what it cost upstream (cost) in
@@ -149,9 +164,22 @@ func (s *server) withBalances(ctx context.Context, b Billing, accounts []Billing
 		return err
 	}
 	for i := range accounts {
-		a := bal.Accounts[accounts[i].ID]
-		accounts[i].Balance, accounts[i].Now = a.Balance, now
-		accounts[i].Spent = Spent{Day: Amounts(a.Day), Month: Amounts(a.Month)}
+		a, acc := bal.Accounts[accounts[i].ID], &accounts[i]
+		acc.Balance, acc.Available, acc.Now = a.Balance, a.Balance, now
+		acc.Spent = Spent{Day: Amounts(a.Day), Month: Amounts(a.Month)}
+		if acc.Allowance > 0 {
+			// The balance bears the cycle's charges in full; the allowance
+			// covers them up to itself (see ledger.EntryAllowance).
+			start := ledger.CycleStart(acc.Cycle, now)
+			spent := a.Month.Price
+			if acc.Cycle == ledger.CycleDay {
+				spent = a.Day.Price
+			}
+			covered := min(spent, acc.Allowance)
+			acc.Current = &CycleState{Start: start, End: ledger.CycleEnd(acc.Cycle, start), Spent: spent,
+				AllowanceLeft: acc.Allowance.Add(-covered), PrepaidBalance: a.Balance.Add(covered)}
+			acc.Available = a.Balance.Add(acc.Allowance)
+		}
 	}
 	return nil
 }
@@ -255,12 +283,11 @@ func (s *server) putBillingAccount(w http.ResponseWriter, r *http.Request) error
 	if spec.MaxInflight < 0 {
 		a.MaxInflight = spec.MaxInflight // Validate names it
 	}
+	if a.Allowance > 0 {
+		a.Cycle = cmp.Or(a.Cycle, ledger.CycleMonth)
+	}
 	if err := a.Validate(); err != nil {
 		return invalid("%s", err.Error())
-	}
-	if a.Allowance != 0 {
-		// Admission would not count it: refused rather than accepted and ignored.
-		return invalid("allowance: per-cycle allowances are not built yet; top the account up instead")
 	}
 	plans, err := s.plans(ctx, b)
 	if err != nil {

@@ -86,8 +86,8 @@ func TestBillingAccounts(t *testing.T) {
 		{"catalog account", http.MethodPut, "/admin/billing/accounts/cat-acct", testToken, `{"plan":"standard"}`, 409, "billing_account_read_only"},
 		{"plan without prices", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"gold"}`, 400, "invalid_request"},
 		{"amount as a number", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":25}`, 400, "invalid_request"},
-		{"allowance without cycle", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":"25"}`, 400, "invalid_request"},
-		{"allowance (not built)", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":"25","cycle":"month"}`, 400, "invalid_request"},
+		{"cycle without allowance", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","cycle":"month"}`, 400, "invalid_request"},
+		{"unknown cycle", http.MethodPut, "/admin/billing/accounts/x", testToken, `{"plan":"standard","allowance":"25","cycle":"week"}`, 400, "invalid_request"},
 		{"bad id", http.MethodPut, "/admin/billing/accounts/a%20b", testToken, `{"plan":"standard"}`, 400, "invalid_request"},
 		{"read token", http.MethodPut, "/admin/billing/accounts/y", testReadToken, `{"plan":"standard"}`, 403, "admin_forbidden"},
 		{"unknown account", http.MethodGet, "/admin/billing/accounts/nope", testReadToken, "", 404, "not_found"},
@@ -101,6 +101,44 @@ func TestBillingAccounts(t *testing.T) {
 	}
 	if stored, _ := h.billing.BillingAccounts(ctx); len(stored) != 1 {
 		t.Errorf("stored accounts = %+v; want acme alone", stored)
+	}
+}
+
+// An account with an allowance (month by default) shows its current
+// cycle: the spend, what is left of the allowance and of the prepaid
+// balance, and what it may still spend.
+func TestBillingAccountAllowance(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	created, err := h.client.PutBillingAccount(ctx, "plan-acct", admin.BillingAccountSpec{Plan: "standard", Allowance: 10 * billing.Unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Cycle != ledger.CycleMonth || created.Current == nil || created.Available != 10*billing.Unit {
+		t.Fatalf("created = %+v, want a monthly allowance of 10.00, all available", created)
+	}
+	rec := sluice.UsageRecord{RequestID: "r1", KeyID: "k", Alias: "fast", Started: time.Now(), Status: 200,
+		Usage: sluice.Usage{PromptTokens: 1, Measured: true}, Billing: &sluice.Charge{Account: "plan-acct", Plan: "standard", Price: 3 * int64(billing.Unit)}}
+	if err := h.billing.RecordUsage(ctx, []sluice.UsageRecord{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.billing.Post(ctx, ledger.Entry{Account: "plan-acct", RequestID: "paid", Kind: ledger.EntryTopUp, Amount: billing.Unit, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.client.BillingAccount(ctx, "plan-acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Current
+	if a.Balance != -2*billing.Unit || a.Available != 8*billing.Unit || c == nil || c.Spent != 3*billing.Unit ||
+		c.AllowanceLeft != 7*billing.Unit || c.PrepaidBalance != billing.Unit || !c.End.Equal(c.Start.AddDate(0, 1, 0)) {
+		t.Errorf("account = %+v, cycle %+v; want balance -2.00, available 8.00, spent 3.00, allowance left 7.00, prepaid 1.00 over a month", a, c)
+	}
+	_, body := h.do(t, http.MethodGet, "/admin/billing/accounts/plan-acct", testReadToken, "")
+	for _, want := range []string{`"allowance":"10.00"`, `"cycle":"month"`, `"allowance_left":"7.00"`, `"prepaid_balance":"1.00"`, `"available":"8.00"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("answer %s lacks %s", body, want)
+		}
 	}
 }
 

@@ -132,6 +132,11 @@ func (cmd *command) printAccount(a *BillingAccount) error {
 	if a.Allowance > 0 {
 		t.row("Allowance:", a.Allowance.String()+" per "+a.Cycle)
 	}
+	if c := a.Current; c != nil {
+		t.row("This cycle:", c.Start.Format(time.RFC3339)+" to "+c.End.Format(time.RFC3339)+": spent "+c.Spent.String()+
+			", allowance left "+c.AllowanceLeft.String()+", prepaid balance "+c.PrepaidBalance.String())
+	}
+	t.row("Available:", a.Available.String())
 	t.row("Budgets:", "day "+amountOrNone(a.Budgets.Day)+", month "+amountOrNone(a.Budgets.Month))
 	return t.flush()
 }
@@ -192,8 +197,11 @@ func (cmd *command) billingPut(args []string, create bool) error {
 	if *allowance != nil {
 		spec.Allowance = **allowance
 	}
-	if seen["cycle"] {
+	switch {
+	case seen["cycle"]:
 		spec.Cycle = *cycle
+	case spec.Allowance == 0:
+		spec.Cycle = "" // --allowance 0 takes the cycle with it
 	}
 	if *day != nil {
 		spec.Budgets.Day = **day

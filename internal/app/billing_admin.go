@@ -25,8 +25,7 @@ func (a adminBilling) Declared() admin.DeclaredBilling {
 	b := &snap.Catalog.Billing
 	d := admin.DeclaredBilling{Currency: b.Currency, Billed: b.Billed(), Prices: snap.Prices()}
 	for _, acc := range b.Accounts {
-		d.Accounts = append(d.Accounts, ledger.BillingAccount{ID: acc.ID, Plan: acc.Plan, MaxInflight: acc.MaxInflight,
-			OnLimit: acc.OnLimit, Reserve: acc.Reserve, Budgets: ledger.Budgets{Day: acc.Budgets.Day.Micros(), Month: acc.Budgets.Month.Micros()}})
+		d.Accounts = append(d.Accounts, acc.Ledger())
 	}
 	return d
 }

@@ -65,6 +65,7 @@ type Gateway struct {
 	caller    *upstream.Caller
 	recorder  *settle.Recorder
 	view      *billing.View // the balances billed requests are admitted on
+	totals    *ledgerTotals // what view reads, closing allowance cycles as it does
 	capacity  *capacity.Engine
 	statuses  *capacity.Statuses
 	closers   []func() error // shared-state clients, closed last
@@ -168,7 +169,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
 		return nil, err
 	}
-	g.view = billing.NewView(ledgerTotals{ledger, g.live}, billingStale)
+	g.totals = newLedgerTotals(ledger, g.live)
+	g.view = billing.NewView(g.totals, billingStale)
 	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {

@@ -164,15 +164,21 @@ func (v *View) Spent(s Subject, now time.Time) Spent {
 	return out
 }
 
-// Admit reports whether account's balance, leaving out what the request
-// id holds reserved, is positive; if it is, reserve (0 = nothing) is held
-// for id against the balance, in place of what it held, until Settle
-// replaces it with the request's charge. One step, so that two requests
-// cannot both take the last of a balance.
-func (v *View) Admit(id, account string, reserve Micros) bool {
+// Admit reports whether account's balance plus allowance, leaving out
+// what the request id holds reserved, is positive; if it is, reserve (0 =
+// nothing) is held for id against the balance, in place of what it held,
+// until Settle replaces it with the request's charge. One step, so that
+// two requests cannot both take the last of a balance.
+//
+// allowance is the account's per-cycle allowance (0 = none): the balance
+// already bears every charge of the current cycle, and the cycles before
+// were closed by entries that gave back what each spent up to its
+// allowance (see ledger.EntryAllowance), so the balance plus the allowance
+// is what the account may still spend.
+func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	left := v.totals.Balances[account].Add(-v.balance[account])
+	left := v.totals.Balances[account].Add(-v.balance[account]).Add(allowance)
 	own := v.local[id]
 	if own != nil && own.reserved {
 		left = left.Add(own.c.Price)

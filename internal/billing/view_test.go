@@ -107,17 +107,44 @@ func TestViewAdmitReserves(t *testing.T) {
 	if err := v.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !v.Admit("r1", "acme", Unit) {
+	if !v.Admit("r1", "acme", 0, Unit) {
 		t.Fatal("r1 refused with a balance of 1.00")
 	}
-	if v.Admit("r2", "acme", Unit) {
+	if v.Admit("r2", "acme", 0, Unit) {
 		t.Error("r2 admitted although r1 holds the whole balance")
 	}
-	if !v.Admit("r1", "acme", Unit) {
+	if !v.Admit("r1", "acme", 0, Unit) {
 		t.Error("r1 refused again by its own reservation")
 	}
 	v.Settle(Charge{RequestID: "r1", Account: "acme", Price: Unit / 4})
 	if got := v.Balance("acme"); got != 3*Unit/4 {
 		t.Errorf("balance = %s, want 0.75: the charge replaces the reservation", got)
+	}
+}
+
+// An account with an allowance may spend it besides its balance: the
+// balance already bears the cycle's charges, so what is left is balance +
+// allowance, and a request is refused once the cycle's spend took both.
+func TestViewAdmitCountsTheAllowance(t *testing.T) {
+	l := &ledger{balance: Unit} // 1.00 prepaid
+	v := NewView(l, time.Minute)
+	if err := v.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	allowance := 2 * Unit
+	for i, id := range []string{"r1", "r2", "r3"} { // 3.00 in all: the allowance, then the prepaid balance
+		if !v.Admit(id, "acme", allowance, 0) {
+			t.Fatalf("%s refused with %s left", id, Micros(3-i)*Unit)
+		}
+		v.Settle(Charge{RequestID: id, Account: "acme", Price: Unit, At: time.Now()})
+	}
+	if v.Admit("r4", "acme", allowance, 0) {
+		t.Error("r4 admitted although the cycle spent the allowance and the prepaid balance")
+	}
+	if got := v.Balance("acme"); got != -2*Unit {
+		t.Errorf("balance = %s, want -2.00: charges are counted in full, the allowance apart", got)
+	}
+	if !v.Admit("r4", "acme", allowance+Unit/2, 0) {
+		t.Error("r4 refused with 0.50 of a raised allowance left")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // Billing is the catalog's billing section: what each alias is sold for
@@ -67,8 +68,19 @@ type BillingAccount struct {
 	// Reserve holds the worst case of each request (its estimated input
 	// and max_tokens at the plan's price) against the balance from its
 	// admission to its settlement, which charges what it used instead.
-	Reserve bool    `yaml:"reserve"`
-	Budgets Budgets `yaml:"budgets"`
+	Reserve bool `yaml:"reserve"`
+	// Allowance is what the account may spend each Cycle (day or month,
+	// UTC; month by default) before its prepaid balance: a plan's
+	// allowance that resets. 0 = none: only the prepaid balance.
+	Allowance Money   `yaml:"allowance"`
+	Cycle     string  `yaml:"cycle"`
+	Budgets   Budgets `yaml:"budgets"`
+}
+
+// Ledger is a as the ledger store holds the accounts of the admin API.
+func (a *BillingAccount) Ledger() ledger.BillingAccount {
+	return ledger.BillingAccount{ID: a.ID, Plan: a.Plan, MaxInflight: a.MaxInflight, OnLimit: a.OnLimit, Reserve: a.Reserve,
+		Allowance: a.Allowance.Micros(), Cycle: a.Cycle, Budgets: ledger.Budgets{Day: a.Budgets.Day.Micros(), Month: a.Budgets.Month.Micros()}}
 }
 
 // Budgets bound what is billed per UTC day and month; 0 = no budget. Once
@@ -110,7 +122,8 @@ func (m Money) MarshalYAML() (any, error) { return billing.Micros(m).String(), n
 func (m Money) Micros() billing.Micros { return billing.Micros(m) }
 
 // applyBillingDefaults fills the billing section's defaults: currency USD
-// when it bills; accounts max_inflight 1, on_limit wait.
+// when it bills; accounts max_inflight 1, on_limit wait, and cycle month
+// with an allowance.
 func applyBillingDefaults(b *Billing) {
 	if b.Billed() {
 		setString(&b.Currency, "USD")
@@ -121,6 +134,9 @@ func applyBillingDefaults(b *Billing) {
 			a.MaxInflight = 1
 		}
 		setString(&a.OnLimit, sluice.OnLimitWait)
+		if a.Allowance > 0 {
+			setString(&a.Cycle, ledger.CycleMonth)
+		}
 	}
 }
 
@@ -183,6 +199,12 @@ func (v *validator) billing() {
 		}
 		if a.OnLimit != sluice.OnLimitWait && a.OnLimit != sluice.OnLimitRefuse {
 			v.addf(at+".on_limit", "must be %s or %s, got %q", sluice.OnLimitWait, sluice.OnLimitRefuse, a.OnLimit)
+		}
+		switch {
+		case a.Allowance > 0 && a.Cycle != ledger.CycleDay && a.Cycle != ledger.CycleMonth:
+			v.addf(at+".cycle", "must be %s or %s, got %q", ledger.CycleDay, ledger.CycleMonth, a.Cycle)
+		case a.Allowance == 0 && a.Cycle != "":
+			v.addf(at+".cycle", "needs an allowance: the cycle is the allowance's")
 		}
 	}
 	for i, t := range v.c.Tenants {

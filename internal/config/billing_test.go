@@ -64,6 +64,9 @@ func TestBillingValidation(t *testing.T) {
 			`billing.plans[0].prices[1].effective_from: "fast" already has a version from 2026-01-01T01:00:00+01:00`},
 		{"OnLimit", "{id: acme, plan: standard}", "{id: acme, plan: standard, on_limit: queue}", `billing.accounts[0].on_limit: must be wait or refuse, got "queue"`},
 		{"Currency", "billing:\n", "billing:\n  currency: usd\n", `billing.currency: want an ISO 4217 code such as USD, got "usd"`},
+		{"AllowanceCycle", "{id: acme, plan: standard}", `{id: acme, plan: standard, allowance: "25.00", cycle: week}`, `billing.accounts[0].cycle: must be day or month, got "week"`},
+		{"CycleWithoutAllowance", "{id: acme, plan: standard}", "{id: acme, plan: standard, cycle: day}", `billing.accounts[0].cycle: needs an allowance`},
+		{"NegativeAllowance", "{id: acme, plan: standard}", `{id: acme, plan: standard, allowance: "-1.00"}`, `amount "-1.00" must not be negative`},
 		{"DuplicateAccount", "    - {id: acme, plan: standard}\n", "    - {id: acme, plan: standard}\n    - {id: acme, plan: standard}\n", `billing.accounts[1].id: duplicate id "acme"`},
 	}
 	for _, tt := range tests {
@@ -129,5 +132,21 @@ func TestBillingNeeded(t *testing.T) {
 		if _, err := Load([]byte(doc), lookup(testEnv)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load = %v, want %q", err, want)
 		}
+	}
+}
+
+// An allowance resets every cycle: month unless the catalog says day.
+func TestBillingAllowance(t *testing.T) {
+	doc := strings.Replace(billingYAML, "    - {id: acme, plan: standard}\n",
+		"    - {id: acme, plan: standard, allowance: \"25.00\"}\n    - {id: daily, plan: standard, allowance: \"0.50\", cycle: day}\n", 1)
+	c, err := loadBilling(t, doc)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if a := c.Billing.Accounts[0]; a.Allowance.Micros() != 25*billing.Unit || a.Cycle != "month" {
+		t.Errorf("acme's allowance = %s per %q, want 25.00 per month", a.Allowance.Micros(), a.Cycle)
+	}
+	if a := c.Billing.Accounts[1]; a.Allowance.Micros() != billing.Unit/2 || a.Cycle != "day" {
+		t.Errorf("daily's allowance = %s per %q, want 0.50 per day", a.Allowance.Micros(), a.Cycle)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -34,19 +35,22 @@ type compiledBilling struct {
 
 // billingAccount is a billing account as admission uses it.
 type billingAccount struct {
-	id, plan string
-	reserve  bool
-	budgets  sluice.Budgets
-	unit     store.Unit // its concurrency: "billing:<id>", a limit every request of it claims
+	id, plan  string
+	reserve   bool
+	budgets   sluice.Budgets
+	allowance billing.Micros // per cycle, spent before the balance; 0 = none
+	cycle     string         // the allowance's: ledger.CycleDay or ledger.CycleMonth
+	unit      store.Unit     // its concurrency: "billing:<id>", a limit every request of it claims
 	// only is []store.Unit{unit}, the limits of a request that has no
 	// others, shared so that such a request allocates none (limits are
 	// only read).
 	only []store.Unit
 }
 
-func newBillingAccount(id, plan string, maxInflight int, onLimit string, reserve bool, b sluice.Budgets) *billingAccount {
-	unit := store.Unit{ID: "billing:" + id, Cap: max(maxInflight, 1), Refuse: onLimit == sluice.OnLimitRefuse}
-	return &billingAccount{id: id, plan: plan, reserve: reserve, budgets: b, unit: unit, only: []store.Unit{unit}}
+func newBillingAccount(a ledger.BillingAccount) *billingAccount {
+	unit := store.Unit{ID: "billing:" + a.ID, Cap: max(a.MaxInflight, 1), Refuse: a.OnLimit == sluice.OnLimitRefuse}
+	return &billingAccount{id: a.ID, plan: a.Plan, reserve: a.Reserve, budgets: sluice.Budgets{Day: int64(a.Budgets.Day), Month: int64(a.Budgets.Month)},
+		allowance: a.Allowance, cycle: a.Cycle, unit: unit, only: []store.Unit{unit}}
 }
 
 // compileBilling compiles c's billing section; nil when it has none that
@@ -80,7 +84,7 @@ func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 	cb := &compiledBilling{billed: b.Billed(), table: table, declared: prices, accounts: map[string]*billingAccount{},
 		tenants: map[string]sluice.Budgets{}, costs: map[billing.Subject]billing.Micros{}}
 	for _, a := range b.Accounts {
-		cb.accounts[a.ID] = newBillingAccount(a.ID, a.Plan, a.MaxInflight, a.OnLimit, a.Reserve, budgets(a.Budgets))
+		cb.accounts[a.ID] = newBillingAccount(a.Ledger())
 	}
 	for _, t := range c.Tenants {
 		if t.Budgets != (config.Budgets{}) {
@@ -136,8 +140,7 @@ func (cb *compiledBilling) withStored(sb *StoredBilling) (*compiledBilling, []er
 			dropped = append(dropped, fmt.Errorf("billing account %s is declared in the catalog: the stored one is left out", a.ID))
 			continue
 		}
-		out.accounts[a.ID] = newBillingAccount(a.ID, a.Plan, a.MaxInflight, a.OnLimit, a.Reserve,
-			sluice.Budgets{Day: int64(a.Budgets.Day), Month: int64(a.Budgets.Month)})
+		out.accounts[a.ID] = newBillingAccount(a)
 	}
 	return &out, dropped
 }
@@ -238,7 +241,7 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 		h.metrics.BillingUnavailable.Inc()
 		return nil, errBillingStale
 	}
-	if c.account != nil && h.view.Balance(c.account.id) <= 0 {
+	if c.account != nil && h.view.Balance(c.account.id).Add(c.account.allowance) <= 0 {
 		return nil, errBalanceExhausted
 	}
 	return c, c.spent(h.view, now)
@@ -289,7 +292,7 @@ func (h *Handler) granted(c *charging, req *sluice.Request) error {
 		if c.account.reserve {
 			worst = c.worstCase(req)
 		}
-		if !h.view.Admit(req.ID, c.account.id, worst) {
+		if !h.view.Admit(req.ID, c.account.id, c.account.allowance, worst) {
 			return errBalanceExhausted
 		}
 	}
@@ -386,6 +389,30 @@ func (s *Snapshot) Prices() []billing.Price {
 		return nil
 	}
 	return slices.Clone(s.billing.declared)
+}
+
+// Allowance is a billing account's allowance per cycle.
+type Allowance struct {
+	Account string
+	Amount  billing.Micros
+	Cycle   string // ledger.CycleDay or ledger.CycleMonth
+}
+
+// Allowances are the allowances of the billing accounts admission uses
+// (the catalog's and the stored ones), ordered by account: the cycles
+// whose ends must be closed (see ledger.EntryAllowance).
+func (s *Snapshot) Allowances() []Allowance {
+	if s.billing == nil {
+		return nil
+	}
+	var out []Allowance
+	for _, a := range s.billing.accounts {
+		if a.allowance > 0 {
+			out = append(out, Allowance{Account: a.id, Amount: a.allowance, Cycle: a.cycle})
+		}
+	}
+	slices.SortFunc(out, func(a, b Allowance) int { return strings.Compare(a.Account, b.Account) })
+	return out
 }
 
 // BillingAccount reports whether id is a billing account keys of this
