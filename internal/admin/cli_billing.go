@@ -30,7 +30,7 @@ var billingSynopses = map[string]string{
 	"report":      "[--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339] [--account ID] [--key ID]",
 }
 
-const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--reserve=true|false] [--allowance AMOUNT --cycle day|month] [--budget-day AMOUNT] [--budget-month AMOUNT]"
+const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--reserve=true|false] [--allowance AMOUNT [--cycle day|month]] [--budget-day AMOUNT] [--budget-month AMOUNT]"
 
 // billingCommand runs "sluice billing …".
 func (c *cli) billingCommand(args []string) error {
