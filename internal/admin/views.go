@@ -160,6 +160,9 @@ type ExecutionRecord struct {
 	Usage        TokenUsage             `json:"usage"`
 	Expected     []string               `json:"expected"`           // accounts the key's policy meant it for; [] = any
 	Fallback     string                 `json:"fallback,omitempty"` // why it ran outside expected: cooling, disabled, no_room, failed:<class>, breaker_open
+	// Owner is whose own key (BYOK) it ran on; absent: a platform
+	// credential's. Its upstream cost is the owner's, not in the record's cost.
+	Owner *CredentialOwner `json:"owner,omitempty"`
 }
 
 // TokenUsage is sluice.Usage in JSON.
@@ -195,7 +198,7 @@ func usageRecord(r sluice.UsageRecord) UsageRecord {
 			EdgeID: e.EdgeID, CredentialID: e.CredentialID, AccountID: e.AccountID, EndpointID: e.EndpointID,
 			Model: e.Model, Status: e.Status, HTTPStatus: e.HTTPStatus, Error: e.Error, Started: utc(e.Started),
 			FirstByteMS: ms(e.FirstByte), DurationMS: ms(e.Duration), Usage: tokenUsage(e.Usage),
-			Expected: nonNil(e.Expected), Fallback: e.Fallback,
+			Expected: nonNil(e.Expected), Fallback: e.Fallback, Owner: credentialOwner(e.Owner),
 		})
 	}
 	if j := r.Job; j != nil {
@@ -206,4 +209,12 @@ func usageRecord(r sluice.UsageRecord) UsageRecord {
 		}
 	}
 	return out
+}
+
+// credentialOwner is o in JSON: nil for the platform.
+func credentialOwner(o sluice.Owner) *CredentialOwner {
+	if o.Platform() {
+		return nil
+	}
+	return &CredentialOwner{Tenant: o.Tenant, User: o.User}
 }

@@ -183,11 +183,15 @@ func TestBYOKServesOnlyItsOwner(t *testing.T) {
 
 	// The usage records name the credential each request ran on, and its
 	// owner; the owned keys' executions cost the platform nothing.
+	owners := map[string]sluice.Owner{"acme-own": {Tenant: "acme"}, "bob-own": {Tenant: "acme", User: "bob"}}
 	for _, rec := range b.usage(t, 20) {
 		for _, x := range rec.Executions {
 			owned := x.CredentialID == "acme-own" || x.CredentialID == "bob-own"
 			if owned != (rec.Tenant == "acme") {
 				t.Errorf("request %s of tenant %s ran on %s", rec.RequestID, rec.Tenant, x.CredentialID)
+			}
+			if x.Owner != owners[x.CredentialID] {
+				t.Errorf("request %s: its execution on %s is recorded as owned by %+v", rec.RequestID, x.CredentialID, x.Owner)
 			}
 		}
 		if rec.Tenant == "acme" && rec.Billing != nil && rec.Billing.Cost != 0 {

@@ -26,9 +26,10 @@ const (
 	// its usage, version 3 the record's end user, task type, pool, priority
 	// and charge at its end (a charge replayed from the spool is the one the
 	// request settled, never lost), version 4 the cache-write tokens at the
-	// end of every usage and the record's affinity placement at its end;
-	// older payloads still decode, without them.
-	recordVersion = 4
+	// end of every usage and the record's affinity placement at its end,
+	// version 5 each execution's credential owner (BYOK) after its
+	// fallback; older payloads still decode, without them.
+	recordVersion = 5
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -81,6 +82,8 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 			b = appendString(b, a)
 		}
 		b = appendString(b, e.Fallback)
+		b = appendString(b, e.Owner.Tenant)
+		b = appendString(b, e.Owner.User)
 	}
 	b = appendBool(b, r.Job != nil)
 	if j := r.Job; j != nil {
@@ -214,6 +217,9 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 			if version >= 2 {
 				e.Expected = d.strings()
 				e.Fallback = d.string()
+			}
+			if version >= 5 {
+				e.Owner = sluice.Owner{Tenant: d.string(), User: d.string()}
 			}
 		}
 	} else if n > 0 {

@@ -27,7 +27,7 @@ func fullRecord(id string) sluice.UsageRecord {
 				Expected: []string{"org-1", "org-3"}},
 			{EdgeID: "k2/ep/m", CredentialID: "k2", AccountID: "org-2", EndpointID: "ep", Model: "m", Status: sluice.ExecutionOK,
 				HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used,
-				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate"},
+				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate", Owner: sluice.Owner{Tenant: "acme", User: "bob"}},
 		},
 		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
 		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit,
@@ -75,15 +75,41 @@ func asVersion1(rec sluice.UsageRecord) sluice.UsageRecord {
 }
 
 // asVersion3 is rec as a version 3 payload holds it: no cache-write tokens
-// in any usage, and no affinity placement.
+// in any usage, and no affinity placement, nor what version 4 lacks.
 func asVersion3(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec = asVersion4(rec)
 	rec.Affinity = ""
 	rec.Usage.CacheWriteTokens = 0
-	rec.Executions = slices.Clone(rec.Executions)
 	for i := range rec.Executions {
 		rec.Executions[i].Usage.CacheWriteTokens = 0
 	}
 	return rec
+}
+
+// asVersion4 is rec as a version 4 payload holds it: executions without
+// their credential's owner.
+func asVersion4(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.Executions = slices.Clone(rec.Executions)
+	for i := range rec.Executions {
+		rec.Executions[i].Owner = sluice.Owner{}
+	}
+	return rec
+}
+
+// testdata/v4-record.frame is fullRecord("r1") as the encoder of version 4
+// wrote it, before executions named their credential's owner.
+func TestVersion4FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v4-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 4 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(asVersion4(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 4 record differs (-want +got):\n%s", diff)
+	}
 }
 
 // testdata/v3-record.frame is fullRecord("r1") as the encoder of version 3

@@ -269,6 +269,15 @@ var migrations = []migration{{
 		// report's hit rate is computed from it, over every replica.
 		`ALTER TABLE usage_records ADD COLUMN affinity TEXT NOT NULL DEFAULT ''`,
 	},
+}, {
+	version: 10,
+	name:    "owner of the credential of executions (BYOK)",
+	stmts: []string{
+		// The tenant, and end user, whose own key the execution ran on;
+		// '' = a platform credential.
+		`ALTER TABLE executions ADD COLUMN owner_tenant TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE executions ADD COLUMN owner_user TEXT NOT NULL DEFAULT ''`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -272,6 +272,8 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		}
 		if i == 2 {
 			e.Fallback = "failed:endpoint" // the preferred accounts failed; org-2 is outside them
+			// and the credential is an end user's own key (BYOK)
+			e.Owner = sluice.Owner{Tenant: "web", User: "user-7"}
 		}
 		return e
 	}

@@ -47,13 +47,13 @@ const (
 	// model is written, never read back: it is the last execution's, kept
 	// on the record for reports by model.
 	recordInsertColumns = recordColumns + `, model`
-	execColumns         = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback`
+	execColumns         = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback, owner_tenant, owner_user`
 )
 
 // Parameters per row of each table: the columns above.
 const (
 	recordParams = 32
-	execParams   = 22
+	execParams   = 24
 )
 
 // RecordUsage writes the records in one transaction, idempotently by
@@ -237,7 +237,7 @@ func (w *writer) insertExecutions(ctx context.Context, recs []sluice.UsageRecord
 			args = append(args, r.RequestID, int64(t.seq), e.EdgeID, e.CredentialID, e.AccountID, e.EndpointID, e.Model, string(e.Status),
 				int64(e.HTTPStatus), e.Error, e.Started.UnixMicro(), e.FirstByte.Microseconds(), e.Duration.Microseconds(),
 				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
-				joinAccounts(e.Expected), e.Fallback)
+				joinAccounts(e.Expected), e.Fallback, e.Owner.Tenant, e.Owner.User)
 		}
 		if _, err := w.tx.ExecStmt(ctx, w.st.executions[shape], args...); err != nil {
 			return err
@@ -355,7 +355,7 @@ func (s *Store) attachExecutions(ctx context.Context, recs []sluice.UsageRecord)
 			started, firstByte, elapsed int64
 		)
 		if err := rows.Scan(append(append([]any{&id, &seq, &e.EdgeID, &e.CredentialID, &e.AccountID, &e.EndpointID, &e.Model,
-			&e.Status, &e.HTTPStatus, &e.Error, &started, &firstByte, &elapsed}, usageDest(&e.Usage)...), &expected, &e.Fallback)...); err != nil {
+			&e.Status, &e.HTTPStatus, &e.Error, &started, &firstByte, &elapsed}, usageDest(&e.Usage)...), &expected, &e.Fallback, &e.Owner.Tenant, &e.Owner.User)...); err != nil {
 			return fmt.Errorf("list executions: %w", err)
 		}
 		e.Expected = splitAccounts(expected)
