@@ -145,6 +145,19 @@ type AccountState struct {
 	Reason          string         `json:"reason,omitempty"`
 	Since           time.Time      `json:"since,omitzero"`
 	Credentials     []string       `json:"credentials"`
+	// Models are the account's per-model units (accounts[].models), by model.
+	Models []ModelUnitState `json:"models,omitempty"`
+}
+
+// ModelUnitState is one per-model unit under an account: its claims and
+// its own cooldown, which a rate limit scoped to the model sets.
+type ModelUnitState struct {
+	Model        string    `json:"model"`
+	Cap          int       `json:"cap"` // 0 = unlimited (the account's cap still holds)
+	InFlight     int       `json:"in_flight"`
+	CoolingUntil time.Time `json:"cooling_until,omitzero"`
+	Level        int       `json:"backoff_level"`
+	Probe        string    `json:"probe,omitempty"`
 }
 
 // CredentialState is an upstream credential as the operator sees it: never

@@ -113,7 +113,25 @@ func (c *cli) accountAction(args []string, action string) error {
 		{"Since", when(a.Since)}, {"In flight", strconv.Itoa(a.InFlight)}, {"Cap", limit},
 		{"Waiting", strconv.Itoa(a.Waiting)}, {"Cooling until", when(a.CoolingUntil)},
 		{"Backoff level", strconv.Itoa(a.Level)}, {"Probe", dash(a.Probe)}, {"Credentials", list(a.Credentials, "none")},
+		{"Models", modelUnits(a.Models)},
 	})
+}
+
+// modelUnits describes an account's per-model units on one line:
+// "qwen-plus 1/2 cooling until …, qwen-max 0/∞".
+func modelUnits(ms []ModelUnitState) string {
+	parts := make([]string, 0, len(ms))
+	for _, m := range ms {
+		s := m.Model + " " + strconv.Itoa(m.InFlight) + "/" + inFlightCap(m.Cap, "∞")
+		if !m.CoolingUntil.IsZero() {
+			s += " cooling until " + when(m.CoolingUntil)
+		}
+		if m.Probe != "" {
+			s += " probe " + m.Probe
+		}
+		parts = append(parts, s)
+	}
+	return list(parts, "none")
 }
 
 // credentialAction runs "credentials show|disable|drain|enable ID" and

@@ -193,6 +193,15 @@ func TestModelScoped429CoolsOnlyThatModel(t *testing.T) {
 		if n := gate.count("qwen-plus"); n != 0 {
 			t.Errorf("plus reached the provider %d times while cooling, want 0", n)
 		}
+		a := h.accounts(t)["dash-main"]
+		if len(a.Models) != 2 || a.Models[0].Model != "qwen-max" || a.Models[1].Model != "qwen-plus" {
+			t.Fatalf("dash-main's models = %+v, want qwen-max and qwen-plus", a.Models)
+		}
+		if plus := a.Models[1]; plus.CoolingUntil.IsZero() || plus.Level != 1 || plus.Cap != 2 ||
+			!a.CoolingUntil.IsZero() || !a.Models[0].CoolingUntil.IsZero() {
+			t.Errorf("while plus cools: account cooling until %v, models %+v; want only qwen-plus cooling, at level 1",
+				a.CoolingUntil, a.Models)
+		}
 		if d := <-plus; d < cooldown-100*time.Millisecond {
 			t.Errorf("plus was served after %v, before its cooldown of %v ended", d, cooldown)
 		}
@@ -202,7 +211,11 @@ func TestModelScoped429CoolsOnlyThatModel(t *testing.T) {
 
 		// An account-wide throttle on plus cools the account: max waits too.
 		gate.failNext("qwen-plus", http.StatusTooManyRequests, accountThrottle)
-		go h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("plus"))
+		limited := make(chan struct{})
+		go func() {
+			defer close(limited)
+			h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("plus"))
+		}()
 		eventually(t, time.Second, "the account-wide 429", func() bool { return gate.failed("qwen-plus") })
 		t0, maxBefore := time.Now(), gate.count("qwen-max")
 		if s, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("max")); s != 200 {
@@ -214,6 +227,8 @@ func TestModelScoped429CoolsOnlyThatModel(t *testing.T) {
 		if n := gate.count("qwen-max"); n != maxBefore+1 {
 			t.Errorf("max reached the provider %d more times, want 1", n-maxBefore)
 		}
+
+		<-limited // served after the cooldown; nothing else is on its way
 
 		// Arrears on plus disable the account: max has nowhere to go.
 		gate.failNext("qwen-plus", http.StatusBadRequest, arrears)

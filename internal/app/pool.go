@@ -47,6 +47,11 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 	for _, us := range byAccount {
 		ids = append(ids, us...)
 	}
+	for _, a := range snap.Accounts {
+		for _, m := range snap.ModelUnits(a.ID) {
+			ids = append(ids, m.Unit.ID)
+		}
+	}
 	states, err := p.inspector.Units(ctx, snap.Domain, ids)
 	if err != nil {
 		return nil, err
@@ -72,6 +77,11 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 			if a.QuotaScope == sluice.QuotaScopeAccount {
 				as.CoolingUntil, as.Level, as.Probe = u.CoolingUntil, u.Level, u.Probe
 			}
+		}
+		for _, m := range snap.ModelUnits(a.ID) {
+			u := byUnit[m.Unit.ID]
+			as.Models = append(as.Models, admin.ModelUnitState{Model: m.Model, Cap: m.Unit.Cap, InFlight: u.InFlight,
+				CoolingUntil: u.CoolingUntil, Level: u.Level, Probe: u.Probe})
 		}
 		out = append(out, as)
 	}
