@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
@@ -238,10 +239,12 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 }
 
 // opts compare records as stored: instants, not locations, and nil or empty
-// slices alike.
+// slices alike; a price by what it says (not the version id a table
+// keeps in it).
 var opts = cmp.Options{
 	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
 	cmpopts.EquateEmpty(),
+	cmpopts.IgnoreUnexported(billing.Price{}),
 }
 
 // at is a time with millisecond precision in a zone other than UTC.
