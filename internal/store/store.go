@@ -139,9 +139,10 @@ type Grant struct {
 	// announce it.
 	Position int
 	RetryAt  time.Time
-	// Cooling says, when not granted, that every candidate's unit is
-	// closed by a cooldown (not over yet, or over with its single probe
-	// out): the request waits for rate limits, not for free slots.
+	// Cooling says, when not granted, that every candidate's unit, or
+	// one of its limits that has a cooldown (Base > 0, see Outcome.Cool),
+	// is closed by a cooldown (not over yet, or over with its single
+	// probe out): the request waits for rate limits, not for free slots.
 	Cooling bool
 	// Refused says the ticket was refused rather than queued: a Refuse
 	// limit of a candidate is full (see Unit.Refuse).

@@ -72,7 +72,6 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			u.setReserve(c.Unit.Reserve)
 			d.reap(u, now)
 			room = d.eligible(u, class, now)
-			cooling = cooling && u.cooling(now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
 			}
@@ -85,6 +84,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 				}
 			}
 		}
+		cooling = cooling && (u.cooling(now) || d.limitCooling(c, now))
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
 		}
@@ -159,6 +159,19 @@ func (d *domain) refused(cands []store.Candidate, now time.Time) bool {
 				if len(u.leases) >= lim.Cap {
 					return true
 				}
+			}
+		}
+	}
+	return false
+}
+
+// limitCooling reports whether a limit of c with a cooldown (Base > 0)
+// is closed by one (see store.Grant.Cooling).
+func (d *domain) limitCooling(c *store.Candidate, now time.Time) bool {
+	for j := range c.Limits {
+		if c.Limits[j].Base > 0 {
+			if lu := d.units[c.Limits[j].ID]; lu != nil && lu.cooling(now) {
+				return true
 			}
 		}
 	}

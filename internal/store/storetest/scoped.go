@@ -11,7 +11,8 @@ import (
 // limit scoped to model A's limit (Outcome.Cool) cools A alone: B's
 // candidates are granted on the same unit while A's wait (RetryAt the end
 // of A's cooldown); after it exactly one A is granted, as the probe, whose
-// success at ProbeSucceeded opens A for the rest. A rate limit not scoped
+// success at ProbeSucceeded opens A for the rest. While A is closed (cooling,
+// or its probe out), A's waiters are told Cooling. A rate limit not scoped
 // cools the unit, and with it both models.
 func testScopedCooldown(t *testing.T, f *fixture) {
 	const retryAfter = 150 * time.Millisecond
@@ -30,7 +31,11 @@ func testScopedCooldown(t *testing.T, f *fixture) {
 		within(t, "A's CoolingUntil", us[1].CoolingUntil, lo, hi)
 	}
 	w := f.req("a1", a)
-	within(t, "a1 RetryAt", mustQueueAt(t, f.s, w, 0).RetryAt, lo, hi)
+	g := mustQueueAt(t, f.s, w, 0)
+	within(t, "a1 RetryAt", g.RetryAt, lo, hi)
+	if !g.Cooling {
+		t.Errorf("A cooling: a1 = %+v, want Cooling", g)
+	}
 	w2 := f.in("qa", f.req("a2", a))
 	mustQueueAt(t, f.s, w2, 0)
 	mustGrant(t, f.s, f.in("qb", f.req("b0", b))) // B flows on the same account
@@ -41,7 +46,7 @@ func testScopedCooldown(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g2 := mustQueue(t, f.s, w2); !g1.Granted || !g1.Probe {
+	if g2 := mustQueue(t, f.s, w2); !g1.Granted || !g1.Probe || !g2.Cooling {
 		t.Fatalf("after A's cooldown: a1 = %+v, a2 = %+v; want a1 granted as A's probe, a2 waiting", g1, g2)
 	}
 	if us := f.unitState(f.s, "acct/a"); us.Probe != "in_flight" {

@@ -10,8 +10,8 @@
 -- cap, rpm, tpm, daily, refuse, base_ms, max_ms), refuse 1 for a limit
 -- never waited for, base and max its cooldown (store.Outcome.Cool).
 -- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
--- cooling, gen} (cooling 1 when every candidate's unit is closed by a
--- cooldown), {3, gen} when a refuse limit is full (the ticket is not
+-- cooling, gen} (cooling 1 when every candidate's unit, or a limit of its
+-- with a cooldown, is closed by one), {3, gen} when a refuse limit is full (the ticket is not
 -- queued), or {2, gen} when the replica knows another generation: the
 -- state was lost, and nothing is decided until it reasserts its leases.
 local gen = state_gen()
@@ -84,6 +84,22 @@ local function keep(u, r)
   if r[3] then
     redis.call('HSET', K_UNIT, u .. '\0dday', r[4], u .. '\0dused', r[3])
   end
+end
+
+-- limit_cooling reports whether a limit with a cooldown (base_ms > 0) of
+-- the candidate at ARGV index b is closed by one: cooling, or its probe out.
+local function limit_cooling(b)
+  for j = 0, tonumber(ARGV[b + 12]) - 1 do
+    local x = L + (tonumber(ARGV[b + 11]) + j) * LW
+    if tonumber(ARGV[x + 6]) > 0 then
+      local v = redis.call('HMGET', K_UNIT, ARGV[x] .. '\0until', ARGV[x] .. '\0probe')
+      local lu = tonumber(v[1]) or 0
+      if lu ~= 0 and (now < lu or v[2]) then
+        return true
+      end
+    end
+  end
+  return false
 end
 
 local function decide()
@@ -211,7 +227,7 @@ local function decide()
     end
     local inflight, untl = tonumber(state[i * F + 1]) or 0, tonumber(state[i * F + 2]) or 0
     local ok, probe = true, false
-    if untl == 0 or now >= untl and not state[i * F + 3] then
+    if cooling == 1 and (untl == 0 or now >= untl and not state[i * F + 3]) and not limit_cooling(b) then
       cooling = 0 -- open, or its probe is free to take
     end
     if untl ~= 0 then
