@@ -19,7 +19,8 @@ import (
 // simB) with owned credentials: the platform's plat-a (account platform)
 // on ep-a and plat-b on ep-b, tenant acme's own acme-own and its end user
 // bob's own bob-own, both on ep-a. Both keys route through pool shared,
-// which holds every account; BUDGET is the pool's cost_budget_day.
+// which holds every account; BUDGET is the pool's cost_budget_day. Key
+// acme-pref prefers the platform account and may fall back to any.
 const byokTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -49,12 +50,16 @@ pools:
 keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, policy: {mode: pool, pool: shared}}
   - {id: acme, tenant: acme, secret_env: KEY_SCOPED, policy: {mode: pool, pool: shared}}
+  - {id: acme-pref, tenant: acme, secret_file: PREF_FILE, policy: {mode: preferred, accounts: [platform], fallback: any}}
 billing:
   costs:
     - {model: gpt-4o-mini, request: "0.25", effective_from: "2020-01-01T00:00:00Z"}
 `
 
-const secretBob = "sk-upstream-bob-SECRET-93e1c7a5d2b4f6"
+const (
+	secretBob   = "sk-upstream-bob-SECRET-93e1c7a5d2b4f6"
+	keyAcmePref = "sk-sluice-acme-pref-KEY-4d2b7f1e9a3c"
+)
 
 type byok struct {
 	*harness
@@ -65,11 +70,17 @@ type byok struct {
 // (", cost_budget_day: …" or "").
 func newBYOK(t *testing.T, budget string) *byok {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "bob")
-	if err := os.WriteFile(file, []byte(secretBob), 0o600); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	files := map[string]string{"BOB_FILE": secretBob, "PREF_FILE": keyAcmePref}
+	var pairs []string
+	for name, secret := range files {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, name, file)
 	}
-	doc := strings.NewReplacer("BOB_FILE", file, "BUDGET", budget).Replace(byokTemplate)
+	doc := strings.NewReplacer(append(pairs, "BUDGET", budget)...).Replace(byokTemplate)
 	return &byok{harness: newHarnessWith(t, doc, "{backend: memory}", simulator.Options{}), keyWeb: keyWeb, keyAcme: keyScoped}
 }
 
@@ -260,5 +271,19 @@ func TestBYOKUsageIsNotInPlatformCostBudgets(t *testing.T) {
 	}
 	if platform != 500000 {
 		t.Errorf("platform cost over every record = %d micros, want 500000 (the two platform requests)", platform)
+	}
+}
+
+// A preferred key's policy orders the platform's accounts: its owner's
+// requests, which run on their own key only, neither wait for the
+// preferred account nor are recorded as its fallbacks.
+func TestBYOKPreferredKeyIsNoFallback(t *testing.T) {
+	b := newBYOK(t, "")
+	b.wantServed(keyAcmePref, "", 2)
+	b.wantCounts("preferred key", map[string]int{"plat-a": 0, "acme-own": 2, "bob-own": 0, "plat-b": 0})
+	for _, rec := range b.usage(t, 2) {
+		if x := rec.Executions[0]; len(x.Expected) != 0 || x.Fallback != "" {
+			t.Errorf("request %s on %s: expected %v, fallback %q; want neither (its own key is no fallback)", rec.RequestID, x.CredentialID, x.Expected, x.Fallback)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
 	limits := out.charging.limits(snap.Limits(key, req, task))
-	rp := snap.policy(key)
+	rp := snap.callPolicy(key, req) // owner.go
 	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
 	widened := ""     // why a preferred request may use its fallback; "" while it may not
@@ -62,7 +62,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			}
 			edges, _ = h.route(snap, key, req, pin)
 			limits = out.charging.limits(snap.Limits(key, req, task))
-			rp = snap.policy(key)
+			rp = snap.callPolicy(key, req)
 			fallbackLimits = snap.fallbackLimits(rp, limits)
 			aff.rerouted()
 		}

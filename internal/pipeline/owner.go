@@ -119,3 +119,18 @@ func (h *Handler) outOfServiceReason(e *sluice.Edge, out string) string {
 func (s *Snapshot) ownsRoute(k *sluice.Key, req *sluice.Request) bool {
 	return s.ownLevel(req.Model, s.policy(k), k.Tenant, req.User) != platformOwn
 }
+
+// callPolicy is the route policy call follows for a request of key k: its
+// key's, but for a preferred key's request that runs on its owner's own
+// credentials only (route kept no others), the default: a preferred
+// policy's accounts, wait and fallback order the platform's accounts, so
+// its BYOK requests are neither made to wait for them nor recorded as
+// fallbacks from them. (A strict or pool policy lets such a request run
+// only on owned accounts it lists, which it then expects.)
+func (s *Snapshot) callPolicy(k *sluice.Key, req *sluice.Request) *routePolicy {
+	rp := s.policy(k)
+	if rp.mode == "preferred" && s.ownsRoute(k, req) {
+		return &defaultPolicy
+	}
+	return rp
+}
