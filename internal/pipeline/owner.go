@@ -22,10 +22,10 @@ import (
 
 // Ownership of a credential, as a request sees it; higher is more its own.
 const (
-	notOwn       = -1 // someone else's: never usable
-	platformOwn  = 0  // the platform's
-	tenantOwn    = 1  // the request's tenant's
-	endUserOwned = 2  // the request's end user's (within its tenant)
+	notOwn      = -1 // someone else's: never usable
+	platformOwn = 0  // the platform's
+	tenantOwn   = 1  // the request's tenant's
+	userOwn     = 2  // the request's end user's (within its tenant)
 )
 
 // ownership says whose credential cr is to a request of tenant and end
@@ -39,7 +39,7 @@ func ownership(cr *sluice.Credential, tenant, user string) int {
 	case o.User == "":
 		return tenantOwn
 	case o.User == user:
-		return endUserOwned
+		return userOwn
 	}
 	return notOwn
 }
