@@ -493,19 +493,11 @@ func (cmd *command) billingReport(args []string) error {
 		return cmd.printJSON(rep)
 	}
 	fmt.Fprintf(cmd.stdout, "Billed requests from %s to %s, in %s\n\n", when(rep.From), when(rep.To), rep.Currency)
-	head := []string{}
-	for _, d := range rep.By {
-		head = append(head, strings.ToUpper(string(d)))
-	}
-	t := newTable(cmd.stdout)
-	t.row(append(head, "REQUESTS", "UNMEASURED", "TOKENS", "CACHED", "PRICE", "COST", "MARGIN")...)
+	t := groupedTable(cmd.stdout, rep.By, "REQUESTS", "UNMEASURED", "TOKENS", "CACHED", "PRICE", "COST", "MARGIN")
 	cells := func(r SpendRow) []string {
-		var out []string
-		for _, d := range rep.By {
-			out = append(out, orDash(map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID,
-				ledger.ByEndUser: r.EndUser, ledger.ByTaskType: r.TaskType, ledger.ByPool: r.Pool, ledger.ByAlias: r.Alias,
-				ledger.ByModel: r.Model, ledger.ByDay: r.Day}[d]))
-		}
+		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID,
+			ledger.ByEndUser: r.EndUser, ledger.ByTaskType: r.TaskType, ledger.ByPool: r.Pool, ledger.ByAlias: r.Alias,
+			ledger.ByModel: r.Model, ledger.ByDay: r.Day})
 		return append(out, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Unmeasured, 10), strconv.FormatInt(r.Tokens, 10),
 			strconv.FormatInt(r.Cached, 10), r.Price.String(), r.Cost.String(), r.Margin.String())
 	}

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -143,17 +144,9 @@ func (c *cli) usageCache(args []string) error {
 		return c.printJSON(rep)
 	}
 	fmt.Fprintf(c.stdout, "Requests from %s to %s\n\n", when(rep.From), when(rep.To))
-	var head []string
-	for _, d := range rep.By {
-		head = append(head, strings.ToUpper(string(d)))
-	}
-	t := newTable(c.stdout)
-	t.row(append(head, "REQUESTS", "PROMPT", "CACHED", "CACHE WRITE", "CACHED SHARE", "HITS", "NEW", "MOVED", "HIT RATE")...)
+	t := groupedTable(c.stdout, rep.By, "REQUESTS", "PROMPT", "CACHED", "CACHE WRITE", "CACHED SHARE", "HITS", "NEW", "MOVED", "HIT RATE")
 	cells := func(r CacheRow) []string {
-		var out []string
-		for _, d := range rep.By {
-			out = append(out, orDash(map[ledger.Dimension]string{ledger.ByAccount: r.AccountID, ledger.ByAlias: r.Alias, ledger.ByDay: r.Day}[d]))
-		}
+		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.AccountID, ledger.ByAlias: r.Alias, ledger.ByDay: r.Day})
 		rate := "-"
 		if r.Affinity.HitRate != nil {
 			rate = percent(*r.Affinity.HitRate)
@@ -171,6 +164,28 @@ func (c *cli) usageCache(args []string) error {
 		t.row(total...)
 	}
 	return t.flush()
+}
+
+// groupedTable starts the table of a grouped report: a column for each
+// dimension it is grouped by, then the measures.
+func groupedTable(w io.Writer, by []ledger.Dimension, measures ...string) *table {
+	head := make([]string, 0, len(by)+len(measures))
+	for _, d := range by {
+		head = append(head, strings.ToUpper(string(d)))
+	}
+	t := newTable(w)
+	t.row(append(head, measures...)...)
+	return t
+}
+
+// groupCells are a grouped report row's cells of the dimensions by, from
+// the row's value of each ("-" when it has none).
+func groupCells(by []ledger.Dimension, values map[ledger.Dimension]string) []string {
+	out := make([]string, 0, len(by))
+	for _, d := range by {
+		out = append(out, orDash(values[d]))
+	}
+	return out
 }
 
 // percent is a share as a percentage with one decimal, "87.5%".
