@@ -10,7 +10,7 @@ import (
 
 // Front is the caller side of one protocol: the paths it is served on,
 // how a caller presents its Sluice key, and the envelope its errors are
-// rendered in. The body is read by Parse, for the protocol. Fronts are
+// rendered in, and how a request is read (Read, else Parse). Fronts are
 // values without state; which protocols Sluice serves is one table in
 // package app.
 type Front struct {

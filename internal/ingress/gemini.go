@@ -333,7 +333,7 @@ func googleStatus(status int) string {
 	return "INTERNAL"
 }
 
-// geminiModel is one entry of Google's model list.
+// geminiModelEntry is one entry of Google's model list.
 type geminiModelEntry struct {
 	Name                       string   `json:"name"`
 	BaseModelID                string   `json:"baseModelId"`

@@ -127,11 +127,13 @@ func counting(req *sluice.Request) error {
 	return nil
 }
 
-// serveRequest serves a request of the alias its body names; op, when not
-// nil, makes it the operation its path asks for (a count, a compaction).
+// serveRequest serves a request of the alias it names (in its body, or
+// Gemini's path); op, when not nil, makes it the operation its path asks
+// for (a count, a compaction).
 func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time, op func(*sluice.Request) error) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
-	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
+	f := s.fronts[p]
+	pr, err := s.keys.Authenticate(f.Key(r))
 	if err != nil {
 		return out, nil, closeUnread(w, r, err)
 	}
@@ -141,7 +143,7 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 	if err != nil {
 		return out, nil, err
 	}
-	if req, err = s.fronts[p].read(r, body); err != nil {
+	if req, err = f.read(r, body); err != nil {
 		return out, nil, err
 	}
 	req.ID, req.Received, req.Header = id, start, r.Header
