@@ -141,15 +141,7 @@ func (h *Handler) order(ctx context.Context, snap *Snapshot, req *sluice.Request
 // request's: out of service (disabled, breaker_open) or no longer one the
 // key may use, or serving the alias (disabled).
 func (h *Handler) boundGone(snap *Snapshot, req *sluice.Request, rp *routePolicy, account string) string {
-	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
-	for _, e := range all {
-		if e.Account.ID == account && rp.allows(account) {
-			if why := h.outOfService(snap, e); why != "" {
-				return why
-			}
-		}
-	}
-	return "disabled"
+	return h.accountsOutOfService(snap, req, rp, func(id string) bool { return id == account && rp.allows(id) })
 }
 
 // placeByRoom orders edges by the free room of their capacity units in the

@@ -80,7 +80,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 					break // the bound edges come first; the fallback waits its turn
 				}
 				// No bound edge can serve: fall back at once.
-				widened = cmp.Or(unusable, h.boundOutOfService(snap, req, rp))
+				widened = cmp.Or(unusable, h.accountsOutOfService(snap, req, rp, rp.bound))
 			}
 			if why := h.unusable(snap, e, failed); why != "" {
 				if bound && unusable == "" {
@@ -135,14 +135,20 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			// The bound accounts had no room within the policy's wait.
 			widened = cmp.Or(widened, waitedFor(err))
 			continue
-		case errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) && h.ownUnavailable(snap, key, req) != nil:
-			return h.ownUnavailable(snap, key, req) // the owner's own credentials are all out of service (owner.go)
-		case n > 0 && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
-			return last.Failure() // every edge was tried: the last failure says most
-		case pin != nil && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
-			return errResponseBindingUnavailable
-		case rp.mode == "strict" && errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
-			return errBindingUnavailable
+		case errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
+			// No candidate is left: the answer says why, most specific first.
+			if own := h.ownUnavailable(snap, key, req); own != nil {
+				return own // the owner's own credentials are all out of service (owner.go)
+			}
+			switch {
+			case n > 0:
+				return last.Failure() // every edge was tried: the last failure says most
+			case pin != nil:
+				return errResponseBindingUnavailable
+			case rp.mode == "strict":
+				return errBindingUnavailable
+			}
+			return err
 		default:
 			return err
 		}
@@ -205,14 +211,16 @@ func waitedFor(err error) string {
 	return "no_room"
 }
 
-// boundOutOfService says why a preferred policy's bound accounts have no
-// edge among the request's: the reason of the first edge of theirs that
+// accountsOutOfService says why the accounts for which match holds have
+// no edge among the request's: the reason of the first edge of theirs that
 // is out of service (route left it out), "disabled" when none is (they
-// have no edge left for the alias).
-func (h *Handler) boundOutOfService(snap *Snapshot, req *sluice.Request, rp *routePolicy) string {
+// have no edge left for the alias, or are not the key's to use). Used for
+// a preferred policy's bound accounts (rp.bound) and a seed's bound
+// account (affinity's boundGone).
+func (h *Handler) accountsOutOfService(snap *Snapshot, req *sluice.Request, rp *routePolicy, match func(account string) bool) string {
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
 	for _, e := range all {
-		if rp.bound(e.Account.ID) {
+		if match(e.Account.ID) {
 			if why := h.outOfService(snap, e); why != "" {
 				return why
 			}
