@@ -171,10 +171,7 @@ func (s *server) withBalances(ctx context.Context, b Billing, accounts []Billing
 			// The balance bears the cycle's charges in full; the allowance
 			// covers them up to itself (see ledger.EntryAllowance).
 			start := ledger.CycleStart(acc.Cycle, now)
-			spent := a.Month.Price
-			if acc.Cycle == ledger.CycleDay {
-				spent = a.Day.Price
-			}
+			spent := a.InCycle(acc.Cycle).Price
 			covered := min(spent, acc.Allowance)
 			acc.Current = &CycleState{Start: start, End: ledger.CycleEnd(acc.Cycle, start), Spent: spent,
 				AllowanceLeft: acc.Allowance.Add(-covered), PrepaidBalance: a.Balance.Add(covered)}

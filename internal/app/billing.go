@@ -120,10 +120,7 @@ func (l *ledgerTotals) closeCycles(ctx context.Context, now time.Time) error {
 			}
 			spent[last] = b
 		}
-		used := b.Accounts[c.Account].Month.Price
-		if c.Cycle == ledger.CycleDay {
-			used = b.Accounts[c.Account].Day.Price
-		}
+		used := b.Accounts[c.Account].InCycle(c.Cycle).Price
 		_, err := l.store.Post(ctx, ledger.Entry{Account: c.Account, RequestID: ledger.AllowanceRequestID(c.Account, c.start),
 			Kind: ledger.EntryAllowance, Amount: max(min(used, c.Amount), 0), At: end})
 		return err

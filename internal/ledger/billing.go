@@ -249,6 +249,15 @@ type Spent struct {
 	Day, Month Amounts
 }
 
+// InCycle is what was spent in the allowance cycle (CycleDay or
+// CycleMonth) that Balances.At is in.
+func (s Spent) InCycle(cycle string) Amounts {
+	if cycle == CycleDay {
+		return s.Day
+	}
+	return s.Month
+}
+
 // Amounts are what customers were charged (Price) and what the platform
 // paid upstream (Cost).
 type Amounts struct {
