@@ -103,15 +103,7 @@ var anthropicMarkers = newEventMarkers(
 
 // anthropicEvent reads an event of an Anthropic stream. Events are JSON
 // objects; unknown ones pass (Anthropic adds event types over time).
-func anthropicEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	if ev.Data == nil {
-		return u, false, false, nil // a comment
-	}
-	if read, err := anthropicMarkers.skim(ev.Data); !read {
-		return u, false, false, err
-	}
-	return readAnthropicEvent(ev, req, u)
-}
+var anthropicEvent = skimmedEvent(anthropicMarkers, readAnthropicEvent)
 
 // readAnthropicEvent reads an event of an Anthropic stream whole.
 func readAnthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {

@@ -3,6 +3,9 @@ package upstream
 import (
 	"bytes"
 	"strings"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/sse"
 )
 
 // A stream passes dozens of events, and almost all of them are content
@@ -30,6 +33,25 @@ import (
 // first '.' (Responses' "response.completed": every Responses event holds
 // "response." but few a ".completed"), else from the byte after its quote
 // ('_' would be no better: JSON keys are snake_case).
+
+// eventFunc is a dialect's read of a stream event (Dialect.Event).
+type eventFunc = func(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error)
+
+// skimmedEvent is the Event of a dialect whose events are JSON objects
+// with no end marker of their own: a comment (no data) passes, an event
+// without any of m's markers is only skimmed, and one with a marker is
+// read whole by read.
+func skimmedEvent(m *eventMarkers, read eventFunc) eventFunc {
+	return func(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
+		if ev.Data == nil {
+			return u, false, false, nil // a comment
+		}
+		if marked, err := m.skim(ev.Data); !marked {
+			return u, false, false, err
+		}
+		return read(ev, req, u)
+	}
+}
 
 // markerKind is where a marker's occurrence makes an event one to read.
 type markerKind uint8

@@ -112,15 +112,7 @@ var GeminiEnding = &Ending{
 // finishReason, or a promptFeedback.blockReason (a prompt refused: no
 // candidates), is the last; one whose JSON is {"error":…} is the
 // upstream's own failure.
-func geminiEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	if ev.Data == nil {
-		return u, false, false, nil // a comment
-	}
-	if read, err := geminiMarkers.skim(ev.Data); !read {
-		return u, false, false, err
-	}
-	return readGeminiEvent(ev, req, u)
-}
+var geminiEvent = skimmedEvent(geminiMarkers, readGeminiEvent)
 
 // geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
 // members readGeminiEvent acts on (an "error" even when null).

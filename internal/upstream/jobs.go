@@ -134,10 +134,7 @@ const maxJobAnswer = 1 << 20
 // response is nil. Only endpoint failures count against the endpoint's
 // breaker, which refuses only submits (a follow-up has nowhere else to go).
 func (c *Caller) CallJob(ctx context.Context, e *sluice.Edge, call JobCall) (*http.Response, Attempt) {
-	a := Attempt{Exec: sluice.Execution{
-		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
-		Model: e.Model, Started: time.Now(), Owner: e.Credential.Owner,
-	}}
+	a := Attempt{Exec: newExecution(e)}
 	if !e.Credential.InService() {
 		a.Class, a.Skipped, a.Err = ClassEndpoint, true, fmt.Errorf("credential %s: %w", e.Credential.ID, errNoAccessToken)
 		return nil, a

@@ -70,15 +70,7 @@ var responsesMarkers = newEventMarkers(
 
 // responsesEvent reads an event of a Responses stream. Events are JSON
 // objects; unknown ones pass (OpenAI adds event types over time).
-func responsesEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	if ev.Data == nil {
-		return u, false, false, nil // a comment
-	}
-	if read, err := responsesMarkers.skim(ev.Data); !read {
-		return u, false, false, err
-	}
-	return readResponsesEvent(ev, req, u)
-}
+var responsesEvent = skimmedEvent(responsesMarkers, readResponsesEvent)
 
 // readResponsesEvent reads an event of a Responses stream whole.
 func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
