@@ -16,7 +16,11 @@
 // sluice.
 package adapter
 
-import "github.com/sluicehq/sluice"
+import (
+	"encoding/json"
+
+	"github.com/sluicehq/sluice"
+)
 
 // Event is one server-sent event: its name (empty for an unnamed event,
 // as OpenAI sends them) and its data.
@@ -45,3 +49,7 @@ type Translator interface {
 	// that is passed on (a request error), in the caller's envelope.
 	Error(status int, body []byte) []byte
 }
+
+// Present reports whether a raw JSON member was sent with a value: neither
+// left out nor null, which a translator treats alike.
+func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

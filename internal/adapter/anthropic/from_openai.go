@@ -152,18 +152,15 @@ func refuseChat(in *openai.ChatRequest) error {
 		return invalid("n > 1 is not supported by this model's upstream (Anthropic Messages has one choice per request)")
 	case in.Logprobs || in.TopLogprobs != nil:
 		return invalid("logprobs are not supported by this model's upstream (Anthropic Messages)")
-	case isSet(in.LogitBias):
+	case adapter.Present(in.LogitBias):
 		return invalid("logit_bias is not supported by this model's upstream (Anthropic Messages)")
-	case isSet(in.Audio) || slices.Contains(in.Modalities, "audio"):
+	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
 		return invalid("audio output is not supported by this model's upstream (Anthropic Messages)")
-	case isSet(in.Functions) || isSet(in.FunctionCall):
+	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
 		return invalid("functions and function_call are deprecated and not translated; use tools and tool_choice")
 	}
 	return nil
 }
-
-// isSet reports whether a raw field is present and not null.
-func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
 // conversation turns the chat messages into the system prompt (every
 // system and developer message's text, in order, joined by a blank line)
@@ -190,7 +187,7 @@ type dialogue struct {
 }
 
 func (c *dialogue) add(m *openai.ChatMessage) error {
-	if isSet(m.Audio) || isSet(m.FunctionCall) {
+	if adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
 		return invalid("audio and function_call are not supported by this model's upstream (Anthropic Messages)")
 	}
 	switch m.Role {
@@ -359,13 +356,13 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 			return nil, nil, invalid("tools[%d]: tool type %q is not supported by this model's upstream (Anthropic Messages)", i, tl.Type)
 		}
 		schema := tl.Function.Parameters
-		if !isSet(schema) { // Anthropic requires an input schema; OpenAI's default is "no parameters"
+		if !adapter.Present(schema) { // Anthropic requires an input schema; OpenAI's default is "no parameters"
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		out = append(out, messages.Tool{Name: tl.Function.Name, Description: tl.Function.Description, InputSchema: schema, Strict: tl.Function.Strict})
 	}
 	var choice *messages.ToolChoice
-	if isSet(in.ToolChoice) && len(out) > 0 { // without tools a choice says nothing, and Anthropic refuses it
+	if adapter.Present(in.ToolChoice) && len(out) > 0 { // without tools a choice says nothing, and Anthropic refuses it
 		var name string
 		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
 			typ, ok := toolChoices[name]
@@ -446,7 +443,7 @@ func inToolLoop(turns []messages.MessageParam) bool {
 // jsonFormat translates response_format. json_object, which has no schema,
 // asks for any JSON object (policy).
 func jsonFormat(f *openai.ResponseFormat) *messages.Format {
-	if f.JSONSchema != nil && isSet(f.JSONSchema.Schema) {
+	if f.JSONSchema != nil && adapter.Present(f.JSONSchema.Schema) {
 		return &messages.Format{Type: "json_schema", Schema: f.JSONSchema.Schema}
 	}
 	return &messages.Format{Type: "json_schema", Schema: json.RawMessage(`{"type":"object"}`)}

@@ -145,18 +145,15 @@ func refuseChat(in *openai.ChatRequest) error {
 		return invalid("n > 1 is not supported by this model's upstream (Gemini): one candidate is asked for")
 	case in.Logprobs || in.TopLogprobs != nil:
 		return invalid("logprobs are not supported by this model's upstream (Gemini)")
-	case isSet(in.LogitBias):
+	case adapter.Present(in.LogitBias):
 		return invalid("logit_bias is not supported by this model's upstream (Gemini)")
-	case isSet(in.Audio) || slices.Contains(in.Modalities, "audio"):
+	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
 		return invalid("audio output is not supported by this model's upstream (Gemini)")
-	case isSet(in.Functions) || isSet(in.FunctionCall):
+	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
 		return invalid("functions and function_call are deprecated and not translated; use tools and tool_choice")
 	}
 	return nil
 }
-
-// isSet reports whether a raw field is present and not null.
-func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
 // dialogue is a conversation being translated: the system instruction's
 // parts (every system and developer message's text, in order) and the
@@ -170,7 +167,7 @@ type dialogue struct {
 }
 
 func (c *dialogue) add(m *openai.ChatMessage) error {
-	if isSet(m.Audio) || isSet(m.FunctionCall) {
+	if adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
 		return invalid("audio and function_call are not supported by this model's upstream (Gemini)")
 	}
 	switch m.Role {
@@ -388,7 +385,7 @@ func tools(in *openai.ChatRequest) ([]generate.Tool, *generate.ToolConfig, error
 			return nil, nil, invalid("tools[%d]: tool type %q is not supported by this model's upstream (Gemini)", i, tl.Type)
 		}
 		d := generate.FunctionDeclaration{Name: tl.Function.Name, Description: tl.Function.Description}
-		if isSet(tl.Function.Parameters) {
+		if adapter.Present(tl.Function.Parameters) {
 			d.ParametersJSONSchema = tl.Function.Parameters
 		}
 		decls = append(decls, d)
@@ -432,7 +429,7 @@ type choiceObject struct {
 // and "auto" declares only those tools (Gemini allows names only with
 // ANY), the model free to call one or not.
 func functionCalling(choice json.RawMessage, decls []generate.FunctionDeclaration) (*generate.FunctionCallingConfig, []generate.FunctionDeclaration, error) {
-	if !isSet(choice) {
+	if !adapter.Present(choice) {
 		return nil, decls, nil
 	}
 	var name string
@@ -489,7 +486,7 @@ func generationConfig(in *openai.ChatRequest) (*generate.GenerationConfig, error
 			g.ResponseMIMEType = "application/json"
 		case "json_schema":
 			g.ResponseMIMEType = "application/json"
-			if f.JSONSchema != nil && isSet(f.JSONSchema.Schema) {
+			if f.JSONSchema != nil && adapter.Present(f.JSONSchema.Schema) {
 				g.ResponseJSONSchema = f.JSONSchema.Schema
 			}
 		default:
@@ -545,7 +542,7 @@ func toolCall(p *generate.Part, responseID string, k int) openai.ToolCall {
 		id = fmt.Sprintf("call_%s_%d", responseID, k)
 	}
 	args := "{}"
-	if isSet(p.FunctionCall.Args) {
+	if adapter.Present(p.FunctionCall.Args) {
 		args = string(p.FunctionCall.Args)
 	}
 	return openai.ToolCall{ID: callID(id, p.ThoughtSignature), Type: "function",

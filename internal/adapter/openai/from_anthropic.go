@@ -67,7 +67,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, untranslatable("request body is not a valid Messages request: %v", err)
 	}
-	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
+	if adapter.Present(in.MCPServers) {
 		return nil, untranslatable("mcp_servers are not supported by this model's upstream (OpenAI chat)")
 	}
 	if len(in.StopSequences) > 4 {

@@ -200,7 +200,7 @@ func (c *geminiConversation) call(fc *generate.FunctionCall) ToolCall {
 		id = fmt.Sprintf("call_%d", c.calls)
 	}
 	args := "{}"
-	if len(fc.Args) > 0 && string(fc.Args) != "null" {
+	if adapter.Present(fc.Args) {
 		args = string(fc.Args)
 	}
 	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: fc.Name, Arguments: args}}

@@ -60,9 +60,6 @@ type chatRequestExtras struct {
 	Verbosity            string          `json:"verbosity,omitempty"`
 }
 
-// present reports whether a raw JSON member was sent with a value.
-func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-
 // Request returns the chat request for the caller's Responses request.
 func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, error) {
 	if err := json.Unmarshal(req.Body, &t.req); err != nil {
@@ -72,13 +69,13 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	switch {
 	case r.PreviousResponseID != "":
 		return nil, untranslatable("previous_response_id cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses; send the whole conversation in input instead")
-	case present(r.Conversation):
+	case adapter.Present(r.Conversation):
 		return nil, untranslatable("conversation cannot be used with this model: its upstream speaks OpenAI chat, which keeps no conversations; send the whole conversation in input instead")
 	case r.Background:
 		return nil, untranslatable("background cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses to poll")
-	case present(r.Prompt):
+	case adapter.Present(r.Prompt):
 		return nil, untranslatable("prompt (a stored prompt template) cannot be used with this model: its upstream speaks OpenAI chat")
-	case present(r.ContextManagement):
+	case adapter.Present(r.ContextManagement):
 		return nil, untranslatable("context_management cannot be used with this model: its upstream speaks OpenAI chat")
 	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
 		return nil, untranslatable("top_logprobs is not translated to this model's upstream (OpenAI chat)")
@@ -164,7 +161,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 // conversation, as a chat caller's would.
 func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error) {
 	var items []InputItem
-	if present(instructions) {
+	if adapter.Present(instructions) {
 		// instructions is a string, or (newer) a list of input items.
 		var text string
 		if err := json.Unmarshal(instructions, &text); err == nil {
@@ -457,7 +454,7 @@ type chatAllowedTools struct {
 // strings, and the function and allowed_tools objects reshaped, each
 // function by its chat name among tools (see chosenFunction).
 func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.RawMessage, error) {
-	if !present(raw) || raw[0] == '"' {
+	if !adapter.Present(raw) || raw[0] == '"' {
 		return raw, nil
 	}
 	var c ResponsesToolChoice
@@ -650,7 +647,7 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 	if output == nil {
 		resp.Output = []OutputItem{}
 	}
-	if !present(resp.ToolChoice) {
+	if !adapter.Present(resp.ToolChoice) {
 		resp.ToolChoice = json.RawMessage(`"auto"`)
 	}
 	if resp.Tools == nil {

@@ -58,9 +58,6 @@ func untranslatable(format string, args ...any) error {
 	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-// present reports whether a raw JSON member was sent with a value.
-func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-
 // Request returns the Responses request for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in chatRequest
@@ -124,21 +121,21 @@ func refuse(in *chatRequest) error {
 		field = "stop"
 	case in.Logprobs || in.TopLogprobs != nil && *in.TopLogprobs > 0:
 		field = "logprobs"
-	case present(in.LogitBias):
+	case adapter.Present(in.LogitBias):
 		field = "logit_bias"
 	case in.FrequencyPenalty != 0:
 		field = "frequency_penalty"
 	case in.PresencePenalty != 0:
 		field = "presence_penalty"
-	case present(in.Seed):
+	case adapter.Present(in.Seed):
 		field = "seed"
-	case present(in.Audio) || len(in.Modalities) > 1 || len(in.Modalities) == 1 && in.Modalities[0] != "text":
+	case adapter.Present(in.Audio) || len(in.Modalities) > 1 || len(in.Modalities) == 1 && in.Modalities[0] != "text":
 		field = "audio output"
-	case present(in.Prediction):
+	case adapter.Present(in.Prediction):
 		field = "prediction"
-	case present(in.WebSearchOptions):
+	case adapter.Present(in.WebSearchOptions):
 		field = "web_search_options"
-	case present(in.Functions) || present(in.FunctionCall):
+	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
 		field = "functions and function_call (use tools and tool_choice)"
 	case in.Store:
 		// A stored chat completion (for evals and distillation) is not a
@@ -164,7 +161,7 @@ func input(msgs []openai.ChatMessage) (json.RawMessage, *openai.Input, error) {
 	items := make([]openai.InputItem, 0, len(msgs))
 	calls := make(map[string]bool)
 	for i, m := range msgs {
-		if m.Name != "" || present(m.Audio) || present(m.FunctionCall) {
+		if m.Name != "" || adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
 			return nil, nil, untranslatable("messages[%d]: name, audio and function_call cannot be expressed on this model's upstream (OpenAI Responses)", i)
 		}
 		switch m.Role {
@@ -253,7 +250,7 @@ func tools(in []openai.Tool) ([]openai.ResponsesTool, error) {
 		}
 		strict := tl.Function.Strict != nil && *tl.Function.Strict
 		params := tl.Function.Parameters
-		if !present(params) {
+		if !adapter.Present(params) {
 			params = noParameters
 		}
 		out = append(out, openai.ResponsesTool{Type: "function", Name: tl.Function.Name, Description: tl.Function.Description, Parameters: params, Strict: &strict})
@@ -272,7 +269,7 @@ type chatAllowedTools struct {
 // toolChoice turns chat's tool_choice into the Responses one: the same
 // strings, and the function and allowed_tools objects reshaped.
 func toolChoice(raw json.RawMessage) (json.RawMessage, error) {
-	if !present(raw) || raw[0] == '"' {
+	if !adapter.Present(raw) || raw[0] == '"' {
 		return raw, nil
 	}
 	var c struct {
@@ -384,7 +381,7 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 // all OpenAI's models give.
 func reasoningText(b *strings.Builder, it *openai.OutputItem) {
 	parts := it.Content
-	if len(parts) == 0 && present(it.Summary) {
+	if len(parts) == 0 && adapter.Present(it.Summary) {
 		_ = json.Unmarshal(it.Summary, &parts) // a summary that is not a list of parts has no text
 	}
 	for _, p := range parts {
