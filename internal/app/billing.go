@@ -168,9 +168,9 @@ func (l *ledgerTotals) closeCycles(ctx context.Context, now time.Time) error {
 
 // startBilling keeps the balance view (and the stored billing accounts and
 // prices) fresh while the catalog serving has a billing section: it reads
-// them at once, so that billed
-// requests are admitted from the start when the store answers, then every
-// billingRefresh in the background. Every failed read is logged.
+// them at once, so that billed requests are admitted from the start when
+// the store answers, then every billingRefresh in the background. Every
+// failed read is logged.
 func (g *Gateway) startBilling(ctx, run context.Context) {
 	refresh := func(ctx context.Context) {
 		if !g.live.Load().Billing() {
