@@ -18,6 +18,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/sluicehq/sluice"
 )
@@ -53,3 +54,9 @@ type Translator interface {
 // Present reports whether a raw JSON member was sent with a value: neither
 // left out nor null, which a translator treats alike.
 func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// Untranslatable is the 400 invalid_request_error of a request the
+// upstream's protocol cannot express, its message formatted as fmt.Sprintf.
+func Untranslatable(format string, args ...any) error {
+	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
+}

@@ -76,16 +76,11 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 // NewFromOpenAI returns a translator for one execution.
 func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 
-// invalid is the error for a request Anthropic cannot express.
-func invalid(format string, args ...any) error {
-	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
-}
-
 // Request returns the Messages body for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in openai.ChatRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, invalid("request body is not a valid chat completions request: %v", err)
+		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
 	if err := refuseChat(&in); err != nil {
 		return nil, err
@@ -149,15 +144,15 @@ func cacheBreakpoints(r *messages.Request) {
 func refuseChat(in *openai.ChatRequest) error {
 	switch {
 	case in.N != nil && *in.N > 1:
-		return invalid("n > 1 is not supported by this model's upstream (Anthropic Messages has one choice per request)")
+		return adapter.Untranslatable("n > 1 is not supported by this model's upstream (Anthropic Messages has one choice per request)")
 	case in.Logprobs || in.TopLogprobs != nil:
-		return invalid("logprobs are not supported by this model's upstream (Anthropic Messages)")
+		return adapter.Untranslatable("logprobs are not supported by this model's upstream (Anthropic Messages)")
 	case adapter.Present(in.LogitBias):
-		return invalid("logit_bias is not supported by this model's upstream (Anthropic Messages)")
+		return adapter.Untranslatable("logit_bias is not supported by this model's upstream (Anthropic Messages)")
 	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
-		return invalid("audio output is not supported by this model's upstream (Anthropic Messages)")
+		return adapter.Untranslatable("audio output is not supported by this model's upstream (Anthropic Messages)")
 	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
-		return invalid("functions and function_call are deprecated and not translated; use tools and tool_choice")
+		return adapter.Untranslatable("functions and function_call are deprecated and not translated; use tools and tool_choice")
 	}
 	return nil
 }
@@ -188,7 +183,7 @@ type dialogue struct {
 
 func (c *dialogue) add(m *openai.ChatMessage) error {
 	if adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
-		return invalid("audio and function_call are not supported by this model's upstream (Anthropic Messages)")
+		return adapter.Untranslatable("audio and function_call are not supported by this model's upstream (Anthropic Messages)")
 	}
 	switch m.Role {
 	case "system", "developer":
@@ -212,7 +207,7 @@ func (c *dialogue) add(m *openai.ChatMessage) error {
 		c.append("user", []messages.Block{result})
 		return err
 	}
-	return invalid("role %q is not supported by this model's upstream (Anthropic Messages)", m.Role)
+	return adapter.Untranslatable("role %q is not supported by this model's upstream (Anthropic Messages)", m.Role)
 }
 
 // append adds blocks to the conversation: to the last turn when it has
@@ -240,7 +235,7 @@ func plainText(c *openai.Content) (string, error) {
 	var b strings.Builder
 	for _, p := range c.Parts {
 		if p.Type != "text" {
-			return "", invalid("content part %q is not allowed here; only text is", p.Type)
+			return "", adapter.Untranslatable("content part %q is not allowed here; only text is", p.Type)
 		}
 		b.WriteString(p.Text)
 	}
@@ -264,7 +259,7 @@ func userBlocks(c *openai.Content) ([]messages.Block, error) {
 			}
 		case "image_url":
 			if p.ImageURL == nil {
-				return nil, invalid("image_url part without an image_url")
+				return nil, adapter.Untranslatable("image_url part without an image_url")
 			}
 			src, err := source(p.ImageURL.URL, "")
 			if err != nil {
@@ -273,18 +268,18 @@ func userBlocks(c *openai.Content) ([]messages.Block, error) {
 			blocks = append(blocks, messages.Block{Type: "image", Source: src})
 		case "file":
 			if p.File == nil || p.File.FileData == "" {
-				return nil, invalid("file parts by file_id are not supported by this model's upstream (Anthropic Messages); send file_data")
+				return nil, adapter.Untranslatable("file parts by file_id are not supported by this model's upstream (Anthropic Messages); send file_data")
 			}
 			src, err := source(p.File.FileData, "application/pdf")
 			if err != nil {
 				return nil, err
 			}
 			if src.MediaType != "application/pdf" {
-				return nil, invalid("file parts other than PDFs are not supported by this model's upstream (Anthropic Messages)")
+				return nil, adapter.Untranslatable("file parts other than PDFs are not supported by this model's upstream (Anthropic Messages)")
 			}
 			blocks = append(blocks, messages.Block{Type: "document", Source: src})
 		default: // input_audio and anything newer
-			return nil, invalid("content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
+			return nil, adapter.Untranslatable("content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
 		}
 	}
 	return blocks, nil
@@ -297,7 +292,7 @@ func source(url, bareMediaType string) (*messages.Source, error) {
 	if rest, ok := strings.CutPrefix(url, "data:"); ok {
 		mediaType, data, ok := strings.Cut(rest, ";base64,")
 		if !ok {
-			return nil, invalid("a data URL must be base64: data:<media type>;base64,<data>")
+			return nil, adapter.Untranslatable("a data URL must be base64: data:<media type>;base64,<data>")
 		}
 		return &messages.Source{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
@@ -307,7 +302,7 @@ func source(url, bareMediaType string) (*messages.Source, error) {
 	if bareMediaType != "" {
 		return &messages.Source{Type: "base64", MediaType: bareMediaType, Data: url}, nil
 	}
-	return nil, invalid("an image URL must be a data URL or an http(s) URL")
+	return nil, adapter.Untranslatable("an image URL must be a data URL or an http(s) URL")
 }
 
 // assistantBlocks translates an assistant message: its text (and refusal,
@@ -325,7 +320,7 @@ func assistantBlocks(m *openai.ChatMessage) ([]messages.Block, error) {
 					blocks = append(blocks, messages.Block{Type: "text", Text: text})
 				}
 			default:
-				return nil, invalid("assistant content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
+				return nil, adapter.Untranslatable("assistant content part %q is not supported by this model's upstream (Anthropic Messages)", p.Type)
 			}
 		}
 	}
@@ -337,7 +332,7 @@ func assistantBlocks(m *openai.ChatMessage) ([]messages.Block, error) {
 		if strings.TrimSpace(tc.Function.Arguments) == "" {
 			input = json.RawMessage(`{}`)
 		} else if !json.Valid(input) || strings.TrimSpace(tc.Function.Arguments)[0] != '{' {
-			return nil, invalid("tool call %s: arguments must be a JSON object", tc.ID)
+			return nil, adapter.Untranslatable("tool call %s: arguments must be a JSON object", tc.ID)
 		}
 		blocks = append(blocks, messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 	}
@@ -353,7 +348,7 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 	var out []messages.Tool
 	for i, tl := range in.Tools {
 		if tl.Type != "function" {
-			return nil, nil, invalid("tools[%d]: tool type %q is not supported by this model's upstream (Anthropic Messages)", i, tl.Type)
+			return nil, nil, adapter.Untranslatable("tools[%d]: tool type %q is not supported by this model's upstream (Anthropic Messages)", i, tl.Type)
 		}
 		schema := tl.Function.Parameters
 		if !adapter.Present(schema) { // Anthropic requires an input schema; OpenAI's default is "no parameters"
@@ -367,13 +362,13 @@ func tools(in *openai.ChatRequest) ([]messages.Tool, *messages.ToolChoice, error
 		if err := json.Unmarshal(in.ToolChoice, &name); err == nil {
 			typ, ok := toolChoices[name]
 			if !ok {
-				return nil, nil, invalid("tool_choice %q is not supported", name)
+				return nil, nil, adapter.Untranslatable("tool_choice %q is not supported", name)
 			}
 			choice = &messages.ToolChoice{Type: typ}
 		} else {
 			var fn openai.ToolChoiceFunction
 			if err := json.Unmarshal(in.ToolChoice, &fn); err != nil || fn.Type != "function" || fn.Function.Name == "" {
-				return nil, nil, invalid("tool_choice must be auto, none, required or a named function for this model's upstream (Anthropic Messages)")
+				return nil, nil, adapter.Untranslatable("tool_choice must be auto, none, required or a named function for this model's upstream (Anthropic Messages)")
 			}
 			choice = &messages.ToolChoice{Type: "tool", Name: fn.Function.Name}
 		}
@@ -413,7 +408,7 @@ func outputCap(in *openai.ChatRequest, out *messages.Request) error {
 	}
 	budget, ok := thinkingBudgets[effort]
 	if !ok {
-		return invalid("reasoning_effort %q is not supported", effort)
+		return adapter.Untranslatable("reasoning_effort %q is not supported", effort)
 	}
 	out.Temperature, out.TopP = nil, nil
 	switch {
@@ -423,7 +418,7 @@ func outputCap(in *openai.ChatRequest, out *messages.Request) error {
 		budget = maxTokens - 1
 	}
 	if budget < 1024 {
-		return invalid("max_completion_tokens %d leaves no room for reasoning (this model's upstream needs at least 1025 with reasoning_effort); raise it or set reasoning_effort none", maxTokens)
+		return adapter.Untranslatable("max_completion_tokens %d leaves no room for reasoning (this model's upstream needs at least 1025 with reasoning_effort); raise it or set reasoning_effort none", maxTokens)
 	}
 	out.MaxTokens = maxTokens
 	out.Thinking = &messages.Thinking{Type: "enabled", BudgetTokens: budget}

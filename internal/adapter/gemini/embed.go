@@ -46,14 +46,14 @@ func NewFromOpenAIEmbeddings() *FromOpenAIEmbeddings { return &FromOpenAIEmbeddi
 func (t *FromOpenAIEmbeddings) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in openai.EmbeddingsRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, invalid("request body is not a valid embeddings request: %v", err)
+		return nil, adapter.Untranslatable("request body is not a valid embeddings request: %v", err)
 	}
 	switch in.EncodingFormat {
 	case "", "float":
 	case "base64":
 		t.base64 = true
 	default:
-		return nil, invalid("encoding_format must be float or base64")
+		return nil, adapter.Untranslatable("encoding_format must be float or base64")
 	}
 	texts, err := embeddingTexts(in.Input)
 	if err != nil {
@@ -76,20 +76,20 @@ func embeddingTexts(input json.RawMessage) ([]string, error) {
 	var one string
 	if json.Unmarshal(input, &one) == nil {
 		if one == "" {
-			return nil, invalid("input must not be empty")
+			return nil, adapter.Untranslatable("input must not be empty")
 		}
 		return []string{one}, nil
 	}
 	var texts []string
 	if err := json.Unmarshal(input, &texts); err != nil {
-		return nil, invalid("input must be a string or a list of strings for this model's upstream (Gemini): token ids are not supported")
+		return nil, adapter.Untranslatable("input must be a string or a list of strings for this model's upstream (Gemini): token ids are not supported")
 	}
 	if len(texts) == 0 {
-		return nil, invalid("input must not be empty")
+		return nil, adapter.Untranslatable("input must not be empty")
 	}
 	for i, s := range texts {
 		if s == "" {
-			return nil, invalid("input[%d] must not be empty", i)
+			return nil, adapter.Untranslatable("input[%d] must not be empty", i)
 		}
 	}
 	return texts, nil

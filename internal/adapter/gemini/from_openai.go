@@ -97,16 +97,11 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 // NewFromOpenAI returns a translator for one execution.
 func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 
-// invalid is the error for a request Gemini cannot express.
-func invalid(format string, args ...any) error {
-	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
-}
-
 // Request returns the generateContent body for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	var in openai.ChatRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, invalid("request body is not a valid chat completions request: %v", err)
+		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
 	if err := refuseChat(&in); err != nil {
 		return nil, err
@@ -142,15 +137,15 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 func refuseChat(in *openai.ChatRequest) error {
 	switch {
 	case in.N != nil && *in.N > 1:
-		return invalid("n > 1 is not supported by this model's upstream (Gemini): one candidate is asked for")
+		return adapter.Untranslatable("n > 1 is not supported by this model's upstream (Gemini): one candidate is asked for")
 	case in.Logprobs || in.TopLogprobs != nil:
-		return invalid("logprobs are not supported by this model's upstream (Gemini)")
+		return adapter.Untranslatable("logprobs are not supported by this model's upstream (Gemini)")
 	case adapter.Present(in.LogitBias):
-		return invalid("logit_bias is not supported by this model's upstream (Gemini)")
+		return adapter.Untranslatable("logit_bias is not supported by this model's upstream (Gemini)")
 	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
-		return invalid("audio output is not supported by this model's upstream (Gemini)")
+		return adapter.Untranslatable("audio output is not supported by this model's upstream (Gemini)")
 	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
-		return invalid("functions and function_call are deprecated and not translated; use tools and tool_choice")
+		return adapter.Untranslatable("functions and function_call are deprecated and not translated; use tools and tool_choice")
 	}
 	return nil
 }
@@ -168,7 +163,7 @@ type dialogue struct {
 
 func (c *dialogue) add(m *openai.ChatMessage) error {
 	if adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
-		return invalid("audio and function_call are not supported by this model's upstream (Gemini)")
+		return adapter.Untranslatable("audio and function_call are not supported by this model's upstream (Gemini)")
 	}
 	switch m.Role {
 	case "system", "developer":
@@ -189,14 +184,14 @@ func (c *dialogue) add(m *openai.ChatMessage) error {
 		id, _ := splitCallID(m.ToolCallID)
 		name, ok := c.calls[id]
 		if !ok {
-			return invalid("tool message answers tool_call_id %q, which no assistant message before it called", m.ToolCallID)
+			return adapter.Untranslatable("tool message answers tool_call_id %q, which no assistant message before it called", m.ToolCallID)
 		}
 		text, err := textOnly(m.Content)
 		response, _ := json.Marshal(map[string]string{"output": text}) // Gemini wants an object: the result under "output"
 		c.append("user", []generate.Part{{FunctionResponse: &generate.FunctionResponse{ID: id, Name: name, Response: response}}})
 		return err
 	}
-	return invalid("role %q is not supported by this model's upstream (Gemini)", m.Role)
+	return adapter.Untranslatable("role %q is not supported by this model's upstream (Gemini)", m.Role)
 }
 
 // append adds parts to the conversation: to the last content when it has
@@ -220,7 +215,7 @@ func textOnly(c *openai.Content) (string, error) {
 	}
 	for _, p := range c.Parts {
 		if p.Type != "text" {
-			return "", invalid("content part %q is not allowed here; only text is", p.Type)
+			return "", adapter.Untranslatable("content part %q is not allowed here; only text is", p.Type)
 		}
 	}
 	return c.PlainText(), nil
@@ -243,7 +238,7 @@ func userParts(c *openai.Content) ([]generate.Part, error) {
 			}
 		case "image_url":
 			if p.ImageURL == nil {
-				return nil, invalid("image_url part without an image_url")
+				return nil, adapter.Untranslatable("image_url part without an image_url")
 			}
 			part, err := imagePart(p.ImageURL.URL)
 			if err != nil {
@@ -253,12 +248,12 @@ func userParts(c *openai.Content) ([]generate.Part, error) {
 		case "input_audio":
 			var audio struct{ Data, Format string }
 			if err := json.Unmarshal(p.InputAudio, &audio); err != nil || audioTypes[audio.Format] == "" {
-				return nil, invalid("input_audio must have base64 data and a format of wav or mp3 for this model's upstream (Gemini)")
+				return nil, adapter.Untranslatable("input_audio must have base64 data and a format of wav or mp3 for this model's upstream (Gemini)")
 			}
 			parts = append(parts, generate.Part{InlineData: &generate.Blob{MIMEType: audioTypes[audio.Format], Data: audio.Data}})
 		case "file":
 			if p.File == nil || p.File.FileData == "" {
-				return nil, invalid("file parts by file_id are not supported by this model's upstream (Gemini); send file_data")
+				return nil, adapter.Untranslatable("file parts by file_id are not supported by this model's upstream (Gemini); send file_data")
 			}
 			blob := &generate.Blob{MIMEType: "application/pdf", Data: p.File.FileData} // bare base64 is a PDF, as OpenAI takes it
 			if mediaType, data, ok := dataURL(p.File.FileData); ok {
@@ -266,7 +261,7 @@ func userParts(c *openai.Content) ([]generate.Part, error) {
 			}
 			parts = append(parts, generate.Part{InlineData: blob})
 		default:
-			return nil, invalid("content part %q is not supported by this model's upstream (Gemini)", p.Type)
+			return nil, adapter.Untranslatable("content part %q is not supported by this model's upstream (Gemini)", p.Type)
 		}
 	}
 	return parts, nil
@@ -288,17 +283,17 @@ func imagePart(s string) (generate.Part, error) {
 	if strings.HasPrefix(s, "data:") {
 		mediaType, data, ok := dataURL(s)
 		if !ok {
-			return generate.Part{}, invalid("a data URL must be base64: data:<media type>;base64,<data>")
+			return generate.Part{}, adapter.Untranslatable("a data URL must be base64: data:<media type>;base64,<data>")
 		}
 		return generate.Part{InlineData: &generate.Blob{MIMEType: mediaType, Data: data}}, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return generate.Part{}, invalid("an image URL must be a data URL or an http(s) URL")
+		return generate.Part{}, adapter.Untranslatable("an image URL must be a data URL or an http(s) URL")
 	}
 	mediaType, ok := imageTypes[strings.ToLower(path.Ext(u.Path))]
 	if !ok {
-		return generate.Part{}, invalid("image URL %q names no image type (.png, .jpg, .jpeg, .webp, .gif, .heic, .heif), which this model's upstream (Gemini) requires; send it as a data URL", s)
+		return generate.Part{}, adapter.Untranslatable("image URL %q names no image type (.png, .jpg, .jpeg, .webp, .gif, .heic, .heif), which this model's upstream (Gemini) requires; send it as a data URL", s)
 	}
 	return generate.Part{FileData: &generate.FileData{MIMEType: mediaType, FileURI: s}}, nil
 }
@@ -310,7 +305,7 @@ func (c *dialogue) modelParts(m *openai.ChatMessage) ([]generate.Part, error) {
 	if ct := m.Content; ct != nil {
 		for _, p := range ct.Parts {
 			if p.Type != "text" && p.Type != "refusal" {
-				return nil, invalid("assistant content part %q is not supported by this model's upstream (Gemini)", p.Type)
+				return nil, adapter.Untranslatable("assistant content part %q is not supported by this model's upstream (Gemini)", p.Type)
 			}
 		}
 		if text := ct.PlainText(); text != "" {
@@ -330,7 +325,7 @@ func (c *dialogue) modelParts(m *openai.ChatMessage) ([]generate.Part, error) {
 		if args == "" {
 			args = "{}"
 		} else if args[0] != '{' || !json.Valid([]byte(args)) {
-			return nil, invalid("tool call %s: arguments must be a JSON object", tc.ID)
+			return nil, adapter.Untranslatable("tool call %s: arguments must be a JSON object", tc.ID)
 		}
 		id, signature := splitCallID(tc.ID)
 		if c.calls == nil {
@@ -382,7 +377,7 @@ func tools(in *openai.ChatRequest) ([]generate.Tool, *generate.ToolConfig, error
 	decls := make([]generate.FunctionDeclaration, 0, len(in.Tools))
 	for i, tl := range in.Tools {
 		if tl.Type != "function" {
-			return nil, nil, invalid("tools[%d]: tool type %q is not supported by this model's upstream (Gemini)", i, tl.Type)
+			return nil, nil, adapter.Untranslatable("tools[%d]: tool type %q is not supported by this model's upstream (Gemini)", i, tl.Type)
 		}
 		d := generate.FunctionDeclaration{Name: tl.Function.Name, Description: tl.Function.Description}
 		if adapter.Present(tl.Function.Parameters) {
@@ -436,13 +431,13 @@ func functionCalling(choice json.RawMessage, decls []generate.FunctionDeclaratio
 	if json.Unmarshal(choice, &name) == nil {
 		mode, ok := modes[name]
 		if !ok {
-			return nil, nil, invalid("tool_choice %q is not supported", name)
+			return nil, nil, adapter.Untranslatable("tool_choice %q is not supported", name)
 		}
 		return &generate.FunctionCallingConfig{Mode: mode}, decls, nil
 	}
 	var obj choiceObject
 	if err := json.Unmarshal(choice, &obj); err != nil {
-		return nil, nil, invalid("tool_choice is neither a string nor a tool choice object: %v", err)
+		return nil, nil, adapter.Untranslatable("tool_choice is neither a string nor a tool choice object: %v", err)
 	}
 	switch {
 	case obj.Type == "function" && obj.Function.Name != "":
@@ -463,7 +458,7 @@ func functionCalling(choice json.RawMessage, decls []generate.FunctionDeclaratio
 			return &generate.FunctionCallingConfig{Mode: "AUTO"}, decls, nil
 		}
 	}
-	return nil, nil, invalid("tool_choice must be auto, none, required, a named function or allowed_tools (auto or required)")
+	return nil, nil, adapter.Untranslatable("tool_choice must be auto, none, required, a named function or allowed_tools (auto or required)")
 }
 
 // generationConfig translates the sampling, output and reasoning settings;
@@ -490,13 +485,13 @@ func generationConfig(in *openai.ChatRequest) (*generate.GenerationConfig, error
 				g.ResponseJSONSchema = f.JSONSchema.Schema
 			}
 		default:
-			return nil, invalid("response_format %q is not supported by this model's upstream (Gemini)", f.Type)
+			return nil, adapter.Untranslatable("response_format %q is not supported by this model's upstream (Gemini)", f.Type)
 		}
 	}
 	if effort := in.ReasoningEffort; effort != "" {
 		budget, ok := thinkingBudgets[effort]
 		if !ok {
-			return nil, invalid("reasoning_effort %q is not supported", effort)
+			return nil, adapter.Untranslatable("reasoning_effort %q is not supported", effort)
 		}
 		g.ThinkingConfig = &generate.ThinkingConfig{ThinkingBudget: &budget, IncludeThoughts: budget > 0}
 	}

@@ -47,11 +47,6 @@ var _ adapter.Translator = (*FromAnthropic)(nil)
 // NewFromAnthropic returns a translator for one execution.
 func NewFromAnthropic() *FromAnthropic { return &FromAnthropic{} }
 
-// untranslatable is the error for a request OpenAI chat cannot express.
-func untranslatable(format string, args ...any) error {
-	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
-}
-
 // reasoningEfforts maps an Anthropic thinking budget to OpenAI's
 // reasoning_effort (translation.md §1, policy): the largest effort whose
 // floor the budget reaches.
@@ -65,13 +60,13 @@ var reasoningEfforts = []struct {
 func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in messages.Request
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, untranslatable("request body is not a valid Messages request: %v", err)
+		return nil, adapter.Untranslatable("request body is not a valid Messages request: %v", err)
 	}
 	if adapter.Present(in.MCPServers) {
-		return nil, untranslatable("mcp_servers are not supported by this model's upstream (OpenAI chat)")
+		return nil, adapter.Untranslatable("mcp_servers are not supported by this model's upstream (OpenAI chat)")
 	}
 	if len(in.StopSequences) > 4 {
-		return nil, untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
+		return nil, adapter.Untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
 	}
 	out := ChatRequest{
 		Model:       model,
@@ -125,7 +120,7 @@ func systemText(c *messages.Content) (string, error) {
 	var parts []string
 	for _, b := range c.AsBlocks() {
 		if b.Type != "text" {
-			return "", untranslatable("system: block %q is not supported; only text is", b.Type)
+			return "", adapter.Untranslatable("system: block %q is not supported; only text is", b.Type)
 		}
 		parts = append(parts, b.Text)
 	}
@@ -179,7 +174,7 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 				}
 				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Type: "function", Function: FunctionCall{Name: b.Name, Arguments: input}})
 			default:
-				return nil, untranslatable("assistant block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+				return nil, adapter.Untranslatable("assistant block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 			}
 		}
 		if text.Len() > 0 || msg.ToolCalls == nil {
@@ -194,7 +189,7 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 		}
 		return append(out, ChatMessage{Role: "system", Content: TextContent(text)}), nil
 	}
-	return nil, untranslatable("role %q is not supported", m.Role)
+	return nil, adapter.Untranslatable("role %q is not supported", m.Role)
 }
 
 // toolResult is a tool_result's text (prefixed "Error: " when it reports a
@@ -216,7 +211,7 @@ func toolResult(b *messages.Block) (string, []ContentPart, error) {
 			}
 			images = append(images, p)
 		default:
-			return "", nil, untranslatable("tool_result block %q is not supported by this model's upstream (OpenAI chat)", c.Type)
+			return "", nil, adapter.Untranslatable("tool_result block %q is not supported by this model's upstream (OpenAI chat)", c.Type)
 		}
 	}
 	return text.String(), images, nil
@@ -233,14 +228,14 @@ func userPart(b *messages.Block) (ContentPart, error) {
 		} else if s != nil && s.Type == "url" {
 			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: s.URL}}, nil
 		}
-		return ContentPart{}, untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
+		return ContentPart{}, adapter.Untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
 	case "document":
 		if s := b.Source; s != nil && s.Type == "base64" && s.MediaType == "application/pdf" {
 			return ContentPart{Type: "file", File: &File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
 		}
-		return ContentPart{}, untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
+		return ContentPart{}, adapter.Untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
 	}
-	return ContentPart{}, untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+	return ContentPart{}, adapter.Untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 }
 
 // declareTools translates the tool declarations and tool_choice, whose
@@ -248,7 +243,7 @@ func userPart(b *messages.Block) (ContentPart, error) {
 func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) error {
 	for i, tl := range in.Tools {
 		if tl.Type != "" && tl.Type != "custom" {
-			return untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
+			return adapter.Untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
 		}
 		out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
 	}
@@ -267,7 +262,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 		fn.Function.Name = tc.Name
 		choice = fn
 	default:
-		return untranslatable("tool_choice %q is not supported", tc.Type)
+		return adapter.Untranslatable("tool_choice %q is not supported", tc.Type)
 	}
 	var err error
 	if out.ToolChoice, err = json.Marshal(choice); err != nil {

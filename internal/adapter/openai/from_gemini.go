@@ -73,10 +73,10 @@ var openAIFunctionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) {
 	in, err := generate.ReadRequest(req.Body)
 	if err != nil {
-		return nil, untranslatable("request body is not a valid generateContent request: %v", err)
+		return nil, adapter.Untranslatable("request body is not a valid generateContent request: %v", err)
 	}
 	if in.CachedContent != "" {
-		return nil, untranslatable("cachedContent is not supported by this model's upstream (OpenAI chat): it names a cache only Gemini has")
+		return nil, adapter.Untranslatable("cachedContent is not supported by this model's upstream (OpenAI chat): it names a cache only Gemini has")
 	}
 	out := ChatRequest{Model: model, Stream: req.Stream}
 	if req.Stream {
@@ -86,7 +86,7 @@ func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) 
 		var text []string
 		for _, p := range si.Parts {
 			if !isTextPart(&p) {
-				return nil, untranslatable("systemInstruction: only text parts are supported")
+				return nil, adapter.Untranslatable("systemInstruction: only text parts are supported")
 			}
 			text = append(text, p.Text)
 		}
@@ -175,7 +175,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 				msg.ToolCalls = append(msg.ToolCalls, tc)
 				c.pending = append(c.pending, tc)
 			case !isTextPart(p):
-				return nil, untranslatable("a model turn's parts other than text and function calls are not supported by this model's upstream (OpenAI chat)")
+				return nil, adapter.Untranslatable("a model turn's parts other than text and function calls are not supported by this model's upstream (OpenAI chat)")
 			case p.Thought:
 				reasoning.WriteString(p.Text)
 			default:
@@ -188,7 +188,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 		msg.ReasoningContent = reasoning.String()
 		return append(out, msg), nil
 	}
-	return nil, untranslatable("role %q is not supported", content.Role)
+	return nil, adapter.Untranslatable("role %q is not supported", content.Role)
 }
 
 // call is the OpenAI tool call of a Gemini function call, with its id or,
@@ -218,7 +218,7 @@ func (c *geminiConversation) answer(fr *generate.FunctionResponse) (string, erro
 	if fr.ID != "" {
 		return fr.ID, nil // a call the caller made up itself: its id pairs it
 	}
-	return "", untranslatable("functionResponse %q answers no functionCall of the model turn before it", fr.Name)
+	return "", adapter.Untranslatable("functionResponse %q answers no functionCall of the model turn before it", fr.Name)
 }
 
 // resultText is a function's response as a tool message's text (policy):
@@ -262,22 +262,22 @@ func geminiUserPart(p *generate.Part) (ContentPart, error) {
 			audio, _ := json.Marshal(map[string]string{"data": b.Data, "format": audioFormats[b.MIMEType]})
 			return ContentPart{Type: "input_audio", InputAudio: audio}, nil
 		}
-		return ContentPart{}, untranslatable("inline data of type %q is not supported by this model's upstream (OpenAI chat): only images, PDFs, wav and mp3", b.MIMEType)
+		return ContentPart{}, adapter.Untranslatable("inline data of type %q is not supported by this model's upstream (OpenAI chat): only images, PDFs, wav and mp3", b.MIMEType)
 	case p.FileData != nil:
 		u, err := url.Parse(p.FileData.FileURI)
 		switch {
 		case err != nil || (u.Scheme != "https" && u.Scheme != "http"):
-			return ContentPart{}, untranslatable("file data %q is not an http(s) URL, which this model's upstream (OpenAI chat) needs", p.FileData.FileURI)
+			return ContentPart{}, adapter.Untranslatable("file data %q is not an http(s) URL, which this model's upstream (OpenAI chat) needs", p.FileData.FileURI)
 		case u.Host == "generativelanguage.googleapis.com":
-			return ContentPart{}, untranslatable("file data %q is a Gemini Files API file, which only Gemini can read; send it inline", p.FileData.FileURI)
+			return ContentPart{}, adapter.Untranslatable("file data %q is a Gemini Files API file, which only Gemini can read; send it inline", p.FileData.FileURI)
 		case !strings.HasPrefix(p.FileData.MIMEType, "image/"):
-			return ContentPart{}, untranslatable("file data of type %q is not supported by this model's upstream (OpenAI chat): only image URLs", p.FileData.MIMEType)
+			return ContentPart{}, adapter.Untranslatable("file data of type %q is not supported by this model's upstream (OpenAI chat): only image URLs", p.FileData.MIMEType)
 		}
 		return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: p.FileData.FileURI}}, nil
 	case isTextPart(p):
 		return ContentPart{Type: "text", Text: p.Text}, nil
 	}
-	return ContentPart{}, untranslatable("this kind of part (executable code, video metadata, a function call) is not supported in a user turn by this model's upstream (OpenAI chat)")
+	return ContentPart{}, adapter.Untranslatable("this kind of part (executable code, video metadata, a function call) is not supported in a user turn by this model's upstream (OpenAI chat)")
 }
 
 // declareGeminiTools translates the function declarations and the function
@@ -285,17 +285,17 @@ func geminiUserPart(p *generate.Part) (ContentPart, error) {
 func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
 	for i, tl := range in.Tools {
 		if len(tl.Builtin) > 0 {
-			return untranslatable("tools[%d]: built-in tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Builtin[0])
+			return adapter.Untranslatable("tools[%d]: built-in tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Builtin[0])
 		}
 		for _, d := range tl.FunctionDeclarations {
 			if !openAIFunctionName.MatchString(d.Name) {
-				return untranslatable("tools[%d]: function name %q is not supported by this model's upstream (OpenAI chat), which takes ^[a-zA-Z0-9_-]{1,64}$", i, d.Name)
+				return adapter.Untranslatable("tools[%d]: function name %q is not supported by this model's upstream (OpenAI chat), which takes ^[a-zA-Z0-9_-]{1,64}$", i, d.Name)
 			}
 			params := d.ParametersJSONSchema
 			if len(params) == 0 && len(d.Parameters) > 0 {
 				var err error
 				if params, err = jsonSchemaOf(d.Parameters); err != nil {
-					return untranslatable("tools[%d]: function %s: parameters: %v", i, d.Name, err)
+					return adapter.Untranslatable("tools[%d]: function %s: parameters: %v", i, d.Name, err)
 				}
 			}
 			out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: d.Name, Description: d.Description, Parameters: params}})
@@ -320,7 +320,7 @@ func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
 	case "NONE":
 		choice = "none"
 	default:
-		return untranslatable("functionCallingConfig mode %q is not supported", cfg.Mode)
+		return adapter.Untranslatable("functionCallingConfig mode %q is not supported", cfg.Mode)
 	}
 	var err error
 	out.ToolChoice, err = json.Marshal(choice)
@@ -410,14 +410,14 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 	}
 	switch {
 	case g.CandidateCount != nil && *g.CandidateCount > 1:
-		return untranslatable("candidateCount > 1 is not supported by this model's upstream (OpenAI chat): one candidate is asked for")
+		return adapter.Untranslatable("candidateCount > 1 is not supported by this model's upstream (OpenAI chat): one candidate is asked for")
 	case g.ResponseLogprobs || g.Logprobs != nil:
-		return untranslatable("logprobs are not supported by this model's upstream (OpenAI chat)")
+		return adapter.Untranslatable("logprobs are not supported by this model's upstream (OpenAI chat)")
 	case len(g.SpeechConfig) > 0 || len(g.ImageConfig) > 0 || len(g.ResponseModalities) > 1 ||
 		len(g.ResponseModalities) == 1 && g.ResponseModalities[0] != "TEXT":
-		return untranslatable("output other than text is not supported by this model's upstream (OpenAI chat)")
+		return adapter.Untranslatable("output other than text is not supported by this model's upstream (OpenAI chat)")
 	case len(g.StopSequences) > 4:
-		return untranslatable("at most 4 stopSequences are supported by this model's upstream (OpenAI chat)")
+		return adapter.Untranslatable("at most 4 stopSequences are supported by this model's upstream (OpenAI chat)")
 	}
 	out.Temperature, out.TopP, out.Stop, out.Seed = g.Temperature, g.TopP, g.StopSequences, g.Seed
 	out.PresencePenalty, out.FrequencyPenalty = g.PresencePenalty, g.FrequencyPenalty
@@ -428,7 +428,7 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 		if len(schema) == 0 && len(g.ResponseSchema) > 0 {
 			var err error
 			if schema, err = jsonSchemaOf(g.ResponseSchema); err != nil {
-				return untranslatable("generationConfig.responseSchema: %v", err)
+				return adapter.Untranslatable("generationConfig.responseSchema: %v", err)
 			}
 		}
 		out.ResponseFormat = &ResponseFormat{Type: "json_object"}
@@ -436,7 +436,7 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 			out.ResponseFormat = &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{Name: "output", Schema: schema}}
 		}
 	default:
-		return untranslatable("responseMimeType %q is not supported by this model's upstream (OpenAI chat): only text/plain and application/json", g.ResponseMIMEType)
+		return adapter.Untranslatable("responseMimeType %q is not supported by this model's upstream (OpenAI chat): only text/plain and application/json", g.ResponseMIMEType)
 	}
 	if tc := g.ThinkingConfig; tc != nil {
 		t.includeThoughts = tc.IncludeThoughts
@@ -464,7 +464,7 @@ func geminiEffort(tc *generate.ThinkingConfig) (string, error) {
 	if tc.ThinkingLevel != "" {
 		effort, ok := reasoningEffortsByLevel[tc.ThinkingLevel]
 		if !ok {
-			return "", untranslatable("thinkingLevel %q is not supported", tc.ThinkingLevel)
+			return "", adapter.Untranslatable("thinkingLevel %q is not supported", tc.ThinkingLevel)
 		}
 		return effort, nil
 	}

@@ -43,32 +43,32 @@ func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, er
 	if req.Batch {
 		var in generate.BatchEmbedRequest
 		if err := generate.ReadEmbed(req.Body, &in); err != nil {
-			return nil, untranslatable("request body is not a valid batchEmbedContents request: %v", err)
+			return nil, adapter.Untranslatable("request body is not a valid batchEmbedContents request: %v", err)
 		}
 		reqs = in.Requests
 	} else {
 		var in generate.EmbedRequest
 		if err := generate.ReadEmbed(req.Body, &in); err != nil {
-			return nil, untranslatable("request body is not a valid embedContent request: %v", err)
+			return nil, adapter.Untranslatable("request body is not a valid embedContent request: %v", err)
 		}
 		reqs = []generate.EmbedRequest{in}
 	}
 	if len(reqs) == 0 {
-		return nil, untranslatable("requests must not be empty")
+		return nil, adapter.Untranslatable("requests must not be empty")
 	}
 	out := EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
 	texts := make([]string, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
 		if !sameDimensions(r.OutputDimensionality, out.Dimensions) {
-			return nil, untranslatable("requests[%d].outputDimensionality differs from requests[0]'s: this model's upstream (OpenAI embeddings) takes one size per request", i)
+			return nil, adapter.Untranslatable("requests[%d].outputDimensionality differs from requests[0]'s: this model's upstream (OpenAI embeddings) takes one size per request", i)
 		}
 		text, err := embedText(&r.Content)
 		if err != nil {
 			if t.batch {
-				return nil, untranslatable("requests[%d].content: %s", i, err)
+				return nil, adapter.Untranslatable("requests[%d].content: %s", i, err)
 			}
-			return nil, untranslatable("content: %s", err)
+			return nil, adapter.Untranslatable("content: %s", err)
 		}
 		texts[i] = text
 	}

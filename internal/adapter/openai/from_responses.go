@@ -63,29 +63,29 @@ type chatRequestExtras struct {
 // Request returns the chat request for the caller's Responses request.
 func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, error) {
 	if err := json.Unmarshal(req.Body, &t.req); err != nil {
-		return nil, untranslatable("the body is not a valid Responses request: %v", err)
+		return nil, adapter.Untranslatable("the body is not a valid Responses request: %v", err)
 	}
 	r := &t.req
 	switch {
 	case r.PreviousResponseID != "":
-		return nil, untranslatable("previous_response_id cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses; send the whole conversation in input instead")
+		return nil, adapter.Untranslatable("previous_response_id cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses; send the whole conversation in input instead")
 	case adapter.Present(r.Conversation):
-		return nil, untranslatable("conversation cannot be used with this model: its upstream speaks OpenAI chat, which keeps no conversations; send the whole conversation in input instead")
+		return nil, adapter.Untranslatable("conversation cannot be used with this model: its upstream speaks OpenAI chat, which keeps no conversations; send the whole conversation in input instead")
 	case r.Background:
-		return nil, untranslatable("background cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses to poll")
+		return nil, adapter.Untranslatable("background cannot be used with this model: its upstream speaks OpenAI chat, which keeps no responses to poll")
 	case adapter.Present(r.Prompt):
-		return nil, untranslatable("prompt (a stored prompt template) cannot be used with this model: its upstream speaks OpenAI chat")
+		return nil, adapter.Untranslatable("prompt (a stored prompt template) cannot be used with this model: its upstream speaks OpenAI chat")
 	case adapter.Present(r.ContextManagement):
-		return nil, untranslatable("context_management cannot be used with this model: its upstream speaks OpenAI chat")
+		return nil, adapter.Untranslatable("context_management cannot be used with this model: its upstream speaks OpenAI chat")
 	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
-		return nil, untranslatable("top_logprobs is not translated to this model's upstream (OpenAI chat)")
+		return nil, adapter.Untranslatable("top_logprobs is not translated to this model's upstream (OpenAI chat)")
 	}
 	for _, inc := range r.Include {
 		// Every other include names output chat cannot produce anyway
 		// (reasoning.encrypted_content, built-in tools' results, which are
 		// refused below) or echoes the input; logprobs would be lost.
 		if inc == "message.output_text.logprobs" {
-			return nil, untranslatable("include %q is not translated to this model's upstream (OpenAI chat)", inc)
+			return nil, adapter.Untranslatable("include %q is not translated to this model's upstream (OpenAI chat)", inc)
 		}
 	}
 	msgs, err := chatMessages(r.Instructions, r.Input)
@@ -125,7 +125,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		// — but "required" when every tool was dropped forces one chat
 		// cannot run.
 		if len(t.dropped) > 0 && string(out.ToolChoice) == `"required"` {
-			return nil, untranslatable("tool_choice \"required\" forces a call of a tool the Responses API runs itself (%s); this model's upstream (OpenAI chat) has no such tool", strings.Join(t.dropped, ", "))
+			return nil, adapter.Untranslatable("tool_choice \"required\" forces a call of a tool the Responses API runs itself (%s); this model's upstream (OpenAI chat) has no such tool", strings.Join(t.dropped, ", "))
 		}
 		out.ParallelToolCalls = nil
 		out.ToolChoice = nil
@@ -167,7 +167,7 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 		if err := json.Unmarshal(instructions, &text); err == nil {
 			items = append(items, InputItem{Role: "system", Content: &InputContent{Text: text}})
 		} else if err := json.Unmarshal(instructions, &items); err != nil {
-			return nil, untranslatable("instructions must be a string or a list of input items")
+			return nil, adapter.Untranslatable("instructions must be a string or a list of input items")
 		}
 	}
 	if in != nil {
@@ -188,7 +188,7 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 			msgs = append(msgs, m)
 		case "function_call":
 			if it.CallID == "" {
-				return nil, untranslatable("input[%d]: a function_call needs a call_id", i)
+				return nil, adapter.Untranslatable("input[%d]: a function_call needs a call_id", i)
 			}
 			calls[it.CallID] = true
 			name := it.Name
@@ -203,7 +203,7 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 			msgs = append(msgs, ChatMessage{Role: "assistant", ToolCalls: []ToolCall{call}})
 		case "function_call_output":
 			if !calls[it.CallID] {
-				return nil, untranslatable("input[%d]: function_call_output %q answers no function_call earlier in the input (a chat upstream needs each call and its output in the same request)", i, it.CallID)
+				return nil, adapter.Untranslatable("input[%d]: function_call_output %q answers no function_call earlier in the input (a chat upstream needs each call and its output in the same request)", i, it.CallID)
 			}
 			content, err := toolOutput(i, it.Output)
 			if err != nil {
@@ -213,9 +213,9 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 		case "reasoning":
 			// Dropped: see the function's comment.
 		case "item_reference":
-			return nil, untranslatable("input[%d]: item_reference names an item stored by the Responses API; this model's upstream speaks OpenAI chat: send the item itself", i)
+			return nil, adapter.Untranslatable("input[%d]: item_reference names an item stored by the Responses API; this model's upstream speaks OpenAI chat: send the item itself", i)
 		default:
-			return nil, untranslatable("input[%d]: items of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, it.Type)
+			return nil, adapter.Untranslatable("input[%d]: items of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, it.Type)
 		}
 	}
 	return msgs, nil
@@ -235,10 +235,10 @@ func chatMessage(i int, it InputItem) (ChatMessage, error) {
 	case "system", "developer":
 		m.Role = "system"
 	default:
-		return m, untranslatable("input[%d]: unknown role %q", i, it.Role)
+		return m, adapter.Untranslatable("input[%d]: unknown role %q", i, it.Role)
 	}
 	if it.Content == nil {
-		return m, untranslatable("input[%d]: a message needs content", i)
+		return m, adapter.Untranslatable("input[%d]: a message needs content", i)
 	}
 	if it.Content.Parts == nil {
 		m.Content = TextContent(it.Content.Text)
@@ -251,7 +251,7 @@ func chatMessage(i int, it InputItem) (ChatMessage, error) {
 			err = errors.New("a system or developer message holds text only")
 		}
 		if err != nil {
-			return m, untranslatable("input[%d].content[%d]: %v", i, j, err)
+			return m, adapter.Untranslatable("input[%d].content[%d]: %v", i, j, err)
 		}
 		parts = append(parts, cp)
 	}
@@ -298,7 +298,7 @@ func assistantMessage(i int, it InputItem) (ChatMessage, error) {
 		case "refusal":
 			m.Refusal += p.Refusal
 		default:
-			return m, untranslatable("input[%d].content[%d]: an assistant message's content of type %q cannot be expressed on OpenAI chat", i, j, p.Type)
+			return m, adapter.Untranslatable("input[%d].content[%d]: an assistant message's content of type %q cannot be expressed on OpenAI chat", i, j, p.Type)
 		}
 	}
 	if text.Len() > 0 || m.Refusal == "" {
@@ -319,7 +319,7 @@ func toolOutput(i int, out *InputContent) (*Content, error) {
 	parts := make([]ContentPart, 0, len(out.Parts))
 	for j, p := range out.Parts {
 		if p.Type != "input_text" {
-			return nil, untranslatable("input[%d].output[%d]: a function_call_output of type %q cannot be expressed on OpenAI chat, whose tool messages hold text only", i, j, p.Type)
+			return nil, adapter.Untranslatable("input[%d].output[%d]: a function_call_output of type %q cannot be expressed on OpenAI chat, whose tool messages hold text only", i, j, p.Type)
 		}
 		parts = append(parts, ContentPart{Type: "text", Text: p.Text})
 	}
@@ -412,14 +412,14 @@ func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
 		case tl.Type == "namespace":
 			for j, f := range tl.Tools {
 				if f.Type != "function" {
-					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, j, f.Type)
+					return nil, nil, nil, adapter.Untranslatable("tools[%d].tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, j, f.Type)
 				}
 				name := flatName(tl.Name, f.Name)
 				switch {
 				case len(name) > maxChatToolName:
-					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), longer than its %d characters", i, j, f.Name, tl.Name, name, maxChatToolName)
+					return nil, nil, nil, adapter.Untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), longer than its %d characters", i, j, f.Name, tl.Name, name, maxChatToolName)
 				case taken(name):
-					return nil, nil, nil, untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), as another tool already is", i, j, f.Name, tl.Name, name)
+					return nil, nil, nil, adapter.Untranslatable("tools[%d].tools[%d]: function %q of namespace %q would be named %q on this model's upstream (OpenAI chat), as another tool already is", i, j, f.Name, tl.Name, name)
 				}
 				if names == nil {
 					names = make(toolNames)
@@ -430,7 +430,7 @@ func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
 		case runByResponsesAPI(tl.Type):
 			dropped = append(dropped, tl.Type)
 		default:
-			return nil, nil, nil, untranslatable("tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, tl.Type)
+			return nil, nil, nil, adapter.Untranslatable("tools[%d]: a tool of type %q cannot be expressed on this model's upstream (OpenAI chat)", i, tl.Type)
 		}
 	}
 	return out, names, dropped, nil
@@ -459,13 +459,13 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 	}
 	var c ResponsesToolChoice
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, untranslatable("tool_choice: %v", err)
+		return nil, adapter.Untranslatable("tool_choice: %v", err)
 	}
 	switch c.Type {
 	case "function":
 		name, err := chosenFunction(c.Namespace, c.Name, tools, names)
 		if err != nil {
-			return nil, untranslatable("tool_choice: %v", err)
+			return nil, adapter.Untranslatable("tool_choice: %v", err)
 		}
 		f := ToolChoiceFunction{Type: "function"}
 		f.Function.Name = name
@@ -475,11 +475,11 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 		a.AllowedTools.Mode = c.Mode
 		for i, tl := range c.Tools {
 			if tl.Type != "function" {
-				return nil, untranslatable("tool_choice.tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
+				return nil, adapter.Untranslatable("tool_choice.tools[%d]: %q is a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", i, tl.Type)
 			}
 			name, err := chosenFunction(tl.Namespace, tl.Name, tools, names)
 			if err != nil {
-				return nil, untranslatable("tool_choice.tools[%d]: %v", i, err)
+				return nil, adapter.Untranslatable("tool_choice.tools[%d]: %v", i, err)
 			}
 			f := ToolChoiceFunction{Type: "function"}
 			f.Function.Name = name
@@ -487,7 +487,7 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 		}
 		return json.Marshal(a)
 	}
-	return nil, untranslatable("tool_choice of type %q names a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", c.Type)
+	return nil, adapter.Untranslatable("tool_choice of type %q names a tool the Responses API runs itself; this model's upstream (OpenAI chat) has no such tool", c.Type)
 }
 
 // chosenFunction is the chat name, among tools, of the function a
@@ -538,7 +538,7 @@ func chatResponseFormat(f *TextFormat) (*ResponseFormat, error) {
 			Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict,
 		}}, nil
 	}
-	return nil, untranslatable("text.format of type %q cannot be expressed on this model's upstream (OpenAI chat)", f.Type)
+	return nil, adapter.Untranslatable("text.format of type %q cannot be expressed on this model's upstream (OpenAI chat)", f.Type)
 }
 
 // Response returns the Responses response object for a whole chat answer.

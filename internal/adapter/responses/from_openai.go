@@ -53,16 +53,11 @@ type chatRequest struct {
 	WebSearchOptions     json.RawMessage   `json:"web_search_options"`
 }
 
-// untranslatable is the 400 of a request Responses cannot express.
-func untranslatable(format string, args ...any) error {
-	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
-}
-
 // Request returns the Responses request for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in chatRequest
 	if err := json.Unmarshal(req.Body, &in); err != nil {
-		return nil, untranslatable("the body is not a valid chat completions request: %v", err)
+		return nil, adapter.Untranslatable("the body is not a valid chat completions request: %v", err)
 	}
 	if err := refuse(&in); err != nil {
 		return nil, err
@@ -144,7 +139,7 @@ func refuse(in *chatRequest) error {
 	default:
 		return nil
 	}
-	return untranslatable("%s cannot be expressed on this model's upstream (OpenAI Responses)", field)
+	return adapter.Untranslatable("%s cannot be expressed on this model's upstream (OpenAI Responses)", field)
 }
 
 // input turns chat messages into instructions (the leading system or
@@ -162,7 +157,7 @@ func input(msgs []openai.ChatMessage) (json.RawMessage, *openai.Input, error) {
 	calls := make(map[string]bool)
 	for i, m := range msgs {
 		if m.Name != "" || adapter.Present(m.Audio) || adapter.Present(m.FunctionCall) {
-			return nil, nil, untranslatable("messages[%d]: name, audio and function_call cannot be expressed on this model's upstream (OpenAI Responses)", i)
+			return nil, nil, adapter.Untranslatable("messages[%d]: name, audio and function_call cannot be expressed on this model's upstream (OpenAI Responses)", i)
 		}
 		switch m.Role {
 		case "system", "developer", "user":
@@ -189,7 +184,7 @@ func input(msgs []openai.ChatMessage) (json.RawMessage, *openai.Input, error) {
 			}
 		case "tool":
 			if !calls[m.ToolCallID] {
-				return nil, nil, untranslatable("messages[%d]: tool_call_id %q answers no tool call earlier in the messages", i, m.ToolCallID)
+				return nil, nil, adapter.Untranslatable("messages[%d]: tool_call_id %q answers no tool call earlier in the messages", i, m.ToolCallID)
 			}
 			out, err := inputContent(i, "tool", m.Content)
 			if err != nil {
@@ -197,7 +192,7 @@ func input(msgs []openai.ChatMessage) (json.RawMessage, *openai.Input, error) {
 			}
 			items = append(items, openai.InputItem{Type: "function_call_output", CallID: m.ToolCallID, Output: out})
 		default:
-			return nil, nil, untranslatable("messages[%d]: role %q cannot be expressed on this model's upstream (OpenAI Responses)", i, m.Role)
+			return nil, nil, adapter.Untranslatable("messages[%d]: role %q cannot be expressed on this model's upstream (OpenAI Responses)", i, m.Role)
 		}
 	}
 	return instructions, &openai.Input{Items: items}, nil
@@ -227,7 +222,7 @@ func inputContent(i int, role string, c *openai.Content) (*openai.InputContent, 
 		case p.Type == "file" && p.File != nil && role == "user":
 			ip = openai.InputPart{Type: "input_file", FileData: p.File.FileData, FileID: p.File.FileID, Filename: p.File.Filename}
 		default:
-			return nil, untranslatable("messages[%d].content[%d]: a %s message's content of type %q cannot be expressed on this model's upstream (OpenAI Responses)", i, j, role, p.Type)
+			return nil, adapter.Untranslatable("messages[%d].content[%d]: a %s message's content of type %q cannot be expressed on this model's upstream (OpenAI Responses)", i, j, role, p.Type)
 		}
 		parts = append(parts, ip)
 	}
@@ -246,7 +241,7 @@ func tools(in []openai.Tool) ([]openai.ResponsesTool, error) {
 	out := make([]openai.ResponsesTool, 0, len(in))
 	for i, tl := range in {
 		if tl.Type != "function" {
-			return nil, untranslatable("tools[%d]: tools of type %q cannot be expressed on this model's upstream (OpenAI Responses)", i, tl.Type)
+			return nil, adapter.Untranslatable("tools[%d]: tools of type %q cannot be expressed on this model's upstream (OpenAI Responses)", i, tl.Type)
 		}
 		strict := tl.Function.Strict != nil && *tl.Function.Strict
 		params := tl.Function.Parameters
@@ -277,7 +272,7 @@ func toolChoice(raw json.RawMessage) (json.RawMessage, error) {
 		chatAllowedTools
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, untranslatable("tool_choice: %v", err)
+		return nil, adapter.Untranslatable("tool_choice: %v", err)
 	}
 	switch c.Type {
 	case "function":
@@ -286,13 +281,13 @@ func toolChoice(raw json.RawMessage) (json.RawMessage, error) {
 		out := openai.ResponsesToolChoice{Type: "allowed_tools", Mode: c.AllowedTools.Mode}
 		for _, f := range c.AllowedTools.Tools {
 			if f.Type != "function" {
-				return nil, untranslatable("tool_choice.allowed_tools: tools of type %q cannot be expressed on this model's upstream (OpenAI Responses)", f.Type)
+				return nil, adapter.Untranslatable("tool_choice.allowed_tools: tools of type %q cannot be expressed on this model's upstream (OpenAI Responses)", f.Type)
 			}
 			out.Tools = append(out.Tools, openai.ResponsesToolRef{Type: "function", Name: f.Function.Name})
 		}
 		return json.Marshal(out)
 	}
-	return nil, untranslatable("tool_choice of type %q cannot be expressed on this model's upstream (OpenAI Responses)", c.Type)
+	return nil, adapter.Untranslatable("tool_choice of type %q cannot be expressed on this model's upstream (OpenAI Responses)", c.Type)
 }
 
 // textFormat turns response_format into text.format.
@@ -306,7 +301,7 @@ func textFormat(f *openai.ResponseFormat) (*openai.TextFormat, error) {
 		s := f.JSONSchema
 		return &openai.TextFormat{Type: "json_schema", Name: s.Name, Description: s.Description, Schema: s.Schema, Strict: s.Strict}, nil
 	}
-	return nil, untranslatable("response_format of type %q cannot be expressed on this model's upstream (OpenAI Responses)", f.Type)
+	return nil, adapter.Untranslatable("response_format of type %q cannot be expressed on this model's upstream (OpenAI Responses)", f.Type)
 }
 
 // completion is a chat completion with the service tier the upstream used.
