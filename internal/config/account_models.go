@@ -23,8 +23,9 @@ type AccountModel struct {
 }
 
 // accountModels checks accounts[].models: limits not negative, and each
-// model served by some credential of the account (one without models
-// serves any), so that no entry is one nothing could ever claim.
+// model deployed on an endpoint of a credential of the account that
+// serves it (one without models serves any), so that no entry is one
+// nothing could ever claim.
 func (v *validator) accountModels() {
 	for i := range v.c.Accounts {
 		a := &v.c.Accounts[i]
@@ -40,17 +41,25 @@ func (v *validator) accountModels() {
 			if a.QuotaScope == string(sluice.QuotaScopeCredential) {
 				v.addf(at, "per-model units are an account's quotas; quota_scope credential has none")
 			} else if !v.accountServes(a.ID, m) {
-				v.addf(at, "no credential of account %q serves model %q", a.ID, m)
+				v.addf(at, "no deployment of model %q runs on a credential of account %q", m, a.ID)
 			}
 		}
 	}
 }
 
-// accountServes reports whether a credential of account id serves model.
+// accountServes reports whether a deployment of model runs on an endpoint
+// of a credential of account id that serves model.
 func (v *validator) accountServes(id, model string) bool {
 	for _, cr := range v.c.Credentials {
-		if cr.Account == id && (len(cr.Models) == 0 || slices.Contains(cr.Models, model)) {
-			return true
+		if cr.Account != id || len(cr.Models) > 0 && !slices.Contains(cr.Models, model) {
+			continue
+		}
+		for _, m := range v.c.Models {
+			for _, d := range m.Deployments {
+				if d.Model == model && slices.ContainsFunc(d.Endpoints, func(ep string) bool { return slices.Contains(cr.Endpoints, ep) }) {
+					return true
+				}
+			}
 		}
 	}
 	return false

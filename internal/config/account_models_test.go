@@ -12,8 +12,11 @@ func TestValidateAccountModels(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"AnyModelWhenACredentialServesAny", func(c *Catalog) {
-			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {MaxInflight: 1, RPM: 60, TPM: 1000}, "o3": {}}
+			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {MaxInflight: 1, RPM: 60, TPM: 1000}}
 		}, ""},
+		{"ModelNoDeploymentUses", func(c *Catalog) {
+			c.Accounts[0].Models = map[string]AccountModel{"o3": {}}
+		}, `accounts[0].models.o3: no deployment of model "o3" runs on a credential of account "org-1"`},
 		{"ModelOfTheCredentials", func(c *Catalog) {
 			c.Credentials[0].Models = []string{"gpt-4o-mini"}
 			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {MaxInflight: 1}}
@@ -21,7 +24,7 @@ func TestValidateAccountModels(t *testing.T) {
 		{"ModelNoCredentialServes", func(c *Catalog) {
 			c.Credentials[0].Models = []string{"gpt-4o-mini"}
 			c.Accounts[0].Models = map[string]AccountModel{"qwen-plus": {MaxInflight: 1}}
-		}, `accounts[0].models.qwen-plus: no credential of account "org-1" serves model "qwen-plus"`},
+		}, `accounts[0].models.qwen-plus: no deployment of model "qwen-plus" runs on a credential of account "org-1"`},
 		{"CredentialScope", func(c *Catalog) {
 			c.Accounts[0].QuotaScope = "credential"
 			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {}}
