@@ -105,7 +105,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		if a.StoredID != "" {
 			h.bindResponse(ctx, p.Key, req, a)
 		}
-		h.settle(ctx, p, req, answered(out, a), nil)
+		h.settle(ctx, snap, p, req, answered(out, a), nil)
 		recorded = true
 	}
 	if err == nil {
@@ -114,7 +114,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		})
 	}
 	if !recorded {
-		h.settle(ctx, p, req, out, err)
+		h.settle(ctx, snap, p, req, out, err)
 	}
 	return out, err
 }
@@ -251,8 +251,10 @@ func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
 }
 
 // settle records the request's usage. It runs even if the caller has gone:
-// the tokens were spent. (The Recorder bounds its own wait.)
-func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.Request, out Outcome, callErr error) {
+// the tokens were spent. (The Recorder bounds its own wait.) snap is the
+// catalog the request was admitted under: its pool and its cost versions
+// are the ones in force when it started, whatever was reloaded since.
+func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principal, req *sluice.Request, out Outcome, callErr error) {
 	ctx = context.WithoutCancel(ctx)
 	rec := sluice.UsageRecord{
 		RequestID:  req.ID,
@@ -273,7 +275,6 @@ func (h *Handler) settle(ctx context.Context, p *sluice.Principal, req *sluice.R
 		Affinity:   out.affinity.placement(),
 	}
 	h.countCached(req, out.Executions)
-	snap := h.live.Load()
 	rec.Pool = snap.policy(p.Key).pool
 	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
 		rec.Pool = snap.policy(p.Key).fallbackPool

@@ -94,7 +94,7 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	if bindErr != nil {
 		err = bindErr
 	}
-	h.settle(ctx, p, req, out, err)
+	h.settle(ctx, snap, p, req, out, err)
 	return ans, out, err
 }
 
