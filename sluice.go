@@ -401,6 +401,11 @@ type Request struct {
 	User         string // the end user: X-Sluice-User, else the body's "user" (Anthropic: metadata.user_id; Responses: safety_identifier, else user)
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
+	// Profile is the quota profile the request runs under (profiles[].id):
+	// the one a trusted key asserts (X-Sluice-Profile), else the end
+	// user's entitlement valid now, else the tenant's default; "" = none.
+	// Ingress sets the asserted one; the pipeline resolves the rest.
+	Profile string
 	// MaxWait is the longest the caller lets the request wait for
 	// capacity (X-Sluice-Max-Wait), within its class's wait; 0 tries once
 	// and never waits. nil: the class's wait.

@@ -17,6 +17,7 @@ type Catalog struct {
 	Tenants     []Tenant     `yaml:"tenants"`
 	TaskTypes   []TaskType   `yaml:"task_types"`
 	Billing     Billing      `yaml:"billing"`
+	Profiles    []Profile    `yaml:"profiles"` // quota profiles for end users (profiles.go)
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")
@@ -37,6 +38,9 @@ type Tenant struct {
 	Limits Limits `yaml:"limits"`
 	// Budgets bound what the tenant's keys are billed per UTC day and month.
 	Budgets Budgets `yaml:"budgets"`
+	// DefaultProfile is the quota profile (profiles[].id) of the tenant's
+	// end users who have no entitlement valid now; "" = none.
+	DefaultProfile string `yaml:"default_profile"`
 }
 
 // Server configures the listeners and request-wide limits.
@@ -347,6 +351,10 @@ type Key struct {
 	BillingAccount string `yaml:"billing_account"`
 	// Budgets bound what the key is billed per UTC day and month.
 	Budgets Budgets `yaml:"budgets"`
+	// Assert lists what the key may assert about its requests: user (the
+	// end user it names selects that user's entitlement) and profile
+	// (X-Sluice-Profile). See AssertUser and AssertProfile.
+	Assert []string `yaml:"assert"`
 }
 
 // Policy is a key's route policy.

@@ -49,6 +49,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.models()
 	v.pools()
 	v.taskTypes()
+	v.profiles()
 	v.billing()
 	v.keys()
 	v.tenants()

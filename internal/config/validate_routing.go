@@ -209,6 +209,7 @@ func (v *validator) key(at string, k *Key) {
 		v.addf(field(at, "on_limit"), "must be %s or %s, got %q", sluice.OnLimitWait, sluice.OnLimitRefuse, k.OnLimit)
 	}
 	v.keyBilling(at, k)
+	v.assertions(at, k.Assert)
 }
 
 // field is the path of a field of the record at path at ("" for the top).
