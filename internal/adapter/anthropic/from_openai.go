@@ -82,7 +82,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := refuseChat(&in); err != nil {
+	if err := in.RefuseOneChoice("Anthropic Messages"); err != nil {
 		return nil, err
 	}
 	out := messages.Request{
@@ -138,23 +138,6 @@ func cacheBreakpoints(r *messages.Request) {
 		blocks := r.Messages[n-1].Content.Blocks
 		blocks[len(blocks)-1].CacheControl = ephemeral
 	}
-}
-
-// refuseChat rejects the request-level fields Anthropic cannot express.
-func refuseChat(in *openai.ChatRequest) error {
-	switch {
-	case in.N != nil && *in.N > 1:
-		return adapter.Untranslatable("n > 1 is not supported by this model's upstream (Anthropic Messages has one choice per request)")
-	case in.Logprobs || in.TopLogprobs != nil:
-		return adapter.Untranslatable("logprobs are not supported by this model's upstream (Anthropic Messages)")
-	case adapter.Present(in.LogitBias):
-		return adapter.Untranslatable("logit_bias is not supported by this model's upstream (Anthropic Messages)")
-	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
-		return adapter.Untranslatable("audio output is not supported by this model's upstream (Anthropic Messages)")
-	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
-		return adapter.Untranslatable("functions and function_call are deprecated and not translated; use tools and tool_choice")
-	}
-	return nil
 }
 
 // conversation turns the chat messages into the system prompt (every

@@ -103,7 +103,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := refuseChat(&in); err != nil {
+	if err := in.RefuseOneChoice("Gemini"); err != nil {
 		return nil, err
 	}
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
@@ -131,23 +131,6 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(&out)
-}
-
-// refuseChat rejects the request-level fields Gemini cannot express.
-func refuseChat(in *openai.ChatRequest) error {
-	switch {
-	case in.N != nil && *in.N > 1:
-		return adapter.Untranslatable("n > 1 is not supported by this model's upstream (Gemini): one candidate is asked for")
-	case in.Logprobs || in.TopLogprobs != nil:
-		return adapter.Untranslatable("logprobs are not supported by this model's upstream (Gemini)")
-	case adapter.Present(in.LogitBias):
-		return adapter.Untranslatable("logit_bias is not supported by this model's upstream (Gemini)")
-	case adapter.Present(in.Audio) || slices.Contains(in.Modalities, "audio"):
-		return adapter.Untranslatable("audio output is not supported by this model's upstream (Gemini)")
-	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
-		return adapter.Untranslatable("functions and function_call are deprecated and not translated; use tools and tool_choice")
-	}
-	return nil
 }
 
 // dialogue is a conversation being translated: the system instruction's
