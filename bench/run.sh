@@ -20,13 +20,23 @@
 # without saturating it; the streaming-client run (2.) is left out, and
 # "req/s" and the latencies are of whole streams.
 # Variants: bare, sluice-info (access log on, to /dev/null: what `sluice serve`
-# does by default, so what production runs) and sluice-warn (no access log).
+# does by default, so what production runs), sluice-warn (no access log) and
+# sluice-redis (sluice-info with `state.backend: redis`). For sluice-redis the
+# script starts a private redis-server on a free port (`--save "" --appendonly
+# no`), pinned to core $LOAD_CPU (on two cores, the gateway's is the only other
+# one), and reports Redis's cost per request: EVALSHA calls and script time
+# (`INFO commandstats`, reset with CONFIG RESETSTAT before the measured run:
+# usec_per_call x calls per request) and the redis-server process's CPU; and,
+# when sluice-info ran too, its CPU/req and throughput against it (issue #16
+# targets: Redis script time <= 20 µs/req, CPU/req <= 1.3x sluice-info's,
+# throughput >= 0.6x bare's).
 # Rounds alternate the order of the variants to cancel drift.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 #        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
 # Environment: DURATION=15s ROUNDS=2 WARMUP=3s CONNS=64 TTFB_DURATION=10s
 #   TTFB_CONC=16 TTFB_TOKENS=16 CHUNK_DELAY=20ms VARIANTS="bare sluice-info sluice-warn"
+#   (add sluice-redis, e.g. VARIANTS="bare sluice-info sluice-redis"; needs redis-server and redis-cli)
 #   STREAM=0 STREAM_TOKENS=16 (with STREAM=1: CONNS=256 CHUNK_DELAY=5ms)
 #   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet) NOISY=15 RETRIES=2
 #   (see run_variant) PROFILE_DIR= (when set: `perf record -g` of Sluice during each
@@ -67,6 +77,12 @@ for tool in go taskset timeout awk; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
 command -v wrk >/dev/null || die "wrk not found; install it with: apt-get install -y wrk"
+VARIANTS=" $VARIANTS "
+if [[ $VARIANTS == *" sluice-redis "* ]]; then
+	for tool in redis-server redis-cli; do
+		command -v "$tool" >/dev/null || die "sluice-redis needs $tool; install it with: apt-get install -y redis-server"
+	done
+fi
 if [[ -n $PROFILE_DIR ]]; then
 	command -v perf >/dev/null || die "PROFILE_DIR needs perf (apt-get install -y linux-perf)"
 	mkdir -p "$PROFILE_DIR"
@@ -190,6 +206,37 @@ PIDS+=("$UPSTREAM_PID")
 UPSTREAM=$(address "$WORK/upstream.out" 'listening on ' "$UPSTREAM_PID") || die "upstream did not start"
 echo "   http://$UPSTREAM"
 
+# start_redis starts the private redis-server of sluice-redis on core
+# $LOAD_CPU, on the first free port from a random start; sets REDIS_PID and
+# REDIS_PORT.
+start_redis() {
+	local port
+	for _ in $(seq 20); do
+		port=$((20000 + RANDOM % 20000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue # taken
+		taskset -c "$LOAD_CPU" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+			>"$WORK/redis.out" 2>&1 &
+		REDIS_PID=$!
+		PIDS+=("$REDIS_PID")
+		for _ in $(seq 50); do
+			if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+				REDIS_PORT=$port
+				return 0
+			fi
+			kill -0 "$REDIS_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop "$REDIS_PID"
+	done
+	cat "$WORK/redis.out" >&2
+	return 1
+}
+REDIS_PID= REDIS_PORT=
+if [[ $VARIANTS == *" sluice-redis "* ]]; then
+	start_redis || die "redis-server did not start"
+	echo "== private redis-server $(redis-server --version | awk '{ print $3 }') on core $LOAD_CPU, port $REDIS_PORT"
+fi
+
 BENCH_KEY="sk-sluice-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export BENCH_KEY # post.lua reads it
 BENCH_UPSTREAM_SECRET="sk-bench-upstream-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -197,10 +244,12 @@ BENCH_ADMIN_TOKEN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d '
 
 # catalog writes the Sluice catalog of one run: one endpoint (the simulated
 # upstream), one credential, the alias "bench", one static virtual key; secrets
-# come from the environment; SQLite in the work directory.
+# come from the environment; SQLite in the work directory; with a third
+# argument (a Redis URL), the shared state in that Redis.
 catalog() {
 	cat >"$1" <<EOF
 version: 1
+$([[ -n ${3:-} ]] && printf 'state:\n  backend: redis\n  redis: {url: "%s", prefix: "bench:"}\n' "$3")
 server:
   listen: 127.0.0.1:0
   admin_listen: 127.0.0.1:0
@@ -232,10 +281,15 @@ start_proxy() {
 		PIDS+=("$PROXY_PID")
 		PROXY_ADDR=$(address "$out" 'listening on ' "$PROXY_PID") || die "bareproxy did not start"
 		;;
-	sluice-info | sluice-warn)
-		local level=${variant#sluice-} err=/dev/null
+	sluice-info | sluice-warn | sluice-redis)
+		local level=${variant#sluice-} err=/dev/null redis_url=
 		[[ $level == warn ]] && err="$WORK/$variant-$tag.err" # warnings would mean trouble: keep them
-		catalog "$WORK/$variant-$tag.yaml" "$WORK/$variant-$tag.db"
+		if [[ $variant == sluice-redis ]]; then
+			level=info
+			redis_url="redis://127.0.0.1:$REDIS_PORT/0"
+			redis-cli -p "$REDIS_PORT" flushall >/dev/null # each run starts from empty state
+		fi
+		catalog "$WORK/$variant-$tag.yaml" "$WORK/$variant-$tag.db" "$redis_url"
 		BENCH_UPSTREAM_SECRET=$BENCH_UPSTREAM_SECRET BENCH_ADMIN_TOKEN=$BENCH_ADMIN_TOKEN \
 			taskset -c "$PROXY_CPU" "$WORK/sluice" serve --config "$WORK/$variant-$tag.yaml" --log-level "$level" >"$out" 2>"$err" &
 		PROXY_PID=$!
@@ -251,7 +305,7 @@ wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
 	printf "%.3f", u == "us" ? n / 1000 : u == "ms" ? n : u == "s" ? n * 1000 : u == "m" ? n * 60000 : n }'; }
 
 # variant round rps p50 p99 cpu_us rss_kib core0 core1 ttfb50 ttfb99 merged streams errors non2xx incomplete proxy_pct
-# foreign (during wrk) foreign_s (during the streaming run)
+# foreign (during wrk) foreign_s (during the streaming run) evalsha_per_req script_us_per_call redis_cpu_us (sluice-redis)
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 
@@ -278,6 +332,12 @@ measure() {
 	alive "$UPSTREAM_PID" upstream "$WORK/upstream.out"
 	alive "$PROXY_PID" "$variant" "$WORK/$variant-$round.err"
 	timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/$LOAD" "$url" >/dev/null
+	local r0=0 r1=0
+	if [[ $variant == sluice-redis ]]; then
+		alive "$REDIS_PID" redis-server "$WORK/redis.out"
+		redis-cli -p "$REDIS_PORT" config resetstat >/dev/null
+		r0=$(cputicks "$REDIS_PID")
+	fi
 	c0=$(corestat "$PROXY_CPU"); l0=$(corestat "$LOAD_CPU"); t0=$(cputicks "$PROXY_PID")
 	u0=$(cputicks "$UPSTREAM_PID"); k0=$(childticks); m0=$(proctime)
 	local perf_pid=
@@ -290,6 +350,10 @@ measure() {
 	[[ -n $perf_pid ]] && wait "$perf_pid"
 	t1=$(cputicks "$PROXY_PID"); c1=$(corestat "$PROXY_CPU"); l1=$(corestat "$LOAD_CPU")
 	u1=$(cputicks "$UPSTREAM_PID"); k1=$(childticks); m1=$(proctime)
+	[[ $variant == sluice-redis ]] && r1=$(cputicks "$REDIS_PID")
+	local evalsha="0 0"
+	[[ $variant == sluice-redis ]] && evalsha=$(redis-cli -p "$REDIS_PORT" info commandstats |
+		awk -F'[:,=]' '$1 == "cmdstat_evalsha" { print $3, $7 }') # calls usec_per_call
 	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$PROXY_PID/status")
 	requests=$(awk '/requests in/ { print $1 }' "$out")
 	rps=$(awk '/^Requests\/sec/ { print $2 }' "$out")
@@ -299,15 +363,20 @@ measure() {
 	non2xx=${non2xx:-0}
 	if grep -q 'Socket errors' "$out"; then grep 'Socket errors' "$out" >&2; fi
 	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
+	evalsha_req=$(awk -v e="$evalsha" -v n="$requests" 'BEGIN { split(e, x, " "); printf "%.2f", x[1] / n }')
+	script_us=$(awk -v e="$evalsha" 'BEGIN { split(e, x, " "); printf "%.2f", x[2] }')
+	redis_us=$(awk -v a="$r0" -v b="$r1" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
 	core0=$(pct "$c0" "$c1")
 	core1=$(pct "$l0" "$l1")
 	# The proxy's share of its core; the rest of the busy time there is the
 	# kernel's loopback work (softirq) and whatever else runs on the machine.
 	proxy_pct=$(pct "$(awk -v t="$t0" -v c="$c0" 'BEGIN { split(c, x, " "); print t, x[2] }')" \
 		"$(awk -v t="$t1" -v c="$c1" 'BEGIN { split(c, x, " "); print t, x[2] }')")
-	foreign=$(others "$m0" "$m1" $((t1 - t0 + u1 - u0 + k1 - k0)))
+	foreign=$(others "$m0" "$m1" $((t1 - t0 + u1 - u0 + k1 - k0 + r1 - r0)))
 	echo "   $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${cpu_us}µs CPU/req, RSS $((rss / 1024))MiB," \
 		"core$PROXY_CPU ${core0}% busy (proxy ${proxy_pct}%), core$LOAD_CPU ${core1}%, others ${foreign}% of a core, non-2xx $non2xx"
+	[[ $variant == sluice-redis ]] && echo "   redis: $evalsha_req EVALSHA/req at ${script_us}µs each," \
+		"redis-server CPU ${redis_us}µs/req"
 
 	if [[ $STREAM == 1 ]]; then
 		ttfb= foreign_s=0 # streams were the load: no separate streaming run
@@ -327,7 +396,7 @@ measure() {
 # the figures and stops it.
 run_variant() {
 	local variant=$1 round=$2 url attempt
-	local rss rps p50 p99 non2xx cpu_us core0 core1 proxy_pct foreign ttfb foreign_s
+	local rss rps p50 p99 non2xx cpu_us core0 core1 proxy_pct foreign ttfb foreign_s evalsha_req script_us redis_us
 	echo "== round $round: $variant"
 	start_proxy "$variant" "$round"
 	url="http://$PROXY_ADDR/v1/chat/completions"
@@ -342,9 +411,9 @@ run_variant() {
 		((attempt < RETRIES)) && echo "   disturbed by other processes; measuring again"
 	done
 	kv() { sed -nE "s/.*(^| )$1=([0-9]+).*/\2/p" <<<"$ttfb"; }
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$round" "$rps" "$p50" "$p99" \
 		"$cpu_us" "$rss" "$core0" "$core1" "$(kv ttfb_p50_us)" "$(kv ttfb_p99_us)" "$(kv merged)" "$(kv streams)" \
-		"$(kv errors)" "$non2xx" "$(kv incomplete)" "$proxy_pct" "$foreign" "$foreign_s" >>"$RESULTS"
+		"$(kv errors)" "$non2xx" "$(kv incomplete)" "$proxy_pct" "$foreign" "$foreign_s" "$evalsha_req" "$script_us" "$redis_us" >>"$RESULTS"
 	stop "$PROXY_PID"
 }
 
@@ -422,6 +491,27 @@ else
 					fr, pf(fr <= 1.2), f99, (tr >= 0.75 && cr <= 1.35 && fr <= 1.2 && merged[v] == 0 && errs[v] == 0) ? "PASS" : "FAIL"
 			}
 		}' "$RESULTS"
+fi
+if grep -q '^sluice-redis' "$RESULTS"; then
+	echo
+	echo "Redis (sluice-redis; targets: Redis script time <= 20 µs/req, CPU/req <= 1.3x sluice-info's, throughput >= 0.6x bare's):"
+	echo
+	awk -F'\t' '
+		{ n[$1]++; rps[$1] += $3; cpu[$1] += $6 }
+		$1 == "sluice-redis" { ev += $20; us += $21; req += $20 * $21; rc += $22 }
+		function pf(ok) { return ok ? "PASS" : "FAIL" }
+		END {
+			v = "sluice-redis"; c = n[v]
+			print "| EVALSHA/req | script µs/call | script µs/req | redis-server CPU µs/req | CPU/req vs sluice-info | req/s vs sluice-info | req/s vs bare |"
+			print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+			line = sprintf("| %.2f | %.2f | %.1f %s | %.1f", ev / c, us / c, req / c, pf(req / c <= 20), rc / c)
+			i = "sluice-info"; b = "bare"
+			line = line ((i in n) ? sprintf(" | %.2f %s | %.2f", (cpu[v] / c) / (cpu[i] / n[i]), pf((cpu[v] / c) / (cpu[i] / n[i]) <= 1.3),
+				(rps[v] / c) / (rps[i] / n[i])) : " | - | -")
+			line = line ((b in n) ? sprintf(" | %.2f %s |", (rps[v] / c) / (rps[b] / n[b]), pf((rps[v] / c) / (rps[b] / n[b]) >= 0.6)) : " | - |")
+			print line
+		}' "$RESULTS"
+	echo
 fi
 echo
 # Sluice's warnings, counted by message and class (wrk leaves with requests in
