@@ -53,6 +53,14 @@ type Unit struct {
 	// A unit refused for its day gets Grant.RetryAt at the next UTC
 	// midnight.
 	DailyTokens int
+	// BackgroundPause holds background back after a rate limit: a ticket
+	// of the background class (Acquire.Class 2) is granted a slot of the
+	// unit only once BackgroundPause has passed since the unit's last rate
+	// limit (a Release with Outcome.RateLimited of any lease of the unit,
+	// one scoped to a limit included), so background runs only while the
+	// unit's recent 429 rate is zero; its Grant.RetryAt is then the end of
+	// the pause. 0 = no pause. Ignored on Candidate.Limits.
+	BackgroundPause time.Duration
 	// Base and Max of a limit (Candidate.Limits) are its cooldown, as a
 	// unit's, for the rate limits a Release scopes to it (Outcome.Cool);
 	// a limit nothing ever cools needs none.
@@ -203,6 +211,9 @@ type Outcome struct {
 //   - Background is throttled first on a cooling unit: a ticket of class 2
 //     takes the post-cooldown probe only if no ticket of a more urgent class
 //     waits for the unit (in any queue).
+//   - Background pauses after a rate limit: a ticket of class 2 takes no
+//     slot of a unit within Unit.BackgroundPause of the unit's last rate
+//     limit.
 //   - If nothing can be granted, the ticket is queued in Queue behind
 //     every ticket of its class with a tag up to its own, and
 //     Grant.Granted is false; Grant.Position counts

@@ -70,10 +70,15 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			u = d.unit(c.Unit.ID)
 			u.cap = c.Unit.Cap
 			u.setReserve(c.Unit.Reserve)
+			u.pause = c.Unit.BackgroundPause
 			d.reap(u, now)
 			room = d.eligible(u, class, now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
 				retryAt = u.until
+			}
+			// No release announces the end of a background pause either.
+			if end := u.limited.Add(u.pause); class == store.Classes-1 && u.paused(now) && (retryAt.IsZero() || end.Before(retryAt)) {
+				retryAt = end
 			}
 			if room {
 				// The rolling windows free room without a release to
@@ -299,6 +304,9 @@ func (d *domain) release(id string, out store.Outcome, now time.Time) []wake {
 		}
 	}
 	l.holds[0].correct(out.Tokens, now)
+	if out.RateLimited {
+		u.limited = now // scoped or not: the unit's recent 429 rate is no longer zero
+	}
 	if scoped {
 		out = store.Outcome{} // u's cooldown and hidden cap are not concerned
 	}

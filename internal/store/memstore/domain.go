@@ -51,8 +51,12 @@ type unit struct {
 	ecap, succ, top int
 	day             int64 // the UTC day (days since the epoch) of used
 	used            int   // tokens reserved and used on day, against DailyTokens
-	isLimit         bool  // a limit (Candidate.Limits): forgotten when idle and lapsed
-	lapsing         bool  // in domain.lapsing
+	// pause is the BackgroundPause of the last Acquire listing the unit,
+	// limited the time of its last rate limit (see store.Unit.BackgroundPause).
+	pause   time.Duration
+	limited time.Time
+	isLimit bool // a limit (Candidate.Limits): forgotten when idle and lapsed
+	lapsing bool // in domain.lapsing
 }
 
 // lease is a granted claim on a unit.
@@ -458,13 +462,20 @@ func (d *domain) urgentWaiting(u *unit, now time.Time) bool {
 }
 
 // eligible reports whether a ticket of class c could take a lease of u now:
-// u has room for c (see hasRoom), and a background ticket does not take
-// the post-cooldown probe while a more urgent ticket waits for u.
+// u has room for c (see hasRoom), and a background ticket is not within
+// u's pause after a rate limit and does not take the post-cooldown probe
+// while a more urgent ticket waits for u.
 func (d *domain) eligible(u *unit, c int, now time.Time) bool {
 	if !u.hasRoom(c, now) {
 		return false
 	}
-	return c < store.Classes-1 || u.until.IsZero() || !d.urgentWaiting(u, now)
+	return c < store.Classes-1 || !u.paused(now) && (u.until.IsZero() || !d.urgentWaiting(u, now))
+}
+
+// paused reports whether u's background pause after its last rate limit
+// is not over (see store.Unit.BackgroundPause).
+func (u *unit) paused(now time.Time) bool {
+	return u.pause > 0 && now.Before(u.limited.Add(u.pause))
 }
 
 // first appends a hint, in every queue listing u, for the first live

@@ -30,7 +30,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	}
 	dom := s.domain(a.Domain)
 	known := dom.gen.Load()
-	args := make([]any, 0, 11+13*len(a.Candidates))
+	args := make([]any, 0, 11+14*len(a.Candidates))
 	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
 		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1), known)
 	var lims []store.Unit // the limits section: each candidate's distinct limits
@@ -41,7 +41,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		lims = appendLimits(lims, c)
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
 			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0),
-			max(c.Unit.DailyTokens, 0), start, len(lims)-start)
+			max(c.Unit.DailyTokens, 0), start, len(lims)-start, ceilMillis(c.Unit.BackgroundPause))
 	}
 	if len(lims) > maxLimits {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d limits over all candidates, want at most %d", a.Ticket, len(lims), maxLimits)

@@ -220,3 +220,44 @@ func testWaitingByClass(t *testing.T, f *fixture) {
 		t.Errorf("after a cancel: Waiting %d, WaitingByClass %v; want 3, [1 1 1]", us.Waiting, us.WaitingByClass)
 	}
 }
+
+// testBackgroundPausesAfterRateLimit: within Unit.BackgroundPause of the
+// unit's last rate limit (scoped to one of its limits, or cooling the unit
+// itself), background waits with RetryAt the end of the pause while the
+// other classes run; after it, background is granted. Without a pause, a
+// rate limit holds background back only while it cools the unit.
+func testBackgroundPausesAfterRateLimit(t *testing.T, f *fixture) {
+	const pause = 300 * time.Millisecond
+	u := f.unit("u", 4)
+	u.BackgroundPause = pause
+	c := f.cand(u, "c", 0)
+	model := store.Unit{ID: f.name("u/m"), Base: baseCool, Max: maxCool}
+	m := withLimits(c, model)
+
+	mustGrant(t, f.s, class(background, f.req("b0", c))) // no rate limit yet
+	mustGrant(t, f.s, f.req("m0", m))
+	before, after := f.release(f.s, "m0", store.Outcome{RateLimited: true, RetryAfter: time.Second, Cool: model.ID})
+	b1 := class(background, f.req("b1", c))
+	g := mustQueueAt(t, f.s, b1, 0)
+	within(t, "b1 RetryAt", g.RetryAt, before.Add(pause), after.Add(pause))
+	mustGrant(t, f.s, class(standard, f.req("s1", c))) // the unit itself is open
+	sleepPast(after.Add(pause))
+	mustGrant(t, f.s, b1)
+
+	// A rate limit of the unit itself: the pause outlasts the cooldown.
+	f.release(f.s, "s1", store.Outcome{RateLimited: true, RetryAfter: 50 * time.Millisecond})
+	_, after = f.release(f.s, "b0", store.Outcome{Success: true})
+	sleepPast(after.Add(50 * time.Millisecond))
+	mustGrant(t, f.s, f.in("q2", class(standard, f.req("s2", c)))) // the probe
+	f.release(f.s, "s2", store.Outcome{Success: true})
+	mustQueue(t, f.s, f.in("q2", class(background, f.req("b2", c))))
+	mustGrant(t, f.s, f.in("q2", class(interactive, f.req("i2", c))))
+
+	// No pause: once the unit is open, background runs.
+	v := f.unit("v", 4)
+	cv := f.cand(v, "cv", 0)
+	vm := store.Unit{ID: f.name("v/m"), Base: baseCool, Max: maxCool}
+	mustGrant(t, f.s, f.in("q3", f.req("v0", withLimits(cv, vm))))
+	f.release(f.s, "v0", store.Outcome{RateLimited: true, RetryAfter: time.Second, Cool: vm.ID})
+	mustGrant(t, f.s, f.in("q3", class(background, f.req("vb", cv))))
+}

@@ -65,6 +65,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"SameClassNoBarging", testSameClassNoBarging},
 		{"ReservedShare", testReservedShare},
 		{"BackgroundNeverProbesWhileInteractiveWaits", testBackgroundNeverProbesWhileInteractiveWaits},
+		{"BackgroundPausesAfterRateLimit", testBackgroundPausesAfterRateLimit},
 		{"WaitingByClass", testWaitingByClass},
 		{"QueueVisibility", testQueueVisibility},
 		{"RPMWindow", testRPMWindow},

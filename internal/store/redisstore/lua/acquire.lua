@@ -2,11 +2,12 @@
 -- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens,
 -- tenant, weight, the state generation the replica knows (0 = none yet), then
 -- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm,
--- daily, lstart, lcount), where resC is the number of the unit's slots class C may not use
+-- daily, lstart, lcount, pause_ms), where resC is the number of the unit's slots class C may not use
 -- (Reserve[0], then Reserve[0] + Reserve[1]), rpm, tpm and daily the unit's
 -- limits (0 = none), tokens the estimate reserved against tpm and daily,
 -- and lstart, lcount the candidate's limits: the limits section's entries
--- lstart (0-based) through lstart + lcount - 1; then the limits, each (id,
+-- lstart (0-based) through lstart + lcount - 1, and pause_ms the unit's
+-- background pause after a rate limit (0 = none); then the limits, each (id,
 -- cap, rpm, tpm, daily, refuse, base_ms, max_ms), refuse 1 for a limit
 -- never waited for, base and max its cooldown (store.Outcome.Cool).
 -- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
@@ -23,7 +24,7 @@ local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
-local A, W = 12, 13 -- the first candidate's ARGV index, and the ARGV per candidate
+local A, W = 12, 14 -- the first candidate's ARGV index, and the ARGV per candidate
 local L, LW = A + n * W, 8 -- the first limit's ARGV index, and the ARGV per limit
 local reaped = reap(now)
 
@@ -242,6 +243,18 @@ local function decide()
         ok = false -- background is throttled first: a more urgent ticket probes
       else
         probe = true
+      end
+    end
+    -- Background pauses after the unit's last rate limit (its l429 field,
+    -- set by release): no release announces the end of the pause.
+    local pause = tonumber(ARGV[b + 13])
+    if class == BG and pause > 0 then
+      local last = tonumber(redis.call('HGET', K_UNIT, u .. '\0l429')) or 0
+      if now < last + pause then
+        ok = false
+        if retry == 0 or last + pause < retry then
+          retry = last + pause
+        end
       end
     end
     if ok and cap > 0 and inflight >= cap - res then

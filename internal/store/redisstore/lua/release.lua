@@ -24,6 +24,11 @@ end
 -- k: the unit's in flight, this lease included (what ran when it ended).
 local av = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0ecap', u .. '\0es', u .. '\0etop')
 local l = drop_lease(ARGV[1])
+if limited then
+  -- Scoped or not, the unit's recent 429 rate is no longer zero: its
+  -- background pauses (acquire's pause_ms).
+  redis.call('HSET', K_UNIT, u .. '\0l429', now)
+end
 -- Hidden-cap AIMD, as memstore's unit.learn: a rate limit with others in
 -- flight (k >= 2) lowers ecap to k-1 (only below Cap, never raising it) and
 -- restarts the success count at -(k-1), since the calls still in flight
