@@ -278,6 +278,33 @@ var migrations = []migration{{
 		`ALTER TABLE executions ADD COLUMN owner_tenant TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE executions ADD COLUMN owner_user TEXT NOT NULL DEFAULT ''`,
 	},
+}, {
+	version: 11,
+	name:    "entitlements of end users to quota profiles, and the profile of usage records",
+	stmts: []string{
+		// One entitlement per end user of a tenant; valid_from and
+		// valid_until are microseconds, 0 = open.
+		`CREATE TABLE entitlements (
+			tenant      {{ordered_text}} NOT NULL,
+			end_user    {{ordered_text}} NOT NULL,
+			profile     TEXT NOT NULL,
+			pool        TEXT NOT NULL,      -- overrides the profile's pool; '' = the profile's
+			valid_from  BIGINT NOT NULL,
+			valid_until BIGINT NOT NULL,
+			updated_at  BIGINT NOT NULL,
+			PRIMARY KEY (tenant, end_user)
+		)`,
+		// One row whose version every write of entitlements raises in its
+		// transaction: what each replica polls (cheaply, several times a
+		// second) to learn that it must read them again.
+		`CREATE TABLE entitlements_version (
+			id      INTEGER NOT NULL PRIMARY KEY,
+			version BIGINT NOT NULL
+		)`,
+		`INSERT INTO entitlements_version (id, version) VALUES (1, 0)`,
+		// The quota profile the request ran under; '' = none.
+		`ALTER TABLE usage_records ADD COLUMN profile TEXT NOT NULL DEFAULT ''`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises
