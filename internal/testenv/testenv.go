@@ -1,7 +1,9 @@
 // Package testenv gives tests the real servers they run against: a
-// PostgreSQL schema of their own and a Redis address. A server that is not
-// reachable skips the test with the reason, except when CI=true, where it
-// fails it: CI must run every store against a real server.
+// PostgreSQL schema of their own, a Redis address, a Redis Cluster started
+// from the installed redis-server and shared by the tests of a process
+// (RedisCluster), and a private redis-server a test may kill (StartRedis).
+// A server that is not reachable skips the test with the reason, except when
+// CI=true, where it fails it: CI must run every store against a real server.
 //
 // It is imported by tests only, and must not depend on any Sluice package.
 package testenv
@@ -103,8 +105,8 @@ func Redis(t testing.TB) string {
 	return raw
 }
 
-// ping speaks just enough RESP to authenticate and PING, so this package
-// needs no Redis client.
+// ping speaks just enough RESP to authenticate and PING, over TLS for a
+// rediss URL.
 func ping(ctx context.Context, u *url.URL) error {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()

@@ -4,7 +4,11 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // recorder is a testing.TB that records how a test would have ended.
@@ -87,5 +91,56 @@ func TestPostgresSchemaIsFreshAndDropped(t *testing.T) {
 	var n int
 	if err := admin.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&n); err != nil || n != 0 {
 		t.Errorf("schema %s after its test ended: count %d, %v; want dropped", schema, n, err)
+	}
+}
+
+// TestRedisCluster: the shared cluster has three primaries serving every
+// slot, and a second call returns the same cluster rather than another.
+func TestRedisCluster(t *testing.T) {
+	start := time.Now()
+	addrs := RedisCluster(t)
+	took := time.Since(start)
+	if len(addrs) != clusterNodes {
+		t.Fatalf("RedisCluster = %v, want %d nodes", addrs, clusterNodes)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	masters := map[string]bool{}
+	for i := range 30 { // keys in many slots, so on every node
+		key := fmt.Sprintf("testenv:%d", i)
+		if err := c.Set(t.Context(), key, "v", time.Minute).Err(); err != nil {
+			t.Fatalf("set %s: %v", key, err)
+		}
+		n, err := c.MasterForKey(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[n.Options().Addr] = true
+	}
+	if len(masters) != clusterNodes {
+		t.Errorf("keys landed on %d primaries, want %d", len(masters), clusterNodes)
+	}
+	if again := RedisCluster(t); !slices.Equal(again, addrs) {
+		t.Errorf("second RedisCluster = %v, want the same cluster %v", again, addrs)
+	}
+	t.Logf("cluster started in %s", took)
+}
+
+// TestStartRedisKillAndStart: a private server refuses connections once
+// killed and answers, empty, once started again on the same address.
+func TestStartRedisKillAndStart(t *testing.T) {
+	s := StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	if err := c.Set(t.Context(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	if err := c.Ping(t.Context()).Err(); err == nil {
+		t.Fatal("PING answered after Kill")
+	}
+	s.Start()
+	if n, err := c.Exists(t.Context(), "k").Result(); err != nil || n != 0 {
+		t.Fatalf("after a restart EXISTS k = %d, %v; want 0 (empty)", n, err)
 	}
 }
