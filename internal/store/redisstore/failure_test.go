@@ -1,13 +1,9 @@
 package redisstore
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -18,8 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/internal/store/storetest"
-	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // roundTrips counts what the client sends: one per command, one per
@@ -307,131 +301,6 @@ func TestWakeSharesOneSubscription(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range ch2 { // closed by Close
-	}
-}
-
-// TestCluster runs the contract suite and the scripts against a one-node
-// Redis Cluster, which rejects a script whose keys span slots: the check
-// that the key layout is cluster safe.
-func TestCluster(t *testing.T) {
-	addr := startCluster(t)
-	newReplica := func(t *testing.T) *Store {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { c.Close() })
-		s := New(c, testPrefix())
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) func() storetest.Stores {
-			prefix := testPrefix() // a throwaway server: no keys to clean up
-			return func() storetest.Stores {
-				c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
-				s := New(c, prefix)
-				t.Cleanup(func() {
-					s.Close()
-					c.Close()
-				})
-				return s
-			}
-		})
-	})
-	s := newReplica(t)
-	if err := s.Load(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	wake, err := s.Wake(t.Context(), "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cand("u", 1, "c")
-	acquire(t, s, req("t1", c))
-	acquire(t, s, req("t2", c))
-	if err := s.Renew(t.Context(), "dom", []string{"t1"}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(t.Context(), "dom", "t1", store.Outcome{RateLimited: true, RetryAfter: 50 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(70 * time.Millisecond)
-	if g := acquire(t, s, req("t2", c)); !g.Probe {
-		t.Fatalf("t2 = %+v, want the probe", g)
-	}
-	acquire(t, s, req("t3", c))
-	if err := s.Cancel(t.Context(), "dom", "q", "t2"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, wake, "t3")
-	if _, err := s.Units(t.Context(), "dom", []string{"u"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CredentialInFlight(t.Context(), "dom", []string{"c"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// startCluster starts a one-node Redis Cluster owning every slot and
-// returns its address. Without redis-server the test is skipped, except in
-// CI, which must run it.
-func startCluster(t *testing.T) string {
-	t.Helper()
-	testenv.Redis(t) // the same skip rule as every Redis test
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (required because CI=true): %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--cluster-enabled", "yes",
-		"--cluster-config-file", dir+"/nodes.conf")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { // drain the log so the server never blocks on it
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for c.Ping(ctx).Err() != nil {
-		if ctx.Err() != nil {
-			t.Fatalf("cluster node on %s did not answer", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		info, _ := c.ClusterInfo(ctx).Result()
-		if strings.Contains(info, "cluster_state:ok") {
-			return addr
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("cluster on %s not ok: %s", addr, info)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
