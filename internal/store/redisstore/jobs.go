@@ -1,10 +1,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,15 +16,32 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// Job bindings live under their own hash tag, apart from the capacity
-// domains: a poll arrives with only a job ID, so the binding cannot be found
-// through a domain.
+// Job bindings live apart from the capacity domains (a poll arrives with
+// only a job ID, so the binding cannot be found through a domain), spread
+// over jobShards hash tags chosen by a hash of the job ID, so that on a
+// Redis Cluster they spread over the primaries. Each shard has its own due
+// index, in the slot of its jobs, so that one script can write a job and
+// its place in the index:
 //
-//	P{jobs}:job:<id>  HASH  rec → JSON store.Job, ended → 0/1; expires at Job.Expires
-//	P{jobs}:due       ZSET  job ID → next background poll (unix ms), jobs not ended only
+//	P{jobs:N}:job:<id>  HASH  rec → JSON store.Job, ended → 0/1; expires at Job.Expires
+//	P{jobs:N}:due       ZSET  job ID → next background poll (unix ms), jobs not ended only
+//
+// with N = FNV-1a(id) mod jobShards. DueJobs looks at every shard, in one
+// pipelined round trip per primary. The layout before the shards kept
+// every job under one tag, P{jobs}:…; MigrateJobs moves such jobs.
+const jobShards = 16
 
-func (s *Store) jobKey(id string) string { return s.prefix + "{jobs}:job:" + id }
-func (s *Store) dueKey() string          { return s.prefix + "{jobs}:due" }
+func jobShard(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % jobShards)
+}
+
+func (s *Store) shardTag(n int) string { return s.prefix + "{jobs:" + strconv.Itoa(n) + "}:" }
+func (s *Store) jobKey(id string) string {
+	return s.shardTag(jobShard(id)) + "job:" + id
+}
+func (s *Store) dueKey(n int) string { return s.shardTag(n) + "due" }
 
 // jobArgs are the keys and arguments of job_create and job_update.
 func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
@@ -31,11 +52,18 @@ func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: job %s: %w", j.ID, err)
 	}
-	var expires int64
-	if !j.Expires.IsZero() {
-		expires = max(j.Expires.UnixMilli(), 1)
+	keys, args := s.jobRecordArgs(j.ID, string(rec), j.Done(), j.NextPoll, j.Expires)
+	return keys, args, nil
+}
+
+// jobRecordArgs are jobArgs for a record already encoded.
+func (s *Store) jobRecordArgs(id, rec string, ended bool, nextPoll, expires time.Time) ([]string, []any) {
+	var expiresMs int64
+	if !expires.IsZero() {
+		expiresMs = max(expires.UnixMilli(), 1)
 	}
-	return []string{s.jobKey(j.ID), s.dueKey()}, []any{j.ID, rec, flag(j.Done()), j.NextPoll.UnixMilli(), expires}, nil
+	keys := []string{s.jobKey(id), s.dueKey(jobShard(id))}
+	return keys, []any{id, rec, flag(ended), nextPoll.UnixMilli(), expiresMs}
 }
 
 // CreateJob stores a new job binding.
@@ -82,22 +110,102 @@ func (s *Store) UpdateJob(ctx context.Context, j store.Job) (bool, error) {
 	return n == 1, nil
 }
 
-// DueJobs takes the running jobs due for a poll (one script run) and reads
-// their records (one pipelined round trip). An ID whose record has expired
-// is dropped from the due set.
+// dueJob is a job ID found due in its shard's index.
+type dueJob struct {
+	id    string
+	shard int
+	at    float64 // its next poll, unix ms
+}
+
+// DueJobs takes the running jobs due for a poll and reads their records, in
+// three pipelined round trips (each one per primary of a cluster): the
+// earliest due of every shard, then a script per shard that takes the
+// earliest limit of them unless another poller took them meanwhile, then
+// their records. An ID whose record has expired is dropped from its index.
 func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, limit int) ([]store.Job, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	ids, err := jobDueScript.Run(ctx, s.rdb, []string{s.dueKey()}, now.UnixMilli(), now.Add(hold).UnixMilli(), limit).StringSlice()
+	due, err := s.peekDue(ctx, now, limit)
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
+	ids, err := s.takeDue(ctx, due, now, hold)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return s.readDue(ctx, ids)
+}
+
+// peekDue returns the earliest limit jobs due at now over every shard,
+// earliest first.
+func (s *Store) peekDue(ctx context.Context, now time.Time, limit int) ([]dueJob, error) {
+	var cmds [jobShards]*redis.ZSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n := range jobShards {
+			cmds[n] = p.ZRangeByScoreWithScores(ctx, s.dueKey(n), &redis.ZRangeBy{
+				Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit),
+			})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, unavailable("due jobs", err)
 	}
-	if len(ids) == 0 {
-		return nil, nil
+	var due []dueJob
+	for n, c := range cmds {
+		for _, z := range c.Val() {
+			due = append(due, dueJob{id: z.Member.(string), shard: n, at: z.Score})
+		}
 	}
+	slices.SortFunc(due, func(a, b dueJob) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id)) })
+	return due[:min(len(due), limit)], nil
+}
+
+// takeDue defers the next poll of the due jobs still due at now to
+// now+hold, one job_due script per shard, and returns those it took,
+// earliest first. EVAL rather than EVALSHA: a pipeline cannot fall back on
+// NOSCRIPT, and the script is short.
+func (s *Store) takeDue(ctx context.Context, due []dueJob, now time.Time, hold time.Duration) ([]string, error) {
+	byShard := make(map[int][]any)
+	for _, d := range due {
+		byShard[d.shard] = append(byShard[d.shard], d.id)
+	}
+	cmds := make(map[int]*redis.Cmd, len(byShard))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, ids := range byShard {
+			args := append([]any{now.UnixMilli(), now.Add(hold).UnixMilli()}, ids...)
+			cmds[n] = jobDueScript.Eval(ctx, p, []string{s.dueKey(n)}, args...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable("due jobs", err)
+	}
+	taken := make(map[string]bool, len(due))
+	for _, c := range cmds {
+		ids, err := c.StringSlice()
+		if err != nil {
+			return nil, unavailable("due jobs", err)
+		}
+		for _, id := range ids {
+			taken[id] = true
+		}
+	}
+	ids := make([]string, 0, len(taken))
+	for _, d := range due {
+		if taken[d.id] {
+			ids = append(ids, d.id)
+		}
+	}
+	return ids, nil
+}
+
+// readDue reads the records of the jobs taken, dropping from the due
+// indexes those whose record has expired.
+func (s *Store) readDue(ctx context.Context, ids []string) ([]store.Job, error) {
 	cmds := make([]*redis.StringCmd, len(ids))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HGet(ctx, s.jobKey(id), "rec")
 		}
@@ -107,7 +215,7 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, 
 		return nil, unavailable("due jobs", err)
 	}
 	jobs := make([]store.Job, 0, len(ids))
-	var gone []any
+	var gone []string
 	for i, c := range cmds {
 		raw, err := c.Result()
 		if errors.Is(err, redis.Nil) {
@@ -121,7 +229,13 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, 
 		jobs = append(jobs, j)
 	}
 	if len(gone) > 0 {
-		if err := s.rdb.ZRem(ctx, s.dueKey(), gone...).Err(); err != nil {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, id := range gone {
+				p.ZRem(ctx, s.dueKey(jobShard(id)), id)
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, unavailable("due jobs", err)
 		}
 	}
@@ -132,7 +246,7 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, hold time.Duration, 
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.jobKey(id))
-		p.ZRem(ctx, s.dueKey(), id)
+		p.ZRem(ctx, s.dueKey(jobShard(id)), id)
 		return nil
 	})
 	if err != nil {
@@ -147,4 +261,91 @@ func decodeJob(id, raw string) (store.Job, error) {
 		return store.Job{}, fmt.Errorf("redisstore: job %s: %w", id, err)
 	}
 	return j, nil
+}
+
+// MigrateJobs moves the job bindings stored under the layout before the
+// shards (every job under the one tag P{jobs}) to their shards, so that
+// jobs created before an upgrade are still followed after it. Every replica
+// runs it at startup; running it twice, or on two replicas at once, moves
+// each job once (a job is created in its shard only if absent there). It
+// returns how many it moved. A replica of the older version still running
+// keeps writing the old layout: the next start of a newer one moves those.
+func (s *Store) MigrateJobs(ctx context.Context) (int, error) {
+	legacy := s.prefix + "{jobs}:"
+	node := redis.Cmdable(s.rdb)
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok { // the one slot of {jobs} is on one primary
+		n, err := cc.MasterForKey(ctx, legacy+"due")
+		if err != nil {
+			return 0, unavailable("migrate jobs", err)
+		}
+		node = n
+	}
+	moved := 0
+	for {
+		var keys []string
+		iter := node.Scan(ctx, 0, legacy+"job:*", 1000).Iterator()
+		for len(keys) < 1000 && iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return moved, unavailable("migrate jobs", err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		for _, k := range keys {
+			ok, err := s.migrateJob(ctx, legacy, k[len(legacy+"job:"):])
+			if err != nil {
+				return moved, err
+			}
+			if ok {
+				moved++
+			}
+		}
+	}
+	// What is left in the old due index are jobs whose record expired.
+	if err := node.Del(ctx, legacy+"due").Err(); err != nil {
+		return moved, unavailable("migrate jobs", err)
+	}
+	return moved, nil
+}
+
+// migrateJob moves one legacy job: its record, end flag and expiry, and
+// its place in the due index. It reports false for a job that expired
+// before it could.
+func (s *Store) migrateJob(ctx context.Context, legacy, id string) (bool, error) {
+	old, oldDue := legacy+"job:"+id, legacy+"due"
+	var rec *redis.SliceCmd
+	var ttl *redis.DurationCmd
+	var next *redis.FloatCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rec = p.HMGet(ctx, old, "rec", "ended")
+		ttl = p.PTTL(ctx, old)
+		next = p.ZScore(ctx, oldDue, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, unavailable("migrate job "+id, err)
+	}
+	v := rec.Val()
+	raw, ok := v[0].(string)
+	if !ok { // expired since the scan
+		return false, nil
+	}
+	var expires time.Time
+	if d := ttl.Val(); d > 0 {
+		expires = time.Now().Add(d)
+	}
+	keys, args := s.jobRecordArgs(id, raw, v[1] == "1", time.UnixMilli(int64(next.Val())), expires)
+	if _, err := jobCreateScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil { // 0: moved by another replica
+		return false, unavailable("migrate job "+id, err)
+	}
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, old)
+		p.ZRem(ctx, oldDue, id)
+		return nil
+	}); err != nil {
+		return false, unavailable("migrate job "+id, err)
+	}
+	return true, nil
 }

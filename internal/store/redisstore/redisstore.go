@@ -29,7 +29,7 @@
 //	P{d:D}:lapse  ZSET  limit → when its windows lapse: idle limits to forget
 //	P{d:D}:aff:<seed> STRING the account a session-affinity seed is bound to, expiring after its idle TTL (see affinity.go)
 //	Pstatus:<kind> HASH id → JSON Status
-//	P{jobs}:…      job bindings (see jobs.go)
+//	P{jobs:N}:…    job bindings, in 16 shards by job ID (see jobs.go)
 //
 // IDs (domains, units, limits, credentials, queues, tickets, tenants) must not contain the
 // bytes 0x00, 0x1e or 0x1f, which the scripts use as separators.

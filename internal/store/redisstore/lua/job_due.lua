@@ -1,9 +1,14 @@
--- job_due: take the jobs due for a poll and defer their next one, so that
--- no other poller takes them meanwhile.
--- KEYS: the due set. ARGV: now (unix ms), deferred next poll (unix ms),
--- limit. Returns the IDs taken, earliest first.
-local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do
-  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+-- job_due: take the given jobs that are still due for a poll and defer
+-- their next one, so that no other poller takes them meanwhile.
+-- KEYS: the shard's due set. ARGV: now (unix ms), deferred next poll (unix
+-- ms), then the IDs. Returns the IDs taken.
+local now = tonumber(ARGV[1])
+local taken = {}
+for i = 3, #ARGV do
+  local at = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if at and tonumber(at) <= now then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
+    taken[#taken + 1] = ARGV[i]
+  end
 end
-return ids
+return taken
