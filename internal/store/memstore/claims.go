@@ -202,12 +202,14 @@ func (d *domain) leave(q *queue, t *ticket, now time.Time) []wake {
 // units, in the order of c.Limits (nil for a repeated ID or the
 // candidate's own unit, which hold no second slot), whether all have room,
 // and, when some were refused only for a window or their day, the earliest
-// time all of those would pass.
+// time all of those would pass. The units are in d.lims, valid until the
+// next call.
 func (d *domain) limitsRoom(q *queue, t *ticket, c *store.Candidate, class int, tag int64, tokens int, now time.Time) ([]*unit, bool, time.Time) {
 	if len(c.Limits) == 0 {
 		return nil, true, time.Time{}
 	}
-	lims := make([]*unit, len(c.Limits))
+	d.lims = append(d.lims[:0], make([]*unit, len(c.Limits))...) // no allocation once d.lims has room
+	lims := d.lims
 	ok, blocked := true, false
 	var at time.Time
 	for j := range c.Limits {

@@ -27,6 +27,9 @@ type domain struct {
 	// lapsing holds the idle limit units to forget once their windows and
 	// day lapse (see forget).
 	lapsing lapsing
+	// lims is limitsRoom's answer, reused under mu by every candidate of
+	// every Acquire rather than allocated for each candidate with limits.
+	lims []*unit
 }
 
 // unit is a capacity unit: its leases and its cooldown state.

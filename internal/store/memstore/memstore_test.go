@@ -72,24 +72,31 @@ func TestScanBound(t *testing.T) {
 	}
 }
 
+// BenchmarkAcquireRelease grants and releases one slot of a unit, alone
+// and with a limit (such as a billing account's concurrency) on the
+// candidate.
 func BenchmarkAcquireRelease(b *testing.B) {
-	s := New()
-	a := store.Acquire{
-		Domain:     "d",
-		Ticket:     "t",
-		Queue:      "q",
-		Candidates: []store.Candidate{{Unit: store.Unit{ID: "u", Cap: 10}, Credential: "c", CredentialCap: 2}},
-		LeaseTTL:   time.Hour,
-		Replica:    "r",
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if g, err := s.Acquire(b.Context(), a); err != nil || !g.Granted {
-			b.Fatalf("Acquire = %+v, %v; want granted", g, err)
-		}
-		if err := s.Release(b.Context(), a.Domain, a.Ticket, store.Outcome{Success: true}); err != nil {
-			b.Fatalf("Release error: %v", err)
-		}
+	for _, limits := range [][]store.Unit{nil, {{ID: "billing:acme", Cap: 1024}}} {
+		b.Run(fmt.Sprintf("limits=%d", len(limits)), func(b *testing.B) {
+			s := New()
+			a := store.Acquire{
+				Domain:     "d",
+				Ticket:     "t",
+				Queue:      "q",
+				Candidates: []store.Candidate{{Unit: store.Unit{ID: "u", Cap: 10}, Credential: "c", CredentialCap: 2, Limits: limits}},
+				LeaseTTL:   time.Hour,
+				Replica:    "r",
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if g, err := s.Acquire(b.Context(), a); err != nil || !g.Granted {
+					b.Fatalf("Acquire = %+v, %v; want granted", g, err)
+				}
+				if err := s.Release(b.Context(), a.Domain, a.Ticket, store.Outcome{Success: true}); err != nil {
+					b.Fatalf("Release error: %v", err)
+				}
+			}
+		})
 	}
 }
 
