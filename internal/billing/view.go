@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,34 +76,55 @@ type View struct {
 
 	io sync.Mutex // held across a store read, and across a write and its confirmation
 
+	// read is when the last successful read began (Unix nanoseconds; 0
+	// before the first): every billed request asks Fresh, without the lock.
+	read atomic.Int64
+
 	mu        sync.Mutex
 	totals    Totals
-	read      time.Time         // the last successful read; zero before the first
-	local     map[string]*entry // by request ID
-	balance   map[string]Micros // the local charges and reservations, by account
-	spent     map[period]Micros // the local charges by subject and period
-	confirmed []string          // request IDs the store has, not yet in totals
+	local     map[string]entry      // by request ID
+	balance   map[string]Micros     // the local charges and reservations, by account
+	spent     map[month]*monthSpent // the local charges by subject and UTC month
+	confirmed []string              // request IDs the store has, not yet in totals
 }
 
 // entry is a local charge or reservation.
+// It keeps of the charge only what its sums need, in at most 128 bytes:
+// a map keeps larger values apart, in an allocation each.
 type entry struct {
-	c         Charge
-	reserved  bool // a reservation: no spend, only the balance
-	confirmed bool
+	account, key, tenant, pool, task string
+	price, cost                      Micros
+	year                             int32 // the UTC date of the charge's At
+	month, day                       uint8
+	reserved                         bool // a reservation: no spend, only the balance
+	confirmed                        bool
 }
 
-// period is a subject's spend in one UTC day (day > 0) or month (day 0).
-type period struct {
+func entryOf(c *Charge) entry {
+	y, m, d := c.At.UTC().Date()
+	return entry{account: c.Account, key: c.Key, tenant: c.Tenant, pool: c.Pool, task: c.Task, price: c.Price, cost: c.Cost,
+		year: int32(y), month: uint8(m), day: uint8(d)}
+}
+
+// month is a subject's UTC month.
+type month struct {
 	s     Subject
 	year  int
 	month time.Month
-	day   int
+}
+
+// monthSpent is what a subject's local charges spent in one month, in all
+// and by day (days[0] is the 1st): one map entry per subject and month
+// serves both of its budgets.
+type monthSpent struct {
+	total Micros
+	days  [31]Micros
 }
 
 // NewView returns a view of src that is fresh while its last successful
 // read is at most stale old.
 func NewView(src Source, stale time.Duration) *View {
-	return &View{src: src, stale: stale, local: map[string]*entry{}, balance: map[string]Micros{}, spent: map[period]Micros{}}
+	return &View{src: src, stale: stale, local: map[string]entry{}, balance: map[string]Micros{}, spent: map[month]*monthSpent{}}
 }
 
 // Refresh reads the totals from the store and drops the local charges the
@@ -117,10 +139,11 @@ func (v *View) Refresh(ctx context.Context) error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.totals, v.read = t, now
+	v.totals = t
+	v.read.Store(now.UnixNano())
 	for _, id := range v.confirmed {
-		if e := v.local[id]; e != nil {
-			v.apply(e, -1)
+		if e, ok := v.local[id]; ok {
+			v.apply(&e, -1)
 			delete(v.local, id)
 		}
 	}
@@ -131,9 +154,8 @@ func (v *View) Refresh(ctx context.Context) error {
 // Fresh reports whether the view was read from the store recently enough
 // to admit on: within the staleness bound before now.
 func (v *View) Fresh(now time.Time) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return !v.read.IsZero() && now.Sub(v.read) <= v.stale
+	read := v.read.Load()
+	return read != 0 && now.Sub(time.Unix(0, read)) <= v.stale
 }
 
 // Balance is what is left of account's balance: the store's, less the
@@ -158,9 +180,11 @@ func (v *View) Spent(s Subject, now time.Time) Spent {
 			out.Day = stored.Day
 		}
 	}
-	day, month := periods(s, now)
-	out.Day = out.Day.Add(v.spent[day])
-	out.Month = out.Month.Add(v.spent[month])
+	y, m, d := now.Date()
+	if local := v.spent[month{s, y, m}]; local != nil {
+		out.Day = out.Day.Add(local.days[d-1])
+		out.Month = out.Month.Add(local.total)
+	}
 	return out
 }
 
@@ -179,21 +203,22 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	left := v.totals.Balances[account].Add(-v.balance[account]).Add(allowance)
-	own := v.local[id]
-	if own != nil && own.reserved {
-		left = left.Add(own.c.Price)
+	own, held := v.local[id]
+	held = held && own.reserved
+	if held {
+		left = left.Add(own.price)
 	}
 	if left <= 0 {
 		return false
 	}
-	if own != nil && own.reserved {
-		v.apply(own, -1)
+	if held {
+		v.apply(&own, -1)
 		delete(v.local, id)
 	}
 	if reserve > 0 {
-		e := &entry{c: Charge{RequestID: id, Account: account, Price: reserve}, reserved: true}
+		e := entry{account: account, price: reserve, reserved: true}
 		v.local[id] = e
-		v.apply(e, 1)
+		v.apply(&e, 1)
 	}
 	return true
 }
@@ -203,16 +228,16 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 func (v *View) Settle(c Charge) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if e := v.local[c.RequestID]; e != nil && e.reserved {
-		v.apply(e, -1)
+	if e, ok := v.local[c.RequestID]; ok && e.reserved {
+		v.apply(&e, -1)
 		delete(v.local, c.RequestID)
 	}
 	if c.Price == 0 && c.Cost == 0 {
 		return
 	}
-	e := &entry{c: c}
+	e := entryOf(&c)
 	v.local[c.RequestID] = e
-	v.apply(e, 1)
+	v.apply(&e, 1)
 }
 
 // Write runs write, which stores the records of the request IDs ids, and
@@ -228,8 +253,9 @@ func (v *View) Write(ids []string, write func() error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, id := range ids {
-		if e := v.local[id]; e != nil && !e.reserved && !e.confirmed {
+		if e, ok := v.local[id]; ok && !e.reserved && !e.confirmed {
 			e.confirmed = true
+			v.local[id] = e
 			v.confirmed = append(v.confirmed, id)
 		}
 	}
@@ -238,28 +264,37 @@ func (v *View) Write(ids []string, write func() error) error {
 
 // apply adds (sign 1) or removes (sign -1) e's amounts from the local sums.
 // It runs twice for every charge (at Settle and at the read that drops
-// it), under the lock admission waits for: the day and month are worked
-// out once for all the charge's subjects.
+// it), under the lock admission waits for: each subject's day and month
+// are one map entry.
 func (v *View) apply(e *entry, sign Micros) {
-	c := &e.c
-	if c.Account != "" {
-		sumInto(v.balance, c.Account, sign*c.Price)
+	if e.account != "" {
+		sumInto(v.balance, e.account, sign*e.price)
 	}
 	if e.reserved {
 		return
 	}
-	y, m, d := c.At.UTC().Date()
+	y, m, d := int(e.year), time.Month(e.month), int(e.day)
 	add := func(s Subject, amount Micros) {
-		if s.ID != "" && amount != 0 {
-			sumInto(v.spent, period{s, y, m, d}, sign*amount)
-			sumInto(v.spent, period{s, y, m, 0}, sign*amount)
+		if s.ID == "" || amount == 0 {
+			return
+		}
+		k := month{s, y, m}
+		sums := v.spent[k]
+		if sums == nil {
+			sums = new(monthSpent)
+			v.spent[k] = sums
+		}
+		sums.total = sums.total.Add(sign * amount)
+		sums.days[d-1] = sums.days[d-1].Add(sign * amount)
+		if sums.total == 0 && sums.days == ([31]Micros{}) {
+			delete(v.spent, k) // the map holds only what is pending
 		}
 	}
-	add(Subject{Account, c.Account}, c.Price)
-	add(Subject{Key, c.Key}, c.Price)
-	add(Subject{Tenant, c.Tenant}, c.Price)
-	add(Subject{Pool, c.Pool}, c.Cost)
-	add(Subject{Task, c.Task}, c.Cost)
+	add(Subject{Account, e.account}, e.price)
+	add(Subject{Key, e.key}, e.price)
+	add(Subject{Tenant, e.tenant}, e.price)
+	add(Subject{Pool, e.pool}, e.cost)
+	add(Subject{Task, e.task}, e.cost)
 }
 
 // sumInto adds d to m[k], deleting sums that come back to 0 so the maps
@@ -270,10 +305,4 @@ func sumInto[K comparable](m map[K]Micros, k K, d Micros) {
 	} else {
 		delete(m, k)
 	}
-}
-
-// periods are the day and month of t for s.
-func periods(s Subject, t time.Time) (day, month period) {
-	y, m, d := t.Date()
-	return period{s, y, m, d}, period{s, y, m, 0}
 }

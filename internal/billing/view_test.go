@@ -3,6 +3,10 @@ package billing
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -65,6 +69,63 @@ func TestViewCountsEachChargeOnce(t *testing.T) {
 	want("read after the write", 7*Unit, 3*Unit)
 	v.Settle(Charge{RequestID: "r1"}) // a record written again changes nothing
 	want("settled twice", 7*Unit, 3*Unit)
+}
+
+// Local charges count in the UTC day and month of their At, each apart:
+// across a day's and a month's end, reservations spend nothing, and once
+// the store has them the view holds nothing more for them.
+func TestViewSpentByDayAndMonth(t *testing.T) {
+	v := NewView(&ledger{balance: Unit}, time.Minute)
+	if err := v.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := func(month time.Month, day, hour int) time.Time { return time.Date(2025, month, day, hour, 0, 0, 0, time.UTC) }
+	shop, batch := Subject{Tenant, "shop"}, Subject{Pool, "batch"}
+	charges := []Charge{
+		{RequestID: "jan31", Tenant: "shop", Price: 1, At: at(time.January, 31, 23)},
+		{RequestID: "feb1", Tenant: "shop", Price: 2, At: at(time.February, 1, 0)},
+		{RequestID: "feb1-noon", Tenant: "shop", Pool: "batch", Price: 4, Cost: 64, At: at(time.February, 1, 12).In(time.FixedZone("UTC-13", -13*3600))}, // Jan 31 there
+		{RequestID: "feb2", Tenant: "shop", Price: 8, At: at(time.February, 2, 0)},
+		{RequestID: "mar1", Tenant: "shop", Price: 16, At: at(time.March, 1, 0)},
+	}
+	var ids []string
+	for _, c := range charges {
+		v.Settle(c)
+		ids = append(ids, c.RequestID)
+	}
+	if !v.Admit("held", "acme", 0, 32) {
+		t.Fatal("reservation refused")
+	}
+	for _, tc := range []struct {
+		s    Subject
+		now  time.Time
+		want Spent
+	}{
+		{shop, at(time.January, 31, 12), Spent{Day: 1, Month: 1}},
+		{shop, at(time.February, 1, 13), Spent{Day: 6, Month: 14}},
+		{shop, at(time.February, 2, 1), Spent{Day: 8, Month: 14}},
+		{shop, at(time.February, 28, 1), Spent{Day: 0, Month: 14}},
+		{shop, at(time.March, 1, 1), Spent{Day: 16, Month: 16}},
+		{batch, at(time.February, 1, 1), Spent{Day: 64, Month: 64}},
+		{Subject{Key, "shop"}, at(time.February, 1, 1), Spent{}},
+	} {
+		if got := v.Spent(tc.s, tc.now); got != tc.want {
+			t.Errorf("Spent(%v, %s) = %+v, want %+v", tc.s, tc.now.Format(time.DateTime), got, tc.want)
+		}
+	}
+	if err := v.Write(ids, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Spent(shop, at(time.February, 1, 13)); got != (Spent{}) {
+		t.Errorf("Spent after the store has the charges = %+v, want none", got)
+	}
+	if len(v.spent) != 0 || len(v.local) != 1 || v.balance["acme"] != 32 {
+		t.Errorf("after the store has the charges the view holds %d spends, %d entries and %v, want only the reservation of 32",
+			len(v.spent), len(v.local), v.balance)
+	}
 }
 
 // A failed write leaves the charge local; the view stays stale while the
@@ -147,4 +208,58 @@ func TestViewAdmitCountsTheAllowance(t *testing.T) {
 	if !v.Admit("r4", "acme", allowance+Unit/2, 0) {
 		t.Error("r4 refused with 0.50 of a raised allowance left")
 	}
+}
+
+// BenchmarkView is the view's work for one billed request as the gateway
+// does it, from callers running in parallel: Fresh and Balance at
+// admission, Admit once the request holds its claim, Settle at its end;
+// and for every 256 requests, the usage writer's Write of their charges
+// and a Refresh. cpu-ns/op is the process's CPU time per request (on a
+// busy machine, wall time says little).
+func BenchmarkView(b *testing.B) {
+	l := &ledger{balance: 1_000_000 * Unit}
+	v := NewView(l, time.Minute)
+	if err := v.Refresh(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var settled []string
+	var n atomic.Int64
+	b.ReportAllocs()
+	start := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := "req_" + strconv.FormatInt(n.Add(1), 36)
+			now := time.Now()
+			if !v.Fresh(now) || v.Balance("acme") <= 0 || !v.Admit(id, "acme", 0, 0) {
+				b.Error("refused")
+				return
+			}
+			v.Settle(Charge{RequestID: id, Account: "acme", Key: "web", Tenant: "shop", Price: 427, Cost: 82, At: now})
+			mu.Lock()
+			if settled = append(settled, id); len(settled) == 256 {
+				ids := settled
+				settled = nil
+				mu.Unlock()
+				if err := v.Write(ids, func() error { return nil }); err != nil {
+					b.Error(err)
+				}
+				if err := v.Refresh(b.Context()); err != nil {
+					b.Error(err)
+				}
+				continue
+			}
+			mu.Unlock()
+		}
+	})
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
