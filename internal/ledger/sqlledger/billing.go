@@ -105,11 +105,12 @@ func (w *writer) insertCharges(ctx context.Context, recs []sluice.UsageRecord, i
 		n, shape := chunk(len(rest))
 		args := w.args[:0]
 		for i := range rest[:n] {
-			args = appendEntry(args, &rest[i])
+			e := &rest[i]
+			args = append(args, e.RequestID, chargeKind, w.boxes.account.of(e.Account), int64(e.Amount), e.Reason, e.Admin, e.At.UnixMicro())
 		}
-		err := queryIDs(ctx, w.tx, w.st.charges[shape], args, func(id string) {
+		err := queryIDs(ctx, w.tx, w.st.charges[shape], args, func(id []byte) {
 			// A charge the ledger had already (posted apart) changes nothing.
-			if e := byID[id]; e != nil {
+			if e := byID[string(id)]; e != nil {
 				add.add(total{0, scopeBalance, e.Account}, e.Amount, 0)
 			}
 		})
@@ -128,15 +129,43 @@ func spendOf(add totals, r *sluice.UsageRecord) {
 		return
 	}
 	day := epochDay(r.Started)
-	for scope, id := range map[string]string{scopeAccount: c.Account, scopeKey: r.KeyID, scopeTenant: r.Tenant, scopePool: r.Pool, scopeTask: r.TaskType} {
-		if id != "" {
-			add.add(total{day, scope, id}, billing.Micros(c.Price), billing.Micros(c.Cost))
+	for _, s := range [...]struct{ scope, id string }{
+		{scopeAccount, c.Account}, {scopeKey, r.KeyID}, {scopeTenant, r.Tenant}, {scopePool, r.Pool}, {scopeTask, r.TaskType},
+	} {
+		if s.id != "" {
+			add.add(total{day, s.scope, s.id}, billing.Micros(c.Price), billing.Micros(c.Cost))
 		}
 	}
 }
 
 func appendEntry(args []any, e *ledger.Entry) []any {
 	return append(args, e.RequestID, string(e.Kind), e.Account, int64(e.Amount), e.Reason, e.Admin, e.At.UnixMicro())
+}
+
+// chargeKind is the kind column of every charge entry, boxed once.
+var chargeKind any = string(ledger.EntryCharge)
+
+// boxed reuses the interface value of the last string it boxed.
+// database/sql takes arguments as []any, and boxing a string allocates:
+// a column whose value a batch repeats row after row (a billing account,
+// its plan, its price versions) then allocates once per batch, not once
+// per row.
+type boxed struct {
+	s string
+	v any
+}
+
+func (b *boxed) of(s string) any {
+	if b.v == nil || s != b.s {
+		b.s, b.v = s, s
+	}
+	return b.v
+}
+
+// chargeBoxes are the writer's boxed billing columns: the record's
+// (account, plan, price and cost versions) and the charge entry's account.
+type chargeBoxes struct {
+	account, plan, priceVersion, costVersion boxed
 }
 
 // addTotals upserts the rows of add in their sorted order.
@@ -157,15 +186,16 @@ func (w *writer) addTotals(ctx context.Context, add totals) error {
 }
 
 // queryIDs runs a statement returning one text column and passes each
-// value to f.
-func queryIDs(ctx context.Context, tx *sqldb.Tx, st *sqldb.Stmt, args []any, f func(string)) error {
+// value to f, which must not keep it: it is valid until the next row
+// (read without a copy).
+func queryIDs(ctx context.Context, tx *sqldb.Tx, st *sqldb.Stmt, args []any, f func([]byte)) error {
 	rows, err := tx.QueryStmt(ctx, st, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	var id sql.RawBytes
 	for rows.Next() {
-		var id string
 		if err := rows.Scan(&id); err != nil {
 			return err
 		}

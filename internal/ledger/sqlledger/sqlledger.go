@@ -159,9 +159,10 @@ func chunk(n int) (rows, shape int) {
 // for all of its statements. Arguments are the driver's own types (string,
 // int64, bool): database/sql converts anything else by reflection.
 type writer struct {
-	tx   *sqldb.Tx
-	st   *statements
-	args []any
+	tx    *sqldb.Tx
+	st    *statements
+	args  []any
+	boxes chargeBoxes
 }
 
 // insertRecords inserts recs, which have distinct RequestIDs, and reports
@@ -185,7 +186,8 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 			args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, int64(r.Status), string(r.Code),
 				r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds(),
 				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
-				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, c.Account, c.Plan, c.PriceVersion, c.CostVersion,
+				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, w.boxes.account.of(c.Account), w.boxes.plan.of(c.Plan),
+				w.boxes.priceVersion.of(c.PriceVersion), w.boxes.costVersion.of(c.CostVersion),
 				c.Price, c.Cost, c.Unmeasured, r.Affinity, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
