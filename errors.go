@@ -37,6 +37,9 @@ const (
 	// for request bodies held in memory is spent, or it is shutting down —
 	// retry after the Retry-After (another replica may take it).
 	CodeServerBusy Code = "server_busy"
+	// CodeProfileDenied: the request named a quota profile
+	// (X-Sluice-Profile) but its key may not assert one.
+	CodeProfileDenied Code = "access_profile_denied"
 )
 
 var codeStatus = map[Code]int{
@@ -44,6 +47,7 @@ var codeStatus = map[Code]int{
 	CodeKeyUnbound:           http.StatusForbidden,
 	CodeCredentialInactive:   http.StatusForbidden,
 	CodeScopeDenied:          http.StatusForbidden,
+	CodeProfileDenied:        http.StatusForbidden,
 	CodeBillingExhausted:     http.StatusTooManyRequests,
 	CodeConcurrencyExceeded:  http.StatusTooManyRequests,
 	CodeCapacityWaitTimeout:  http.StatusTooManyRequests,

@@ -307,6 +307,10 @@ type Key struct {
 	BillingAccount string
 	// Budgets bound what it is billed per UTC day and month.
 	Budgets Budgets
+	// Assert lists what it may assert about its requests: "user" (the end
+	// user it names selects that user's entitlement) and "profile"
+	// (X-Sluice-Profile); nil = neither.
+	Assert []string
 }
 
 // Budgets bound what is billed per UTC day and month, in micro-units of
@@ -516,6 +520,7 @@ type UsageRecord struct {
 
 	EndUser  string // the request's end user (Request.User); "" = none named
 	TaskType string // the task type it ran as
+	Profile  string // the quota profile it ran under (Request.Profile); "" = none
 	Pool     string // the pool its upstream capacity came from; "" = none
 	Priority string // the priority class it ran at
 	// Affinity is the request's session-affinity placement (Placement*);

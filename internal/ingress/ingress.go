@@ -160,10 +160,13 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 }
 
 // sluiceHeaders sets what a caller may say in Sluice's own headers: the
-// priority class, the task type, the longest wait for capacity, and the
-// end user (over the body's "user", and checked as it is).
+// priority class, the task type, the quota profile (which the pipeline
+// takes only from a key that may assert it), the longest wait for
+// capacity, and the end user (over the body's "user", and checked as it
+// is).
 func sluiceHeaders(req *sluice.Request, r *http.Request) error {
 	req.Priority, req.Task = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
+	req.Profile = r.Header.Get("X-Sluice-Profile")
 	if v := r.Header.Get("X-Sluice-Max-Wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

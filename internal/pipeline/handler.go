@@ -36,6 +36,8 @@ type Handler struct {
 	view      *billing.View
 	metrics   *metrics.Metrics
 	log       *slog.Logger
+
+	entitlements *Entitlements // end users' entitlements to quota profiles (profiles.go)
 }
 
 // Stages are the parts a Handler runs, built by app.
@@ -51,11 +53,15 @@ type Stages struct {
 	Billing   *billing.View   // the balances admission reads (a catalog with billing)
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
+	// Entitlements are the end users' entitlements to quota profiles, as
+	// app's refresh keeps them; nil = none.
+	Entitlements *Entitlements
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log}
+	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log,
+		entitlements: s.Entitlements}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.
@@ -82,6 +88,9 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	snap := h.live.Load() // one catalog for the whole request
 	task, err := admit(snap, p.Key, req)
 	out.task = task
+	if err == nil {
+		err = snap.resolveProfile(h.entitlements, p.Key, req)
+	}
 	if err == nil {
 		out.charging, err = h.charge(snap, p.Key, req, task)
 	}
@@ -271,6 +280,7 @@ func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principa
 		Executions: out.Executions,
 		EndUser:    req.User,
 		TaskType:   out.task,
+		Profile:    req.Profile,
 		Priority:   sluice.Priorities[class(p.Key, req)],
 		Affinity:   out.affinity.placement(),
 	}

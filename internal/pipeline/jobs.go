@@ -75,6 +75,9 @@ func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.
 	task, err := admit(snap, p.Key, req)
 	out.task = task
 	if err == nil {
+		err = snap.resolveProfile(h.entitlements, p.Key, req)
+	}
+	if err == nil {
 		out.charging, err = h.charge(snap, p.Key, req, task)
 	}
 	var edges []*sluice.Edge
@@ -166,7 +169,7 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
-		EndUser: req.User, TaskType: out.task, Priority: sluice.Priorities[class(key, req)], Pool: h.live.Load().policy(key).pool,
+		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[class(key, req)], Pool: h.live.Load().policy(key).pool,
 	}
 	if c := out.charging; c != nil {
 		// The job's record, written at its end, carries its charge; the
@@ -437,7 +440,7 @@ func jobUsage(job *store.Job) sluice.UsageRecord {
 		Status: http.StatusOK, Started: job.Queued, Latency: job.Ended.Sub(job.Queued), TTFT: job.Submitted.Sub(job.Queued),
 		Executions: []sluice.Execution{exec},
 		Job:        &sluice.JobUsage{State: job.State, Submitted: job.Submitted, Running: job.Running, Ended: job.Ended, Seconds: job.Seconds},
-		EndUser:    job.EndUser, TaskType: job.TaskType, Pool: job.Pool, Priority: job.Priority,
+		EndUser:    job.EndUser, TaskType: job.TaskType, Profile: job.Profile, Pool: job.Pool, Priority: job.Priority,
 	}
 }
 

@@ -45,6 +45,7 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 		Limits: sluice.Limits(k.Limits), UserLimits: sluice.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
 		BillingAccount: k.BillingAccount, Budgets: sluice.Budgets{Day: int64(k.Budgets.Day), Month: int64(k.Budgets.Month)},
+		Assert: k.Assert,
 	}
 	if k.ExpiresAt != "" {
 		if out.ExpiresAt, err = time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
@@ -64,6 +65,7 @@ func configKey(k *sluice.Key) config.Key {
 		Limits: config.Limits(k.Limits), UserLimits: config.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Labels: k.Labels, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
 		BillingAccount: k.BillingAccount, Budgets: config.Budgets{Day: config.Money(k.Budgets.Day), Month: config.Money(k.Budgets.Month)},
+		Assert: k.Assert,
 	}
 	if !k.ExpiresAt.IsZero() {
 		out.ExpiresAt = k.ExpiresAt.UTC().Format(time.RFC3339)
@@ -93,6 +95,7 @@ func (s *Snapshot) CheckKey(k *sluice.Key) error {
 // policy names a pool or an account this catalog does not have.
 func (s *Snapshot) compileKeyPolicy(k *sluice.Key) (keyPolicy, error) {
 	kp := keyPolicy{key: k, task: k.Task, tasks: k.Tasks}
+	kp.assertUser, kp.assertProfile = asserts(k)
 	if l := k.UserLimits; l != (sluice.Limits{}) {
 		kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
 	}

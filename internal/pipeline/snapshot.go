@@ -58,6 +58,8 @@ type Snapshot struct {
 	pools   map[string]compiledPool
 	billing *compiledBilling          // nil: the catalog has no billing section; with the admin API's accounts and prices merged in
 	owned   map[string][]*sluice.Edge // by alias: its edges on owned credentials (BYOK, owner.go); none for most
+
+	profiles profiles // quota profiles and tenants' defaults (profiles.go)
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -69,6 +71,8 @@ type keyPolicy struct {
 	tasks   []string     // the others it may declare
 	route   *routePolicy // which accounts its requests may use, in which order; shared by the snapshot's copies
 	perUser *store.Unit  // the limits of each of its end users (ID left empty); nil for none
+	// assertUser and assertProfile are its keys[].assert (profiles.go).
+	assertUser, assertProfile bool
 }
 
 // Compile turns a validated catalog into a Snapshot, resolving secrets
@@ -179,6 +183,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	for _, k := range c.Keys {
 		s.limited = s.limited || k.UserLimits != (config.Limits{})
 	}
+	s.compileProfiles(c)
 	if err := s.compileKeys(c, lookupEnv); err != nil {
 		return nil, err
 	}
@@ -315,7 +320,9 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 			out = append(out, u)
 		}
 	}
-	if kp.perUser != nil && req.User != "" {
+	if req.Profile != "" {
+		out = s.profileLimits(out, k, req, task) // they replace the key's user_limits
+	} else if kp.perUser != nil && req.User != "" {
 		u := *kp.perUser
 		u.ID = "user:" + k.ID + ":" + req.User
 		out = append(out, u)

@@ -63,11 +63,13 @@ type Job struct {
 
 	// What the usage record written at its end carries, fixed at its
 	// submit: the billing account and price plan it is charged to ("" =
-	// unbilled), its end user, task type, pool and priority class.
+	// unbilled), its end user, task type, quota profile, pool and priority
+	// class.
 	BillingAccount string `json:"billing_account,omitempty"`
 	PricePlan      string `json:"price_plan,omitempty"`
 	EndUser        string `json:"end_user,omitempty"`
 	TaskType       string `json:"task_type,omitempty"`
+	Profile        string `json:"profile,omitempty"`
 	Pool           string `json:"pool,omitempty"`
 	Priority       string `json:"priority,omitempty"`
 }

@@ -296,6 +296,7 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		Usage:     used,
 		EndUser:   "user-7",
 		TaskType:  "section_generation",
+		Profile:   "paid",
 		Pool:      "paid",
 		Priority:  "interactive",
 		Affinity:  sluice.PlacementMoved,

@@ -43,7 +43,7 @@ func New(db *sqldb.DB) *Store { return &Store{db: db} }
 const (
 	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured, cache_write_tokens`
 	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
-		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured, affinity`
+		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured, affinity, profile`
 	// model is written, never read back: it is the last execution's, kept
 	// on the record for reports by model.
 	recordInsertColumns = recordColumns + `, model`
@@ -52,7 +52,7 @@ const (
 
 // Parameters per row of each table: the columns above.
 const (
-	recordParams = 32
+	recordParams = 33
 	execParams   = 24
 )
 
@@ -188,7 +188,7 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
 				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, w.boxes.account.of(c.Account), w.boxes.plan.of(c.Plan),
 				w.boxes.priceVersion.of(c.PriceVersion), w.boxes.costVersion.of(c.CostVersion),
-				c.Price, c.Cost, c.Unmeasured, r.Affinity, ledger.ModelOf(r))
+				c.Price, c.Cost, c.Unmeasured, r.Affinity, r.Profile, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
 			return nil, err
@@ -314,7 +314,7 @@ func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]
 		if err := rows.Scan(append(append([]any{&r.RequestID, &r.KeyID, &r.Tenant, &r.Alias, &r.Protocol, &r.Stream, &r.Status,
 			&r.Code, &started, &latency, &ttft}, usageDest(&r.Usage)...),
 			&r.EndUser, &r.TaskType, &r.Pool, &r.Priority, &billed, &c.Account, &c.Plan, &c.PriceVersion, &c.CostVersion,
-			&c.Price, &c.Cost, &c.Unmeasured, &r.Affinity)...); err != nil {
+			&c.Price, &c.Cost, &c.Unmeasured, &r.Affinity, &r.Profile)...); err != nil {
 			return nil, fmt.Errorf("list usage: %w", err)
 		}
 		if billed {

@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// profileCatalog has two profiles, a tenant whose default is free, and
+// three keys of it: one trusted with users and profiles, one with users
+// only, one with neither (and user_limits of its own).
+const profileCatalog = `version: 1
+endpoints: [{id: ep, base_url: "http://127.0.0.1:1", protocols: [openai.chat]}]
+credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
+models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
+task_types: [{id: chat}, {id: parse}]
+profiles:
+  - {id: free, user_limits: {max_inflight: 1, rpm: 10}, task_limits: {parse: {max_inflight: 1}}}
+  - {id: paid, user_limits: {max_inflight: 4}}
+tenants: [{id: acme, default_profile: free}, {id: other}]
+keys:
+  - {id: backend, tenant: acme, secret_env: K1, task: chat, tasks: [parse], assert: [user, profile]}
+  - {id: users, tenant: acme, secret_env: K2, assert: [user]}
+  - {id: plain, tenant: acme, secret_env: K3, user_limits: {max_inflight: 7}}
+  - {id: elsewhere, tenant: other, secret_env: K4, assert: [user], user_limits: {max_inflight: 3}}
+`
+
+func profileSnapshot(t *testing.T) *Snapshot {
+	t.Helper()
+	secrets := map[string]string{"UP": "sk-up", "K1": "sk-k1", "K2": "sk-k2", "K3": "sk-k3", "K4": "sk-k4"}
+	env := func(name string) (string, bool) { v, ok := secrets[name]; return v, ok }
+	cat, err := config.Load([]byte(profileCatalog), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Compile(cat, env, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func staticKey(t *testing.T, s *Snapshot, id string) *sluice.Key {
+	t.Helper()
+	for _, k := range s.StaticKeys {
+		if k.ID == id {
+			return k
+		}
+	}
+	t.Fatalf("no key %s", id)
+	return nil
+}
+
+// TestResolveProfile checks the order: asserted, else the end user's
+// entitlement valid now (for keys that assert users), else the tenant's
+// default; and who may assert what.
+func TestResolveProfile(t *testing.T) {
+	snap := profileSnapshot(t)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ents := &Entitlements{}
+	ents.Set([]store.Entitlement{
+		{EndUser: store.EndUser{Tenant: "acme", User: "bob"}, Profile: "paid"},
+		{EndUser: store.EndUser{Tenant: "acme", User: "eve"}, Profile: "paid", ValidUntil: now}, // expired just now
+		{EndUser: store.EndUser{Tenant: "acme", User: "zed"}, Profile: "paid", ValidFrom: now.Add(time.Hour)},
+		{EndUser: store.EndUser{Tenant: "acme", User: "gone"}, Profile: "deleted-since"},
+	})
+	tests := []struct {
+		name, key, user, asserted string
+		want                      string
+		wantCode                  sluice.Code
+	}{
+		{name: "entitlement", key: "backend", user: "bob", want: "paid"},
+		{name: "entitlement from a key asserting users only", key: "users", user: "bob", want: "paid"},
+		{name: "expired entitlement falls back to the tenant's default", key: "backend", user: "eve", want: "free"},
+		{name: "entitlement not yet valid", key: "backend", user: "zed", want: "free"},
+		{name: "entitlement to a profile the catalog lost", key: "backend", user: "gone", want: "free"},
+		{name: "no entitlement", key: "backend", user: "ann", want: "free"},
+		{name: "no end user", key: "backend", want: "free"},
+		{name: "a key that may not assert users gets the default", key: "plain", user: "bob", want: "free"},
+		{name: "a tenant without a default", key: "elsewhere", user: "bob", want: ""},
+		{name: "asserted wins over the entitlement", key: "backend", user: "bob", asserted: "free", want: "free"},
+		{name: "asserted without a user", key: "backend", asserted: "paid", want: "paid"},
+		{name: "asserted by a key that may not", key: "users", user: "bob", asserted: "paid", wantCode: sluice.CodeProfileDenied},
+		{name: "asserted unknown profile", key: "backend", asserted: "gold", wantCode: sluice.CodeInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &sluice.Request{User: tt.user, Profile: tt.asserted, Received: now}
+			err := snap.resolveProfile(ents, staticKey(t, snap, tt.key), req)
+			if tt.wantCode != "" {
+				if se, ok := errors.AsType[*sluice.Error](err); !ok || se.Code != tt.wantCode {
+					t.Fatalf("resolveProfile = %v, want code %s", err, tt.wantCode)
+				}
+				if status := tt.wantCode.Status(); tt.wantCode == sluice.CodeProfileDenied && status != 403 {
+					t.Errorf("%s status = %d, want 403", tt.wantCode, status)
+				}
+				return
+			}
+			if err != nil || req.Profile != tt.want {
+				t.Errorf("resolveProfile: Profile = %q, %v; want %q, nil", req.Profile, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestProfileLimitsReplaceKeyUserLimits checks the limits a request claims
+// on its end user: its profile's (per user across the tenant, and per user
+// and task type) instead of its key's user_limits; the key's when no
+// profile applies.
+func TestProfileLimitsReplaceKeyUserLimits(t *testing.T) {
+	snap := profileSnapshot(t)
+	tests := []struct {
+		name, key, profile, user, task string
+		want                           []store.Unit
+	}{
+		{name: "free user, parse", key: "backend", profile: "free", user: "a:b", task: "parse", want: []store.Unit{
+			{ID: "enduser:acme:a:b", Cap: 1, RPM: 10}, {ID: "usertask:acme:parse:a:b", Cap: 1}}},
+		{name: "free user, chat has no task limit", key: "backend", profile: "free", user: "bob", task: "chat", want: []store.Unit{
+			{ID: "enduser:acme:bob", Cap: 1, RPM: 10}}},
+		{name: "paid user on another key of the tenant: the same unit", key: "plain", profile: "paid", user: "bob", task: "parse", want: []store.Unit{
+			{ID: "enduser:acme:bob", Cap: 4}}},
+		{name: "no profile: the key's user_limits", key: "elsewhere", user: "bob", want: []store.Unit{
+			{ID: "user:elsewhere:bob", Cap: 3}}},
+		{name: "a profile but no end user", key: "backend", profile: "free", task: "parse"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &sluice.Request{Model: "fast", User: tt.user, Profile: tt.profile}
+			got := snap.Limits(staticKey(t, snap, tt.key), req, tt.task)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("Limits (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestResolveProfileWithoutProfilesAllocatesNothing: a catalog without
+// profiles pays one comparison per request.
+func TestResolveProfileWithoutProfilesAllocatesNothing(t *testing.T) {
+	live, key := admissionLive(t)
+	snap := live.Load()
+	req := &sluice.Request{User: "bob", Received: time.Now()}
+	if n := testing.AllocsPerRun(100, func() { _ = snap.resolveProfile(nil, key, req) }); n != 0 {
+		t.Errorf("resolveProfile allocates %v times per request, want 0", n)
+	}
+	if req.Profile != "" {
+		t.Errorf("Profile = %q, want none", req.Profile)
+	}
+}
