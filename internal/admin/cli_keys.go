@@ -253,7 +253,7 @@ func (c *cli) keysUpdate(args []string) error {
 
 // settingsSynopsis lists the flags of settingsFlags.
 const settingsSynopsis = "[--labels k=v,…] [--policy MODE] [--accounts a,b] [--pool ID] [--fallback POOL|any] [--wait DURATION] " +
-	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse]"
+	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse] [--assert user,profile]"
 
 // settingsFlags are the flags of what a key carries besides its name,
 // tenant and life cycle, for keys create and keys update. Each is a string
@@ -279,6 +279,7 @@ func newSettingsFlags(fs *flag.FlagSet) *settingsFlags {
 		{"paths", "API `PATHS` the key may call: chat, embeddings, videos, fal ('' = all)"},
 		{"service-tiers", "service_tier `VALUES` a request may name ('' = any)"},
 		{"on-limit", "at the key's own max_inflight: wait or refuse (`ACTION`)"},
+		{"assert", "what the key may `ASSERT`: user (its end user selects the user's entitlement), profile (X-Sluice-Profile) ('' = neither)"},
 	} {
 		sf.values[f[0]] = fs.String(f[0], "", f[1])
 	}
@@ -335,6 +336,8 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 			c.ServiceTiers = ptr(splitList(val))
 		case "on-limit":
 			c.OnLimit = &val
+		case "assert":
+			c.Assert = ptr(splitList(val))
 		}
 		if err != nil {
 			err = cmd.usage("--%s: %v", f.Name, err)
@@ -424,6 +427,7 @@ func (c *cli) printKey(k *KeyRecord) error {
 	t.row("Paths:", list(k.Paths, "* (all)"))
 	t.row("Service tiers:", list(k.ServiceTiers, "* (any)"))
 	t.row("On limit:", k.OnLimit)
+	t.row("Asserts:", list(k.Assert, "-"))
 	t.row("Prefix:", k.Prefix)
 	t.row("Created:", when(k.CreatedAt))
 	t.row("Updated:", when(k.UpdatedAt))

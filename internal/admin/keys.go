@@ -227,6 +227,10 @@ type KeySettings struct {
 	OnLimit      string            `json:"on_limit,omitempty"` // at its own max_inflight: wait (default) or refuse
 	// BillingAccount is the billing account its requests are charged to.
 	BillingAccount string `json:"billing_account,omitempty"`
+	// Assert is what the key may assert about its requests: user (the end
+	// user it names selects that user's entitlement), profile
+	// (X-Sluice-Profile).
+	Assert []string `json:"assert,omitempty"`
 }
 
 // KeyPolicy is a key's route policy; Wait is a Go duration ("30s").
@@ -264,7 +268,8 @@ type KeyChange struct {
 	OnLimit      *string            `json:"on_limit,omitempty"`
 	// BillingAccount rebinds the key ("" unbinds it); requests running
 	// keep the account they were admitted with.
-	BillingAccount *string `json:"billing_account,omitempty"`
+	BillingAccount *string   `json:"billing_account,omitempty"`
+	Assert         *[]string `json:"assert,omitempty"`
 }
 
 // apply sets the fields of k that ks holds.
@@ -276,7 +281,7 @@ func (ks *KeySettings) apply(k *sluice.Key) error {
 	k.Labels, k.Policy = ks.Labels, p
 	k.Limits, k.UserLimits = sluice.Limits(ks.Limits), sluice.Limits(ks.UserLimits)
 	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = ks.Task, ks.Tasks, ks.Paths, ks.ServiceTiers, ks.OnLimit
-	k.BillingAccount = ks.BillingAccount
+	k.BillingAccount, k.Assert = ks.BillingAccount, ks.Assert
 	return nil
 }
 
@@ -323,6 +328,7 @@ func (c *KeyChange) apply(k *sluice.Key) error {
 	set(&k.ServiceTiers, c.ServiceTiers)
 	set(&k.OnLimit, c.OnLimit)
 	set(&k.BillingAccount, c.BillingAccount)
+	set(&k.Assert, c.Assert)
 	if c.Limits != nil {
 		k.Limits = sluice.Limits(*c.Limits)
 	}
@@ -348,7 +354,7 @@ func keySettings(k *sluice.Key) KeySettings {
 	return KeySettings{
 		Labels: k.Labels, Policy: p, Limits: KeyLimits(k.Limits), UserLimits: KeyLimits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount,
+		BillingAccount: k.BillingAccount, Assert: k.Assert,
 	}
 }
 

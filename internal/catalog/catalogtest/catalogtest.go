@@ -71,6 +71,7 @@ func newKey(id string) *sluice.Key {
 		Paths:        []string{"chat", "embeddings"},
 		ServiceTiers: []string{"default", "flex"},
 		OnLimit:      sluice.OnLimitRefuse,
+		Assert:       []string{"user", "profile"},
 	}
 }
 

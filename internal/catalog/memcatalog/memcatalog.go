@@ -112,5 +112,6 @@ func clone(k *sluice.Key) *sluice.Key {
 	c.Labels = maps.Clone(k.Labels)
 	c.Policy.Accounts = slices.Clone(k.Policy.Accounts)
 	c.Tasks, c.Paths, c.ServiceTiers = slices.Clone(k.Tasks), slices.Clone(k.Paths), slices.Clone(k.ServiceTiers)
+	c.Assert = slices.Clone(k.Assert)
 	return &c
 }

@@ -53,6 +53,8 @@ type settings struct {
 	// micro-units).
 	BillingAccount string  `json:"billing_account,omitempty"`
 	Budgets        budgets `json:"budgets,omitzero"`
+	// Assert is what the key may assert about its requests (user, profile).
+	Assert []string `json:"assert,omitempty"`
 }
 
 type budgets struct {
@@ -82,7 +84,7 @@ func settingsOf(k *sluice.Key) settings {
 		Limits:     limits(k.Limits),
 		UserLimits: limits(k.UserLimits),
 		Task:       k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount, Budgets: budgets(k.Budgets),
+		BillingAccount: k.BillingAccount, Budgets: budgets(k.Budgets), Assert: k.Assert,
 	}
 }
 
@@ -93,6 +95,7 @@ func (st *settings) apply(k *sluice.Key) {
 	k.Limits, k.UserLimits = sluice.Limits(st.Limits), sluice.Limits(st.UserLimits)
 	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = st.Task, st.Tasks, st.Paths, st.ServiceTiers, st.OnLimit
 	k.BillingAccount, k.Budgets = st.BillingAccount, sluice.Budgets(st.Budgets)
+	k.Assert = st.Assert
 }
 
 // SaveKey inserts or replaces the key with k.ID. It returns ErrConflict when
