@@ -108,7 +108,7 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 	for _, l := range leases {
 		args = append(args, l)
 	}
-	n, err := renewScript.Run(ctx, s.rdb, dom.keys[renewKeys:renewKeys+2], args...).Int64()
+	n, err := renewScript.Run(ctx, s.rdb, dom.keys[renewKeys:renewKeys+3], args...).Int64()
 	if err != nil {
 		return unavailable("renew", err)
 	}

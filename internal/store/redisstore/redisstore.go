@@ -8,7 +8,9 @@
 // each, Renew one per batch. Scripts decide by the Redis clock (TIME),
 // never by a replica's clock, and are idempotent by ticket or lease ID, so
 // a go-redis retry after a timeout changes nothing. Every script first
-// reaps expired leases and dead waiters (at most 64 of each per call).
+// reaps expired leases and dead waiters (at most 64 of each per call) when
+// one is due, which the unit hash's "\x00reap" field tells in the read
+// acquire and release make anyway.
 // Wake-ups are PUBLISHed by the scripts to <prefix>wake:<replica>: by a
 // release or cancel for the unit it freed, and by any script for the units
 // its reaping freed. They are hints (see Wake).
@@ -18,7 +20,7 @@
 //	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm, daily reserved, day, limits held
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
 //	P{d:D}:gen    STRING generation of the domain's state (see Reassert)
-//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens; and "\x00reap", when the next lease, waiter or limit is due
 //	P{d:D}:cred   HASH  credential → in flight
 //	P{d:D}:q      ZSET  "<queue>\x00<class><tag><seq><ticket>", score 0: lex order is (class, WFQ tag, arrival) per queue
 //	P{d:D}:tix    HASH  ticket → queue, member, replica, units (and limits), tenant
@@ -153,8 +155,8 @@ func (s *Store) domain(domain string) *domainState {
 // domainKeys returns the keys every capacity script declares.
 func (s *Store) domainKeys(domain string) []string { return s.domain(domain).keys }
 
-// renewKeys are the lease-expiry and generation keys, the only ones Renew
-// touches.
+// renewKeys is where the keys Renew touches start: the lease-expiry and
+// generation keys, and the unit hash for its reap time.
 const renewKeys = 1
 
 // wakePrefix is the start of every wake channel; the scripts append the

@@ -433,8 +433,8 @@ func TestKeysAreTaggedAndDrain(t *testing.T) {
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys after draining = %q, want %q", keys, want)
 	}
-	if f, _ := rdb.HKeys(t.Context(), b.prefix+"{d:dom}:unit").Result(); !slices.Equal(f, []string{"u\x00cap"}) {
-		t.Errorf("unit fields after draining = %q, want only the cap", f)
+	if f, _ := rdb.HKeys(t.Context(), b.prefix+"{d:dom}:unit").Result(); !slices.Equal(f, []string{"\x00reap", "u\x00cap"}) {
+		t.Errorf("unit fields after draining = %q, want only the domain's reap time and the cap", f)
 	}
 }
 

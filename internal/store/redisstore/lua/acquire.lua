@@ -26,7 +26,45 @@ local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARG
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
 local A, W = 12, 14 -- the first candidate's ARGV index, and the ARGV per candidate
 local L, LW = A + n * W, 8 -- the first limit's ARGV index, and the ARGV per limit
-local reaped = reap(now)
+
+-- The reap gate and every candidate's unit state, in one HMGET: a call
+-- costs more than its fields, and nothing changes before the loop of
+-- decide grants and returns. state[off[i] + j] is field j of UNIT_FIELDS
+-- of candidate i (0-based), then of WINDOW_FIELDS for a unit with limits.
+local UNIT_FIELDS = {'n', 'until', 'probe', 'cap', 'r1', 'r2', 'ecap', 'w0', 'w1', 'w2'}
+local WINDOW_FIELDS = {'rtat', 'ttat', 'dday', 'dused'}
+local fields, off = {F_REAP}, {}
+for i = 0, n - 1 do
+  local b = A + i * W
+  local u = ARGV[b]
+  off[i] = #fields
+  for _, f in ipairs(UNIT_FIELDS) do
+    fields[#fields + 1] = u .. '\0' .. f
+  end
+  if tonumber(ARGV[b + 8]) > 0 or tonumber(ARGV[b + 9]) > 0 or tonumber(ARGV[b + 10]) > 0 then
+    for _, f in ipairs(WINDOW_FIELDS) do
+      fields[#fields + 1] = u .. '\0' .. f
+    end
+  end
+end
+-- read_state HMGETs fields in chunks below Lua's unpack limit (~8,000).
+local function read_state()
+  if #fields <= 4000 then
+    return redis.call('HMGET', K_UNIT, unpack(fields))
+  end
+  local out = {}
+  for i = 1, #fields, 4000 do
+    for _, v in ipairs(redis.call('HMGET', K_UNIT, unpack(fields, i, math.min(i + 3999, #fields)))) do
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+local state = read_state()
+local reaped, ran = reap(now, state[1])
+if ran then -- rare: the reap may have changed what was read
+  state = read_state()
+end
 
 -- gcra returns the new TAT (Redis ms) of a grant of cost under limit per
 -- WINDOW, and whether it passes: the new TAT is at most now + WINDOW (the
@@ -74,17 +112,24 @@ local function rate(v, rpm, tpm, daily)
   return ok, math.ceil(at), r
 end
 
--- keep writes the new window values r (see rate) of unit u.
-local function keep(u, r)
+-- keep appends to set, a list of HSET field-value pairs, the new window
+-- values r (see rate) of unit u, so one HSET writes them with the rest.
+local function keep(set, u, r)
+  local function add(f, v)
+    set[#set + 1] = u .. '\0' .. f
+    set[#set + 1] = v
+  end
   if r[1] then
-    redis.call('HSET', K_UNIT, u .. '\0rtat', string.format('%.3f', r[1]))
+    add('rtat', string.format('%.3f', r[1]))
   end
   if r[2] then
-    redis.call('HSET', K_UNIT, u .. '\0ttat', string.format('%.3f', r[2]))
+    add('ttat', string.format('%.3f', r[2]))
   end
   if r[3] then
-    redis.call('HSET', K_UNIT, u .. '\0dday', r[4], u .. '\0dused', r[3])
+    add('dday', r[4])
+    add('dused', r[3])
   end
+  return set
 end
 
 -- limit_cooling reports whether a limit with a cooldown (base_ms > 0) of
@@ -105,9 +150,9 @@ end
 
 local function decide()
   -- A retried call (or a go-redis retry after a timeout) gets the same grant.
-  local held = live_lease(ticket, now)
-  local lrec = held and redis.call('HGET', K_LEASE, ticket)
-  if lrec then
+  local lrec = redis.call('HGET', K_LEASE, ticket)
+  local held = lrec and live_lease(ticket, now)
+  if held then
     local l = split(lrec, '\31')
     local p = 0
     for _, h in ipairs(lease_holds(l)) do
@@ -125,8 +170,11 @@ local function decide()
     queue, member = r[1], r[2]
     class = member_class(member, queue) -- a queued ticket keeps its class and tag
     tag = member_tag(member, queue)
-  else
-    tag = fair_tag(queue, class, tenant, weight) -- where it would queue
+  end
+  -- where a new ticket would queue, read only when needed
+  local function my_tag()
+    tag = tag or fair_tag(queue, class, tenant, weight)
+    return tag
   end
 
   -- A full refuse limit is never waited for: the ticket leaves instead.
@@ -142,10 +190,14 @@ local function decide()
   -- arrival) order, read once on demand: a newcomer is behind every ticket
   -- of a more urgent class and those of its class with a tag up to its
   -- own. More than SCAN ahead: every unit counts as taken (conservative).
+  -- w0, w1, w2 are u's waiting counts: with none, no ticket lists u.
   local ahead, all_taken
-  local function barred(u)
+  local function barred(u, w0, w1, w2)
+    if not waiting(w0, w1, w2) then
+      return false
+    end
     if not ahead then
-      local hi = member and ('(' .. member) or ('(' .. queue .. '\0' .. class .. string.format('%020d', tag + 1))
+      local hi = member and ('(' .. member) or ('(' .. queue .. '\0' .. class .. string.format('%020d', my_tag() + 1))
       local ms = redis.call('ZRANGEBYLEX', K_Q, '[' .. queue .. '\0', hi, 'LIMIT', 0, SCAN + 1)
       ahead = {}
       if #ms > SCAN then
@@ -171,41 +223,27 @@ local function decide()
     return false
   end
 
-  -- One HMGET for every candidate's unit state: a call costs more than
-  -- its fields, and nothing changes before the loop grants and returns.
-  local F = 7 -- fields per candidate
-  local fields = {}
-  for i = 0, n - 1 do
-    local u = ARGV[A + i * W]
-    fields[#fields + 1] = u .. '\0n'
-    fields[#fields + 1] = u .. '\0until'
-    fields[#fields + 1] = u .. '\0probe'
-    fields[#fields + 1] = u .. '\0cap'
-    fields[#fields + 1] = u .. '\0r1'
-    fields[#fields + 1] = u .. '\0r2'
-    fields[#fields + 1] = u .. '\0ecap'
-  end
-  local state = redis.call('HMGET', K_UNIT, unpack(fields))
   -- The last cap and reserves seen, for the Inspector and wake-ups; a zero
   -- reserve is stored as no field.
   local sets, dels = {}, {}
   for i = 0, n - 1 do
     local cap = ARGV[A + i * W + 2]
-    if tonumber(state[i * F + 4]) ~= tonumber(cap) then
-      sets[#sets + 1] = fields[i * F + 4]
+    local o = off[i]
+    if tonumber(state[o + 4]) ~= tonumber(cap) then
+      sets[#sets + 1] = fields[o + 4]
       sets[#sets + 1] = cap
-      state[i * F + 4] = cap
+      state[o + 4] = cap
     end
     for j = 5, 6 do
       local res = tonumber(ARGV[A + i * W + j + 1])
-      if (tonumber(state[i * F + j]) or 0) ~= res then
+      if (tonumber(state[o + j]) or 0) ~= res then
         if res == 0 then
-          dels[#dels + 1] = fields[i * F + j]
-          state[i * F + j] = false
+          dels[#dels + 1] = fields[o + j]
+          state[o + j] = false
         else
-          sets[#sets + 1] = fields[i * F + j]
+          sets[#sets + 1] = fields[o + j]
           sets[#sets + 1] = res
-          state[i * F + j] = res
+          state[o + j] = res
         end
       end
     end
@@ -217,27 +255,24 @@ local function decide()
     redis.call('HDEL', K_UNIT, unpack(dels))
   end
 
-  local retry, cooling = 0, 1
+  local retry = 0
   for i = 0, n - 1 do
-    local b = A + i * W
+    local b, o = A + i * W, off[i]
     local u, c = ARGV[b], ARGV[b + 1]
-    local cap, ccap = eff_cap(ARGV[b + 2], state[i * F + 7]), tonumber(ARGV[b + 3])
+    local cap, ccap = eff_cap(ARGV[b + 2], state[o + 7]), tonumber(ARGV[b + 3])
     local res = 0
     if class > 0 then
       res = tonumber(ARGV[b + 5 + class])
     end
-    local inflight, untl = tonumber(state[i * F + 1]) or 0, tonumber(state[i * F + 2]) or 0
+    local inflight, untl = tonumber(state[o + 1]) or 0, tonumber(state[o + 2]) or 0
     local ok, probe = true, false
-    if cooling == 1 and (untl == 0 or now >= untl and not state[i * F + 3]) and not limit_cooling(b) then
-      cooling = 0 -- open, or its probe is free to take
-    end
     if untl ~= 0 then
       if now < untl then
         ok = false
         if retry == 0 or untl < retry then
           retry = untl
         end
-      elseif state[i * F + 3] then
+      elseif state[o + 3] then
         ok = false -- cooldown over, but the single probe is out
       elseif class == BG and urgent_waiting(u) then
         ok = false -- background is throttled first: a more urgent ticket probes
@@ -269,14 +304,13 @@ local function decide()
     local rpm, tpm, daily = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10])
     local r = {false, false, false, 0, 0, 0}
     if ok and (rpm > 0 or tpm > 0 or daily > 0) then
-      local v = redis.call('HMGET', K_UNIT, u .. '\0rtat', u .. '\0ttat', u .. '\0dday', u .. '\0dused')
       local at
-      ok, at, r = rate(v, rpm, tpm, daily)
+      ok, at, r = rate({state[o + 11], state[o + 12], state[o + 13], state[o + 14]}, rpm, tpm, daily)
       if not ok and (retry == 0 or at < retry) then
         retry = at
       end
     end
-    ok = ok and not barred(u)
+    ok = ok and not barred(u, state[o + 8], state[o + 9], state[o + 10])
     -- The candidate's limits: each must have a slot, pass its windows and
     -- day, and not be taken by no-barging. Only when none is refused for
     -- a slot (which a release announces) does RetryAt count their windows.
@@ -287,10 +321,12 @@ local function decide()
         local x = L + (tonumber(ARGV[b + 11]) + j) * LW
         local id, lcap = ARGV[x], tonumber(ARGV[x + 1])
         local v = redis.call('HMGET', K_UNIT, id .. '\0n', id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday',
-          id .. '\0dused', id .. '\0ecap', id .. '\0until', id .. '\0probe')
+          id .. '\0dused', id .. '\0ecap', id .. '\0until', id .. '\0probe', id .. '\0w0', id .. '\0w1', id .. '\0w2')
         if (tonumber(v[2]) or 0) ~= lcap then
           redis.call('HSET', K_UNIT, id .. '\0cap', lcap)
-          redis.call('ZADD', K_LAPSE, 'NX', now, id) -- forgotten unless it comes to hold a lease
+          if redis.call('ZADD', K_LAPSE, 'NX', now, id) == 1 then -- forgotten unless it comes to hold a lease
+            due(now)
+          end
         end
         local ecap, luntl = eff_cap(lcap, v[7]), tonumber(v[8]) or 0
         if luntl ~= 0 and now < luntl then
@@ -304,10 +340,10 @@ local function decide()
             tonumber(ARGV[x + 4]))
           if not pass then
             ok, lat = false, math.max(lat, at)
-          elseif barred(id) then
+          elseif barred(id, v[10], v[11], v[12]) then
             ok, blocked = false, true
           else
-            lims[#lims + 1] = {id, lr, tonumber(ARGV[x + 3]), ARGV[x + 6], ARGV[x + 7], luntl ~= 0}
+            lims[#lims + 1] = {id, lr, tonumber(ARGV[x + 3]), ARGV[x + 6], ARGV[x + 7], luntl ~= 0, tonumber(v[1]) or 0}
           end
         end
       end
@@ -319,16 +355,18 @@ local function decide()
       local expires = now + ttl
       local p = probe and 1 or 0
       redis.call('ZADD', K_EXP, expires, ticket)
+      due(expires)
       local lrec = {}
       for _, lim in ipairs(lims) do
         local id, lr = lim[1], lim[2]
-        keep(id, lr)
-        redis.call('HINCRBY', K_UNIT, id .. '\0n', 1)
+        local set = keep({id .. '\0n', lim[7] + 1}, id, lr)
         local lp = 0
         if lim[6] then -- its cooldown is over: this is its probe
           lp = 1
-          redis.call('HSET', K_UNIT, id .. '\0probe', ticket)
+          set[#set + 1] = id .. '\0probe'
+          set[#set + 1] = ticket
         end
+        redis.call('HSET', K_UNIT, unpack(set))
         lrec[#lrec + 1] = limit_hold(id, lr[5], lim[3], lr[6], lr[3] and lr[4] or 0, lim[4], lim[5], lp)
       end
       redis.call('HSET', K_LEASE, ticket,
@@ -338,12 +376,14 @@ local function decide()
           p = 1
         end
       end
-      keep(u, r)
-      redis.call('HINCRBY', K_UNIT, u .. '\0n', 1)
-      redis.call('HINCRBY', K_CRED, c, 1)
+      -- The unit's in-flight count, windows and probe in one write.
+      local set = keep({u .. '\0n', inflight + 1}, u, r)
       if probe then
-        redis.call('HSET', K_UNIT, u .. '\0probe', ticket)
+        set[#set + 1] = u .. '\0probe'
+        set[#set + 1] = ticket
       end
+      redis.call('HSET', K_UNIT, unpack(set))
+      redis.call('HINCRBY', K_CRED, c, 1)
       if qrec then
         fair_granted(queue, class, tag)
         dequeue(ticket)
@@ -360,10 +400,22 @@ local function decide()
     end
   end
 
+  -- Cooling: every candidate's unit, or a limit of its with a cooldown, is
+  -- closed by one (not open, and its probe not free to take).
+  local cooling = 1
+  for i = 0, n - 1 do
+    local untl = tonumber(state[off[i] + 2]) or 0
+    if (untl == 0 or now >= untl and not state[off[i] + 3]) and not limit_cooling(A + i * W) then
+      cooling = 0
+      break
+    end
+  end
+
   if qrec then
     redis.call('ZADD', K_SEEN, now + ttl, ticket) -- still waiting: not a dead waiter
+    due(now + ttl)
   else
-    member = queue .. '\0' .. class .. string.format('%020d', tag) .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
+    member = queue .. '\0' .. class .. string.format('%020d', my_tag()) .. string.format('%016d', redis.call('INCR', K_SEQ)) .. ticket
     local fc = queue .. '\0' .. class
     fair_count(fc, 1)
     fair_count(fc .. '\0' .. tenant, 1, string.format('%d', tag))
@@ -385,6 +437,7 @@ local function decide()
     redis.call('HSET', K_TIX, ticket, queue .. '\31' .. member .. '\31' .. replica .. '\31\30' .. table.concat(units, '\30') .. '\30\31' ..
       tenant .. '\31' .. now)
     redis.call('ZADD', K_SEEN, now + ttl, ticket)
+    due(now + ttl)
     for _, u in ipairs(units) do
       redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, 1)
       if redis.call('HINCRBY', K_UNIT, u .. '\0q\0' .. queue, 1) == 1 then

@@ -17,7 +17,8 @@
 --                  ecap, es, etop (hidden-cap AIMD: effective cap, successes
 --                  since its last change, in flight when last lowered),
 --                  dday, dused (the UTC day and its tokens reserved and
---                  used, against DailyTokens)
+--                  used, against DailyTokens); and one field of the
+--                  domain, "\0reap" (see F_REAP)
 --   5 cred   HASH  credential id -> in flight
 --   6 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
 --                  <ticket>": lex order is (class, WFQ tag, arrival) per queue
@@ -47,6 +48,29 @@ local SCAN = 64
 local QUEUES = 16
 -- WAKES bounds the wake-ups one queue gets from one release.
 local WAKES = 4
+-- F_REAP is the field of K_UNIT holding a time (Redis ms) before which
+-- nothing in K_EXP, K_SEEN or K_LAPSE is due: the calls before it skip
+-- reaping (four range reads) for one field, which acquire and release read
+-- with the unit's state. Absent, it means "reap now". Every score added to
+-- those sets goes through due(), which lowers it; reap recomputes it.
+-- REAP_IDLE bounds how far ahead it is set, so that even a wrong field
+-- delays reaping by no more than that.
+local F_REAP, REAP_IDLE = '\0reap', 60000
+-- reap_at is F_REAP as this call knows it (see read_reap and reap).
+local reap_at = 0
+
+local function read_reap()
+  reap_at = tonumber(redis.call('HGET', K_UNIT, F_REAP)) or 0
+end
+
+-- due records that a score at was added to K_EXP, K_SEEN or K_LAPSE.
+local function due(at)
+  if at < reap_at then
+    reap_at = at
+    redis.call('HSET', K_UNIT, F_REAP, string.format('%d', at))
+  end
+end
+
 -- BG is the background class: it never takes a post-cooldown probe while
 -- a more urgent ticket waits for the unit.
 local BG = 2
@@ -193,7 +217,7 @@ end
 local FORGET, LAPSE_RECHECK = 16, 60000
 
 -- forget drops the state of the limits in K_LAPSE that are due, at most
--- FORGET: a limit with no lease, no waiter and lapsed windows is as good as
+-- FORGET (only from reap, which recomputes F_REAP after it): a limit with no lease, no waiter and lapsed windows is as good as
 -- new, so per-end-user limits do not keep a field for every user ever seen.
 -- A limit that holds a lease again leaves K_LAPSE (drop_lease puts it back
 -- when its last lease goes); one that is waited for, or whose windows moved
@@ -252,22 +276,31 @@ end
 
 -- drop_lease removes a lease and its counts; it returns the parsed record
 -- (unit, cred, index, probe, base, max, tokens, tpm, daily, day, limits)
--- or nil when there was none.
-local function drop_lease(id)
+-- or nil when there was none. A caller that read the lease's record, and
+-- its unit's in-flight count n, in this call passes them to save the reads.
+local function drop_lease(id, rec, n)
   redis.call('ZREM', K_EXP, id)
-  local rec = redis.call('HGET', K_LEASE, id)
+  rec = rec or redis.call('HGET', K_LEASE, id)
   if not rec then
     return nil
   end
   redis.call('HDEL', K_LEASE, id)
   local l = split(rec, '\31')
-  incr(K_UNIT, l[1] .. '\0n', -1)
+  if not n then
+    incr(K_UNIT, l[1] .. '\0n', -1)
+  elseif n <= 1 then
+    redis.call('HDEL', K_UNIT, l[1] .. '\0n')
+  else
+    redis.call('HSET', K_UNIT, l[1] .. '\0n', n - 1)
+  end
   local lease = id
   for e in string.gmatch(l[11] or '', '[^\30]+') do
     local f = split(e, '\0')
     local id = f[1]
     if incr(K_UNIT, id .. '\0n', -1) <= 0 then
-      redis.call('ZADD', K_LAPSE, lapse_at(id), id)
+      local at = lapse_at(id)
+      redis.call('ZADD', K_LAPSE, at, id)
+      due(at)
     end
     if f[8] == '1' and redis.call('HGET', K_UNIT, id .. '\0probe') == lease then
       redis.call('HDEL', K_UNIT, id .. '\0probe')
@@ -309,11 +342,21 @@ end
 -- REAPED bounds how many units reaping may wake waiters for in one call.
 local REAPED = 8
 
--- reap drops expired leases and dead waiters, at most REAP of each. It
+-- reap drops expired leases and dead waiters, at most REAP of each, when
+-- F_REAP is due (at: its value when the caller read it; nil reads it). It
 -- returns the units (at most REAPED) that may now have room for a waiter:
 -- a crashed holder's slot or a dead head's place, which no release will
--- announce.
-local function reap(now)
+-- announce; and whether it ran, i.e. whether state read before may have
+-- changed.
+local function reap(now, at)
+  if at == nil then
+    read_reap()
+  else
+    reap_at = tonumber(at) or 0
+  end
+  if now < reap_at then
+    return {}, false
+  end
   forget(now)
   local units, set = {}, {}
   local function note(u)
@@ -338,11 +381,22 @@ local function reap(now)
       end
     end
   end
-  return units
+  -- The next due score; at or before now when a bound left some behind.
+  local next = now + REAP_IDLE
+  for _, k in ipairs({K_EXP, K_SEEN, K_LAPSE}) do
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if first[2] then
+      next = math.min(next, math.floor(tonumber(first[2])))
+    end
+  end
+  reap_at = next
+  redis.call('HSET', K_UNIT, F_REAP, string.format('%d', next))
+  return units, true
 end
 
 -- live_lease returns the expiry of a lease that is still live; a lease past
--- its expiry that the bounded reap missed is dropped here.
+-- its expiry that the bounded reap missed is dropped here. (Before F_REAP,
+-- every lease in K_LEASE is live.)
 local function live_lease(id, now)
   local s = redis.call('ZSCORE', K_EXP, id)
   if not s then
@@ -354,6 +408,12 @@ local function live_lease(id, now)
     return nil
   end
   return s
+end
+
+-- waiting reports whether any ticket waits for a unit, given its w0, w1
+-- and w2 fields: if none does, no wake-up or no-barging check can find one.
+local function waiting(w0, w1, w2)
+  return (tonumber(w0) or 0) + (tonumber(w1) or 0) + (tonumber(w2) or 0) > 0
 end
 
 -- urgent_waiting reports whether a ticket of a class more urgent than

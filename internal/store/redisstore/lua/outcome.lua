@@ -1,9 +1,10 @@
 -- settle runs the cooldown state machine of unit u (or a limit) for a
 -- released lease that held a slot in it (with the unit's cooldown base and
 -- max; probe: the lease was its probe) and reports whether u is now cooling.
-local function settle(u, base, max, probe, now, limited, retry_after, success)
+-- v is u's until and level fields when the caller read them in this call.
+local function settle(u, base, max, probe, now, limited, retry_after, success, v)
   local fu, fl = u .. '\0until', u .. '\0level'
-  local v = redis.call('HMGET', K_UNIT, fu, fl)
+  v = v or redis.call('HMGET', K_UNIT, fu, fl)
   local untl, level = tonumber(v[1]) or 0, tonumber(v[2]) or 0
   if limited then
     local d = retry_after
@@ -23,7 +24,9 @@ local function settle(u, base, max, probe, now, limited, retry_after, success)
     return true
   end
   if success then
-    redis.call('HDEL', K_UNIT, fl)
+    if v[2] then
+      redis.call('HDEL', K_UNIT, fl)
+    end
     if probe or (untl ~= 0 and now >= untl) then
       redis.call('HDEL', K_UNIT, fu, u .. '\0probe') -- the probe worked: open
       untl = 0
@@ -34,6 +37,6 @@ local function settle(u, base, max, probe, now, limited, retry_after, success)
 end
 
 -- apply runs settle for the unit of a released lease l (see drop_lease).
-local function apply(l, now, limited, retry_after, success)
-  return settle(l[1], tonumber(l[5]), tonumber(l[6]), l[4] == '1', now, limited, retry_after, success)
+local function apply(l, now, limited, retry_after, success, v)
+  return settle(l[1], tonumber(l[5]), tonumber(l[6]), l[4] == '1', now, limited, retry_after, success, v)
 end

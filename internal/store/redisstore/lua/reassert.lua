@@ -7,6 +7,7 @@
 -- generation, which the replica knows from then on.
 local gen = state_gen()
 local now = now_ms()
+read_reap()
 local today = math.floor(now / DAY)
 local n = tonumber(ARGV[1])
 local A, W = 2, 13
@@ -55,6 +56,7 @@ for i = 0, n - 1 do
     redis.call('HINCRBY', K_CRED, cred, 1)
     redis.call('HSET', K_LEASE, id, lease_record(u, cred, ARGV[b + 4], 0, ARGV[b + 5], ARGV[b + 6], rt, tpm, rd, day, lrec))
     redis.call('ZADD', K_EXP, now + tonumber(ARGV[b + 1]), id)
+    due(now + tonumber(ARGV[b + 1]))
   end
 end
 return gen

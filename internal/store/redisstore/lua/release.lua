@@ -4,26 +4,37 @@
 -- the limit a rate limit is scoped to ('' = the unit; see store.Outcome.Cool).
 -- Returns {released (0/1), wakes published}.
 local now = now_ms()
-local reaped = reap(now)
 local prefix = ARGV[5]
+local rec = redis.call('HGET', K_LEASE, ARGV[1])
+local u = rec and string.match(rec, '^[^\31]*')
+-- One read for the reap gate and all the unit state the outcome and the
+-- wake-up need: a call costs more than its fields.
+local fields = {F_REAP}
+if u then
+  for _, a in ipairs({'n', 'cap', 'ecap', 'es', 'etop', 'until', 'level', 'w0', 'w1', 'w2'}) do
+    fields[#fields + 1] = u .. '\0' .. a
+  end
+end
+local av = redis.call('HMGET', K_UNIT, unpack(fields))
+local reaped, ran = reap(now, av[1])
 wake_all(reaped, now, prefix)
-if not live_lease(ARGV[1], now) then
+if ran then -- rare: the reap may have dropped this lease, or changed its unit
+  if not live_lease(ARGV[1], now) then
+    return {0, 0}
+  end
+  rec = redis.call('HGET', K_LEASE, ARGV[1])
+  av = redis.call('HMGET', K_UNIT, unpack(fields))
+end
+if not rec then
   return {0, 0} -- already released, expired or unknown: never count twice
 end
-local rec = redis.call('HGET', K_LEASE, ARGV[1])
-if not rec then
-  return {0, 0}
-end
-local u = split(rec, '\31')[1]
 local limited, success = ARGV[2] == '1', ARGV[4] == '1'
 -- scoped: the rate limit cools the limit ARGV[7] of the lease, not its unit.
 local scoped = false
 if limited and ARGV[7] ~= '' and ARGV[7] ~= u then
   scoped = string.find(rec, '\30' .. ARGV[7] .. '\0', 1, true) or string.find(rec, '\31' .. ARGV[7] .. '\0', 1, true)
 end
--- k: the unit's in flight, this lease included (what ran when it ended).
-local av = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0ecap', u .. '\0es', u .. '\0etop')
-local l = drop_lease(ARGV[1])
+local l = drop_lease(ARGV[1], rec, tonumber(av[2]) or 0)
 if limited then
   -- Scoped or not, the unit's recent 429 rate is no longer zero: its
   -- background pauses (acquire's pause_ms).
@@ -36,8 +47,9 @@ end
 -- hundred before retrying the concurrency last rate limited (etop); ecap is
 -- dropped once it reaches Cap, or with Cap 0 once it exceeds etop.
 do
-  local k, cap, ecap = tonumber(av[1]) or 0, tonumber(av[2]) or 0, tonumber(av[3]) or 0
-  local top = tonumber(av[5]) or 0
+  -- k: the unit's in flight, this lease included (what ran when it ended).
+  local k, cap, ecap = tonumber(av[2]) or 0, tonumber(av[3]) or 0, tonumber(av[4]) or 0
+  local top = tonumber(av[6]) or 0
   if limited and not scoped then
     if k >= 2 then
       local e = k - 1
@@ -50,7 +62,7 @@ do
       end
     end
   elseif success and ecap > 0 then
-    local es = (tonumber(av[4]) or 0) + 1
+    local es = (tonumber(av[5]) or 0) + 1
     local need = ecap * 10
     if ecap + 1 >= top then
       need = ecap * 100
@@ -77,12 +89,13 @@ for i, h in ipairs(lease_holds(l)) do
   correct(h, used, now)
   if i > 1 then
     local cool = scoped and h[1] == ARGV[7]
-    if not settle(h[1], h[6], h[7], h[8], now, cool, cool and tonumber(ARGV[3]) or 0, success) then
+    local v = redis.call('HMGET', K_UNIT, h[1] .. '\0until', h[1] .. '\0level', h[1] .. '\0w0', h[1] .. '\0w1', h[1] .. '\0w2')
+    if not settle(h[1], h[6], h[7], h[8], now, cool, cool and tonumber(ARGV[3]) or 0, success, v) and waiting(v[3], v[4], v[5]) then
       sent = sent + wake(h[1], now, prefix)
     end
   end
 end
-if apply(l, now, limited and not scoped, tonumber(ARGV[3]), success) then
-  return {1, sent} -- the unit is cooling: a wake-up could not be granted
+if apply(l, now, limited and not scoped, tonumber(ARGV[3]), success, {av[7], av[8]}) or not waiting(av[9], av[10], av[11]) then
+  return {1, sent} -- the unit is cooling, or nobody waits for it: a wake-up could not be granted
 end
 return {1, sent + wake(u, now, prefix)}
