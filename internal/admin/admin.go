@@ -54,6 +54,9 @@ type Options struct {
 	// Affinity reads session-affinity bindings; nil makes GET
 	// /admin/affinity answer 404.
 	Affinity Affinity
+	// Entitlements hold the end users' entitlements to quota profiles;
+	// nil makes the entitlement routes answer 404.
+	Entitlements Entitlements
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
@@ -212,6 +215,8 @@ type server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	now      func() time.Time
+
+	entitlements Entitlements
 }
 
 // New returns the admin API handler. Every route except GET /metrics and
@@ -252,6 +257,9 @@ type server struct {
 //	GET  /admin/billing/prices?kind=&plan=&alias=&model= []Price
 //	POST /admin/billing/prices          PriceSpec → Price (a new version, from now on)
 //	GET  /admin/billing/spend?by=&from=&to=&account=&key= SpendReport (price, cost, margin)
+//	GET  /admin/entitlements?tenant=&user=&profile= []Entitlement
+//	PUT  /admin/entitlements            EntitlementsPut (up to 1000, all or none; dry_run) → EntitlementsResult
+//	DELETE /admin/entitlements          EntitlementsDelete (dry_run) → EntitlementsResult
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
@@ -270,6 +278,7 @@ func New(opts Options) http.Handler {
 		mux:      http.NewServeMux(),
 		now:      time.Now,
 	}
+	s.entitlements = opts.Entitlements
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -307,6 +316,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/jobs/{id}", s.showJob)
 	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()
+	s.registerEntitlements()
 	return s
 }
 

@@ -35,6 +35,8 @@ var writeRequests = map[string]struct{ path, body string }{
 	"POST /admin/billing/accounts/{id}/adjust": {"/admin/billing/accounts/cat-acct/adjust", `{"amount":"-1.50","reason":"goodwill"}`},
 	"POST /admin/billing/accounts/{id}/refund": {"/admin/billing/accounts/cat-acct/refund", `{"request_id":"req-charged","reason":"bad answer"}`},
 	"POST /admin/billing/prices":               {"/admin/billing/prices", `{"kind":"price","plan":"standard","alias":"fast","input":"1.00"}`},
+	"PUT /admin/entitlements":                  {"/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"bob","profile":"paid"}]}`},
+	"DELETE /admin/entitlements":               {"/admin/entitlements", `{"users":[{"tenant":"web","user":"alice"}]}`},
 }
 
 // auditHarness is a harness with the keys web-1 (active) and pending-1.

@@ -72,6 +72,10 @@ const cliUsage = `usage:
   sluice billing report [--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339]
                         [--account ID] [--key ID]   (price, cost and margin)
       AMOUNT: a decimal string of the catalog's currency, e.g. 25.00
+  sluice entitlements list [--tenant T] [--user U] [--profile P]   (end users' quota profiles)
+  sluice entitlements set TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]
+  sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
+  sluice entitlements delete TENANT USER [USER…] [--dry-run]
   sluice apply -f FILE [--if-match VERSION]
   sluice status
 
@@ -149,6 +153,8 @@ func (c *cli) run(args []string) error {
 		return c.audit(args[1:])
 	case "billing":
 		return c.billingCommand(args[1:])
+	case "entitlements":
+		return c.entitlements(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

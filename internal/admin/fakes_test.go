@@ -215,8 +215,10 @@ func newHarness(t *testing.T) *harness {
 		Catalog: h.catalog,
 		Pool:    h.pool,
 		Billing: h.billing,
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
-		Log:     slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// The end user web/alice is entitled to free.
+		Entitlements: harnessEntitlements(t),
+		Metrics:      http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "sluice_up 1\n") }),
+		Log:          slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	srv := httptest.NewServer(h.handler)
 	t.Cleanup(srv.Close)
