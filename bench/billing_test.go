@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // billedCatalog is catalogTemplate billed: the key is bound to the billing
@@ -34,11 +36,22 @@ var billedCatalog = strings.Replace(catalogTemplate,
     - {id: bench, plan: standard, max_inflight: 1024}
 `
 
+// onPostgres is catalog (of catalogTemplate's layout) with its database in
+// PostgreSQL, a schema of its own, when SLUICE_BENCH_DB is postgres, and
+// unchanged otherwise. The spool stays on, in the rig's directory.
+func onPostgres(tb testing.TB, catalog string) string {
+	if os.Getenv("SLUICE_BENCH_DB") != "postgres" {
+		return catalog
+	}
+	url := strings.ReplaceAll(testenv.Postgres(tb), "%", "%%")
+	return strings.Replace(catalog, `database: {url: "sqlite://%[1]s"}`, `database: {url: "`+url+`", spool_dir: "%[1]s-spool"}`, 1)
+}
+
 // newBilledRig is a rig serving billedCatalog, its account topped up with
 // far more than a benchmark spends, once the balance view has read it.
 func newBilledRig(tb testing.TB) *rig {
 	tb.Helper()
-	r := newRigOf(tb, "sluice-billed", billedCatalog)
+	r := newRigOf(tb, "sluice-billed", onPostgres(tb, billedCatalog))
 	req, err := http.NewRequest(http.MethodPost, "http://"+r.gw.AdminAddr()+"/admin/billing/accounts/bench/topup",
 		strings.NewReader(`{"amount":"1000000.00"}`))
 	if err != nil {
@@ -88,9 +101,15 @@ const settleWait = 300 * time.Millisecond
 // usage records and charges, which happens after their answers. ns/op is
 // the wall time of the three measurements, not a figure to read.
 //
+// Both gateways keep their records and ledger in an SQLite file, whose
+// work runs in their process; with SLUICE_BENCH_DB=postgres both use a
+// PostgreSQL schema instead (testenv.Postgres), whose server's CPU is not
+// counted: the gateway's own work alone.
+//
 //	go test -run '^$' -bench BillingCPU -benchtime 2000x -count 5 ./bench/
+//	SLUICE_BENCH_DB=postgres go test -run '^$' -bench BillingCPU -benchtime 2000x -count 5 ./bench/
 func BenchmarkBillingCPU(b *testing.B) {
-	unbilled, billed := newRig(b), newBilledRig(b)
+	unbilled, billed := newRigOf(b, "sluice", onPostgres(b, catalogTemplate)), newBilledRig(b)
 	for _, mode := range []string{"json", "stream"} {
 		b.Run(mode, func(b *testing.B) {
 			body, callers, behavior := chatBody, 64, simulator.Behavior{}
