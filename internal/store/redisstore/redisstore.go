@@ -2,7 +2,8 @@
 // (store.Claims, store.Waker, store.Inspector, store.Statuses, store.Jobs), shared by
 // every replica of the gateway.
 //
-// Every capacity decision is one Lua script (EVALSHA) over keys that carry
+// Every capacity decision is one Lua function call (FCALL of the library
+// in scripts.go; one EVALSHA for jobs and affinity) over keys that carry
 // the same {d:<domain>} hash tag, so a domain lives on one Redis Cluster
 // slot and a decision is atomic: Acquire and Release cost one round trip
 // each, Renew one per batch. Scripts decide by the Redis clock (TIME),
@@ -89,11 +90,16 @@ func New(client redis.UniversalClient, prefix string) *Store {
 	return &Store{rdb: client, prefix: prefix, hubs: make(map[string]*hub)}
 }
 
-// Load preloads every script (on every primary of a cluster), so the first
-// decisions cost one round trip each. Without it, the first call of each
-// script costs two (EVALSHA, NOSCRIPT, EVAL); so does the first call after
-// a restart or failover empties the script cache.
+// Load preloads the capacity function library and every script (on every
+// primary of a cluster), so the first decisions cost one round trip each.
+// Without it, the first capacity call costs three (FCALL, FUNCTION LOAD,
+// FCALL) and the first call of each script two (EVALSHA, NOSCRIPT, EVAL); so
+// do the first calls after a restart without persistence (a failover keeps
+// the functions, which replicate, but empties the script cache).
 func (s *Store) Load(ctx context.Context) error {
+	if err := capacityLib.load(ctx, s.rdb); err != nil {
+		return unavailable("load functions", err)
+	}
 	for _, sc := range allScripts {
 		var err error
 		if cc, ok := s.rdb.(*redis.ClusterClient); ok {

@@ -1,4 +1,4 @@
--- Shared by every script. KEYS (all tagged {d:<domain>}, so one slot):
+-- Shared by every capacity function. KEYS (all tagged {d:<domain>}, so one slot):
 --   1 lease  HASH  lease id -> "unit\31cred\31index\31probe\31base_ms\31max_ms
 --                  \31tokens\31tpm\31daily\31day\31limits" (tokens reserved
 --                  against tpm, daily tokens reserved on UTC day `day`;
@@ -37,8 +37,9 @@
 -- Dynamic names (units, credentials, queues, tickets) live in fields and
 -- members, never in key names, so every key is declared and the scripts
 -- stay Redis Cluster safe.
-local K_LEASE, K_EXP, K_GEN, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR, K_LAPSE =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+-- The library (see scripts.go) is loaded once; every call binds the keys
+-- of its domain first (see bind).
+local K_LEASE, K_EXP, K_GEN, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR, K_LAPSE
 
 -- REAP bounds the work of one call; the rest is reaped by the next calls.
 local REAP = 64
@@ -58,6 +59,15 @@ local WAKES = 4
 local F_REAP, REAP_IDLE = '\0reap', 60000
 -- reap_at is F_REAP as this call knows it (see read_reap and reap).
 local reap_at = 0
+
+-- bind starts a call of a capacity function: its domain's keys, and
+-- nothing known of F_REAP. Redis runs one function at a time, so the
+-- library's state is the running call's.
+local function bind(keys)
+  K_LEASE, K_EXP, K_GEN, K_UNIT, K_CRED, K_Q, K_TIX, K_SEEN, K_UQ, K_SEQ, K_FAIR, K_LAPSE =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9], keys[10], keys[11], keys[12]
+  reap_at = 0
+end
 
 local function read_reap()
   reap_at = tonumber(redis.call('HGET', K_UNIT, F_REAP)) or 0

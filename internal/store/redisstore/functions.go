@@ -1,0 +1,87 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// function is one function of the capacity library. Its name carries the
+// library's content hash, so gateways of two versions sharing a Redis
+// (a rolling upgrade) each call their own.
+type function struct {
+	base, body string // base name, and the Lua run with KEYS and ARGV as parameters
+	oom        bool   // flagged allow-oom
+	name       string // base_<hash>, set by newLibrary
+	lib        *library
+}
+
+// capacityFunction declares a function of the capacity library: body runs
+// after bind(KEYS), with lib.lua's helpers in scope.
+func capacityFunction(base, body string, oom bool) *function {
+	return &function{base: base, body: body, oom: oom}
+}
+
+// library is a Redis Function library: lib.lua, then its functions.
+type library struct {
+	name, code string
+}
+
+// newLibrary assembles the library of fns over the shared helpers in lib
+// and names it and them by the hash of its source.
+func newLibrary(lib string, fns ...*function) *library {
+	h := sha1.New()
+	h.Write([]byte(lib))
+	for _, f := range fns {
+		fmt.Fprintf(h, "\x00%s\x00%t\x00%s", f.base, f.oom, f.body)
+	}
+	hash := hex.EncodeToString(h.Sum(nil)[:6])
+	l := &library{name: "sluice_" + hash}
+	var src strings.Builder
+	src.WriteString("#!lua name=" + l.name + "\n" + lib)
+	for _, f := range fns {
+		f.name = "sluice_" + f.base + "_" + hash
+		f.lib = l
+		flags := "{}"
+		if f.oom {
+			flags = "{'allow-oom'}"
+		}
+		fmt.Fprintf(&src, "\nredis.register_function{function_name='%s', flags=%s, callback=function(KEYS, ARGV)\nbind(KEYS)\n%s\nend}\n",
+			f.name, flags, f.body)
+	}
+	l.code = src.String()
+	return l
+}
+
+// Run calls the function (FCALL): one round trip while the library is
+// loaded. When it is not (a Redis restarted without persistence, or a
+// primary that never had it), it loads it and calls again: three.
+func (f *function) Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args ...any) *redis.Cmd {
+	cmd := rdb.FCall(ctx, f.name, keys, args...)
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
+		if err := f.lib.load(ctx, rdb); err != nil {
+			return cmd
+		}
+		return rdb.FCall(ctx, f.name, keys, args...)
+	}
+	return cmd
+}
+
+// load loads the library on every primary; one already loaded is kept.
+func (l *library) load(ctx context.Context, rdb redis.UniversalClient) error {
+	loadOne := func(ctx context.Context, c redis.Cmdable) error {
+		err := c.FunctionLoad(ctx, l.code).Err()
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil
+		}
+		return err
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error { return loadOne(ctx, shard) })
+	}
+	return loadOne(ctx, rdb)
+}
