@@ -15,5 +15,5 @@ type affinityBindings struct {
 }
 
 func (a affinityBindings) Binding(ctx context.Context, seed string) (store.Binding, bool, error) {
-	return a.bindings.Binding(ctx, a.live.Load().Domain, seed)
+	return a.bindings.Binding(ctx, a.live.Load().AffinityDomain, seed)
 }

@@ -39,6 +39,50 @@ func (p *pool) units(snap *pipeline.Snapshot) (byAccount map[string][]string, cr
 	return byAccount, creds
 }
 
+// unitStates reads the state of the units ids, each in its capacity
+// domain (one read per domain), by unit ID.
+func (p *pool) unitStates(ctx context.Context, snap *pipeline.Snapshot, ids []string) (map[string]store.UnitState, error) {
+	byDomain := map[string][]string{}
+	for _, id := range ids {
+		d := snap.UnitDomain(id)
+		byDomain[d] = append(byDomain[d], id)
+	}
+	out := make(map[string]store.UnitState, len(ids))
+	for d, ids := range byDomain {
+		states, err := p.inspector.Units(ctx, d, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range states {
+			out[u.ID] = u
+		}
+	}
+	return out, nil
+}
+
+// credentialInFlight counts the live leases of the credentials ids, each in
+// the capacity domain of its unit.
+func (p *pool) credentialInFlight(ctx context.Context, snap *pipeline.Snapshot, ids []string) (map[string]int, error) {
+	byDomain := map[string][]string{}
+	for _, id := range ids {
+		if cr := snap.Credentials[id]; cr != nil {
+			d := snap.UnitDomain(snap.CredentialCandidate(cr).Unit.ID)
+			byDomain[d] = append(byDomain[d], id)
+		}
+	}
+	out := make(map[string]int, len(ids))
+	for d, ids := range byDomain {
+		n, err := p.inspector.CredentialInFlight(ctx, d, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id, c := range n {
+			out[id] = c
+		}
+	}
+	return out, nil
+}
+
 // Accounts reports every account with its claims, queue, cooldown and status.
 func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 	snap := p.live.Load()
@@ -52,13 +96,9 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 			ids = append(ids, m.Unit.ID)
 		}
 	}
-	states, err := p.inspector.Units(ctx, snap.Domain, ids)
+	byUnit, err := p.unitStates(ctx, snap, ids)
 	if err != nil {
 		return nil, err
-	}
-	byUnit := make(map[string]store.UnitState, len(states))
-	for _, u := range states {
-		byUnit[u.ID] = u
 	}
 	out := make([]admin.AccountState, 0, len(snap.Accounts))
 	for _, a := range snap.Accounts {
@@ -123,17 +163,13 @@ func (p *pool) Credentials(ctx context.Context) ([]admin.CredentialState, error)
 		ids = append(ids, cr.ID)
 		units = append(units, snap.CredentialCandidate(cr).Unit.ID)
 	}
-	inflight, err := p.inspector.CredentialInFlight(ctx, snap.Domain, ids)
+	inflight, err := p.credentialInFlight(ctx, snap, ids)
 	if err != nil {
 		return nil, err
 	}
-	states, err := p.inspector.Units(ctx, snap.Domain, units)
+	cooling, err := p.unitStates(ctx, snap, units)
 	if err != nil {
 		return nil, err
-	}
-	cooling := map[string]store.UnitState{}
-	for _, u := range states {
-		cooling[u.ID] = u
 	}
 	out := make([]admin.CredentialState, 0, len(ids))
 	for _, cr := range snap.Credentials {
@@ -166,7 +202,7 @@ func (p *pool) SetCredential(ctx context.Context, id, action string, force bool)
 		return admin.CredentialState{}, fmt.Errorf("credential %s: %w", id, catalog.ErrNotFound)
 	}
 	if action == "remove" {
-		inflight, err := p.inspector.CredentialInFlight(ctx, snap.Domain, []string{id})
+		inflight, err := p.credentialInFlight(ctx, snap, []string{id})
 		if err != nil {
 			return admin.CredentialState{}, err
 		}

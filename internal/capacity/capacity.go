@@ -132,18 +132,29 @@ type Claim struct {
 	e     *Engine
 	dom   string
 	lease string
-	once  sync.Once
+	// tokens are the domains of the limit tokens the claim holds besides
+	// its slot (see tokens.go), under the same lease ID; nil for most.
+	tokens []string
+	once   sync.Once
 	// sent is done once the release's first call to the store has
 	// returned (see WaitReleased).
 	sent sync.WaitGroup
 }
 
+// Plan returns the capacity domain a request claims in and its candidates
+// there, in preference order.
+type Plan func() (domain string, candidates []store.Candidate)
+
 // Wait claims a slot on the first candidate with room, waiting in the queue
 // until deadline. A deadline already passed at the first try is a try
 // once: the ticket is taken out of the queue at once when nothing is
-// granted. plan returns the request's candidates in preference order;
-// it is called before every try, so a credential added (or disabled) while
-// the request waits is seen; a.Candidates is ignored. Claim.Index refers to
+// granted. plan returns the request's domain and candidates; it is called
+// before every try, so a credential added (or disabled) while the request
+// waits is seen; a.Domain and a.Candidates are ignored. When the domain
+// changes (a catalog edit moved the accounts), the ticket leaves the old
+// domain's queue and queues in the new one. Limits of the candidates held
+// in domains of their own (store.Unit.Domain) are taken first, as tokens
+// (see tokens.go), then the slot. Claim.Index refers to
 // the list of the plan call that won. An empty plan fails at once with
 // no_upstream_available. Wait returns capacity_wait_timeout when the deadline
 // passes (wrapping ErrCooling when its candidates were cooling), with a
@@ -154,7 +165,7 @@ type Claim struct {
 // store.ErrUnavailable when the store cannot be reached. A store that lost
 // its state since this replica's last call gets the leases this replica
 // holds reasserted before anything is granted.
-func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
+func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, plan Plan) (*Claim, error) {
 	return e.wait(ctx, a, deadline, plan, false)
 }
 
@@ -163,21 +174,22 @@ func (e *Engine) Wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 // up at once with capacity_wait_timeout wrapping ErrCooling, as Wait does
 // at its deadline. Session affinity leaves a cooling account this way
 // rather than wait for its probe.
-func (e *Engine) WaitOpen(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate) (*Claim, error) {
+func (e *Engine) WaitOpen(ctx context.Context, a store.Acquire, deadline time.Time, plan Plan) (*Claim, error) {
 	return e.wait(ctx, a, deadline, plan, true)
 }
 
-func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, plan func() []store.Candidate, open bool) (*Claim, error) {
-	a.Replica, a.LeaseTTL = e.replica, e.leaseTTL
+func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, plan Plan, open bool) (*Claim, error) {
+	a.Replica, a.LeaseTTL, a.Domain = e.replica, e.leaseTTL, ""
+	var tk tokens
 	// Most requests find room at once and need no wake channel nor timers.
 	// A wake-up sent before the waiter below is registered is not lost: the
 	// loop tries again at once, and Acquire keeps a queued ticket's place.
-	c, g, err := e.try(ctx, &a, plan)
+	c, g, err := e.try(ctx, &a, &tk, plan)
 	if c != nil || err != nil {
 		return e.granted(a, c, time.Time{}), err
 	}
 	if open && g.Cooling || !time.Now().Before(deadline) {
-		return nil, e.leave(ctx, a, e.timedOut(a, g))
+		return nil, e.leave(ctx, a, &tk, e.timedOut(a, g))
 	}
 	queued := time.Now()
 	wake := make(chan struct{}, 1)
@@ -194,11 +206,11 @@ func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 	retry := time.NewTimer(safetyTick)
 	defer retry.Stop()
 	for {
-		if c, g, err = e.try(ctx, &a, plan); c != nil || err != nil {
+		if c, g, err = e.try(ctx, &a, &tk, plan); c != nil || err != nil {
 			return e.granted(a, c, queued), err
 		}
 		if open && g.Cooling {
-			return nil, e.leave(ctx, a, e.timedOut(a, g))
+			return nil, e.leave(ctx, a, &tk, e.timedOut(a, g))
 		}
 		next := safetyTick
 		if !g.RetryAt.IsZero() {
@@ -209,9 +221,9 @@ func (e *Engine) wait(ctx context.Context, a store.Acquire, deadline time.Time, 
 		case <-wake:
 		case <-retry.C:
 		case <-expired.C:
-			return nil, e.leave(ctx, a, e.timedOut(a, g))
+			return nil, e.leave(ctx, a, &tk, e.timedOut(a, g))
 		case <-ctx.Done():
-			return nil, e.leave(ctx, a, context.Cause(ctx))
+			return nil, e.leave(ctx, a, &tk, context.Cause(ctx))
 		}
 	}
 }
@@ -239,31 +251,69 @@ func (e *Engine) timedOut(a store.Acquire, g store.Grant) error {
 	}
 }
 
-// try plans and asks the store once: a claim when granted, an error when
-// the request cannot wait any longer, else the grant that queued it.
-func (e *Engine) try(ctx context.Context, a *store.Acquire, plan func() []store.Candidate) (*Claim, store.Grant, error) {
-	if a.Candidates = plan(); len(a.Candidates) == 0 {
-		return nil, store.Grant{}, e.leave(ctx, *a, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
+// try plans and asks the store: for the tokens of the limits held in
+// domains of their own first (see tokens.go), then for the slot. It
+// returns a claim when granted, an error when the request cannot wait any
+// longer, else the grant that queued it.
+func (e *Engine) try(ctx context.Context, a *store.Acquire, tk *tokens, plan Plan) (*Claim, store.Grant, error) {
+	dom, cands := plan()
+	if len(cands) == 0 {
+		return nil, store.Grant{}, e.leave(ctx, *a, tk, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve the request"})
 	}
-	seen := e.reasserted.Load()
-	g, err := e.claims.Acquire(ctx, *a)
-	if errors.Is(err, store.ErrStateLost) {
-		if err = e.reassert(ctx, a.Domain, seen); err == nil {
-			g, err = e.claims.Acquire(ctx, *a)
+	if dom != a.Domain {
+		if a.Domain != "" {
+			e.cancel(ctx, a.Domain, a.Queue, a.Ticket) // the accounts moved: queue again in their new domain
 		}
+		a.Domain = dom
 	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, g, e.leave(ctx, *a, context.Cause(ctx))
-	case err != nil:
-		return nil, g, StateUnavailable(err)
-	case g.Refused:
-		return nil, g, ErrRefused // the store took the ticket out of the queue
-	case g.Granted:
+	a.Candidates = cands
+	if tk.wanted(cands) {
+		g, err := e.takeTokens(ctx, a, tk)
+		if err != nil || !g.Granted {
+			return nil, g, e.failed(ctx, *a, tk, g, err)
+		}
+		a.Candidates = withoutTokens(cands)
+	}
+	g, err := e.acquire(ctx, *a)
+	if err != nil || g.Refused {
+		return nil, g, e.failed(ctx, *a, tk, g, err)
+	}
+	if g.Granted {
 		e.hold(a.Domain, store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens})
-		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease}, g, nil
+		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease, tokens: tk.domains()}, g, nil
 	}
 	return nil, g, nil
+}
+
+// acquire asks the store once for a, reasserting this replica's leases in
+// a's domain first if the store lost its state.
+func (e *Engine) acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	seen := e.reasserted.Load()
+	g, err := e.claims.Acquire(ctx, a)
+	if errors.Is(err, store.ErrStateLost) {
+		if err = e.reassert(ctx, a.Domain, seen); err == nil {
+			g, err = e.claims.Acquire(ctx, a)
+		}
+	}
+	return g, err
+}
+
+// failed is what try returns for an Acquire (of the slot or of a token)
+// that answered g, err: the error that ends the wait, or nil while the
+// request queues.
+func (e *Engine) failed(ctx context.Context, a store.Acquire, tk *tokens, g store.Grant, err error) error {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return e.leave(ctx, a, tk, context.Cause(ctx))
+	case err != nil:
+		e.dropTokens(ctx, a, tk, nil)
+		return StateUnavailable(err)
+	case g.Refused && len(tk.list) > 0:
+		return e.leave(ctx, a, tk, ErrRefused) // the slot's ticket may wait from an earlier try
+	case g.Refused:
+		return ErrRefused // the store took the ticket out of its queue
+	}
+	return nil
 }
 
 // ErrRefused is what Wait returns when the store refused the request
@@ -289,15 +339,24 @@ func StateUnavailable(err error) *sluice.Error {
 }
 
 // leave takes the ticket out of the queue (or releases what was granted in
-// the race) and returns why.
-func (e *Engine) leave(ctx context.Context, a store.Acquire, why error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := e.claims.Cancel(cctx, a.Domain, a.Queue, a.Ticket); err != nil {
-		e.log.LogAttrs(ctx, slog.LevelWarn, "leaving the wait queue failed; the ticket expires on its own",
-			slog.String("request_id", a.Ticket), slog.Any("err", err))
+// the race), gives back the tokens it holds or waits for, and returns why.
+func (e *Engine) leave(ctx context.Context, a store.Acquire, tk *tokens, why error) error {
+	if a.Domain != "" {
+		e.cancel(ctx, a.Domain, a.Queue, a.Ticket)
 	}
+	e.dropTokens(ctx, a, tk, nil)
 	return why
+}
+
+// cancel takes ticket out of queue in domain, or releases what it was
+// granted meanwhile, even after the caller left.
+func (e *Engine) cancel(ctx context.Context, domain, queue, ticket string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := e.claims.Cancel(cctx, domain, queue, ticket); err != nil {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "leaving the wait queue failed; the ticket expires on its own",
+			slog.String("request_id", ticket), slog.String("domain", domain), slog.Any("err", err))
+	}
 }
 
 func (e *Engine) hold(domain string, h store.Held) {
@@ -320,6 +379,9 @@ func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 	c.once.Do(func() {
 		if c.e.local {
 			c.e.releaseNow(ctx, c.dom, c.lease, out, true)
+			for _, d := range c.tokens {
+				c.e.releaseNow(ctx, d, c.lease, tokenOutcome(out), true)
+			}
 			return
 		}
 		c.sent.Add(1)
@@ -327,16 +389,24 @@ func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 		go func() {
 			defer c.e.bg.done()
 			err := c.e.releaseNow(ctx, c.dom, c.lease, out, true)
+			errs := make([]error, len(c.tokens))
+			for i, d := range c.tokens {
+				errs[i] = c.e.releaseNow(ctx, d, c.lease, tokenOutcome(out), true)
+			}
 			c.sent.Done()
 			c.e.retryRelease(c.dom, c.lease, out, err)
+			for i, d := range c.tokens {
+				c.e.retryRelease(d, c.lease, tokenOutcome(out), errs[i])
+			}
 		}()
 	})
 }
 
-// WaitReleased waits until Release has made its first call to the store
-// (at most releaseTimeout), so that another attempt of the same request
-// sees the outcome in the store: a rate limit's cooldown keeps it off the
-// unit. It returns at once after Keep, or before Release.
+// WaitReleased waits until Release has made its first calls to the store
+// (at most releaseTimeout each), so that another attempt of the same
+// request sees the outcome in the store — a rate limit's cooldown keeps it
+// off the unit — and finds its tokens free. It returns at once after
+// Keep, or before Release.
 func (c *Claim) WaitReleased() { c.sent.Wait() }
 
 // ProbeSucceeded tells the store that the claim, its unit's post-cooldown
@@ -361,22 +431,30 @@ func (c *Claim) ProbeSucceeded(ctx context.Context) {
 }
 
 // Keep hands the claim over to an async job, which holds it until the job
-// ends, beyond the request and maybe beyond this process: the lease is no
-// longer renewed but extended once to ttl (the job's maximum age), Release
-// becomes a no-op, and ReleaseLease(domain, lease) frees the slot from any
-// replica. A lease nobody releases lapses after ttl. If the extension fails
-// the claim is released and the error returned.
+// ends, beyond the request and maybe beyond this process: the lease (and
+// its tokens') is no longer renewed but extended once to ttl (the job's
+// maximum age), Release becomes a no-op, and ReleaseLease(domain, lease)
+// frees the slot and the tokens from any replica (domain then names their
+// domains too). A lease nobody releases lapses after ttl. If the extension
+// fails the claim is released and the error returned.
 func (c *Claim) Keep(ctx context.Context, ttl time.Duration) (domain, lease string, err error) {
+	domain = c.dom
+	if len(c.tokens) > 0 {
+		domain = claimDomains(c.dom, c.tokens)
+	}
 	c.once.Do(func() {
-		c.unhold()
-		if err = c.e.claims.Renew(ctx, c.dom, []string{c.lease}, ttl); err != nil {
-			_ = c.e.ReleaseLease(ctx, c.dom, c.lease, store.Outcome{})
+		for _, d := range splitDomains(domain) {
+			c.e.unhold(d, c.lease)
+			if err == nil {
+				err = c.e.claims.Renew(ctx, d, []string{c.lease}, ttl)
+			}
+		}
+		if err != nil {
+			_ = c.e.ReleaseLease(ctx, domain, c.lease, store.Outcome{})
 		}
 	})
-	return c.dom, c.lease, err
+	return domain, c.lease, err
 }
-
-func (c *Claim) unhold() { c.e.unhold(c.dom, c.lease) }
 
 func (e *Engine) unhold(domain, lease string) {
 	e.mu.Lock()
@@ -390,13 +468,21 @@ func (e *Engine) unhold(domain, lease string) {
 // answer (at most releaseTimeout) and returns its error; a store that could
 // not be reached is tried again in the background for up to a lease TTL.
 func (e *Engine) ReleaseLease(ctx context.Context, domain, lease string, out store.Outcome) error {
-	err := e.releaseNow(ctx, domain, lease, out, false)
-	if errors.Is(err, store.ErrUnavailable) {
-		e.bg.start()
-		go func() {
-			defer e.bg.done()
-			e.retryRelease(domain, lease, out, err)
-		}()
+	var errs []error
+	for i, d := range splitDomains(domain) {
+		o := out
+		if i > 0 {
+			o = tokenOutcome(out)
+		}
+		err := e.releaseNow(ctx, d, lease, o, false)
+		if errors.Is(err, store.ErrUnavailable) {
+			e.bg.start()
+			go func() {
+				defer e.bg.done()
+				e.retryRelease(d, lease, o, err)
+			}()
+		}
+		errs = append(errs, err)
 	}
-	return err
+	return errors.Join(errs...)
 }

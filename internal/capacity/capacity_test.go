@@ -30,8 +30,8 @@ func unit(id string, limit int) []store.Candidate {
 	return []store.Candidate{{Unit: store.Unit{ID: id, Cap: limit, Base: 50 * time.Millisecond, Max: time.Second}, Credential: id + "-cred"}}
 }
 
-func fixed(c []store.Candidate) func() []store.Candidate {
-	return func() []store.Candidate { return c }
+func fixed(c []store.Candidate) Plan {
+	return func() (string, []store.Candidate) { return "d", c }
 }
 
 func acquire(ticket string) store.Acquire {
@@ -106,12 +106,12 @@ func TestWaitSeesCandidatesAddedWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	added := make(chan struct{})
-	plan := func() []store.Candidate {
+	plan := func() (string, []store.Candidate) {
 		select {
 		case <-added:
-			return append(unit("a", 1), unit("b", 1)...)
+			return "d", append(unit("a", 1), unit("b", 1)...)
 		default:
-			return unit("a", 1)
+			return "d", unit("a", 1)
 		}
 	}
 	go func() { time.Sleep(50 * time.Millisecond); close(added) }()

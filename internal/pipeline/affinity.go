@@ -86,7 +86,7 @@ func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice
 		return nil
 	}
 	a := &affinity{settings: st, alias: req.Model, seed: seed}
-	bound, err := h.affinity.Touch(ctx, snap.Domain, seed, st.TTL)
+	bound, err := h.affinity.Touch(ctx, snap.AffinityDomain, seed, st.TTL)
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "reading a session-affinity binding failed; placed as new", slog.String("request_id", req.ID), slog.Any("err", err))
 	}
@@ -156,7 +156,7 @@ func (h *Handler) placeByRoom(ctx context.Context, snap *Snapshot, rp *routePoli
 			ids = append(ids, id)
 		}
 	}
-	states, err := h.inspector.Units(ctx, snap.Domain, ids)
+	states, err := h.inspector.Units(ctx, snap.AliasDomain(a.alias), ids)
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "reading free room for session affinity failed; placed at random", slog.Any("err", err))
 	}
@@ -216,7 +216,7 @@ func (h *Handler) affinityGranted(ctx context.Context, snap *Snapshot, req *slui
 	if a.bound != "" {
 		h.metrics.Affinity.Moves.WithLabelValues(a.alias, cmp.Or(a.moved, "no_room")).Inc()
 	}
-	now, err := h.affinity.Bind(ctx, snap.Domain, a.seed, a.bound, account, a.settings.TTL)
+	now, err := h.affinity.Bind(ctx, snap.AffinityDomain, a.seed, a.bound, account, a.settings.TTL)
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "binding a session-affinity seed failed", slog.String("request_id", req.ID), slog.Any("err", err))
 		return

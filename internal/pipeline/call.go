@@ -46,24 +46,24 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
 	// snapshot; statuses change on any replica).
 	var current []*sluice.Edge
-	limits := out.charging.limits(snap.Limits(key, req, task))
+	limits := snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
 	rp := snap.callPolicy(key, req) // owner.go
-	fallbackLimits := snap.fallbackLimits(rp, limits)
+	fallbackLimits := snap.placeLimits(snap.fallbackLimits(rp, limits))
 	preferUntil := start.Add(rp.wait)
 	widened := ""     // why a preferred request may use its fallback; "" while it may not
 	inactive := false // the key changed while the request waited
 	aff := out.affinity
-	plan := func() []store.Candidate {
+	plan := func() (string, []store.Candidate) {
 		if s := h.live.Load(); s != snap {
 			snap = s
 			if _, ok := snap.keyActive(key, time.Now()); !ok {
 				inactive = true
-				return nil
+				return "", nil
 			}
 			edges, _ = h.route(snap, key, req, pin)
-			limits = out.charging.limits(snap.Limits(key, req, task))
+			limits = snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
 			rp = snap.callPolicy(key, req)
-			fallbackLimits = snap.fallbackLimits(rp, limits)
+			fallbackLimits = snap.placeLimits(snap.fallbackLimits(rp, limits))
 			aff.rerouted()
 		}
 		h.order(ctx, snap, req, rp, aff, edges, failed)
@@ -96,7 +96,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			current = append(current, e)
 			cands = append(cands, c)
 		}
-		return cands
+		return snap.AliasDomain(req.Model), cands
 	}
 	var last upstream.Attempt
 	for n, tickets := 0, 0; ; tickets++ {
@@ -105,7 +105,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			until = preferUntil
 		}
 		acq := store.Acquire{
-			Domain: snap.Domain, Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
+			Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
 		}
 		// Called directly, not through a func value: plan (and all it

@@ -21,7 +21,7 @@ func TestClaimIsReleasedWhenTheAttemptPanics(t *testing.T) {
 	eng := capacity.New(s, s, "r", time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cands := []store.Candidate{{Unit: store.Unit{ID: "u", Cap: 1}, Credential: "c"}}
 	claim, err := eng.Wait(t.Context(), store.Acquire{Domain: "d", Ticket: "t", Queue: "q"}, time.Now().Add(time.Second),
-		func() []store.Candidate { return cands })
+		func() (string, []store.Candidate) { return "d", cands })
 	if err != nil {
 		t.Fatal(err)
 	}

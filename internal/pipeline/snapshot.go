@@ -43,11 +43,13 @@ type Snapshot struct {
 	// by edge ID; nil when no account declares one (modelunits.go).
 	modelUnits map[string]store.Unit
 
-	// Domain is the capacity domain every claim is made in. Today the whole
-	// catalog is one domain (its Redis keys share one hash tag); splitting
-	// by connected accounts is the Redis Cluster escape hatch, and must keep
-	// names stable across reloads so claims never move keys.
-	Domain  string
+	// AffinityDomain is the domain session-affinity bindings live in: one
+	// for the whole catalog, as a seed is looked up before its alias's
+	// domain is known and its binding outlives edits that move accounts
+	// between capacity domains (see domains.go for those).
+	AffinityDomain string
+	domains        domains // capacity domains (domains.go)
+
 	units   map[string]store.Candidate // by edge ID
 	wait    [store.Classes]time.Duration
 	reserve map[string][]int      // by account ID: slots kept for interactive, standard
@@ -102,7 +104,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		MaxBodyBytes:         c.Server.MaxBodyBytes,
 		BodyTimeout:          c.Server.BodyTimeout.D(),
 		MaxInflightBodyBytes: c.Server.MaxInflightBodyBytes,
-		Domain:               "main",
+		AffinityDomain:       "main",
 		units:                map[string]store.Candidate{},
 		reserve:              map[string][]int{},
 		limits:               map[string]store.Unit{},
@@ -162,6 +164,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		aliases = append(aliases, a)
 	}
 	s.Routes = routing.Compile(aliases, edges, strategies)
+	s.compileDomains(edges)
 	for _, m := range c.Models {
 		s.limit("model:"+m.Alias, m.Limits)
 	}
@@ -287,7 +290,7 @@ func compileAccount(a config.Account) *sluice.Account {
 // limit records a limit unit when l sets any limit.
 func (s *Snapshot) limit(id string, l config.Limits) {
 	if l != (config.Limits{}) {
-		s.limits[id] = store.Unit{ID: id, Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
+		s.limits[id] = store.Unit{ID: id, Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens, Domain: s.limitDomain(id)}
 		s.limited = true
 	}
 }

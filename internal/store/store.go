@@ -72,6 +72,14 @@ type Unit struct {
 	// and returns Grant.Refused. Its windows and day are waited for as
 	// any limit's. Ignored on Candidate.Unit.
 	Refuse bool
+	// Domain, on a limit (Candidate.Limits), is the capacity domain the
+	// limit is held in when that is not the Acquire's: a limit that spans
+	// capacity domains (a tenant's requests run on accounts of several)
+	// lives in a domain of its own, where the capacity engine takes it
+	// first, as a claim of its own, before it claims the account (see
+	// package capacity). "" = the Acquire's domain. Stores ignore it: the
+	// engine passes them only the limits of the domain they decide in.
+	Domain string
 }
 
 // Candidate is one edge a waiting request could run on, in preference order.

@@ -84,6 +84,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"WeightedShare", testWeightedShare},
 		{"SingleTenantStaysFIFO", testSingleTenantStaysFIFO},
 		{"Statuses", testStatuses},
+		{"SpanningLimitNoOverAdmission", testSpanningLimitNoOverAdmission},
+		{"SpanningLimitOrder", testSpanningLimitOrder},
+		{"SpanningLimitGivenBackOnAbandon", testSpanningLimitGivenBackOnAbandon},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
