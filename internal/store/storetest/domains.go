@@ -93,7 +93,7 @@ func (f *fixture) spanInFlight(t *testing.T, sp spanning) (tenant int, accounts 
 // more than its cap, every request is served, and once all are released
 // no slot is left held anywhere.
 func testSpanningLimitNoOverAdmission(t *testing.T, f *fixture) {
-	const tenantCap, accountCap, workers, rounds = 2, 3, 4, 4
+	const tenantCap, accountCap, workers, rounds = 2, 3, 3, 2
 	sp := f.spanning(tenantCap, accountCap)
 	engines := []*capacity.Engine{f.engine(t, "r0"), f.engine(t, "r1")}
 	var tenant, peak atomic.Int64
