@@ -130,6 +130,9 @@ type Account struct {
 	RPM         int
 	TPM         int
 	Cooldown    Cooldown
+	// BackgroundPause: background requests take no slot of the account
+	// until it has gone this long without a 429; 0 = no pause.
+	BackgroundPause time.Duration
 }
 
 // CredentialStatus is the operator-visible state of a credential.

@@ -29,6 +29,13 @@ type TaskType struct {
 	// platform upstream per UTC day (billing.costs); once spent, they are
 	// refused with billing_quota_exhausted. 0 = no budget.
 	CostBudgetDay Money `yaml:"cost_budget_day"`
+	// Pool is the pool (pools[].id) the task type's requests route through
+	// when their key's policy is default: its accounts, strategy and
+	// limits, before a profile's pool (task_policy.go). "" = none.
+	Pool string `yaml:"pool"`
+	// Priority is the class of the task type's requests by quota profile
+	// (task_policy.go); absent: the key's priority.
+	Priority TaskPriority `yaml:"priority"`
 }
 
 // Tenant holds the limits shared by every key of one tenant.
@@ -194,6 +201,10 @@ type Account struct {
 	// for upstreams whose quotas are per model (DashScope, OpenAI). See
 	// AccountModel.
 	Models map[string]AccountModel `yaml:"models"`
+	// BackgroundPause holds background requests back after a rate limit:
+	// they take no slot of the account until it has gone this long
+	// without a 429 (one scoped to a model unit included). 0 = no pause.
+	BackgroundPause Duration `yaml:"background_pause"`
 }
 
 // Cooldown bounds the backoff after a rate limit.
@@ -212,6 +223,10 @@ type Credential struct {
 	Endpoints   []string `yaml:"endpoints"`
 	Models      []string `yaml:"models"`
 	MaxInflight int      `yaml:"max_inflight"`
+	// SubmitRPM bounds the requests sent on the credential per rolling
+	// minute, whatever its account allows: a guard against bursts on one
+	// upstream key. 0 = none.
+	SubmitRPM int `yaml:"submit_rpm"`
 	// OAuth makes the secret an access token obtained with a refresh
 	// token (a subscription account), instead of a static one.
 	OAuth OAuth `yaml:"oauth"`

@@ -50,6 +50,8 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.pools()
 	v.taskTypes()
 	v.profiles()
+	v.taskPolicies()
+	v.submitRates()
 	v.billing()
 	v.keys()
 	v.tenants()

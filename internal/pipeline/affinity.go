@@ -77,7 +77,7 @@ func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice
 	if pin != nil || req.CountTokens || h.affinity == nil {
 		return nil
 	}
-	st := snap.affinityOf(snap.policy(key), req.Model)
+	st := snap.affinityOf(snap.policy(key, req), req.Model)
 	if st == nil {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice
 	}
 	if bound != "" {
 		a.bound, a.holding = bound, true
-		a.until = time.Now().Add(st.Wait[class(key, req)])
+		a.until = time.Now().Add(st.Wait[snap.class(key, req)])
 	}
 	return a
 }

@@ -201,7 +201,7 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 		return nil, nil
 	}
 	k = snap.keys[k.ID].key // as it is now: admit checked it is still active
-	c := &charging{key: k.ID, tenant: k.Tenant, task: task, pool: snap.policy(k).pool, received: req.Received}
+	c := &charging{key: k.ID, tenant: k.Tenant, task: task, pool: snap.policy(k, req).pool, received: req.Received}
 	if cb.billed {
 		a := cb.accounts[k.BillingAccount]
 		if a == nil {

@@ -39,7 +39,7 @@ import (
 // is known unusable or cooling, then the rest by free room.
 func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
 	start := time.Now()
-	class := class(key, req)
+	class := snap.class(key, req)
 	deadline := start.Add(waitFor(snap.Wait(class), req))
 	var failed []failure // what earlier attempts of this request ruled out
 	// plan is re-run before every try to claim capacity, so a request that
@@ -89,9 +89,9 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 				continue
 			}
 			c := snap.Candidate(e)
-			c.Limits = snap.withModelUnit(e, limits)
+			c.Limits = snap.edgeLimits(e, limits)
 			if rp.mode == "preferred" && !bound {
-				c.Limits = snap.withModelUnit(e, fallbackLimits)
+				c.Limits = snap.edgeLimits(e, fallbackLimits)
 			}
 			current = append(current, e)
 			cands = append(cands, c)

@@ -209,7 +209,7 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
 		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
 	}
-	rp := snap.policy(key)
+	rp := snap.policy(key, req)
 	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
@@ -281,13 +281,13 @@ func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principa
 		EndUser:    req.User,
 		TaskType:   out.task,
 		Profile:    req.Profile,
-		Priority:   sluice.Priorities[class(p.Key, req)],
+		Priority:   sluice.Priorities[snap.class(p.Key, req)],
 		Affinity:   out.affinity.placement(),
 	}
 	h.countCached(req, out.Executions)
-	rec.Pool = snap.policy(p.Key).pool
+	rec.Pool = snap.policy(p.Key, req).pool
 	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
-		rec.Pool = snap.policy(p.Key).fallbackPool
+		rec.Pool = snap.policy(p.Key, req).fallbackPool
 	}
 	rec.Billing = out.charging.settle(h.view, snap.billing.costTable(), req, &out, nil)
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {

@@ -159,7 +159,8 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		a.Class, a.Err = upstream.ClassEndpoint, err
 		return nil, a, nil
 	}
-	js := h.live.Load().Catalog.Server.Jobs
+	snap := h.live.Load()
+	js := snap.Catalog.Server.Jobs
 	now := time.Now()
 	job := store.Job{
 		ID: newJobID(e.Protocol), RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
@@ -169,7 +170,7 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
-		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[class(key, req)], Pool: h.live.Load().policy(key).pool,
+		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[snap.class(key, req)], Pool: snap.policy(key, req).pool,
 	}
 	if c := out.charging; c != nil {
 		// The job's record, written at its end, carries its charge; the

@@ -49,15 +49,43 @@ func (s *Snapshot) addModelUnit(e *sluice.Edge) {
 	}
 }
 
-// withModelUnit returns the limits a request claiming edge e must fit in:
-// limits, and e's per-model unit when it has one. limits is shared
-// between candidates, so it is copied rather than appended to.
-func (s *Snapshot) withModelUnit(e *sluice.Edge, limits []store.Unit) []store.Unit {
-	u, ok := s.modelUnits[e.ID]
-	if !ok {
+// edgeLimits returns the limits a request claiming edge e must fit in:
+// limits, e's per-model unit when it has one, and its credential's submit
+// rate when it has one. limits is shared between candidates, so it is
+// copied rather than appended to. A catalog without either costs two
+// lookups in nil maps.
+func (s *Snapshot) edgeLimits(e *sluice.Edge, limits []store.Unit) []store.Unit {
+	model, hasModel := s.modelUnits[e.ID]
+	submit, hasSubmit := s.submitUnits[e.Credential.ID]
+	if !hasModel && !hasSubmit {
 		return limits
 	}
-	return append(limits[:len(limits):len(limits)], u)
+	out := limits[:len(limits):len(limits)]
+	if hasModel {
+		out = append(out, model)
+	}
+	if hasSubmit {
+		out = append(out, submit)
+	}
+	return out
+}
+
+// submitUnitID names the unit of a credential's submit rate: every
+// request sent on the credential claims it, besides its account's unit.
+func submitUnitID(credential string) string { return "credential:" + credential + "/submit" }
+
+// compileSubmitRates records the submit rate of every credential that has
+// one (credentials[].submit_rpm): a guard against bursts on one upstream
+// key, whatever its account allows.
+func (s *Snapshot) compileSubmitRates(c *config.Catalog) {
+	for _, cr := range c.Credentials {
+		if cr.SubmitRPM > 0 {
+			if s.submitUnits == nil {
+				s.submitUnits = map[string]store.Unit{}
+			}
+			s.submitUnits[cr.ID] = store.Unit{ID: submitUnitID(cr.ID), RPM: cr.SubmitRPM}
+		}
+	}
 }
 
 // rateScope is the unit a rate limit of execution x cools: its model's

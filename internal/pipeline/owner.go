@@ -75,7 +75,7 @@ func (s *Snapshot) ownLevel(alias string, rp *routePolicy, tenant, user string) 
 // request is not limited to its owner's credentials, or when one of them
 // is in service (the request failed on it for another reason).
 func (h *Handler) ownUnavailable(snap *Snapshot, key *sluice.Key, req *sluice.Request) error {
-	rp := snap.policy(key)
+	rp := snap.policy(key, req)
 	level := snap.ownLevel(req.Model, rp, key.Tenant, req.User)
 	if level == platformOwn {
 		return nil
@@ -117,7 +117,7 @@ func (h *Handler) outOfServiceReason(e *sluice.Edge, out string) string {
 // credentials only: it costs the platform nothing, so the platform's cost
 // budgets do not hold it back.
 func (s *Snapshot) ownsRoute(k *sluice.Key, req *sluice.Request) bool {
-	return s.ownLevel(req.Model, s.policy(k), k.Tenant, req.User) != platformOwn
+	return s.ownLevel(req.Model, s.policy(k, req), k.Tenant, req.User) != platformOwn
 }
 
 // callPolicy is the route policy call follows for a request of key k: its
@@ -128,7 +128,7 @@ func (s *Snapshot) ownsRoute(k *sluice.Key, req *sluice.Request) bool {
 // fallbacks from them. (A strict or pool policy lets such a request run
 // only on owned accounts it lists, which it then expects.)
 func (s *Snapshot) callPolicy(k *sluice.Key, req *sluice.Request) *routePolicy {
-	rp := s.policy(k)
+	rp := s.policy(k, req)
 	if rp.mode == "preferred" && s.ownsRoute(k, req) {
 		return &defaultPolicy
 	}

@@ -17,7 +17,7 @@ func TestPolicyLookupAllocatesNothing(t *testing.T) {
 	snap := live.Load()
 	unknown := &sluice.Key{ID: "unknown"}
 	for _, k := range []*sluice.Key{scoped, unknown} {
-		if n := testing.AllocsPerRun(100, func() { policySink = snap.policy(k) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { policySink = snap.policy(k, &sluice.Request{}) }); n != 0 {
 			t.Errorf("policy(%s) allocates %v times, want 0", k.ID, n)
 		}
 	}

@@ -8,18 +8,38 @@ import (
 )
 
 // class is the priority class a request runs in (its index in
-// sluice.Priorities, which is its store.Acquire.Class): the key's default, or the
-// class the caller asked for when it is no more urgent than that — a key
-// may yield, never jump the queue.
-func class(k *sluice.Key, req *sluice.Request) int {
-	c := slices.Index(sluice.Priorities, k.Priority)
-	if c < 0 {
-		c = 1 // standard
-	}
+// sluice.Priorities, which is its store.Acquire.Class): the class policy
+// gives it (see policyClass), or the class the caller asked for when it is
+// no more urgent than that — a caller may yield, never jump the queue.
+func (s *Snapshot) class(k *sluice.Key, req *sluice.Request) int {
+	c := s.policyClass(k, req)
 	if asked := slices.Index(sluice.Priorities, req.Priority); asked > c {
 		return asked
 	}
 	return c
+}
+
+// policyClass is the class the catalog gives a request: its task type's
+// priority table's entry for the request's profile, else the table's
+// default entry (task_types[].priority), else its key's priority
+// (standard when unset); then raised by the request's profile's
+// priority_bonus, never past interactive. With no table and no bonus in
+// the catalog it is the key's priority, at no cost beyond that.
+func (s *Snapshot) policyClass(k *sluice.Key, req *sluice.Request) int {
+	c := slices.Index(sluice.Priorities, k.Priority)
+	if c < 0 {
+		c = 1 // standard
+	}
+	tp := s.taskPolicy
+	if tp == nil {
+		return c
+	}
+	if byProfile, ok := tp.classes[s.taskOf(k, req)]; ok {
+		if tc, ok := byProfile.Class(req.Profile); ok {
+			c = slices.Index(sluice.Priorities, tc) // validated: always found
+		}
+	}
+	return max(0, c-tp.bonus[req.Profile])
 }
 
 // Wait is how long a request of class c may wait for capacity.

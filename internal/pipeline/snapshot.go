@@ -60,6 +60,12 @@ type Snapshot struct {
 	pools   map[string]compiledPool
 	billing *compiledBilling          // nil: the catalog has no billing section; with the admin API's accounts and prices merged in
 	owned   map[string][]*sluice.Edge // by alias: its edges on owned credentials (BYOK, owner.go); none for most
+	// taskPolicy is the class, bonus and pool task types and profiles
+	// give requests (taskpolicy.go); nil when the catalog sets none.
+	taskPolicy *taskPolicy
+	// submitUnits are the credentials' submit rates (credentials[].submit_rpm),
+	// by credential ID; nil when none has one (modelunits.go).
+	submitUnits map[string]store.Unit
 
 	profiles profiles // quota profiles and tenants' defaults (profiles.go)
 }
@@ -183,6 +189,10 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		}
 		s.pools[p.ID] = compiledPool{accounts: p.Accounts, strategy: st}
 	}
+	if err := s.compileTaskPolicy(c); err != nil {
+		return nil, err
+	}
+	s.compileSubmitRates(c)
 	for _, k := range c.Keys {
 		s.limited = s.limited || k.UserLimits != (config.Limits{})
 	}
@@ -246,13 +256,13 @@ func (s *Snapshot) candidate(a *sluice.Account, cr *sluice.Credential) store.Can
 		}
 		return store.Candidate{
 			Unit: store.Unit{ID: "credential:" + cr.ID, Cap: limit, Base: a.Cooldown.Base, Max: a.Cooldown.Max,
-				RPM: a.RPM, TPM: a.TPM},
+				RPM: a.RPM, TPM: a.TPM, BackgroundPause: a.BackgroundPause},
 			Credential: cr.ID,
 		}
 	}
 	return store.Candidate{
 		Unit: store.Unit{ID: "account:" + a.ID, Cap: a.MaxInflight, Base: a.Cooldown.Base, Max: a.Cooldown.Max,
-			RPM: a.RPM, TPM: a.TPM, Reserve: s.reserve[a.ID]},
+			RPM: a.RPM, TPM: a.TPM, Reserve: s.reserve[a.ID], BackgroundPause: a.BackgroundPause},
 		Credential:    cr.ID,
 		CredentialCap: cr.MaxInflight,
 	}
@@ -283,7 +293,8 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 func compileAccount(a config.Account) *sluice.Account {
 	return &sluice.Account{
 		ID: a.ID, QuotaScope: sluice.QuotaScope(a.QuotaScope), MaxInflight: a.MaxInflight, RPM: a.RPM, TPM: a.TPM,
-		Cooldown: sluice.Cooldown{Base: a.Cooldown.Base.D(), Max: a.Cooldown.Max.D()},
+		Cooldown:        sluice.Cooldown{Base: a.Cooldown.Base.D(), Max: a.Cooldown.Max.D()},
+		BackgroundPause: a.BackgroundPause.D(),
 	}
 }
 
@@ -318,7 +329,7 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 	}
 	kp := s.keys[k.ID]
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.policy(k).pool} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.policy(k, req).pool} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
@@ -331,16 +342,6 @@ func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []sto
 		out = append(out, u)
 	}
 	return out
-}
-
-// policy returns the route policy of key k (default for a key the
-// snapshot does not know). It is shared, never copied, so that the lookup
-// on every request allocates nothing: callers must not change it.
-func (s *Snapshot) policy(k *sluice.Key) *routePolicy {
-	if rp := s.keys[k.ID].route; rp != nil {
-		return rp
-	}
-	return &defaultPolicy
 }
 
 // strategy returns the strategy the catalog calls name ("" = round-robin).
