@@ -18,9 +18,9 @@ import (
 // streamed caller requests, one per protocol, for the benchmarks.
 var (
 	upstreamStreams = map[sluice.Protocol]string{
-		sluice.ProtocolGemini:          "anthropic_on_gemini/stream.sse",
-		sluice.ProtocolAnthropic:       "gemini_on_anthropic/stream.sse",
-		sluice.ProtocolOpenAIResponses: "upstream/responses.sse",
+		sluice.ProtocolGemini:          geminiUpstream + "/stream.sse",
+		sluice.ProtocolAnthropic:       anthropicUpstream + "/stream.sse",
+		sluice.ProtocolOpenAIResponses: responsesUpstream + "/stream.sse",
 	}
 	callerRequests = map[sluice.Protocol]string{
 		sluice.ProtocolAnthropic:       `{"model":"m","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,

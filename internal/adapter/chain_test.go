@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
@@ -20,33 +23,44 @@ import (
 
 const golden = "testdata/chain"
 
-// chains are the pairs tested against golden files: a request, a stream
-// with thinking, text, tool calls and usage, a whole answer and an error,
-// each read from and compared with testdata/chain/<dir>.
+// Where each upstream protocol's inputs of the golden tests are: a stream
+// with thinking or reasoning, text, tool calls and usage (stream.sse), a
+// whole answer (response.json) and an error (error.json).
+const (
+	geminiUpstream    = "anthropic_on_gemini"
+	anthropicUpstream = "gemini_on_anthropic"
+	responsesUpstream = "upstream/responses"
+)
+
+// The callers' last event of a complete stream.
+var (
+	anthropicDone = func(ev adapter.Event) bool { return ev.Name == "message_stop" }
+	geminiDone    = func(ev adapter.Event) bool { return strings.Contains(string(ev.Data), `"finishReason"`) }
+	responsesDone = func(ev adapter.Event) bool { return ev.Name == "response.completed" }
+)
+
+// chains are the six chained pairs, tested against golden files: the
+// caller's request (with a tool call and its result) read from
+// testdata/chain/<dir>/request.json, the upstream's stream (event by
+// event), answer and error from the upstream's directory, and what the
+// chain makes of each compared with <dir>/*.want.*.
 var chains = []struct {
-	dir      string
-	newChain func() *adapter.Chain
-	model    string
-	// done reports the caller's last event of a complete stream.
-	done func(adapter.Event) bool
+	dir, upstream string
+	newChain      func() *adapter.Chain
+	model         string
+	done          func(adapter.Event) bool
 }{
-	{
-		dir:      "anthropic_on_gemini",
-		newChain: func() *adapter.Chain { return adapter.NewChain(openai.NewFromAnthropic(), gemini.NewFromOpenAI()) },
-		model:    "gemini-2.5-flash",
-		done:     func(ev adapter.Event) bool { return ev.Name == "message_stop" },
-	},
-	{
-		dir:      "gemini_on_anthropic",
-		newChain: func() *adapter.Chain { return adapter.NewChain(openai.NewFromGemini(), anthropic.NewFromOpenAI()) },
-		model:    "claude-sonnet-4-6",
-		done:     func(ev adapter.Event) bool { return strings.Contains(string(ev.Data), `"finishReason"`) },
-	},
+	{"anthropic_on_gemini", geminiUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromAnthropic(), gemini.NewFromOpenAI()) }, "gemini-2.5-flash", anthropicDone},
+	{"gemini_on_anthropic", anthropicUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromGemini(), anthropic.NewFromOpenAI()) }, "claude-sonnet-4-6", geminiDone},
+	{"anthropic_on_responses", responsesUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromAnthropic(), responses.NewFromOpenAI()) }, "gpt-5.4-mini", anthropicDone},
+	{"responses_on_anthropic", anthropicUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromResponses(), anthropic.NewFromOpenAI()) }, "claude-sonnet-4-6", responsesDone},
+	{"responses_on_gemini", geminiUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromResponses(), gemini.NewFromOpenAI()) }, "gemini-2.5-flash", responsesDone},
+	{"gemini_on_responses", responsesUpstream, func() *adapter.Chain { return adapter.NewChain(openai.NewFromGemini(), responses.NewFromOpenAI()) }, "gpt-5.4-mini", geminiDone},
 }
 
 func TestChainGolden(t *testing.T) {
 	for _, c := range chains {
-		dir := filepath.Join(golden, c.dir)
+		dir, up := filepath.Join(golden, c.dir), filepath.Join(golden, c.upstream)
 		start := func(t *testing.T) (*adapter.Chain, []byte) {
 			tr := c.newChain()
 			body, err := tr.Request(&sluice.Request{Body: adaptertest.Read(t, filepath.Join(dir, "request.json")), Stream: true}, c.model)
@@ -61,24 +75,44 @@ func TestChainGolden(t *testing.T) {
 		})
 		t.Run(c.dir+"/Stream", func(t *testing.T) {
 			tr, _ := start(t)
-			out, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, filepath.Join(dir, "stream.sse"))))
+			out, err := adaptertest.Stream(tr, adaptertest.Parse(adaptertest.Read(t, filepath.Join(up, "stream.sse"))))
 			if err != nil || len(out) == 0 || !c.done(out[len(out)-1]) {
 				t.Fatalf("Stream = %d events, %v; want the caller's complete stream", len(out), err)
+			}
+			for i := range out {
+				out[i].Data = unstamped(out[i].Data)
 			}
 			adaptertest.GoldenEvents(t, filepath.Join(dir, "stream.want.sse"), out)
 		})
 		t.Run(c.dir+"/Response", func(t *testing.T) {
 			tr, _ := start(t)
-			out, err := tr.Response(adaptertest.Read(t, filepath.Join(dir, "response.json")))
+			out, err := tr.Response(adaptertest.Read(t, filepath.Join(up, "response.json")))
 			if err != nil {
 				t.Fatal(err)
 			}
-			adaptertest.GoldenJSON(t, filepath.Join(dir, "response.want.json"), out)
+			adaptertest.GoldenJSON(t, filepath.Join(dir, "response.want.json"), unstamped(out))
 		})
 		t.Run(c.dir+"/Error", func(t *testing.T) {
-			adaptertest.GoldenJSON(t, filepath.Join(dir, "error.want.json"), c.newChain().Error(429, adaptertest.Read(t, filepath.Join(dir, "error.json"))))
+			adaptertest.GoldenJSON(t, filepath.Join(dir, "error.want.json"), c.newChain().Error(429, adaptertest.Read(t, filepath.Join(up, "error.json"))))
 		})
 	}
+}
+
+// stamp is a Responses creation time that Anthropic's translator gives its
+// hub answer from the clock (Anthropic sends none).
+var stamp = regexp.MustCompile(`"created_at":\d+`)
+
+// unstamped is b with the creation time Sluice stamped on an answer whose
+// upstream sent none replaced by 0 (a time the upstream sent is long past,
+// and kept).
+func unstamped(b []byte) []byte {
+	return stamp.ReplaceAllFunc(b, func(m []byte) []byte {
+		at, _ := strconv.ParseInt(string(m[len(`"created_at":`):]), 10, 64)
+		if time.Since(time.Unix(at, 0)).Abs() > time.Hour {
+			return m
+		}
+		return []byte(`"created_at":0`)
+	})
 }
 
 // hubSpy is the hub side of a chain under test: it records the request it
