@@ -3,7 +3,9 @@
 // unit (account, or credential acting as its own account), queueing in FIFO
 // order with every replica and waking on a release anywhere in the cluster;
 // a Claim is renewed while the request runs and released exactly once, in
-// the background so that a slow store never delays an answer. It depends on
+// the background so that a slow store never delays an answer. A request
+// claims in one capacity domain (its accounts'); a limit of its held in a
+// domain of its own is taken first, as a token (tokens.go). It depends on
 // package sluice and the store interfaces, never on a store implementation.
 package capacity
 
