@@ -46,6 +46,17 @@ func TestBedrockErrorsClassified(t *testing.T) {
 	}
 }
 
+// An AccessDeniedException that says the AWS account has no valid payment
+// method (a Marketplace model's subscription) is the account's billing,
+// not the credential's access.
+func TestBedrockPaymentDeniedIsBilling(t *testing.T) {
+	h := http.Header{"X-Amzn-Errortype": {"AccessDeniedException:http://internal.amazon.com/coral/com.amazon.bedrock/"}}
+	status, body := bedrockRejection(403, h, []byte(`{"message":"Model access is denied due to INVALID_PAYMENT_INSTRUMENT:A valid payment instrument must be provided.. Your AWS Marketplace subscription for this model cannot be completed at this time."}`))
+	if got := Classify(status, body); got != ClassBilling {
+		t.Errorf("payment denied: %v (as %d %s), want billing", got, status, body)
+	}
+}
+
 func TestBedrockBodyAndURL(t *testing.T) {
 	req := &sluice.Request{Stream: true, Header: http.Header{"Anthropic-Beta": {"a-2025, b-2025", "c"}},
 		Body: []byte(`{"model":"claude","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)}

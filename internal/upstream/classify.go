@@ -67,6 +67,7 @@ var billingMarkers = []string{
 	"insufficient_quota", "billing_hard_limit_reached", "billing_error", "account_deactivated",
 	"check your plan and billing", "credit balance is too low", "arrearage", "billoverdue",
 	"free allocated quota exceeded", "exhausted balance", "user is locked",
+	"invalid_payment_instrument", // Bedrock's AccessDeniedException for a Marketplace model the account cannot pay for
 }
 
 // Classify sorts an upstream HTTP failure. It uses the status, the error
