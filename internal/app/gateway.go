@@ -182,9 +182,14 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("read credential statuses: %w", err)
 	}
 	src.tokens.statuses.Store(g.statuses)
+	ents := newEntitlements(sqlstore.NewEntitlements(g.db), g.live, o.Log)
+	if err := ents.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("read entitlements: %w", err)
+	}
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
 		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
+		Entitlements: ents.view,
 	})
 
 	srv := cat.Server
@@ -215,6 +220,9 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		Billing:  adminBilling{ledger, g},
 		Affinity: affinityBindings{g.live, shared},
 		Metrics:  promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
+		// Entitlements changed through any replica reach every replica's
+		// view within entitlementPoll.
+		Entitlements: ents,
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {
 		if err := g.capacity.Run(ctx); err != nil {
@@ -225,6 +233,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	g.startBilling(ctx, run)
 	// Statuses changed on another replica are seen here within a second.
 	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
+	g.background(run, ents.run)
 	g.background(run, func(ctx context.Context) {
 		g.keys.Run(ctx, time.Second, func(err error) {
 			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err))
@@ -356,14 +365,10 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 	if err != nil {
 		return nil, nil, fmt.Errorf("state.redis: %w", err)
 	}
-	opts, err := redis.ParseURL(u)
+	client, err := redisClient(u, st.Redis.Cluster)
 	if err != nil {
-		return nil, nil, errors.New("state.redis: not a valid redis URL") // the URL may hold a password
+		return nil, nil, err
 	}
-	// Without it go-redis ignores our contexts' deadlines and a frozen
-	// Redis holds each call for its own read timeout, retries included.
-	opts.ContextTimeoutEnabled = true
-	client := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
@@ -375,8 +380,35 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 		prefix = "sluice:"
 	}
 	s := redisstore.New(client, prefix)
+	if n, err := s.MigrateJobs(pctx); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("move job bindings to their shards: %w", err)
+	} else if n > 0 {
+		g.log.LogAttrs(ctx, slog.LevelInfo, "moved job bindings to their shards", slog.Int("jobs", n))
+	}
 	g.closers = append(g.closers, s.Close, client.Close)
 	return s, s, nil
+}
+
+// redisClient is the client of state.redis: a cluster client when cluster
+// is set, with more seed nodes as addr= parameters of the URL.
+func redisClient(u string, cluster bool) (redis.UniversalClient, error) {
+	if cluster {
+		opts, err := redis.ParseClusterURL(u)
+		if err != nil {
+			return nil, errors.New("state.redis: not a valid redis cluster URL") // the URL may hold a password
+		}
+		// Without it go-redis ignores our contexts' deadlines and a frozen
+		// Redis holds each call for its own read timeout, retries included.
+		opts.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(opts), nil
+	}
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, errors.New("state.redis: not a valid redis URL")
+	}
+	opts.ContextTimeoutEnabled = true
+	return redis.NewClient(opts), nil
 }
 
 // replicaID names this process among the replicas sharing a store.

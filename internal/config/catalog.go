@@ -133,23 +133,6 @@ type Priority struct {
 	Wait Duration `yaml:"wait"` // longest a request of this class waits for capacity
 }
 
-// State selects where hot shared state lives.
-type State struct {
-	Backend  string   `yaml:"backend"` // memory (default) | redis
-	Redis    Redis    `yaml:"redis"`
-	LeaseTTL Duration `yaml:"lease_ttl"` // a claim held by a dead replica comes back after this; default 30s
-}
-
-// Redis locates the Redis server for the cluster backend. Exactly one of
-// URL, URLEnv and URLFile gives its URL; the last two keep a password out
-// of the catalog.
-type Redis struct {
-	URL     string `yaml:"url"`
-	URLEnv  string `yaml:"url_env"`  // environment variable holding the URL
-	URLFile string `yaml:"url_file"` // file holding the URL
-	Prefix  string `yaml:"prefix"`
-}
-
 // Database locates the durable store: sqlite://path or postgres://…, given
 // by exactly one of URL, URLEnv and URLFile as for Redis.
 type Database struct {

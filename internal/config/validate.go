@@ -129,21 +129,7 @@ func (v *validator) top() {
 		v.addf("server.shutdown_grace", "must be > 0")
 	}
 
-	switch r := c.State.Redis; c.State.Backend {
-	case "memory":
-	case "redis":
-		if r.URL == "" && r.URLEnv == "" && r.URLFile == "" {
-			v.addf("state.redis.url", "required when state.backend is redis (or url_env, or url_file)")
-			break
-		}
-		if u, at := v.url("state.redis", r.URL, r.URLEnv, r.URLFile); u != "" {
-			if s := scheme(u); s != "redis" && s != "rediss" && s != "unix" {
-				v.addf(at, "must be a redis://, rediss:// or unix:// URL")
-			}
-		}
-	default:
-		v.addf("state.backend", "must be memory or redis, got %q", c.State.Backend)
-	}
+	v.state()
 
 	d := c.Database
 	u, at := v.url("database", d.URL, d.URLEnv, d.URLFile)

@@ -1,0 +1,57 @@
+package config
+
+import "net/url"
+
+// State selects where hot shared state lives.
+type State struct {
+	Backend  string   `yaml:"backend"` // memory (default) | redis
+	Redis    Redis    `yaml:"redis"`
+	LeaseTTL Duration `yaml:"lease_ttl"` // a claim held by a dead replica comes back after this; default 30s
+}
+
+// Redis locates the Redis server for the cluster backend. Exactly one of
+// URL, URLEnv and URLFile gives its URL; the last two keep a password out
+// of the catalog.
+type Redis struct {
+	URL     string `yaml:"url"`
+	URLEnv  string `yaml:"url_env"`  // environment variable holding the URL
+	URLFile string `yaml:"url_file"` // file holding the URL
+	Prefix  string `yaml:"prefix"`
+	// Cluster says the URL names a node of a Redis Cluster: a
+	// redis:// or rediss:// URL without a database, more seed nodes as
+	// addr query parameters (redis://:pw@10.0.0.1:6379?addr=10.0.0.2:6379).
+	Cluster bool `yaml:"cluster"`
+}
+
+func (v *validator) state() {
+	st := v.c.State
+	switch r := st.Redis; st.Backend {
+	case "memory":
+		if r.Cluster {
+			v.addf("state.redis.cluster", "only with state.backend redis")
+		}
+	case "redis":
+		if r.URL == "" && r.URLEnv == "" && r.URLFile == "" {
+			v.addf("state.redis.url", "required when state.backend is redis (or url_env, or url_file)")
+			break
+		}
+		u, at := v.url("state.redis", r.URL, r.URLEnv, r.URLFile)
+		if u == "" {
+			break
+		}
+		switch s := scheme(u); {
+		case s != "redis" && s != "rediss" && (s != "unix" || r.Cluster):
+			if r.Cluster {
+				v.addf(at, "must be a redis:// or rediss:// URL with state.redis.cluster")
+			} else {
+				v.addf(at, "must be a redis://, rediss:// or unix:// URL")
+			}
+		case r.Cluster:
+			if p, err := url.Parse(u); err != nil || p.Path != "" && p.Path != "/" && p.Path != "/0" {
+				v.addf(at, "a Redis Cluster has database 0 only: no database in the URL")
+			}
+		}
+	default:
+		v.addf("state.backend", "must be memory or redis, got %q", st.Backend)
+	}
+}
