@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/sluicehq/sluice/internal/settle"
 	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/degraded"
 	"github.com/sluicehq/sluice/internal/store/memstore"
 	"github.com/sluicehq/sluice/internal/store/redisstore"
 	"github.com/sluicehq/sluice/internal/store/sqlstore"
@@ -387,7 +389,35 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 		g.log.LogAttrs(ctx, slog.LevelInfo, "moved job bindings to their shards", slog.Int("jobs", n))
 	}
 	g.closers = append(g.closers, s.Close, client.Close)
-	return s, s, nil
+	if st.Degraded != config.DegradedLocal {
+		return s, s, nil // fail closed: 503 state_unavailable while Redis is unreachable
+	}
+	ds := degraded.New(s, memstore.New(), degraded.Options{
+		Replicas: st.Replicas, Ping: func(ctx context.Context) error { return client.Ping(ctx).Err() },
+		Log: g.log, Changed: g.degradedMetrics(),
+	})
+	g.closers = append(g.closers, ds.Close)
+	return ds, s, nil // job bindings stay on Redis: a job is followed only where it is shared
+}
+
+// degradedMetrics registers the metrics of state.degraded: local and
+// returns what updates them at each transition.
+func (g *Gateway) degradedMetrics() func(bool) {
+	on := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sluice_state_degraded", Help: "1 while this replica admits against local limits because Redis is unreachable (state.degraded: local).",
+	})
+	entered := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_state_degraded_total", Help: "Times this replica turned to local limits because Redis was unreachable.",
+	})
+	g.metrics.Registry.MustRegister(on, entered)
+	return func(degraded bool) {
+		if degraded {
+			on.Set(1)
+			entered.Inc()
+		} else {
+			on.Set(0)
+		}
+	}
 }
 
 // redisClient is the client of state.redis: a cluster client when cluster

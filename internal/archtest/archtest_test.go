@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"internal/adapter"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
-		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore"},
+		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
 	{"internal/billing"},
@@ -40,7 +40,7 @@ var layers = [][]string{
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
 	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth",
-	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore",
+	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded",
 	"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/openai", "internal/adapter/responses",
 }
 

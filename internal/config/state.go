@@ -2,12 +2,28 @@ package config
 
 import "net/url"
 
-// State selects where hot shared state lives.
+// State selects where hot shared state lives, and what a replica does
+// while it cannot be reached.
 type State struct {
 	Backend  string   `yaml:"backend"` // memory (default) | redis
 	Redis    Redis    `yaml:"redis"`
 	LeaseTTL Duration `yaml:"lease_ttl"` // a claim held by a dead replica comes back after this; default 30s
+	// Degraded is what a replica does while Redis cannot be reached:
+	// fail_closed (default) refuses requests that need a claim (503
+	// state_unavailable); local admits them against limits of its own,
+	// each cap, rate and daily budget divided by Replicas, until Redis
+	// answers again. Only with backend redis.
+	Degraded string `yaml:"degraded"`
+	// Replicas is the number of replicas sharing the caps, required with
+	// degraded local: each takes cap ÷ replicas, rounded down, at least 1.
+	Replicas int `yaml:"replicas"`
 }
+
+// The degraded modes.
+const (
+	DegradedFailClosed = "fail_closed"
+	DegradedLocal      = "local"
+)
 
 // Redis locates the Redis server for the cluster backend. Exactly one of
 // URL, URLEnv and URLFile gives its URL; the last two keep a password out
@@ -53,5 +69,21 @@ func (v *validator) state() {
 		}
 	default:
 		v.addf("state.backend", "must be memory or redis, got %q", st.Backend)
+	}
+
+	switch st.Degraded {
+	case "", DegradedFailClosed:
+		if st.Replicas != 0 {
+			v.addf("state.replicas", "only with state.degraded local")
+		}
+	case DegradedLocal:
+		if st.Backend != "redis" {
+			v.addf("state.degraded", "local only with state.backend redis (memory never fails)")
+		}
+		if st.Replicas < 1 {
+			v.addf("state.replicas", "required with state.degraded local: how many replicas share the caps (≥ 1)")
+		}
+	default:
+		v.addf("state.degraded", "must be fail_closed or local, got %q", st.Degraded)
 	}
 }

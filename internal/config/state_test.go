@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestValidateState: the Redis Cluster field is taken where it does
-// something and refused where it would do nothing.
+// TestValidateState: the Redis Cluster and degraded-mode fields are taken
+// where they do something and refused where they would do nothing.
 func TestValidateState(t *testing.T) {
+	redis := func(url string) State { return State{Backend: "redis", Redis: Redis{URL: url}} }
 	tests := []struct {
 		name string
 		give State
@@ -20,6 +21,16 @@ func TestValidateState(t *testing.T) {
 		{"ClusterUnixSocket", State{Backend: "redis", Redis: Redis{URL: "unix:///run/redis.sock", Cluster: true}},
 			"state.redis.url: must be a redis:// or rediss:// URL with state.redis.cluster"},
 		{"ClusterOnMemory", State{Backend: "memory", Redis: Redis{Cluster: true}}, "state.redis.cluster: only with state.backend redis"},
+		{"FailClosed", func() State { s := redis("redis://cache:6379/0"); s.Degraded = "fail_closed"; return s }(), ""},
+		{"Local", func() State { s := redis("redis://cache:6379/0"); s.Degraded, s.Replicas = "local", 3; return s }(), ""},
+		{"LocalWithoutReplicas", func() State { s := redis("redis://cache:6379/0"); s.Degraded = "local"; return s }(),
+			"state.replicas: required with state.degraded local"},
+		{"LocalOnMemory", State{Backend: "memory", Degraded: "local", Replicas: 2},
+			"state.degraded: local only with state.backend redis"},
+		{"ReplicasWithoutLocal", func() State { s := redis("redis://cache:6379/0"); s.Replicas = 2; return s }(),
+			"state.replicas: only with state.degraded local"},
+		{"UnknownMode", func() State { s := redis("redis://cache:6379/0"); s.Degraded = "open"; return s }(),
+			`state.degraded: must be fail_closed or local, got "open"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

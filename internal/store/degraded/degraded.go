@@ -1,0 +1,531 @@
+// Package degraded keeps a replica serving while its shared state store
+// (Redis) cannot be reached: the operator's state.degraded: local. A Store
+// wraps the shared store; while the shared store answers, every call goes
+// to it. The first call that finds it unreachable switches the replica to
+// a local in-process store (the app gives it a memstore) in which every
+// cap, rate and daily budget is the shared one divided by the number of
+// replicas (rounded down, at least 1), so that the replicas together stay
+// within the caps as long as they number at most those caps. A probe PINGs
+// the shared store every probeEvery while degraded; once it answers, the
+// claims granted locally that still run are handed over to it (reasserted,
+// so they count against the shared caps) and the replica returns to shared
+// state. Nothing is leaked: a local claim is released in whichever store
+// holds it, a ticket queued locally leaves the local queue at its next
+// try, and claims the shared store held before the outage stay there.
+//
+// Two windows are not covered. At the outage, calls admitted through the
+// shared store still run while the local shares admit more: until they
+// end, the replicas together may exceed a cap by what was in flight then.
+// At a return to a shared store that lost its state (restarted empty), a
+// replica's local claims count there only once its capacity engine has
+// reasserted them, at its next call in the domain (the store refuses
+// every call of a replica that has not): another replica's grants before
+// then do not see them.
+//
+// It depends on package store only.
+package degraded
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Shared is the shared store a Store wraps: what the gateway keeps in it.
+type Shared interface {
+	store.Claims
+	store.Reasserter
+	store.Waker
+	store.Inspector
+	store.Statuses
+	store.Affinity
+}
+
+// Local is the in-process store a Store falls back to. It must never
+// fail: its errors are ignored where a shared store's would be retried.
+type Local interface {
+	store.Claims
+	store.Waker
+	store.Inspector
+	store.Affinity
+}
+
+// probeEvery is how often a degraded replica asks whether the shared
+// store is back; it returns to it within about this long.
+const probeEvery = 200 * time.Millisecond
+
+// Options configure a Store.
+type Options struct {
+	// Replicas is the number of replicas sharing the caps (≥ 1): each
+	// takes cap ÷ Replicas of every cap while degraded.
+	Replicas int
+	// Ping asks the shared store whether it answers.
+	Ping func(ctx context.Context) error
+	Log  *slog.Logger
+	// Changed, if set, is called at each transition: true when the replica
+	// turns to local state, false when it is back on shared state.
+	Changed func(degraded bool)
+}
+
+// Store is a store.Claims, store.Waker, store.Inspector, store.Statuses
+// and store.Affinity that falls back to local state while the shared store
+// is unreachable. Safe for concurrent use.
+type Store struct {
+	shared Shared
+	local  Local
+	opts   Options
+
+	degraded atomic.Bool
+	// held counts the leases and tickets in local, so that a replica on
+	// shared state with none (the usual case) pays one atomic load per call.
+	held atomic.Int64
+
+	mu      sync.Mutex
+	leases  map[leaseKey]store.Held // granted locally, by domain and lease
+	tickets map[leaseKey]string     // queued locally (not granted), their queue
+	probing bool                    // the probe loop runs
+	stop    chan struct{}           // closed by Close
+	wg      sync.WaitGroup
+}
+
+type leaseKey struct{ domain, id string }
+
+var (
+	_ store.Claims     = (*Store)(nil)
+	_ store.Reasserter = (*Store)(nil)
+	_ store.Waker      = (*Store)(nil)
+	_ store.Inspector  = (*Store)(nil)
+	_ store.Statuses   = (*Store)(nil)
+	_ store.Affinity   = (*Store)(nil)
+)
+
+// New wraps shared, falling back to local, which must be empty and used by
+// nothing else. opts.Replicas below 1 counts as 1.
+func New(shared Shared, local Local, opts Options) *Store {
+	opts.Replicas = max(opts.Replicas, 1)
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{
+		shared: shared, local: local, opts: opts,
+		leases: make(map[leaseKey]store.Held), tickets: make(map[leaseKey]string), stop: make(chan struct{}),
+	}
+}
+
+// Degraded reports whether the replica runs on local state.
+func (s *Store) Degraded() bool { return s.degraded.Load() }
+
+// Close stops the probe loop. It does not close the shared store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// outage reports whether err, from a call with ctx, says the shared store
+// cannot be reached (and not that it lost its state, which it says when
+// it answers, nor that the caller gave up).
+func outage(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrStateLost)
+}
+
+// Acquire asks the shared store, or the local one while degraded. A
+// ticket the local store knows is answered there if it holds a local
+// lease (Acquire is idempotent), else taken out of the local queue first.
+func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	if !s.degraded.Load() {
+		if s.held.Load() > 0 {
+			if g, ok, err := s.knownLocally(ctx, a); ok {
+				return g, err
+			}
+		}
+		g, err := s.shared.Acquire(ctx, a)
+		if !outage(ctx, err) {
+			return g, err
+		}
+		s.enter(err)
+	}
+	return s.acquireLocal(ctx, a)
+}
+
+// knownLocally answers a ticket that holds a local lease, and takes one
+// queued locally out of the local queue (it now queues in the shared one).
+func (s *Store) knownLocally(ctx context.Context, a store.Acquire) (store.Grant, bool, error) {
+	k := leaseKey{a.Domain, a.Ticket}
+	s.mu.Lock()
+	_, granted := s.leases[k]
+	queue, queued := s.tickets[k]
+	if queued {
+		delete(s.tickets, k)
+		s.held.Add(-1)
+	}
+	s.mu.Unlock()
+	switch {
+	case granted:
+		g, err := s.local.Acquire(ctx, s.scaled(a))
+		return g, true, err
+	case queued:
+		s.local.Cancel(ctx, a.Domain, queue, a.Ticket) // the local store never fails
+	}
+	return store.Grant{}, false, nil
+}
+
+// acquireLocal asks the local store with every cap divided by the
+// replicas, and remembers what it granted or queued.
+func (s *Store) acquireLocal(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	g, err := s.local.Acquire(ctx, s.scaled(a))
+	if err != nil {
+		return g, err
+	}
+	k := leaseKey{a.Domain, a.Ticket}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, wasQueued := s.tickets[k]
+	_, wasHeld := s.leases[k]
+	switch {
+	case g.Granted && !wasHeld:
+		s.leases[k] = store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens, TTL: a.LeaseTTL}
+		if wasQueued {
+			delete(s.tickets, k)
+		} else {
+			s.held.Add(1)
+		}
+	case !g.Granted && !g.Refused && !wasQueued:
+		s.tickets[k] = a.Queue
+		s.held.Add(1)
+	case g.Refused && wasQueued:
+		delete(s.tickets, k)
+		s.held.Add(-1)
+	}
+	return g, nil
+}
+
+// scaled is a with its candidates' caps divided by the replicas. The
+// candidates are copied: the caller's stay as they are.
+func (s *Store) scaled(a store.Acquire) store.Acquire {
+	n := s.opts.Replicas
+	cs := make([]store.Candidate, len(a.Candidates))
+	for i, c := range a.Candidates {
+		c.Unit = scaleUnit(c.Unit, n)
+		c.CredentialCap = share(c.CredentialCap, n)
+		if len(c.Limits) > 0 {
+			lims := make([]store.Unit, len(c.Limits))
+			for j, l := range c.Limits {
+				lims[j] = scaleUnit(l, n)
+			}
+			c.Limits = lims
+		}
+		cs[i] = c
+	}
+	a.Candidates = cs
+	return a
+}
+
+func scaleUnit(u store.Unit, n int) store.Unit {
+	u.Cap, u.RPM, u.TPM, u.DailyTokens = share(u.Cap, n), share(u.RPM, n), share(u.TPM, n), share(u.DailyTokens, n)
+	if len(u.Reserve) > 0 {
+		r := make([]int, len(u.Reserve))
+		for i, v := range u.Reserve {
+			r[i] = max(v, 0) / n
+		}
+		u.Reserve = r
+	}
+	return u
+}
+
+// share is one replica's share of a limit: v ÷ n rounded down, at least 1;
+// 0 (unlimited) stays 0.
+func share(v, n int) int {
+	if v <= 0 {
+		return v
+	}
+	return max(1, v/n)
+}
+
+// local reports whether lease of domain is held in the local store.
+func (s *Store) isLocal(domain, lease string) bool {
+	if s.held.Load() == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.leases[leaseKey{domain, lease}]
+	return ok
+}
+
+// forget drops a local lease from what the Store remembers.
+func (s *Store) forget(domain, lease string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.leases[leaseKey{domain, lease}]; ok {
+		delete(s.leases, leaseKey{domain, lease})
+		s.held.Add(-1)
+	}
+}
+
+// Release releases the lease in the store that granted it.
+func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
+	if s.isLocal(domain, lease) {
+		s.forget(domain, lease)
+		return s.local.Release(ctx, domain, lease, out)
+	}
+	return s.shared.Release(ctx, domain, lease, out)
+}
+
+// Renew renews each lease in the store that holds it.
+func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
+	if s.held.Load() == 0 {
+		return s.shared.Renew(ctx, domain, leases, ttl)
+	}
+	var local, shared []string
+	for _, l := range leases {
+		if s.isLocal(domain, l) {
+			local = append(local, l)
+		} else {
+			shared = append(shared, l)
+		}
+	}
+	s.local.Renew(ctx, domain, local, ttl) // the local store never fails
+	if len(shared) == 0 {
+		return nil
+	}
+	return s.shared.Renew(ctx, domain, shared, ttl)
+}
+
+// Cancel takes the ticket out of the local queue if it waits there (or
+// releases its local lease), and out of the shared one unless degraded.
+func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error {
+	if s.held.Load() > 0 {
+		k := leaseKey{domain, ticket}
+		s.mu.Lock()
+		_, queued := s.tickets[k]
+		_, granted := s.leases[k]
+		if queued {
+			delete(s.tickets, k)
+		}
+		if granted {
+			delete(s.leases, k)
+		}
+		if queued || granted {
+			s.held.Add(-1)
+		}
+		s.mu.Unlock()
+		if queued || granted {
+			s.local.Cancel(ctx, domain, queue, ticket)
+			if s.degraded.Load() {
+				return nil // a ticket the shared store has from before the outage lapses there
+			}
+		}
+	}
+	return s.shared.Cancel(ctx, domain, queue, ticket)
+}
+
+// ProbeSucceeded opens the probe's unit in the store that holds the lease.
+func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error {
+	if s.isLocal(domain, lease) {
+		return s.local.ProbeSucceeded(ctx, domain, lease)
+	}
+	return s.shared.ProbeSucceeded(ctx, domain, lease)
+}
+
+// Reassert makes the held leases live in the shared store that lost its
+// state. The local leases among them count there from then on, and are
+// released there: the local store forgets them.
+func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) error {
+	if err := s.shared.Reassert(ctx, domain, held); err != nil {
+		return err
+	}
+	for _, h := range held {
+		if s.isLocal(domain, h.Lease) {
+			s.forget(domain, h.Lease)
+			s.local.Release(ctx, domain, h.Lease, store.Outcome{})
+		}
+	}
+	return nil
+}
+
+// enter switches to local state after cause, once, and starts the probe.
+func (s *Store) enter(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.probing {
+		return
+	}
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	s.probing = true
+	s.degraded.Store(true)
+	s.opts.Log.LogAttrs(context.Background(), slog.LevelError, "shared state store unreachable; admitting against local limits (each cap ÷ replicas)",
+		slog.Int("replicas", s.opts.Replicas), slog.Any("err", cause))
+	if s.opts.Changed != nil {
+		s.opts.Changed(true)
+	}
+	s.wg.Add(1)
+	go s.probe()
+}
+
+// probe PINGs the shared store until it answers and the local leases are
+// handed over to it, then switches back to shared state.
+func (s *Store) probe() {
+	defer s.wg.Done()
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), probeEvery)
+		err := s.opts.Ping(ctx)
+		if err == nil {
+			err = s.handOver(ctx)
+		}
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.probing = false
+		s.degraded.Store(false)
+		s.mu.Unlock()
+		s.opts.Log.LogAttrs(context.Background(), slog.LevelWarn, "shared state store reachable again; back on shared limits")
+		if s.opts.Changed != nil {
+			s.opts.Changed(false)
+		}
+		return
+	}
+}
+
+// handOver makes the local leases count in the shared store before any new
+// claim goes there. In a domain whose state the shared store lost since
+// this replica's last call there, it leaves them: the shared store refuses
+// this replica's next call there until the capacity engine reasserts every
+// lease it holds, these included (see Reassert).
+func (s *Store) handOver(ctx context.Context) error {
+	s.mu.Lock()
+	byDomain := make(map[string][]store.Held)
+	for k, h := range s.leases {
+		byDomain[k.domain] = append(byDomain[k.domain], h)
+	}
+	s.mu.Unlock()
+	for domain, held := range byDomain {
+		ids := make([]string, len(held))
+		for i, h := range held {
+			ids[i] = h.Lease
+		}
+		// Renew of leases it does not hold changes nothing: it only asks
+		// whether the domain's state is the one this replica knows.
+		err := s.shared.Renew(ctx, domain, ids, time.Second)
+		if errors.Is(err, store.ErrStateLost) {
+			continue
+		}
+		if err == nil {
+			err = s.Reassert(ctx, domain, held)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Wake merges the wake-ups of the shared and the local store. The channel
+// closes when ctx ends or the shared store closes its own.
+func (s *Store) Wake(ctx context.Context, replica string) (<-chan string, error) {
+	shared, err := s.shared.Wake(ctx, replica)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	local, err := s.local.Wake(lctx, replica)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	out := make(chan string, cap(shared)+cap(local))
+	go func() {
+		defer close(out)
+		defer cancel()
+		for {
+			var t string
+			var ok bool
+			select {
+			case t, ok = <-shared:
+				if !ok {
+					return
+				}
+			case t = <-local:
+			}
+			select {
+			case out <- t:
+			default: // full: a hint dropped, as the stores drop theirs
+			}
+		}
+	}()
+	return out, nil
+}
+
+// current is the store of the Inspector and Affinity calls: local state
+// while degraded.
+func (s *Store) current() interface {
+	store.Inspector
+	store.Affinity
+} {
+	if s.degraded.Load() {
+		return s.local
+	}
+	return s.shared
+}
+
+// Units reads the units' state in the current store.
+func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store.UnitState, error) {
+	return s.current().Units(ctx, domain, ids)
+}
+
+// CredentialInFlight reads the credentials' claims in the current store.
+func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []string) (map[string]int, error) {
+	return s.current().CredentialInFlight(ctx, domain, ids)
+}
+
+// Touch, Bind and Binding keep session-affinity bindings in the current
+// store: while degraded, sessions bind per replica.
+func (s *Store) Touch(ctx context.Context, domain, seed string, ttl time.Duration) (string, error) {
+	return s.current().Touch(ctx, domain, seed, ttl)
+}
+
+// Bind: see Touch.
+func (s *Store) Bind(ctx context.Context, domain, seed, from, to string, ttl time.Duration) (string, error) {
+	return s.current().Bind(ctx, domain, seed, from, to, ttl)
+}
+
+// Binding: see Touch.
+func (s *Store) Binding(ctx context.Context, domain, seed string) (store.Binding, bool, error) {
+	return s.current().Binding(ctx, domain, seed)
+}
+
+// SetStatus and Statuses stay on the shared store: a status change must
+// reach every replica, and the gateway keeps its last view while the store
+// is unreachable.
+func (s *Store) SetStatus(ctx context.Context, kind, id string, st store.Status) error {
+	return s.shared.SetStatus(ctx, kind, id, st)
+}
+
+// Statuses: see SetStatus.
+func (s *Store) Statuses(ctx context.Context, kind string) (map[string]store.Status, error) {
+	return s.shared.Statuses(ctx, kind)
+}

@@ -1,0 +1,178 @@
+package degraded_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/degraded"
+	"github.com/sluicehq/sluice/internal/store/memstore"
+	"github.com/sluicehq/sluice/internal/store/redisstore"
+	"github.com/sluicehq/sluice/internal/testenv"
+)
+
+func TestShareOfACap(t *testing.T) {
+	for _, tt := range []struct{ cap, replicas, want int }{
+		{0, 3, 0}, {4, 2, 2}, {5, 2, 2}, {2, 3, 1}, {1, 1, 1},
+	} {
+		if got := degraded.Share(tt.cap, tt.replicas); got != tt.want {
+			t.Errorf("Share(%d, %d) = %d, want %d", tt.cap, tt.replicas, got, tt.want)
+		}
+	}
+}
+
+// upstream counts the calls in flight and their peak, as a provider would.
+type upstream struct {
+	now, peak atomic.Int64
+	calls     atomic.Int64
+}
+
+func (u *upstream) call(d time.Duration) {
+	n := u.now.Add(1)
+	for p := u.peak.Load(); n > p && !u.peak.CompareAndSwap(p, n); p = u.peak.Load() {
+	}
+	u.calls.Add(1)
+	time.Sleep(d)
+	u.now.Add(-1)
+}
+
+// replica is one gateway's capacity engine on a degraded.Store around its
+// own Redis client.
+type replica struct {
+	engine *capacity.Engine
+	store  *degraded.Store
+}
+
+func newReplica(t *testing.T, addr, prefix, name string, changes *atomic.Int64) *replica {
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	rs := redisstore.New(c, prefix)
+	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() },
+		Changed: func(bool) { changes.Add(1) }})
+	e := capacity.New(ds, ds, name, 3*time.Second, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() {
+		fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		e.Flush(fctx)
+		fcancel()
+		cancel()
+		<-done
+		ds.Close()
+		rs.Close()
+		c.Close()
+	})
+	return &replica{engine: e, store: ds}
+}
+
+// TestRedisKilledAndRestartedUnderLoad: two replicas share a unit of cap 2
+// under steady load on a private Redis. Redis is killed (each replica
+// admits against its share, 1) and restarted empty (both return to shared
+// state, their local claims reasserted there). Calls admitted after the
+// calls in flight at the kill have ended never exceed the cap together,
+// shared or local; after recovery the unit's whole cap is free again.
+func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	prefix := "degraded-test:"
+	var changes atomic.Int64
+	reps := []*replica{newReplica(t, srv.Addr, prefix, "A", &changes), newReplica(t, srv.Addr, prefix, "B", &changes)}
+	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+	plan := func() (string, []store.Candidate) { return "dom", []store.Candidate{unit} }
+	const callTime = 20 * time.Millisecond
+
+	var up upstream
+	var failed atomic.Int64
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var seq atomic.Int64
+	for i := range 6 {
+		r := reps[i%2]
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				a := store.Acquire{Domain: "dom", Ticket: fmt.Sprintf("t%d", seq.Add(1)), Queue: "q"}
+				c, err := r.engine.Wait(ctx, a, time.Now().Add(2*time.Second), plan)
+				if err != nil {
+					if ctx.Err() == nil {
+						failed.Add(1)
+						time.Sleep(10 * time.Millisecond)
+					}
+					continue
+				}
+				up.call(callTime)
+				c.Release(context.Background(), store.Outcome{Success: true})
+			}
+		})
+	}
+	waitUntil(t, "calls through shared state", func() bool { return up.calls.Load() > 20 })
+	if p := up.peak.Load(); p > 2 {
+		t.Errorf("peak in flight on shared state = %d, want at most the cap 2", p)
+	}
+
+	srv.Kill()
+	waitUntil(t, "both replicas degraded", func() bool { return reps[0].store.Degraded() && reps[1].store.Degraded() })
+	time.Sleep(2 * callTime) // the calls admitted before the kill end
+	up.peak.Store(up.now.Load())
+	before := up.calls.Load()
+	waitUntil(t, "calls on local state", func() bool { return up.calls.Load() > before+60 })
+	if p := up.peak.Load(); p > 2 {
+		t.Errorf("peak in flight while degraded = %d, want at most the cap 2 (1 per replica)", p)
+	}
+
+	srv.Start() // empty: the shared state is lost
+	restarted := time.Now()
+	waitUntil(t, "both replicas back on shared state", func() bool { return !reps[0].store.Degraded() && !reps[1].store.Degraded() })
+	back := time.Since(restarted)
+	before = up.calls.Load()
+	waitUntil(t, "calls through shared state again", func() bool { return up.calls.Load() > before+20 })
+	if p := up.peak.Load(); p > 2 {
+		t.Errorf("peak in flight across the recovery = %d, want at most the cap 2", p)
+	}
+	stop()
+	wg.Wait()
+	t.Logf("back on shared state %s after Redis restarted; %d transitions; %d waits failed", back, changes.Load(), failed.Load())
+	if back > time.Second {
+		t.Errorf("back on shared state %s after Redis answered, want within a second", back)
+	}
+	if n := changes.Load(); n != 4 {
+		t.Errorf("transitions = %d, want 4 (each replica: degraded, back)", n)
+	}
+
+	// Capacity after recovery is the whole cap: exactly two claims, then
+	// the third waits.
+	var claims []*capacity.Claim
+	for i := range 2 {
+		c, err := reps[i].engine.Wait(t.Context(), store.Acquire{Domain: "dom", Ticket: fmt.Sprintf("after-%d", i), Queue: "q"},
+			time.Now().Add(3*time.Second), plan)
+		if err != nil {
+			t.Fatalf("claim %d after recovery: %v", i, err)
+		}
+		claims = append(claims, c)
+	}
+	_, err := reps[0].engine.Wait(t.Context(), store.Acquire{Domain: "dom", Ticket: "after-third", Queue: "q"}, time.Now(), plan)
+	if err == nil {
+		t.Error("a third claim was granted after recovery, want the cap 2 full")
+	}
+	for _, c := range claims {
+		c.Release(context.Background(), store.Outcome{Success: true})
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,4 @@
+package degraded
+
+// Share is share, for the tests.
+var Share = share
