@@ -164,4 +164,3 @@ func upstreamStatus(sim *simulator.Simulator, tag string) int {
 	}
 	return status
 }
-
