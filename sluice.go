@@ -413,6 +413,9 @@ type Request struct {
 	// user's entitlement valid now, else the tenant's default; "" = none.
 	// Ingress sets the asserted one; the pipeline resolves the rest.
 	Profile string
+	// Pool is the pool the end user's entitlement routes the request
+	// through, over its profile's pool (set by the pipeline); "" = none.
+	Pool string
 	// MaxWait is the longest the caller lets the request wait for
 	// capacity (X-Sluice-Max-Wait), within its class's wait; 0 tries once
 	// and never waits. nil: the class's wait.

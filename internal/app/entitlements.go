@@ -46,8 +46,8 @@ func (e *entitlements) CheckEntitlement(x store.Entitlement) error {
 	if !slices.ContainsFunc(c.Profiles, func(p config.Profile) bool { return p.ID == x.Profile }) {
 		errs = append(errs, fmt.Errorf("profile: the catalog has no profile %q", x.Profile))
 	}
-	if x.Pool != "" {
-		errs = append(errs, errors.New("pool: overriding the profile's pool per end user is not built yet; leave it out"))
+	if x.Pool != "" && !slices.ContainsFunc(c.Pools, func(p config.Pool) bool { return p.ID == x.Pool }) {
+		errs = append(errs, fmt.Errorf("pool: the catalog has no pool %q", x.Pool))
 	}
 	return errors.Join(errs...)
 }

@@ -21,12 +21,21 @@ type compiledProfile struct {
 type profiles struct {
 	byID     map[string]*compiledProfile // nil when the catalog has none
 	defaults map[string]string           // tenant → its default profile
+	// pools are the pool policies an entitlement may route through (every
+	// pool of a catalog with profiles), by pool ID.
+	pools map[string]*routePolicy
 }
 
-// compileProfiles compiles profiles[] and tenants[].default_profile.
+// compileProfiles compiles profiles[] and tenants[].default_profile, and
+// a policy for each pool an entitlement may name, after the pools.
 func (s *Snapshot) compileProfiles(c *config.Catalog) {
 	if len(c.Profiles) == 0 {
 		return
+	}
+	s.profiles.pools = make(map[string]*routePolicy, len(c.Pools))
+	for _, p := range c.Pools {
+		pl := s.pools[p.ID]
+		s.profiles.pools[p.ID] = &routePolicy{mode: "pool", pool: p.ID, accounts: pl.accounts, strategy: pl.strategy}
 	}
 	s.profiles.byID = make(map[string]*compiledProfile, len(c.Profiles))
 	for _, p := range c.Profiles {
@@ -63,8 +72,8 @@ var errProfileDenied = &sluice.Error{Code: sluice.CodeProfileDenied, Msg: "this 
 // runs under: the one k asserts (X-Sluice-Profile, which only a key with
 // assert: [profile] may send), else the end user's entitlement valid when
 // the request arrived (for a key with assert: [user] only: any other
-// caller could name a premium user), else the tenant's default profile,
-// else none. An entitlement naming a profile the catalog no longer has is
+// caller could name a premium user) with its pool override (req.Pool),
+// else the tenant's default profile, else none. An entitlement naming a profile the catalog no longer has is
 // passed over. A catalog without profiles costs one comparison.
 func (s *Snapshot) resolveProfile(ents *Entitlements, k *sluice.Key, req *sluice.Request) error {
 	if req.Profile == "" && s.profiles.byID == nil {
@@ -82,7 +91,7 @@ func (s *Snapshot) resolveProfile(ents *Entitlements, k *sluice.Key, req *sluice
 	}
 	if kp.assertUser && req.User != "" {
 		if e, ok := ents.lookup(k.Tenant, req.User); ok && e.ValidAt(req.Received) && s.profiles.byID[e.Profile] != nil {
-			req.Profile = e.Profile
+			req.Profile, req.Pool = e.Profile, e.Pool
 			return nil
 		}
 	}

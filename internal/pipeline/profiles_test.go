@@ -12,7 +12,8 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// profileCatalog has two profiles, a tenant whose default is free, and
+// profileCatalog has two profiles (paid routes through pool p1), a
+// tenant whose default is free, and
 // three keys of it: one trusted with users and profiles, one with users
 // only, one with neither (and user_limits of its own).
 const profileCatalog = `version: 1
@@ -20,9 +21,10 @@ endpoints: [{id: ep, base_url: "http://127.0.0.1:1", protocols: [openai.chat]}]
 credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
 models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
 task_types: [{id: chat}, {id: parse}]
+pools: [{id: p1, accounts: [c1]}, {id: p2, accounts: [c1]}]
 profiles:
   - {id: free, user_limits: {max_inflight: 1, rpm: 10}, task_limits: {parse: {max_inflight: 1}}}
-  - {id: paid, user_limits: {max_inflight: 4}}
+  - {id: paid, user_limits: {max_inflight: 4}, pool: p1}
 tenants: [{id: acme, default_profile: free}, {id: other}]
 keys:
   - {id: backend, tenant: acme, secret_env: K1, task: chat, tasks: [parse], assert: [user, profile]}
@@ -137,6 +139,29 @@ func TestProfileLimitsReplaceKeyUserLimits(t *testing.T) {
 				t.Errorf("Limits (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestEntitlementPoolOverridesTheProfiles: an entitlement's pool routes
+// its end user's requests, over the profile's pool; without one the
+// profile's pool; a key whose policy fixes its accounts keeps them.
+func TestEntitlementPoolOverridesTheProfiles(t *testing.T) {
+	snap := profileSnapshot(t)
+	ents := &Entitlements{}
+	ents.Set([]store.Entitlement{
+		{EndUser: store.EndUser{Tenant: "acme", User: "bob"}, Profile: "paid", Pool: "p2"},
+		{EndUser: store.EndUser{Tenant: "acme", User: "ann"}, Profile: "paid"},
+	})
+	tests := []struct{ user, want string }{{"bob", "p2"}, {"ann", "p1"}, {"eve", ""}}
+	for _, tt := range tests {
+		k := staticKey(t, snap, "users")
+		req := &sluice.Request{User: tt.user, Received: time.Now()}
+		if err := snap.resolveProfile(ents, k, req); err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.policy(k, req).pool; got != tt.want {
+			t.Errorf("pool of %s = %q, want %q", tt.user, got, tt.want)
+		}
 	}
 }
 

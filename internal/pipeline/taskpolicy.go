@@ -70,7 +70,8 @@ func (s *Snapshot) taskOf(k *sluice.Key, req *sluice.Request) string {
 // policy returns the route policy of a request of key k. A key whose
 // policy is strict, preferred or pool fixes it: the key's. A default key's
 // request routes through its task type's pool (task_types[].pool), else
-// its profile's (profiles[].pool), else by the key's default policy. It
+// its end user's entitlement's pool (req.Pool), else its profile's
+// (profiles[].pool), else by the key's default policy. It
 // is shared, never copied, so that the lookups on every request allocate
 // nothing: callers must not change it.
 func (s *Snapshot) policy(k *sluice.Key, req *sluice.Request) *routePolicy {
@@ -80,18 +81,25 @@ func (s *Snapshot) policy(k *sluice.Key, req *sluice.Request) *routePolicy {
 		rp = &defaultPolicy // a key the snapshot does not know
 	}
 	tp := s.taskPolicy
-	if tp == nil || rp.mode != "default" {
+	if rp.mode != "default" || tp == nil && req.Pool == "" {
 		return rp
 	}
 	task := req.Task
 	if task == "" {
 		task = kp.task
 	}
-	if p := tp.taskPools[task]; p != nil {
+	if tp != nil {
+		if p := tp.taskPools[task]; p != nil {
+			return p
+		}
+	}
+	if p := s.profiles.pools[req.Pool]; p != nil { // the end user's entitlement's (profiles.go)
 		return p
 	}
-	if p := tp.profilePools[req.Profile]; p != nil {
-		return p
+	if tp != nil {
+		if p := tp.profilePools[req.Profile]; p != nil {
+			return p
+		}
 	}
 	return rp
 }
