@@ -1,0 +1,54 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidateProfiles(t *testing.T) {
+	tests := []struct {
+		name string
+		give func(c *Catalog)
+		want string // "" = valid
+	}{
+		{"Valid", func(c *Catalog) {
+			c.TaskTypes = []TaskType{{ID: "parse"}}
+			c.Profiles = []Profile{{ID: "free", UserLimits: Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: 1}},
+				PriorityBonus: 2, Pool: "background"}}
+			c.Tenants = []Tenant{{ID: "acme", DefaultProfile: "free"}}
+			c.Keys[0].Assert = []string{AssertUser, AssertProfile}
+		}, ""},
+		{"UnknownTaskType", func(c *Catalog) {
+			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: 1}}}}
+		}, `profiles[0].task_limits.parse: unknown task type "parse"`},
+		{"UnknownPool", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", Pool: "gold"}} }, `profiles[0].pool: unknown pool "gold"`},
+		{"NegativeUserLimit", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", UserLimits: Limits{RPM: -1}}} }, "profiles[0].user_limits.rpm: must be >= 0"},
+		{"NegativeTaskLimit", func(c *Catalog) {
+			c.TaskTypes = []TaskType{{ID: "parse"}}
+			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: -1}}}}
+		}, "profiles[0].task_limits.parse.max_inflight: must be >= 0"},
+		{"DailyRequestsNotBuilt", func(c *Catalog) {
+			c.TaskTypes = []TaskType{{ID: "parse"}}
+			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {DailyRequests: 20}}}}
+		}, "profiles[0].task_limits.parse.daily_requests: not built yet"},
+		{"BonusAboveTheClasses", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", PriorityBonus: 3}} }, "profiles[0].priority_bonus: must be between 0 and 2"},
+		{"NegativeBonus", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", PriorityBonus: -1}} }, "profiles[0].priority_bonus: must be between 0 and 2"},
+		{"DuplicateID", func(c *Catalog) { c.Profiles = []Profile{{ID: "free"}, {ID: "free"}} }, `profiles[1].id: duplicate id "free"`},
+		{"UnknownDefaultProfile", func(c *Catalog) { c.Tenants = []Tenant{{ID: "acme", DefaultProfile: "gold"}} }, `tenants[0].default_profile: unknown profile "gold"`},
+		{"UnknownAssertion", func(c *Catalog) { c.Keys[0].Assert = []string{"tenant"} }, `keys[0].assert[0]: must be user or profile, got "tenant"`},
+		{"DuplicateAssertion", func(c *Catalog) { c.Keys[0].Assert = []string{"user", "user"} }, `keys[0].assert[1]: duplicate "user"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base(t)
+			tt.give(c)
+			err := Validate(c, lookup(testEnv))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
