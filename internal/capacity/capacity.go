@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,6 +273,11 @@ func (e *Engine) try(ctx context.Context, a *store.Acquire, tk *tokens, plan Pla
 	if tk.wanted(cands) {
 		g, err := e.takeTokens(ctx, a, tk)
 		if err != nil || !g.Granted {
+			if err == nil && !g.Refused && tk.queued {
+				// It waits for a limit now: not for the accounts as well.
+				e.cancel(ctx, a.Domain, a.Queue, a.Ticket)
+				tk.queued = false
+			}
 			return nil, g, e.failed(ctx, *a, tk, g, err)
 		}
 		a.Candidates = withoutTokens(cands)
@@ -283,6 +289,12 @@ func (e *Engine) try(ctx context.Context, a *store.Acquire, tk *tokens, plan Pla
 	if g.Granted {
 		e.hold(a.Domain, store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens})
 		return &Claim{Index: g.Index, Probe: g.Probe, e: e, dom: a.Domain, lease: g.Lease, tokens: tk.domains()}, g, nil
+	}
+	if len(tk.list) > 0 {
+		// It waits for the accounts without holding the slots of its
+		// limits that cost nothing to take again (see tokens.go).
+		e.dropTokens(ctx, *a, tk, slices.DeleteFunc(slices.Clone(tk.list), token.free))
+		tk.queued = true
 	}
 	return nil, g, nil
 }

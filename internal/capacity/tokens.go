@@ -17,16 +17,26 @@ import (
 // fair tag and arrival behind the requests waiting for the same limits —
 // FIFO and priority hold for a limit as they do for an account. Tokens are
 // taken in the order of their domains, so two requests never each hold a
-// token the other waits for, and are held while the request waits for its
-// slot: the limit is the first thing it waits for. A token is a lease like
-// the slot's: renewed while held, reasserted if its store loses its state,
-// lapsing when its replica dies. It is released right after the slot, with
-// the tokens used (so a TPM or a day is corrected as for an in-domain
+// token the other waits for. With every token held, the request claims its
+// slot. If its accounts have no room, it waits in their queue, and gives
+// back meanwhile the tokens of limits that only cap the requests in flight,
+// to take them again when woken there: a request waiting for an upstream
+// then holds no slot of its tenant or key, as with limits in the claim's
+// domain (a key that refuses at its limit refuses a second request only
+// while the first runs). It keeps the tokens of limits with a window (RPM,
+// TPM, tokens per day), whose reservation a token given back would leave
+// in the window each time: those count it while it waits. A request that
+// misses a token waits for it in the limit's queue, out of its accounts'
+// (where it would bar others from accounts it cannot use yet). A token is
+// a lease like the slot's: renewed while held, reasserted if its store
+// loses its state, lapsing when its replica dies. It is released right
+// after the slot,
+// with the tokens used (so a TPM or a day is corrected as for an in-domain
 // limit, but never cooled: a rate limit is the account's), and given back
 // when the request leaves without a slot (cancel, timeout, error). The
-// limit's request and tokens are reserved at the token, so a request that
-// leaves without a slot leaves its reservation in the limit's windows:
-// never more admitted than the limit allows, sometimes less.
+// limit's request and tokens are reserved at the token, so a token given
+// back leaves its reservation in the limit's windows: never more admitted
+// than the limit allows, sometimes less.
 
 // gate is the unit of every token: it has no cap, so only the token's
 // limits decide, and it is one unit per limit domain, whatever the number
@@ -40,8 +50,12 @@ type token struct {
 	held   bool
 }
 
-// tokens are the tokens one request holds or waits for, by domain.
-type tokens struct{ list []token }
+// tokens are the tokens one request holds or waits for, by domain, and
+// whether its ticket waits in its accounts' queue.
+type tokens struct {
+	list   []token
+	queued bool
+}
 
 // wanted says whether try must look at tokens: cands list a limit held
 // elsewhere, or tokens of an earlier plan are still around. It allocates
@@ -104,6 +118,13 @@ func withoutTokens(cands []store.Candidate) []store.Candidate {
 		out[i].Limits = slices.DeleteFunc(slices.Clone(c.Limits), func(l store.Unit) bool { return l.Domain != "" })
 	}
 	return out
+}
+
+// free says whether giving t back and taking it again costs nothing: its
+// limits only cap the requests in flight, with no window a token
+// reserves in.
+func (t token) free() bool {
+	return !slices.ContainsFunc(t.limits, func(l store.Unit) bool { return l.RPM > 0 || l.TPM > 0 || l.DailyTokens > 0 })
 }
 
 // same says whether t and u claim the same limits in the same domain.

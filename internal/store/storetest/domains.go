@@ -51,13 +51,16 @@ type spanning struct {
 	limitDomain string
 }
 
-func (f *fixture) spanning(n, cap int) spanning {
+func (f *fixture) spanning(n, cap int) spanning { return f.spanningIn("", n, cap) }
+
+// spanningIn is spanning with names of its own, so a case may make two.
+func (f *fixture) spanningIn(short string, n, cap int) spanning {
 	var sp spanning
-	sp.limitDomain = f.name("dl")
-	sp.tenant = store.Unit{ID: f.name("tenant"), Cap: n, Domain: sp.limitDomain}
+	sp.limitDomain = f.name(short + "dl")
+	sp.tenant = store.Unit{ID: f.name(short + "tenant"), Cap: n, Domain: sp.limitDomain}
 	for i := range 2 {
-		sp.domains[i] = f.name(fmt.Sprintf("d%d", i))
-		sp.accounts[i] = withLimits(f.cand(f.unit(fmt.Sprintf("a%d", i), cap), fmt.Sprintf("c%d", i), 0), sp.tenant)
+		sp.domains[i] = f.name(fmt.Sprintf("%sd%d", short, i))
+		sp.accounts[i] = withLimits(f.cand(f.unit(fmt.Sprintf("%sa%d", short, i), cap), fmt.Sprintf("%sc%d", short, i), 0), sp.tenant)
 	}
 	return sp
 }
@@ -197,54 +200,85 @@ func (f *fixture) waitFor(t *testing.T, domain, id string, n int) {
 	}
 }
 
-// testSpanningLimitGivenBackOnAbandon: a request that holds the tenant's
-// token but waits for a full account gives the token back when it leaves
-// (its caller cancels, or its deadline passes), so another request of the
-// tenant gets it at once, and nothing stays held in any domain.
+// testSpanningLimitGivenBackOnAbandon: a request that waits for a full
+// account does not hold the slot of a tenant limit that only caps the
+// requests in flight (another request of the tenant runs meanwhile), but
+// holds that of a limit with a window (RPM), whose token it keeps; when it
+// leaves (its caller cancels, or its deadline passes) it gives everything
+// back, so another request of the tenant gets the limit at once, and
+// nothing stays held in any domain.
 func testSpanningLimitGivenBackOnAbandon(t *testing.T, f *fixture) {
-	sp := f.spanning(1, 1)
-	e := f.engine(t, "r")
-	busy := sp.accounts[0]
-	busy.Limits = nil // the account is full with a request of another tenant
-	blocker, err := e.Wait(t.Context(), f.req("blocker"), time.Now().Add(time.Second),
-		func() (string, []store.Candidate) { return sp.domains[0], []store.Candidate{busy} })
-	if err != nil {
-		t.Fatalf("Wait(blocker) error: %v", err)
-	}
-	for _, leave := range []string{"cancel", "timeout"} {
-		ctx, cancel := context.WithCancel(t.Context())
-		deadline := time.Now().Add(5 * time.Second)
-		if leave == "timeout" {
-			deadline = time.Now().Add(300 * time.Millisecond)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := e.Wait(ctx, f.req("stuck-"+leave), deadline, sp.plan(0))
-			done <- err
-		}()
-		if leave == "cancel" {
-			f.waitFor(t, sp.domains[0], sp.accounts[0].Unit.ID, 1) // it holds the token, and waits for the account
-			if n, _ := f.spanInFlight(t, sp); n != 1 {
-				t.Fatalf("tenant in flight %d while waiting for the account, want 1 (the token)", n)
+	for _, window := range []bool{false, true} {
+		sp := f.spanning(1, 1)
+		if window {
+			sp = f.spanningIn("w", 1, 1)
+			for i := range sp.accounts {
+				sp.accounts[i].Limits[0].RPM = 1000
 			}
-			cancel()
 		}
-		err := <-done
-		cancel()
-		if err == nil || leave == "cancel" && !errors.Is(err, context.Canceled) {
-			t.Fatalf("%s: Wait error = %v, want it to fail", leave, err)
-		}
-		other, err := e.Wait(t.Context(), f.req("other-"+leave), time.Now(), sp.plan(1))
+		e := f.engine(t, fmt.Sprint("r", window))
+		busy := sp.accounts[0]
+		busy.Limits = nil // the account is full with a request of another tenant
+		blocker, err := e.Wait(t.Context(), f.req(fmt.Sprint("blocker", window)), time.Now().Add(time.Second),
+			func() (string, []store.Candidate) { return sp.domains[0], []store.Candidate{busy} })
 		if err != nil {
-			t.Fatalf("%s: Wait(other) error = %v, want the token free at once", leave, err)
+			t.Fatalf("Wait(blocker) error: %v", err)
 		}
-		other.Release(t.Context(), store.Outcome{Success: true})
-	}
-	blocker.Release(t.Context(), store.Outcome{Success: true})
-	if err := e.Flush(t.Context()); err != nil {
-		t.Fatalf("Flush error: %v", err)
-	}
-	if n, accts := f.spanInFlight(t, sp); n != 0 || accts != [2]int{} {
-		t.Errorf("at the end: tenant %d, accounts %v in flight; want none", n, accts)
+		for _, leave := range []string{"cancel", "timeout"} {
+			name := fmt.Sprint(leave, window)
+			ctx, cancel := context.WithCancel(t.Context())
+			deadline := time.Now().Add(5 * time.Second)
+			if leave == "timeout" {
+				deadline = time.Now().Add(300 * time.Millisecond)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.Wait(ctx, f.req("stuck-"+name), deadline, sp.plan(0))
+				done <- err
+			}()
+			if leave == "cancel" {
+				f.waitFor(t, sp.domains[0], sp.accounts[0].Unit.ID, 1) // it waits for the account
+				want := 0                                              // the cap's slot is given back while it waits
+				if window {
+					want = 1 // the window's token is kept
+				}
+				for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					n, _ := f.spanInFlight(t, sp)
+					if n == want {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("window %v: tenant in flight %d while waiting for the account, want %d", window, n, want)
+					}
+				}
+				if !window {
+					other, err := e.Wait(t.Context(), f.req("meanwhile"), time.Now(), sp.plan(1))
+					if err != nil {
+						t.Fatalf("a request of the tenant on the free account meanwhile: %v, want it granted", err)
+					}
+					other.Release(t.Context(), store.Outcome{Success: true})
+					other.WaitReleased() // the release goes in the background
+				}
+				cancel()
+			}
+			err := <-done
+			cancel()
+			if err == nil || leave == "cancel" && !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: Wait error = %v, want it to fail", name, err)
+			}
+			other, err := e.Wait(t.Context(), f.req("other-"+name), time.Now(), sp.plan(1))
+			if err != nil {
+				t.Fatalf("%s: Wait(other) error = %v, want the token free at once", name, err)
+			}
+			other.Release(t.Context(), store.Outcome{Success: true})
+			other.WaitReleased() // the release goes in the background
+		}
+		blocker.Release(t.Context(), store.Outcome{Success: true})
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatalf("Flush error: %v", err)
+		}
+		if n, accts := f.spanInFlight(t, sp); n != 0 || accts != [2]int{} {
+			t.Errorf("window %v at the end: tenant %d, accounts %v in flight; want none", window, n, accts)
+		}
 	}
 }
