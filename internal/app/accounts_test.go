@@ -102,7 +102,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, state string)) {
 // newAccountsHarness serves the accounts catalog to w's callers from
 // endpoints of w's upstream protocol.
 func newAccountsHarness(t *testing.T, w wire, state string) *harness {
-	return newHarnessWith(t, w.catalog(strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)), state, simAccounts())
+	return w.harness(t, strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1), state, simAccounts())
 }
 
 // burst sends n concurrent chat requests for model and returns their statuses.
@@ -143,36 +143,32 @@ func (h *harness) upstream429s() int {
 }
 
 func TestAccountCapIsSharedByItsCredentials(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
-		eachBackend(t, func(t *testing.T, state string) {
-			h := newAccountsHarness(t, w, state)
-			allOK(t, h.burstAs(t.Context(), w.caller, 20, "one"))
-			if peak := h.simA.MaxInFlight("org-1"); peak != 2 {
-				t.Errorf("org-1 peak in flight = %d, want exactly its cap 2 (three keys do not add capacity)", peak)
-			}
-			if n := h.upstream429s(); n != 0 {
-				t.Errorf("upstream 429s = %d, want 0", n)
-			}
-			h.wantNoClaims(t)
-			w.wantUpstreamCalls(t, h)
-		})
+	eachWireBackend(t, wires, func(t *testing.T, w wire, state string) {
+		h := newAccountsHarness(t, w, state)
+		allOK(t, h.burstAs(t.Context(), w.caller, 20, "one"))
+		if peak := h.simA.MaxInFlight("org-1"); peak != 2 {
+			t.Errorf("org-1 peak in flight = %d, want exactly its cap 2 (three keys do not add capacity)", peak)
+		}
+		if n := h.upstream429s(); n != 0 {
+			t.Errorf("upstream 429s = %d, want 0", n)
+		}
+		h.wantNoClaims(t)
+		w.wantUpstreamCalls(t, h)
 	})
 }
 
 func TestTwoAccountsHaveIndependentCaps(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
-		eachBackend(t, func(t *testing.T, state string) {
-			h := newAccountsHarness(t, w, state)
-			allOK(t, h.burstAs(t.Context(), w.caller, 20, "two"))
-			p1, p2, all := h.simA.MaxInFlight("org-1"), h.simA.MaxInFlight("org-2"), h.simA.MaxInFlight("")
-			if p1 > 2 || p2 > 2 || all != 4 {
-				t.Errorf("peaks org-1 %d, org-2 %d, overall %d; want ≤2, ≤2 and 4 (two accounts, twice the capacity)", p1, p2, all)
-			}
-			if n := h.upstream429s(); n != 0 {
-				t.Errorf("upstream 429s = %d, want 0", n)
-			}
-			w.wantUpstreamCalls(t, h)
-		})
+	eachWireBackend(t, wires, func(t *testing.T, w wire, state string) {
+		h := newAccountsHarness(t, w, state)
+		allOK(t, h.burstAs(t.Context(), w.caller, 20, "two"))
+		p1, p2, all := h.simA.MaxInFlight("org-1"), h.simA.MaxInFlight("org-2"), h.simA.MaxInFlight("")
+		if p1 > 2 || p2 > 2 || all != 4 {
+			t.Errorf("peaks org-1 %d, org-2 %d, overall %d; want ≤2, ≤2 and 4 (two accounts, twice the capacity)", p1, p2, all)
+		}
+		if n := h.upstream429s(); n != 0 {
+			t.Errorf("upstream 429s = %d, want 0", n)
+		}
+		w.wantUpstreamCalls(t, h)
 	})
 }
 
@@ -187,42 +183,39 @@ func TestCredentialWithoutAccountIsItsOwnAccount(t *testing.T) {
 }
 
 func TestRateLimitCoolsTheWholeAccountThenOneProbe(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
-		eachBackend(t, func(t *testing.T, state string) {
-			h := newAccountsHarness(t, w, state)
-			for _, id := range []string{"k1", "k2", "k3"} {
-				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 500 * time.Millisecond})
-			}
-			var wg sync.WaitGroup
-			statuses := make([]int, 6)
-			wg.Go(func() { statuses[0], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
-			// The account must be cooling before the next requests come: the
-			// provider's 429 is on record a moment before Sluice has read it.
-			eventually(t, 2*time.Second, "the first 429 cools org-1", func() bool {
-				return h.upstream429s() == 1 && !h.accounts(t)["org-1"].CoolingUntil.IsZero()
-			})
-			for _, id := range []string{"k1", "k2", "k3"} {
-				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
-			}
-			for i := 1; i < 6; i++ {
-				wg.Go(func() { statuses[i], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
-			}
-			wg.Wait()
-			allOK(t, statuses)
-			recs := h.simA.Requests()
-			if len(recs) != 7 {
-				t.Fatalf("upstream calls = %d, want 7 (one 429, then six answers)", len(recs))
-			}
-			// Anthropic's retry-after is in whole seconds: its cooldown is 1s.
-			limited, probe, next := recs[0], recs[1], recs[2]
-			if gap := probe.At.Sub(limited.At); gap < 450*time.Millisecond {
-				t.Errorf("a credential of the cooled account was called %v after the 429, want none for the 500ms cooldown", gap)
-			}
-			if gap := next.At.Sub(probe.At); gap < 90*time.Millisecond {
-				t.Errorf("second call %v after the probe, want it to wait for the probe's answer (100ms)", gap)
-			}
-			w.wantUpstreamCalls(t, h)
+	eachWireBackend(t, wires, func(t *testing.T, w wire, state string) {
+		h := newAccountsHarness(t, w, state)
+		for _, id := range []string{"k1", "k2", "k3"} {
+			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 500 * time.Millisecond})
+		}
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		wg.Go(func() { statuses[0], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
+		// The account must be cooling before the next requests come: the
+		// provider's 429 is on record a moment before Sluice has read it.
+		eventually(t, 2*time.Second, "the first 429 cools org-1", func() bool {
+			return h.upstream429s() == 1 && !h.accounts(t)["org-1"].CoolingUntil.IsZero()
 		})
+		for _, id := range []string{"k1", "k2", "k3"} {
+			h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 100 * time.Millisecond})
+		}
+		for i := 1; i < 6; i++ {
+			wg.Go(func() { statuses[i], _ = h.ask(t.Context(), w.caller, keyWeb, "one", "hello there", nil) })
+		}
+		wg.Wait()
+		allOK(t, statuses)
+		recs := h.simA.Requests()
+		if len(recs) != 7 {
+			t.Fatalf("upstream calls = %d, want 7 (one 429, then six answers)", len(recs))
+		}
+		limited, probe, next := recs[0], recs[1], recs[2]
+		if gap := probe.At.Sub(limited.At); gap < w.upstream.cooled-50*time.Millisecond {
+			t.Errorf("a credential of the cooled account was called %v after the 429, want none for the %v cooldown", gap, w.upstream.cooled)
+		}
+		if gap := next.At.Sub(probe.At); gap < 90*time.Millisecond {
+			t.Errorf("second call %v after the probe, want it to wait for the probe's answer (100ms)", gap)
+		}
+		w.wantUpstreamCalls(t, h)
 	})
 }
 
@@ -271,7 +264,7 @@ func TestAuthFailureDisablesTheCredentialAndBillingTheAccount(t *testing.T) {
 			return h.ask(t.Context(), w.caller, keyWeb, model, "hello there", nil)
 		}
 		h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", Invalid: true})
-		h.simA.SetKey(upstreamKey("k4"), simulator.Behavior{Account: "org-2", FailStatus: w.upstream.billing.status, FailBody: w.upstream.billing.body})
+		h.simA.SetKey(upstreamKey("k4"), w.upstream.fail(simulator.Behavior{Account: "org-2"}, w.upstream.billing))
 		// Round-robin reaches k1 within three requests; each is still served.
 		for range 6 {
 			if s, body := ask("one"); s != 200 {

@@ -104,9 +104,15 @@ func newHarness(t *testing.T) *harness {
 // and a default simB.
 func newHarnessWith(t *testing.T, template, state string, simA simulator.Options) *harness {
 	t.Helper()
+	return newHarnessOn(t, template, state, simA, simulator.Options{})
+}
+
+// newHarnessOn is newHarnessWith with simB built from simB's options.
+func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Options) *harness {
+	t.Helper()
 	h := &harness{t: t, logs: &syncBuffer{}, template: template, state: state}
 	h.simA = simulator.New(simA)
-	h.simB = simulator.New(simulator.Options{})
+	h.simB = simulator.New(simB)
 	h.srvA, h.srvB = httptest.NewServer(h.simA), httptest.NewServer(h.simB)
 	t.Cleanup(func() { h.simA.Close(); h.simB.Close(); h.srvA.Close(); h.srvB.Close() })
 	dir := t.TempDir()

@@ -18,13 +18,13 @@ import (
 // requests wait for the next UTC day: with a short wait_timeout they end in
 // capacity_wait_timeout with a Retry-After pointing there.
 func TestKeyAndTenantLimitsWaitAndBudget(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
+	eachWire(t, callerWires, func(t *testing.T, w wire) {
 		eachBackend(t, func(t *testing.T, state string) {
 			tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 			tpl = strings.Replace(tpl, "  wait_timeout: 10s\n", "  wait_timeout: 2s\n", 1)
 			tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, limits: {max_inflight: 1}}\n  - {id: ui, tenant: thrifty, secret_env: KEY_UI}\n", 1)
 			tpl += "tenants:\n  - {id: thrifty, limits: {daily_tokens: 100}}\n"
-			h := newHarnessWith(t, w.catalog(tpl), state, simAccounts())
+			h := w.harness(t, tpl, state, simAccounts())
 
 			statuses := make([]int, 4)
 			var wg sync.WaitGroup
@@ -63,12 +63,12 @@ func TestKeyAndTenantLimitsWaitAndBudget(t *testing.T) {
 // to one call in flight while two users run side by side; a task type's limit
 // holds across users; a task type the key may not declare is refused.
 func TestEndUserAndTaskTypeLimits(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
+	eachWire(t, callerWires, func(t *testing.T, w wire) {
 		eachBackend(t, func(t *testing.T, state string) {
 			tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 			tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, user_limits: {max_inflight: 1}, task: chat, tasks: [summarize]}\n", 1)
 			tpl += "task_types:\n  - {id: chat}\n  - {id: summarize, limits: {max_inflight: 1}}\n"
-			h := newHarnessWith(t, w.catalog(tpl), state, simAccounts())
+			h := w.harness(t, tpl, state, simAccounts())
 			// send names the end user where the caller's protocol does.
 			send := func(user, task string) (int, string) {
 				var hdr map[string]string
@@ -121,12 +121,12 @@ func TestEndUserAndTaskTypeLimits(t *testing.T) {
 // routes through a pool uses only the pool's accounts, and the pool's limit
 // applies on top of theirs.
 func TestPoolPolicyRoutesThroughItsAccountsUnderItsLimit(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
+	eachWire(t, callerWires, func(t *testing.T, w wire) {
 		eachBackend(t, func(t *testing.T, state string) {
 			tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 			tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, policy: {mode: pool, pool: cheap}}\n", 1)
 			tpl += "pools:\n  - {id: cheap, accounts: [org-2], max_inflight: 1}\n"
-			h := newHarnessWith(t, w.catalog(tpl), state, simAccounts())
+			h := w.harness(t, tpl, state, simAccounts())
 			statuses := make([]int, 4)
 			var wg sync.WaitGroup
 			for i := range statuses {

@@ -14,11 +14,11 @@ import (
 // requests wait; an interactive request that arrives later is served before
 // them, and a background key cannot claim interactive priority.
 func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
-	eachWire(t, wires, func(t *testing.T, w wire) {
+	eachWire(t, callerWires, func(t *testing.T, w wire) {
 		eachBackend(t, func(t *testing.T, state string) {
 			tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 			tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, priority: background}\n  - {id: ui, tenant: web, secret_env: KEY_UI, priority: interactive}\n", 1)
-			h := newHarnessWith(t, w.catalog(tpl), state, simAccounts())
+			h := w.harness(t, tpl, state, simAccounts())
 			for _, id := range []string{"k1", "k2", "k3"} {
 				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 300 * time.Millisecond})
 			}

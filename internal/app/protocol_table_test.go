@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/simulator"
 )
 
 // The acceptance tests of capacity, cooldown, priority and failover run for
@@ -49,7 +54,8 @@ type callerSide struct {
 	streamDone func(ev sseEvent) bool
 }
 
-// upstreamSide is what a test needs of the protocol its endpoints speak.
+// upstreamSide is what a test needs of the protocol its endpoints speak,
+// on the provider's own API or on a cloud that hosts it.
 type upstreamSide struct {
 	protocol sluice.Protocol
 	// path matches every path where the simulated provider is called.
@@ -60,6 +66,25 @@ type upstreamSide struct {
 	overloaded int
 	// billing is how the provider says the account cannot pay.
 	billing failure
+	// cooled is how long the tests' rate limit (a 429 asking for 500ms)
+	// cools an account: what the provider's hint says, rounded up to
+	// Anthropic's whole seconds, or, from Bedrock, which sends none, the
+	// account's cooldown base (300ms in the accounts catalog).
+	cooled time.Duration
+	// cloud is the endpoint block that puts the test catalogs' endpoints
+	// on a cloud hosting the protocol (`vertex: {…}`); "" for the
+	// provider's own API. A cloud endpoint speaks this protocol only, so
+	// the catalogs' embeddings alias is left out.
+	cloud string
+	// hosted matches every path where the cloud was called
+	// (HostedRequests) when the simulator then serves the call at the
+	// provider's own path (path); nil when the cloud's path is the one
+	// recorded.
+	hosted *regexp.Regexp
+	// aws makes the catalogs' credentials AWS access keys (Bedrock): the
+	// secret a credential names is its access key ID, whose secret is
+	// awsTableSecret.
+	aws bool
 }
 
 // failure is an error answer of a provider.
@@ -176,21 +201,54 @@ var (
 	geminiUpstream = &upstreamSide{protocol: sluice.ProtocolGemini, path: regexp.MustCompile(`^/v1beta/models/[^/:]+:(generateContent|streamGenerateContent)$`),
 		overloaded: http.StatusServiceUnavailable, billing: geminiBilling}
 
+	// The clouds' dialects of those protocols: Azure OpenAI (chat at the
+	// deployment, with api-version and api-key), Vertex AI (Gemini and
+	// Claude under the project's publisher models, the credential a
+	// bearer token), Bedrock (Claude at InvokeModel and its event-stream
+	// variant, SigV4-signed, errors named in x-amzn-ErrorType).
+	azureUpstream = &upstreamSide{protocol: sluice.ProtocolOpenAIChat, path: chatUpstream.path, overloaded: http.StatusBadGateway, billing: openAIBilling,
+		cooled: 500 * time.Millisecond, cloud: "azure: {api_version: 2024-10-21}", hosted: regexp.MustCompile(`^/openai/deployments/[^/]+/chat/completions$`)}
+	vertexGeminiUpstream = &upstreamSide{protocol: sluice.ProtocolGemini, path: geminiUpstream.path, overloaded: http.StatusServiceUnavailable, billing: vertexBilling,
+		cooled: 500 * time.Millisecond, cloud: vertexBlock, hosted: regexp.MustCompile(`^/v1/projects/proj-1/locations/us-east5/publishers/google/models/[^/:]+:(generateContent|streamGenerateContent)$`)}
+	vertexClaudeUpstream = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: messagesUpstream.path, overloaded: 529, billing: vertexBilling,
+		cooled: time.Second, cloud: vertexBlock, hosted: regexp.MustCompile(`^/v1/projects/proj-1/locations/us-east5/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)$`)}
+	bedrockUpstream = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: regexp.MustCompile(`^/model/[^/]+/(invoke|invoke-with-response-stream)$`),
+		overloaded: http.StatusServiceUnavailable, billing: bedrockBilling, cooled: 300 * time.Millisecond, cloud: "bedrock: {region: us-east-1}", aws: true}
+
 	chatWire = wire{"openai.chat", chatCaller, chatUpstream}
-	// wires are the four protocols passed through, an Anthropic caller
-	// translated to OpenAI chat (Claude Code on an OpenAI-compatible model),
-	// and Gemini translated both ways: Gemini CLI on an OpenAI-compatible
-	// model, an OpenAI SDK on a Gemini model.
-	wires = []wire{
+	// callerWires pass each caller protocol through: the tests of what is
+	// decided before an upstream is called (a key's, tenant's, end user's,
+	// task type's and pool's limits, priority) depend on the caller's
+	// protocol alone, so they run on these.
+	callerWires = []wire{
 		chatWire,
 		{"anthropic.messages", messagesCaller, messagesUpstream},
 		{"openai.responses", responsesCaller, responsesUpstream},
 		{"gemini.generate", geminiCaller, geminiUpstream},
-		{"anthropic.messages-on-openai.chat", messagesCaller, chatUpstream},
-		{"gemini.generate-on-openai.chat", geminiCaller, chatUpstream},
-		{"openai.chat-on-gemini.generate", chatCaller, geminiUpstream},
 	}
+	// wires are, for the tests of what an upstream does (capacity,
+	// cooldowns with one probe, auth and billing failures, failover, the
+	// breaker, usage): callerWires; an Anthropic caller translated to
+	// OpenAI chat (Claude Code on an OpenAI-compatible model) and Gemini
+	// translated both ways (Gemini CLI on an OpenAI-compatible model, an
+	// OpenAI SDK on a Gemini model); two chained pairs, which meet only
+	// through the chat hub (Claude Code on a Gemini model, Codex on a
+	// Claude model); and each cloud dialect, passed through.
+	wires = append(slices.Clip(callerWires),
+		wire{"anthropic.messages-on-openai.chat", messagesCaller, chatUpstream},
+		wire{"gemini.generate-on-openai.chat", geminiCaller, chatUpstream},
+		wire{"openai.chat-on-gemini.generate", chatCaller, geminiUpstream},
+		wire{"anthropic.messages-on-gemini.generate", messagesCaller, geminiUpstream},
+		wire{"openai.responses-on-anthropic.messages", responsesCaller, messagesUpstream},
+		wire{"openai.chat-on-azure", chatCaller, azureUpstream},
+		wire{"gemini.generate-on-vertex", geminiCaller, vertexGeminiUpstream},
+		wire{"anthropic.messages-on-vertex", messagesCaller, vertexClaudeUpstream},
+		wire{"anthropic.messages-on-bedrock", messagesCaller, bedrockUpstream},
+	)
 )
+
+// vertexBlock puts an endpoint on Vertex AI.
+const vertexBlock = "vertex: {project: proj-1, location: us-east5}"
 
 // openAIBilling is OpenAI's answer when the account's quota is spent,
 // anthropicBilling Anthropic's when its credit is, geminiBilling Gemini's
@@ -202,6 +260,15 @@ var (
 		`{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`}
 	geminiBilling = failure{http.StatusTooManyRequests,
 		`{"error":{"code":429,"message":"Your prepayment credits are depleted. Please go to AI Studio at https://ai.studio/projects to manage your project and billing.","status":"RESOURCE_EXHAUSTED"}}`}
+	// vertexBilling is Google Cloud's answer for a project whose billing
+	// is off, before any model is called, whichever publisher's.
+	vertexBilling = failure{http.StatusForbidden,
+		`{"error":{"code":403,"message":"This API method requires billing to be enabled. Please enable billing on project #proj-1 by visiting https://console.developers.google.com/billing/enable?project=proj-1 then retry.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"BILLING_DISABLED","domain":"googleapis.com","metadata":{"consumer":"projects/proj-1","service":"aiplatform.googleapis.com"}}]}}`}
+	// bedrockBilling is Bedrock's AccessDeniedException when the AWS
+	// account has no valid payment method for the model's Marketplace
+	// subscription: the simulator sends it as AWSError with this message.
+	bedrockBilling = failure{http.StatusForbidden,
+		"Model access is denied due to INVALID_PAYMENT_INSTRUMENT:A valid payment instrument must be provided.. Your AWS Marketplace subscription for this model cannot be completed at this time."}
 )
 
 // fixedPath is the path of a protocol that has one for every model.
@@ -269,37 +336,157 @@ func anthropicErrorCode(body string) (string, bool) {
 	return e.Error.Code, true
 }
 
-// eachWire runs f for every wire of ws as a parallel subtest named by the
-// wire.
+// wiresAtOnce is how many wires' subtests eachWire runs at a time: more
+// than go test's -parallel (GOMAXPROCS, 2 in CI) would allow parallel
+// subtests, since a wire's test mostly waits (the simulator's latency,
+// cooldowns, timeouts) rather than computes, and few enough that the
+// waits it measures keep their margins on two busy cores. It is the
+// semaphore's capacity.
+const wiresAtOnce = 6
+
+// eachWire runs f for every wire of ws as a subtest named by the wire,
+// wiresAtOnce of them at a time. The subtests are not t.Parallel ones,
+// which -parallel would hold to two at a time: t.Run is called from a
+// goroutine per wire (as testing allows), and all return before eachWire.
 func eachWire(t *testing.T, ws []wire, f func(t *testing.T, w wire)) {
+	sem := make(chan struct{}, wiresAtOnce)
+	var wg sync.WaitGroup
 	for _, w := range ws {
-		t.Run(w.name, func(t *testing.T) {
-			t.Parallel()
-			f(t, w)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t.Run(w.name, func(t *testing.T) { f(t, w) })
 		})
 	}
+	wg.Wait()
+}
+
+// eachWireBackend runs f for every wire of ws, as eachWire does, on the
+// in-memory state, and for the callerWires among them on Redis too: the
+// state holds accounts' claims and cooldowns, the same whatever protocol or
+// cloud reaches the account.
+func eachWireBackend(t *testing.T, ws []wire, f func(t *testing.T, w wire, state string)) {
+	eachWire(t, ws, func(t *testing.T, w wire) {
+		if slices.Contains(callerWires, w) {
+			eachBackend(t, func(t *testing.T, state string) { f(t, w, state) })
+			return
+		}
+		t.Run("memory", func(t *testing.T) { f(t, w, "{backend: memory}") })
+	})
 }
 
 // aliasWithoutProtocol is a model alias of a test catalog that names no
 // protocol (so OpenAI chat), up to its deployments.
 var aliasWithoutProtocol = regexp.MustCompile(`(?m)^(  - alias: [^\n]+\n)(    deployments)`)
 
+// The parts of the test catalogs a cloud changes: the chat endpoints'
+// protocols (in a flow mapping, or a line of a block one), the embeddings
+// alias, and a credential's secret.
+var (
+	flowProtocols    = regexp.MustCompile(`protocols: \[openai\.chat(?:, openai\.embeddings)?\]\}`)
+	blockProtocols   = regexp.MustCompile(`(?m)^(\s+)protocols: \[openai\.chat(?:, openai\.embeddings)?\]$`)
+	embedAlias       = regexp.MustCompile(`(?m)^  - alias: embed\n    protocol: openai\.embeddings\n    deployments:\n(?:      - [^\n]+\n)+`)
+	credentialSecret = regexp.MustCompile(`secret_env: (\w+), endpoints:`)
+)
+
 // catalog is template (written for OpenAI chat) for w: its chat endpoints
-// speak w's upstream protocol and its chat aliases w's caller protocol.
+// speak w's upstream protocol, on w's cloud, and its chat aliases w's
+// caller protocol.
 func (w wire) catalog(template string) string {
-	template = strings.ReplaceAll(template, "protocols: [openai.chat", "protocols: ["+string(w.upstream.protocol))
+	u := w.upstream
+	if u.cloud != "" {
+		p := string(u.protocol)
+		template = flowProtocols.ReplaceAllString(template, "protocols: ["+p+"], "+u.cloud+"}")
+		template = blockProtocols.ReplaceAllString(template, "${1}protocols: ["+p+"]\n${1}"+u.cloud)
+		template = embedAlias.ReplaceAllString(template, "")
+	}
+	if u.aws {
+		template = credentialSecret.ReplaceAllString(template, "aws: {access_key_id_env: $1, secret_access_key_env: AWS_TABLE_SECRET}, endpoints:")
+	}
+	template = strings.ReplaceAll(template, "protocols: [openai.chat", "protocols: ["+string(u.protocol))
 	return aliasWithoutProtocol.ReplaceAllString(template, "${1}    protocol: "+string(w.caller.protocol)+"\n${2}")
 }
 
+// awsTableSecret is the secret access key of every AWS key of the table's
+// catalogs.
+const awsTableSecret = "aws-table-SECRET-4c1e9a"
+
+func init() { testEnv["AWS_TABLE_SECRET"] = awsTableSecret }
+
+// sim is opts for a simulator serving u: on a cloud, it knows every
+// credential of the table's catalogs (a cloud takes only the access tokens
+// it knows, and checks an AWS key's signature with the key's secret), with
+// opts.Default's behaviour unless opts gives one.
+func (u *upstreamSide) sim(opts simulator.Options) simulator.Options {
+	if u.cloud == "" {
+		return opts
+	}
+	secrets := []string{secretA1, secretA2, secretB1}
+	for i := range 10 {
+		secrets = append(secrets, upstreamKey(fmt.Sprintf("k%d", i)))
+	}
+	keys := maps.Clone(opts.Keys)
+	if keys == nil {
+		keys = map[string]simulator.Behavior{}
+	}
+	for _, s := range secrets {
+		if _, ok := keys[s]; !ok {
+			keys[s] = opts.Default
+		}
+		if u.aws {
+			if opts.AWSKeys == nil {
+				opts.AWSKeys = map[string]simulator.AWSKey{}
+			}
+			opts.AWSKeys[s] = simulator.AWSKey{Secret: awsTableSecret}
+		}
+	}
+	opts.Keys = keys
+	return opts
+}
+
+// harness starts a gateway on template made w's (catalog) in front of
+// simulators serving w's upstream, simA from simA's options.
+func (w wire) harness(t *testing.T, template, state string, simA simulator.Options) *harness {
+	t.Helper()
+	return newHarnessOn(t, w.catalog(template), state, w.upstream.sim(simA), w.upstream.sim(simulator.Options{}))
+}
+
+// fail is b failing as w's upstream says it does: with the status and
+// body, or, from Bedrock, the status and its error's message.
+func (u *upstreamSide) fail(b simulator.Behavior, f failure) simulator.Behavior {
+	b.FailStatus, b.FailBody = f.status, f.body
+	if u.aws {
+		b.AWSError = "AccessDeniedException"
+	}
+	return b
+}
+
 // wantUpstreamCalls checks that every call the simulated provider got on
-// h's endpoints was of w's upstream protocol: the test exercised the wire
-// it names.
+// h's endpoints was of w's upstream protocol, at w's cloud when it has
+// one: the test exercised the wire it names.
 func (w wire) wantUpstreamCalls(t *testing.T, h *harness) {
 	t.Helper()
-	for _, r := range append(h.simA.Requests(), h.simB.Requests()...) {
-		if !w.upstream.path.MatchString(r.Path) {
-			t.Errorf("the provider was called at %s, want %s only (%s)", r.Path, w.upstream.path, w.name)
-			return
+	u := w.upstream
+	for _, sim := range []*simulator.Simulator{h.simA, h.simB} {
+		calls := sim.Requests()
+		for _, r := range calls {
+			if !u.path.MatchString(r.Path) {
+				t.Errorf("the provider was called at %s, want %s only (%s)", r.Path, u.path, w.name)
+				return
+			}
+		}
+		if u.hosted == nil {
+			continue
+		}
+		hosted := sim.HostedRequests()
+		if len(hosted) < len(calls) {
+			t.Errorf("%d calls reached the provider, %d through the cloud; want every one through the cloud (%s)", len(calls), len(hosted), w.name)
+		}
+		for _, r := range hosted {
+			if !u.hosted.MatchString(r.Path) {
+				t.Errorf("the cloud was called at %s, want %s only (%s)", r.Path, u.hosted, w.name)
+				return
+			}
 		}
 	}
 }

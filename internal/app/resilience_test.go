@@ -20,7 +20,7 @@ func TestFailoverBeforeTheFirstByte(t *testing.T) {
 	eachWire(t, wires, func(t *testing.T, w wire) {
 		for _, stream := range []bool{false, true} {
 			t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
-				h := newHarnessWith(t, w.catalog(catalogTemplate), "{backend: memory}", simulator.Options{})
+				h := w.harness(t, catalogTemplate, "{backend: memory}", simulator.Options{})
 				h.simA.SetKey(secretA1, simulator.Behavior{FailStatus: w.upstream.overloaded})
 				h.simA.SetKey(secretA2, simulator.Behavior{FailStatus: 500})
 				resp := h.send(t.Context(), w.caller, keyWeb, "fast", stream, w.caller.body("fast", "hello there", stream), nil)
@@ -94,7 +94,7 @@ func TestNoFailoverAfterTheFirstByte(t *testing.T) {
 	eachWire(t, wires, func(t *testing.T, w wire) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				h := newHarnessWith(t, w.catalog(catalogTemplate), "{backend: memory}", simulator.Options{})
+				h := w.harness(t, catalogTemplate, "{backend: memory}", simulator.Options{})
 				h.simA.SetKey(secretA1, tt.give)
 				h.simA.SetKey(secretA2, tt.give)
 				resp := h.streamAs(t.Context(), w.caller, "fast")
@@ -126,7 +126,7 @@ func TestNoFailoverAfterTheFirstByte(t *testing.T) {
 
 func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	eachWire(t, wires, func(t *testing.T, w wire) {
-		h := newHarnessWith(t, w.catalog(catalogTemplate), "{backend: memory}", simulator.Options{})
+		h := w.harness(t, catalogTemplate, "{backend: memory}", simulator.Options{})
 		ask := func() (int, string) { return h.ask(t.Context(), w.caller, keyWeb, "fast", "hello there", nil) }
 		h.simA.SetKey(secretA1, simulator.Behavior{FailStatus: 500})
 		h.simA.SetKey(secretA2, simulator.Behavior{FailStatus: 500})

@@ -40,7 +40,7 @@ func (h *harness) usage(t *testing.T, n int) []usageRecord {
 // all cached.
 func TestUsageIsRecordedOnEveryWire(t *testing.T) {
 	eachWire(t, wires, func(t *testing.T, w wire) {
-		h := newHarnessWith(t, w.catalog(catalogTemplate), "{backend: memory}",
+		h := w.harness(t, catalogTemplate, "{backend: memory}",
 			simulator.Options{PromptCache: time.Minute, Default: simulator.Behavior{Account: "org"}})
 		for _, stream := range []bool{false, true} {
 			resp := h.send(t.Context(), w.caller, keyWeb, "only-a", stream, w.caller.body("only-a", "hello there", stream), nil)

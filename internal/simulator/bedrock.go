@@ -258,7 +258,8 @@ func (c *call) awsFail(status int, name, msg string) {
 }
 
 // bedrockFailure is Bedrock's error for an injected status, unless
-// Behavior.AWSError names one.
+// Behavior.AWSError names one, with Behavior.FailBody as its message when
+// set.
 func (c *call) bedrockFailure(status int) {
 	name, msg := c.b.AWSError, http.StatusText(status)
 	if name == "" {
@@ -274,6 +275,9 @@ func (c *call) bedrockFailure(status int) {
 		default:
 			name = "InternalServerException"
 		}
+	}
+	if c.b.FailBody != "" {
+		msg = c.b.FailBody
 	}
 	c.awsFail(status, name, msg)
 }

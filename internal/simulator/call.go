@@ -247,12 +247,12 @@ func (c *call) injected(model string) {
 			return
 		}
 	}
-	if body != "" {
-		c.respond(st, sniff(body), []byte(body))
-		return
-	}
 	if c.ep.bedrock() {
 		c.bedrockFailure(st)
+		return
+	}
+	if body != "" {
+		c.respond(st, sniff(body), []byte(body))
 		return
 	}
 	if st == http.StatusUnauthorized {

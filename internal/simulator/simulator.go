@@ -113,6 +113,8 @@ type Behavior struct {
 	FailStatus int
 	// FailBody replaces the body sent with FailStatus. Its content type is
 	// guessed from its first byte ('{' JSON, '<' HTML, else plain text).
+	// From Bedrock it is the message of the error (AWSError's, else the
+	// status's), in Bedrock's {"message"} body.
 	FailBody string
 	// RetryAfter is sent with 429s caused by this key (its cap, or
 	// FailStatus 429) as retry-after (seconds, rounded up) and
