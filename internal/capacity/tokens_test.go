@@ -10,7 +10,8 @@ import (
 
 // TestWaiterFollowsItsAccountsToANewDomain: a catalog edit moves the
 // request's accounts to another domain while it waits: the ticket leaves
-// the old domain's queue and is granted in the new one.
+// the old domain's queue and is granted in the new one, and a claim granted
+// before the move is released in the old domain, never lost.
 func TestWaiterFollowsItsAccountsToANewDomain(t *testing.T) {
 	e, s := newEngine(t)
 	held, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
@@ -43,7 +44,10 @@ func TestWaiterFollowsItsAccountsToANewDomain(t *testing.T) {
 		t.Errorf("old domain: %+v, want t2 gone from its queue and t1 still held", us[0])
 	}
 	c.Release(t.Context(), store.Outcome{})
-	held.Release(t.Context(), store.Outcome{})
+	held.Release(t.Context(), store.Outcome{}) // granted before the move: released where it was granted
+	if us, _ := s.Units(t.Context(), "d", []string{"a"}); us[0].InFlight != 0 {
+		t.Errorf("old domain after releasing the claim granted there: %+v, want none in flight", us[0])
+	}
 }
 
 // TestClaimReleasesItsTokens: a claim that took a token in a limit's own
