@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -103,6 +104,16 @@ func TestSeedBackend(t *testing.T) {
 		order := upstreamOrder(h.simA, "free-1", "bg-1", "free-2", "bg-2", "paid-1")
 		if len(order) != 5 || order[2] != "paid-1" || slices.Index(order, "free-2") > slices.Index(order, "bg-2") {
 			t.Errorf("upstream order = %v, want the fill, then paid-1, then free-2 before bg-2", order)
+		}
+		// Each usage record says the task type, the pool and the class
+		// policy gave the request.
+		ran := map[string]int{}
+		for _, r := range h.usage(t, 5) {
+			ran[r.TaskType+"/"+r.Pool+"/"+r.Priority]++
+		}
+		if want := map[string]int{"quick_parse/free/standard": 2, "product_parse/background/background": 2,
+			"section_generation/paid/interactive": 1}; !maps.Equal(ran, want) {
+			t.Errorf("usage records by task/pool/class = %v, want %v", ran, want)
 		}
 
 		// A free user's second heavy parse waits (one per user, one free
