@@ -32,8 +32,8 @@ import (
 // per-account caps equal the catalog's.
 
 // clusterTemplate is the catalog of both replicas; they differ only in
-// their database (%s: the SQLite path; then the Redis URL and prefix, then
-// the simulator's URL).
+// their database (%s: the SQLite path; then the state section, see
+// clusterState, then the simulator's URL).
 const clusterTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -42,7 +42,7 @@ server:
   wait_timeout: 10s
   timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
 database: {url: "sqlite://%s"}
-state: {backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}
+state: %s
 endpoints:
   - {id: ep-a, base_url: %s, protocols: [openai.chat]}
 accounts:
@@ -166,13 +166,44 @@ type cluster struct {
 }
 
 // newCluster starts the simulator (org-1's keys answering after latency)
-// and the two replicas, and waits until both answer.
+// and the two replicas sharing the test Redis, and waits until both
+// answer.
 func newCluster(t *testing.T, latency time.Duration) *cluster {
 	t.Helper()
-	bin := sluiceBinary(t)
 	redisURL := testenv.Redis(t)
-	prefix := "sluice-cluster-test-" + rand.Text()[:10] + ":"
+	prefix := clusterPrefix()
 	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
+	return newClusterWith(t, latency, clusterState(redisURL, prefix, ""))
+}
+
+// newClusterOnRedisCluster is newCluster with the replicas sharing
+// testenv's three-primary Redis Cluster (a throwaway: no keys to delete).
+func newClusterOnRedisCluster(t *testing.T, latency time.Duration) *cluster {
+	t.Helper()
+	addrs := testenv.RedisCluster(t)
+	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	return newClusterWith(t, latency, clusterState(url, clusterPrefix(), "cluster: true"))
+}
+
+// clusterPrefix is the Redis key prefix of one test's replicas.
+func clusterPrefix() string { return "sluice-cluster-test-" + rand.Text()[:10] + ":" }
+
+// clusterState is the state section of the replicas' catalog: the Redis at
+// url, keys under prefix, and the further state.redis fields in redisExtra
+// (flow-style YAML, "" for none).
+func clusterState(url, prefix, redisExtra string) string {
+	extra := ""
+	if redisExtra != "" {
+		extra = ", " + redisExtra
+	}
+	return fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q%s}, lease_ttl: 2s}", url, prefix, extra)
+}
+
+// newClusterWith starts the simulator and the two replicas with state as
+// their catalog's state section, and waits until both answer.
+func newClusterWith(t *testing.T, latency time.Duration, state string) *cluster {
+	t.Helper()
+	bin := sluiceBinary(t)
 
 	opts := simulator.Options{
 		Accounts: map[string]simulator.AccountLimits{"org-1": {MaxInflight: 2}},
@@ -189,8 +220,8 @@ func newCluster(t *testing.T, latency time.Duration) *cluster {
 	t.Cleanup(c.sim.Close)
 
 	dir := t.TempDir()
-	c.A = c.start(bin, "A", dir, fmt.Sprintf(clusterTemplate, filepath.Join(dir, "a.db"), redisURL, prefix, srv.URL))
-	c.B = c.start(bin, "B", dir, fmt.Sprintf(clusterTemplate, filepath.Join(dir, "b.db"), redisURL, prefix, srv.URL))
+	c.A = c.start(bin, "A", dir, fmt.Sprintf(clusterTemplate, filepath.Join(dir, "a.db"), state, srv.URL))
+	c.B = c.start(bin, "B", dir, fmt.Sprintf(clusterTemplate, filepath.Join(dir, "b.db"), state, srv.URL))
 	for _, r := range []*replica{c.A, c.B} {
 		c.waitReady(r)
 	}

@@ -14,7 +14,22 @@ import (
 // statuses, leases and cooldowns hold across replicas, not just within one.
 
 func TestClusterTwoReplicasShareAccountCaps(t *testing.T) {
-	c := newCluster(t, 150*time.Millisecond)
+	testReplicasShareAccountCaps(t, newCluster(t, 150*time.Millisecond))
+}
+
+// TestClusterOnRedisCluster runs two of the tests above with the replicas
+// on a three-primary Redis Cluster: claims, queues and wake-ups work
+// across its nodes.
+func TestClusterOnRedisCluster(t *testing.T) {
+	t.Run("ShareAccountCaps", func(t *testing.T) {
+		testReplicasShareAccountCaps(t, newClusterOnRedisCluster(t, 150*time.Millisecond))
+	})
+	t.Run("WaiterServedWhenTheOtherReleases", func(t *testing.T) {
+		testWaiterServedWhenTheOtherReleases(t, newClusterOnRedisCluster(t, waiterLatency))
+	})
+}
+
+func testReplicasShareAccountCaps(t *testing.T, c *cluster) {
 	type result struct {
 		code int
 		body string
@@ -53,8 +68,14 @@ func TestClusterTwoReplicasShareAccountCaps(t *testing.T) {
 }
 
 func TestClusterWaiterOnOneReplicaIsServedWhenTheOtherReleases(t *testing.T) {
-	const latency = 600 * time.Millisecond
-	c := newCluster(t, latency)
+	testWaiterServedWhenTheOtherReleases(t, newCluster(t, waiterLatency))
+}
+
+// waiterLatency is the upstream latency of testWaiterServedWhenTheOtherReleases.
+const waiterLatency = 600 * time.Millisecond
+
+func testWaiterServedWhenTheOtherReleases(t *testing.T, c *cluster) {
+	const latency = waiterLatency
 	codes := make([]int, 2)
 	var wg sync.WaitGroup
 	for i := range codes {

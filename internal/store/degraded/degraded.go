@@ -16,11 +16,13 @@
 // Two windows are not covered. At the outage, calls admitted through the
 // shared store still run while the local shares admit more: until they
 // end, the replicas together may exceed a cap by what was in flight then.
-// At a return to a shared store that lost its state (restarted empty), a
-// replica's local claims count there only once its capacity engine has
-// reasserted them, at its next call in the domain (the store refuses
-// every call of a replica that has not): another replica's grants before
-// then do not see them.
+// At the return, replicas switch back at different moments (each on its
+// own probe, up to probeEvery apart): one back on the shared store does
+// not see the local claims of one still local, nor, when the shared store
+// came back empty, those of one back but not yet reasserted (its capacity
+// engine reasserts them at its next call in the domain, which the store
+// refuses until then). TestRedisKilledAndRestartedMidLoad in package app
+// measures about one call over the cap there.
 //
 // It depends on package store only.
 package degraded

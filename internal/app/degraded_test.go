@@ -1,0 +1,117 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/testenv"
+)
+
+// TestRedisKilledAndRestartedMidLoad runs two replicas on a private Redis
+// under steady load through both, kills Redis, and starts it again
+// (empty), in each state.degraded mode. fail_closed answers 503
+// state_unavailable meanwhile; local keeps serving on each replica's share
+// of org-1's cap (2 ÷ 2 replicas). While Redis is down the provider never
+// sees more than the cap in flight (once the calls admitted before the
+// kill have ended: see package degraded), and after Redis is back the
+// replicas serve through it again with the whole cap and nothing leaked.
+// fail_closed also never exceeds the cap across the recovery; local may,
+// in the moments when one replica is back on Redis and the other still
+// local (see package degraded): that is measured and logged, not asserted.
+func TestRedisKilledAndRestartedMidLoad(t *testing.T) {
+	for _, mode := range []string{"fail_closed", "local"} {
+		t.Run(mode, func(t *testing.T) { testRedisKilledMidLoad(t, mode) })
+	}
+}
+
+func testRedisKilledMidLoad(t *testing.T, mode string) {
+	const latency = 50 * time.Millisecond
+	srv := testenv.StartRedis(t)
+	replicas := ""
+	if mode == "local" {
+		replicas = ", replicas: 2"
+	}
+	c := newClusterWith(t, latency, fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s, degraded: %s%s}",
+		srv.URL(), clusterPrefix(), mode, replicas))
+
+	var ok, unavailable, other atomic.Int64
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range 6 {
+		r := c.A
+		if i%2 == 1 {
+			r = c.B
+		}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				code, _, err := c.chat(ctx, r)
+				switch {
+				case ctx.Err() != nil:
+				case code == http.StatusOK:
+					ok.Add(1)
+				case code == http.StatusServiceUnavailable:
+					unavailable.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				default:
+					other.Add(1)
+					t.Logf("request through %s = %d (%v)", r.name, code, err)
+				}
+			}
+		})
+	}
+	defer func() { stop(); wg.Wait() }()
+	eventually(t, 5*time.Second, "requests served through Redis", func() bool { return ok.Load() > 20 })
+
+	srv.Kill()
+	time.Sleep(3 * latency) // the calls admitted through Redis before the kill end
+	c.sim.Reset()
+	served := ok.Load()
+	if mode == "local" {
+		eventually(t, 5*time.Second, "requests served on local limits", func() bool { return ok.Load() > served+30 })
+	} else {
+		eventually(t, 5*time.Second, "requests refused with 503", func() bool { return unavailable.Load() > 10 })
+	}
+	if peak := c.sim.MaxInFlight("org-1"); peak > 2 {
+		t.Errorf("org-1 peak in flight while Redis was down = %d, want at most its cap 2", peak)
+	}
+
+	srv.Start()
+	served = ok.Load()
+	eventually(t, 5*time.Second, "requests served through Redis again", func() bool { return ok.Load() > served+30 })
+	stop()
+	wg.Wait()
+	peak, n429 := c.sim.MaxInFlight("org-1"), c.upstream429s()
+	if mode == "local" {
+		t.Logf("across the recovery: org-1 peak in flight %d, upstream 429s %d (cap 2)", peak, n429)
+	} else if peak > 2 || n429 != 0 {
+		t.Errorf("org-1 peak in flight %d, upstream 429s %d since the kill; want at most 2 and none", peak, n429)
+	}
+	if n := other.Load(); n != 0 {
+		t.Errorf("%d answers neither 200 nor 503", n)
+	}
+	for _, r := range []*replica{c.A, c.B} {
+		eventually(t, 3*time.Second, "no claims left seen by "+r.name, func() bool {
+			a := c.account(r)
+			return a.InFlight == 0 && a.Waiting == 0
+		})
+	}
+	// The whole cap is free: four requests at once run two at a time. A
+	// 429 lowers the learned cap, which successes raise back first.
+	for range 4 {
+		c.mustChat(c.A)
+	}
+	c.sim.Reset()
+	var burst sync.WaitGroup
+	for i := range 4 {
+		burst.Go(func() { c.mustChat([]*replica{c.A, c.B}[i%2]) })
+	}
+	burst.Wait()
+	if peak := c.sim.MaxInFlight("org-1"); peak != 2 {
+		t.Errorf("org-1 peak in flight after recovery = %d, want exactly its cap 2", peak)
+	}
+}
