@@ -38,6 +38,7 @@ import (
 // it claims the account (store.Unit.Domain).
 type domains struct {
 	split   bool              // more than one domain
+	only    string            // the domain, when there is one: no lookup on the hot path
 	byUnit  map[string]string // unit ID (account, credential, per-model unit) → its domain
 	byAlias map[string]string // alias → the domain of its accounts
 	inPool  map[string]bool   // pool ID → its accounts share one domain (its limit is held there)
@@ -93,6 +94,9 @@ func (s *Snapshot) compileDomains(edges map[string][][]*sluice.Edge) {
 		d.byUnit["account:"+id] = "a:" + r
 	}
 	d.split = len(roots) > 1
+	for r := range roots {
+		d.only = "a:" + r // read only when there is one root
+	}
 	for _, cr := range s.Credentials {
 		d.byUnit["credential:"+cr.ID] = d.byUnit["account:"+cr.AccountID]
 	}
@@ -129,6 +133,9 @@ func (s *Snapshot) compileDomains(edges map[string][][]*sluice.Edge) {
 
 // AliasDomain returns the capacity domain the requests for alias claim in.
 func (s *Snapshot) AliasDomain(alias string) string {
+	if !s.domains.split && s.domains.only != "" {
+		return s.domains.only
+	}
 	if d, ok := s.domains.byAlias[alias]; ok {
 		return d
 	}
