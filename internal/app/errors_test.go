@@ -65,14 +65,28 @@ func TestErrorCodes(t *testing.T) {
 		})
 	}
 	h.failAll(simulator.Behavior{})
-	req, _ := http.NewRequest(http.MethodGet, h.url("/v1/chat/completions"), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET /v1/chat/completions = %d, want 405", resp.StatusCode)
+	// A path served for another method is a 405, any other a 404.
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/v1/chat/completions", http.StatusMethodNotAllowed},
+		{http.MethodDelete, "/v1/embeddings", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/v1/models", http.StatusMethodNotAllowed},
+		{http.MethodDelete, "/v1beta/models/gemini-2.5-flash:generateContent", http.StatusMethodNotAllowed},
+		{http.MethodPatch, "/v1/responses/resp_1", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/v1/chat/completion", http.StatusNotFound},
+		{http.MethodPost, "/v1beta/models/a/b", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest(tc.method, h.url(tc.path), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s %s = %d, want %d", tc.method, tc.path, resp.StatusCode, tc.status)
+		}
 	}
 }
 

@@ -77,17 +77,6 @@ func geminiCall(r *http.Request) (model, method string) {
 	return call[:i], call[i+1:]
 }
 
-// geminiPath reports whether path is one routeGemini serves (with some
-// method), for the 405 of another method.
-func geminiPath(path string) bool {
-	for _, v := range geminiVersions {
-		if rest, ok := strings.CutPrefix(path, v+"/models/"); ok && rest != "" && !strings.Contains(rest, "/") {
-			return true
-		}
-	}
-	return path == "/v1beta/models"
-}
-
 // serveGemini serves a model's method. A stream asked for without
 // ?alt=sse is answered as Gemini does then, as one JSON array written
 // element by element (jsonArrayWriter); whatever the caller asked, the

@@ -73,17 +73,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case strings.HasPrefix(r.URL.Path, "/v1beta/") || googleCaller(r):
 			p = sluice.ProtocolGemini
 		}
-		if strings.HasPrefix(r.URL.Path, "/v1/chat/completions") || r.URL.Path == "/v1/embeddings" || r.URL.Path == "/v1/models" ||
-			strings.HasPrefix(r.URL.Path, "/v1/videos") || strings.HasPrefix(r.URL.Path, "/fal/") ||
-			r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" ||
-			r.URL.Path == "/v1/responses" || r.URL.Path == "/backend-api/codex/responses" || storedResponsePath(r.URL.Path) ||
-			geminiPath(r.URL.Path) {
+		if s.servedForAnotherMethod(r) {
 			code = sluice.CodeMethodNotAllowed
 		}
 		s.writeError(w, p, asError(closeUnread(w, r, &sluice.Error{Code: code, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// servedForAnotherMethod reports whether the mux serves r's path for some
+// other method: the answer is then a 405, not a 404. Asking the mux itself
+// keeps one list of paths, the routes.
+func (s *Server) servedForAnotherMethod(r *http.Request) bool {
+	probe := *r
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); m != r.Method && pattern != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // serveFunc serves one request of protocol p with its request ID, received

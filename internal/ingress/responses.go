@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -28,17 +27,6 @@ func (s *Server) routeResponses() {
 		s.mux.HandleFunc("DELETE "+path+"/{id}", follow)
 		s.mux.HandleFunc("POST "+path+"/{id}/cancel", follow)
 	}
-}
-
-// storedResponsePath reports whether path is one routeResponses serves
-// (with some method).
-func storedResponsePath(path string) bool {
-	for _, base := range OpenAIResponses.Paths {
-		if rest, ok := strings.CutPrefix(path, base+"/"); ok && rest != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // serveCompact serves POST /v1/responses/compact: a request of its alias,
