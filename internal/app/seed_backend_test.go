@@ -68,11 +68,13 @@ func init() { testEnv["KEY_BACKEND"] = "sk-sluice-backend-KEY-3c5e7a9b1d2f" }
 // again once it has cooled, while background is refused for the pause.
 func TestSeedBackend(t *testing.T) {
 	eachBackend(t, func(t *testing.T, state string) {
-		const latency = 400 * time.Millisecond
+		// Work that holds the account while others queue answers after
+		// hold (ample for a loaded machine to queue the rest), or stagger
+		// later so that the slots free one at a time; the rest after 50ms.
+		const hold, stagger, quick = 700 * time.Millisecond, 300 * time.Millisecond, 50 * time.Millisecond
 		ds := upstreamKey("k1")
-		h := newHarnessWith(t, seedBackendTemplate, state, simulator.Options{
-			Keys: map[string]simulator.Behavior{ds: {Account: "dashscope-main", Latency: latency}},
-		})
+		h := newHarnessWith(t, seedBackendTemplate, state, simulator.Options{})
+		answerAfter := func(d time.Duration) { h.simA.SetKey(ds, simulator.Behavior{Account: "dashscope-main", Latency: d}) }
 		var wg sync.WaitGroup
 		send := func(tag, task, profile, user string) {
 			wg.Go(func() {
@@ -91,19 +93,26 @@ func TestSeedBackend(t *testing.T) {
 		// Paid interactive work overtakes: the account is full with a free
 		// parse and a background one, a free and a background request wait;
 		// a paid section generation arrives last and runs first.
+		answerAfter(hold)
 		send("free-1", "quick_parse", "free", "u1")
+		eventually(t, 3*time.Second, "free-1 upstream", func() bool { return h.simA.InFlight() == 1 })
+		answerAfter(hold + stagger)
 		send("bg-1", "product_parse", "free", "u2")
 		eventually(t, 3*time.Second, "account full", func() bool { return h.simA.InFlight() == 2 })
+		answerAfter(quick)
 		send("free-2", "quick_parse", "free", "u3")
 		waiting("standard", 1)
 		send("bg-2", "product_parse", "free", "u4")
 		waiting("background", 1)
 		send("paid-1", "section_generation", "paid", "u5")
 		waiting("interactive", 1)
+		if n := h.simA.InFlight(); n != 2 {
+			t.Fatalf("the fill ended before the queue formed (%d in flight): the machine is too slow for this test", n)
+		}
 		wg.Wait()
 		order := upstreamOrder(h.simA, "free-1", "bg-1", "free-2", "bg-2", "paid-1")
-		if len(order) != 5 || order[2] != "paid-1" || slices.Index(order, "free-2") > slices.Index(order, "bg-2") {
-			t.Errorf("upstream order = %v, want the fill, then paid-1, then free-2 before bg-2", order)
+		if want := []string{"free-1", "bg-1", "paid-1", "free-2", "bg-2"}; !slices.Equal(order, want) {
+			t.Errorf("upstream order = %v, want %v: the fill, then paid-1 (the first slot), then free-2 before bg-2 (the second)", order, want)
 		}
 		// Each usage record says the task type, the pool and the class
 		// policy gave the request.
@@ -118,6 +127,7 @@ func TestSeedBackend(t *testing.T) {
 
 		// A free user's second heavy parse waits (one per user, one free
 		// slot) while a paid user's runs beside the first.
+		answerAfter(hold)
 		send("heavy-free-1", "heavy_parse", "free", "u6")
 		eventually(t, 3*time.Second, "heavy-free-1 upstream", func() bool { return h.simA.InFlight() == 1 })
 		send("heavy-free-2", "heavy_parse", "free", "u6")
@@ -127,6 +137,7 @@ func TestSeedBackend(t *testing.T) {
 		if got := upstreamOrder(h.simA, "heavy-free-2"); len(got) != 0 {
 			t.Errorf("heavy-free-2 reached the upstream while heavy-free-1 ran")
 		}
+		answerAfter(quick)
 		wg.Wait()
 		if order := upstreamOrder(h.simA, "heavy-free-1", "heavy-free-2", "heavy-paid"); !slices.Equal(order, []string{"heavy-free-1", "heavy-paid", "heavy-free-2"}) {
 			t.Errorf("upstream order = %v, want heavy-free-1, heavy-paid, then heavy-free-2", order)
@@ -137,7 +148,7 @@ func TestSeedBackend(t *testing.T) {
 		h.simA.SetKey(ds, simulator.Behavior{Account: "dashscope-main", FailStatus: http.StatusTooManyRequests, RetryAfter: 200 * time.Millisecond})
 		send("limited", "quick_parse", "free", "u8")
 		eventually(t, 3*time.Second, "the 429", func() bool { return upstreamStatus(h.simA, "limited") == http.StatusTooManyRequests })
-		h.simA.SetKey(ds, simulator.Behavior{Account: "dashscope-main", Latency: 10 * time.Millisecond})
+		answerAfter(quick)
 		wg.Wait() // limited waited for the cooldown, then ran as the probe
 		dontWait := map[string]string{"X-Sluice-Max-Wait": "0", "X-Sluice-Task": "product_parse", "X-Sluice-Profile": "free", "X-Sluice-User": "u9"}
 		if status, body := h.ask(t.Context(), chatCaller, testEnv["KEY_BACKEND"], "qwen", "bg-paused", dontWait); status != http.StatusTooManyRequests || !strings.Contains(body, "capacity_wait_timeout") {
