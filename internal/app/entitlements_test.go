@@ -43,8 +43,9 @@ keys:
 `
 
 // asUser sends one chat request of end user as keyWeb that may not wait
-// for capacity, and returns its status and body.
-func asUser(t *testing.T, h *harness, user string) (int, string) {
+// for capacity, and returns its status and body; header adds headers
+// (name, value, …).
+func asUser(t *testing.T, h *harness, user string, header ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/chat/completions"),
 		strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hi"}]}`))
@@ -54,6 +55,9 @@ func asUser(t *testing.T, h *harness, user string) (int, string) {
 	req.Header.Set("Authorization", "Bearer "+keyWeb)
 	req.Header.Set("X-Sluice-User", user)
 	req.Header.Set("X-Sluice-Max-Wait", "0")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +71,8 @@ func asUser(t *testing.T, h *harness, user string) (int, string) {
 // PostgreSQL; a bulk change of entitlements through one's admin API is
 // enforced by both within a second (bob's second request in the minute is
 // refused once bob is capped), and so is its deletion (bob back on the
-// tenant's default profile, which has no limit).
+// tenant's default profile, which has no limit). The key may not assert
+// a profile itself.
 func TestEntitlementsReachEveryReplicaWithinASecond(t *testing.T) {
 	url := testenv.Postgres(t)
 	dir := t.TempDir()
@@ -93,6 +98,7 @@ func TestEntitlementsReachEveryReplicaWithinASecond(t *testing.T) {
 			for {
 				code, body := asUser(t, h, "bob")
 				if want(code, body) {
+					t.Logf("replica %s: %s after %s", name, what, time.Since(since).Round(time.Millisecond))
 					break
 				}
 				if time.Since(since) > time.Second {
@@ -108,18 +114,23 @@ func TestEntitlementsReachEveryReplicaWithinASecond(t *testing.T) {
 		put.Entitlements = append(put.Entitlements, admin.Entitlement{Tenant: "web", User: fmt.Sprintf("user-%03d", i), Profile: "capped"})
 	}
 	put.Entitlements = append(put.Entitlements, admin.Entitlement{Tenant: "web", User: "bob", Profile: "capped"})
-	start := time.Now()
 	if res, err := a.adminClient().PutEntitlements(t.Context(), put); err != nil || res.Created != 201 {
 		t.Fatalf("PutEntitlements = %+v, %v; want 201 created", res, err)
 	}
+	start := time.Now() // the change is committed: the second starts
 	within("bob capped", start, func(code int, body string) bool {
 		return code == http.StatusTooManyRequests && strings.Contains(body, "capacity_wait_timeout")
 	})
 
-	start = time.Now()
 	del := admin.EntitlementsDelete{Users: []admin.EndUserRef{{Tenant: "web", User: "bob"}}}
 	if res, err := b.adminClient().DeleteEntitlements(t.Context(), del); err != nil || res.Deleted != 1 {
 		t.Fatalf("DeleteEntitlements = %+v, %v; want 1 deleted", res, err)
 	}
+	start = time.Now()
 	within("bob back on the open profile", start, func(code int, _ string) bool { return code == http.StatusOK })
+
+	// The key speaks for its users, not for their profiles.
+	if code, body := asUser(t, a, "bob", "X-Sluice-Profile", "open"); code != http.StatusForbidden || !strings.Contains(body, "access_profile_denied") {
+		t.Errorf("X-Sluice-Profile from a key without assert [profile] = %d %s, want 403 access_profile_denied", code, body)
+	}
 }
