@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -336,29 +335,17 @@ func anthropicErrorCode(body string) (string, bool) {
 	return e.Error.Code, true
 }
 
-// wiresAtOnce is how many wires' subtests eachWire runs at a time: more
-// than go test's -parallel (GOMAXPROCS, 2 in CI) would allow parallel
-// subtests, since a wire's test mostly waits (the simulator's latency,
-// cooldowns, timeouts) rather than computes, and few enough that the
-// waits it measures keep their margins on two busy cores. It is the
-// semaphore's capacity.
-const wiresAtOnce = 6
-
-// eachWire runs f for every wire of ws as a subtest named by the wire,
-// wiresAtOnce of them at a time. The subtests are not t.Parallel ones,
-// which -parallel would hold to two at a time: t.Run is called from a
-// goroutine per wire (as testing allows), and all return before eachWire.
+// eachWire runs f for every wire of ws as a parallel subtest named by the
+// wire. (Running more wires at once than -parallel allows, from a
+// goroutine each, made the breaker's, the priority queue's and the usage
+// writer's timings miss under -race on two busy cores.)
 func eachWire(t *testing.T, ws []wire, f func(t *testing.T, w wire)) {
-	sem := make(chan struct{}, wiresAtOnce)
-	var wg sync.WaitGroup
 	for _, w := range ws {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			t.Run(w.name, func(t *testing.T) { f(t, w) })
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, w)
 		})
 	}
-	wg.Wait()
 }
 
 // eachWireBackend runs f for every wire of ws, as eachWire does, on the
