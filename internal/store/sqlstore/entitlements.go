@@ -37,6 +37,10 @@ func fromMicros(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
+// putChunk is the most rows one INSERT of PutEntitlements writes (7
+// parameters each, well within both dialects' limits).
+const putChunk = 200
+
 // bumpVersion raises the version in the write's own transaction, so that
 // a replica that sees the new version also sees the write.
 const bumpVersion = `UPDATE entitlements_version SET version = version + 1 WHERE id = 1`
@@ -46,15 +50,41 @@ func (s *Entitlements) PutEntitlements(ctx context.Context, es []store.Entitleme
 	if len(es) == 0 {
 		return nil
 	}
+	// One row per user, the last of es winning (one INSERT may not
+	// update a row twice), in statements of up to putChunk rows: a bulk
+	// change of hundreds is a few round trips, not hundreds.
+	last := make(map[store.EndUser]int, len(es))
+	for i, e := range es {
+		last[e.EndUser] = i
+	}
+	args := make([]any, 0, min(len(last), putChunk)*7)
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		for _, e := range es {
-			if _, err := tx.Exec(ctx, `INSERT INTO entitlements (tenant, end_user, profile, pool, valid_from, valid_until, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (tenant, end_user) DO UPDATE SET profile = excluded.profile, pool = excluded.pool,
-					valid_from = excluded.valid_from, valid_until = excluded.valid_until, updated_at = excluded.updated_at`,
-				e.Tenant, e.User, e.Profile, e.Pool, micros(e.ValidFrom), micros(e.ValidUntil), now.UnixMicro()); err != nil {
-				return err
+		rows := 0
+		flush := func() error {
+			if rows == 0 {
+				return nil
 			}
+			q := `INSERT INTO entitlements (tenant, end_user, profile, pool, valid_from, valid_until, updated_at) VALUES ` +
+				strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, rows), `, `) +
+				` ON CONFLICT (tenant, end_user) DO UPDATE SET profile = excluded.profile, pool = excluded.pool,
+					valid_from = excluded.valid_from, valid_until = excluded.valid_until, updated_at = excluded.updated_at`
+			_, err := tx.Exec(ctx, q, args...)
+			args, rows = args[:0], 0
+			return err
+		}
+		for i, e := range es {
+			if last[e.EndUser] != i {
+				continue
+			}
+			args = append(args, e.Tenant, e.User, e.Profile, e.Pool, micros(e.ValidFrom), micros(e.ValidUntil), now.UnixMicro())
+			if rows++; rows == putChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, bumpVersion)
 		return err

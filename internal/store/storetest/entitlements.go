@@ -20,6 +20,7 @@ func RunEntitlements(t *testing.T, newBackend func(t *testing.T) func() store.En
 	}{
 		{"RoundTrip", testEntitlementsRoundTrip},
 		{"PutReplaces", testEntitlementsPutReplaces},
+		{"OneUserTwiceInOnePutKeepsTheLast", testEntitlementsPutTwice},
 		{"Filter", testEntitlementsFilter},
 		{"Delete", testEntitlementsDelete},
 		{"VersionFollowsWrites", testEntitlementsVersion},
@@ -84,6 +85,18 @@ func testEntitlementsPutReplaces(t *testing.T, newReplica func() store.Entitleme
 	}
 	if d := cmp.Diff([]store.Entitlement{second}, got); d != "" {
 		t.Errorf("after a second Put for the same user (-want +got):\n%s", d)
+	}
+}
+
+func testEntitlementsPutTwice(t *testing.T, newReplica func() store.Entitlements) {
+	s := newReplica()
+	now := at("2026-12-01T00:00:00Z")
+	if err := s.PutEntitlements(t.Context(), []store.Entitlement{ent("acme", "bob", "free"), ent("acme", "ann", "free"), ent("acme", "bob", "paid")}, now); err != nil {
+		t.Fatalf("PutEntitlements: %v", err)
+	}
+	got, err := s.ListEntitlements(t.Context(), store.EntitlementFilter{User: "bob"})
+	if err != nil || len(got) != 1 || got[0].Profile != "paid" {
+		t.Fatalf("ListEntitlements(bob) = %+v, %v; want bob on paid, the last of the Put", got, err)
 	}
 }
 
