@@ -142,8 +142,11 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	if back > time.Second {
 		t.Errorf("back on shared state %s after Redis answered, want within a second", back)
 	}
-	if n := changes.Load(); n != 4 {
-		t.Errorf("transitions = %d, want 4 (each replica: degraded, back)", n)
+	// Each replica went local and came back; one may flap once more on a
+	// slow call while Redis restarts (seen on a loaded machine), but it
+	// ends where it started.
+	if n := changes.Load(); n < 4 || n%2 != 0 {
+		t.Errorf("transitions = %d, want each replica degraded and back (4, or more in pairs)", n)
 	}
 
 	// Capacity after recovery is the whole cap: exactly two claims, then
