@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"io"
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -151,8 +153,16 @@ func TestSeedBackend(t *testing.T) {
 		answerAfter(quick)
 		wg.Wait() // limited waited for the cooldown, then ran as the probe
 		dontWait := map[string]string{"X-Sluice-Max-Wait": "0", "X-Sluice-Task": "product_parse", "X-Sluice-Profile": "free", "X-Sluice-User": "u9"}
-		if status, body := h.ask(t.Context(), chatCaller, testEnv["KEY_BACKEND"], "qwen", "bg-paused", dontWait); status != http.StatusTooManyRequests || !strings.Contains(body, "capacity_wait_timeout") {
-			t.Errorf("background after a 429 = %d %s, want 429 capacity_wait_timeout", status, body)
+		resp := h.send(t.Context(), chatCaller, testEnv["KEY_BACKEND"], "qwen", false, chatCaller.body("qwen", "bg-paused", false), dontWait)
+		if resp == nil {
+			t.FailNow() // send reported why
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// Told to come back when the pause ends, about a minute from now.
+		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "capacity_wait_timeout") || retry < 50 || retry > 60 {
+			t.Errorf("background after a 429 = %d (Retry-After %q) %s, want 429 capacity_wait_timeout, Retry-After 50-60 s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 		dontWait["X-Sluice-Task"] = "quick_parse"
 		if status, body := h.ask(t.Context(), chatCaller, testEnv["KEY_BACKEND"], "qwen", "std-open", dontWait); status != http.StatusOK {
