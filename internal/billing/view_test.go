@@ -79,7 +79,9 @@ func TestViewSpentByDayAndMonth(t *testing.T) {
 	if err := v.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	at := func(month time.Month, day, hour int) time.Time { return time.Date(2025, month, day, hour, 0, 0, 0, time.UTC) }
+	at := func(month time.Month, day, hour int) time.Time {
+		return time.Date(2025, month, day, hour, 0, 0, 0, time.UTC)
+	}
 	shop, batch := Subject{Tenant, "shop"}, Subject{Pool, "batch"}
 	charges := []Charge{
 		{RequestID: "jan31", Tenant: "shop", Price: 1, At: at(time.January, 31, 23)},
