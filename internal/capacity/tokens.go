@@ -124,7 +124,9 @@ func withoutTokens(cands []store.Candidate) []store.Candidate {
 // limits only cap the requests in flight, with no window a token
 // reserves in.
 func (t token) free() bool {
-	return !slices.ContainsFunc(t.limits, func(l store.Unit) bool { return l.RPM > 0 || l.TPM > 0 || l.DailyTokens > 0 })
+	return !slices.ContainsFunc(t.limits, func(l store.Unit) bool {
+		return l.RPM > 0 || l.TPM > 0 || l.DailyTokens > 0 || l.DailyRequests > 0
+	})
 }
 
 // same says whether t and u claim the same limits in the same domain.

@@ -38,7 +38,8 @@ type Profile struct {
 type TaskLimits struct {
 	MaxInflight int `yaml:"max_inflight"`
 	// DailyRequests bounds the requests of the task type an end user may
-	// start per UTC day; 0 = no bound.
+	// start per UTC day (each counts when admitted, even if it then fails);
+	// 0 = no bound.
 	DailyRequests int `yaml:"daily_requests"`
 }
 
@@ -65,8 +66,8 @@ func (v *validator) profiles() {
 			if l.MaxInflight < 0 {
 				v.addf(tat+".max_inflight", "must be >= 0")
 			}
-			if l.DailyRequests != 0 {
-				v.addf(tat+".daily_requests", "not built yet; leave it out")
+			if l.DailyRequests < 0 {
+				v.addf(tat+".daily_requests", "must be >= 0")
 			}
 		}
 		if maxBonus := len(sluice.Priorities) - 1; p.PriorityBonus < 0 || p.PriorityBonus > maxBonus {

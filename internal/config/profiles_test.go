@@ -13,7 +13,7 @@ func TestValidateProfiles(t *testing.T) {
 	}{
 		{"Valid", func(c *Catalog) {
 			c.TaskTypes = []TaskType{{ID: "parse"}}
-			c.Profiles = []Profile{{ID: "free", UserLimits: Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: 1}},
+			c.Profiles = []Profile{{ID: "free", UserLimits: Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: 1, DailyRequests: 20}},
 				PriorityBonus: 2, Pool: "background"}}
 			c.Tenants = []Tenant{{ID: "acme", DefaultProfile: "free"}}
 			c.Keys[0].Assert = []string{AssertUser, AssertProfile}
@@ -27,10 +27,10 @@ func TestValidateProfiles(t *testing.T) {
 			c.TaskTypes = []TaskType{{ID: "parse"}}
 			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: -1}}}}
 		}, "profiles[0].task_limits.parse.max_inflight: must be >= 0"},
-		{"DailyRequestsNotBuilt", func(c *Catalog) {
+		{"NegativeDailyRequests", func(c *Catalog) {
 			c.TaskTypes = []TaskType{{ID: "parse"}}
-			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {DailyRequests: 20}}}}
-		}, "profiles[0].task_limits.parse.daily_requests: not built yet"},
+			c.Profiles = []Profile{{ID: "free", TaskLimits: map[string]TaskLimits{"parse": {DailyRequests: -1}}}}
+		}, "profiles[0].task_limits.parse.daily_requests: must be >= 0"},
 		{"BonusAboveTheClasses", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", PriorityBonus: 3}} }, "profiles[0].priority_bonus: must be between 0 and 2"},
 		{"NegativeBonus", func(c *Catalog) { c.Profiles = []Profile{{ID: "free", PriorityBonus: -1}} }, "profiles[0].priority_bonus: must be between 0 and 2"},
 		{"DuplicateID", func(c *Catalog) { c.Profiles = []Profile{{ID: "free"}, {ID: "free"}} }, `profiles[1].id: duplicate id "free"`},

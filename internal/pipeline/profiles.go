@@ -51,7 +51,7 @@ func (s *Snapshot) compileProfiles(c *config.Catalog) {
 			if cp.tasks == nil {
 				cp.tasks = map[string]store.Unit{}
 			}
-			cp.tasks[task] = store.Unit{Cap: l.MaxInflight}
+			cp.tasks[task] = store.Unit{Cap: l.MaxInflight, DailyRequests: l.DailyRequests}
 			s.limited = true
 		}
 		s.profiles.byID[p.ID] = cp

@@ -53,6 +53,12 @@ type Unit struct {
 	// A unit refused for its day gets Grant.RetryAt at the next UTC
 	// midnight.
 	DailyTokens int
+	// DailyRequests limits the grants of the unit per UTC day (by the
+	// store's clock); 0 = unlimited. Each grant counts one request at the
+	// grant and is never given back: a request admitted counts even if it
+	// fails, as with RPM. A unit refused for its day gets Grant.RetryAt at
+	// the next UTC midnight, as with DailyTokens.
+	DailyRequests int
 	// BackgroundPause holds background back after a rate limit: a ticket
 	// of the background class (Acquire.Class 2) is granted a slot of the
 	// unit only once BackgroundPause has passed since the unit's last rate
@@ -197,7 +203,7 @@ type Outcome struct {
 //     claim until the probe is released), their unit is at Cap, their
 //     credential is at CredentialCap, or granting would exceed the unit's
 //     RPM (one request) or TPM (Acquire.Tokens) window (see Unit.RPM) or
-//     its DailyTokens, or any of the candidate's Limits lacks a slot or
+//     its DailyTokens or DailyRequests, or any of the candidate's Limits lacks a slot or
 //     room in those windows or day; a grant reserves its request and
 //     tokens in those windows and days, the unit's and every limit's. A disabled or draining credential is
 //     never passed in as a candidate (the caller filters by Status).

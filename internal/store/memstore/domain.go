@@ -54,6 +54,8 @@ type unit struct {
 	ecap, succ, top int
 	day             int64 // the UTC day (days since the epoch) of used
 	used            int   // tokens reserved and used on day, against DailyTokens
+	reqDay          int64 // the UTC day (days since the epoch) of reqs
+	reqs            int   // grants on reqDay, against DailyRequests
 	// pause is the BackgroundPause of the last Acquire listing the unit,
 	// limited the time of its last rate limit (see store.Unit.BackgroundPause).
 	pause   time.Duration

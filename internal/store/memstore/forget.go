@@ -35,12 +35,15 @@ func (h *lapsing) Pop() any {
 // units: no lease holds a slot in it and no ticket lists it.
 func (u *unit) idle() bool { return len(u.leases) == 0 && len(u.waiting) == 0 }
 
-// lapses is when u's RPM and TPM windows are empty and its day is over (if
-// it used any of it): from then on a new unit would decide the same.
+// lapses is when u's RPM and TPM windows are empty and its days (tokens,
+// requests) are over (if it used any of them): from then on a new unit would decide the same.
 func (u *unit) lapses() time.Time {
 	at := latest(u.rtat, u.ttat)
 	if u.used > 0 {
 		at = latest(at, time.Unix((u.day+1)*secondsPerDay, 0))
+	}
+	if u.reqs > 0 {
+		at = latest(at, time.Unix((u.reqDay+1)*secondsPerDay, 0))
 	}
 	return at
 }

@@ -47,6 +47,9 @@ func (u *unit) rateRoom(lim store.Unit, tokens int, now time.Time) (ok bool, at 
 	if lim.DailyTokens > 0 && u.today(now)+min(max(tokens, 0), lim.DailyTokens) > lim.DailyTokens {
 		ok, at = false, latest(at, time.Unix((day(now)+1)*secondsPerDay, 0))
 	}
+	if lim.DailyRequests > 0 && u.requestsToday(now) >= lim.DailyRequests {
+		ok, at = false, latest(at, time.Unix((day(now)+1)*secondsPerDay, 0))
+	}
 	return ok, at
 }
 
@@ -61,6 +64,14 @@ func (u *unit) today(now time.Time) int {
 		return 0
 	}
 	return u.used
+}
+
+// requestsToday is the grants counted on u's DailyRequests today.
+func (u *unit) requestsToday(now time.Time) int {
+	if u.reqDay != day(now) {
+		return 0
+	}
+	return u.reqs
 }
 
 // reserve takes one request and tokens from u's windows and its day
@@ -79,6 +90,9 @@ func (u *unit) reserve(lim store.Unit, tokens int, now time.Time) hold {
 		h.daily, h.day = min(max(tokens, 0), lim.DailyTokens), day(now)
 		u.used = u.today(now) + h.daily
 		u.day = h.day
+	}
+	if lim.DailyRequests > 0 {
+		u.reqs, u.reqDay = u.requestsToday(now)+1, day(now) // never given back
 	}
 	return h
 }

@@ -30,7 +30,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	}
 	dom := s.domain(a.Domain)
 	known := dom.gen.Load()
-	args := make([]any, 0, 11+14*len(a.Candidates))
+	args := make([]any, 0, 11+15*len(a.Candidates))
 	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
 		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1), known)
 	var lims []store.Unit // the limits section: each candidate's distinct limits
@@ -41,14 +41,15 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		lims = appendLimits(lims, c)
 		args = append(args, c.Unit.ID, c.Credential, c.Unit.Cap, c.CredentialCap,
 			ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max), r1, r2, max(c.Unit.RPM, 0), max(c.Unit.TPM, 0),
-			max(c.Unit.DailyTokens, 0), start, len(lims)-start, ceilMillis(c.Unit.BackgroundPause))
+			max(c.Unit.DailyTokens, 0), start, len(lims)-start, ceilMillis(c.Unit.BackgroundPause),
+			max(c.Unit.DailyRequests, 0))
 	}
 	if len(lims) > maxLimits {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire %s: %d limits over all candidates, want at most %d", a.Ticket, len(lims), maxLimits)
 	}
 	for _, l := range lims {
 		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse),
-			ceilMillis(l.Base), ceilMillis(l.Max))
+			ceilMillis(l.Base), ceilMillis(l.Max), max(l.DailyRequests, 0))
 	}
 	v, err := acquireScript.Run(ctx, s.rdb, dom.keys, args...).Int64Slice()
 	if err != nil {
@@ -132,7 +133,7 @@ func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error 
 // run; see store.Reasserter.
 func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) error {
 	dom := s.domain(domain)
-	args := make([]any, 0, 1+13*len(held))
+	args := make([]any, 0, 1+14*len(held))
 	args = append(args, len(held))
 	var lims []store.Unit
 	for i := range held {
@@ -141,10 +142,12 @@ func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) 
 		start := len(lims)
 		lims = appendLimits(lims, c)
 		args = append(args, h.Lease, ttlMillis(h.TTL), c.Unit.ID, c.Credential, 0, ceilMillis(c.Unit.Base), ceilMillis(c.Unit.Max),
-			max(h.Tokens, 0), max(c.Unit.RPM, 0), max(c.Unit.TPM, 0), max(c.Unit.DailyTokens, 0), start, len(lims)-start)
+			max(h.Tokens, 0), max(c.Unit.RPM, 0), max(c.Unit.TPM, 0), max(c.Unit.DailyTokens, 0), start, len(lims)-start,
+			max(c.Unit.DailyRequests, 0))
 	}
 	for _, l := range lims {
-		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), ceilMillis(l.Base), ceilMillis(l.Max))
+		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), ceilMillis(l.Base), ceilMillis(l.Max),
+			max(l.DailyRequests, 0))
 	}
 	gen, err := reassertScript.Run(ctx, s.rdb, dom.keys, args...).Int64()
 	if err != nil {

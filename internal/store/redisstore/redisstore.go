@@ -21,7 +21,7 @@
 //	P{d:D}:lease  HASH  lease → unit, credential, index, probe, base, max, tokens reserved, tpm, daily reserved, day, limits held
 //	P{d:D}:exp    ZSET  lease → expiry (ms)
 //	P{d:D}:gen    STRING generation of the domain's state (see Reassert)
-//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens; and "\x00reap", when the next lease, waiter or limit is due
+//	P{d:D}:unit   HASH  "<unit>\x00<attr>" → in flight, cap, reserves, cooldown, level, probe, waiting by class, RPM/TPM TATs, learned cap, daily tokens, daily requests; and "\x00reap", when the next lease, waiter or limit is due
 //	P{d:D}:cred   HASH  credential → in flight
 //	P{d:D}:q      ZSET  "<queue>\x00<class><tag><seq><ticket>", score 0: lex order is (class, WFQ tag, arrival) per queue
 //	P{d:D}:tix    HASH  ticket → queue, member, replica, units (and limits), tenant

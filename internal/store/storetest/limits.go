@@ -117,6 +117,34 @@ func testDailyTokens(t *testing.T, f *fixture) {
 	}
 }
 
+// testDailyRequests: a limit of 2 grants per UTC day counts each at the
+// grant and never gives it back, whatever the call's outcome: the third
+// request waits for the next UTC midnight, while a limit of another end
+// user is untouched; the same on the candidate's own unit.
+func testDailyRequests(t *testing.T, f *fixture) {
+	user := store.Unit{ID: f.name("user-task"), DailyRequests: 2}
+	other := store.Unit{ID: f.name("other-task"), DailyRequests: 2}
+	c := withLimits(f.cand(f.unit("u", 4), "c", 0), user)
+	mustGrant(t, f.s, f.req("t1", c))
+	f.release(f.s, "t1", store.Outcome{}) // failed: still counts
+	mustGrant(t, f.s, f.req("t2", c))
+	f.release(f.s, "t2", store.Outcome{Success: true})
+	g := mustQueueAt(t, f.s, f.req("t3", c), 0)
+	now := time.Now().UTC()
+	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	within(t, "t3 RetryAt", g.RetryAt, midnight, midnight)
+	f.cancel(f.s, "t3")
+	mustGrant(t, f.s, f.req("o1", withLimits(f.cand(f.unit("u", 4), "c", 0), other)))
+	f.release(f.s, "o1", store.Outcome{Success: true})
+
+	d := f.cand(store.Unit{ID: f.name("d"), DailyRequests: 1}, "cd", 0)
+	mustGrant(t, f.s, f.req("d1", d))
+	f.release(f.s, "d1", store.Outcome{})
+	g = mustQueue(t, f.s, f.req("d2", d))
+	within(t, "d2 RetryAt", g.RetryAt, midnight, midnight)
+	f.cancel(f.s, "d2")
+}
+
 // testLimitStateLapses: a limit whose lease is gone and whose windows have
 // lapsed is forgotten (Units sees it as new) once the store next decides;
 // one that still holds a lease is kept.

@@ -79,6 +79,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"LimitStateLapses", testLimitStateLapses},
 		{"RefuseLimitNeverWaits", testRefuseLimitNeverWaits},
 		{"DailyTokens", testDailyTokens},
+		{"DailyRequests", testDailyRequests},
 		{"ScopedCooldown", testScopedCooldown},
 		{"FairShareBetweenTenants", testFairShareBetweenTenants},
 		{"WeightedShare", testWeightedShare},

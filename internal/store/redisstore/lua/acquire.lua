@@ -2,14 +2,15 @@
 -- ARGV: ticket, queue, replica, ttl_ms, wake prefix, class, n, tokens,
 -- tenant, weight, the state generation the replica knows (0 = none yet), then
 -- n × (unit, cred, cap, cred_cap, base_ms, max_ms, res1, res2, rpm, tpm,
--- daily, lstart, lcount, pause_ms), where resC is the number of the unit's slots class C may not use
+-- daily, lstart, lcount, pause_ms, dreq), where resC is the number of the unit's slots class C may not use
 -- (Reserve[0], then Reserve[0] + Reserve[1]), rpm, tpm and daily the unit's
 -- limits (0 = none), tokens the estimate reserved against tpm and daily,
 -- and lstart, lcount the candidate's limits: the limits section's entries
 -- lstart (0-based) through lstart + lcount - 1, and pause_ms the unit's
--- background pause after a rate limit (0 = none); then the limits, each (id,
--- cap, rpm, tpm, daily, refuse, base_ms, max_ms), refuse 1 for a limit
--- never waited for, base and max its cooldown (store.Outcome.Cool).
+-- background pause after a rate limit (0 = none), dreq its daily requests
+-- (0 = none); then the limits, each (id, cap, rpm, tpm, daily, refuse,
+-- base_ms, max_ms, dreq), refuse 1 for a limit never waited for, base and
+-- max its cooldown (store.Outcome.Cool).
 -- Returns {1, index, expires_ms, probe, gen} or {0, position, retry_at_ms,
 -- cooling, gen} (cooling 1 when every candidate's unit, or a limit of its
 -- with a cooldown, is closed by one), {3, gen} when a refuse limit is full (the ticket is not
@@ -24,8 +25,8 @@ local now = now_ms()
 local ticket, queue, replica = ARGV[1], ARGV[2], ARGV[3]
 local ttl, class, n, tokens = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tenant, weight = ARGV[9], tonumber(ARGV[10])
-local A, W = 12, 14 -- the first candidate's ARGV index, and the ARGV per candidate
-local L, LW = A + n * W, 8 -- the first limit's ARGV index, and the ARGV per limit
+local A, W = 12, 15 -- the first candidate's ARGV index, and the ARGV per candidate
+local L, LW = A + n * W, 9 -- the first limit's ARGV index, and the ARGV per limit
 
 -- The reap gate and every candidate's unit state, in one HMGET: a call
 -- costs more than its fields, and nothing changes before the loop of
@@ -77,14 +78,16 @@ local function gcra(tat, limit, cost)
   return new, new - now <= WINDOW
 end
 
--- rate checks the RPM, TPM and daily limits of unit u (v: its rtat, ttat,
--- dday and dused fields) for one request of tokens. It returns whether
--- they pass, the earliest time they would (when not), and the new values
--- {rtat, ttat, dused, day, reserved tpm tokens, reserved daily tokens}.
+-- rate checks the RPM, TPM, daily tokens and daily requests limits of
+-- unit u (v: its rtat, ttat, dday and dused fields; its qday and qn are
+-- read here, only for a unit with dreq) for one request of tokens. It
+-- returns whether they pass, the earliest time they would (when not), and
+-- the new values {rtat, ttat, dused, day, reserved tpm tokens, reserved
+-- daily tokens, grants today}.
 local today = math.floor(now / DAY)
-local function rate(v, rpm, tpm, daily)
+local function rate(u, v, rpm, tpm, daily, dreq)
   local pass, ok, at = true, true, 0
-  local r = {false, false, false, 0, 0, 0}
+  local r = {false, false, false, 0, 0, 0, false}
   if rpm > 0 then
     r[1], pass = gcra(tonumber(v[1]) or 0, rpm, 1)
     if not pass then
@@ -109,6 +112,17 @@ local function rate(v, rpm, tpm, daily)
       ok, at = false, math.max(at, (today + 1) * DAY)
     end
   end
+  if dreq > 0 then
+    local q = redis.call('HMGET', K_UNIT, u .. '\0qday', u .. '\0qn')
+    local granted = 0
+    if tonumber(q[1]) == today then
+      granted = tonumber(q[2]) or 0
+    end
+    r[7] = granted + 1 -- counted at the grant, never given back
+    if granted >= dreq then
+      ok, at = false, math.max(at, (today + 1) * DAY)
+    end
+  end
   return ok, math.ceil(at), r
 end
 
@@ -128,6 +142,10 @@ local function keep(set, u, r)
   if r[3] then
     add('dday', r[4])
     add('dused', r[3])
+  end
+  if r[7] then
+    add('qday', today)
+    add('qn', r[7])
   end
   return set
 end
@@ -301,11 +319,12 @@ local function decide()
     -- The RPM and TPM windows (GCRA, one TAT field each) and the day.
     -- They free room without a release to announce it: a skipped waiter
     -- retries when they would pass.
-    local rpm, tpm, daily = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10])
-    local r = {false, false, false, 0, 0, 0}
-    if ok and (rpm > 0 or tpm > 0 or daily > 0) then
+    local rpm, tpm, daily, dreq = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10]),
+      tonumber(ARGV[b + 14])
+    local r = {false, false, false, 0, 0, 0, false}
+    if ok and (rpm > 0 or tpm > 0 or daily > 0 or dreq > 0) then
       local at
-      ok, at, r = rate({state[o + 11], state[o + 12], state[o + 13], state[o + 14]}, rpm, tpm, daily)
+      ok, at, r = rate(u, {state[o + 11], state[o + 12], state[o + 13], state[o + 14]}, rpm, tpm, daily, dreq)
       if not ok and (retry == 0 or at < retry) then
         retry = at
       end
@@ -336,8 +355,8 @@ local function decide()
         elseif ecap > 0 and (tonumber(v[1]) or 0) >= ecap then
           ok, blocked = false, true
         else
-          local pass, at, lr = rate({v[3], v[4], v[5], v[6]}, tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]),
-            tonumber(ARGV[x + 4]))
+          local pass, at, lr = rate(id, {v[3], v[4], v[5], v[6]}, tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]),
+            tonumber(ARGV[x + 4]), tonumber(ARGV[x + 8]))
           if not pass then
             ok, lat = false, math.max(lat, at)
           elseif barred(id, v[10], v[11], v[12]) then

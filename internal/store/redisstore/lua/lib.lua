@@ -17,7 +17,9 @@
 --                  ecap, es, etop (hidden-cap AIMD: effective cap, successes
 --                  since its last change, in flight when last lowered),
 --                  dday, dused (the UTC day and its tokens reserved and
---                  used, against DailyTokens); and one field of the
+--                  used, against DailyTokens), qday, qn (the UTC day and
+--                  its grants, against DailyRequests; never given back);
+--                  and one field of the
 --                  domain, "\0reap" (see F_REAP)
 --   5 cred   HASH  credential id -> in flight
 --   6 q      ZSET  score 0, "<queue>\0<class digit><tag %020d><seq %016d>
@@ -211,13 +213,17 @@ local function limit_hold(id, tokens, tpm, daily, day, base, max, probe)
   return id .. '\0' .. tokens .. '\0' .. tpm .. '\0' .. daily .. '\0' .. day .. '\0' .. base .. '\0' .. max .. '\0' .. probe
 end
 
--- lapse_at is when limit id's windows are empty and its day (if it used
--- any of it) is over: from then on its fields decide nothing.
+-- lapse_at is when limit id's windows are empty and its days (tokens,
+-- requests; if it used any of them) are over: from then on its fields decide nothing.
 local function lapse_at(id)
-  local v = redis.call('HMGET', K_UNIT, id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused')
+  local v = redis.call('HMGET', K_UNIT, id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused',
+    id .. '\0qday', id .. '\0qn')
   local at = math.max(tonumber(v[1]) or 0, tonumber(v[2]) or 0)
   if (tonumber(v[4]) or 0) > 0 then
     at = math.max(at, ((tonumber(v[3]) or 0) + 1) * DAY)
+  end
+  if (tonumber(v[6]) or 0) > 0 then
+    at = math.max(at, ((tonumber(v[5]) or 0) + 1) * DAY)
   end
   return math.ceil(at)
 end
@@ -244,7 +250,8 @@ local function forget(now)
       redis.call('ZADD', K_LAPSE, at, id)
     else
       redis.call('ZREM', K_LAPSE, id)
-      redis.call('HDEL', K_UNIT, id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused')
+      redis.call('HDEL', K_UNIT, id .. '\0cap', id .. '\0rtat', id .. '\0ttat', id .. '\0dday', id .. '\0dused',
+        id .. '\0qday', id .. '\0qn')
     end
   end
 end
