@@ -28,8 +28,9 @@ const (
 	// request settled, never lost), version 4 the cache-write tokens at the
 	// end of every usage and the record's affinity placement at its end,
 	// version 5 each execution's credential owner (BYOK) after its
-	// fallback; older payloads still decode, without them.
-	recordVersion = 5
+	// fallback, version 6 the record's quota profile at its end; older
+	// payloads still decode, without them.
+	recordVersion = 6
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -108,6 +109,7 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 		b = appendBool(b, c.Unmeasured)
 	}
 	b = appendString(b, r.Affinity)
+	b = appendString(b, r.Profile)
 	return b
 }
 
@@ -237,6 +239,9 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	}
 	if version >= 4 {
 		r.Affinity = d.string()
+	}
+	if version >= 6 {
+		r.Profile = d.string()
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail()

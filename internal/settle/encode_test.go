@@ -31,6 +31,7 @@ func fullRecord(id string) sluice.UsageRecord {
 		},
 		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
 		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit,
+		Profile: "paid",
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2026-01-01T00:00:00Z",
 			CostVersion: "m@2026-01-01T00:00:00Z", Price: 1234, Cost: 321, Unmeasured: true},
 	}
@@ -87,13 +88,37 @@ func asVersion3(rec sluice.UsageRecord) sluice.UsageRecord {
 }
 
 // asVersion4 is rec as a version 4 payload holds it: executions without
-// their credential's owner.
+// their credential's owner, nor what version 5 lacks.
 func asVersion4(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec = asVersion5(rec)
 	rec.Executions = slices.Clone(rec.Executions)
 	for i := range rec.Executions {
 		rec.Executions[i].Owner = sluice.Owner{}
 	}
 	return rec
+}
+
+// asVersion5 is rec as a version 5 payload holds it: no quota profile.
+func asVersion5(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.Profile = ""
+	return rec
+}
+
+// testdata/v5-record.frame is fullRecord("r1") as the encoder of version 5
+// wrote it, before records carried their quota profile: it decodes, with
+// no profile.
+func TestVersion5FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v5-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 5 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(asVersion5(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 5 record differs (-want +got):\n%s", diff)
+	}
 }
 
 // testdata/v4-record.frame is fullRecord("r1") as the encoder of version 4
