@@ -101,3 +101,35 @@ func waitForWaiting(t *testing.T, s store.Inspector, domain, unit string, n int)
 		}
 	}
 }
+
+// TestDailyRequestsTokenKeptWhileWaiting: a request that took the token of
+// a daily_requests limit held in a domain of its own keeps it while it
+// waits for its account (taking it again would count a second request of
+// the day), so it is granted once the account frees; the day's next
+// request is refused by the limit.
+func TestDailyRequestsTokenKeptWhileWaiting(t *testing.T) {
+	e, s := newEngine(t)
+	held, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := unit("a", 1)
+	cands[0].Limits = []store.Unit{{ID: "usertask", DailyRequests: 1, Domain: "lim"}}
+	done := make(chan error, 1)
+	go func() {
+		c, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(5*time.Second), fixed(cands))
+		if err == nil {
+			c.Release(t.Context(), store.Outcome{Success: true})
+		}
+		done <- err
+	}()
+	waitForWaiting(t, s, "d", "a", 1)
+	held.Release(t.Context(), store.Outcome{Success: true})
+	if err := <-done; err != nil {
+		t.Fatalf("the waiter holding the day's one request: %v, want a claim", err)
+	}
+	if c, err := e.Wait(t.Context(), acquire("t3"), time.Now().Add(50*time.Millisecond), fixed(cands)); err == nil {
+		c.Release(t.Context(), store.Outcome{})
+		t.Errorf("the day's second request was granted, want it refused by daily_requests 1")
+	}
+}
