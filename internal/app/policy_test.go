@@ -170,7 +170,9 @@ func TestPreferredPolicyFallsBackWithItsReason(t *testing.T) {
 			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: 1500 * time.Millisecond})
 			var wg sync.WaitGroup
 			wg.Go(func() { h.chatAs(keyStrict) }) // cools org-1, then waits for it
-			eventually(t, 2*time.Second, "org-1 answers 429", func() bool { return h.upstream429s() > 0 })
+			// The gateway, not only the upstream, must have seen the 429:
+			// org-1 cooling, its slot released.
+			eventually(t, 2*time.Second, "org-1 cooling", func() bool { return !h.accounts(t)["org-1"].CoolingUntil.IsZero() })
 			h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1"})
 			if code, _ := h.chatAs(keyPref); code != http.StatusOK || h.fallbacks("cooling") != "1" || h.fallbacks("no_room") != "0" {
 				t.Errorf("preferred request = %d with %s cooling and %s no_room fallbacks, want 200, 1 and 0 (org-1 was cooling, not full)",
