@@ -51,7 +51,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse),
 			ceilMillis(l.Base), ceilMillis(l.Max), max(l.DailyRequests, 0))
 	}
-	v, err := acquireScript.Run(ctx, s.rdb, dom.keys, args...).Int64Slice()
+	v, err := s.fcall(ctx, acquireScript, dom.keys, args...).Int64Slice()
 	if err != nil {
 		return store.Grant{}, unavailable("acquire "+a.Ticket, err)
 	}
@@ -87,7 +87,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 // wake-ups, in one script run. Releasing an unknown, expired or already
 // released lease is a no-op.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
-	err := releaseScript.Run(ctx, s.rdb, s.domainKeys(domain),
+	err := s.fcall(ctx, releaseScript, s.domainKeys(domain),
 		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix(), max(out.Tokens, 0), out.Cool).Err()
 	if err != nil {
 		return unavailable("release "+lease, err)
@@ -109,7 +109,7 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 	for _, l := range leases {
 		args = append(args, l)
 	}
-	n, err := renewScript.Run(ctx, s.rdb, dom.keys[renewKeys:renewKeys+3], args...).Int64()
+	n, err := s.fcall(ctx, renewScript, dom.keys[renewKeys:renewKeys+3], args...).Int64()
 	if err != nil {
 		return unavailable("renew", err)
 	}
@@ -122,7 +122,7 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 // ProbeSucceeded opens the unit whose live probe is lease and keeps the
 // lease, in one script run; see store.Claims.
 func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error {
-	if err := probeScript.Run(ctx, s.rdb, s.domainKeys(domain), lease, s.wakePrefix()).Err(); err != nil {
+	if err := s.fcall(ctx, probeScript, s.domainKeys(domain), lease, s.wakePrefix()).Err(); err != nil {
 		return unavailable("open probe "+lease, err)
 	}
 	return nil
@@ -149,7 +149,7 @@ func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) 
 		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), ceilMillis(l.Base), ceilMillis(l.Max),
 			max(l.DailyRequests, 0))
 	}
-	gen, err := reassertScript.Run(ctx, s.rdb, dom.keys, args...).Int64()
+	gen, err := s.fcall(ctx, reassertScript, dom.keys, args...).Int64()
 	if err != nil {
 		return unavailable("reassert", err)
 	}
@@ -173,7 +173,7 @@ func appendLimits(lims []store.Unit, c *store.Candidate) []store.Unit {
 // it was granted meanwhile. queue is not needed: the ticket's record names
 // its queue.
 func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error {
-	err := cancelScript.Run(ctx, s.rdb, s.domainKeys(domain), ticket, s.wakePrefix()).Err()
+	err := s.fcall(ctx, cancelScript, s.domainKeys(domain), ticket, s.wakePrefix()).Err()
 	if err != nil {
 		return unavailable("cancel "+ticket, err)
 	}

@@ -57,16 +57,29 @@ func newLibrary(lib string, fns ...*function) *library {
 	return l
 }
 
-// Run calls the function (FCALL): one round trip while the library is
-// loaded. When it is not (a Redis restarted without persistence, or a
-// primary that never had it), it loads it and calls again: three.
-func (f *function) Run(ctx context.Context, rdb redis.UniversalClient, keys []string, args ...any) *redis.Cmd {
-	cmd := rdb.FCall(ctx, f.name, keys, args...)
+// fcall calls f (FCALL), with the calls of other requests when they wait
+// too (see pipeliner): one round trip while the library is loaded. When it
+// is not (a Redis restarted without persistence, or a primary that never
+// had it), it loads it and calls again: three.
+func (s *Store) fcall(ctx context.Context, f *function, keys []string, args ...any) *redis.Cmd {
+	call := func() *redis.Cmd {
+		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+		cmdArgs = append(cmdArgs, "fcall", f.name, len(keys))
+		for _, k := range keys {
+			cmdArgs = append(cmdArgs, k)
+		}
+		cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+		if len(keys) > 0 {
+			cmd.SetFirstKeyPos(3) // routes it to its slot's primary in a cluster
+		}
+		return s.pipe.do(ctx, cmd)
+	}
+	cmd := call()
 	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
-		if err := f.lib.load(ctx, rdb); err != nil {
+		if err := f.lib.load(ctx, s.rdb); err != nil {
 			return cmd
 		}
-		return rdb.FCall(ctx, f.name, keys, args...)
+		return call()
 	}
 	return cmd
 }

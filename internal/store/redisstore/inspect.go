@@ -20,7 +20,7 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	v, err := unitsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Slice()
+	v, err := s.fcall(ctx, unitsScript, s.domainKeys(domain), s.idArgs(ids)...).Slice()
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
@@ -120,7 +120,7 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 	if len(ids) == 0 {
 		return out, nil
 	}
-	v, err := credentialsScript.Run(ctx, s.rdb, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
+	v, err := s.fcall(ctx, credentialsScript, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
 	if err != nil {
 		return nil, unavailable("credential in flight", err)
 	}

@@ -58,6 +58,7 @@ import (
 // replica; replicas share state by sharing the Redis server and prefix.
 type Store struct {
 	rdb    redis.UniversalClient
+	pipe   *pipeliner // the capacity calls
 	prefix string
 	doms   sync.Map // domain → *domainState
 
@@ -87,7 +88,7 @@ var (
 // second to fail; lower them to fail faster. The Store does not own the
 // client: Close does not close it.
 func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: client, prefix: prefix, hubs: make(map[string]*hub)}
+	return &Store{rdb: client, pipe: newPipeliner(client), prefix: prefix, hubs: make(map[string]*hub)}
 }
 
 // Load preloads the capacity function library and every script (on every
@@ -117,7 +118,8 @@ func (s *Store) Load(ctx context.Context) error {
 }
 
 // Close ends every wake subscription and closes the channels Wake returned,
-// then waits for the goroutines that fed them.
+// then waits for the goroutines that fed them, and for the capacity calls
+// in flight.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -129,6 +131,7 @@ func (s *Store) Close() error {
 		errs = append(errs, h.ps.Close())
 	}
 	s.wg.Wait()
+	s.pipe.close()
 	return errors.Join(errs...)
 }
 

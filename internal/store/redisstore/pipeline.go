@@ -1,0 +1,161 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pipeliner sends the capacity calls of concurrent requests to Redis
+// together: the calls that arrive while a worker waits for Redis go out as
+// one pipeline, one write and one read for all of them. A call costs the
+// gateway its system calls far more than its encoding: each write on a
+// loopback connection runs Redis's side of the network and wakes it up in
+// the caller's time (bench/RESULTS.md, issue #16). A call that finds a
+// worker idle is sent alone, as a plain command, with its caller's context.
+//
+// Unlike go-redis's AutoPipeliner, it honours every caller's deadline: a
+// caller whose context ends returns at once, and a call whose context ended
+// while it waited for a worker is never sent. A pipeline runs until the
+// latest deadline of its calls, so a stalled Redis holds a worker no longer
+// than its slowest caller would have waited alone.
+type pipeliner struct {
+	rdb   redis.UniversalClient
+	calls chan *pendingCall
+	stop  chan struct{}
+	start sync.Once
+	end   sync.Once
+	wg    sync.WaitGroup
+}
+
+// pipelineWorkers is how many pipelines are in flight at most: one
+// collects the calls that arrive while the other waits for Redis.
+// maxPipeline bounds one pipeline, so one large batch does not hold the
+// calls behind it for long.
+const (
+	pipelineWorkers = 2
+	maxPipeline     = 64
+)
+
+type pendingCall struct {
+	ctx  context.Context
+	cmd  *redis.Cmd
+	done chan struct{} // closed once cmd holds its reply or error
+}
+
+func newPipeliner(rdb redis.UniversalClient) *pipeliner {
+	return &pipeliner{rdb: rdb, calls: make(chan *pendingCall, 1024), stop: make(chan struct{})}
+}
+
+// do sends cmd, with others when others are waiting, and returns it
+// answered; or, when ctx ends first, a command failed with ctx's error
+// (cmd itself may still be answered later, and must not be read).
+func (p *pipeliner) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	p.start.Do(func() {
+		p.wg.Add(pipelineWorkers)
+		for range pipelineWorkers {
+			go p.work()
+		}
+	})
+	c := &pendingCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	select {
+	case p.calls <- c:
+	case <-p.stop:
+		_ = p.rdb.Process(ctx, cmd)
+		return cmd
+	case <-ctx.Done():
+		return failedCmd(ctx)
+	}
+	select {
+	case <-c.done:
+		return cmd
+	case <-ctx.Done():
+		return failedCmd(ctx)
+	}
+}
+
+func failedCmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ctx.Err())
+	return cmd
+}
+
+// close stops the workers once the calls they hold are answered; calls
+// made after it go out one by one.
+func (p *pipeliner) close() {
+	p.end.Do(func() { close(p.stop) })
+	p.wg.Wait()
+}
+
+func (p *pipeliner) work() {
+	defer p.wg.Done()
+	batch := make([]*pendingCall, 0, maxPipeline)
+	for {
+		select {
+		case c := <-p.calls:
+			batch = append(batch[:0], c)
+		case <-p.stop:
+			return
+		}
+	collect:
+		for len(batch) < maxPipeline {
+			select {
+			case c := <-p.calls:
+				batch = append(batch, c)
+			default:
+				break collect
+			}
+		}
+		p.send(batch)
+		clear(batch) // let the answered calls go
+	}
+}
+
+// send answers the calls of batch whose callers still wait: alone, with
+// the caller's context; together, in one pipeline.
+func (p *pipeliner) send(batch []*pendingCall) {
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.cmd.SetErr(err) // its caller has returned, or is returning: never send it
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		_ = p.rdb.Process(live[0].ctx, live[0].cmd)
+	default:
+		ctx, cancel := latestDeadline(live)
+		pipe := p.rdb.Pipeline()
+		for _, c := range live {
+			_ = pipe.Process(ctx, c.cmd)
+		}
+		_, _ = pipe.Exec(ctx) // each command holds its own reply or error
+		cancel()
+	}
+	for _, c := range live {
+		close(c.done)
+	}
+}
+
+// latestDeadline is a context that ends at the latest deadline of calls,
+// or has none when one of them has none.
+func latestDeadline(calls []*pendingCall) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
