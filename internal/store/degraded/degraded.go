@@ -13,16 +13,24 @@
 // holds it, a ticket queued locally leaves the local queue at its next
 // try, and claims the shared store held before the outage stay there.
 //
-// Two windows are not covered. At the outage, calls admitted through the
-// shared store still run while the local shares admit more: until they
-// end, the replicas together may exceed a cap by what was in flight then.
-// At the return, replicas switch back at different moments (each on its
-// own probe, up to probeEvery apart): one back on the shared store does
-// not see the local claims of one still local, nor, when the shared store
-// came back empty, those of one back but not yet reasserted (its capacity
-// engine reasserts them at its next call in the domain, which the store
-// refuses until then). TestRedisKilledAndRestartedMidLoad in package app
-// measures about one call over the cap there.
+// At the return, replicas switch back at different moments: one back on
+// the shared store would not see the local claims of one still local. So
+// a replica back holds new claims (they wait, none is refused) for
+// returnPause after handing its own over, by which time every replica that
+// can reach the shared store has handed over its own and stopped admitting
+// locally; and so does a replica that did not find the store down (its
+// requests were waiting meanwhile, say) when the store tells it that it
+// lost its state. When the shared store came back empty, the hand-over
+// reasserts every lease the replica holds, those it was granted there
+// before the outage included, so that the calls still running count again
+// before anything new is admitted.
+//
+// Not covered: at the outage, the calls admitted through the shared store
+// still run while the local shares admit more (until they end, the
+// replicas together may exceed a cap by what was in flight then; no
+// replica can know what the others had); and when only some replicas lose
+// the shared store (a partition), or it comes back with its state, the
+// others admit through it without seeing their local claims.
 //
 // It depends on package store only.
 package degraded
@@ -31,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,9 +96,14 @@ type Store struct {
 	// shared state with none (the usual case) pays one atomic load per call.
 	held atomic.Int64
 
+	// pausedUntil (Unix nanoseconds, 0 for none) holds new claims back
+	// after the return to shared state (see the package comment).
+	pausedUntil atomic.Int64
+
 	mu      sync.Mutex
 	leases  map[leaseKey]store.Held // granted locally, by domain and lease
 	tickets map[leaseKey]string     // queued locally (not granted), their queue
+	remote  map[leaseKey]store.Held // granted by the shared store and not released
 	probing bool                    // the probe loop runs
 	stop    chan struct{}           // closed by Close
 	wg      sync.WaitGroup
@@ -115,7 +129,8 @@ func New(shared Shared, local Local, opts Options) *Store {
 	}
 	return &Store{
 		shared: shared, local: local, opts: opts,
-		leases: make(map[leaseKey]store.Held), tickets: make(map[leaseKey]string), stop: make(chan struct{}),
+		leases: make(map[leaseKey]store.Held), tickets: make(map[leaseKey]string), remote: make(map[leaseKey]store.Held),
+		stop: make(chan struct{}),
 	}
 }
 
@@ -152,13 +167,63 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 				return g, err
 			}
 		}
+		if g, ok := s.paused(); ok {
+			return g, nil
+		}
 		g, err := s.shared.Acquire(ctx, a)
+		s.lostState(err)
 		if !outage(ctx, err) {
+			if g.Granted {
+				s.mu.Lock()
+				s.remote[leaseKey{a.Domain, a.Ticket}] = store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens, TTL: a.LeaseTTL}
+				s.mu.Unlock()
+			}
 			return g, err
 		}
 		s.enter(err)
 	}
 	return s.acquireLocal(ctx, a)
+}
+
+// returnPause is how long a replica back on shared state holds new claims:
+// long enough for the others to find the shared store back and hand their
+// local claims over. Their probes run probeEvery apart, a hand-over takes
+// at most another probeEvery (its timeout), and a Redis client that failed
+// to dial many times in a row (go-redis: as many as its pool size) dials
+// again only once a second: so a replica may reach Redis up to a second
+// after another does (seen in TestRedisKilledAndRestartedMidLoad).
+const returnPause = time.Second + 2*probeEvery
+
+// paused answers a new claim while the replica holds them back after its
+// return to shared state: wait, and try again when the pause ends.
+func (s *Store) paused() (store.Grant, bool) {
+	until := s.pausedUntil.Load()
+	if until == 0 {
+		return store.Grant{}, false
+	}
+	if time.Now().UnixNano() < until {
+		return store.Grant{Position: 1, RetryAt: time.Unix(0, until)}, true
+	}
+	s.pausedUntil.CompareAndSwap(until, 0)
+	return store.Grant{}, false
+}
+
+// lostState holds new claims back for returnPause when err says the
+// shared store came back without its state, unless they are already: a
+// replica that did not find the store down meanwhile (its requests were
+// waiting, say) must not admit through it while others may still admit
+// locally.
+func (s *Store) lostState(err error) {
+	if errors.Is(err, store.ErrStateLost) {
+		s.pausedUntil.CompareAndSwap(0, time.Now().Add(returnPause).UnixNano())
+	}
+}
+
+// released forgets a lease the shared store granted.
+func (s *Store) released(domain, lease string) {
+	s.mu.Lock()
+	delete(s.remote, leaseKey{domain, lease})
+	s.mu.Unlock()
 }
 
 // knownLocally answers a ticket that holds a local lease, and takes one
@@ -282,13 +347,16 @@ func (s *Store) Release(ctx context.Context, domain, lease string, out store.Out
 		s.forget(domain, lease)
 		return s.local.Release(ctx, domain, lease, out)
 	}
+	s.released(domain, lease)
 	return s.shared.Release(ctx, domain, lease, out)
 }
 
 // Renew renews each lease in the store that holds it.
 func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
 	if s.held.Load() == 0 {
-		return s.shared.Renew(ctx, domain, leases, ttl)
+		err := s.shared.Renew(ctx, domain, leases, ttl)
+		s.lostState(err)
+		return err
 	}
 	var local, shared []string
 	for _, l := range leases {
@@ -302,7 +370,9 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 	if len(shared) == 0 {
 		return nil
 	}
-	return s.shared.Renew(ctx, domain, shared, ttl)
+	err := s.shared.Renew(ctx, domain, shared, ttl)
+	s.lostState(err)
+	return err
 }
 
 // Cancel takes the ticket out of the local queue if it waits there (or
@@ -330,6 +400,7 @@ func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error 
 			}
 		}
 	}
+	s.released(domain, ticket)
 	return s.shared.Cancel(ctx, domain, queue, ticket)
 }
 
@@ -343,15 +414,43 @@ func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error 
 
 // Reassert makes the held leases live in the shared store that lost its
 // state. The local leases among them count there from then on, and are
-// released there: the local store forgets them.
+// released there: the local store forgets them. One released meanwhile
+// (its call ended while the shared store reasserted it) is released there
+// at once, so that it does not hold its slot until it expires.
 func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) error {
+	if s.degraded.Load() {
+		// Still admitting locally (the capacity engine reasserts when a
+		// renewal finds the store back without its state): the local
+		// leases keep counting here until the hand-over moves them.
+		held = slices.DeleteFunc(slices.Clone(held), func(h store.Held) bool { return s.isLocal(domain, h.Lease) })
+	}
 	if err := s.shared.Reassert(ctx, domain, held); err != nil {
 		return err
 	}
+	var ended []string
 	for _, h := range held {
-		if s.isLocal(domain, h.Lease) {
-			s.forget(domain, h.Lease)
+		k := leaseKey{domain, h.Lease}
+		s.mu.Lock()
+		_, local := s.leases[k]
+		_, remote := s.remote[k]
+		if local {
+			delete(s.leases, k)
+			s.held.Add(-1)
+		}
+		if local || remote {
+			s.remote[k] = h
+		}
+		s.mu.Unlock()
+		switch {
+		case local:
 			s.local.Release(ctx, domain, h.Lease, store.Outcome{})
+		case !remote:
+			ended = append(ended, h.Lease)
+		}
+	}
+	for _, lease := range ended {
+		if err := s.shared.Release(ctx, domain, lease, store.Outcome{}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -403,9 +502,11 @@ func (s *Store) probe() {
 		}
 		s.mu.Lock()
 		s.probing = false
+		s.pausedUntil.Store(time.Now().Add(returnPause).UnixNano())
 		s.degraded.Store(false)
 		s.mu.Unlock()
-		s.opts.Log.LogAttrs(context.Background(), slog.LevelWarn, "shared state store reachable again; back on shared limits")
+		s.opts.Log.LogAttrs(context.Background(), slog.LevelWarn, "shared state store reachable again; back on shared limits",
+			slog.Duration("new_claims_held_for", returnPause))
 		if s.opts.Changed != nil {
 			s.opts.Changed(false)
 		}
@@ -414,30 +515,43 @@ func (s *Store) probe() {
 }
 
 // handOver makes the local leases count in the shared store before any new
-// claim goes there. In a domain whose state the shared store lost since
-// this replica's last call there, it leaves them: the shared store refuses
-// this replica's next call there until the capacity engine reasserts every
-// lease it holds, these included (see Reassert).
+// claim goes there. In a domain whose state the shared store lost, it
+// reasserts the leases the shared store granted before the outage too:
+// every lease this replica holds there.
 func (s *Store) handOver(ctx context.Context) error {
+	type leases struct{ local, remote []store.Held }
+	byDomain := make(map[string]*leases)
+	of := func(domain string) *leases {
+		if byDomain[domain] == nil {
+			byDomain[domain] = &leases{}
+		}
+		return byDomain[domain]
+	}
 	s.mu.Lock()
-	byDomain := make(map[string][]store.Held)
 	for k, h := range s.leases {
-		byDomain[k.domain] = append(byDomain[k.domain], h)
+		of(k.domain).local = append(of(k.domain).local, h)
+	}
+	for k, h := range s.remote {
+		of(k.domain).remote = append(of(k.domain).remote, h)
 	}
 	s.mu.Unlock()
 	for domain, held := range byDomain {
-		ids := make([]string, len(held))
-		for i, h := range held {
-			ids[i] = h.Lease
+		// The shared store renews the leases it holds among these and
+		// ignores the others; it answers ErrStateLost when the domain's
+		// state is not the one this replica knows.
+		ids, ttl := make([]string, 0, len(held.local)+len(held.remote)), time.Second
+		for _, h := range held.local {
+			ids = append(ids, h.Lease)
 		}
-		// Renew of leases it does not hold changes nothing: it only asks
-		// whether the domain's state is the one this replica knows.
-		err := s.shared.Renew(ctx, domain, ids, time.Second)
-		if errors.Is(err, store.ErrStateLost) {
-			continue
+		for _, h := range held.remote {
+			ids, ttl = append(ids, h.Lease), max(ttl, h.TTL) // not shorter than they were granted for
 		}
-		if err == nil {
-			err = s.Reassert(ctx, domain, held)
+		err := s.shared.Renew(ctx, domain, ids, ttl)
+		switch {
+		case errors.Is(err, store.ErrStateLost):
+			err = s.Reassert(ctx, domain, append(held.local, held.remote...))
+		case err == nil && len(held.local) > 0:
+			err = s.Reassert(ctx, domain, held.local)
 		}
 		if err != nil {
 			return err
