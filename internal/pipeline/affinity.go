@@ -73,7 +73,7 @@ func (s *Snapshot) affinityOf(rp *routePolicy, alias string) *routing.Affinity {
 // count_tokens request runs nothing worth caching. The seed's binding is
 // read and refreshed here; a store that cannot answer costs the request
 // its binding, never the request.
-func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, pin *store.Job) *affinity {
+func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, class int, pin *store.Job) *affinity {
 	if pin != nil || req.CountTokens || h.affinity == nil {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice
 	}
 	if bound != "" {
 		a.bound, a.holding = bound, true
-		a.until = time.Now().Add(st.Wait[snap.class(key, req)])
+		a.until = time.Now().Add(st.Wait[class])
 	}
 	return a
 }

@@ -39,8 +39,7 @@ import (
 // is known unusable or cooling, then the rest by free room.
 func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
 	start := time.Now()
-	class := snap.class(key, req)
-	deadline := start.Add(waitFor(snap.Wait(class), req))
+	deadline := start.Add(waitFor(snap.Wait(out.class), req))
 	var failed []failure // what earlier attempts of this request ruled out
 	// plan is re-run before every try to claim capacity, so a request that
 	// waits sees credentials added or disabled meanwhile (a reload swaps the
@@ -48,7 +47,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 	var current []*sluice.Edge
 	limits := snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
 	rp := snap.callPolicy(key, req) // owner.go
-	fallbackLimits := snap.placeLimits(snap.fallbackLimits(rp, limits))
+	fallbackLimits := snap.fallbackLimits(rp, limits)
 	preferUntil := start.Add(rp.wait)
 	widened := ""     // why a preferred request may use its fallback; "" while it may not
 	inactive := false // the key changed while the request waited
@@ -63,7 +62,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			edges, _ = h.route(snap, key, req, pin)
 			limits = snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
 			rp = snap.callPolicy(key, req)
-			fallbackLimits = snap.placeLimits(snap.fallbackLimits(rp, limits))
+			fallbackLimits = snap.fallbackLimits(rp, limits)
 			aff.rerouted()
 		}
 		h.order(ctx, snap, req, rp, aff, edges, failed)
@@ -105,7 +104,7 @@ func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req
 			until = preferUntil
 		}
 		acq := store.Acquire{
-			Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: class, Tokens: req.Tokens,
+			Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: out.class, Tokens: req.Tokens,
 			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
 		}
 		// Called directly, not through a func value: plan (and all it

@@ -74,6 +74,7 @@ type Outcome struct {
 	TTFT       time.Duration
 	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
 	task       string       // the task type it runs as (admit sets it)
+	class      int          // its priority class (Snapshot.class), fixed once its profile is known
 	charging   *charging    // what admission fixed for its billing; nil without billing
 	affinity   *affinity    // session affinity (Serve sets it); nil for none
 }
@@ -91,6 +92,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	if err == nil {
 		err = snap.resolveProfile(h.entitlements, p.Key, req)
 	}
+	out.class = snap.class(p.Key, req) // after the profile, which may raise it
 	if err == nil {
 		out.charging, err = h.charge(snap, p.Key, req, task)
 	}
@@ -103,7 +105,7 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		edges, err = h.route(snap, p.Key, req, pin)
 	}
 	if err == nil {
-		out.affinity = h.startAffinity(ctx, snap, p.Key, req, pin)
+		out.affinity = h.startAffinity(ctx, snap, p.Key, req, out.class, pin)
 	}
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
@@ -281,13 +283,14 @@ func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principa
 		EndUser:    req.User,
 		TaskType:   out.task,
 		Profile:    req.Profile,
-		Priority:   sluice.Priorities[snap.class(p.Key, req)],
+		Priority:   sluice.Priorities[out.class],
 		Affinity:   out.affinity.placement(),
 	}
 	h.countCached(req, out.Executions)
-	rec.Pool = snap.policy(p.Key, req).pool
+	pol := snap.policy(p.Key, req)
+	rec.Pool = pol.pool
 	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
-		rec.Pool = snap.policy(p.Key, req).fallbackPool
+		rec.Pool = pol.fallbackPool
 	}
 	rec.Billing = out.charging.settle(h.view, snap.billing.costTable(), req, &out, nil)
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {

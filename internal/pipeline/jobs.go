@@ -170,7 +170,7 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
-		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[snap.class(key, req)], Pool: snap.policy(key, req).pool,
+		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[out.class], Pool: snap.policy(key, req).pool,
 	}
 	if c := out.charging; c != nil {
 		// The job's record, written at its end, carries its charge; the

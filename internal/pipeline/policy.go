@@ -106,12 +106,19 @@ func (rp *routePolicy) allows(account string) bool {
 }
 
 // fallbackLimits are the limits a preferred request claims when it falls
-// back: its own limits, and its fallback pool's when that pool has any.
-// Other policies' requests claim limits alone.
+// back: its own limits (placed already, see placeLimits), and its fallback
+// pool's, placed, when that pool has any. Other policies' requests claim
+// limits alone.
 func (s *Snapshot) fallbackLimits(rp *routePolicy, limits []store.Unit) []store.Unit {
-	u, ok := s.limits["pool:"+rp.fallbackPool]
-	if rp.fallbackPool == "" || !ok {
+	if rp.fallbackPool == "" {
 		return limits
+	}
+	u, ok := s.limits["pool:"+rp.fallbackPool]
+	if !ok {
+		return limits
+	}
+	if s.domains.split {
+		u.Domain = s.limitDomain(u.ID)
 	}
 	return append(limits[:len(limits):len(limits)], u)
 }
