@@ -2,6 +2,7 @@ package degraded_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -181,5 +182,42 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStateLostHoldsNewClaims: a replica that never found the shared
+// store down, told that it lost its state (Redis restarted empty), holds
+// new claims for a while, as one back from local state does: another
+// replica may still be admitting locally.
+func TestStateLostHoldsNewClaims(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	rs := redisstore.New(c, "degraded-lost:")
+	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+	t.Cleanup(func() { ds.Close(); rs.Close() })
+	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+	acquire := func(ticket string) (store.Grant, error) {
+		return ds.Acquire(t.Context(), store.Acquire{Domain: "dom", Ticket: ticket, Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"})
+	}
+
+	if g, err := acquire("before"); err != nil || !g.Granted {
+		t.Fatalf("first claim: %+v, %v", g, err)
+	}
+	if err := c.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire("after"); !errors.Is(err, store.ErrStateLost) {
+		t.Fatalf("claim after the flush: %v, want ErrStateLost", err)
+	}
+	if err := ds.Reassert(t.Context(), "dom", nil); err != nil {
+		t.Fatal(err)
+	}
+	g, err := acquire("after")
+	if err != nil || g.Granted || time.Until(g.RetryAt) < time.Second {
+		t.Errorf("claim after the state was lost: %+v, %v; want it held (not granted, retry in over a second)", g, err)
+	}
+	if ds.Degraded() {
+		t.Error("degraded after a state loss, want on shared state")
 	}
 }
