@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
+	"github.com/sluicehq/sluice/internal/periodic"
 	"github.com/sluicehq/sluice/internal/pipeline"
 )
 
@@ -184,16 +185,5 @@ func (g *Gateway) startBilling(ctx, run context.Context) {
 		}
 	}
 	refresh(ctx)
-	g.background(run, func(ctx context.Context) {
-		t := time.NewTicker(billingRefresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				refresh(ctx)
-			}
-		}
-	})
+	g.background(run, func(ctx context.Context) { periodic.Run(ctx, billingRefresh, refresh) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/periodic"
 	"github.com/sluicehq/sluice/internal/pipeline"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -71,16 +72,9 @@ func (e *entitlements) refresh(ctx context.Context) error {
 // run refreshes every entitlementPoll until ctx ends; a failed read keeps
 // the last view, and is logged.
 func (e *entitlements) run(ctx context.Context) {
-	t := time.NewTicker(entitlementPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := e.refresh(ctx); err != nil && ctx.Err() == nil {
-				e.log.LogAttrs(ctx, slog.LevelWarn, "entitlement refresh failed; keeping the last view", slog.Any("err", err))
-			}
+	periodic.Run(ctx, entitlementPoll, func(ctx context.Context) {
+		if err := e.refresh(ctx); err != nil && ctx.Err() == nil {
+			e.log.LogAttrs(ctx, slog.LevelWarn, "entitlement refresh failed; keeping the last view", slog.Any("err", err))
 		}
-	}
+	})
 }

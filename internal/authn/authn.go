@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/periodic"
 )
 
 // KeyPrefix starts every virtual key Sluice issues.
@@ -174,18 +175,11 @@ func same(a, b *sluice.Key) bool {
 
 // Run refreshes the stored keys every interval until ctx ends.
 func (kr *Keyring) Run(ctx context.Context, interval time.Duration, onErr func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := kr.Refresh(ctx); err != nil && ctx.Err() == nil {
-				onErr(err)
-			}
+	periodic.Run(ctx, interval, func(ctx context.Context) {
+		if err := kr.Refresh(ctx); err != nil && ctx.Err() == nil {
+			onErr(err)
 		}
-	}
+	})
 }
 
 // Spec is what an operator chooses when creating a key. Settings holds

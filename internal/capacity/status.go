@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/periodic"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -87,16 +88,9 @@ func (s *Statuses) Refresh(ctx context.Context) error {
 
 // Run refreshes every interval until ctx ends. Failures keep the last view.
 func (s *Statuses) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "status refresh failed; keeping the last view", slog.Any("err", err))
-			}
+	periodic.Run(ctx, interval, func(ctx context.Context) {
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "status refresh failed; keeping the last view", slog.Any("err", err))
 		}
-	}
+	})
 }

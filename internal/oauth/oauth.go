@@ -35,6 +35,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/periodic"
 	"github.com/sluicehq/sluice/internal/sqldb"
 )
 
@@ -141,17 +142,8 @@ func (m *Manager) Source(id string) *Source {
 // Run refreshes tokens at once, then every interval until ctx ends (see
 // Tick).
 func (m *Manager) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	m.Tick(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.Tick(ctx)
-		}
-	}
+	periodic.Run(ctx, interval, m.Tick)
 }
 
 // Tick does what is due for every credential, each on its own: it
