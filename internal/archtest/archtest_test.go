@@ -32,7 +32,7 @@ var layers = [][]string{
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
-	{"internal/billing"},
+	{"internal/billing", "internal/periodic"},
 	{""}, // package sluice
 }
 
