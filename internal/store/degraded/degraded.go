@@ -25,12 +25,15 @@
 // before the outage included, so that the calls still running count again
 // before anything new is admitted.
 //
-// Not covered: at the outage, the calls admitted through the shared store
-// still run while the local shares admit more (until they end, the
-// replicas together may exceed a cap by what was in flight then; no
-// replica can know what the others had); and when only some replicas lose
-// the shared store (a partition), or it comes back with its state, the
-// others admit through it without seeing their local claims.
+// At the outage, the calls the shared store admitted for this replica
+// still run: they count against its local shares too (mirrored in the
+// local store) until they end or the replica returns. So the replicas
+// together stay within a cap as long as none had more than its share of
+// it in flight at the outage. Not covered: one that had more (no replica
+// knows what the others had) passes the cap by that excess until those
+// calls end; and when only some replicas lose the shared store (a
+// partition), or it comes back with its state, the others admit through
+// it without seeing their local claims.
 //
 // It depends on package store only.
 package degraded
@@ -59,8 +62,11 @@ type Shared interface {
 
 // Local is the in-process store a Store falls back to. It must never
 // fail: its errors are ignored where a shared store's would be retried.
+// Reassert counts there the calls the shared store admitted before the
+// outage (see enter).
 type Local interface {
 	store.Claims
+	store.Reasserter
 	store.Waker
 	store.Inspector
 	store.Affinity
@@ -104,6 +110,7 @@ type Store struct {
 	leases  map[leaseKey]store.Held // granted locally, by domain and lease
 	tickets map[leaseKey]string     // queued locally (not granted), their queue
 	remote  map[leaseKey]store.Held // granted by the shared store and not released
+	mirrors map[leaseKey]struct{}   // remote leases counted locally too, from the outage to the return
 	probing bool                    // the probe loop runs
 	stop    chan struct{}           // closed by Close
 	wg      sync.WaitGroup
@@ -130,7 +137,7 @@ func New(shared Shared, local Local, opts Options) *Store {
 	return &Store{
 		shared: shared, local: local, opts: opts,
 		leases: make(map[leaseKey]store.Held), tickets: make(map[leaseKey]string), remote: make(map[leaseKey]store.Held),
-		stop: make(chan struct{}),
+		mirrors: make(map[leaseKey]struct{}), stop: make(chan struct{}),
 	}
 }
 
@@ -219,11 +226,18 @@ func (s *Store) lostState(err error) {
 	}
 }
 
-// released forgets a lease the shared store granted.
-func (s *Store) released(domain, lease string) {
+// released forgets a lease the shared store granted, and releases its
+// mirror in the local store with out when it has one (see enter).
+func (s *Store) released(ctx context.Context, domain, lease string, out store.Outcome) {
+	k := leaseKey{domain, lease}
 	s.mu.Lock()
-	delete(s.remote, leaseKey{domain, lease})
+	delete(s.remote, k)
+	_, mirrored := s.mirrors[k]
+	delete(s.mirrors, k)
 	s.mu.Unlock()
+	if mirrored {
+		s.local.Release(ctx, domain, lease, out)
+	}
 }
 
 // knownLocally answers a ticket that holds a local lease, and takes one
@@ -281,26 +295,32 @@ func (s *Store) acquireLocal(ctx context.Context, a store.Acquire) (store.Grant,
 // scaled is a with its candidates' caps divided by the replicas. The
 // candidates are copied: the caller's stay as they are.
 func (s *Store) scaled(a store.Acquire) store.Acquire {
-	n := s.opts.Replicas
 	cs := make([]store.Candidate, len(a.Candidates))
 	for i, c := range a.Candidates {
-		c.Unit = scaleUnit(c.Unit, n)
-		c.CredentialCap = share(c.CredentialCap, n)
-		if len(c.Limits) > 0 {
-			lims := make([]store.Unit, len(c.Limits))
-			for j, l := range c.Limits {
-				lims[j] = scaleUnit(l, n)
-			}
-			c.Limits = lims
-		}
-		cs[i] = c
+		cs[i] = scaleCandidate(c, s.opts.Replicas)
 	}
 	a.Candidates = cs
 	return a
 }
 
+// scaleCandidate is c with its caps divided by n replicas; its limits are
+// copied.
+func scaleCandidate(c store.Candidate, n int) store.Candidate {
+	c.Unit = scaleUnit(c.Unit, n)
+	c.CredentialCap = share(c.CredentialCap, n)
+	if len(c.Limits) > 0 {
+		lims := make([]store.Unit, len(c.Limits))
+		for j, l := range c.Limits {
+			lims[j] = scaleUnit(l, n)
+		}
+		c.Limits = lims
+	}
+	return c
+}
+
 func scaleUnit(u store.Unit, n int) store.Unit {
-	u.Cap, u.RPM, u.TPM, u.DailyTokens = share(u.Cap, n), share(u.RPM, n), share(u.TPM, n), share(u.DailyTokens, n)
+	u.Cap, u.RPM, u.TPM = share(u.Cap, n), share(u.RPM, n), share(u.TPM, n)
+	u.DailyTokens, u.DailyRequests = share(u.DailyTokens, n), share(u.DailyRequests, n)
 	if len(u.Reserve) > 0 {
 		r := make([]int, len(u.Reserve))
 		for i, v := range u.Reserve {
@@ -347,12 +367,18 @@ func (s *Store) Release(ctx context.Context, domain, lease string, out store.Out
 		s.forget(domain, lease)
 		return s.local.Release(ctx, domain, lease, out)
 	}
-	s.released(domain, lease)
+	s.released(ctx, domain, lease, out)
 	return s.shared.Release(ctx, domain, lease, out)
 }
 
 // Renew renews each lease in the store that holds it.
 func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
+	degraded := s.degraded.Load()
+	if degraded {
+		// Its local leases, and the mirrors of its shared ones (see enter);
+		// the local store ignores the others.
+		s.local.Renew(ctx, domain, leases, ttl)
+	}
 	if s.held.Load() == 0 {
 		err := s.shared.Renew(ctx, domain, leases, ttl)
 		s.lostState(err)
@@ -366,7 +392,9 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 			shared = append(shared, l)
 		}
 	}
-	s.local.Renew(ctx, domain, local, ttl) // the local store never fails
+	if !degraded {
+		s.local.Renew(ctx, domain, local, ttl) // the local store never fails
+	}
 	if len(shared) == 0 {
 		return nil
 	}
@@ -400,7 +428,7 @@ func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error 
 			}
 		}
 	}
-	s.released(domain, ticket)
+	s.released(ctx, domain, ticket, store.Outcome{})
 	return s.shared.Cancel(ctx, domain, queue, ticket)
 }
 
@@ -470,8 +498,19 @@ func (s *Store) enter(cause error) {
 	}
 	s.probing = true
 	s.degraded.Store(true)
+	// The calls the shared store admitted here still run: they count
+	// against the local shares too, until the return (their mirrors).
+	byDomain := make(map[string][]store.Held)
+	for k, h := range s.remote {
+		h.Candidate = scaleCandidate(h.Candidate, s.opts.Replicas)
+		byDomain[k.domain] = append(byDomain[k.domain], h)
+		s.mirrors[k] = struct{}{}
+	}
+	for domain, held := range byDomain {
+		s.local.Reassert(context.Background(), domain, held) // the local store never fails
+	}
 	s.opts.Log.LogAttrs(context.Background(), slog.LevelError, "shared state store unreachable; admitting against local limits (each cap ÷ replicas)",
-		slog.Int("replicas", s.opts.Replicas), slog.Any("err", cause))
+		slog.Int("replicas", s.opts.Replicas), slog.Int("calls_in_flight", len(s.mirrors)), slog.Any("err", cause))
 	if s.opts.Changed != nil {
 		s.opts.Changed(true)
 	}
@@ -504,6 +543,10 @@ func (s *Store) probe() {
 		s.probing = false
 		s.pausedUntil.Store(time.Now().Add(returnPause).UnixNano())
 		s.degraded.Store(false)
+		for k := range s.mirrors { // the shared store counts their calls again
+			s.local.Release(context.Background(), k.domain, k.id, store.Outcome{})
+		}
+		clear(s.mirrors)
 		s.mu.Unlock()
 		s.opts.Log.LogAttrs(context.Background(), slog.LevelWarn, "shared state store reachable again; back on shared limits",
 			slog.Duration("new_claims_held_for", returnPause))

@@ -221,3 +221,38 @@ func TestStateLostHoldsNewClaims(t *testing.T) {
 		t.Error("degraded after a state loss, want on shared state")
 	}
 }
+
+// TestCallsInFlightAtTheOutageCountLocally: the calls the shared store
+// admitted before it became unreachable still run, and count against the
+// replica's local share until they end.
+func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	rs := redisstore.New(c, "degraded-inflight:")
+	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+	t.Cleanup(func() { ds.Close(); rs.Close() })
+	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+	acquire := func(ticket string) store.Grant {
+		t.Helper()
+		g, err := ds.Acquire(t.Context(), store.Acquire{Domain: "dom", Ticket: ticket, Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"})
+		if err != nil {
+			t.Fatalf("Acquire(%s): %v", ticket, err)
+		}
+		return g
+	}
+
+	if g := acquire("before"); !g.Granted {
+		t.Fatalf("claim through Redis: %+v", g)
+	}
+	srv.Kill()
+	if g := acquire("during"); g.Granted || !ds.Degraded() {
+		t.Fatalf("claim while Redis is down, with the replica's share (1) held by a call admitted before: %+v (degraded %t), want it to wait",
+			g, ds.Degraded())
+	}
+	_ = ds.Release(t.Context(), "dom", "before", store.Outcome{Success: true}) // Redis is down: the shared release fails
+	if g := acquire("during"); !g.Granted {
+		t.Errorf("claim once the call admitted before the outage ended: %+v, want granted", g)
+	}
+}

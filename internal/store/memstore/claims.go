@@ -438,3 +438,47 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 	s.wake.publish(wakes)
 	return nil
 }
+
+// Reassert makes each lease of held live, with its slots and reservations
+// in its unit and limits, whatever their room: the calls it stands for run
+// already. A lease still live is left as it is. The in-process store never
+// loses its state; package degraded uses this to count, in its local
+// store, the calls a shared store admitted before it became unreachable.
+func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) error {
+	d := s.domain(domain)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for i := range held {
+		h := &held[i]
+		if l := d.leases[h.Lease]; l != nil {
+			if now.Before(l.expires) {
+				continue
+			}
+			d.drop(l)
+		}
+		c := &h.Candidate
+		u := d.unit(c.Unit.ID)
+		u.cap = c.Unit.Cap
+		u.setReserve(c.Unit.Reserve)
+		l := &lease{
+			id: h.Lease, unit: u, cred: c.Credential, expires: now.Add(h.TTL),
+			base: c.Unit.Base, max: c.Unit.Max, holds: make([]hold, 0, 1+len(c.Limits)),
+		}
+		l.holds = append(l.holds, u.reserve(c.Unit, h.Tokens, now))
+		for j := range c.Limits {
+			lim := &c.Limits[j]
+			if lim.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == lim.ID }) {
+				continue // as in limitsRoom: one slot per distinct limit
+			}
+			lu := d.unit(lim.ID)
+			lu.isLimit = true
+			lu.cap = lim.Cap
+			hl := lu.reserve(*lim, h.Tokens, now)
+			hl.base, hl.max = lim.Base, lim.Max
+			l.holds = append(l.holds, hl)
+		}
+		d.add(l)
+	}
+	return nil
+}

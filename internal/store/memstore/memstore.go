@@ -32,11 +32,12 @@ type Store struct {
 }
 
 var (
-	_ store.Claims    = (*Store)(nil)
-	_ store.Waker     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
-	_ store.Statuses  = (*Store)(nil)
-	_ store.InProcess = (*Store)(nil)
+	_ store.Claims     = (*Store)(nil)
+	_ store.Waker      = (*Store)(nil)
+	_ store.Inspector  = (*Store)(nil)
+	_ store.Statuses   = (*Store)(nil)
+	_ store.InProcess  = (*Store)(nil)
+	_ store.Reasserter = (*Store)(nil)
 )
 
 // New returns an empty store.

@@ -132,3 +132,43 @@ func BenchmarkAcquireAmong10k(b *testing.B) {
 		}
 	}
 }
+
+// TestReassert: reasserted leases hold their slots in their unit and
+// limits whatever the room (a cap of 1 holds 2), twice is once, and they
+// are released like granted ones.
+func TestReassert(t *testing.T) {
+	s := New()
+	c := store.Candidate{Unit: store.Unit{ID: "u", Cap: 1}, Credential: "c", Limits: []store.Unit{{ID: "user:a", Cap: 5}}}
+	held := []store.Held{{Lease: "r1", Candidate: c, TTL: time.Minute}, {Lease: "r2", Candidate: c, TTL: time.Minute}}
+	for range 2 {
+		if err := s.Reassert(t.Context(), "dom", held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFlight := func() (int, int) {
+		t.Helper()
+		us, err := s.Units(t.Context(), "dom", []string{"u", "user:a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return us[0].InFlight, us[1].InFlight
+	}
+	if u, lim := inFlight(); u != 2 || lim != 2 {
+		t.Errorf("after Reassert: u %d, user:a %d in flight, want 2 and 2", u, lim)
+	}
+	a := store.Acquire{Domain: "dom", Ticket: "new", Queue: "q", Candidates: []store.Candidate{c}, LeaseTTL: time.Minute}
+	if g, _ := s.Acquire(t.Context(), a); g.Granted {
+		t.Error("a new claim was granted over the reasserted leases")
+	}
+	for _, l := range []string{"r1", "r2"} {
+		if err := s.Release(t.Context(), "dom", l, store.Outcome{Success: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, _ := s.Acquire(t.Context(), a); !g.Granted {
+		t.Errorf("the claim after both releases = %+v, want granted", g)
+	}
+	if u, lim := inFlight(); u != 1 || lim != 1 {
+		t.Errorf("after the releases and one grant: u %d, user:a %d in flight, want 1 and 1", u, lim)
+	}
+}
