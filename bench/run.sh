@@ -29,14 +29,19 @@
 # measured run: usec_per_call x calls per request) and the redis-server process's CPU; and,
 # when sluice-info ran too, its CPU/req and throughput against it (issue #16
 # targets: Redis script time <= 20 µs/req, CPU/req <= 1.3x sluice-info's,
-# throughput >= 0.6x bare's).
+# throughput >= 0.6x bare's). sluice-billed is sluice-info with its key bound to
+# a billing account (a plan pricing the alias, the model costed, a top-up far
+# above what the run spends): every request is admitted on the balance view,
+# priced, and its charge written with its usage record; it is reported against
+# sluice-info (issue #12: CPU/req <= 1.05x the unbilled gateway's).
 # Rounds alternate the order of the variants to cancel drift.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 #        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
 # Environment: DURATION=15s ROUNDS=2 WARMUP=3s CONNS=64 TTFB_DURATION=10s
 #   TTFB_CONC=16 TTFB_TOKENS=16 CHUNK_DELAY=20ms VARIANTS="bare sluice-info sluice-warn"
-#   (add sluice-redis, e.g. VARIANTS="bare sluice-info sluice-redis"; needs redis-server and redis-cli)
+#   (add sluice-redis, e.g. VARIANTS="bare sluice-info sluice-redis"; needs redis-server and redis-cli;
+#   add sluice-billed, e.g. VARIANTS="sluice-info sluice-billed"; needs curl)
 #   STREAM=0 STREAM_TOKENS=16 (with STREAM=1: CONNS=256 CHUNK_DELAY=5ms)
 #   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet) NOISY=15 RETRIES=2
 #   (see run_variant) PROFILE_DIR= (when set: `perf record -g` of Sluice during each
@@ -78,6 +83,9 @@ for tool in go taskset timeout awk; do
 done
 command -v wrk >/dev/null || die "wrk not found; install it with: apt-get install -y wrk"
 VARIANTS=" $VARIANTS "
+if [[ $VARIANTS == *" sluice-billed "* ]]; then
+	command -v curl >/dev/null || die "sluice-billed needs curl; install it with: apt-get install -y curl"
+fi
 if [[ $VARIANTS == *" sluice-redis "* ]]; then
 	for tool in redis-server redis-cli; do
 		command -v "$tool" >/dev/null || die "sluice-redis needs $tool; install it with: apt-get install -y redis-server"
@@ -245,7 +253,8 @@ BENCH_ADMIN_TOKEN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d '
 # catalog writes the Sluice catalog of one run: one endpoint (the simulated
 # upstream), one credential, the alias "bench", one static virtual key; secrets
 # come from the environment; SQLite in the work directory; with a third
-# argument (a Redis URL), the shared state in that Redis.
+# argument (a Redis URL), the shared state in that Redis; with a fourth
+# (billed), the key bound to the billing account "bench" (see sluice-billed).
 catalog() {
 	cat >"$1" <<EOF
 version: 1
@@ -266,8 +275,35 @@ models:
     deployments:
       - {model: gpt-4o-mini, endpoints: [sim]}
 keys:
-  - {id: bench, tenant: bench, secret_env: BENCH_KEY}
+  - {id: bench, tenant: bench, secret_env: BENCH_KEY$([[ -n ${4:-} ]] && printf ', billing_account: bench')}
 EOF
+	[[ -n ${4:-} ]] && cat >>"$1" <<EOF
+billing:
+  currency: USD
+  plans:
+    - id: standard
+      prices:
+        - {alias: bench, input: "0.60", output: "2.40", request: "0.0001", effective_from: "2020-01-01T00:00:00Z"}
+  costs:
+    - {model: gpt-4o-mini, input: "0.15", output: "0.60", effective_from: "2020-01-01T00:00:00Z"}
+  accounts:
+    - {id: bench, plan: standard, max_inflight: 1024}
+EOF
+	return 0
+}
+
+# fund_billed tops up the billing account of sluice-billed at admin address
+# $1 and waits (10s at most) until the gateway at $2 admits a request: its
+# balance view reads the store every second.
+fund_billed() {
+	curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $BENCH_ADMIN_TOKEN" -H 'Content-Type: application/json' \
+		-d '{"amount":"1000000000.00"}' "http://$1/admin/billing/accounts/bench/topup" || die "top-up failed"
+	for _ in $(seq 100); do
+		curl -fsS -o /dev/null -H "Authorization: Bearer $BENCH_KEY" -H 'Content-Type: application/json' \
+			-d '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' "http://$2/v1/chat/completions" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	die "sluice-billed still refuses requests 10s after its top-up"
 }
 
 # start_proxy starts variant $1 (run tag $2) on core $PROXY_CPU; sets PROXY_PID
@@ -281,20 +317,26 @@ start_proxy() {
 		PIDS+=("$PROXY_PID")
 		PROXY_ADDR=$(address "$out" 'listening on ' "$PROXY_PID") || die "bareproxy did not start"
 		;;
-	sluice-info | sluice-warn | sluice-redis)
-		local level=${variant#sluice-} err=/dev/null redis_url=
+	sluice-info | sluice-warn | sluice-redis | sluice-billed)
+		local level=${variant#sluice-} err=/dev/null redis_url= billed=
 		[[ $level == warn ]] && err="$WORK/$variant-$tag.err" # warnings would mean trouble: keep them
 		if [[ $variant == sluice-redis ]]; then
 			level=info
 			redis_url="redis://127.0.0.1:$REDIS_PORT/0"
 			redis-cli -p "$REDIS_PORT" flushall >/dev/null # each run starts from empty state
 		fi
-		catalog "$WORK/$variant-$tag.yaml" "$WORK/$variant-$tag.db" "$redis_url"
+		if [[ $variant == sluice-billed ]]; then
+			level=info billed=billed
+		fi
+		catalog "$WORK/$variant-$tag.yaml" "$WORK/$variant-$tag.db" "$redis_url" "$billed"
 		BENCH_UPSTREAM_SECRET=$BENCH_UPSTREAM_SECRET BENCH_ADMIN_TOKEN=$BENCH_ADMIN_TOKEN \
 			taskset -c "$PROXY_CPU" "$WORK/sluice" serve --config "$WORK/$variant-$tag.yaml" --log-level "$level" >"$out" 2>"$err" &
 		PROXY_PID=$!
 		PIDS+=("$PROXY_PID")
 		PROXY_ADDR=$(address "$out" 'data plane +' "$PROXY_PID") || die "sluice did not start"
+		if [[ -n $billed ]]; then
+			fund_billed "$(address "$out" 'admin +' "$PROXY_PID")" "$PROXY_ADDR"
+		fi
 		;;
 	*) die "unknown variant $variant" ;;
 	esac
@@ -513,6 +555,20 @@ if grep -q '^sluice-redis' "$RESULTS"; then
 				(rps[v] / c) / (rps[i] / n[i])) : " | - | -")
 			line = line ((b in n) ? sprintf(" | %.2f %s |", (rps[v] / c) / (rps[b] / n[b]), pf((rps[v] / c) / (rps[b] / n[b]) >= 0.6)) : " | - |")
 			print line
+		}' "$RESULTS"
+	echo
+fi
+if grep -q '^sluice-billed' "$RESULTS" && grep -q '^sluice-info' "$RESULTS"; then
+	echo
+	echo "Billing (sluice-billed against sluice-info; target: CPU/req <= 1.05x):"
+	echo
+	awk -F'\t' '
+		{ n[$1]++; rps[$1] += $3; cpu[$1] += $6 }
+		END {
+			v = "sluice-billed"; i = "sluice-info"; r = (cpu[v] / n[v]) / (cpu[i] / n[i])
+			print "| CPU µs/req billed | CPU µs/req unbilled | CPU/req ratio | req/s ratio |"
+			print "| ---: | ---: | ---: | ---: |"
+			printf "| %.1f | %.1f | %.3f %s | %.2f |\n", cpu[v] / n[v], cpu[i] / n[i], r, r <= 1.05 ? "PASS" : "FAIL", (rps[v] / n[v]) / (rps[i] / n[i])
 		}' "$RESULTS"
 	echo
 fi
