@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // long enough that the calls made meanwhile wait for a worker.
 type sendLog struct {
 	delay time.Duration
+	held  atomic.Int32 // calls being held
 
 	mu        sync.Mutex
 	sent      [][]any // the args of every FCALL sent
@@ -36,6 +38,7 @@ func (l *sendLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (l *sendLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
 		if c.Name() == "fcall" {
+			l.held.Add(1)
 			time.Sleep(l.delay)
 		}
 		l.mu.Lock()
@@ -112,10 +115,14 @@ func TestPipelinedCallKeepsItsDeadline(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	for i := range pipelineWorkers { // occupy every worker
+	for i := range pipelineWorkers { // occupy every worker, one call each
 		wg.Go(func() { acquire(t, s, req(fmt.Sprintf("busy%d", i), cand("u", 10, "c"))) })
+		for deadline := time.Now().Add(2 * time.Second); log.held.Load() < int32(i+1); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("call busy%d not sent", i)
+			}
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // the workers hold their calls
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
