@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,26 +16,19 @@ import (
 	"github.com/sluicehq/sluice/internal/testenv"
 )
 
-// billedCatalog is catalogTemplate billed: the key is bound to the billing
-// account "bench", whose plan prices the alias per token and per request,
-// with the deployment's model costed, and whose concurrency (max_inflight)
-// is far above the benchmark's callers, so that no request waits for it.
-// Every request then goes through admission on the balance view, the
-// billing:bench concurrency unit, pricing, and settlement, its charge
-// written in the usage record's transaction.
+// billingSection is the billing section of the billed catalogs, shared
+// with bench/run.sh's sluice-billed.
+//
+//go:embed billing.yaml
+var billingSection string
+
+// billedCatalog is catalogTemplate billed (see billing.yaml): every request
+// then goes through admission on the balance view, the billing:bench
+// concurrency unit, pricing, and settlement, its charge written in the
+// usage record's transaction.
 var billedCatalog = strings.Replace(catalogTemplate,
 	"{id: bench, tenant: bench, secret_env: BENCH_KEY}",
-	"{id: bench, tenant: bench, secret_env: BENCH_KEY, billing_account: bench}", 1) + `billing:
-  currency: USD
-  plans:
-    - id: standard
-      prices:
-        - {alias: bench, input: "0.60", output: "2.40", request: "0.0001", effective_from: "2020-01-01T00:00:00Z"}
-  costs:
-    - {model: gpt-4o-mini, input: "0.15", output: "0.60", effective_from: "2020-01-01T00:00:00Z"}
-  accounts:
-    - {id: bench, plan: standard, max_inflight: 1024}
-`
+	"{id: bench, tenant: bench, secret_env: BENCH_KEY, billing_account: bench}", 1) + billingSection
 
 // onPostgres is catalog (of catalogTemplate's layout) with its database in
 // PostgreSQL, a schema of its own, when SLUICE_BENCH_DB is postgres, and

@@ -277,19 +277,9 @@ models:
 keys:
   - {id: bench, tenant: bench, secret_env: BENCH_KEY$([[ -n ${4:-} ]] && printf ', billing_account: bench')}
 EOF
-	[[ -n ${4:-} ]] && cat >>"$1" <<EOF
-billing:
-  currency: USD
-  plans:
-    - id: standard
-      prices:
-        - {alias: bench, input: "0.60", output: "2.40", request: "0.0001", effective_from: "2020-01-01T00:00:00Z"}
-  costs:
-    - {model: gpt-4o-mini, input: "0.15", output: "0.60", effective_from: "2020-01-01T00:00:00Z"}
-  accounts:
-    - {id: bench, plan: standard, max_inflight: 1024}
-EOF
-	return 0
+	if [[ -n ${4:-} ]]; then
+		cat "$ROOT/bench/billing.yaml" >>"$1"
+	fi
 }
 
 # fund_billed tops up the billing account of sluice-billed at admin address

@@ -382,6 +382,13 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 		prefix = "sluice:"
 	}
 	s := redisstore.New(client, prefix)
+	// Loaded now, the first decisions cost one round trip each, and a
+	// Redis without Functions (before 7.0) is refused here, not on the
+	// first request.
+	if err := s.Load(pctx); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("load the capacity functions into redis (Redis 7 or later is needed): %w", err)
+	}
 	if n, err := s.MigrateJobs(pctx); err != nil {
 		client.Close()
 		return nil, nil, fmt.Errorf("move job bindings to their shards: %w", err)
