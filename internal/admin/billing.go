@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -199,7 +198,8 @@ func (s *server) findAccount(ctx context.Context, b Billing, id string) (*Billin
 }
 
 func accountSpec(a ledger.BillingAccount) BillingAccountSpec {
-	return BillingAccountSpec{Plan: a.Plan, MaxInflight: max(a.MaxInflight, 1), OnLimit: cmp.Or(a.OnLimit, sluice.OnLimitWait),
+	a = a.WithDefaults()
+	return BillingAccountSpec{Plan: a.Plan, MaxInflight: a.MaxInflight, OnLimit: a.OnLimit,
 		Reserve: a.Reserve, Allowance: a.Allowance, Cycle: a.Cycle, Budgets: Budgets{Day: a.Budgets.Day, Month: a.Budgets.Month}}
 }
 
@@ -275,14 +275,8 @@ func (s *server) putBillingAccount(w http.ResponseWriter, r *http.Request) error
 	if slices.ContainsFunc(d.Accounts, func(a ledger.BillingAccount) bool { return a.ID == id }) {
 		return &sluice.Error{Code: CodeBillingAccountReadOnly, Msg: fmt.Sprintf("billing account %q is declared in the catalog: change it there, not through the admin API", id)}
 	}
-	a := ledger.BillingAccount{ID: id, Plan: strings.TrimSpace(spec.Plan), MaxInflight: max(spec.MaxInflight, 1), OnLimit: cmp.Or(spec.OnLimit, sluice.OnLimitWait),
-		Reserve: spec.Reserve, Allowance: spec.Allowance, Cycle: spec.Cycle, Budgets: ledger.Budgets{Day: spec.Budgets.Day, Month: spec.Budgets.Month}}
-	if spec.MaxInflight < 0 {
-		a.MaxInflight = spec.MaxInflight // Validate names it
-	}
-	if a.Allowance > 0 {
-		a.Cycle = cmp.Or(a.Cycle, ledger.CycleMonth)
-	}
+	a := ledger.BillingAccount{ID: id, Plan: strings.TrimSpace(spec.Plan), MaxInflight: spec.MaxInflight, OnLimit: spec.OnLimit,
+		Reserve: spec.Reserve, Allowance: spec.Allowance, Cycle: spec.Cycle, Budgets: ledger.Budgets{Day: spec.Budgets.Day, Month: spec.Budgets.Month}}.WithDefaults()
 	if err := a.Validate(); err != nil {
 		return invalid("%s", err.Error())
 	}

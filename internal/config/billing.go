@@ -130,13 +130,8 @@ func applyBillingDefaults(b *Billing) {
 	}
 	for i := range b.Accounts {
 		a := &b.Accounts[i]
-		if a.MaxInflight == 0 {
-			a.MaxInflight = 1
-		}
-		setString(&a.OnLimit, sluice.OnLimitWait)
-		if a.Allowance > 0 {
-			setString(&a.Cycle, ledger.CycleMonth)
-		}
+		d := a.Ledger().WithDefaults()
+		a.MaxInflight, a.OnLimit, a.Cycle = d.MaxInflight, d.OnLimit, d.Cycle
 	}
 }
 

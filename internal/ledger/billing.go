@@ -128,6 +128,21 @@ func AllowanceRequestID(account string, start time.Time) string {
 }
 
 // Validate reports an account without ID or plan, or with settings out of range.
+// WithDefaults is a with what it leaves unset at its default: max_inflight
+// 1, on_limit wait and, with an allowance, cycle month. The catalog's
+// accounts and the admin API's get them from here alike. A negative
+// max_inflight is kept, for Validate to name.
+func (a BillingAccount) WithDefaults() BillingAccount {
+	if a.MaxInflight == 0 {
+		a.MaxInflight = 1
+	}
+	a.OnLimit = cmp.Or(a.OnLimit, sluice.OnLimitWait)
+	if a.Allowance > 0 {
+		a.Cycle = cmp.Or(a.Cycle, CycleMonth)
+	}
+	return a
+}
+
 func (a *BillingAccount) Validate() error {
 	switch {
 	case a.ID == "":

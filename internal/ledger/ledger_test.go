@@ -25,3 +25,17 @@ func TestPolicyCountOnExpected(t *testing.T) {
 		})
 	}
 }
+
+func TestBillingAccountDefaults(t *testing.T) {
+	for _, tt := range []struct{ in, want ledger.BillingAccount }{
+		{ledger.BillingAccount{ID: "a"}, ledger.BillingAccount{ID: "a", MaxInflight: 1, OnLimit: "wait"}},
+		{ledger.BillingAccount{ID: "a", MaxInflight: 4, OnLimit: "refuse", Allowance: 5, Cycle: "day"},
+			ledger.BillingAccount{ID: "a", MaxInflight: 4, OnLimit: "refuse", Allowance: 5, Cycle: "day"}},
+		{ledger.BillingAccount{ID: "a", Allowance: 5}, ledger.BillingAccount{ID: "a", MaxInflight: 1, OnLimit: "wait", Allowance: 5, Cycle: "month"}},
+		{ledger.BillingAccount{ID: "a", MaxInflight: -1}, ledger.BillingAccount{ID: "a", MaxInflight: -1, OnLimit: "wait"}}, // for Validate to name
+	} {
+		if got := tt.in.WithDefaults(); got != tt.want {
+			t.Errorf("%+v.WithDefaults() = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
