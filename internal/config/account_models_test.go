@@ -6,11 +6,7 @@ import (
 )
 
 func TestValidateAccountModels(t *testing.T) {
-	tests := []struct {
-		name string
-		give func(c *Catalog)
-		want string // "" = valid
-	}{
+	checkValidate(t, []validateCase{
 		{"AnyModelWhenACredentialServesAny", func(c *Catalog) {
 			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {MaxInflight: 1, RPM: 60, TPM: 1000}}
 		}, ""},
@@ -32,20 +28,7 @@ func TestValidateAccountModels(t *testing.T) {
 		{"NegativeLimit", func(c *Catalog) {
 			c.Accounts[0].Models = map[string]AccountModel{"gpt-4o-mini": {TPM: -1}}
 		}, "accounts[0].models.gpt-4o-mini.tpm: must be >= 0"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := base(t)
-			tt.give(c)
-			err := Validate(c, lookup(testEnv))
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestDecodeAccountModels(t *testing.T) {

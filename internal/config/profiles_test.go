@@ -1,16 +1,9 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestValidateProfiles(t *testing.T) {
-	tests := []struct {
-		name string
-		give func(c *Catalog)
-		want string // "" = valid
-	}{
+	checkValidate(t, []validateCase{
 		{"Valid", func(c *Catalog) {
 			c.TaskTypes = []TaskType{{ID: "parse"}}
 			c.Profiles = []Profile{{ID: "free", UserLimits: Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]TaskLimits{"parse": {MaxInflight: 1, DailyRequests: 20}},
@@ -37,18 +30,5 @@ func TestValidateProfiles(t *testing.T) {
 		{"UnknownDefaultProfile", func(c *Catalog) { c.Tenants = []Tenant{{ID: "acme", DefaultProfile: "gold"}} }, `tenants[0].default_profile: unknown profile "gold"`},
 		{"UnknownAssertion", func(c *Catalog) { c.Keys[0].Assert = []string{"tenant"} }, `keys[0].assert[0]: must be user or profile, got "tenant"`},
 		{"DuplicateAssertion", func(c *Catalog) { c.Keys[0].Assert = []string{"user", "user"} }, `keys[0].assert[1]: duplicate "user"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := base(t)
-			tt.give(c)
-			err := Validate(c, lookup(testEnv))
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	})
 }

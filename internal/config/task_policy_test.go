@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestValidateTaskPolicy(t *testing.T) {
 	withTask := func(tt TaskType) func(c *Catalog) {
@@ -12,11 +9,7 @@ func TestValidateTaskPolicy(t *testing.T) {
 			c.TaskTypes = append(c.TaskTypes, tt)
 		}
 	}
-	tests := []struct {
-		name string
-		give func(c *Catalog)
-		want string // a substring of the error; "" = valid
-	}{
+	checkValidate(t, []validateCase{
 		{"pool and table", withTask(TaskType{ID: "parse", Pool: "background",
 			Priority: TaskPriority{"paid": "interactive", "free": "standard", "default": "background"}}), ""},
 		{"unknown pool", withTask(TaskType{ID: "parse", Pool: "nope"}), `task_types[0].pool: unknown pool "nope"`},
@@ -25,20 +18,7 @@ func TestValidateTaskPolicy(t *testing.T) {
 		{"unknown class", withTask(TaskType{ID: "parse", Priority: TaskPriority{"default": "urgent"}}),
 			`task_types[0].priority.default: must be interactive, standard or background, got "urgent"`},
 		{"submit rpm negative", func(c *Catalog) { c.Credentials[0].SubmitRPM = -1 }, "credentials[0].submit_rpm: must be >= 0"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := base(t)
-			tt.give(c)
-			err := Validate(c, lookup(testEnv))
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestTaskPriorityClass(t *testing.T) {
