@@ -45,12 +45,26 @@ type errorBody struct {
 		Type    string          `json:"type"`
 		Code    json.RawMessage `json:"code"` // a string, a number or null
 		// Google's envelope (Gemini): a gRPC status name and typed details.
-		Status  string            `json:"status"`
-		Details []json.RawMessage `json:"details"`
+		Status  string         `json:"status"`
+		Details []googleDetail `json:"details"`
 	} `json:"error"`
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
 	Detail  json.RawMessage `json:"detail"` // fal: a string, or a list of validation errors
+
+	// whole says the body decoded without error. A body that did not
+	// (not JSON, or a field of another type) still classifies by what
+	// did decode, but says nothing of a model's quota or a wait.
+	whole bool
+}
+
+// decodeError decodes an error answer's body once, for everything that
+// reads it: its class, whether a rate limit is one model's, and the wait
+// Google's envelope asks for.
+func decodeError(body []byte) errorBody {
+	var e errorBody
+	e.whole = json.Unmarshal(body, &e) == nil // an HTML or empty body leaves e empty, which is informative too
+	return e
 }
 
 // rateMarkers are codes and message texts that mean a throttle whatever the
@@ -74,8 +88,12 @@ var billingMarkers = []string{
 // code and type, and for the documented cases the message; never the status
 // alone (reference/upstream-errors.md).
 func Classify(status int, body []byte) Class {
-	var e errorBody
-	_ = json.Unmarshal(body, &e) // an HTML or empty body leaves e empty, which is informative too
+	e := decodeError(body)
+	return e.class(status)
+}
+
+// class is Classify of a decoded body.
+func (e *errorBody) class(status int) Class {
 	code := strings.ToLower(strings.Trim(string(e.Error.Code), `"`) + " " + e.Error.Type + " " + e.Code)
 	msg := strings.ToLower(e.Error.Message + " " + e.Message + " " + string(e.Detail))
 	has := func(markers []string) bool {
@@ -86,7 +104,7 @@ func Classify(status int, body []byte) Class {
 		}
 		return false
 	}
-	if class, ok := classifyGoogle(&e); ok {
+	if class, ok := classifyGoogle(e); ok {
 		return class // before the markers: Gemini's per-minute 429 says "check your plan and billing"
 	}
 	switch {
@@ -205,8 +223,13 @@ var openAIModelLimit = regexp.MustCompile(`rate limit reached for (\S+) in organ
 // provider that does not say — is the account's: when unsure, the account
 // cools.
 func ModelScoped(body []byte) bool {
-	var e errorBody
-	if json.Unmarshal(body, &e) != nil {
+	e := decodeError(body)
+	return e.modelScoped()
+}
+
+// modelScoped is ModelScoped of a decoded body.
+func (e *errorBody) modelScoped() bool {
+	if !e.whole {
 		return false
 	}
 	code := strings.ToLower(strings.Trim(string(e.Error.Code), `"`) + " " + e.Error.Type + " " + e.Code)

@@ -233,13 +233,14 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 
 // classifyRejection records what a non-2xx answer with body means.
 func classifyRejection(a *Attempt, resp *http.Response, body []byte) {
-	a.Class = Classify(resp.StatusCode, body)
+	e := decodeError(body)
+	a.Class = e.class(resp.StatusCode)
 	a.Err = fmt.Errorf("upstream answered %d", resp.StatusCode)
 	if a.Class == ClassRate {
-		a.ModelScoped = ModelScoped(body)
+		a.ModelScoped = e.modelScoped()
 		now := time.Now()
 		if a.RetryAfter = RetryAfter(resp.Header, now); a.RetryAfter == 0 {
-			a.RetryAfter = googleRetryAfter(body, now) // Gemini says it in the body
+			a.RetryAfter = e.googleRetryAfter(now) // Gemini says it in the body
 		}
 	}
 }

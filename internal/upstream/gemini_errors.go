@@ -18,17 +18,16 @@ type googleDetail struct {
 	} `json:"violations"`
 }
 
-// googleDetails decodes the details of a Google error; those that do not
-// decode are left out.
-func googleDetails(raw []json.RawMessage) []googleDetail {
-	out := make([]googleDetail, 0, len(raw))
-	for _, r := range raw {
-		var d googleDetail
-		if json.Unmarshal(r, &d) == nil {
-			out = append(out, d)
-		}
+// UnmarshalJSON decodes a detail of a Google error, leaving one that does
+// not decode (not an object, a field of another type) empty, so that it
+// says nothing and the rest of the error body still decodes.
+func (d *googleDetail) UnmarshalJSON(b []byte) error {
+	type plain googleDetail // without this method
+	var p plain
+	if json.Unmarshal(b, &p) == nil {
+		*d = googleDetail(p)
 	}
-	return out
+	return nil
 }
 
 // classifyGoogle sorts an error in Google's envelope (a gRPC status name
@@ -53,7 +52,7 @@ func classifyGoogle(e *errorBody) (Class, bool) {
 	case "FAILED_PRECONDITION":
 		return ClassBilling, true
 	case "PERMISSION_DENIED":
-		for _, d := range googleDetails(e.Error.Details) {
+		for _, d := range e.Error.Details {
 			if d.Reason == "BILLING_DISABLED" {
 				return ClassBilling, true // Vertex AI on a project whose billing is off
 			}
@@ -65,7 +64,7 @@ func classifyGoogle(e *errorBody) (Class, bool) {
 	case "UNAUTHENTICATED":
 		return ClassAuth, true
 	case "INVALID_ARGUMENT":
-		for _, d := range googleDetails(e.Error.Details) {
+		for _, d := range e.Error.Details {
 			if d.Reason == "API_KEY_INVALID" {
 				return ClassAuth, true
 			}
@@ -83,15 +82,15 @@ func classifyGoogle(e *errorBody) (Class, bool) {
 // "Please retry in 26.1s" of its message. A per-day quota (a QuotaFailure
 // whose quotaId says PerDay) is not back before its daily reset, midnight
 // Pacific time, so the wait runs at least until then (the account's
-// cooldown.max caps it). 0 when the body says nothing.
-func googleRetryAfter(body []byte, now time.Time) time.Duration {
-	var e errorBody
-	if json.Unmarshal(body, &e) != nil || e.Error.Status == "" {
+// cooldown.max caps it). 0 when the body says nothing, and for a body
+// that is not in Google's envelope (no error.status).
+func (e *errorBody) googleRetryAfter(now time.Time) time.Duration {
+	if !e.whole || e.Error.Status == "" {
 		return 0
 	}
 	var wait time.Duration
 	daily := false
-	for _, d := range googleDetails(e.Error.Details) {
+	for _, d := range e.Error.Details {
 		if d.RetryDelay != "" {
 			if v, ok := parseAmount(strings.TrimSuffix(d.RetryDelay, "s"), time.Second); ok {
 				wait = v

@@ -100,14 +100,54 @@ func TestGeminiClassify(t *testing.T) {
 		}
 	}
 	now := time.Date(2026, 3, 10, 20, 0, 0, 0, time.UTC) // 12:00 PST
-	if got := googleRetryAfter([]byte(perMinute), now); got != 26*time.Second {
+	if got := retryAfterOf(perMinute, now); got != 26*time.Second {
 		t.Errorf("per-minute retry = %v, want the RetryInfo's 26s", got)
 	}
-	if got := googleRetryAfter([]byte(strings.Replace(perMinute, `,{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}`, "", 1)), now); got != 26300*time.Millisecond {
+	if got := retryAfterOf(strings.Replace(perMinute, `,{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}`, "", 1), now); got != 26300*time.Millisecond {
 		t.Errorf("retry from the message = %v, want 26.3s", got)
 	}
-	if got := googleRetryAfter([]byte(perDay), now); got != 12*time.Hour {
+	if got := retryAfterOf(perDay, now); got != 12*time.Hour {
 		t.Errorf("per-day retry = %v, want until midnight Pacific (12h)", got)
+	}
+	// A detail that does not decode says nothing; the others still count.
+	if got := retryAfterOf(strings.Replace(perMinute, `"details":[`, `"details":[5,{"reason":7},`, 1), now); got != 26*time.Second {
+		t.Errorf("retry beside undecodable details = %v, want the RetryInfo's 26s", got)
+	}
+}
+
+// retryAfterOf is the wait that the rejected answer body asks for.
+func retryAfterOf(body string, now time.Time) time.Duration {
+	e := decodeError([]byte(body))
+	return e.googleRetryAfter(now)
+}
+
+// TestClassifyRejection: one read of a rejected answer gives its class,
+// its model scope and its wait, and only Google's envelope is read for a
+// wait ("retry in" in another provider's message is not one).
+func TestClassifyRejection(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		header      http.Header
+		body        string
+		class       Class
+		modelScoped bool
+		wait        time.Duration
+	}{
+		{"GeminiPerMinute", 429, nil, `{"error":{"code":429,"message":"Please retry in 26.3s.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}`, ClassRate, false, 26 * time.Second},
+		{"HeaderFirst", 429, http.Header{"Retry-After": {"3"}}, `{"error":{"code":429,"message":"Please retry in 26.3s.","status":"RESOURCE_EXHAUSTED"}}`, ClassRate, false, 3 * time.Second},
+		{"OpenAIPerModel", 429, nil, `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on tokens per min (TPM). Please retry in 2s.","type":"tokens","code":"rate_limit_exceeded"}}`, ClassRate, true, 0},
+		{"NotWhole", 429, nil, `{"error":{"message":"Please retry in 2s.","status":"RESOURCE_EXHAUSTED","code":429,"type":1},"code":"Throttling.RateQuota"}`, ClassRate, false, 0},
+		{"NotRate", 503, nil, `{"error":{"code":503,"message":"Please retry in 2s.","status":"UNAVAILABLE"}}`, ClassEndpoint, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Attempt
+			classifyRejection(&a, &http.Response{StatusCode: tt.status, Header: tt.header}, []byte(tt.body))
+			if a.Class != tt.class || a.ModelScoped != tt.modelScoped || a.RetryAfter != tt.wait {
+				t.Errorf("class %v, model-scoped %v, wait %v; want %v, %v, %v", a.Class, a.ModelScoped, a.RetryAfter, tt.class, tt.modelScoped, tt.wait)
+			}
+		})
 	}
 }
 
