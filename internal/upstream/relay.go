@@ -73,6 +73,10 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	}
 	var em *emitter // a translator's events go through it; a passthrough writes the upstream's
 	var emit func(adapter.Event) error
+	// name is the last event's name as a string, for the translator: most
+	// events repeat the one before's (content_block_delta, …), which then
+	// costs no allocation.
+	var name string
 	if x.tr != nil {
 		em = &emitter{out: sse.NewWriter(w), rc: http.NewResponseController(w), idle: idle, secret: x.secret}
 		emit = em.emit
@@ -95,7 +99,10 @@ loop:
 			var werr error
 			switch {
 			case x.tr != nil:
-				if terr := x.tr.Event(adapter.Event{Name: string(ev.Name), Data: ev.Data}, emit); terr != nil && em.err == nil {
+				if string(ev.Name) != name {
+					name = string(ev.Name)
+				}
+				if terr := x.tr.Event(adapter.Event{Name: name, Data: ev.Data}, emit); terr != nil && em.err == nil {
 					// The translator cannot carry what the upstream sent:
 					// the stream failed, as if the event were malformed.
 					err = fmt.Errorf("translate a stream event: %w", terr)
