@@ -452,6 +452,11 @@ func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) 
 		// leases keep counting here until the hand-over moves them.
 		held = slices.DeleteFunc(slices.Clone(held), func(h store.Held) bool { return s.isLocal(domain, h.Lease) })
 	}
+	return s.reassert(ctx, domain, held)
+}
+
+// reassert is Reassert, local leases included: the hand-over's.
+func (s *Store) reassert(ctx context.Context, domain string, held []store.Held) error {
 	if err := s.shared.Reassert(ctx, domain, held); err != nil {
 		return err
 	}
@@ -592,9 +597,9 @@ func (s *Store) handOver(ctx context.Context) error {
 		err := s.shared.Renew(ctx, domain, ids, ttl)
 		switch {
 		case errors.Is(err, store.ErrStateLost):
-			err = s.Reassert(ctx, domain, append(held.local, held.remote...))
+			err = s.reassert(ctx, domain, append(held.local, held.remote...))
 		case err == nil && len(held.local) > 0:
-			err = s.Reassert(ctx, domain, held.local)
+			err = s.reassert(ctx, domain, held.local)
 		}
 		if err != nil {
 			return err

@@ -256,3 +256,38 @@ func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
 		t.Errorf("claim once the call admitted before the outage ended: %+v, want granted", g)
 	}
 }
+
+// TestLocalClaimsCountInRedisAfterTheReturn: a claim granted locally while
+// Redis was down, still running when Redis comes back (empty), counts
+// there from the return on.
+func TestLocalClaimsCountInRedisAfterTheReturn(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	rs := redisstore.New(c, "degraded-return:")
+	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+	t.Cleanup(func() { ds.Close(); rs.Close() })
+	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+	a := store.Acquire{Domain: "dom", Ticket: "first", Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"}
+	if g, err := ds.Acquire(t.Context(), a); err != nil || !g.Granted { // the domain's state is known
+		t.Fatalf("claim through Redis: %+v, %v", g, err)
+	}
+	if err := ds.Release(t.Context(), "dom", "first", store.Outcome{Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	a.Ticket = "local"
+	if g, _ := ds.Acquire(t.Context(), a); !g.Granted || !ds.Degraded() {
+		t.Fatalf("claim while Redis is down: %+v (degraded %t), want granted locally", g, ds.Degraded())
+	}
+	srv.Start()
+	waitUntil(t, "the replica back on Redis", func() bool { return !ds.Degraded() })
+	us, err := rs.Units(t.Context(), "dom", []string{"acct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us[0].InFlight != 1 {
+		t.Errorf("Redis counts %d claims on the unit after the return, want the local one still running (1)", us[0].InFlight)
+	}
+}
