@@ -21,10 +21,10 @@ import (
 	"github.com/sluicehq/sluice/internal/testenv"
 )
 
-// billingTemplate is catalogTemplate's layout (database path, state, simA,
-// simB) billed: every request of "fast" costs 1.00 under plan standard;
-// "unpriced" has no price. Key web is bound to acme (its concurrency and
-// on_limit are ACCOUNT), key scoped to no account. BUDGETS is web's.
+// billingTemplate is catalogTemplate's layout (fastOnEpA) billed: every
+// request of "fast" costs 1.00 under plan standard; "unpriced" has no
+// price. Key web is bound to acme (its concurrency and on_limit are
+// ACCOUNT), key scoped to no account. BUDGETS is web's.
 const billingTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -32,17 +32,7 @@ server:
   admin_token_env: ADMIN_TOKEN
   wait_timeout: 10s
   timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: {url: "sqlite://%s"}
-state: %s
-endpoints:
-  - {id: ep-a, base_url: %s, protocols: [openai.chat]}
-  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
-credentials:
-  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
-models:
-  - alias: fast
-    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
-  - alias: unpriced
+` + fastOnEpA + `  - alias: unpriced
     deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
 keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, billing_account: acme BUDGETS}
@@ -58,13 +48,17 @@ PRICES  costs:
     - {id: acme, plan: standard, ACCOUNT}
 `
 
-// billed starts a gateway on billingTemplate with acme's settings account
-// (e.g. "max_inflight: 1"), web's budgets (", budgets: {…}" or ""), and
-// further prices of plan standard (YAML list items, or "").
+// billingDoc is billingTemplate with acme's settings account (e.g.
+// "max_inflight: 1"), web's budgets (", budgets: {…}" or ""), and further
+// prices of plan standard (YAML list items, or "").
+func billingDoc(account, budgets, prices string) string {
+	return strings.NewReplacer("ACCOUNT", account, " BUDGETS", budgets, "PRICES", prices).Replace(billingTemplate)
+}
+
+// billed starts a gateway on billingDoc(account, budgets, prices).
 func billed(t *testing.T, account, budgets, prices string, sim simulator.Options) *harness {
 	t.Helper()
-	doc := strings.NewReplacer("ACCOUNT", account, " BUDGETS", budgets, "PRICES", prices).Replace(billingTemplate)
-	return newHarnessWith(t, doc, "{backend: memory}", sim)
+	return newHarnessWith(t, billingDoc(account, budgets, prices), "{backend: memory}", sim)
 }
 
 // ledgerOf opens the gateway's ledger store on a handle of its own.
@@ -108,6 +102,23 @@ func sdkErr(t *testing.T, h *harness, key, model string) *openai.Error {
 		t.Fatalf("%s: %v, want an API error", model, err)
 	}
 	return e
+}
+
+// startStream starts a long stream of key's through h in the background,
+// waits until it is upstream, and returns where its error will arrive.
+func startStream(t *testing.T, h *harness, key string) <-chan error {
+	t.Helper()
+	stream := make(chan error)
+	go func() {
+		s := h.sdk(key).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: "fast", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me a long story")},
+		})
+		for s.Next() {
+		}
+		stream <- s.Err()
+	}()
+	eventually(t, 2*time.Second, "the stream upstream", func() bool { return h.simA.InFlight() == 1 })
+	return stream
 }
 
 func wantCode(t *testing.T, what string, e *openai.Error, status int, code string) {
@@ -190,21 +201,12 @@ func TestBillingPriceFixedAtAdmission(t *testing.T) {
 	l := ledgerOf(t, h)
 	topUp(t, h, l, "acme", "100.00")
 
-	stream := make(chan error)
-	go func() {
-		s := h.sdk(keyWeb).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model: "fast", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me a long story")},
-		})
-		for s.Next() {
-		}
-		stream <- s.Err()
-	}()
-	eventually(t, 2*time.Second, "the stream upstream", func() bool { return h.simA.InFlight() == 1 })
+	stream := startStream(t, h, keyWeb)
 	from := time.Now().Add(time.Second).Truncate(time.Second)
 	version := h.gw.Live().Load().Version
-	doc := strings.NewReplacer("ACCOUNT", "max_inflight: 2", " BUDGETS", "",
-		"PRICES", fmt.Sprintf("        - {alias: fast, request: \"2.00\", effective_from: %q}\n", from.Format(time.RFC3339))).Replace(billingTemplate)
-	h.writeCatalog(fmt.Sprintf(doc, h.dbPath, h.state, h.srvA.URL, h.srvB.URL))
+	h.template = billingDoc("max_inflight: 2", "",
+		fmt.Sprintf("        - {alias: fast, request: \"2.00\", effective_from: %q}\n", from.Format(time.RFC3339)))
+	h.writeCatalog(h.catalog())
 	eventually(t, 3*time.Second, "the new price serving", func() bool { return h.gw.Live().Load().Version > version })
 	if err := <-stream; err != nil {
 		t.Fatalf("stream: %v", err)
@@ -235,12 +237,8 @@ func TestBillingPriceFixedAtAdmission(t *testing.T) {
 func TestBillingStoreUnreachable(t *testing.T) {
 	url := testenv.Postgres(t)
 	dir := t.TempDir()
-	database := fmt.Sprintf(`{url: %q, spool_dir: %q}`, url, dir+"/spool-billed")
-	tmpl := strings.Replace(billingTemplate, `{url: "sqlite://%s"}`, "%.0s"+database, 1)
-	doc := strings.NewReplacer("ACCOUNT", "max_inflight: 4", " BUDGETS", "", "PRICES", "").Replace(tmpl)
-	h := newHarnessWith(t, doc, "{backend: memory}", simulator.Options{})
-	plain := newHarnessWith(t, strings.Replace(catalogTemplate, `{url: "sqlite://%s"}`,
-		"%.0s"+fmt.Sprintf(`{url: %q, spool_dir: %q}`, url, dir+"/spool-plain"), 1), "{backend: memory}", simulator.Options{})
+	h := newHarnessWith(t, onPostgres(billingDoc("max_inflight: 4", "", ""), url, dir+"/spool-billed"), "{backend: memory}", simulator.Options{})
+	plain := newHarnessWith(t, onPostgres(catalogTemplate, url, dir+"/spool-plain"), "{backend: memory}", simulator.Options{})
 
 	db, err := sqldb.Open(t.Context(), url)
 	if err != nil {

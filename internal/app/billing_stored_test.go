@@ -1,25 +1,20 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/simulator"
-	"github.com/sluicehq/sluice/internal/testenv"
 )
 
-// storedBillingTemplate is catalogTemplate's layout (database, state,
-// simA, simB) billed from the admin API alone: its billing section is a
-// currency, and its one key is bound to a billing account it does not
-// declare.
+// storedBillingTemplate is catalogTemplate's layout (fastOnEpA) billed
+// from the admin API alone: its billing section is a currency, and its one
+// key is bound to a billing account it does not declare.
 const storedBillingTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -27,17 +22,7 @@ server:
   admin_token_env: ADMIN_TOKEN
   wait_timeout: 10s
   timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: DATABASE%.0s
-state: %s
-endpoints:
-  - {id: ep-a, base_url: %s, protocols: [openai.chat]}
-  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
-credentials:
-  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
-models:
-  - alias: fast
-    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
-keys:
+` + fastOnEpA + `keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, billing_account: acme}
 billing: {currency: USD}
 `
@@ -50,13 +35,7 @@ billing: {currency: USD}
 // same PostgreSQL prices and admits by what the first one stored within
 // about a second.
 func TestBillingStoredAccountsAndPrices(t *testing.T) {
-	url := testenv.Postgres(t)
-	dir := t.TempDir()
-	on := func(spool string) string {
-		return strings.Replace(storedBillingTemplate, "DATABASE", fmt.Sprintf(`{url: %q, spool_dir: %q}`, url, dir+"/"+spool), 1)
-	}
-	a := newHarnessWith(t, on("spool-a"), "{backend: memory}", simulator.Options{Default: simulator.Behavior{ChunkDelay: 150 * time.Millisecond}})
-	b := newHarnessWith(t, on("spool-b"), "{backend: memory}", simulator.Options{})
+	a, b := replicasOnPostgres(t, storedBillingTemplate, simulator.Options{Default: simulator.Behavior{ChunkDelay: 150 * time.Millisecond}})
 	ctx := t.Context()
 	c := a.adminClient()
 
@@ -89,16 +68,7 @@ func TestBillingStoredAccountsAndPrices(t *testing.T) {
 
 	// A stream runs; a second later (so its start is before the new
 	// version's, which is now to the second) the price doubles.
-	stream := make(chan error)
-	go func() {
-		s := a.sdk(keyWeb).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model: "fast", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me a long story")},
-		})
-		for s.Next() {
-		}
-		stream <- s.Err()
-	}()
-	eventually(t, 2*time.Second, "the stream upstream", func() bool { return a.simA.InFlight() == 1 })
+	stream := startStream(t, a, keyWeb)
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
 	if _, err := c.ApplyPrice(ctx, admin.PriceSpec{Kind: billing.KindPrice, Plan: "standard", Alias: "fast",
 		RateText: billing.RateText{Request: "2.00"}}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,25 +11,15 @@ import (
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
-// dailyRequestsTemplate is catalogTemplate's layout (database, state,
-// simA, simB) with a profile whose end users may start two parse requests
-// per UTC day, and a key that speaks for its end users.
+// dailyRequestsTemplate is catalogTemplate's layout (fastOnEpA) with a
+// profile whose end users may start two parse requests per UTC day, and a
+// key that speaks for its end users.
 const dailyRequestsTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
   wait_timeout: 2s
   timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: {url: "sqlite://%s"}
-state: %s
-endpoints:
-  - {id: ep-a, base_url: %s, protocols: [openai.chat]}
-  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
-credentials:
-  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
-models:
-  - alias: fast
-    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
-task_types:
+` + fastOnEpA + `task_types:
   - {id: chat}
   - {id: parse}
 profiles:
@@ -53,23 +42,11 @@ func TestTaskDailyRequests(t *testing.T) {
 				t.Fatalf("alice's parse %d of 2 = %d %s", i+1, code, body)
 			}
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/chat/completions"),
-			strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hi"}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+keyWeb)
-		req.Header.Set("X-Sluice-User", "alice")
-		req.Header.Set("X-Sluice-Task", "parse")
-		req.Header.Set("X-Sluice-Max-Wait", "0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := userResponse(t, h, "alice", "X-Sluice-Task", "parse")
 		var env struct {
 			Error struct{ Code string } `json:"error"`
 		}
-		err = json.NewDecoder(resp.Body).Decode(&env)
+		err := json.NewDecoder(resp.Body).Decode(&env)
 		resp.Body.Close()
 		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		untilMidnight := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour))

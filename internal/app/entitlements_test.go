@@ -10,13 +10,11 @@ import (
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/simulator"
-	"github.com/sluicehq/sluice/internal/testenv"
 )
 
-// entitlementsTemplate is catalogTemplate's layout (database, state, simA,
-// simB) with two quota profiles, open (the tenant's default, no limits)
-// and capped (one request a minute per end user), and a key that speaks
-// for its end users.
+// entitlementsTemplate is catalogTemplate's layout (fastOnEpA) with two
+// quota profiles, open (the tenant's default, no limits) and capped (one
+// request a minute per end user), and a key that speaks for its end users.
 const entitlementsTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -24,17 +22,7 @@ server:
   admin_token_env: ADMIN_TOKEN
   wait_timeout: 2s
   timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: DATABASE%.0s
-state: %s
-endpoints:
-  - {id: ep-a, base_url: %s, protocols: [openai.chat]}
-  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
-credentials:
-  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
-models:
-  - alias: fast
-    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
-profiles:
+` + fastOnEpA + `profiles:
   - {id: open}
   - {id: capped, user_limits: {rpm: 1}}
 tenants: [{id: web, default_profile: open}]
@@ -42,10 +30,10 @@ keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, assert: [user]}
 `
 
-// asUser sends one chat request of end user as keyWeb that may not wait
-// for capacity, and returns its status and body; header adds headers
-// (name, value, …).
-func asUser(t *testing.T, h *harness, user string, header ...string) (int, string) {
+// userResponse sends one chat request of end user as keyWeb that may not
+// wait for capacity; header adds headers (name, value, …). The caller
+// closes the body.
+func userResponse(t *testing.T, h *harness, user string, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/chat/completions"),
 		strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hi"}]}`))
@@ -62,6 +50,13 @@ func asUser(t *testing.T, h *harness, user string, header ...string) (int, strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// asUser is userResponse's status and body.
+func asUser(t *testing.T, h *harness, user string, header ...string) (int, string) {
+	t.Helper()
+	resp := userResponse(t, h, user, header...)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
@@ -74,13 +69,7 @@ func asUser(t *testing.T, h *harness, user string, header ...string) (int, strin
 // tenant's default profile, which has no limit). The key may not assert
 // a profile itself.
 func TestEntitlementsReachEveryReplicaWithinASecond(t *testing.T) {
-	url := testenv.Postgres(t)
-	dir := t.TempDir()
-	on := func(spool string) string {
-		return strings.Replace(entitlementsTemplate, "DATABASE", fmt.Sprintf(`{url: %q, spool_dir: %q}`, url, dir+"/"+spool), 1)
-	}
-	a := newHarnessWith(t, on("spool-a"), "{backend: memory}", simulator.Options{})
-	b := newHarnessWith(t, on("spool-b"), "{backend: memory}", simulator.Options{})
+	a, b := replicasOnPostgres(t, entitlementsTemplate, simulator.Options{})
 	replicas := map[string]*harness{"a": a, "b": b}
 	for name, h := range replicas {
 		for i := range 3 {

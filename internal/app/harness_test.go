@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // Upstream secrets and virtual keys of the test catalog. They are made long
@@ -80,6 +81,39 @@ keys:
   - {id: web, tenant: web, secret_env: KEY_WEB}
   - {id: scoped, tenant: web, secret_env: KEY_SCOPED, models: [fast]}
 `
+
+// fastOnEpA is where the smaller catalogs share catalogTemplate's layout,
+// from the database section on: endpoints ep-a (on simA) and ep-b (on
+// simB) speak openai.chat, credential cred-a1 serves ep-a, and alias fast
+// runs gpt-4o-mini there. Further models may follow it.
+const fastOnEpA = `database: {url: "sqlite://%s"}
+state: %s
+endpoints:
+  - {id: ep-a, base_url: %s, protocols: [openai.chat]}
+  - {id: ep-b, base_url: %s, protocols: [openai.chat]}
+credentials:
+  - {id: cred-a1, secret_env: UP_A1, endpoints: [ep-a]}
+models:
+  - alias: fast
+    deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
+`
+
+// onPostgres is template (see harness.template) with the PostgreSQL
+// database at url, spooling to the directory spool, in place of its
+// SQLite file.
+func onPostgres(template, url, spool string) string {
+	return strings.Replace(template, `{url: "sqlite://%s"}`, "%.0s"+fmt.Sprintf(`{url: %q, spool_dir: %q}`, url, spool), 1)
+}
+
+// replicasOnPostgres starts two gateways, a and b, on template sharing one
+// PostgreSQL database, each with a spool of its own; simA builds a's simA.
+func replicasOnPostgres(t *testing.T, template string, simA simulator.Options) (a, b *harness) {
+	t.Helper()
+	url, dir := testenv.Postgres(t), t.TempDir()
+	a = newHarnessWith(t, onPostgres(template, url, dir+"/spool-a"), "{backend: memory}", simA)
+	b = newHarnessWith(t, onPostgres(template, url, dir+"/spool-b"), "{backend: memory}", simulator.Options{})
+	return a, b
+}
 
 // harness is a gateway in front of two simulated providers, over real HTTP.
 type harness struct {
