@@ -24,10 +24,14 @@ import (
 type pipeliner struct {
 	rdb   redis.UniversalClient
 	calls chan *pendingCall
-	stop  chan struct{}
 	start sync.Once
-	end   sync.Once
 	wg    sync.WaitGroup
+
+	// mu orders the calls queued against close: once closed is set, no
+	// call is queued, and the workers answer those queued before it.
+	mu     sync.RWMutex
+	closed bool
+	stop   chan struct{}
 }
 
 // pipelineWorkers is how many pipelines are in flight at most: one
@@ -53,19 +57,24 @@ func newPipeliner(rdb redis.UniversalClient) *pipeliner {
 // answered; or, when ctx ends first, a command failed with ctx's error
 // (cmd itself may still be answered later, and must not be read).
 func (p *pipeliner) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	c := &pendingCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		_ = p.rdb.Process(ctx, cmd)
+		return cmd
+	}
 	p.start.Do(func() {
 		p.wg.Add(pipelineWorkers)
 		for range pipelineWorkers {
 			go p.work()
 		}
 	})
-	c := &pendingCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	select {
 	case p.calls <- c:
-	case <-p.stop:
-		_ = p.rdb.Process(ctx, cmd)
-		return cmd
+		p.mu.RUnlock()
 	case <-ctx.Done():
+		p.mu.RUnlock()
 		return failedCmd(ctx)
 	}
 	select {
@@ -82,10 +91,15 @@ func failedCmd(ctx context.Context) *redis.Cmd {
 	return cmd
 }
 
-// close stops the workers once the calls they hold are answered; calls
-// made after it go out one by one.
+// close stops the workers once the calls queued are answered; calls made
+// after it go out one by one.
 func (p *pipeliner) close() {
-	p.end.Do(func() { close(p.stop) })
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+	}
+	p.mu.Unlock()
 	p.wg.Wait()
 }
 
@@ -97,7 +111,12 @@ func (p *pipeliner) work() {
 		case c := <-p.calls:
 			batch = append(batch[:0], c)
 		case <-p.stop:
-			return
+			select {
+			case c := <-p.calls: // queued before close: answer it first
+				batch = append(batch[:0], c)
+			default:
+				return
+			}
 		}
 	collect:
 		for len(batch) < maxPipeline {

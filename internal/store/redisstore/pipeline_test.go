@@ -147,3 +147,32 @@ func TestPipelinedCallKeepsItsDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinerCloseStrandsNoCall: calls made while the Store closes are
+// all answered, queued ones by the workers before they stop and later ones
+// one by one; none waits out its deadline.
+func TestPipelinerCloseStrandsNoCall(t *testing.T) {
+	s := newTestBackend(t).replica()
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 100 {
+		if i == 50 {
+			wg.Go(func() { s.pipe.close() })
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := s.Acquire(ctx, req(fmt.Sprintf("t%d", i), cand("u", 10, "c"))); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call made while closing: %v", err)
+	}
+}
