@@ -52,12 +52,33 @@ type replica struct {
 	store  *degraded.Store
 }
 
-func newReplica(t *testing.T, addr, prefix, name string, changes *atomic.Int64) *replica {
+// newStores is a degraded.Store of 2 replicas over a Redis store on its
+// own client to the Redis at addr (short timeouts: a dead Redis is found
+// at once), closed when t ends; changed, if set, sees its transitions.
+func newStores(t *testing.T, addr, prefix string, changed func(bool)) (*redis.Client, *redisstore.Store, *degraded.Store) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	rs := redisstore.New(c, prefix)
 	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() },
-		Changed: func(bool) { changes.Add(1) }})
+		Changed: changed})
+	t.Cleanup(func() {
+		ds.Close()
+		rs.Close()
+		c.Close()
+	})
+	return c, rs, ds
+}
+
+// acct is the unit the tests claim: cap 2, so 1 per replica while degraded.
+var acct = store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+
+// claim asks ds for ticket on acct.
+func claim(t *testing.T, ds *degraded.Store, ticket string) (store.Grant, error) {
+	return ds.Acquire(t.Context(), store.Acquire{Domain: "dom", Ticket: ticket, Queue: "q", Candidates: []store.Candidate{acct}, LeaseTTL: time.Minute, Replica: "r"})
+}
+
+func newReplica(t *testing.T, addr, prefix, name string, changes *atomic.Int64) *replica {
+	_, _, ds := newStores(t, addr, prefix, func(bool) { changes.Add(1) })
 	e := capacity.New(ds, ds, name, 3*time.Second, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -68,9 +89,6 @@ func newReplica(t *testing.T, addr, prefix, name string, changes *atomic.Int64) 
 		fcancel()
 		cancel()
 		<-done
-		ds.Close()
-		rs.Close()
-		c.Close()
 	})
 	return &replica{engine: e, store: ds}
 }
@@ -87,8 +105,7 @@ func TestRedisKilledAndRestartedUnderLoad(t *testing.T) {
 	prefix := "degraded-test:"
 	var changes atomic.Int64
 	reps := []*replica{newReplica(t, srv.Addr, prefix, "A", &changes), newReplica(t, srv.Addr, prefix, "B", &changes)}
-	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
-	plan := func() (string, []store.Candidate) { return "dom", []store.Candidate{unit} }
+	plan := func() (string, []store.Candidate) { return "dom", []store.Candidate{acct} }
 	const callTime = 20 * time.Millisecond
 
 	var up upstream
@@ -191,15 +208,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // replica may still be admitting locally.
 func TestStateLostHoldsNewClaims(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { c.Close() })
-	rs := redisstore.New(c, "degraded-lost:")
-	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
-	t.Cleanup(func() { ds.Close(); rs.Close() })
-	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
-	acquire := func(ticket string) (store.Grant, error) {
-		return ds.Acquire(t.Context(), store.Acquire{Domain: "dom", Ticket: ticket, Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"})
-	}
+	c, _, ds := newStores(t, srv.Addr, "degraded-lost:", nil)
+	acquire := func(ticket string) (store.Grant, error) { return claim(t, ds, ticket) }
 
 	if g, err := acquire("before"); err != nil || !g.Granted {
 		t.Fatalf("first claim: %+v, %v", g, err)
@@ -227,16 +237,10 @@ func TestStateLostHoldsNewClaims(t *testing.T) {
 // replica's local share until they end.
 func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	rs := redisstore.New(c, "degraded-inflight:")
-	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
-	t.Cleanup(func() { ds.Close(); rs.Close() })
-	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
+	_, _, ds := newStores(t, srv.Addr, "degraded-inflight:", nil)
 	acquire := func(ticket string) store.Grant {
 		t.Helper()
-		g, err := ds.Acquire(t.Context(), store.Acquire{Domain: "dom", Ticket: ticket, Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"})
+		g, err := claim(t, ds, ticket)
 		if err != nil {
 			t.Fatalf("Acquire(%s): %v", ticket, err)
 		}
@@ -262,23 +266,15 @@ func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
 // there from the return on.
 func TestLocalClaimsCountInRedisAfterTheReturn(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	rs := redisstore.New(c, "degraded-return:")
-	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
-	t.Cleanup(func() { ds.Close(); rs.Close() })
-	unit := store.Candidate{Unit: store.Unit{ID: "acct", Cap: 2, Base: 100 * time.Millisecond, Max: time.Second}, Credential: "k1"}
-	a := store.Acquire{Domain: "dom", Ticket: "first", Queue: "q", Candidates: []store.Candidate{unit}, LeaseTTL: time.Minute, Replica: "r"}
-	if g, err := ds.Acquire(t.Context(), a); err != nil || !g.Granted { // the domain's state is known
+	_, rs, ds := newStores(t, srv.Addr, "degraded-return:", nil)
+	if g, err := claim(t, ds, "first"); err != nil || !g.Granted { // the domain's state is known
 		t.Fatalf("claim through Redis: %+v, %v", g, err)
 	}
 	if err := ds.Release(t.Context(), "dom", "first", store.Outcome{Success: true}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()
-	a.Ticket = "local"
-	if g, _ := ds.Acquire(t.Context(), a); !g.Granted || !ds.Degraded() {
+	if g, _ := claim(t, ds, "local"); !g.Granted || !ds.Degraded() {
 		t.Fatalf("claim while Redis is down: %+v (degraded %t), want granted locally", g, ds.Degraded())
 	}
 	srv.Start()
