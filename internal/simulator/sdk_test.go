@@ -1,3 +1,5 @@
+//go:build !sluice_fuzz
+
 package simulator_test
 
 import (
