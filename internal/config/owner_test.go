@@ -6,11 +6,7 @@ import (
 )
 
 func TestValidateCredentialOwner(t *testing.T) {
-	cases := []struct {
-		name   string
-		change func(c *Catalog)
-		want   string // a substring of the error; "" = valid
-	}{
+	checkValidate(t, []validateCase{
 		{"own account", func(c *Catalog) {
 			c.Credentials = append(c.Credentials, Credential{ID: "acme-own", SecretEnv: "OPENAI_KEY_1", Endpoints: []string{"openai-main"},
 				Owner: Owner{Tenant: "acme"}})
@@ -37,20 +33,7 @@ func TestValidateCredentialOwner(t *testing.T) {
 		}, "whose owner is tenant acme, not user bob of tenant acme"},
 		{"user without tenant", func(c *Catalog) { c.Credentials[1].Owner = Owner{User: "bob"} },
 			"credentials[1].owner.tenant: required with owner.user"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := base(t)
-			tc.change(c)
-			err := Validate(c, lookup(testEnv))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("Validate = %v, want %q", err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestDecodeCredentialOwner(t *testing.T) {

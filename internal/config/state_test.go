@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestValidateState: the Redis Cluster and degraded-mode fields are taken
 // where they do something and refused where they would do nothing.
@@ -32,18 +29,13 @@ func TestValidateState(t *testing.T) {
 		{"UnknownMode", func() State { s := redis("redis://cache:6379/0"); s.Degraded = "open"; return s }(),
 			`state.degraded: must be fail_closed or local, got "open"`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := base(t)
-			tt.give.LeaseTTL = c.State.LeaseTTL
-			c.State = tt.give
-			err := Validate(c, lookup(testEnv))
-			switch {
-			case tt.want == "" && err != nil:
-				t.Errorf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("Validate = %v, want an error containing %q", err, tt.want)
-			}
-		})
+	cases := make([]validateCase, len(tests))
+	for i, tt := range tests {
+		cases[i] = validateCase{name: tt.name, want: tt.want, give: func(c *Catalog) {
+			s := tt.give
+			s.LeaseTTL = c.State.LeaseTTL
+			c.State = s
+		}}
 	}
+	checkValidate(t, cases)
 }

@@ -113,11 +113,7 @@ local function rate(u, v, rpm, tpm, daily, dreq)
     end
   end
   if dreq > 0 then
-    local q = redis.call('HMGET', K_UNIT, u .. '\0qday', u .. '\0qn')
-    local granted = 0
-    if tonumber(q[1]) == today then
-      granted = tonumber(q[2]) or 0
-    end
+    local granted = requests_today(u, today)
     r[7] = granted + 1 -- counted at the grant, never given back
     if granted >= dreq then
       ok, at = false, math.max(at, (today + 1) * DAY)

@@ -213,6 +213,16 @@ local function limit_hold(id, tokens, tpm, daily, day, base, max, probe)
   return id .. '\0' .. tokens .. '\0' .. tpm .. '\0' .. daily .. '\0' .. day .. '\0' .. base .. '\0' .. max .. '\0' .. probe
 end
 
+-- requests_today is how many requests unit u was granted in the UTC day
+-- today (its qday and qn fields, against DailyRequests).
+local function requests_today(u, today)
+  local q = redis.call('HMGET', K_UNIT, u .. '\0qday', u .. '\0qn')
+  if tonumber(q[1]) == today then
+    return tonumber(q[2]) or 0
+  end
+  return 0
+end
+
 -- lapse_at is when limit id's windows are empty and its days (tokens,
 -- requests; if it used any of them) are over: from then on its fields decide nothing.
 local function lapse_at(id)

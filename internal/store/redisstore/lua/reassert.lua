@@ -38,12 +38,7 @@ local function hold(u, tokens, rpm, tpm, daily, dreq)
     redis.call('HSET', K_UNIT, u .. '\0dday', today, u .. '\0dused', used + rd)
   end
   if dreq > 0 then
-    local q = redis.call('HMGET', K_UNIT, u .. '\0qday', u .. '\0qn')
-    local granted = 0
-    if tonumber(q[1]) == today then
-      granted = tonumber(q[2]) or 0
-    end
-    redis.call('HSET', K_UNIT, u .. '\0qday', today, u .. '\0qn', granted + 1)
+    redis.call('HSET', K_UNIT, u .. '\0qday', today, u .. '\0qn', requests_today(u, today) + 1)
   end
   return rt, rd, day
 end
