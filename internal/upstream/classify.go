@@ -214,7 +214,7 @@ var modelScopedMarkers = []string{
 // gpt-4o-mini in organization org-… on tokens per min (TPM)".
 var openAIModelLimit = regexp.MustCompile(`rate limit reached for (\S+) in organization`)
 
-// ModelScoped reports whether a rate limit's body (Classify said
+// modelScoped reports whether a rate limit's body (its class is
 // ClassRate) says the limit is the upstream's quota of one model rather
 // than of the whole account: DashScope's per-model throttles (also its
 // compatible mode's TPM throttle, insufficient_quota with "Allocated quota
@@ -222,12 +222,6 @@ var openAIModelLimit = regexp.MustCompile(`rate limit reached for (\S+) in organ
 // rate_limit_exceeded naming a model. Anything else — a bare throttle, a
 // provider that does not say — is the account's: when unsure, the account
 // cools.
-func ModelScoped(body []byte) bool {
-	e := decodeError(body)
-	return e.modelScoped()
-}
-
-// modelScoped is ModelScoped of a decoded body.
 func (e *errorBody) modelScoped() bool {
 	if !e.whole {
 		return false

@@ -24,8 +24,8 @@ func TestModelScoped(t *testing.T) {
 			if c := Classify(429, []byte(tt.body)); c != ClassRate {
 				t.Fatalf("Classify = %s, want rate", c)
 			}
-			if got := ModelScoped([]byte(tt.body)); got != tt.want {
-				t.Errorf("ModelScoped = %v, want %v", got, tt.want)
+			if e := decodeError([]byte(tt.body)); e.modelScoped() != tt.want {
+				t.Errorf("modelScoped = %v, want %v", !tt.want, tt.want)
 			}
 		})
 	}
