@@ -14,16 +14,12 @@ import (
 // library's content hash, so gateways of two versions sharing a Redis
 // (a rolling upgrade) each call their own.
 type function struct {
-	base, body string // base name, and the Lua run with KEYS and ARGV as parameters
+	base, body string // base name, and the Lua run after bind(KEYS), with KEYS and ARGV as parameters
 	oom        bool   // flagged allow-oom
+	batched    bool   // also registered in batch form (lib.lua's batch), as batchName
 	name       string // base_<hash>, set by newLibrary
+	batchName  string // base_batch_<hash>, set by newLibrary when batched
 	lib        *library
-}
-
-// capacityFunction declares a function of the capacity library: body runs
-// after bind(KEYS), with lib.lua's helpers in scope.
-func capacityFunction(base, body string, oom bool) *function {
-	return &function{base: base, body: body, oom: oom}
 }
 
 // library is a Redis Function library: lib.lua, then its functions.
@@ -37,7 +33,7 @@ func newLibrary(lib string, fns ...*function) *library {
 	h := sha1.New()
 	h.Write([]byte(lib))
 	for _, f := range fns {
-		fmt.Fprintf(h, "\x00%s\x00%t\x00%s", f.base, f.oom, f.body)
+		fmt.Fprintf(h, "\x00%s\x00%t\x00%t\x00%s", f.base, f.oom, f.batched, f.body)
 	}
 	hash := hex.EncodeToString(h.Sum(nil)[:6])
 	l := &library{name: "sluice_" + hash}
@@ -50,8 +46,13 @@ func newLibrary(lib string, fns ...*function) *library {
 		if f.oom {
 			flags = "{'allow-oom'}"
 		}
-		fmt.Fprintf(&src, "\nredis.register_function{function_name='%s', flags=%s, callback=function(KEYS, ARGV)\nbind(KEYS)\n%s\nend}\n",
-			f.name, flags, f.body)
+		fmt.Fprintf(&src, "\nlocal function fn_%s(KEYS, ARGV)\nbind(KEYS)\n%s\nend\n", f.base, f.body)
+		fmt.Fprintf(&src, "redis.register_function{function_name='%s', flags=%s, callback=fn_%s}\n", f.name, flags, f.base)
+		if f.batched {
+			f.batchName = "sluice_" + f.base + "_batch_" + hash
+			fmt.Fprintf(&src, "redis.register_function{function_name='%s', flags=%s, callback=function(KEYS, ARGV) return batch(KEYS, ARGV, fn_%s) end}\n",
+				f.batchName, flags, f.base)
+		}
 	}
 	l.code = src.String()
 	return l
@@ -63,16 +64,7 @@ func newLibrary(lib string, fns ...*function) *library {
 // had it), it loads it and calls again: three.
 func (s *Store) fcall(ctx context.Context, f *function, keys []string, args ...any) *redis.Cmd {
 	call := func() *redis.Cmd {
-		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-		cmdArgs = append(cmdArgs, "fcall", f.name, len(keys))
-		for _, k := range keys {
-			cmdArgs = append(cmdArgs, k)
-		}
-		cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
-		if len(keys) > 0 {
-			cmd.SetFirstKeyPos(3) // routes it to its slot's primary in a cluster
-		}
-		return s.pipe.do(ctx, cmd)
+		return s.pipe.do(ctx, f, keys, args)
 	}
 	cmd := call()
 	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
@@ -81,6 +73,26 @@ func (s *Store) fcall(ctx context.Context, f *function, keys []string, args ...a
 		}
 		return call()
 	}
+	return cmd
+}
+
+// fcallArgs returns the arguments of an FCALL of function name on keys,
+// with room for extra more.
+func fcallArgs(name string, keys []string, extra int) []any {
+	args := make([]any, 0, 3+len(keys)+extra)
+	args = append(args, "fcall", name, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return args
+}
+
+// newFcall is the command of an FCALL whose arguments (see fcallArgs) name
+// keys (every capacity function has some), routed to their slot's primary
+// in a cluster.
+func newFcall(ctx context.Context, args []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
 	return cmd
 }
 

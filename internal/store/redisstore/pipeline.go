@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -45,7 +46,10 @@ const (
 
 type pendingCall struct {
 	ctx  context.Context
-	cmd  *redis.Cmd
+	fn   *function
+	keys []string
+	args []any
+	cmd  *redis.Cmd    // the call as a command of its own; in a batch, given its part of the batch's reply
 	done chan struct{} // closed once cmd holds its reply or error
 }
 
@@ -53,11 +57,12 @@ func newPipeliner(rdb redis.UniversalClient) *pipeliner {
 	return &pipeliner{rdb: rdb, calls: make(chan *pendingCall, 1024), stop: make(chan struct{})}
 }
 
-// do sends cmd, with others when others are waiting, and returns it
-// answered; or, when ctx ends first, a command failed with ctx's error
-// (cmd itself may still be answered later, and must not be read).
-func (p *pipeliner) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
-	c := &pendingCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+// do calls f on keys with args, with others when others are waiting, and
+// returns its command answered; or, when ctx ends first, a command failed
+// with ctx's error (the call may still be answered later).
+func (p *pipeliner) do(ctx context.Context, f *function, keys []string, args []any) *redis.Cmd {
+	cmd := newFcall(ctx, append(fcallArgs(f.name, keys, len(args)), args...))
+	c := &pendingCall{ctx: ctx, fn: f, keys: keys, args: args, cmd: cmd, done: make(chan struct{})}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
@@ -133,7 +138,8 @@ func (p *pipeliner) work() {
 }
 
 // send answers the calls of batch whose callers still wait: alone, with
-// the caller's context; together, in one pipeline.
+// the caller's context; together, in one pipeline, where the calls of one
+// function to one domain go as one call of its batch form.
 func (p *pipeliner) send(batch []*pendingCall) {
 	live := batch[:0]
 	for _, c := range batch {
@@ -152,14 +158,89 @@ func (p *pipeliner) send(batch []*pendingCall) {
 	default:
 		ctx, cancel := latestDeadline(live)
 		pipe := p.rdb.Pipeline()
-		for _, c := range live {
-			_ = pipe.Process(ctx, c.cmd)
+		cmds := batchCalls(ctx, live)
+		for _, b := range cmds {
+			_ = pipe.Process(ctx, b.cmd)
 		}
 		_, _ = pipe.Exec(ctx) // each command holds its own reply or error
+		for _, b := range cmds {
+			b.answer()
+		}
 		cancel()
 	}
 	for _, c := range live {
 		close(c.done)
+	}
+}
+
+// pipelined is one command of a pipeline: a call alone (calls is nil), or
+// the batch form of the calls of one function to one domain.
+type pipelined struct {
+	cmd   *redis.Cmd
+	calls []*pendingCall
+}
+
+// batchCalls returns the commands of a pipeline answering calls, in the
+// order of their first calls.
+func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
+	type domainCall struct {
+		fn     *function
+		domain string // the first key, which names the domain
+	}
+	out := make([]pipelined, 0, len(calls))
+	index := make(map[domainCall]int)
+	for _, c := range calls {
+		if !c.fn.batched {
+			out = append(out, pipelined{cmd: c.cmd})
+			continue
+		}
+		k := domainCall{c.fn, c.keys[0]}
+		if i, ok := index[k]; ok {
+			out[i].calls = append(out[i].calls, c)
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, pipelined{cmd: c.cmd, calls: []*pendingCall{c}})
+	}
+	for i := range out {
+		b := &out[i]
+		if len(b.calls) < 2 {
+			b.calls = nil // alone: its own command
+			continue
+		}
+		n := 0
+		for _, c := range b.calls {
+			n += 1 + len(c.args)
+		}
+		first := b.calls[0]
+		args := fcallArgs(first.fn.batchName, first.keys, n)
+		for _, c := range b.calls {
+			args = append(args, len(c.args))
+			args = append(args, c.args...)
+		}
+		b.cmd = newFcall(ctx, args)
+	}
+	return out
+}
+
+// answer gives each call of a batch its part of the batch's reply: a value,
+// or an error of its own; or the batch's error when it failed as a whole.
+func (b pipelined) answer() {
+	if b.calls == nil {
+		return
+	}
+	replies, err := b.cmd.Slice()
+	if err == nil && len(replies) != len(b.calls) {
+		err = fmt.Errorf("redisstore: %d replies to a batch of %d calls", len(replies), len(b.calls))
+	}
+	for i, c := range b.calls {
+		if err != nil {
+			c.cmd.SetErr(err)
+		} else if e, ok := replies[i].(error); ok {
+			c.cmd.SetErr(e)
+		} else {
+			c.cmd.SetVal(replies[i])
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,14 +24,29 @@ type sendLog struct {
 	held  atomic.Int32 // calls being held
 
 	mu        sync.Mutex
-	sent      [][]any // the args of every FCALL sent
+	sent      [][]any // the arguments of every capacity call sent, alone or in a batch
+	batches   []int   // the number of calls of each batch sent
 	pipelines []int   // the number of commands of each pipeline
 }
 
 func (l *sendLog) record(c redis.Cmder) {
-	if c.Name() == "fcall" {
-		l.sent = append(l.sent, c.Args())
+	if c.Name() != "fcall" {
+		return
 	}
+	args := c.Args()
+	rest := args[3+args[2].(int):] // after FCALL, its name, the key count and the keys
+	if !strings.Contains(args[1].(string), "_batch_") {
+		l.sent = append(l.sent, rest)
+		return
+	}
+	calls := 0
+	for len(rest) > 0 {
+		n := rest[0].(int)
+		l.sent = append(l.sent, rest[1:1+n])
+		rest = rest[1+n:]
+		calls++
+	}
+	l.batches = append(l.batches, calls)
 }
 
 func (l *sendLog) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -98,8 +114,44 @@ func TestConcurrentCallsSharePipelines(t *testing.T) {
 	if len(log.sent) != callers {
 		t.Errorf("%d calls sent, want %d", len(log.sent), callers)
 	}
-	if len(log.pipelines) == 0 || slices.Max(log.pipelines) < 2 {
-		t.Errorf("pipelines of %v commands: the calls made while the workers were busy were not sent together", log.pipelines)
+	if len(log.batches) == 0 || slices.Max(log.batches) < 2 {
+		t.Errorf("batches of %v calls: the calls made while the workers were busy were not sent as one", log.batches)
+	}
+}
+
+// TestBatchedCallFailsAlone: a call of a batch that fails gets its error,
+// the others their replies.
+func TestBatchedCallFailsAlone(t *testing.T) {
+	s := newTestBackend(t).replica()
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// acquire's arguments (see Store.Acquire) for one candidate, unit u of
+	// cap 8 on credential c; candidates is its count of candidates.
+	call := func(ticket string, candidates any) []any {
+		return []any{ticket, "q", "r", 5000, s.wakePrefix(), 0, candidates, 0, "", 1, 0,
+			"u", "c", 8, 0, 100, 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	}
+	args := fcallArgs(acquireScript.batchName, s.domain("dom").keys, 0)
+	for _, c := range [][]any{call("t1", 1), call("t2", "one"), call("t3", 1)} {
+		args = append(args, len(c))
+		args = append(args, c...)
+	}
+	cmd := newFcall(t.Context(), args)
+	if err := s.rdb.Process(t.Context(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	replies, err := cmd.Slice()
+	if err != nil || len(replies) != 3 {
+		t.Fatalf("batch of 3 calls = %v, %v", replies, err)
+	}
+	for _, i := range []int{0, 2} {
+		if r, ok := replies[i].([]any); !ok || len(r) == 0 || r[0] != int64(1) {
+			t.Errorf("call %d = %#v, want a grant", i, replies[i])
+		}
+	}
+	if err, ok := replies[1].(error); !ok || !strings.Contains(err.Error(), "arithmetic") {
+		t.Errorf("call 1, with a candidate count that is no number = %#v, want its script error", replies[1])
 	}
 }
 

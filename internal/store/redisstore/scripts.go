@@ -59,16 +59,18 @@ var (
 // Each capacity function binds its domain's keys, then runs its file with
 // KEYS and ARGV as parameters. allow-oom lets the functions that free state
 // (release, cancel, renew) run when Redis is at maxmemory, so an outage of
-// memory does not also pin every lease until it expires.
+// memory does not also pin every lease until it expires. The calls of the
+// request path (acquire, release, cancel) have a batch form too, which the
+// pipeliner uses for concurrent calls to one domain.
 var (
-	acquireScript     = capacityFunction("acquire", luaAcquire, false)
-	releaseScript     = capacityFunction("release", luaOutcome+luaRelease, true)
-	cancelScript      = capacityFunction("cancel", luaOutcome+luaCancel, true)
-	renewScript       = capacityFunction("renew", luaRenew, true)
-	probeScript       = capacityFunction("probe", luaProbe, false)
-	reassertScript    = capacityFunction("reassert", luaReassert, false)
-	unitsScript       = capacityFunction("units", luaUnits, false)
-	credentialsScript = capacityFunction("credentials", luaCredentials, false)
+	acquireScript     = &function{base: "acquire", body: luaAcquire, batched: true}
+	releaseScript     = &function{base: "release", body: luaOutcome + luaRelease, oom: true, batched: true}
+	cancelScript      = &function{base: "cancel", body: luaOutcome + luaCancel, oom: true, batched: true}
+	renewScript       = &function{base: "renew", body: luaRenew, oom: true}
+	probeScript       = &function{base: "probe", body: luaProbe}
+	reassertScript    = &function{base: "reassert", body: luaReassert}
+	unitsScript       = &function{base: "units", body: luaUnits}
+	credentialsScript = &function{base: "credentials", body: luaCredentials}
 
 	capacityLib = newLibrary(luaLib, acquireScript, releaseScript, cancelScript, renewScript, probeScript, reassertScript,
 		unitsScript, credentialsScript)

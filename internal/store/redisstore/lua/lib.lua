@@ -110,8 +110,15 @@ local function eff_cap(cap, ecap)
   return math.min(cap, ecap)
 end
 
+-- A batch's calls (see batch) share one reading of the clock and of the
+-- state's generation: nil outside a batch, and until first read in one.
+local batch_now, batch_gen
+
 -- The Redis clock in ms: the only clock the store decides by.
 local function now_ms()
+  if batch_now then
+    return batch_now
+  end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -193,13 +200,55 @@ local DAY = 86400000
 -- restarted empty, or flushed). A replica that saw another generation must
 -- reassert its leases before it decides anything.
 local function state_gen()
+  if batch_gen then
+    return batch_gen
+  end
   local g = redis.call('GET', K_GEN)
   if not g then
     local t = redis.call('TIME')
     g = t[1] .. string.format('%06d', tonumber(t[2]))
     redis.call('SET', K_GEN, g)
   end
+  if batch_now then
+    batch_gen = tonumber(g)
+    return batch_gen
+  end
   return tonumber(g)
+end
+
+-- batch runs op, a capacity function, once for each call packed in ARGV
+-- (its argument count, then its arguments), all in the domain of KEYS, and
+-- returns their replies in order, a call that failed its error in its
+-- place. The pipeliner sends the calls of concurrent requests to one
+-- domain this way: one function call, one set of keys, one clock reading.
+local function run_batch(KEYS, ARGV, op)
+  local out, i = {}, 1
+  while i <= #ARGV do
+    local n = tonumber(ARGV[i]) or 0
+    local args = {}
+    for j = 1, n do
+      args[j] = ARGV[i + j]
+    end
+    local ok, r = pcall(op, KEYS, args)
+    if not ok then
+      r = {err = type(r) == 'table' and r.err or tostring(r)}
+    end
+    out[#out + 1] = r
+    i = i + n + 1
+  end
+  return out
+end
+
+local function batch(KEYS, ARGV, op)
+  batch_now, batch_gen = nil, nil
+  batch_now = now_ms()
+  -- the memo must not outlive the batch, even one that fails
+  local ok, out = pcall(run_batch, KEYS, ARGV, op)
+  batch_now, batch_gen = nil, nil
+  if not ok then
+    error(out)
+  end
+  return out
 end
 
 -- lease_record packs a lease record (see K_LEASE); limits is the list of
