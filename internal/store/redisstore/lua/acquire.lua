@@ -374,7 +374,7 @@ local function decide()
       local lrec = {}
       for _, lim in ipairs(lims) do
         local id, lr = lim[1], lim[2]
-        local set = keep({id .. '\0n', lim[7] + 1}, id, lr)
+        local set = keep({id .. '\0n', itoa(lim[7] + 1)}, id, lr)
         local lp = 0
         if lim[6] then -- its cooldown is over: this is its probe
           lp = 1
@@ -382,23 +382,23 @@ local function decide()
           set[#set + 1] = ticket
         end
         redis.call('HSET', K_UNIT, unpack(set))
-        lrec[#lrec + 1] = limit_hold(id, lr[5], lim[3], lr[6], lr[3] and lr[4] or 0, lim[4], lim[5], lp)
+        lrec[#lrec + 1] = limit_hold(id, itoa(lr[5]), itoa(lim[3]), itoa(lr[6]), lr[3] and lr[4] or '0', lim[4], lim[5], itoa(lp))
       end
-      redis.call('HSET', K_LEASE, ticket,
-        lease_record(u, c, i, p, ARGV[b + 4], ARGV[b + 5], r[5], tpm, r[6], r[3] and r[4] or 0, lrec))
+      redis.call('HSET', K_LEASE, ticket, lease_record(u, c, itoa(i), itoa(p), ARGV[b + 4], ARGV[b + 5], itoa(r[5]), ARGV[b + 9],
+        itoa(r[6]), r[3] and r[4] or '0', lrec))
       for _, lim in ipairs(lims) do
         if lim[6] then
           p = 1
         end
       end
       -- The unit's in-flight count, windows and probe in one write.
-      local set = keep({u .. '\0n', inflight + 1}, u, r)
+      local set = keep({u .. '\0n', itoa(inflight + 1)}, u, r)
       if probe then
         set[#set + 1] = u .. '\0probe'
         set[#set + 1] = ticket
       end
       redis.call('HSET', K_UNIT, unpack(set))
-      redis.call('HINCRBY', K_CRED, c, 1)
+      redis.call('HINCRBY', K_CRED, c, '1')
       if qrec then
         fair_granted(queue, class, tag)
         dequeue(ticket)
@@ -454,8 +454,8 @@ local function decide()
     redis.call('ZADD', K_SEEN, now + ttl, ticket)
     due(now + ttl)
     for _, u in ipairs(units) do
-      redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, 1)
-      if redis.call('HINCRBY', K_UNIT, u .. '\0q\0' .. queue, 1) == 1 then
+      redis.call('HINCRBY', K_UNIT, u .. '\0w' .. class, '1')
+      if redis.call('HINCRBY', K_UNIT, u .. '\0q\0' .. queue, '1') == 1 then
         redis.call('ZADD', K_UQ, 0, u .. '\0' .. queue)
       end
     end

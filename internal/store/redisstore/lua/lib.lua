@@ -136,6 +136,18 @@ local function split(s, sep)
   end
 end
 
+-- itoa returns the decimal string of n, cached for the small integers
+-- counters hold: Redis's Lua formats a number passed to redis.call, or
+-- joined into a string, with sprintf, which costs about what a hash write
+-- does (issue #16's measurements in bench/RESULTS.md).
+local INTS = {}
+for i = -1, 1023 do
+  INTS[i] = i .. '' -- tostring is not in scope while a library loads (Redis 7.0)
+end
+local function itoa(n)
+  return INTS[n] or n
+end
+
 -- TAG is the WFQ tag of one ticket of weight 1.
 local TAG = 1000000
 
@@ -185,7 +197,7 @@ end
 -- incr adds by to a counter field and deletes it at zero, so idle units
 -- and credentials leave no fields behind.
 local function incr(key, field, by)
-  local v = redis.call('HINCRBY', key, field, by)
+  local v = redis.call('HINCRBY', key, field, itoa(by))
   if v <= 0 then
     redis.call('HDEL', key, field)
   end
@@ -225,9 +237,14 @@ local function run_batch(KEYS, ARGV, op)
   local out, i = {}, 1
   while i <= #ARGV do
     local n = tonumber(ARGV[i]) or 0
-    local args = {}
-    for j = 1, n do
-      args[j] = ARGV[i + j]
+    local args
+    if n <= 4000 then -- one allocation, within unpack's stack limit (~8,000)
+      args = {unpack(ARGV, i + 1, i + n)}
+    else
+      args = {}
+      for j = 1, n do
+        args[j] = ARGV[i + j]
+      end
     end
     local ok, r = pcall(op, KEYS, args)
     if not ok then
@@ -367,7 +384,7 @@ local function drop_lease(id, rec, n)
   elseif n <= 1 then
     redis.call('HDEL', K_UNIT, l[1] .. '\0n')
   else
-    redis.call('HSET', K_UNIT, l[1] .. '\0n', n - 1)
+    redis.call('HSET', K_UNIT, l[1] .. '\0n', itoa(n - 1))
   end
   local lease = id
   for e in string.gmatch(l[11] or '', '[^\30]+') do

@@ -20,7 +20,7 @@ local function settle(u, base, max, probe, now, limited, retry_after, success, v
     if now + d > untl then
       untl = now + d
     end
-    redis.call('HSET', K_UNIT, fu, string.format('%d', untl), fl, level + 1)
+    redis.call('HSET', K_UNIT, fu, string.format('%d', untl), fl, itoa(level + 1))
     return true
   end
   if success then

@@ -55,10 +55,10 @@ do
       local e = k - 1
       if (cap <= 0 or e < cap) and (ecap <= 0 or e < ecap) then
         ecap, top = e, k
-        redis.call('HSET', K_UNIT, u .. '\0ecap', e, u .. '\0etop', k)
+        redis.call('HSET', K_UNIT, u .. '\0ecap', itoa(e), u .. '\0etop', itoa(k))
       end
       if ecap > 0 then
-        redis.call('HSET', K_UNIT, u .. '\0es', -(k - 1))
+        redis.call('HSET', K_UNIT, u .. '\0es', itoa(-(k - 1)))
       end
     end
   elseif success and ecap > 0 then
@@ -68,14 +68,14 @@ do
       need = ecap * 100
     end
     if es < need then
-      redis.call('HSET', K_UNIT, u .. '\0es', es)
+      redis.call('HSET', K_UNIT, u .. '\0es', itoa(es))
     else
       ecap = ecap + 1
       redis.call('HDEL', K_UNIT, u .. '\0es')
       if (cap > 0 and ecap >= cap) or (cap <= 0 and ecap > top) then
         redis.call('HDEL', K_UNIT, u .. '\0ecap', u .. '\0etop')
       else
-        redis.call('HSET', K_UNIT, u .. '\0ecap', ecap)
+        redis.call('HSET', K_UNIT, u .. '\0ecap', itoa(ecap))
       end
     end
   end
