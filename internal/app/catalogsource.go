@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/metrics"
@@ -33,6 +35,10 @@ type catalogSource struct {
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	tokens    *credentialTokens // nil: oauth credentials get no tokens (no database yet)
+	// capacity moves the claims in flight to their accounts' new capacity
+	// domains after an edit (capacity.Engine.Rehome); nil until it exists,
+	// after the first catalog.
+	capacity atomic.Pointer[capacity.Engine]
 
 	mu        sync.Mutex // serialises changes; guards the fields below
 	doc       []byte     // the document serving now
@@ -75,6 +81,9 @@ func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
 		}
 	}
 	s.live.Swap(snap)
+	if e := s.capacity.Load(); e != nil {
+		e.Rehome(context.Background(), snap.UnitDomain)
+	}
 	s.keys.SetStatic(snap.StaticKeys)
 	s.doc = doc
 	s.metrics.CatalogVersion.Set(float64(snap.Version))

@@ -179,6 +179,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return nil, err
 	}
 	g.capacity = capacity.New(shared, shared, replicaID(), cat.State.LeaseTTL.D(), o.Log)
+	src.capacity.Store(g.capacity)
 	g.statuses = capacity.NewStatuses(shared, o.Log)
 	if err := g.statuses.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read credential statuses: %w", err)

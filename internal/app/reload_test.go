@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +104,53 @@ func TestNoSecretInLogsOrBodies(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"request"`) {
 		t.Errorf("no access log lines captured; the check above proves nothing")
 	}
+}
+
+// TestEditMovingAnAccountKeepsItsCap: an edit that moves an account to
+// another capacity domain while calls hold its slots (here the alias that
+// joined org-2 to org-1's domain goes, so org-2 gets one of its own): the
+// calls count in its new domain too, and the requests after the edit wait
+// for them instead of passing its cap beside them.
+func TestEditMovingAnAccountKeepsItsCap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, state string) {
+		sim := simAccounts()
+		delete(sim.Accounts, "org-2") // no 429 past its cap: the upstream takes what it is sent
+		for _, id := range []string{"k4", "k5"} {
+			sim.Keys[upstreamKey(id)] = simulator.Behavior{Account: "org-2", Latency: 1500 * time.Millisecond}
+		}
+		h := newHarnessWith(t, strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1), state, sim)
+		body := strings.Replace(chatBody, "fast", "just-two", 1)
+		codes := make(chan int, 4)
+		var wg sync.WaitGroup
+		send := func() {
+			wg.Go(func() {
+				code, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, body)
+				codes <- code
+			})
+		}
+		send()
+		send()
+		eventually(t, 2*time.Second, "org-2's two slots taken", func() bool { return h.simA.InFlight() == 2 })
+
+		v1 := h.status(t).Version
+		joint := "  - alias: two\n    deployments: [{model: m-one, endpoints: [ep-a]}, {model: m-two, endpoints: [ep-a]}]\n"
+		if !strings.Contains(h.catalog(), joint) {
+			t.Fatal("the catalog has no alias two to remove")
+		}
+		h.writeCatalog(strings.Replace(h.catalog(), joint, "", 1))
+		eventually(t, 2*time.Second, "the edit loaded", func() bool { return h.status(t).Version > v1 })
+
+		send()
+		send()
+		wg.Wait()
+		close(codes)
+		for code := range codes {
+			if code != 200 {
+				t.Errorf("a request for org-2 = %d, want 200 (after waiting for a slot)", code)
+			}
+		}
+		if got := h.simA.MaxInFlight("org-2"); got != 2 {
+			t.Errorf("org-2 had %d calls at once upstream, want its cap of 2: the calls granted before the edit did not count after it", got)
+		}
+	})
 }

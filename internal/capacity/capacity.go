@@ -39,6 +39,7 @@ type Engine struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{}         // ticket → wake signal (size 1: a wake is a hint, one pending is enough)
 	held    map[string]map[string]store.Held // domain → leases to renew, and to reassert if the store loses them
+	copies  map[string][]string              // lease → the domains Rehome copied it to (also in held)
 	bg      background                       // releases on their way to the store
 	// lost orders releases against reasserting (see reassert): a release
 	// holds it shared while it calls the store, a reassertion exclusively.
@@ -57,7 +58,7 @@ func New(claims store.Claims, waker store.Waker, replica string, leaseTTL time.D
 	_, local := claims.(store.InProcess)
 	e := &Engine{
 		claims: claims, waker: waker, replica: replica, leaseTTL: leaseTTL, log: log, local: local,
-		waiters: map[string]chan struct{}{}, held: map[string]map[string]store.Held{},
+		waiters: map[string]chan struct{}{}, held: map[string]map[string]store.Held{}, copies: map[string][]string{},
 	}
 	e.bg.ctx, e.bg.stop = context.WithCancel(context.Background())
 	return e
@@ -376,6 +377,10 @@ func (e *Engine) cancel(ctx context.Context, domain, queue, ticket string) {
 func (e *Engine) hold(domain string, h store.Held) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.holdLocked(domain, h)
+}
+
+func (e *Engine) holdLocked(domain string, h store.Held) {
 	m := e.held[domain]
 	if m == nil {
 		m = map[string]store.Held{}
@@ -396,6 +401,9 @@ func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 			for _, d := range c.tokens {
 				c.e.releaseNow(ctx, d, c.lease, tokenOutcome(out), true)
 			}
+			for _, d := range c.e.takeCopies(c.lease) {
+				c.e.releaseNow(ctx, d, c.lease, out, false)
+			}
 			return
 		}
 		c.sent.Add(1)
@@ -407,10 +415,20 @@ func (c *Claim) Release(ctx context.Context, out store.Outcome) {
 			for i, d := range c.tokens {
 				errs[i] = c.e.releaseNow(ctx, d, c.lease, tokenOutcome(out), true)
 			}
+			// Taken after the slot's release, which Rehome cannot overtake:
+			// a copy it makes is either here or never made.
+			copies := c.e.takeCopies(c.lease)
+			copyErrs := make([]error, len(copies))
+			for i, d := range copies {
+				copyErrs[i] = c.e.releaseNow(ctx, d, c.lease, out, false)
+			}
 			c.sent.Done()
 			c.e.retryRelease(c.dom, c.lease, out, err)
 			for i, d := range c.tokens {
 				c.e.retryRelease(d, c.lease, tokenOutcome(out), errs[i])
+			}
+			for i, d := range copies {
+				c.e.retryRelease(d, c.lease, out, copyErrs[i])
 			}
 		}()
 	})
@@ -446,17 +464,21 @@ func (c *Claim) ProbeSucceeded(ctx context.Context) {
 
 // Keep hands the claim over to an async job, which holds it until the job
 // ends, beyond the request and maybe beyond this process: the lease (and
-// its tokens') is no longer renewed but extended once to ttl (the job's
-// maximum age), Release becomes a no-op, and ReleaseLease(domain, lease)
-// frees the slot and the tokens from any replica (domain then names their
-// domains too). A lease nobody releases lapses after ttl. If the extension
-// fails the claim is released and the error returned.
+// its tokens' and copies') is no longer renewed but extended once to ttl
+// (the job's maximum age), Release becomes a no-op, and
+// ReleaseLease(domain, lease) frees the slot, the tokens and the copies
+// from any replica (domain then names their domains too). A lease nobody
+// releases lapses after ttl. If the extension fails the claim is released
+// and the error returned.
 func (c *Claim) Keep(ctx context.Context, ttl time.Duration) (domain, lease string, err error) {
 	domain = c.dom
 	if len(c.tokens) > 0 {
 		domain = claimDomains(c.dom, c.tokens)
 	}
 	c.once.Do(func() {
+		if copies := c.e.takeCopies(c.lease); len(copies) > 0 {
+			domain = claimDomains(c.dom, append(slices.Clip(c.tokens), copies...))
+		}
 		for _, d := range splitDomains(domain) {
 			c.e.unhold(d, c.lease)
 			if err == nil {

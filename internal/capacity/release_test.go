@@ -141,3 +141,7 @@ func TestFlushGivesUp(t *testing.T) {
 		t.Errorf("Flush with a store that stays down = %v, want the deadline", err)
 	}
 }
+
+func (f *sharedStore) Reassert(ctx context.Context, domain string, held []store.Held) error {
+	return f.s.Reassert(ctx, domain, held)
+}

@@ -22,10 +22,11 @@ import (
 // and cooldowns. An edit that merges components keeps the name of the one
 // holding the smallest ID; the others' accounts, like those of a part split
 // off, move to another name: leases granted before the edit are renewed
-// and released in the domain they were granted in (never lost; they
-// simply stop counting in the account's new domain once they end), and
-// waiting requests leave the old domain's queue and queue again in the
-// new one at their next try (see capacity.Engine.Wait).
+// and released in the domain they were granted in, and counted in the
+// account's new domain too by a copy each replica makes as it loads the
+// edit (capacity.Engine.Rehome, with UnitDomain); waiting requests leave
+// the old domain's queue and queue again in the new one at their next try
+// (see capacity.Engine.Wait).
 //
 // Limits that span accounts (Candidate.Limits: key, tenant, end user,
 // task type, pool, billing account) stay in the claim's domain when the
