@@ -30,22 +30,20 @@ local L, LW = A + n * W, 9 -- the first limit's ARGV index, and the ARGV per lim
 
 -- The reap gate and every candidate's unit state, in one HMGET: a call
 -- costs more than its fields, and nothing changes before the loop of
--- decide grants and returns. state[off[i] + j] is field j of UNIT_FIELDS
--- of candidate i (0-based), then of WINDOW_FIELDS for a unit with limits.
-local UNIT_FIELDS = {'n', 'until', 'probe', 'cap', 'r1', 'r2', 'ecap', 'w0', 'w1', 'w2'}
-local WINDOW_FIELDS = {'rtat', 'ttat', 'dday', 'dused'}
+-- decide grants and returns. state[off[i] + j] is field j of
+-- ACQUIRE_ATTRS of candidate i (0-based), or of ACQUIRE_WINDOW_ATTRS for
+-- a unit with rate limits.
 local fields, off = {F_REAP}, {}
 for i = 0, n - 1 do
   local b = A + i * W
   local u = ARGV[b]
   off[i] = #fields
-  for _, f in ipairs(UNIT_FIELDS) do
-    fields[#fields + 1] = u .. '\0' .. f
-  end
+  local attrs = ACQUIRE_ATTRS
   if tonumber(ARGV[b + 8]) > 0 or tonumber(ARGV[b + 9]) > 0 or tonumber(ARGV[b + 10]) > 0 then
-    for _, f in ipairs(WINDOW_FIELDS) do
-      fields[#fields + 1] = u .. '\0' .. f
-    end
+    attrs = ACQUIRE_WINDOW_ATTRS
+  end
+  for _, f in ipairs(unit_fields(u, attrs)) do
+    fields[#fields + 1] = f
   end
 end
 -- read_state HMGETs fields in chunks below Lua's unpack limit (~8,000).
@@ -167,7 +165,7 @@ local function decide()
   local lrec = redis.call('HGET', K_LEASE, ticket)
   local held = lrec and live_lease(ticket, now)
   if held then
-    local l = split(lrec, '\31')
+    local l = lease_fields(lrec)
     local p = 0
     for _, h in ipairs(lease_holds(l)) do
       if h[8] then
@@ -180,7 +178,7 @@ local function decide()
   local qrec = redis.call('HGET', K_TIX, ticket)
   local member, tag
   if qrec then
-    local r = split(qrec, '\31')
+    local r = ticket_fields(qrec)
     queue, member = r[1], r[2]
     class = member_class(member, queue) -- a queued ticket keeps its class and tag
     tag = member_tag(member, queue)

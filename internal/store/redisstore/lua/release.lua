@@ -11,8 +11,8 @@ local u = rec and string.match(rec, '^[^\31]*')
 -- wake-up need: a call costs more than its fields.
 local fields = {F_REAP}
 if u then
-  for _, a in ipairs({'n', 'cap', 'ecap', 'es', 'etop', 'until', 'level', 'w0', 'w1', 'w2'}) do
-    fields[#fields + 1] = u .. '\0' .. a
+  for _, f in ipairs(unit_fields(u, RELEASE_ATTRS)) do
+    fields[#fields + 1] = f
   end
 end
 local av = redis.call('HMGET', K_UNIT, unpack(fields))
