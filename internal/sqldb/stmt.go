@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"strings"
 )
 
 // Stmt is a statement prepared once and run many times in the DB's
@@ -34,4 +35,19 @@ func (tx *Tx) ExecStmt(ctx context.Context, s *Stmt, args ...any) (sql.Result, e
 // caller closes the rows.
 func (tx *Tx) QueryStmt(ctx context.Context, s *Stmt, args ...any) (*sql.Rows, error) {
 	return tx.stx.StmtContext(ctx, s.s).QueryContext(ctx, args...)
+}
+
+// Placeholders is "(?, …), (?, …)": rows groups of cols parameters, for a
+// multi-row INSERT (rebound for PostgreSQL like any other statement).
+func Placeholders(rows, cols int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var b strings.Builder
+	b.Grow(rows * (len(row) + 2))
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
 }

@@ -64,3 +64,18 @@ func TestPreparedStatements(t *testing.T) {
 		run(t, sqldbtest.Open(t, "sqlite://:memory:"))
 	})
 }
+
+func TestPlaceholders(t *testing.T) {
+	for _, tt := range []struct {
+		rows, cols int
+		want       string
+	}{
+		{1, 1, "(?)"},
+		{1, 3, "(?, ?, ?)"},
+		{2, 2, "(?, ?), (?, ?)"},
+	} {
+		if got := sqldb.Placeholders(tt.rows, tt.cols); got != tt.want {
+			t.Errorf("Placeholders(%d, %d) = %q, want %q", tt.rows, tt.cols, got, tt.want)
+		}
+	}
+}

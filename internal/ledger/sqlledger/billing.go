@@ -29,13 +29,13 @@ const (
 // insertEntries is the INSERT of n entries that skips those whose
 // (request_id, kind) is taken and returns the request IDs of the others.
 func insertEntries(n int) string {
-	return `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + placeholders(n, entryParams) +
+	return `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + sqldb.Placeholders(n, entryParams) +
 		` ON CONFLICT (request_id, kind) DO NOTHING RETURNING request_id`
 }
 
 // addTotals is the upsert that adds n rows of amounts to billing_totals.
 func addTotals(n int) string {
-	return `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES ` + placeholders(n, totalParams) +
+	return `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES ` + sqldb.Placeholders(n, totalParams) +
 		` ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = billing_totals.amount_micros + excluded.amount_micros,
 		cost_micros = billing_totals.cost_micros + excluded.cost_micros`
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"strings"
 	"sync"
 	"time"
 
@@ -127,11 +126,11 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 		// RETURNING tells which records were new: only their executions are
 		// written, so a record written twice never gains executions.
 		st.records[i], err = s.db.Prepare(ctx, `INSERT INTO usage_records (`+recordInsertColumns+`) VALUES `+
-			placeholders(1<<i, recordParams)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`)
+			sqldb.Placeholders(1<<i, recordParams)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`)
 		if err != nil {
 			return nil, err
 		}
-		st.executions[i], err = s.db.Prepare(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+placeholders(1<<i, execParams))
+		st.executions[i], err = s.db.Prepare(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+sqldb.Placeholders(1<<i, execParams))
 		if err != nil {
 			return nil, err
 		}
@@ -260,20 +259,6 @@ func firstOfEach(recs []sluice.UsageRecord) []sluice.UsageRecord {
 		}
 	}
 	return out
-}
-
-// placeholders is "(?, …), (?, …)": rows groups of cols parameters.
-func placeholders(rows, cols int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
-	var b strings.Builder
-	b.Grow(rows * (len(row) + 2))
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
 }
 
 // ListUsage returns records started at or after since, oldest first (ties

@@ -65,7 +65,7 @@ func (s *Entitlements) PutEntitlements(ctx context.Context, es []store.Entitleme
 				return nil
 			}
 			q := `INSERT INTO entitlements (tenant, end_user, profile, pool, valid_from, valid_until, updated_at) VALUES ` +
-				strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, rows), `, `) +
+				sqldb.Placeholders(rows, 7) +
 				` ON CONFLICT (tenant, end_user) DO UPDATE SET profile = excluded.profile, pool = excluded.pool,
 					valid_from = excluded.valid_from, valid_until = excluded.valid_until, updated_at = excluded.updated_at`
 			_, err := tx.Exec(ctx, q, args...)
