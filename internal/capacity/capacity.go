@@ -40,6 +40,7 @@ type Engine struct {
 	waiters map[string]chan struct{}         // ticket → wake signal (size 1: a wake is a hint, one pending is enough)
 	held    map[string]map[string]store.Held // domain → leases to renew, and to reassert if the store loses them
 	copies  map[string][]string              // lease → the domains Rehome copied it to (also in held)
+	copied  atomic.Int64                     // len(copies), read without mu
 	bg      background                       // releases on their way to the store
 	// lost orders releases against reasserting (see reassert): a release
 	// holds it shared while it calls the store, a reassertion exclusively.

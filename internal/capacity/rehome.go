@@ -54,6 +54,9 @@ func (e *Engine) Rehome(ctx context.Context, domainOf func(unit string) string) 
 		e.mu.Lock()
 		for _, h := range leases {
 			e.holdLocked(dom, h)
+			if _, ok := e.copies[h.Lease]; !ok {
+				e.copied.Add(1)
+			}
 			e.copies[h.Lease] = append(e.copies[h.Lease], dom)
 		}
 		e.mu.Unlock()
@@ -94,10 +97,16 @@ func containsHeld(hs []store.Held, lease string) bool {
 // takeCopies returns the domains where Rehome copied lease, and forgets
 // them: they are no longer renewed.
 func (e *Engine) takeCopies(lease string) []string {
+	if e.copied.Load() == 0 {
+		return nil // no copy at all, as almost always: no lock on every release
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	doms := e.copies[lease]
-	delete(e.copies, lease)
+	doms, ok := e.copies[lease]
+	if ok {
+		delete(e.copies, lease)
+		e.copied.Add(-1)
+	}
 	for _, d := range doms {
 		delete(e.held[d], lease)
 	}
