@@ -44,6 +44,23 @@ func movedTo(to string) func(string) string {
 	}
 }
 
+// movedClaim returns an engine on a memstore (see engineOn) holding a claim
+// on unit "a" (cap 1) in domain "d", which Rehome has moved to "new".
+func movedClaim(t *testing.T, local bool) (*Engine, *memstore.Store, *Claim) {
+	t.Helper()
+	s := memstore.New()
+	e := engineOn(t, s, local)
+	claim, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Rehome(t.Context(), movedTo("new"))
+	if n := inFlightIn(t, s, "new", "a"); n != 1 {
+		t.Fatalf("in flight in the new domain after Rehome = %d, want the moved claim's 1", n)
+	}
+	return e, s, claim
+}
+
 // TestRehomeCountsAClaimInItsUnitsNewDomain: a claim granted before an
 // edit moved its account to another domain holds its slot there too, until
 // it is released, kept or not.
@@ -51,17 +68,8 @@ func TestRehomeCountsAClaimInItsUnitsNewDomain(t *testing.T) {
 	for _, local := range []bool{true, false} {
 		name := map[bool]string{true: "local", false: "shared"}[local]
 		t.Run(name+"/released", func(t *testing.T) {
-			s := memstore.New()
-			e := engineOn(t, s, local)
+			e, s, claim := movedClaim(t, local)
 			ctx := t.Context()
-			claim, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Rehome(ctx, movedTo("new"))
-			if n := inFlightIn(t, s, "new", "a"); n != 1 {
-				t.Fatalf("in flight in the new domain after Rehome = %d, want the moved claim's 1", n)
-			}
 			e.Rehome(ctx, movedTo("new")) // again: nothing more to copy
 			if n := inFlightIn(t, s, "new", "a"); n != 1 {
 				t.Fatalf("in flight in the new domain after a second Rehome = %d, want 1", n)
@@ -86,14 +94,8 @@ func TestRehomeCountsAClaimInItsUnitsNewDomain(t *testing.T) {
 			next.Release(ctx, store.Outcome{Success: true})
 		})
 		t.Run(name+"/kept", func(t *testing.T) {
-			s := memstore.New()
-			e := engineOn(t, s, local)
+			e, s, claim := movedClaim(t, local)
 			ctx := t.Context()
-			claim, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Rehome(ctx, movedTo("new"))
 			dom, lease, err := claim.Keep(ctx, time.Minute)
 			if err != nil {
 				t.Fatal(err)

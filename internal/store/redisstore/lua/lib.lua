@@ -143,20 +143,20 @@ local LEASE_RECORD = '^([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)
   '([^\31]*)\31([^\31]*)\31([^\31]*)\31(.*)$'
 local TICKET_RECORD = '^([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31(.*)$'
 
-local function lease_fields(rec)
-  local l = {string.match(rec, LEASE_RECORD)}
-  if #l == 0 then
+local function record_fields(rec, layout)
+  local f = {string.match(rec, layout)}
+  if #f == 0 then
     return split(rec, '\31')
   end
-  return l
+  return f
+end
+
+local function lease_fields(rec)
+  return record_fields(rec, LEASE_RECORD)
 end
 
 local function ticket_fields(rec)
-  local r = {string.match(rec, TICKET_RECORD)}
-  if #r == 0 then
-    return split(rec, '\31')
-  end
-  return r
+  return record_fields(rec, TICKET_RECORD)
 end
 
 -- The attributes of a unit that acquire reads of each candidate (with its
