@@ -184,7 +184,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := g.statuses.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read credential statuses: %w", err)
 	}
-	src.tokens.statuses.Store(g.statuses)
+	src.tokens.setStatuses(ctx, g.statuses)
 	ents := newEntitlements(sqlstore.NewEntitlements(g.db), g.live, o.Log)
 	if err := ents.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read entitlements: %w", err)

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/capacity"
@@ -26,9 +26,15 @@ type credentialTokens struct {
 	dbURL     string
 	lookupEnv func(string) (string, bool)
 	log       *slog.Logger
-	statuses  atomic.Pointer[capacity.Statuses] // nil until the shared state is open
-	run       func(*oauth.Manager)              // keeps the manager's tokens fresh in the background
+	run       func(*oauth.Manager) // keeps the manager's tokens fresh in the background
 	m         *oauth.Manager
+
+	// The manager starts refreshing with the first catalog, before the
+	// shared state is open: a grant refused meanwhile is held in pending
+	// and recorded once statuses is set (see setStatuses).
+	mu       sync.Mutex
+	statuses *capacity.Statuses // nil until the shared state is open
+	pending  map[string]string  // credential ID → why it is to be disabled
 }
 
 // attach tells the manager c's oauth credentials and sets their token
@@ -75,10 +81,34 @@ func (t *credentialTokens) attach(c *config.Catalog, snap *pipeline.Snapshot) er
 // upstream auth failure does: every replica stops using it, the reason
 // shows in /admin/status, and an operator enables it again.
 func (t *credentialTokens) disable(ctx context.Context, id, reason string) {
-	statuses := t.statuses.Load()
+	t.mu.Lock()
+	statuses := t.statuses
 	if statuses == nil {
+		if t.pending == nil {
+			t.pending = map[string]string{}
+		}
+		t.pending[id] = reason
+		t.mu.Unlock()
 		return
 	}
+	t.mu.Unlock()
+	t.record(ctx, statuses, id, reason)
+}
+
+// setStatuses gives the credentials their shared statuses, once the shared
+// state is open, and records the disables made before.
+func (t *credentialTokens) setStatuses(ctx context.Context, statuses *capacity.Statuses) {
+	t.mu.Lock()
+	t.statuses = statuses
+	pending := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	for id, reason := range pending {
+		t.record(ctx, statuses, id, reason)
+	}
+}
+
+func (t *credentialTokens) record(ctx context.Context, statuses *capacity.Statuses, id, reason string) {
 	if err := statuses.Set(context.WithoutCancel(ctx), capacity.KindCredential, id, store.Status{State: "disabled", Reason: reason}); err != nil {
 		t.log.LogAttrs(ctx, slog.LevelError, "recording a disabled credential failed", slog.String("credential_id", id), slog.Any("err", err))
 		return

@@ -96,6 +96,11 @@ func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator)
 		}
 	})
 	t.Cleanup(g.noSecretsLeaked)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the gateway's log:\n%s", g.logs.String())
+		}
+	})
 	return g
 }
 
@@ -207,9 +212,7 @@ func TestOAuthCredentialServesEveryRequestKindWithItsHeaders(t *testing.T) {
 
 func TestOAuthInvalidGrantDisablesTheCredential(t *testing.T) {
 	g := startOAuthGateway(t, func(*simulator.Simulator) string { return "sim-ort-00000000000000000000000000000000" }) // never issued
-	// 15s: a first refresh that fails for another reason (the database busy
-	// on a loaded machine) backs off 2s, then 4s, before the one refused.
-	eventually(t, 15*time.Second, "cred-oauth disabled", func() bool {
+	eventually(t, 5*time.Second, "cred-oauth disabled", func() bool {
 		_, body := g.adminGet("/admin/credentials/cred-oauth")
 		return strings.Contains(body, `"disabled"`) && strings.Contains(body, "invalid_grant")
 	})
