@@ -49,8 +49,15 @@ type pendingCall struct {
 	fn   *function
 	keys []string
 	args []any
-	cmd  *redis.Cmd    // the call as a command of its own; in a batch, given its part of the batch's reply
+	cmd  *redis.Cmd    // set by the worker: the call's own command, or one given its part of a batch's reply
 	done chan struct{} // closed once cmd holds its reply or error
+}
+
+// alone makes the call's own command, sent alone or in a pipeline: only
+// then is it built, as a batched call never needs it.
+func (c *pendingCall) alone() *redis.Cmd {
+	c.cmd = newFcall(c.ctx, append(fcallArgs(c.fn.name, c.keys, len(c.args)), c.args...))
+	return c.cmd
 }
 
 func newPipeliner(rdb redis.UniversalClient) *pipeliner {
@@ -61,11 +68,11 @@ func newPipeliner(rdb redis.UniversalClient) *pipeliner {
 // returns its command answered; or, when ctx ends first, a command failed
 // with ctx's error (the call may still be answered later).
 func (p *pipeliner) do(ctx context.Context, f *function, keys []string, args []any) *redis.Cmd {
-	cmd := newFcall(ctx, append(fcallArgs(f.name, keys, len(args)), args...))
-	c := &pendingCall{ctx: ctx, fn: f, keys: keys, args: args, cmd: cmd, done: make(chan struct{})}
+	c := &pendingCall{ctx: ctx, fn: f, keys: keys, args: args, done: make(chan struct{})}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
+		cmd := c.alone()
 		_ = p.rdb.Process(ctx, cmd)
 		return cmd
 	}
@@ -84,7 +91,7 @@ func (p *pipeliner) do(ctx context.Context, f *function, keys []string, args []a
 	}
 	select {
 	case <-c.done:
-		return cmd
+		return c.cmd
 	case <-ctx.Done():
 		return failedCmd(ctx)
 	}
@@ -144,7 +151,7 @@ func (p *pipeliner) send(batch []*pendingCall) {
 	live := batch[:0]
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			c.cmd.SetErr(err) // its caller has returned, or is returning: never send it
+			c.cmd = failedCmd(c.ctx) // its caller has returned, or is returning: never send it
 			close(c.done)
 			continue
 		}
@@ -154,7 +161,7 @@ func (p *pipeliner) send(batch []*pendingCall) {
 	case 0:
 		return
 	case 1:
-		_ = p.rdb.Process(live[0].ctx, live[0].cmd)
+		_ = p.rdb.Process(live[0].ctx, live[0].alone())
 	default:
 		ctx, cancel := latestDeadline(live)
 		pipe := p.rdb.Pipeline()
@@ -191,7 +198,7 @@ func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
 	index := make(map[domainCall]int)
 	for _, c := range calls {
 		if !c.fn.batched {
-			out = append(out, pipelined{cmd: c.cmd})
+			out = append(out, pipelined{cmd: c.alone()})
 			continue
 		}
 		k := domainCall{c.fn, c.keys[0]}
@@ -200,12 +207,14 @@ func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, pipelined{cmd: c.cmd, calls: []*pendingCall{c}})
+		out = append(out, pipelined{calls: []*pendingCall{c}})
 	}
 	for i := range out {
 		b := &out[i]
-		if len(b.calls) < 2 {
-			b.calls = nil // alone: its own command
+		if len(b.calls) == 1 {
+			b.cmd, b.calls = b.calls[0].alone(), nil
+		}
+		if b.calls == nil {
 			continue
 		}
 		n := 0
@@ -234,6 +243,7 @@ func (b pipelined) answer() {
 		err = fmt.Errorf("redisstore: %d replies to a batch of %d calls", len(replies), len(b.calls))
 	}
 	for i, c := range b.calls {
+		c.cmd = redis.NewCmd(c.ctx)
 		if err != nil {
 			c.cmd.SetErr(err)
 		} else if e, ok := replies[i].(error); ok {

@@ -162,7 +162,17 @@ end
 -- The attributes of a unit that acquire reads of each candidate (with its
 -- windows when it has rate limits), and release of the lease's unit.
 local ACQUIRE_ATTRS = {'n', 'until', 'probe', 'cap', 'r1', 'r2', 'ecap', 'w0', 'w1', 'w2'}
-local ACQUIRE_WINDOW_ATTRS = {'n', 'until', 'probe', 'cap', 'r1', 'r2', 'ecap', 'w0', 'w1', 'w2', 'rtat', 'ttat', 'dday', 'dused'}
+local ACQUIRE_WINDOW_ATTRS = {'rtat', 'ttat', 'dday', 'dused'}
+do -- ACQUIRE_ATTRS, then the windows' (numeric loops: no global, ipairs included, is in scope while a library loads)
+  local windows = ACQUIRE_WINDOW_ATTRS
+  ACQUIRE_WINDOW_ATTRS = {}
+  for i = 1, #ACQUIRE_ATTRS do
+    ACQUIRE_WINDOW_ATTRS[i] = ACQUIRE_ATTRS[i]
+  end
+  for i = 1, #windows do
+    ACQUIRE_WINDOW_ATTRS[#ACQUIRE_ATTRS + i] = windows[i]
+  end
+end
 local RELEASE_ATTRS = {'n', 'cap', 'ecap', 'es', 'etop', 'until', 'level', 'w0', 'w1', 'w2'}
 
 -- unit_fields returns the K_UNIT field names of attributes attrs (a list
@@ -278,11 +288,11 @@ local function state_gen()
     g = t[1] .. string.format('%06d', tonumber(t[2]))
     redis.call('SET', K_GEN, g)
   end
+  local gen = tonumber(g)
   if batch_now then
-    batch_gen = tonumber(g)
-    return batch_gen
+    batch_gen = gen
   end
-  return tonumber(g)
+  return gen
 end
 
 -- batch runs op, a capacity function, once for each call packed in ARGV
