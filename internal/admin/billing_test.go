@@ -35,8 +35,9 @@ func newFakeBilling(t *testing.T) *fakeBilling {
 		Accounts: []ledger.BillingAccount{{ID: "cat-acct", Plan: "standard", MaxInflight: 2, OnLimit: "wait"}},
 		Prices:   []billing.Price{catalogPrice},
 	}}
-	if _, err := f.Post(t.Context(), ledger.Entry{Account: "cat-acct", RequestID: "req-charged", Kind: ledger.EntryCharge,
-		Amount: -1_500_000, At: time.Now().Add(-time.Hour)}); err != nil {
+	charged := sluice.UsageRecord{RequestID: "req-charged", Started: time.Now().Add(-30 * 24 * time.Hour), // before every other test's records
+		Billing: &sluice.Charge{Account: "cat-acct", Price: 1_500_000}}
+	if err := f.RecordUsage(t.Context(), []sluice.UsageRecord{charged}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -312,7 +313,7 @@ func TestSpendReport(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"margin":"-0.002"`) {
 		t.Fatalf("spend by alias = %d %s; want slow's negative margin as a decimal string", resp.StatusCode, body)
 	}
-	rep, err := h.client.Spend(ctx, admin.SpendQuery{By: []ledger.Dimension{ledger.ByAlias, ledger.ByDay}})
+	rep, err := h.client.Spend(ctx, admin.SpendQuery{From: day, By: []ledger.Dimension{ledger.ByAlias, ledger.ByDay}}) // req-charged is older
 	if err != nil {
 		t.Fatal(err)
 	}

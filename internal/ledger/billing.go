@@ -15,12 +15,12 @@ import (
 // the admin API, and the ledger of balance changes. Safe for concurrent
 // use, also by several processes sharing one database.
 //
-// Charges are not posted here by the request path: a usage record whose
-// Billing is set carries its charge, and Usage.RecordUsage writes the
+// Charges are never posted: a usage record whose Billing is set is its
 // charge entry (kind EntryCharge, RequestID the record's, Amount −Price,
-// At the record's Started) in the same transaction as the record, once
-// however often the record is written. A record charges nothing — and
-// writes no entry — when its Billing is nil, has no Account, is
+// At the record's Started; see ChargeOf), stored once however often the
+// record is written, its amount counted in the balance in the record's
+// transaction. Statement and Entries list it among the posted entries. A
+// record charges nothing when its Billing is nil, has no Account, is
 // Unmeasured, or has Price 0; it is still counted in Spend (unmeasured
 // ones apart).
 type Billing interface {
@@ -41,11 +41,11 @@ type Billing interface {
 	// Prices returns every stored version, in the order of billing.Table.All.
 	Prices(ctx context.Context) ([]billing.Price, error)
 
-	// Post writes a balance change (a top-up, refund or adjustment; a
-	// charge too, though charges normally come with their usage record),
-	// idempotently by (RequestID, Kind): applied is false, and nothing
-	// changes, when an entry of that request and kind exists already,
-	// whatever its amount.
+	// Post writes a balance change (a top-up, refund, adjustment or
+	// allowance; a charge is refused: charges come only with their usage
+	// records), idempotently by (RequestID, Kind): applied is false, and
+	// nothing changes, when an entry of that request and kind exists
+	// already, whatever its amount.
 	Post(ctx context.Context, e Entry) (applied bool, err error)
 	// Balances is everything admission needs, read in one query: every
 	// account's balance, and the spend of every account, key, tenant, pool
@@ -192,9 +192,12 @@ type Entry struct {
 	At        time.Time
 }
 
-// Validate reports an entry the ledger must not take: no account, request
-// ID or time, an unknown kind, an amount of the wrong sign, or a refund or
-// adjustment without a reason.
+// Validate reports an entry Post must not take: no account, request ID or
+// time, an unknown kind, an amount of the wrong sign, a refund or
+// adjustment without a reason, or a charge. A charge exists only as its
+// usage record's (see ChargeOf): the record is the charge's one copy, so
+// a request can never be charged twice, once by its record and once
+// apart, and the request path writes one row per request, not two.
 func (e *Entry) Validate() error {
 	switch {
 	case e.Account == "" || e.RequestID == "":
@@ -205,7 +208,7 @@ func (e *Entry) Validate() error {
 	var ok bool
 	switch e.Kind {
 	case EntryCharge:
-		ok = e.Amount < 0
+		return fmt.Errorf("ledger entry %s: a charge is made by its request's usage record, not posted", e.RequestID)
 	case EntryTopUp, EntryRefund:
 		ok = e.Amount > 0
 	case EntryAllowance:

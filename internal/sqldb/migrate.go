@@ -305,15 +305,33 @@ var migrations = []migration{{
 		// The quota profile the request ran under; '' = none.
 		`ALTER TABLE usage_records ADD COLUMN profile TEXT NOT NULL DEFAULT ''`,
 	},
+}, {
+	version: 12,
+	name:    "charges are their usage records",
+	stmts: []string{
+		// A billed record is its request's charge entry: the ledger lists
+		// it from here, and a settled request writes one row, not two (the
+		// charge rows cost the request path as much as the rest of
+		// billing). This index is what a statement reads charges by; its
+		// condition is the one sqlledger's queries repeat.
+		`CREATE INDEX usage_records_charges ON usage_records (billing_account, started_at, request_id)
+			WHERE billed AND price_micros > 0 AND NOT unmeasured`,
+		// The charge entries written before, each a copy of its record's
+		// charge (they were written only with their records).
+		`DELETE FROM ledger_entries WHERE kind = 'charge' AND EXISTS (SELECT 1 FROM usage_records r
+			WHERE r.request_id = ledger_entries.request_id AND r.billing_account = ledger_entries.account
+			AND r.billed AND r.price_micros > 0 AND NOT r.unmeasured)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises
 // migrations between processes opening the same database.
 const migrationLock int64 = 0x736c75696365 // "sluice"
 
-// migrate applies the pending migrations in one transaction, under the
-// dialect's lock: concurrent openers wait, then find nothing left to do.
-func (db *DB) migrate(ctx context.Context) error {
+// migrate applies the pending migrations up to version in one
+// transaction, under the dialect's lock: concurrent openers wait, then find
+// nothing left to do.
+func (db *DB) migrate(ctx context.Context, version int64) error {
 	return db.InTx(ctx, func(tx *Tx) error {
 		if db.d.lock != "" {
 			if _, err := tx.Exec(ctx, db.d.lock, migrationLock); err != nil {
@@ -335,7 +353,7 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("schema version %d is newer than this build's %d", current, latest)
 		}
 		for _, m := range migrations {
-			if m.version <= current {
+			if m.version <= current || m.version > version {
 				continue
 			}
 			for _, stmt := range m.stmts {

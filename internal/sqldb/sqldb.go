@@ -53,6 +53,11 @@ type Tx struct {
 // Query parameters of a postgres URL are passed to pgx (search_path=… selects
 // the schema).
 func Open(ctx context.Context, url string) (*DB, error) {
+	return open(ctx, url, migrations[len(migrations)-1].version)
+}
+
+// open is Open with the migrations up to version applied.
+func open(ctx context.Context, url string, version int64) (*DB, error) {
 	d, dsn, dir, err := parse(url)
 	if err != nil {
 		return nil, err
@@ -77,7 +82,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("connect %s: %w", d.name, err)
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, version); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", d.name, err)
 	}

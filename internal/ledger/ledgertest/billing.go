@@ -39,13 +39,15 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		wantBalance(t, s, "acme", -1500)
 	})
 
-	t.Run("ChargePostedApartIsNotChargedAgain", func(t *testing.T) {
+	t.Run("ChargesAreNotPosted", func(t *testing.T) {
 		s, _ := open(t)
 		apart := ledger.Entry{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -900, At: day1}
-		post(t, s, apart)
-		record(t, s, charged("r1", "acme", day1, 1500), charged("r2", "acme", day1, 100))
-		wantEntries(t, s, "acme", apart, ledger.Entry{Account: "acme", RequestID: "r2", Kind: ledger.EntryCharge, Amount: -100, At: day1})
-		wantBalance(t, s, "acme", -1000)
+		if applied, err := s.Post(t.Context(), apart); err == nil || applied {
+			t.Fatalf("Post(%+v) = %v, %v; want an error: a charge comes with its usage record", apart, applied, err)
+		}
+		record(t, s, charged("r1", "acme", day1, 1500))
+		wantEntries(t, s, "acme", ledger.Entry{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -1500, At: day1})
+		wantBalance(t, s, "acme", -1500)
 	})
 
 	t.Run("ChargesOnlyMeasuredPricedAccountedRecords", func(t *testing.T) {
@@ -197,7 +199,6 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 	t.Run("PostRefusesInvalidEntries", func(t *testing.T) {
 		s, _ := open(t)
 		for name, e := range map[string]ledger.Entry{
-			"PositiveCharge":        {Account: "acme", RequestID: "a", Kind: ledger.EntryCharge, Amount: 5, At: day1},
 			"NegativeTopUp":         {Account: "acme", RequestID: "b", Kind: ledger.EntryTopUp, Amount: -5, At: day1},
 			"ZeroAdjustment":        {Account: "acme", RequestID: "c", Kind: ledger.EntryAdjustment, Reason: "r", At: day1},
 			"RefundWithoutReason":   {Account: "acme", RequestID: "d", Kind: ledger.EntryRefund, Amount: 5, At: day1},
@@ -230,7 +231,13 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			post(t, s, e)
 		}
 		post(t, s, topUp("globex", "other-account", day1, 1))
-		ordered := []ledger.Entry{all[0], all[6], all[1], all[2], all[3], all[4], all[5]}
+		// Charges, which are their records, among the posted entries: one
+		// of the request and time of a top-up (ordered by kind), one alone.
+		record(t, s, charged("t2", "acme", all[2].At, 7), charged("c9", "acme", day1.Add(90*time.Minute), 8),
+			charged("c8", "globex", day1, 9))
+		sameRequest := ledger.Entry{Account: "acme", RequestID: "t2", Kind: ledger.EntryCharge, Amount: -7, At: all[2].At}
+		alone := ledger.Entry{Account: "acme", RequestID: "c9", Kind: ledger.EntryCharge, Amount: -8, At: day1.Add(90 * time.Minute)}
+		ordered := []ledger.Entry{all[0], all[6], all[1], sameRequest, all[2], all[3], alone, all[4], all[5]}
 		tests := []struct {
 			name     string
 			from, to time.Time
@@ -239,8 +246,10 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		}{
 			{"All", time.Time{}, time.Time{}, 0, ordered},
 			{"FromInclusive", day1.Add(time.Hour), time.Time{}, 0, ordered[3:]},
-			{"ToExclusive", time.Time{}, day1.Add(2 * time.Hour), 0, ordered[:5]},
+			{"ToExclusive", time.Time{}, day1.Add(2 * time.Hour), 0, ordered[:7]},
 			{"Limit", day1, time.Time{}, 2, ordered[:2]},
+			{"LimitAcrossChargesAndPosted", day1, time.Time{}, 5, ordered[:5]},
+			{"WindowAndLimit", day1.Add(time.Hour), day1.Add(2 * time.Hour), 2, ordered[3:5]},
 			{"Empty", day1.Add(3 * time.Hour), time.Time{}, 0, nil},
 		}
 		for _, tt := range tests {

@@ -26,12 +26,19 @@ const (
 	totalParams  = 5 // day, scope, id, amount_micros, cost_micros
 )
 
-// insertEntries is the INSERT of n entries that skips those whose
-// (request_id, kind) is taken and returns the request IDs of the others.
-func insertEntries(n int) string {
-	return `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + sqldb.Placeholders(n, entryParams) +
-		` ON CONFLICT (request_id, kind) DO NOTHING RETURNING request_id`
-}
+// insertEntry is the INSERT of an entry that skips it when its
+// (request_id, kind) is taken, and returns its request ID when it does not.
+var insertEntry = `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + sqldb.Placeholders(1, entryParams) +
+	` ON CONFLICT (request_id, kind) DO NOTHING RETURNING request_id`
+
+// chargeColumns are a usage record's columns as the charge entry it makes
+// (ledger.ChargeOf), and isCharge selects the records that make one: both
+// in the terms of the partial index usage_records_charges, which a query
+// uses only when its condition repeats the index's.
+const (
+	chargeColumns = `request_id, 'charge', billing_account, -price_micros, '', '', started_at`
+	isCharge      = `billed AND price_micros > 0 AND NOT unmeasured`
+)
 
 // addTotals is the upsert that adds n rows of amounts to billing_totals.
 func addTotals(n int) string {
@@ -80,12 +87,10 @@ func (t totals) sorted() []total {
 // epochDay is the day number of t's UTC day.
 func epochDay(t time.Time) int64 { return ledger.Day(t).Unix() / 86400 }
 
-// insertCharges writes the charge entries of the new records, then adds
-// the balance changes of those the ledger did not have and the spend of
-// every new billed record to billing_totals: a multi-row statement or a
-// few for each, per batch.
-func (w *writer) insertCharges(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
-	charges := make([]ledger.Entry, 0, len(recs)) // at most one each; grown entry by entry, it was a tenth of the work
+// addCharges adds to billing_totals what the new billed records charged
+// their accounts' balances and spent: a multi-row statement or a few per
+// batch. The records themselves are the charge entries (see ledger.Billing).
+func (w *writer) addCharges(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
 	add := make(totals)
 	for i := range recs {
 		r := &recs[i]
@@ -93,31 +98,9 @@ func (w *writer) insertCharges(ctx context.Context, recs []sluice.UsageRecord, i
 			continue
 		}
 		if e, ok := ledger.ChargeOf(r); ok {
-			charges = append(charges, e)
+			add.add(total{0, scopeBalance, e.Account}, e.Amount, 0)
 		}
 		spendOf(add, r)
-	}
-	byID := make(map[string]*ledger.Entry, len(charges))
-	for i := range charges {
-		byID[charges[i].RequestID] = &charges[i]
-	}
-	for rest := charges; len(rest) > 0; {
-		n, shape := chunk(len(rest))
-		args := w.args[:0]
-		for i := range rest[:n] {
-			e := &rest[i]
-			args = append(args, e.RequestID, chargeKind, w.boxes.account.of(e.Account), int64(e.Amount), e.Reason, e.Admin, e.At.UnixMicro())
-		}
-		err := queryIDs(ctx, w.tx, w.st.charges[shape], args, func(id []byte) {
-			// A charge the ledger had already (posted apart) changes nothing.
-			if e := byID[string(id)]; e != nil {
-				add.add(total{0, scopeBalance, e.Account}, e.Amount, 0)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		rest = rest[n:]
 	}
 	return w.addTotals(ctx, add)
 }
@@ -138,13 +121,6 @@ func spendOf(add totals, r *sluice.UsageRecord) {
 	}
 }
 
-func appendEntry(args []any, e *ledger.Entry) []any {
-	return append(args, e.RequestID, string(e.Kind), e.Account, int64(e.Amount), e.Reason, e.Admin, e.At.UnixMicro())
-}
-
-// chargeKind is the kind column of every charge entry, boxed once.
-var chargeKind any = string(ledger.EntryCharge)
-
 // boxed reuses the interface value of the last string it boxed.
 // database/sql takes arguments as []any, and boxing a string allocates:
 // a column whose value a batch repeats row after row (a billing account,
@@ -162,8 +138,8 @@ func (b *boxed) of(s string) any {
 	return b.v
 }
 
-// chargeBoxes are the writer's boxed billing columns: the record's
-// (account, plan, price and cost versions) and the charge entry's account.
+// chargeBoxes are the writer's boxed billing columns of records: their
+// account, plan, price and cost versions.
 type chargeBoxes struct {
 	account, plan, priceVersion, costVersion boxed
 }
@@ -183,25 +159,6 @@ func (w *writer) addTotals(ctx context.Context, add totals) error {
 		rest = rest[n:]
 	}
 	return nil
-}
-
-// queryIDs runs a statement returning one text column and passes each
-// value to f, which must not keep it: it is valid until the next row
-// (read without a copy).
-func queryIDs(ctx context.Context, tx *sqldb.Tx, st *sqldb.Stmt, args []any, f func([]byte)) error {
-	rows, err := tx.QueryStmt(ctx, st, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var id sql.RawBytes
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		f(id)
-	}
-	return rows.Err()
 }
 
 // PutBillingAccount creates or replaces the account's row.
@@ -324,7 +281,8 @@ func (s *Store) Post(ctx context.Context, e ledger.Entry) (applied bool, err err
 		return false, err
 	}
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		err := tx.QueryRow(ctx, insertEntries(1), appendEntry(nil, &e)...).Scan(new(string))
+		err := tx.QueryRow(ctx, insertEntry, e.RequestID, string(e.Kind), e.Account, int64(e.Amount), e.Reason, e.Admin,
+			e.At.UnixMicro()).Scan(new(string))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // posted before
 		}
@@ -398,31 +356,47 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
-	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
-		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit))
+	// The posted entries and the charges, each the first limit of its own
+	// in its own index, merged here: the database would compare their text
+	// by each table's collation.
+	posted, err := s.entries(ctx, nil, `SELECT `+entryColumns+` FROM ledger_entries
+		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("statement: %w", err)
 	}
-	return out, nil
+	out, err := s.entries(ctx, posted, `SELECT `+chargeColumns+` FROM usage_records
+		WHERE billing_account = ? AND started_at >= ? AND started_at < ? AND `+isCharge+`
+		ORDER BY started_at, request_id LIMIT ?`, account, lo, hi, limit)
+	if err != nil {
+		return nil, fmt.Errorf("statement: %w", err)
+	}
+	slices.SortFunc(out, ledger.CompareEntries)
+	return out[:min(len(out), limit)], nil
 }
 
-// Entries reads the request's entries by the table's primary key.
+// Entries reads the request's posted entries and its record's charge, each
+// by its table's primary key.
 func (s *Store) Entries(ctx context.Context, requestID string) ([]ledger.Entry, error) {
-	out, err := scanEntries(s.db.Query(ctx, `SELECT `+entryColumns+` FROM ledger_entries
-		WHERE request_id = ? ORDER BY kind`, requestID))
+	posted, err := s.entries(ctx, nil, `SELECT `+entryColumns+` FROM ledger_entries WHERE request_id = ?`, requestID)
 	if err != nil {
 		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
 	}
+	out, err := s.entries(ctx, posted, `SELECT `+chargeColumns+` FROM usage_records
+		WHERE request_id = ? AND billing_account <> '' AND `+isCharge, requestID)
+	if err != nil {
+		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
+	}
+	slices.SortFunc(out, func(a, b ledger.Entry) int { return cmp.Compare(a.Kind, b.Kind) })
 	return out, nil
 }
 
-// scanEntries reads rows of entryColumns.
-func scanEntries(rows *sql.Rows, err error) ([]ledger.Entry, error) {
+// entries runs a query of entryColumns and appends its rows to out.
+func (s *Store) entries(ctx context.Context, out []ledger.Entry, query string, args ...any) ([]ledger.Entry, error) {
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ledger.Entry
 	for rows.Next() {
 		var (
 			e  ledger.Entry

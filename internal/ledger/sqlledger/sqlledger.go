@@ -85,7 +85,7 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		if err := w.insertJobs(ctx, recs, inserted); err != nil {
 			return err
 		}
-		return w.insertCharges(ctx, recs, inserted)
+		return w.addCharges(ctx, recs, inserted)
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
@@ -108,7 +108,6 @@ const (
 type statements struct {
 	records    [shapes]*sqldb.Stmt
 	executions [shapes]*sqldb.Stmt
-	charges    [shapes]*sqldb.Stmt
 	totals     [shapes]*sqldb.Stmt
 }
 
@@ -131,10 +130,6 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 			return nil, err
 		}
 		st.executions[i], err = s.db.Prepare(ctx, `INSERT INTO executions (`+execColumns+`) VALUES `+sqldb.Placeholders(1<<i, execParams))
-		if err != nil {
-			return nil, err
-		}
-		st.charges[i], err = s.db.Prepare(ctx, insertEntries(1<<i))
 		if err != nil {
 			return nil, err
 		}
