@@ -98,9 +98,10 @@ func TestBatchesOfEverySize(t *testing.T) {
 // BenchmarkRecordUsage writes batches of 256 records of one execution each,
 // the usage writer's batch, to an SQLite file; ns/op and allocs/op are per
 // record, and so is cpu-ns/op, the process's CPU time (wall time tells
-// little on a busy machine). A billed record also writes its charge entry and adds to the
-// running totals, in the same transaction: billed less unbilled is what
-// billing costs the usage writer per request.
+// little on a busy machine). A billed record is also its charge entry (an
+// entry of the charges index) and adds to the running totals, in the same
+// transaction: billed less unbilled is what billing costs the usage writer
+// per request.
 func BenchmarkRecordUsage(b *testing.B) {
 	for _, billed := range []bool{false, true} {
 		b.Run(map[bool]string{false: "unbilled", true: "billed"}[billed], func(b *testing.B) {
