@@ -35,6 +35,15 @@
 # priced, and its charge written with its usage record; it is reported against
 # sluice-info (issue #12: CPU/req <= 1.05x the unbilled gateway's).
 # Rounds alternate the order of the variants to cancel drift.
+# With PAIRED=N the variants run side by side instead: every proxy is started
+# once, all on core $PROXY_CPU, then N windows of wrk ($DURATION each; 5s
+# suits) go to each in turn, the order alternating, each window's CPU/req
+# read from the proxy's own ticks (0.5 s after wrk ends, so the usage
+# records it wrote are counted). Between two windows of one variant the
+# others ran, so slow drift of the machine falls on all of them alike;
+# CPU/req is the sum of ticks over the sum of requests. This is how the
+# billed/unbilled ratio is best measured here: rounds with a new process
+# each move by more than the 5 % sought. No streaming run in this mode.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 #        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
@@ -43,6 +52,8 @@
 #   (add sluice-redis, e.g. VARIANTS="bare sluice-info sluice-redis"; needs redis-server and redis-cli;
 #   add sluice-billed, e.g. VARIANTS="sluice-info sluice-billed"; needs curl)
 #   STREAM=0 STREAM_TOKENS=16 (with STREAM=1: CONNS=256 CHUNK_DELAY=5ms)
+#   PAIRED=0 (N > 0: N side-by-side windows per variant, e.g.
+#   PAIRED=24 DURATION=5s VARIANTS="sluice-info sluice-billed")
 #   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet) NOISY=15 RETRIES=2
 #   (see run_variant) PROFILE_DIR= (when set: `perf record -g` of Sluice during each
 #   wrk run, written there; profiling slows Sluice, so profile in a run of its own:
@@ -75,6 +86,7 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 NOISY=${NOISY:-15}
 RETRIES=${RETRIES:-2}
 PROFILE_DIR=${PROFILE_DIR:-}
+PAIRED=${PAIRED:-0}
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
@@ -452,7 +464,61 @@ run_variant() {
 	stop "$PROXY_PID"
 }
 
+# paired runs the PAIRED mode (see the header) and prints its results.
+paired() {
+	local -a pids urls
+	local i w v out t0 t1 requests
+	for v in "${ORDER[@]}"; do
+		start_proxy "$v" paired
+		pids+=("$PROXY_PID")
+		urls+=("http://$PROXY_ADDR/v1/chat/completions")
+	done
+	for i in "${!ORDER[@]}"; do
+		timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/$LOAD" "${urls[i]}" >/dev/null
+	done
+	wait_quiet
+	echo "== $PAIRED windows of $DURATION per variant, side by side"
+	for ((w = 1; w <= PAIRED; w++)); do
+		local -a turn=("${!ORDER[@]}")
+		((w % 2 == 0)) && turn=($(printf '%s\n' "${turn[@]}" | tac))
+		for i in "${turn[@]}"; do
+			alive "${pids[i]}" "${ORDER[i]}" "$WORK/${ORDER[i]}-paired.err"
+			out="$WORK/wrk-${ORDER[i]}-w$w.txt"
+			t0=$(cputicks "${pids[i]}")
+			timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/$LOAD" "${urls[i]}" >"$out"
+			sleep 0.5
+			t1=$(cputicks "${pids[i]}")
+			requests=$(awk '/requests in/ { print $1 }' "$out")
+			printf '%s\t%s\t%s\t%s\n' "${ORDER[i]}" "$w" "$((t1 - t0))" "$requests" >>"$RESULTS"
+		done
+		awk -F'\t' -v w="$w" -v hz="$CLK_TCK" '$2 == w { printf "%s %s %.1f µs/req;", (n++ ? "" : "  "), $1, $3 / hz * 1e6 / $4 }
+			END { print "" }' "$RESULTS"
+	done
+	echo
+	echo "CPU per request over all windows (sum of ticks / sum of requests), and against the first variant:"
+	echo
+	awk -F'\t' -v hz="$CLK_TCK" -v first="${ORDER[0]}" '
+		{ t[$1] += $3; n[$1] += $4; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+		END {
+			print "| variant | windows | requests | CPU µs/req | ratio |"
+			print "| --- | ---: | ---: | ---: | ---: |"
+			for (i = 1; i <= k; i++) {
+				v = order[i]
+				printf "| %s | %d | %d | %.1f | %.3f |\n", v, NR / k, n[v], t[v] / hz * 1e6 / n[v], (t[v] / n[v]) / (t[first] / n[first])
+			}
+			if (("sluice-billed" in n) && ("sluice-info" in n)) {
+				r = (t["sluice-billed"] / n["sluice-billed"]) / (t["sluice-info"] / n["sluice-info"])
+				printf "\nBilling: sluice-billed / sluice-info CPU/req %.3f (target <= 1.05: %s)\n", r, r <= 1.05 ? "PASS" : "FAIL"
+			}
+		}' "$RESULTS"
+}
+
 read -r -a ORDER <<<"$VARIANTS"
+if ((PAIRED > 0)); then
+	[[ $STREAM == 0 ]] || die "PAIRED runs whole answers only (STREAM=0)"
+	paired
+	exit 0
+fi
 for ((round = 1; round <= ROUNDS; round++)); do
 	if ((round % 2 == 1)); then
 		for v in "${ORDER[@]}"; do run_variant "$v" "$round"; done
