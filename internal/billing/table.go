@@ -143,18 +143,20 @@ func Merge(catalog, stored []Price) (t *Table, dropped []error, err error) {
 
 // Price is the price of alias under plan in force at at: the version with
 // the latest EffectiveFrom not after at. ok is false when there is none.
-func (t *Table) Price(plan, alias string, at time.Time) (p Price, ok bool) {
+// p is the table's own (every request is priced, and a Price is large):
+// the caller must not change it.
+func (t *Table) Price(plan, alias string, at time.Time) (p *Price, ok bool) {
 	return t.at(series{kind: KindPrice, plan: plan, alias: alias}, at)
 }
 
 // Cost is the cost of the deployment model in force at at, as Price.
-func (t *Table) Cost(model string, at time.Time) (p Price, ok bool) {
+func (t *Table) Cost(model string, at time.Time) (p *Price, ok bool) {
 	return t.at(series{kind: KindCost, model: model}, at)
 }
 
-func (t *Table) at(k series, at time.Time) (Price, bool) {
+func (t *Table) at(k series, at time.Time) (*Price, bool) {
 	if t == nil {
-		return Price{}, false
+		return nil, false
 	}
 	vs := t.versions[k]
 	// The first version effective after at; the one before it is in force.
@@ -165,9 +167,9 @@ func (t *Table) at(k series, at time.Time) (Price, bool) {
 		return -1
 	})
 	if i == 0 {
-		return Price{}, false
+		return nil, false
 	}
-	return vs[i-1], true
+	return &vs[i-1], true
 }
 
 // All returns every version, ordered by kind, plan, alias, model and

@@ -83,6 +83,7 @@ type View struct {
 	mu        sync.Mutex
 	totals    Totals
 	local     map[string]entry      // by request ID
+	reserved  int                   // the reservations in local: Settle looks for one only when there are some
 	balance   map[string]Micros     // the local charges and reservations, by account
 	spent     map[month]*monthSpent // the local charges by subject and UTC month
 	confirmed []string              // request IDs the store has, not yet in totals
@@ -142,7 +143,7 @@ func (v *View) Refresh(ctx context.Context) error {
 	v.totals = t
 	v.read.Store(now.UnixNano())
 	for _, id := range v.confirmed {
-		if e, ok := v.local[id]; ok {
+		if e, ok := v.local[id]; ok && e.confirmed {
 			v.apply(&e, -1)
 			delete(v.local, id)
 		}
@@ -214,11 +215,13 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 	if held {
 		v.apply(&own, -1)
 		delete(v.local, id)
+		v.reserved--
 	}
 	if reserve > 0 {
 		e := entry{account: account, price: reserve, reserved: true}
 		v.local[id] = e
 		v.apply(&e, 1)
+		v.reserved++
 	}
 	return true
 }
@@ -228,9 +231,12 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 func (v *View) Settle(c Charge) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if e, ok := v.local[c.RequestID]; ok && e.reserved {
-		v.apply(&e, -1)
-		delete(v.local, c.RequestID)
+	if v.reserved > 0 {
+		if e, ok := v.local[c.RequestID]; ok && e.reserved {
+			v.apply(&e, -1)
+			delete(v.local, c.RequestID)
+			v.reserved--
+		}
 	}
 	if c.Price == 0 && c.Cost == 0 {
 		return

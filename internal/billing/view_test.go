@@ -183,6 +183,13 @@ func TestViewAdmitReserves(t *testing.T) {
 	if got := v.Balance("acme"); got != 3*Unit/4 {
 		t.Errorf("balance = %s, want 0.75: the charge replaces the reservation", got)
 	}
+	if !v.Admit("r3", "acme", 0, Unit/2) {
+		t.Fatal("r3 refused with 0.75 left")
+	}
+	v.Settle(Charge{RequestID: "r3", Account: "acme"}) // it ran nowhere
+	if got := v.Balance("acme"); got != 3*Unit/4 {
+		t.Errorf("balance = %s, want 0.75: a request settled for nothing drops its reservation", got)
+	}
 }
 
 // An account with an allowance may spend it besides its balance: the

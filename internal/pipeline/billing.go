@@ -167,7 +167,7 @@ func budgets(b config.Budgets) sluice.Budgets {
 // stay within.
 type charging struct {
 	account  *billingAccount
-	price    billing.Price
+	price    *billing.Price // the table's; never nil once admitted (noPrice for a job whose price is gone)
 	key      string
 	tenant   string
 	task     string
@@ -324,7 +324,8 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 		return nil
 	}
 	rec := &sluice.Charge{}
-	for _, x := range out.Executions {
+	for i := range out.Executions {
+		x := &out.Executions[i]
 		cost, ok := table.Cost(x.Model, c.received)
 		if !ok || !x.Owner.Platform() {
 			continue // no cost known; or an owner's own credential (BYOK), whose upstream the owner pays
@@ -337,8 +338,8 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 		return rec
 	}
 	rec.Account, rec.Plan, rec.PriceVersion = c.account.id, c.account.plan, c.price.Version()
-	for _, x := range out.Executions {
-		local.Price = local.Price.Add(c.price.Rates.Charge(x.Usage, job))
+	for i := range out.Executions {
+		local.Price = local.Price.Add(c.price.Rates.Charge(out.Executions[i].Usage, job))
 	}
 	rec.Unmeasured = !billing.Measured(out.Usage, job) && (out.Committed || job != nil)
 	local.Account, rec.Price = c.account.id, int64(local.Price)
@@ -372,10 +373,14 @@ func (h *Handler) jobCharging(snap *Snapshot, job *store.Job) *charging {
 	price, ok := cb.table.Price(job.PricePlan, job.Alias, job.Queued)
 	if !ok {
 		h.log.Error("an ended job's price is gone from the catalog; it is charged nothing", "job_id", job.ID, "plan", job.PricePlan, "alias", job.Alias)
+		price = &noPrice
 	}
 	c.price = price
 	return c
 }
+
+// noPrice charges nothing.
+var noPrice billing.Price
 
 // Billing reports whether the catalog has a billing section: requests are
 // then admitted on the balance view, which must be kept fresh, and on the
