@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -35,7 +37,14 @@ type Metrics struct {
 	// operator, so bounded (keys and end users never label it). Refusals
 	// by code are Requests' codes.
 	Spend *prometheus.CounterVec // billing_account, alias, kind
+	// spent caches Spend's counters by spendLabels: every billed request
+	// adds to two, and WithLabelValues checks and hashes its labels and
+	// takes the vector's lock on each call.
+	spent sync.Map
 }
+
+// spendLabels are the labels of one of Spend's counters.
+type spendLabels struct{ account, alias, kind string }
 
 // New registers every collector on a fresh registry.
 func New() *Metrics {
@@ -108,9 +117,19 @@ func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
 // billing account ("" = none) and alias.
 func (m *Metrics) Spent(account, alias string, price, cost int64) {
 	if price > 0 {
-		m.Spend.WithLabelValues(account, alias, "price").Add(float64(price))
+		m.spend(spendLabels{account, alias, "price"}).Add(float64(price))
 	}
 	if cost > 0 {
-		m.Spend.WithLabelValues(account, alias, "cost").Add(float64(cost))
+		m.spend(spendLabels{account, alias, "cost"}).Add(float64(cost))
 	}
+}
+
+// spend is Spend's counter of l, made on its first use (a series that was
+// never added to is not exported).
+func (m *Metrics) spend(l spendLabels) prometheus.Counter {
+	if c, ok := m.spent.Load(l); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.spent.LoadOrStore(l, m.Spend.WithLabelValues(l.account, l.alias, l.kind))
+	return c.(prometheus.Counter)
 }

@@ -1,0 +1,40 @@
+package metrics
+
+import (
+	"maps"
+	"testing"
+)
+
+// Spent adds to the series of its account and alias, each kind apart, and
+// exports a series only once something was added to it.
+func TestSpent(t *testing.T) {
+	m := New()
+	m.Spent("acme", "fast", 1500, 0)
+	m.Spent("acme", "fast", 500, 300)
+	m.Spent("", "slow", 0, 40) // cost only: no billing account
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "sluice_billing_spend_micros_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var id string
+			for _, l := range s.GetLabel() {
+				id += l.GetName() + "=" + l.GetValue() + " "
+			}
+			got[id] = s.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"alias=fast billing_account=acme kind=price ": 2000,
+		"alias=fast billing_account=acme kind=cost ":  300,
+		"alias=slow billing_account= kind=cost ":      40,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("spend series = %v, want %v", got, want)
+	}
+}
