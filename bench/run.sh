@@ -53,7 +53,8 @@
 #   add sluice-billed, e.g. VARIANTS="sluice-info sluice-billed"; needs curl)
 #   STREAM=0 STREAM_TOKENS=16 (with STREAM=1: CONNS=256 CHUNK_DELAY=5ms)
 #   PAIRED=0 (N > 0: N side-by-side windows per variant, e.g.
-#   PAIRED=24 DURATION=5s VARIANTS="sluice-info sluice-billed")
+#   PAIRED=24 DURATION=5s VARIANTS="sluice-info sluice-billed"; a variant given
+#   twice, VARIANTS="sluice-info sluice-info", measures the method against itself)
 #   PROXY_CPU=0 LOAD_CPU=1 QUIET=10 QUIET_WAIT=120 (see wait_quiet) NOISY=15 RETRIES=2
 #   (see run_variant) PROFILE_DIR= (when set: `perf record -g` of Sluice during each
 #   wrk run, written there; profiling slows Sluice, so profile in a run of its own:
@@ -466,12 +467,17 @@ run_variant() {
 
 # paired runs the PAIRED mode (see the header) and prints its results.
 paired() {
-	local -a pids urls
+	local -a pids urls names
 	local i w v out t0 t1 requests
-	for v in "${ORDER[@]}"; do
-		start_proxy "$v" paired
+	# A variant given twice runs as two gateways, named v#1 and v#2: the
+	# same gateway against itself shows what the method cannot tell apart.
+	for i in "${!ORDER[@]}"; do
+		v=${ORDER[i]}
+		start_proxy "$v" "paired$i"
 		pids+=("$PROXY_PID")
 		urls+=("http://$PROXY_ADDR/v1/chat/completions")
+		(($(printf '%s\n' "${ORDER[@]}" | grep -cx -- "$v") > 1)) && v="$v#$i"
+		names+=("$v")
 	done
 	for i in "${!ORDER[@]}"; do
 		timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/$LOAD" "${urls[i]}" >/dev/null
@@ -482,14 +488,14 @@ paired() {
 		local -a turn=("${!ORDER[@]}")
 		((w % 2 == 0)) && turn=($(printf '%s\n' "${turn[@]}" | tac))
 		for i in "${turn[@]}"; do
-			alive "${pids[i]}" "${ORDER[i]}" "$WORK/${ORDER[i]}-paired.err"
-			out="$WORK/wrk-${ORDER[i]}-w$w.txt"
+			alive "${pids[i]}" "${names[i]}" "$WORK/${ORDER[i]}-paired$i.err"
+			out="$WORK/wrk-$i-w$w.txt"
 			t0=$(cputicks "${pids[i]}")
 			timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/$LOAD" "${urls[i]}" >"$out"
 			sleep 0.5
 			t1=$(cputicks "${pids[i]}")
 			requests=$(awk '/requests in/ { print $1 }' "$out")
-			printf '%s\t%s\t%s\t%s\n' "${ORDER[i]}" "$w" "$((t1 - t0))" "$requests" >>"$RESULTS"
+			printf '%s\t%s\t%s\t%s\n' "${names[i]}" "$w" "$((t1 - t0))" "$requests" >>"$RESULTS"
 		done
 		awk -F'\t' -v w="$w" -v hz="$CLK_TCK" '$2 == w { printf "%s %s %.1f µs/req;", (n++ ? "" : "  "), $1, $3 / hz * 1e6 / $4 }
 			END { print "" }' "$RESULTS"
@@ -497,7 +503,7 @@ paired() {
 	echo
 	echo "CPU per request over all windows (sum of ticks / sum of requests), and against the first variant:"
 	echo
-	awk -F'\t' -v hz="$CLK_TCK" -v first="${ORDER[0]}" '
+	awk -F'\t' -v hz="$CLK_TCK" -v first="${names[0]}" '
 		{ t[$1] += $3; n[$1] += $4; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
 		END {
 			print "| variant | windows | requests | CPU µs/req | ratio |"
