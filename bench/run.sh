@@ -469,7 +469,7 @@ run_variant() {
 paired() {
 	local -a pids urls names
 	local i w v out t0 t1 requests
-	# A variant given twice runs as two gateways, named v#1 and v#2: the
+	# A variant given twice runs as two gateways, named v#0 and v#1: the
 	# same gateway against itself shows what the method cannot tell apart.
 	for i in "${!ORDER[@]}"; do
 		v=${ORDER[i]}
