@@ -82,9 +82,14 @@ func testRedisKilledMidLoad(t *testing.T, mode string) {
 	srv.Start()
 	served = ok.Load()
 	eventually(t, 5*time.Second, "requests served through Redis again", func() bool { return ok.Load() > served+30 })
+	// Counted before the load stops: the clients' cancellations at stop
+	// release slots at once, while the provider counts a cancelled call
+	// until its handler notices the closed connection, so a call admitted
+	// in that gap may meet a 429 that says nothing about the recovery.
+	peak, n429 := c.sim.MaxInFlight("org-1"), c.upstream429s()
 	stop()
 	wg.Wait()
-	if peak, n429 := c.sim.MaxInFlight("org-1"), c.upstream429s(); peak > 2 || n429 != 0 {
+	if peak > 2 || n429 != 0 {
 		t.Errorf("org-1 peak in flight %d, upstream 429s %d since the kill; want at most 2 and none", peak, n429)
 	}
 	if n := other.Load(); n != 0 {
