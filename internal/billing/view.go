@@ -27,6 +27,21 @@ const (
 	Task
 )
 
+// Kinds is a set of SubjectKind.
+type Kinds uint8
+
+// KindsOf is the set of kinds.
+func KindsOf(kinds ...SubjectKind) Kinds {
+	var k Kinds
+	for _, kind := range kinds {
+		k |= 1 << kind
+	}
+	return k
+}
+
+// Has reports whether kind is in k.
+func (k Kinds) Has(kind SubjectKind) bool { return k&(1<<kind) != 0 }
+
 // Spent is what a subject spent in the current UTC day and month.
 type Spent struct{ Day, Month Micros }
 
@@ -57,13 +72,19 @@ type Charge struct {
 	Pool, Task           string
 	Price, Cost          Micros
 	At                   time.Time
+	// Budgeted are the kinds of its subjects that have a budget: the view
+	// counts the charge in the spend of those only, as Spent is asked of
+	// nothing else (the account's balance counts it whatever this holds).
+	// A budget added while the charge is local sees it once the store has
+	// it.
+	Budgeted Kinds
 }
 
 // View is the balance view admission reads: per billing account the
 // balance the store had at its last read, less the charges this process
 // made since that the store does not have yet (and the reservations of
-// the requests running in reservation mode); per subject likewise what was
-// spent. It never asks the store on a request's path: Run reads it in the
+// the requests running in reservation mode); per subject with a budget
+// likewise what was spent. It never asks the store on a request's path: Run reads it in the
 // background. Safe for concurrent use.
 //
 // A charge is counted once: locally from Settle until a read of the store
@@ -97,14 +118,15 @@ type entry struct {
 	price, cost                      Micros
 	year                             int32 // the UTC date of the charge's At
 	month, day                       uint8
-	reserved                         bool // a reservation: no spend, only the balance
+	budgeted                         Kinds // the subjects whose spend it counts in
+	reserved                         bool  // a reservation: no spend, only the balance
 	confirmed                        bool
 }
 
 func entryOf(c *Charge) entry {
 	y, m, d := c.At.UTC().Date()
 	return entry{account: c.Account, key: c.Key, tenant: c.Tenant, pool: c.Pool, task: c.Task, price: c.Price, cost: c.Cost,
-		year: int32(y), month: uint8(m), day: uint8(d)}
+		year: int32(y), month: uint8(m), day: uint8(d), budgeted: c.Budgeted}
 }
 
 // month is a subject's UTC month.
@@ -271,17 +293,17 @@ func (v *View) Write(ids []string, write func() error) error {
 // apply adds (sign 1) or removes (sign -1) e's amounts from the local sums.
 // It runs twice for every charge (at Settle and at the read that drops
 // it), under the lock admission waits for: each subject's day and month
-// are one map entry.
+// are one map entry, and only subjects with a budget have one.
 func (v *View) apply(e *entry, sign Micros) {
 	if e.account != "" {
 		sumInto(v.balance, e.account, sign*e.price)
 	}
-	if e.reserved {
+	if e.reserved || e.budgeted == 0 {
 		return
 	}
 	y, m, d := int(e.year), time.Month(e.month), int(e.day)
 	add := func(s Subject, amount Micros) {
-		if s.ID == "" || amount == 0 {
+		if s.ID == "" || amount == 0 || !e.budgeted.Has(s.Kind) {
 			return
 		}
 		k := month{s, y, m}

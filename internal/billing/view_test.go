@@ -39,7 +39,7 @@ func TestViewCountsEachChargeOnce(t *testing.T) {
 	if err := v.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := Charge{RequestID: "r1", Account: "acme", Key: "web", Price: 3 * Unit, At: time.Now()}
+	c := Charge{RequestID: "r1", Account: "acme", Key: "web", Price: 3 * Unit, At: time.Now(), Budgeted: KindsOf(Key)}
 	v.Settle(c)
 	want := func(stage string, balance, day Micros) {
 		t.Helper()
@@ -92,6 +92,7 @@ func TestViewSpentByDayAndMonth(t *testing.T) {
 	}
 	var ids []string
 	for _, c := range charges {
+		c.Budgeted = KindsOf(Tenant, Pool)
 		v.Settle(c)
 		ids = append(ids, c.RequestID)
 	}
@@ -127,6 +128,34 @@ func TestViewSpentByDayAndMonth(t *testing.T) {
 	if len(v.spent) != 0 || len(v.local) != 1 || v.balance["acme"] != 32 {
 		t.Errorf("after the store has the charges the view holds %d spends, %d entries and %v, want only the reservation of 32",
 			len(v.spent), len(v.local), v.balance)
+	}
+}
+
+// A charge counts locally in the spend of its budgeted subjects only: the
+// others are read from the store alone (admission asks nothing else), and
+// its account's balance bears it whatever is budgeted.
+func TestViewSpendsOnlyBudgetedSubjects(t *testing.T) {
+	v := NewView(&ledger{balance: 10 * Unit}, time.Minute)
+	if err := v.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	v.Settle(Charge{RequestID: "none", Account: "acme", Key: "web", Tenant: "shop", Pool: "batch", Price: Unit, Cost: Unit / 4, At: now})
+	v.Settle(Charge{RequestID: "tenant", Account: "acme", Key: "web", Tenant: "shop", Pool: "batch", Price: 2 * Unit, Cost: Unit / 2, At: now,
+		Budgeted: KindsOf(Tenant)})
+	if got := v.Balance("acme"); got != 7*Unit {
+		t.Errorf("balance = %s, want 7 (both charges)", got)
+	}
+	for s, want := range map[Subject]Micros{
+		{Tenant, "shop"}: 2 * Unit,
+		{Account, "acme"}: 0, {Key, "web"}: 0, {Pool, "batch"}: 0,
+	} {
+		if got := v.Spent(s, now).Day; got != want {
+			t.Errorf("%v spent %s today, want %s", s, got, want)
+		}
+	}
+	if len(v.spent) != 1 {
+		t.Errorf("the view holds %d spends, want the tenant's only", len(v.spent))
 	}
 }
 

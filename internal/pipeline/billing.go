@@ -171,8 +171,9 @@ type charging struct {
 	key      string
 	tenant   string
 	task     string
-	pool     string  // the pool of its key's route policy; "" = none
-	budgets  []limit // checked before it waits and once it has its claim
+	pool     string        // the pool of its key's route policy; "" = none
+	budgets  []limit       // checked before it waits and once it has its claim
+	budgeted billing.Kinds // the kinds of the budgets' subjects: the view counts its spend for those
 	received time.Time
 	job      bool // an async job was submitted: the job's record carries the charge
 }
@@ -235,6 +236,9 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 	}
 	if c.account == nil && len(c.budgets) == 0 {
 		return c, nil // nothing to check in the view
+	}
+	for _, l := range c.budgets {
+		c.budgeted |= billing.KindsOf(l.s.Kind)
 	}
 	now := time.Now()
 	if !h.view.Fresh(now) {
@@ -318,7 +322,7 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 	if c == nil {
 		return nil
 	}
-	local := billing.Charge{RequestID: req.ID, Key: c.key, Tenant: c.tenant, Pool: c.pool, Task: c.task, At: c.received}
+	local := billing.Charge{RequestID: req.ID, Key: c.key, Tenant: c.tenant, Pool: c.pool, Task: c.task, At: c.received, Budgeted: c.budgeted}
 	defer func() { v.Settle(local) }() // also drops a reservation of a request that never ran
 	if len(out.Executions) == 0 || c.job {
 		return nil
@@ -362,7 +366,10 @@ func (h *Handler) jobCharging(snap *Snapshot, job *store.Job) *charging {
 	if cb == nil {
 		return nil
 	}
-	c := &charging{key: job.KeyID, tenant: job.Tenant, task: job.TaskType, pool: job.Pool, received: job.Queued}
+	// Its budgets were checked at its submit; what it spends counts
+	// against every one there may be now.
+	c := &charging{key: job.KeyID, tenant: job.Tenant, task: job.TaskType, pool: job.Pool, received: job.Queued,
+		budgeted: billing.KindsOf(billing.Account, billing.Key, billing.Tenant, billing.Pool, billing.Task)}
 	if job.BillingAccount == "" {
 		return c
 	}
