@@ -147,7 +147,7 @@ func TestViewSpendsOnlyBudgetedSubjects(t *testing.T) {
 		t.Errorf("balance = %s, want 7 (both charges)", got)
 	}
 	for s, want := range map[Subject]Micros{
-		{Tenant, "shop"}: 2 * Unit,
+		{Tenant, "shop"}:  2 * Unit,
 		{Account, "acme"}: 0, {Key, "web"}: 0, {Pool, "batch"}: 0,
 	} {
 		if got := v.Spent(s, now).Day; got != want {
