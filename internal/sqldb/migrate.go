@@ -7,9 +7,10 @@ import (
 )
 
 // migration is one step of the schema. Its statements run in the migration
-// transaction. Two type names stand for what differs between dialects:
-// {{bytes}} is a byte string, and {{ordered_text}} is text that sorts byte
-// by byte whatever the database's collation, as Go's strings do. Times
+// transaction. Three type names stand for what differs between dialects:
+// {{bytes}} is a byte string, {{ordered_text}} is text that sorts byte by
+// byte whatever the database's collation, as Go's strings do, and {{id}}
+// is an integer primary key the database assigns when none is given. Times
 // are BIGINT microseconds since the Unix epoch (UTC), durations BIGINT
 // microseconds (columns ending in _us).
 type migration struct {
@@ -321,6 +322,38 @@ var migrations = []migration{{
 		`DELETE FROM ledger_entries WHERE kind = 'charge' AND EXISTS (SELECT 1 FROM usage_records r
 			WHERE r.request_id = ledger_entries.request_id AND r.billing_account = ledger_entries.account
 			AND r.billed AND r.price_micros > 0 AND NOT r.unmeasured)`,
+	},
+}, {
+	version: 13,
+	name:    "price versions by id",
+	stmts: []string{
+		// A billed record named its price and cost versions in full
+		// ("standard/fast@2025-01-01T00:00:00Z"), the same few strings on
+		// every row: the largest part of what billing added to a record,
+		// and of the database's work to write it. A record now holds their
+		// ids in this table (0 = none), which the writer fills as it meets
+		// new versions.
+		`CREATE TABLE price_versions (
+			id      {{id}},
+			version TEXT NOT NULL UNIQUE
+		)`,
+		`ALTER TABLE usage_records ADD COLUMN price_version_id BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE usage_records ADD COLUMN cost_version_id BIGINT NOT NULL DEFAULT 0`,
+		`INSERT INTO price_versions (version)
+			SELECT price_version FROM usage_records WHERE price_version <> ''
+			UNION SELECT cost_version FROM usage_records WHERE cost_version <> ''`,
+		`UPDATE usage_records SET price_version_id = (SELECT id FROM price_versions v WHERE v.version = usage_records.price_version)
+			WHERE price_version <> ''`,
+		`UPDATE usage_records SET cost_version_id = (SELECT id FROM price_versions v WHERE v.version = usage_records.cost_version)
+			WHERE cost_version <> ''`,
+		`ALTER TABLE usage_records DROP COLUMN price_version`,
+		`ALTER TABLE usage_records DROP COLUMN cost_version`,
+		// A statement needs the account and the time from its index: the
+		// request ID (ties of one microsecond) is sorted from the rows,
+		// and each index entry is smaller.
+		`DROP INDEX usage_records_charges`,
+		`CREATE INDEX usage_records_charges ON usage_records (billing_account, started_at)
+			WHERE billed AND price_micros > 0 AND NOT unmeasured`,
 	},
 }}
 

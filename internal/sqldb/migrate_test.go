@@ -26,13 +26,11 @@ func TestChargeEntriesBecomeTheirRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Written as the build before did: the record (and its balance
-		// total), then its charge row in the same ledger.
-		err = sqlledger.New(old).RecordUsage(ctx, []sluice.UsageRecord{
-			{RequestID: "r1", Started: at, Billing: &sluice.Charge{Account: "acme", Price: 1500}},
-			{RequestID: "r2", Started: at.Add(time.Minute), Billing: &sluice.Charge{Account: "acme", Price: 700, Unmeasured: true}},
-		})
-		if err != nil {
+		// Written as the build before did: the records and the balance
+		// total of the one charged, then its charge row in the same ledger.
+		oldRecord(t, old, oldCharge{id: "r1", at: at, account: "acme", price: 1500})
+		oldRecord(t, old, oldCharge{id: "r2", at: at.Add(time.Minute), account: "acme", price: 700, unmeasured: true})
+		if _, err := old.Exec(ctx, `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES (0, 'balance', 'acme', -1500, 0)`); err != nil {
 			t.Fatal(err)
 		}
 		for _, row := range [][]any{
@@ -88,4 +86,93 @@ func TestChargeEntriesBecomeTheirRecords(t *testing.T) {
 			t.Errorf("balance after the upgrade = %s, want -0.0015", got)
 		}
 	})
+}
+
+// TestPriceVersionsByID upgrades records that named their price and cost
+// versions in full (before migration 13): they read back the same, the
+// versions are in price_versions once each, a new record reuses their ids
+// and adds a version it is the first to name, and the statement, on its
+// narrower index, lists the charges as before.
+func TestPriceVersionsByID(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		u := url(t)
+		ctx := t.Context()
+		at := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+		const price, cost, newCost = "standard/fast@2025-01-01T00:00:00Z", "gpt-4o-mini@2025-01-01T00:00:00Z", "gpt-4o@2025-06-01T00:00:00Z"
+		old, err := sqldb.OpenAt(ctx, u, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldRecord(t, old, oldCharge{id: "r1", at: at, account: "acme", price: 1500, plan: "standard", priceVersion: price, costVersion: cost})
+		oldRecord(t, old, oldCharge{id: "r2", at: at.Add(time.Minute), account: "acme", price: 700, plan: "standard", priceVersion: price})
+		oldRecord(t, old, oldCharge{id: "r3", at: at.Add(2 * time.Minute)}) // unbilled
+		old.Close()
+
+		db := sqldbtest.Open(t, u)
+		store := sqlledger.New(db)
+		err = store.RecordUsage(ctx, []sluice.UsageRecord{{RequestID: "r4", Started: at.Add(3 * time.Minute),
+			Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: price, CostVersion: newCost, Price: 900}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := store.ListUsage(ctx, time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][3]string
+		for _, r := range recs {
+			var c sluice.Charge
+			if r.Billing != nil {
+				c = *r.Billing
+			}
+			got = append(got, [3]string{r.RequestID, c.PriceVersion, c.CostVersion})
+		}
+		want := [][3]string{{"r1", price, cost}, {"r2", price, ""}, {"r3", "", ""}, {"r4", price, newCost}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("records' versions after the upgrade (-want +got):\n%s", diff)
+		}
+		var versions int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM price_versions`).Scan(&versions); err != nil {
+			t.Fatal(err)
+		}
+		if versions != 3 {
+			t.Errorf("price_versions holds %d rows, want the 3 versions once each", versions)
+		}
+		entries, err := store.Statement(ctx, "acme", time.Time{}, time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var charged []string
+		for _, e := range entries {
+			charged = append(charged, e.RequestID)
+		}
+		if want := []string{"r1", "r2", "r4"}; !cmp.Equal(charged, want) {
+			t.Errorf("statement after the upgrade lists %v, want %v", charged, want)
+		}
+	})
+}
+
+// oldCharge is a usage record as an earlier schema held it: its charge's
+// columns, the version strings included (none: an unbilled record).
+type oldCharge struct {
+	id                        string
+	at                        time.Time
+	account, plan             string
+	priceVersion, costVersion string
+	price                     int64
+	unmeasured                bool
+}
+
+// oldRecord inserts c into db, at a schema version from 7 (billing's
+// columns) to 12, as the builds of those versions wrote it.
+func oldRecord(t *testing.T, db *sqldb.DB, c oldCharge) {
+	t.Helper()
+	_, err := db.Exec(t.Context(), `INSERT INTO usage_records (request_id, key_id, tenant, alias, protocol, stream, status, code,
+			started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
+			billed, billing_account, price_plan, price_version, cost_version, price_micros, unmeasured)
+		VALUES (?, '', '', '', '', FALSE, 0, '', ?, 0, 0, 0, 0, 0, 0, 0, FALSE, ?, ?, ?, ?, ?, ?, ?)`,
+		c.id, c.at.UnixMicro(), c.account != "", c.account, c.plan, c.priceVersion, c.costVersion, c.price, c.unmeasured)
+	if err != nil {
+		t.Fatal(err)
+	}
 }

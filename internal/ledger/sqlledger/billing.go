@@ -124,8 +124,7 @@ func spendOf(add totals, r *sluice.UsageRecord) {
 // boxed reuses the interface value of the last string it boxed.
 // database/sql takes arguments as []any, and boxing a string allocates:
 // a column whose value a batch repeats row after row (a billing account,
-// its plan, its price versions) then allocates once per batch, not once
-// per row.
+// its plan) then allocates once per batch, not once per row.
 type boxed struct {
 	s string
 	v any
@@ -139,9 +138,9 @@ func (b *boxed) of(s string) any {
 }
 
 // chargeBoxes are the writer's boxed billing columns of records: their
-// account, plan, price and cost versions.
+// account and plan.
 type chargeBoxes struct {
-	account, plan, priceVersion, costVersion boxed
+	account, plan boxed
 }
 
 // addTotals upserts the rows of add in their sorted order.

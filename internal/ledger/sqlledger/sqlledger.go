@@ -10,9 +10,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -27,8 +29,12 @@ import (
 type Store struct {
 	db *sqldb.DB
 
-	mu    sync.Mutex  // guards stmts while they are prepared
+	mu    sync.Mutex  // guards stmts while they are prepared, and versions' writes
 	stmts *statements // nil until the first write prepares them
+	// versions are the ids of the price and cost versions committed to
+	// price_versions that this Store has met: the writer looks one up
+	// there only the first time. Replaced whole, never changed.
+	versions atomic.Pointer[map[string]int64]
 }
 
 var (
@@ -40,13 +46,19 @@ var (
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 const (
-	usageColumns  = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured, cache_write_tokens`
-	recordColumns = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
-		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, price_version, cost_version, price_micros, cost_micros, unmeasured, affinity, profile`
+	usageColumns = `prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured, cache_write_tokens`
+	// A record's columns before and after its price and cost versions,
+	// which the table holds as ids in price_versions: written as ids, read
+	// back joined to their versions.
+	recordHead = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
+		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, `
+	recordTail = `, price_micros, cost_micros, unmeasured, affinity, profile`
 	// model is written, never read back: it is the last execution's, kept
 	// on the record for reports by model.
-	recordInsertColumns = recordColumns + `, model`
-	execColumns         = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback, owner_tenant, owner_user`
+	recordInsertColumns = recordHead + `price_version_id, cost_version_id` + recordTail + `, model`
+	selectRecords       = `SELECT ` + recordHead + `COALESCE(pv.version, ''), COALESCE(cv.version, '')` + recordTail + ` FROM usage_records
+		LEFT JOIN price_versions pv ON pv.id = price_version_id LEFT JOIN price_versions cv ON cv.id = cost_version_id`
+	execColumns = `request_id, seq, edge_id, credential_id, account_id, endpoint_id, model, status, http_status, error, started_at, first_byte_us, duration_us, ` + usageColumns + `, expected, fallback, owner_tenant, owner_user`
 )
 
 // Parameters per row of each table: the columns above.
@@ -73,8 +85,10 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
+	var fresh map[string]int64 // versions this write added to price_versions, or found there
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*max(recordParams, execParams))}
+		w := writer{tx: tx, st: st, args: make([]any, 0, rowsPerStatement*max(recordParams, execParams)), known: s.versions.Load()}
+		defer func() { fresh = w.fresh }()
 		inserted, err := w.insertRecords(ctx, recs)
 		if err != nil {
 			return err
@@ -90,7 +104,23 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
+	s.learn(fresh) // only once committed: a rolled-back insert leaves no id
 	return nil
+}
+
+// learn adds committed version ids to s.versions.
+func (s *Store) learn(ids map[string]int64) {
+	if len(ids) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := make(map[string]int64, len(ids))
+	if known := s.versions.Load(); known != nil {
+		maps.Copy(all, *known)
+	}
+	maps.Copy(all, ids)
+	s.versions.Store(&all)
 }
 
 // Statements are prepared for shapes row counts, 1, 2, 4, … up to
@@ -157,6 +187,43 @@ type writer struct {
 	st    *statements
 	args  []any
 	boxes chargeBoxes
+	known *map[string]int64 // the Store's versions when the write began (nil: none yet)
+	fresh map[string]int64  // versions it met that known has not
+	// last is the last version looked up, and its id: records of a batch
+	// mostly repeat their neighbours' versions.
+	last   string
+	lastID int64
+}
+
+// versionID is the id of a price or cost version in price_versions, 0
+// for none; a version met for the first time is added to the table.
+func (w *writer) versionID(ctx context.Context, version string) (int64, error) {
+	switch {
+	case version == "":
+		return 0, nil
+	case version == w.last:
+		return w.lastID, nil
+	}
+	id, ok := w.fresh[version]
+	if !ok && w.known != nil {
+		id, ok = (*w.known)[version]
+	}
+	if !ok {
+		// Another writer (another replica) may add it meanwhile: the
+		// conflict leaves its row, whose id the SELECT returns.
+		if _, err := w.tx.Exec(ctx, `INSERT INTO price_versions (version) VALUES (?) ON CONFLICT (version) DO NOTHING`, version); err != nil {
+			return 0, fmt.Errorf("price version %s: %w", version, err)
+		}
+		if err := w.tx.QueryRow(ctx, `SELECT id FROM price_versions WHERE version = ?`, version).Scan(&id); err != nil {
+			return 0, fmt.Errorf("price version %s: %w", version, err)
+		}
+		if w.fresh == nil {
+			w.fresh = make(map[string]int64)
+		}
+		w.fresh[version] = id
+	}
+	w.last, w.lastID = version, id
+	return id, nil
 }
 
 // insertRecords inserts recs, which have distinct RequestIDs, and reports
@@ -177,11 +244,19 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 			if c == nil {
 				c = &noCharge
 			}
+			priceVersion, err := w.versionID(ctx, c.PriceVersion)
+			if err != nil {
+				return nil, err
+			}
+			costVersion, err := w.versionID(ctx, c.CostVersion)
+			if err != nil {
+				return nil, err
+			}
 			args = append(args, r.RequestID, r.KeyID, r.Tenant, r.Alias, string(r.Protocol), r.Stream, int64(r.Status), string(r.Code),
 				r.Started.UnixMicro(), r.Latency.Microseconds(), r.TTFT.Microseconds(),
 				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
 				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, w.boxes.account.of(c.Account), w.boxes.plan.of(c.Plan),
-				w.boxes.priceVersion.of(c.PriceVersion), w.boxes.costVersion.of(c.CostVersion),
+				priceVersion, costVersion,
 				c.Price, c.Cost, c.Unmeasured, r.Affinity, r.Profile, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
@@ -277,7 +352,7 @@ func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]
 	if limit <= 0 {
 		limit = math.MaxInt64 // one query for both dialects: neither needs LIMIT ALL / -1 then
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+recordColumns+` FROM usage_records
+	rows, err := s.db.Query(ctx, selectRecords+`
 		WHERE started_at >= ? ORDER BY started_at, request_id LIMIT ?`, since.UnixMicro(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
