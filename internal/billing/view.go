@@ -226,8 +226,12 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	left := v.totals.Balances[account].Add(-v.balance[account]).Add(allowance)
-	own, held := v.local[id]
-	held = held && own.reserved
+	var own entry
+	held := false
+	if v.reserved > 0 { // as in Settle: most requests hold none
+		own, held = v.local[id]
+		held = held && own.reserved
+	}
 	if held {
 		left = left.Add(own.price)
 	}
