@@ -189,20 +189,26 @@ type writer struct {
 	boxes chargeBoxes
 	known *map[string]int64 // the Store's versions when the write began (nil: none yet)
 	fresh map[string]int64  // versions it met that known has not
-	// last is the last version looked up, and its id: records of a batch
-	// mostly repeat their neighbours' versions.
-	last   string
-	lastID int64
+	// The last price and cost versions looked up: records of a batch
+	// mostly repeat their neighbours'.
+	lastPrice, lastCost lastVersion
+}
+
+// lastVersion is a version and its id.
+type lastVersion struct {
+	version string
+	id      int64
 }
 
 // versionID is the id of a price or cost version in price_versions, 0
-// for none; a version met for the first time is added to the table.
-func (w *writer) versionID(ctx context.Context, version string) (int64, error) {
+// for none; a version met for the first time is added to the table. last
+// is the column's last one.
+func (w *writer) versionID(ctx context.Context, last *lastVersion, version string) (int64, error) {
 	switch {
 	case version == "":
 		return 0, nil
-	case version == w.last:
-		return w.lastID, nil
+	case version == last.version:
+		return last.id, nil
 	}
 	id, ok := w.fresh[version]
 	if !ok && w.known != nil {
@@ -222,7 +228,7 @@ func (w *writer) versionID(ctx context.Context, version string) (int64, error) {
 		}
 		w.fresh[version] = id
 	}
-	w.last, w.lastID = version, id
+	*last = lastVersion{version, id}
 	return id, nil
 }
 
@@ -244,11 +250,11 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 			if c == nil {
 				c = &noCharge
 			}
-			priceVersion, err := w.versionID(ctx, c.PriceVersion)
+			priceVersion, err := w.versionID(ctx, &w.lastPrice, c.PriceVersion)
 			if err != nil {
 				return nil, err
 			}
-			costVersion, err := w.versionID(ctx, c.CostVersion)
+			costVersion, err := w.versionID(ctx, &w.lastCost, c.CostVersion)
 			if err != nil {
 				return nil, err
 			}
