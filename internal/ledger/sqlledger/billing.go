@@ -38,6 +38,11 @@ var insertEntry = `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + 
 const (
 	chargeColumns = `request_id, 'charge', billing_account, -price_micros, '', '', started_at`
 	isCharge      = `billed AND price_micros > 0 AND NOT unmeasured`
+	// statementCharges are the charges of an account in a time window,
+	// the first LIMIT of them: read through usage_records_charges.
+	statementCharges = `SELECT ` + chargeColumns + ` FROM usage_records
+		WHERE billing_account = ? AND started_at >= ? AND started_at < ? AND ` + isCharge + `
+		ORDER BY started_at, request_id LIMIT ?`
 )
 
 // addTotals is the upsert that adds n rows of amounts to billing_totals.
@@ -363,9 +368,7 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("statement: %w", err)
 	}
-	out, err := s.entries(ctx, posted, `SELECT `+chargeColumns+` FROM usage_records
-		WHERE billing_account = ? AND started_at >= ? AND started_at < ? AND `+isCharge+`
-		ORDER BY started_at, request_id LIMIT ?`, account, lo, hi, limit)
+	out, err := s.entries(ctx, posted, statementCharges, account, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("statement: %w", err)
 	}
