@@ -351,20 +351,30 @@ func (s *Store) isLocal(domain, lease string) bool {
 	return ok
 }
 
-// forget drops a local lease from what the Store remembers.
-func (s *Store) forget(domain, lease string) {
+// takeLocal forgets lease and reports true if it is a local one. One
+// step: a hand-over moving it to the shared store meanwhile either finds it
+// gone (and releases it there at once, see reassert) or has moved it
+// before (and the caller releases it there). Checked and forgotten apart,
+// a lease moved in between was released in neither store, and held its
+// slot in the shared one until it expired.
+func (s *Store) takeLocal(domain, lease string) bool {
+	if s.held.Load() == 0 {
+		return false
+	}
+	k := leaseKey{domain, lease}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.leases[leaseKey{domain, lease}]; ok {
-		delete(s.leases, leaseKey{domain, lease})
-		s.held.Add(-1)
+	if _, ok := s.leases[k]; !ok {
+		return false
 	}
+	delete(s.leases, k)
+	s.held.Add(-1)
+	return true
 }
 
 // Release releases the lease in the store that granted it.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
-	if s.isLocal(domain, lease) {
-		s.forget(domain, lease)
+	if s.takeLocal(domain, lease) {
 		return s.local.Release(ctx, domain, lease, out)
 	}
 	s.released(ctx, domain, lease, out)
