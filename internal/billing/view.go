@@ -84,8 +84,8 @@ type Charge struct {
 // balance the store had at its last read, less the charges this process
 // made since that the store does not have yet (and the reservations of
 // the requests running in reservation mode); per subject with a budget
-// likewise what was spent. It never asks the store on a request's path: Run reads it in the
-// background. Safe for concurrent use.
+// likewise what was spent. It never asks the store on a request's path:
+// Run reads it in the background. Safe for concurrent use.
 //
 // A charge is counted once: locally from Settle until a read of the store
 // that began after the store confirmed it (Written), and from then on in

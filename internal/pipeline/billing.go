@@ -330,6 +330,9 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 	rec := &sluice.Charge{}
 	for i := range out.Executions {
 		x := &out.Executions[i]
+		if c.account != nil {
+			local.Price = local.Price.Add(c.price.Rates.Charge(x.Usage, job))
+		}
 		cost, ok := table.Cost(x.Model, c.received)
 		if !ok || !x.Owner.Platform() {
 			continue // no cost known; or an owner's own credential (BYOK), whose upstream the owner pays
@@ -342,9 +345,6 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 		return rec
 	}
 	rec.Account, rec.Plan, rec.PriceVersion = c.account.id, c.account.plan, c.price.Version()
-	for i := range out.Executions {
-		local.Price = local.Price.Add(c.price.Rates.Charge(out.Executions[i].Usage, job))
-	}
 	rec.Unmeasured = !billing.Measured(out.Usage, job) && (out.Committed || job != nil)
 	local.Account, rec.Price = c.account.id, int64(local.Price)
 	return rec
