@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -34,48 +35,55 @@ type RedisServer struct {
 	dir  string
 	port int
 
-	mu  sync.Mutex
-	cmd *exec.Cmd // nil while killed
+	mu   sync.Mutex
+	proc *process // nil while killed
 }
+
+// startAttempts is how many times a server or cluster is started on fresh
+// ports before a test fails: a port chosen free can still be taken by
+// another process before redis-server binds it.
+const startAttempts = 3
 
 // StartRedis starts a private standalone redis-server for t, stopped when
 // t ends. Without redis-server the test is skipped, except under CI=true.
 func StartRedis(t testing.TB) *RedisServer {
 	t.Helper()
-	bin := redisServerBinary(t)
-	ports, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &RedisServer{t: t, bin: bin, dir: t.TempDir(), port: ports[0]}
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	s := &RedisServer{t: t, bin: redisServerBinary(t), dir: t.TempDir()}
 	t.Cleanup(s.Kill)
-	s.Start()
-	return s
+	var errs []error
+	for range startAttempts {
+		ports, err := freePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.port = ports[0]
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if s.proc, err = startServer(s.bin, s.port, s.dir); err == nil {
+			return s
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("redis-server: %v", errors.Join(errs...))
+	return nil
 }
 
 // URL is the server's redis:// URL.
 func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
 
-// Start starts the server (again, empty) and waits until it answers PING.
-// It does nothing while the server runs.
+// Start starts the server again, empty, on its address and waits until it
+// answers PING. It does nothing while the server runs.
 func (s *RedisServer) Start() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return
 	}
-	cmd, err := spawn(s.bin, serverArgs(s.port, s.dir)...)
+	proc, err := startServer(s.bin, s.port, s.dir)
 	if err != nil {
-		s.t.Fatalf("start redis-server on %s: %v", s.Addr, err)
+		s.t.Fatalf("redis-server: %v", err)
 	}
-	s.cmd = cmd
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := waitPing(ctx, s.Addr); err != nil {
-		s.t.Fatalf("redis-server on %s: %v", s.Addr, err)
-	}
+	s.proc = proc
 }
 
 // Kill stops the server with SIGKILL and waits until it has exited, so its
@@ -83,12 +91,68 @@ func (s *RedisServer) Start() {
 func (s *RedisServer) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
 	}
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	s.cmd = nil
+}
+
+// process is a redis-server started here.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited
+}
+
+func (p *process) kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// startServer starts redis-server on port with extra flags and waits until
+// it answers on that port — it, not another server that took the port
+// first: a server that cannot bind exits, and one answering with another
+// process ID is somebody else's. Either way the process is gone on error.
+func startServer(bin string, port int, dir string, extra ...string) (*process, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd, err := spawn(bin, append(serverArgs(port, dir), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("start on %s: %w", addr, err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := p.waitReady(ctx, addr); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("on %s: %w", addr, err)
+	}
+	return p, nil
+}
+
+// waitReady waits until the process answers PING on addr.
+func (p *process) waitReady(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	for {
+		info, err := c.InfoMap(ctx, "server").Result()
+		if err == nil {
+			pid := info["Server"]["process_id"]
+			if pid != strconv.Itoa(p.cmd.Process.Pid) {
+				return fmt.Errorf("another server (process %s) answers there", pid)
+			}
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("redis-server exited at start (%v)", p.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("no answer within %s: %w", startTimeout, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // clusterNodes is the number of primaries of the shared test cluster.
@@ -116,7 +180,18 @@ func RedisCluster(t testing.TB) []string {
 	sharedCluster.Lock()
 	defer sharedCluster.Unlock()
 	if sharedCluster.addrs == nil && sharedCluster.err == nil {
-		sharedCluster.addrs, sharedCluster.err = startCluster(bin)
+		var errs []error
+		for range startAttempts {
+			addrs, err := startCluster(bin)
+			if err == nil {
+				sharedCluster.addrs = addrs
+				break
+			}
+			errs = append(errs, err)
+		}
+		if sharedCluster.addrs == nil {
+			sharedCluster.err = errors.Join(errs...)
+		}
 	}
 	if sharedCluster.err != nil {
 		t.Fatalf("redis cluster: %v", sharedCluster.err)
@@ -124,9 +199,15 @@ func RedisCluster(t testing.TB) []string {
 	return sharedCluster.addrs
 }
 
+// clusterTimeout bounds how long the nodes of a started cluster may take
+// to see each other; longer than a server's start, since they learn of
+// each other by gossip once a second, slower on a loaded machine.
+const clusterTimeout = 20 * time.Second
+
 // startCluster starts the nodes, gives each a third of the slots, has them
-// meet, and waits until every node sees the whole cluster.
-func startCluster(bin string) ([]string, error) {
+// meet, and waits until every node sees the whole cluster. On error it
+// kills the nodes it started.
+func startCluster(bin string) (addrs []string, err error) {
 	removeStaleDirs()
 	dir, err := os.MkdirTemp("", fmt.Sprintf("sluice-redis-%d-", os.Getpid()))
 	if err != nil {
@@ -136,32 +217,36 @@ func startCluster(bin string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	var procs []*process
+	defer func() {
+		if err != nil {
+			for _, p := range procs {
+				p.kill()
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	addrs := make([]string, clusterNodes)
+	addrs = make([]string, clusterNodes)
 	clients := make([]*redis.Client, clusterNodes)
 	for i := range clusterNodes {
 		port, bus := ports[2*i], ports[2*i+1]
-		args := append(serverArgs(port, dir),
+		p, err := startServer(bin, port, dir,
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)))
-		if _, err := spawn(bin, args...); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, fmt.Errorf("node %d: %w", i, err)
 		}
+		procs = append(procs, p)
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		clients[i] = redis.NewClient(&redis.Options{Addr: addrs[i]})
 		defer clients[i].Close()
-	}
-	for i, c := range clients {
-		if err := waitPing(ctx, addrs[i]); err != nil {
-			return nil, fmt.Errorf("node %s: %w", addrs[i], err)
-		}
 		first, last := i*16384/clusterNodes, (i+1)*16384/clusterNodes-1
-		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
 			return nil, fmt.Errorf("node %s: add slots: %w", addrs[i], err)
 		}
 		if i > 0 {
-			if err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", ports[2*i], ports[2*i+1]).Err(); err != nil {
+			if err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", port, bus).Err(); err != nil {
 				return nil, fmt.Errorf("node %s: meet: %w", addrs[i], err)
 			}
 		}
@@ -170,7 +255,8 @@ func startCluster(bin string) ([]string, error) {
 		for !clusterReady(ctx, c) {
 			if ctx.Err() != nil {
 				info, _ := c.ClusterInfo(context.Background()).Result()
-				return nil, fmt.Errorf("node %s did not see the whole cluster within %s:\n%s", addrs[i], startTimeout, info)
+				nodes, _ := c.ClusterNodes(context.Background()).Result()
+				return nil, fmt.Errorf("node %s did not see the whole cluster within %s:\n%s\n%s", addrs[i], clusterTimeout, info, nodes)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -218,12 +304,26 @@ func redisServerBinary(t testing.TB) string {
 	return bin
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// chosen below the kernel's ephemeral range where it leaves room: a port
+// there is taken only by a listener that asks for it by number, never by
+// another process's outgoing connection or listen on port 0 — which, with
+// the many connections of parallel test processes, took a chosen port
+// before redis-server bound it often enough to fail CI.
 func freePorts(n int) ([]int, error) {
+	low := fixedPortsFloor
+	high := ephemeralFloor()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		port := 0 // the kernel's choice, where no room is left below its range
+		if high-low > 1000 {
+			port = low + rand.IntN(high-low)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
+			if port != 0 {
+				continue // taken; try another
+			}
 			return nil, err
 		}
 		defer l.Close() // held until all are chosen, so none is chosen twice
@@ -232,19 +332,22 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func waitPing(ctx context.Context, addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	for {
-		err := c.Ping(ctx).Err()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("no answer to PING: %w", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+// fixedPortsFloor is the lowest port freePorts chooses, above the ports of
+// well-known services.
+const fixedPortsFloor = 20000
+
+// ephemeralFloor is the first port of the kernel's ephemeral range (0 when
+// it cannot be read: no room, so freePorts asks the kernel).
+func ephemeralFloor() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
 	}
+	var low int
+	if _, err := fmt.Sscan(string(b), &low); err != nil {
+		return 0
+	}
+	return low
 }
 
 // spawner starts the servers from one OS thread that never exits, so that

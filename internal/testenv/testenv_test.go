@@ -144,3 +144,39 @@ func TestStartRedisKillAndStart(t *testing.T) {
 		t.Fatalf("after a restart EXISTS k = %d, %v; want 0 (empty)", n, err)
 	}
 }
+
+// TestStartOnATakenPortFails: a server started on a port another server
+// holds is refused — whether it exits at once or the other answers first —
+// rather than mistaken for a fresh one.
+func TestStartOnATakenPortFails(t *testing.T) {
+	s := StartRedis(t)
+	if p, err := startServer(s.bin, s.port, t.TempDir()); err == nil {
+		p.kill()
+		t.Fatalf("a second server on %s started without error", s.Addr)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Errorf("the first server after the refused start: %v", err)
+	}
+}
+
+// TestFreePortsBelowTheEphemeralRange: chosen ports are distinct and, where
+// the kernel leaves room, below its ephemeral range.
+func TestFreePortsBelowTheEphemeralRange(t *testing.T) {
+	ports, err := freePorts(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := ephemeralFloor()
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			t.Errorf("port %d chosen twice", p)
+		}
+		seen[p] = true
+		if floor-fixedPortsFloor > 1000 && (p < fixedPortsFloor || p >= floor) {
+			t.Errorf("port %d outside [%d, %d)", p, fixedPortsFloor, floor)
+		}
+	}
+}
