@@ -44,6 +44,10 @@
 # CPU/req is the sum of ticks over the sum of requests. This is how the
 # billed/unbilled ratio is best measured here: rounds with a new process
 # each move by more than the 5 % sought. No streaming run in this mode.
+# With TOGETHER=1 as well, each window loads every variant at once (one wrk
+# each, all on core $LOAD_CPU, the gateways sharing core $PROXY_CPU): what
+# disturbs the machine during a window disturbs every variant alike, where
+# windows in turn see it come and go between them.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 #        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
@@ -88,6 +92,7 @@ NOISY=${NOISY:-15}
 RETRIES=${RETRIES:-2}
 PROFILE_DIR=${PROFILE_DIR:-}
 PAIRED=${PAIRED:-0}
+TOGETHER=${TOGETHER:-0}
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
@@ -465,10 +470,32 @@ run_variant() {
 	stop "$PROXY_PID"
 }
 
+# window loads the gateways of the indexes given, all at once, for one
+# window (w) and records each one's CPU ticks and requests.
+window() {
+	local i
+	local -A t0
+	local -a loads
+	for i; do
+		alive "${pids[i]}" "${names[i]}" "$WORK/${ORDER[i]}-paired$i.err"
+		t0[$i]=$(cputicks "${pids[i]}")
+	done
+	for i; do
+		timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/$LOAD" "${urls[i]}" >"$WORK/wrk-$i-w$w.txt" &
+		loads+=($!)
+	done
+	wait "${loads[@]}"
+	sleep 0.5
+	for i; do
+		printf '%s\t%s\t%s\t%s\n' "${names[i]}" "$w" "$(($(cputicks "${pids[i]}") - t0[$i]))" \
+			"$(awk '/requests in/ { print $1 }' "$WORK/wrk-$i-w$w.txt")" >>"$RESULTS"
+	done
+}
+
 # paired runs the PAIRED mode (see the header) and prints its results.
 paired() {
 	local -a pids urls names
-	local i w v out t0 t1 requests
+	local i w v
 	# A variant given twice runs as two gateways, named v#0 and v#1: the
 	# same gateway against itself shows what the method cannot tell apart.
 	for i in "${!ORDER[@]}"; do
@@ -483,20 +510,15 @@ paired() {
 		timeout $(($(seconds "$WARMUP") + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$WARMUP" -s "$ROOT/bench/$LOAD" "${urls[i]}" >/dev/null
 	done
 	wait_quiet
-	echo "== $PAIRED windows of $DURATION per variant, side by side"
+	echo "== $PAIRED windows of $DURATION per variant, $( ((TOGETHER)) && echo "all loaded at once" || echo "side by side")"
 	for ((w = 1; w <= PAIRED; w++)); do
 		local -a turn=("${!ORDER[@]}")
 		((w % 2 == 0)) && turn=($(printf '%s\n' "${turn[@]}" | tac))
-		for i in "${turn[@]}"; do
-			alive "${pids[i]}" "${names[i]}" "$WORK/${ORDER[i]}-paired$i.err"
-			out="$WORK/wrk-$i-w$w.txt"
-			t0=$(cputicks "${pids[i]}")
-			timeout $((DUR_S + 30)) taskset -c "$LOAD_CPU" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/$LOAD" "${urls[i]}" >"$out"
-			sleep 0.5
-			t1=$(cputicks "${pids[i]}")
-			requests=$(awk '/requests in/ { print $1 }' "$out")
-			printf '%s\t%s\t%s\t%s\n' "${names[i]}" "$w" "$((t1 - t0))" "$requests" >>"$RESULTS"
-		done
+		if ((TOGETHER)); then
+			window "${turn[@]}"
+		else
+			for i in "${turn[@]}"; do window "$i"; done
+		fi
 		awk -F'\t' -v w="$w" -v hz="$CLK_TCK" '$2 == w { printf "%s %s %.1f µs/req;", (n++ ? "" : "  "), $1, $3 / hz * 1e6 / $4 }
 			END { print "" }' "$RESULTS"
 	done
