@@ -101,13 +101,15 @@ type View struct {
 	// before the first): every billed request asks Fresh, without the lock.
 	read atomic.Int64
 
-	mu        sync.Mutex
-	totals    Totals
-	local     map[string]entry      // by request ID
-	reserved  int                   // the reservations in local: Settle looks for one only when there are some
-	balance   map[string]Micros     // the local charges and reservations, by account
-	spent     map[month]*monthSpent // the local charges by subject and UTC month
-	confirmed []string              // request IDs the store has, not yet in totals
+	mu       sync.Mutex
+	totals   Totals
+	local    map[string]entry      // by request ID
+	reserved int                   // the reservations in local: Settle looks for one only when there are some
+	balance  map[string]Micros     // the local charges and reservations, by account
+	spent    map[month]*monthSpent // the local charges by subject and UTC month
+	// confirmed are request IDs the store has, not yet in totals: a
+	// charge's, or one the next read finds gone (written twice).
+	confirmed []string
 }
 
 // entry is a local charge or reservation.
@@ -120,7 +122,6 @@ type entry struct {
 	month, day                       uint8
 	budgeted                         Kinds // the subjects whose spend it counts in
 	reserved                         bool  // a reservation: no spend, only the balance
-	confirmed                        bool
 }
 
 func entryOf(c *Charge) entry {
@@ -165,7 +166,7 @@ func (v *View) Refresh(ctx context.Context) error {
 	v.totals = t
 	v.read.Store(now.UnixNano())
 	for _, id := range v.confirmed {
-		if e, ok := v.local[id]; ok && e.confirmed {
+		if e, ok := v.local[id]; ok {
 			v.apply(&e, -1)
 			delete(v.local, id)
 		}
@@ -285,9 +286,7 @@ func (v *View) Write(ids []string, write func() error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, id := range ids {
-		if e, ok := v.local[id]; ok && !e.reserved && !e.confirmed {
-			e.confirmed = true
-			v.local[id] = e
+		if e, ok := v.local[id]; ok && !e.reserved {
 			v.confirmed = append(v.confirmed, id)
 		}
 	}

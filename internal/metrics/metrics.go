@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -37,14 +38,21 @@ type Metrics struct {
 	// operator, so bounded (keys and end users never label it). Refusals
 	// by code are Requests' codes.
 	Spend *prometheus.CounterVec // billing_account, alias, kind
-	// spent caches Spend's counters by spendLabels: every billed request
-	// adds to two, and WithLabelValues checks and hashes its labels and
-	// takes the vector's lock on each call.
+	// spent caches Spend's counters by spendKey, as *spendSeries: every
+	// billed request adds to two, and WithLabelValues checks and hashes
+	// its labels and takes the vector's lock on each call.
 	spent sync.Map
 }
 
-// spendLabels are the labels of one of Spend's counters.
-type spendLabels struct{ account, alias, kind string }
+// spendKey is a billing account and an alias.
+type spendKey struct{ account, alias string }
+
+// spendSeries are the price and cost counters of one spendKey, each made
+// on its first use (a series never added to is not exported).
+type spendSeries struct {
+	key         spendKey
+	price, cost atomic.Pointer[prometheus.Counter]
+}
 
 // New registers every collector on a fresh registry.
 func New() *Metrics {
@@ -116,20 +124,30 @@ func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
 // Spent counts a settled request's price and cost (micro-units) for its
 // billing account ("" = none) and alias.
 func (m *Metrics) Spent(account, alias string, price, cost int64) {
+	if price <= 0 && cost <= 0 {
+		return
+	}
+	k := spendKey{account, alias}
+	v, ok := m.spent.Load(k)
+	if !ok {
+		v, _ = m.spent.LoadOrStore(k, &spendSeries{key: k})
+	}
+	s := v.(*spendSeries)
 	if price > 0 {
-		m.spend(spendLabels{account, alias, "price"}).Add(float64(price))
+		m.spend(s, &s.price, "price").Add(float64(price))
 	}
 	if cost > 0 {
-		m.spend(spendLabels{account, alias, "cost"}).Add(float64(cost))
+		m.spend(s, &s.cost, "cost").Add(float64(cost))
 	}
 }
 
-// spend is Spend's counter of l, made on its first use (a series that was
-// never added to is not exported).
-func (m *Metrics) spend(l spendLabels) prometheus.Counter {
-	if c, ok := m.spent.Load(l); ok {
-		return c.(prometheus.Counter)
+// spend is s's counter of kind held in c, made on its first use; two calls
+// racing to make it get the vector's one counter of those labels.
+func (m *Metrics) spend(s *spendSeries, c *atomic.Pointer[prometheus.Counter], kind string) prometheus.Counter {
+	if p := c.Load(); p != nil {
+		return *p
 	}
-	c, _ := m.spent.LoadOrStore(l, m.Spend.WithLabelValues(l.account, l.alias, l.kind))
-	return c.(prometheus.Counter)
+	counter := m.Spend.WithLabelValues(s.key.account, s.key.alias, kind)
+	c.Store(&counter)
+	return counter
 }

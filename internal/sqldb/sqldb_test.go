@@ -223,6 +223,11 @@ func TestOpenSQLite(t *testing.T) {
 			if err := db.QueryRow(t.Context(), `SELECT COUNT(*) FROM catalog_documents`).Scan(&n); err != nil || n != 1 {
 				t.Errorf("documents = %d, %v; want 1", n, err)
 			}
+			// Statement journals in memory (see parse), on every connection.
+			var store int
+			if err := db.QueryRow(t.Context(), `PRAGMA temp_store`).Scan(&store); err != nil || store != 2 {
+				t.Errorf("temp_store = %d, %v; want 2 (memory)", store, err)
+			}
 		})
 	}
 }

@@ -89,42 +89,70 @@ func (t totals) sorted() []total {
 	return keys
 }
 
-// epochDay is the day number of t's UTC day.
-func epochDay(t time.Time) int64 { return ledger.Day(t).Unix() / 86400 }
+// epochDay is the day number of t's UTC day: Unix time has no leap
+// seconds, so a UTC day is 86,400 of its seconds.
+func epochDay(t time.Time) int64 {
+	sec := t.Unix()
+	day := sec / 86400
+	if sec%86400 < 0 {
+		day-- // floored, before 1970
+	}
+	return day
+}
 
 // addCharges adds to billing_totals what the new billed records charged
 // their accounts' balances and spent: a multi-row statement or a few per
 // batch. The records themselves are the charge entries (see ledger.Billing).
+// Records are first folded by the rows they add to (one map update a
+// record, where adding each to its six rows took six): a batch's records
+// mostly share their day and subjects.
 func (w *writer) addCharges(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
-	add := make(totals)
+	byRows := make(map[chargeRows]charged)
 	for i := range recs {
 		r := &recs[i]
-		if !inserted[i] || r.Billing == nil {
+		c := r.Billing
+		if !inserted[i] || c == nil {
 			continue
 		}
+		k := chargeRows{epochDay(r.Started), c.Account, r.KeyID, r.Tenant, r.Pool, r.TaskType}
+		sum := byRows[k]
 		if e, ok := ledger.ChargeOf(r); ok {
-			add.add(total{0, scopeBalance, e.Account}, e.Amount, 0)
+			sum.balance += e.Amount
 		}
-		spendOf(add, r)
+		sum.price += billing.Micros(c.Price)
+		sum.cost += billing.Micros(c.Cost)
+		byRows[k] = sum
+	}
+	add := make(totals)
+	for k, sum := range byRows {
+		if sum.balance != 0 {
+			add.add(total{0, scopeBalance, k.account}, sum.balance, 0)
+		}
+		if sum.price == 0 && sum.cost == 0 {
+			continue
+		}
+		for _, s := range [...]struct{ scope, id string }{
+			{scopeAccount, k.account}, {scopeKey, k.key}, {scopeTenant, k.tenant}, {scopePool, k.pool}, {scopeTask, k.task},
+		} {
+			if s.id != "" {
+				add.add(total{k.day, s.scope, s.id}, sum.price, sum.cost)
+			}
+		}
 	}
 	return w.addTotals(ctx, add)
 }
 
-// spendOf adds what a new billed record spent to its day's totals.
-func spendOf(add totals, r *sluice.UsageRecord) {
-	c := r.Billing
-	if c.Price == 0 && c.Cost == 0 {
-		return
-	}
-	day := epochDay(r.Started)
-	for _, s := range [...]struct{ scope, id string }{
-		{scopeAccount, c.Account}, {scopeKey, r.KeyID}, {scopeTenant, r.Tenant}, {scopePool, r.Pool}, {scopeTask, r.TaskType},
-	} {
-		if s.id != "" {
-			add.add(total{day, s.scope, s.id}, billing.Micros(c.Price), billing.Micros(c.Cost))
-		}
-	}
+// chargeRows are the rows of billing_totals a billed record adds to: its
+// account's balance, and its day's spends of its account, key, tenant,
+// pool and task type ("" = none).
+type chargeRows struct {
+	day                              int64
+	account, key, tenant, pool, task string
 }
+
+// charged is what records of the same chargeRows added: to the balance
+// (their charges, negative) and to the spends.
+type charged struct{ balance, price, cost billing.Micros }
 
 // boxed reuses the interface value of the last string it boxed.
 // database/sql takes arguments as []any, and boxing a string allocates:
