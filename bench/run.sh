@@ -48,6 +48,11 @@
 # each, all on core $LOAD_CPU, the gateways sharing core $PROXY_CPU): what
 # disturbs the machine during a window disturbs every variant alike, where
 # windows in turn see it come and go between them.
+# Variants of different speeds (bare and sluice-info) sharing a core that
+# way run at different rates, and a proxy's CPU per request falls as its
+# rate rises: PACE=<ms> holds each wrk connection that long before each
+# request (see post.lua), so that every variant runs at about
+# CONNS × 1000 / PACE requests a second, below what either can do.
 #
 # Usage: bash bench/run.sh           (from anywhere; needs go, wrk, taskset)
 #        STREAM=1 QUIET_WAIT=0 bash bench/run.sh   (streams; QUIET_WAIT=0 measures at once)
@@ -93,6 +98,8 @@ RETRIES=${RETRIES:-2}
 PROFILE_DIR=${PROFILE_DIR:-}
 PAIRED=${PAIRED:-0}
 TOGETHER=${TOGETHER:-0}
+PACE_MS=${PACE:-0}
+export PACE_MS # post.lua reads it
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
