@@ -9,7 +9,9 @@
 // the shared store every probeEvery while degraded; once it answers, the
 // claims granted locally that still run are handed over to it (reasserted,
 // so they count against the shared caps) and the replica returns to shared
-// state. Nothing is leaked: a local claim is released in whichever store
+// state; while it hands them over it grants nothing locally (the hand-over
+// frees their local slots, and a grant into one would pass the replica's
+// share while the others still admit theirs). Nothing is leaked: a local claim is released in whichever store
 // holds it, a ticket queued locally leaves the local queue at its next
 // try, and claims the shared store held before the outage stay there.
 //
@@ -105,6 +107,11 @@ type Store struct {
 	// pausedUntil (Unix nanoseconds, 0 for none) holds new claims back
 	// after the return to shared state (see the package comment).
 	pausedUntil atomic.Int64
+	// handingOver is set (under mu) while the probe hands the local leases
+	// over: the hand-over frees their local slots, and a local grant then
+	// would pass this replica's share while the others still admit theirs,
+	// and would not be handed over itself. Such a grant is undone.
+	handingOver bool
 
 	mu      sync.Mutex
 	leases  map[leaseKey]store.Held // granted locally, by domain and lease
@@ -263,7 +270,10 @@ func (s *Store) knownLocally(ctx context.Context, a store.Acquire) (store.Grant,
 }
 
 // acquireLocal asks the local store with every cap divided by the
-// replicas, and remembers what it granted or queued.
+// replicas, and remembers what it granted or queued. A new grant during a
+// hand-over, or after it (the replica switched back while the local store
+// granted), is released at once and the call told to try again: it would
+// count in neither store's view of the others.
 func (s *Store) acquireLocal(ctx context.Context, a store.Acquire) (store.Grant, error) {
 	g, err := s.local.Acquire(ctx, s.scaled(a))
 	if err != nil {
@@ -275,6 +285,13 @@ func (s *Store) acquireLocal(ctx context.Context, a store.Acquire) (store.Grant,
 	_, wasQueued := s.tickets[k]
 	_, wasHeld := s.leases[k]
 	switch {
+	case g.Granted && !wasHeld && (s.handingOver || !s.degraded.Load()):
+		s.local.Release(ctx, a.Domain, g.Lease, store.Outcome{}) // the local store never fails
+		if wasQueued {
+			delete(s.tickets, k)
+			s.held.Add(-1)
+		}
+		return store.Grant{Position: 1, RetryAt: time.Now().Add(probeEvery)}, nil
 	case g.Granted && !wasHeld:
 		s.leases[k] = store.Held{Lease: g.Lease, Candidate: a.Candidates[g.Index], Tokens: a.Tokens, TTL: a.LeaseTTL}
 		if wasQueued {
@@ -548,13 +565,16 @@ func (s *Store) probe() {
 		ctx, cancel := context.WithTimeout(context.Background(), probeEvery)
 		err := s.opts.Ping(ctx)
 		if err == nil {
+			s.setHandingOver(true)
 			err = s.handOver(ctx)
 		}
 		cancel()
 		if err != nil {
+			s.setHandingOver(false) // admitting locally again
 			continue
 		}
 		s.mu.Lock()
+		s.handingOver = false
 		s.probing = false
 		s.pausedUntil.Store(time.Now().Add(returnPause).UnixNano())
 		s.degraded.Store(false)
@@ -570,6 +590,12 @@ func (s *Store) probe() {
 		}
 		return
 	}
+}
+
+func (s *Store) setHandingOver(on bool) {
+	s.mu.Lock()
+	s.handingOver = on
+	s.mu.Unlock()
 }
 
 // handOver makes the local leases count in the shared store before any new

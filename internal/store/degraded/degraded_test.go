@@ -287,3 +287,71 @@ func TestLocalClaimsCountInRedisAfterTheReturn(t *testing.T) {
 		t.Errorf("Redis counts %d claims on the unit after the return, want the local one still running (1)", us[0].InFlight)
 	}
 }
+
+// gatedLocal is a memstore whose Acquire of one ticket, once the grant is
+// made, waits for gate before it answers: a local grant overtaken by the
+// replica's return to shared state.
+type gatedLocal struct {
+	*memstore.Store
+	ticket  string
+	granted chan struct{} // closed once that ticket's local grant is made
+	gate    chan struct{}
+}
+
+func (l *gatedLocal) Acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	g, err := l.Store.Acquire(ctx, a)
+	if a.Ticket == l.ticket {
+		close(l.granted)
+		<-l.gate
+	}
+	return g, err
+}
+
+// TestLocalGrantOvertakenByTheReturnIsUndone: a claim the local store
+// granted while the replica switched back to Redis (its hand-over done
+// without it) is released and told to try again — granted, it would run
+// counted in neither store (seen under load: a third call on a cap of 2).
+func TestLocalGrantOvertakenByTheReturnIsUndone(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	rs := redisstore.New(c, "degraded-overtaken:")
+	local := &gatedLocal{Store: memstore.New(), ticket: "late", granted: make(chan struct{}), gate: make(chan struct{})}
+	ds := degraded.New(rs, local, degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+	t.Cleanup(func() {
+		ds.Close()
+		rs.Close()
+		c.Close()
+	})
+	if g, err := claim(t, ds, "first"); err != nil || !g.Granted { // the domain's state is known
+		t.Fatalf("claim through Redis: %+v, %v", g, err)
+	}
+	if err := ds.Release(t.Context(), "dom", "first", store.Outcome{Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if g, _ := claim(t, ds, "down"); !g.Granted || !ds.Degraded() {
+		t.Fatalf("claim while Redis is down: %+v (degraded %t), want granted locally", g, ds.Degraded())
+	}
+	_ = ds.Release(t.Context(), "dom", "down", store.Outcome{Success: true})
+
+	late := make(chan store.Grant)
+	go func() {
+		g, _ := claim(t, ds, "late")
+		late <- g
+	}()
+	<-local.granted
+	srv.Start()
+	waitUntil(t, "the replica back on Redis", func() bool { return !ds.Degraded() })
+	close(local.gate)
+	if g := <-late; g.Granted {
+		t.Errorf("a local grant made as the replica returned was answered granted (%+v): it runs counted in neither store", g)
+	}
+	us, err := local.Units(t.Context(), "dom", []string{"acct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us[0].InFlight != 0 {
+		t.Errorf("the local store holds %d claims after the undone grant, want 0", us[0].InFlight)
+	}
+}
