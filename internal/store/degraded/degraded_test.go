@@ -54,12 +54,16 @@ type replica struct {
 
 // newStores is a degraded.Store of 2 replicas over a Redis store on its
 // own client to the Redis at addr (short timeouts: a dead Redis is found
-// at once), closed when t ends; changed, if set, sees its transitions.
-func newStores(t *testing.T, addr, prefix string, changed func(bool)) (*redis.Client, *redisstore.Store, *degraded.Store) {
+// at once) and local (a new memstore when nil), closed when t ends;
+// changed, if set, sees its transitions.
+func newStores(t *testing.T, addr, prefix string, local degraded.Local, changed func(bool)) (*redis.Client, *redisstore.Store, *degraded.Store) {
+	if local == nil {
+		local = memstore.New()
+	}
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	rs := redisstore.New(c, prefix)
-	ds := degraded.New(rs, memstore.New(), degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() },
+	ds := degraded.New(rs, local, degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() },
 		Changed: changed})
 	t.Cleanup(func() {
 		ds.Close()
@@ -78,7 +82,7 @@ func claim(t *testing.T, ds *degraded.Store, ticket string) (store.Grant, error)
 }
 
 func newReplica(t *testing.T, addr, prefix, name string, changes *atomic.Int64) *replica {
-	_, _, ds := newStores(t, addr, prefix, func(bool) { changes.Add(1) })
+	_, _, ds := newStores(t, addr, prefix, nil, func(bool) { changes.Add(1) })
 	e := capacity.New(ds, ds, name, 3*time.Second, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -208,7 +212,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // replica may still be admitting locally.
 func TestStateLostHoldsNewClaims(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	c, _, ds := newStores(t, srv.Addr, "degraded-lost:", nil)
+	c, _, ds := newStores(t, srv.Addr, "degraded-lost:", nil, nil)
 	acquire := func(ticket string) (store.Grant, error) { return claim(t, ds, ticket) }
 
 	if g, err := acquire("before"); err != nil || !g.Granted {
@@ -237,7 +241,7 @@ func TestStateLostHoldsNewClaims(t *testing.T) {
 // replica's local share until they end.
 func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	_, _, ds := newStores(t, srv.Addr, "degraded-inflight:", nil)
+	_, _, ds := newStores(t, srv.Addr, "degraded-inflight:", nil, nil)
 	acquire := func(ticket string) store.Grant {
 		t.Helper()
 		g, err := claim(t, ds, ticket)
@@ -261,22 +265,29 @@ func TestCallsInFlightAtTheOutageCountLocally(t *testing.T) {
 	}
 }
 
-// TestLocalClaimsCountInRedisAfterTheReturn: a claim granted locally while
-// Redis was down, still running when Redis comes back (empty), counts
-// there from the return on.
-func TestLocalClaimsCountInRedisAfterTheReturn(t *testing.T) {
-	srv := testenv.StartRedis(t)
-	_, rs, ds := newStores(t, srv.Addr, "degraded-return:", nil)
-	if g, err := claim(t, ds, "first"); err != nil || !g.Granted { // the domain's state is known
+// goDegraded has ds claim and release through Redis (the domain's state is
+// then known), kills Redis, and has ds claim ticket locally.
+func goDegraded(t *testing.T, srv *testenv.RedisServer, ds *degraded.Store, ticket string) {
+	t.Helper()
+	if g, err := claim(t, ds, "first"); err != nil || !g.Granted {
 		t.Fatalf("claim through Redis: %+v, %v", g, err)
 	}
 	if err := ds.Release(t.Context(), "dom", "first", store.Outcome{Success: true}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()
-	if g, _ := claim(t, ds, "local"); !g.Granted || !ds.Degraded() {
+	if g, _ := claim(t, ds, ticket); !g.Granted || !ds.Degraded() {
 		t.Fatalf("claim while Redis is down: %+v (degraded %t), want granted locally", g, ds.Degraded())
 	}
+}
+
+// TestLocalClaimsCountInRedisAfterTheReturn: a claim granted locally while
+// Redis was down, still running when Redis comes back (empty), counts
+// there from the return on.
+func TestLocalClaimsCountInRedisAfterTheReturn(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	_, rs, ds := newStores(t, srv.Addr, "degraded-return:", nil, nil)
+	goDegraded(t, srv, ds, "local")
 	srv.Start()
 	waitUntil(t, "the replica back on Redis", func() bool { return !ds.Degraded() })
 	us, err := rs.Units(t.Context(), "dom", []string{"acct"})
@@ -313,26 +324,9 @@ func (l *gatedLocal) Acquire(ctx context.Context, a store.Acquire) (store.Grant,
 // counted in neither store (seen under load: a third call on a cap of 2).
 func TestLocalGrantOvertakenByTheReturnIsUndone(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	rs := redisstore.New(c, "degraded-overtaken:")
 	local := &gatedLocal{Store: memstore.New(), ticket: "late", granted: make(chan struct{}), gate: make(chan struct{})}
-	ds := degraded.New(rs, local, degraded.Options{Replicas: 2, Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
-	t.Cleanup(func() {
-		ds.Close()
-		rs.Close()
-		c.Close()
-	})
-	if g, err := claim(t, ds, "first"); err != nil || !g.Granted { // the domain's state is known
-		t.Fatalf("claim through Redis: %+v, %v", g, err)
-	}
-	if err := ds.Release(t.Context(), "dom", "first", store.Outcome{Success: true}); err != nil {
-		t.Fatal(err)
-	}
-	srv.Kill()
-	if g, _ := claim(t, ds, "down"); !g.Granted || !ds.Degraded() {
-		t.Fatalf("claim while Redis is down: %+v (degraded %t), want granted locally", g, ds.Degraded())
-	}
+	_, _, ds := newStores(t, srv.Addr, "degraded-overtaken:", local, nil)
+	goDegraded(t, srv, ds, "down")
 	_ = ds.Release(t.Context(), "dom", "down", store.Outcome{Success: true})
 
 	late := make(chan store.Grant)
