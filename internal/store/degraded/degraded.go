@@ -11,9 +11,10 @@
 // so they count against the shared caps) and the replica returns to shared
 // state; while it hands them over it grants nothing locally (the hand-over
 // frees their local slots, and a grant into one would pass the replica's
-// share while the others still admit theirs). Nothing is leaked: a local claim is released in whichever store
-// holds it, a ticket queued locally leaves the local queue at its next
-// try, and claims the shared store held before the outage stay there.
+// share while the others still admit theirs). Nothing is leaked: a local
+// claim is released in whichever store holds it, a ticket queued locally
+// leaves the local queue at its next try, and claims the shared store held
+// before the outage stay there.
 //
 // At the return, replicas switch back at different moments: one back on
 // the shared store would not see the local claims of one still local. So
@@ -107,11 +108,6 @@ type Store struct {
 	// pausedUntil (Unix nanoseconds, 0 for none) holds new claims back
 	// after the return to shared state (see the package comment).
 	pausedUntil atomic.Int64
-	// handingOver is set (under mu) while the probe hands the local leases
-	// over: the hand-over frees their local slots, and a local grant then
-	// would pass this replica's share while the others still admit theirs,
-	// and would not be handed over itself. Such a grant is undone.
-	handingOver bool
 
 	mu      sync.Mutex
 	leases  map[leaseKey]store.Held // granted locally, by domain and lease
@@ -119,8 +115,11 @@ type Store struct {
 	remote  map[leaseKey]store.Held // granted by the shared store and not released
 	mirrors map[leaseKey]struct{}   // remote leases counted locally too, from the outage to the return
 	probing bool                    // the probe loop runs
-	stop    chan struct{}           // closed by Close
-	wg      sync.WaitGroup
+	// handingOver is set while the probe hands the local leases over: a
+	// local grant meanwhile is undone (see acquireLocal).
+	handingOver bool
+	stop        chan struct{} // closed by Close
+	wg          sync.WaitGroup
 }
 
 type leaseKey struct{ domain, id string }
