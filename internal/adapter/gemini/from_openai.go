@@ -329,7 +329,7 @@ const signatureMark = "__thought__"
 
 // callID is the id an OpenAI caller gets for a Gemini function call: its
 // id, and after signatureMark the call's thought signature, which Gemini
-// wants back on the call when the conversation goes on (gemini.md §2) and
+// wants back on the call when the conversation goes on (docs/translation.md, "Tools") and
 // which a chat caller has nowhere else to keep. The signature is base64;
 // it is written in the URL alphabet without padding so that the id stays
 // within [a-zA-Z0-9_-], as Anthropic requires of the ids it is given.

@@ -182,7 +182,7 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 		}
 		msg.ReasoningContent = reasoning.String()
 		return append(out, msg), nil
-	case "system": // not in Anthropic's docs, but in its 2026 SDK (anthropic.md §1)
+	case "system": // not in Anthropic's docs, but in its 2026 SDK
 		text, err := systemText(m.Content)
 		if err != nil {
 			return nil, err
