@@ -109,7 +109,7 @@ func (e *Endpoint) Serves(model string) bool {
 // QuotaScope says which slot a credential's calls claim.
 type QuotaScope string
 
-// Quota scopes (DESIGN.md §2).
+// Quota scopes (docs/architecture.md, "Concepts").
 const (
 	QuotaScopeAccount    QuotaScope = "account"
 	QuotaScopeCredential QuotaScope = "credential"
@@ -138,7 +138,7 @@ type Account struct {
 // CredentialStatus is the operator-visible state of a credential.
 type CredentialStatus string
 
-// Credential states (DESIGN.md §2).
+// Credential states (docs/architecture.md, "Concepts").
 const (
 	CredentialActive   CredentialStatus = "active"
 	CredentialDraining CredentialStatus = "draining"
@@ -263,7 +263,7 @@ type Alias struct {
 // KeyStatus is the lifecycle state of a virtual key.
 type KeyStatus string
 
-// Virtual key states (DESIGN.md §2).
+// Virtual key states (docs/architecture.md, "Concepts").
 const (
 	KeyPending  KeyStatus = "pending"
 	KeyActive   KeyStatus = "active"
@@ -350,7 +350,7 @@ var MaxTokensField = map[Protocol]string{
 	ProtocolGemini:          "generationConfig.maxOutputTokens",
 }
 
-// RoutePolicy is a key's route policy (DESIGN.md §2): Mode is default,
+// RoutePolicy is a key's route policy (docs/architecture.md, "Concepts"): Mode is default,
 // strict, preferred or pool; strict and preferred name Accounts, preferred a
 // Fallback (a pool ID or "any") and how long to Wait for the bound accounts,
 // pool a Pool.

@@ -1,5 +1,5 @@
 // Package archtest checks that non-test imports between Sluice's packages
-// point down the pipeline (CONVENTIONS.md, "Layout"): no stage imports
+// point down the pipeline (docs/architecture.md, "Package layout"): no stage imports
 // pipeline, ingress or app, only app imports store implementations, and the
 // sluice package imports none of ours.
 package archtest

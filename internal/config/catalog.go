@@ -1,6 +1,6 @@
 package config
 
-// Catalog is the decoded YAML catalog (DESIGN.md §7) as plain data. Decode
+// Catalog is the decoded YAML catalog (README, "Catalog reference") as plain data. Decode
 // fills it strictly; Validate checks it. Nothing here is resolved: secrets
 // are still environment variable names and references are still IDs.
 type Catalog struct {

@@ -120,7 +120,7 @@ func falEnvelope(e *sluice.Error, _ int) []byte {
 }
 
 // anthropicErrorTypes gives each status the Anthropic error "type" the
-// SDKs map to their error classes (reference/anthropic.md §6).
+// SDKs map to their error classes (docs/protocols.md, "Error envelopes").
 var anthropicErrorTypes = map[int]string{
 	http.StatusBadRequest:            "invalid_request_error",
 	http.StatusUnauthorized:          "authentication_error",

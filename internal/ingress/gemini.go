@@ -147,7 +147,7 @@ const (
 //
 // A stream (stream) of more than one candidate (generationConfig.
 // candidateCount) is refused: each candidate ends with a finishReason of
-// its own, in a chunk that gemini.md does not place (nor whether the
+// its own, in a chunk whose place Gemini's documentation does not give (nor whether the
 // others' ends share it), and Sluice reads a Gemini stream's end from one
 // chunk (upstream.GeminiGenerate), so it would end the stream at the first
 // candidate to finish and cut the others. Gemini 3 models refuse more than

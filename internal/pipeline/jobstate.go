@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
-// What Sluice reads of the job APIs' answers (reference/async-jobs.md).
+// What Sluice reads of the job APIs' answers (docs/protocols.md, "Async jobs").
 
 // submitted is what a submit answer says of the new job.
 type submitted struct {

@@ -18,7 +18,7 @@ import (
 // oauth beta flag), the caller's anthropic-version (2023-06-01 when it
 // sent none) and anthropic-beta passed on, usage in message_start and
 // message_delta, and a stream of named events that ends with message_stop
-// (reference/anthropic.md §5).
+// (docs/protocols.md).
 var AnthropicMessages = &Dialect{
 	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
 	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,

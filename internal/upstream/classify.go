@@ -11,10 +11,10 @@ import (
 )
 
 // Class is what a failed execution means for the gateway. The class alone
-// decides what happens next (CONVENTIONS.md, "Errors").
+// decides what happens next (docs/architecture.md, "Errors inside the code").
 type Class int
 
-// Failure classes (reference/upstream-errors.md §0).
+// Failure classes (docs/upstream-errors.md).
 const (
 	ClassNone       Class = iota // success
 	ClassRate                    // throttled: cool the account, try another account
@@ -86,7 +86,7 @@ var billingMarkers = []string{
 
 // Classify sorts an upstream HTTP failure. It uses the status, the error
 // code and type, and for the documented cases the message; never the status
-// alone (reference/upstream-errors.md).
+// alone (docs/upstream-errors.md).
 func Classify(status int, body []byte) Class {
 	e := decodeError(body)
 	return e.class(status)
@@ -202,8 +202,8 @@ var (
 )
 
 // modelScopedMarkers are the codes of DashScope's throttles, whose limits
-// are set per model at the root-account level (reference/upstream-errors.md
-// §6): the RPM/RPS, burst and TPM/TPS quotas of one model.
+// are set per model at the root-account level (docs/upstream-errors.md,
+// DashScope): the RPM/RPS, burst and TPM/TPS quotas of one model.
 var modelScopedMarkers = []string{
 	"throttling.ratequota", "throttling.burstrate", "throttling.allocationquota",
 	"limit_requests", "limit_burst_rate",

@@ -315,7 +315,7 @@ var executionStatus = [...]sluice.ExecutionStatus{
 }
 
 // phases cancels an execution whose upstream overruns a phase timeout
-// (DESIGN.md §3): first byte until the answer's headers arrive, then idle
+// (docs/architecture.md): first byte until the answer's headers arrive, then idle
 // between reads, and total throughout; a timeout of 0 is none. The cancel
 // cause names the timeout. One timer serves every phase, re-armed for the
 // nearest deadline at each step, where a context and a timer per phase

@@ -12,7 +12,7 @@ import (
 )
 
 // GeminiGenerate is the upstream side of the Gemini API's generateContent
-// (reference/gemini.md): the secret in x-goog-api-key, the model and the
+// (docs/protocols.md): the secret in x-goog-api-key, the model and the
 // method in the path, not the body (so a passthrough body is sent as it
 // is), usage in "usageMetadata", and a stream that Sluice always asks for
 // as server-sent events (?alt=sse: a caller that wants the JSON-array

@@ -13,7 +13,7 @@ import (
 // their cached and reasoning details; a compaction's answer has the same),
 // and a stream of named events that ends with response.completed or
 // response.incomplete, whose response carries the usage
-// (reference/openai.md §4). A Responses stream reports usage without being
+// (docs/protocols.md). A Responses stream reports usage without being
 // asked: only "model" changes.
 var OpenAIResponses = &Dialect{
 	Path: "/v1/responses", CompactPath: "/v1/responses/compact",

@@ -53,7 +53,7 @@ type messageDelta struct {
 }
 
 // Event translates one chunk of a chat stream into Messages events
-// (translation.md §7.2). Tool-call blocks stay open until the finish, so
+// (docs/translation.md, "Streams"). Tool-call blocks stay open until the finish, so
 // fragments of parallel calls may interleave, as Anthropic allows. An
 // upstream error chunk is passed on as Anthropic's error event; Event then
 // returns a *sluice.Error (upstream_stream_failed).

@@ -333,9 +333,8 @@ type qualifiedName struct{ namespace, name string }
 // toolNames maps the chat name of each function flattened out of a
 // namespace tool back to its namespace and name.
 //
-// The Responses wire shape relied on (OpenAI's API reference, not
-// reference/openai.md, which does not cover namespaces; and Codex 0.171's
-// requests): a namespace tool is {"type":"namespace","name","description",
+// The Responses wire shape relied on (OpenAI's API reference and Codex
+// 0.171's requests): a namespace tool is {"type":"namespace","name","description",
 // "tools":[function tools]}, and a call of one of its functions is a
 // function_call item with the function's own name and "namespace" beside
 // it, in the answer and in the input a caller sends back. Chat function

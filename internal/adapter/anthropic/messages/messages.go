@@ -253,7 +253,7 @@ type ErrorBody struct {
 }
 
 // ErrorType is the error type Anthropic sends with an HTTP status
-// (anthropic.md §6); 503, which Anthropic does not send, is overloaded.
+// (docs/protocols.md, "Error envelopes"); 503, which Anthropic does not send, is overloaded.
 func ErrorType(status int) string {
 	switch status {
 	case http.StatusBadRequest:
