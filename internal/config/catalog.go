@@ -279,7 +279,7 @@ func (o *OAuth) Set() bool {
 
 // Model is a public alias with its deployments.
 type Model struct {
-	Alias       string       `yaml:"alias"`
+	Alias string `yaml:"alias"`
 	// Protocol restricts the alias to callers of one protocol; empty, it
 	// answers callers of every generation protocol (sluice.Generation)
 	// that reaches its deployments. Embeddings and job aliases name theirs.
