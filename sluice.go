@@ -35,6 +35,12 @@ func (p Protocol) Known() bool {
 	return false
 }
 
+// Generation is the protocols that ask a model for a turn of a
+// conversation. Sluice translates between any two of them, so an alias that
+// names no protocol answers callers of each one its deployments can be
+// reached from.
+var Generation = []Protocol{ProtocolOpenAIChat, ProtocolOpenAIResponses, ProtocolAnthropic, ProtocolGemini}
+
 // Timeouts are the phase timeouts of one upstream call. Each layers on its
 // parent context, so the shortest one wins. Zero means no limit for that phase.
 type Timeouts struct {
@@ -252,13 +258,19 @@ type Deployment struct {
 
 // Alias is the public model name a caller sends.
 type Alias struct {
-	Name        string
-	Protocol    Protocol
+	Name string
+	// Protocols are the caller protocols it answers: the catalog's
+	// models[].protocol alone, or else each of Generation that reaches
+	// one of its deployments (passed through or translated).
+	Protocols   []Protocol
 	Deployments []Deployment
 	// MaxOutputTokens refuses a request asking for more output (its
 	// MaxTokens) than the alias's models give; 0 = no limit.
 	MaxOutputTokens int64
 }
+
+// Answers reports whether a caller of protocol p may call the alias.
+func (a *Alias) Answers(p Protocol) bool { return slices.Contains(a.Protocols, p) }
 
 // KeyStatus is the lifecycle state of a virtual key.
 type KeyStatus string

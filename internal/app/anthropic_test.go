@@ -179,7 +179,7 @@ func TestAnthropicErrorEnvelope(t *testing.T) {
 	}{
 		{"missing key", "/v1/messages", "", `{"model":"claude","messages":[]}`, 401, "authentication_error", sluice.CodeNoCredentials},
 		{"unknown model", "/v1/messages", keyWeb, `{"model":"nope","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
-		{"chat alias on messages", "/v1/messages", keyWeb, `{"model":"fast","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
+		{"embeddings alias on messages", "/v1/messages", keyWeb, `{"model":"embed","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
 		{"duplicate model", "/v1/messages", keyWeb, `{"model":"claude","Model":"x","messages":[]}`, 400, "invalid_request_error", sluice.CodeInvalidRequest},
 		// Before the rate limit, which cools the one account for the rest.
 		{"overloaded upstream", "/v1/messages", keyWeb, `{"model":"claude-overloaded","max_tokens":8,"messages":[]}`, 503, "overloaded_error", sluice.CodeNoUpstreamAvailable},

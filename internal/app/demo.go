@@ -45,33 +45,33 @@ func startDemo(log *slog.Logger) (*demo, error) {
 	go func() { _ = d.server.Serve(ln) }()
 	c := &config.Catalog{
 		Version: 1,
-		Endpoints: []config.Endpoint{{
-			ID: "demo", BaseURL: d.url,
-			Protocols: []string{"openai.chat", "openai.embeddings", "openai.videos", "fal.queue", "anthropic.messages", "openai.responses",
-				"gemini.generate", "gemini.embed"},
-		}},
-		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, Endpoints: []string{"demo"}}},
+		// One simulator plays each provider, as one endpoint each, so that
+		// a model is called in its provider's protocol and reached from
+		// the others' through Sluice's translators, as a real catalog's.
+		Endpoints: []config.Endpoint{
+			{ID: "demo-openai", BaseURL: d.url, Protocols: []string{"openai.chat", "openai.responses", "openai.embeddings", "openai.videos"}},
+			{ID: "demo-anthropic", BaseURL: d.url, Protocols: []string{"anthropic.messages"}},
+			{ID: "demo-gemini", BaseURL: d.url, Protocols: []string{"gemini.generate", "gemini.embed"}},
+			{ID: "demo-fal", BaseURL: d.url, Protocols: []string{"fal.queue"}},
+		},
+		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv,
+			Endpoints: []string{"demo-openai", "demo-anthropic", "demo-gemini", "demo-fal"}}},
+		// The generation aliases name no protocol: each answers OpenAI
+		// chat, Responses, Anthropic Messages and Gemini callers alike.
 		Models: []config.Model{
-			{Alias: "demo", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
-			{Alias: "gpt-4o-mini", Deployments: []config.Deployment{{Model: "gpt-4o-mini", Endpoints: []string{"demo"}}}},
-			{Alias: "text-embedding-3-small", Protocol: "openai.embeddings",
-				Deployments: []config.Deployment{{Model: "text-embedding-3-small", Endpoints: []string{"demo"}}}},
-			// Claude Code's models, served by the simulator's Messages API.
-			{Alias: "claude-sonnet-4-6", Protocol: "anthropic.messages",
-				Deployments: []config.Deployment{{Model: "claude-sonnet-4-6", Endpoints: []string{"demo"}}}},
-			{Alias: "claude-haiku-4-5", Protocol: "anthropic.messages",
-				Deployments: []config.Deployment{{Model: "claude-haiku-4-5", Endpoints: []string{"demo"}}}},
-			// Codex's model, served by the simulator's Responses API.
-			{Alias: "gpt-5-codex", Protocol: "openai.responses",
-				Deployments: []config.Deployment{{Model: "gpt-5-codex", Endpoints: []string{"demo"}}}},
-			// Gemini CLI's model and an embedding model, served by the
-			// simulator's Gemini API.
-			{Alias: "gemini-2.5-flash", Protocol: "gemini.generate",
-				Deployments: []config.Deployment{{Model: "gemini-2.5-flash", Endpoints: []string{"demo"}}}},
-			{Alias: "gemini-embedding-001", Protocol: "gemini.embed",
-				Deployments: []config.Deployment{{Model: "gemini-embedding-001", Endpoints: []string{"demo"}}}},
-			{Alias: "sora-2", Protocol: "openai.videos", Deployments: []config.Deployment{{Model: "sora-2", Endpoints: []string{"demo"}}}},
-			{Alias: "fal-ai/veo3", Protocol: "fal.queue", Deployments: []config.Deployment{{Model: "fal-ai/veo3", Endpoints: []string{"demo"}}}},
+			demoAlias("demo", "gpt-4o-mini", "demo-openai", ""),
+			demoAlias("gpt-4o-mini", "gpt-4o-mini", "demo-openai", ""),
+			demoAlias("text-embedding-3-small", "text-embedding-3-small", "demo-openai", "openai.embeddings"),
+			// Claude Code's models.
+			demoAlias("claude-sonnet-4-6", "claude-sonnet-4-6", "demo-anthropic", ""),
+			demoAlias("claude-haiku-4-5", "claude-haiku-4-5", "demo-anthropic", ""),
+			// Codex's model (on OpenAI's endpoint, Responses passes through).
+			demoAlias("gpt-5-codex", "gpt-5-codex", "demo-openai", ""),
+			// Gemini CLI's model and an embedding model.
+			demoAlias("gemini-2.5-flash", "gemini-2.5-flash", "demo-gemini", ""),
+			demoAlias("gemini-embedding-001", "gemini-embedding-001", "demo-gemini", "gemini.embed"),
+			demoAlias("sora-2", "sora-2", "demo-openai", "openai.videos"),
+			demoAlias("fal-ai/veo3", "fal-ai/veo3", "demo-fal", "fal.queue"),
 		},
 		Keys: []config.Key{{ID: "demo", Name: "demo key", Tenant: "demo", SecretEnv: demoKeyEnv}},
 	}
@@ -82,6 +82,12 @@ func startDemo(log *slog.Logger) (*demo, error) {
 	}
 	d.catalog = c
 	return d, nil
+}
+
+// demoAlias is an alias of the demo catalog: model on endpoint, for
+// callers of protocol ("" for every generation protocol).
+func demoAlias(alias, model, endpoint, protocol string) config.Model {
+	return config.Model{Alias: alias, Protocol: protocol, Deployments: []config.Deployment{{Model: model, Endpoints: []string{endpoint}}}}
 }
 
 // lookupEnv serves the demo's generated secrets and defers to next otherwise.

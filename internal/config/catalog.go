@@ -279,8 +279,11 @@ func (o *OAuth) Set() bool {
 
 // Model is a public alias with its deployments.
 type Model struct {
-	Alias       string       `yaml:"alias"`
-	Protocol    string       `yaml:"protocol"` // default openai.chat
+	Alias string `yaml:"alias"`
+	// Protocol restricts the alias to callers of one protocol; empty, it
+	// answers callers of every generation protocol (sluice.Generation)
+	// that reaches its deployments. Embeddings and job aliases name theirs.
+	Protocol    string       `yaml:"protocol"`
 	Deployments []Deployment `yaml:"deployments"`
 	Limits      Limits       `yaml:"limits"` // shared by every request for the alias
 	// MaxOutputTokens refuses (400) a request that asks for more output

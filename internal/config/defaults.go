@@ -87,7 +87,6 @@ func ApplyDefaults(c *Catalog) {
 	}
 	for i := range c.Models {
 		m := &c.Models[i]
-		setString(&m.Protocol, string(sluice.ProtocolOpenAIChat))
 		setString(&m.Strategy, "round-robin")
 		applyAffinityDefaults(&m.Affinity, m.Strategy)
 		for j := range m.Deployments {

@@ -80,7 +80,7 @@ keys:
 			{ID: "org-2", QuotaScope: "credential", Cooldown: Cooldown{Base: Duration(2 * time.Minute), Max: Duration(2 * time.Minute)}},
 		},
 		Models: []Model{
-			{Alias: "fast", Protocol: "openai.chat", Strategy: "round-robin", Deployments: []Deployment{
+			{Alias: "fast", Strategy: "round-robin", Deployments: []Deployment{
 				{Model: "m", Weight: 1},
 				{Model: "n", Weight: 7},
 				{Model: "o", Weight: -1}, // left for Validate

@@ -33,8 +33,8 @@ models:
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(c.Server.Listen, c.Models[0].Protocol, c.Endpoints[0].Timeouts.Total.D())
-	// Output: 127.0.0.1:8080 openai.chat 10m0s
+	fmt.Println(c.Server.Listen, c.Models[0].Strategy, c.Endpoints[0].Timeouts.Total.D())
+	// Output: 127.0.0.1:8080 round-robin 10m0s
 }
 
 // Load reports every problem at once, each with its line or its path.

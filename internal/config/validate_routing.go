@@ -34,9 +34,13 @@ func (v *validator) models() {
 	for i := range v.c.Models {
 		m := &v.c.Models[i]
 		at := fmt.Sprintf("models[%d]", i)
-		p := sluice.Protocol(m.Protocol)
-		if !p.Known() {
-			v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
+		callers := sluice.Generation
+		if m.Protocol != "" {
+			callers = []sluice.Protocol{sluice.Protocol(m.Protocol)}
+			if !callers[0].Known() {
+				v.addf(at+".protocol", "unknown protocol %q", m.Protocol)
+				callers = nil
+			}
 		}
 		v.limitSet(at+".limits", m.Limits)
 		v.oneOf(at+".strategy", strategies, m.Strategy)
@@ -44,20 +48,22 @@ func (v *validator) models() {
 		switch {
 		case m.MaxOutputTokens < 0:
 			v.addf(at+".max_output_tokens", "must be >= 0")
-		case m.MaxOutputTokens > 0 && sluice.MaxTokensField[p] == "":
-			v.addf(at+".max_output_tokens", "%s requests ask for no output tokens", p)
+		case m.MaxOutputTokens > 0 && len(callers) == 1 && sluice.MaxTokensField[callers[0]] == "":
+			v.addf(at+".max_output_tokens", "%s requests ask for no output tokens", callers[0])
 		}
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")
 		}
 		for j := range m.Deployments {
-			v.deployment(fmt.Sprintf("%s.deployments[%d]", at, j), &m.Deployments[j], p)
+			v.deployment(fmt.Sprintf("%s.deployments[%d]", at, j), &m.Deployments[j], callers)
 		}
 	}
 }
 
-// deployment checks one deployment of an alias speaking protocol p.
-func (v *validator) deployment(at string, d *Deployment, p sluice.Protocol) {
+// deployment checks one deployment of an alias answering callers of the
+// protocols callers (none when the alias's protocol is unknown): each of
+// its endpoints must serve at least one of them.
+func (v *validator) deployment(at string, d *Deployment, callers []sluice.Protocol) {
 	if d.Model == "" {
 		v.addf(at+".model", "required")
 	}
@@ -68,8 +74,14 @@ func (v *validator) deployment(at string, d *Deployment, p sluice.Protocol) {
 			continue // reported by endpointRefs
 		}
 		path := fmt.Sprintf("%s.endpoints[%d]", at, k)
-		if p.Known() && !slices.ContainsFunc(e.Protocols, func(q string) bool { return v.serves(p, sluice.Protocol(q)) }) {
-			v.addf(path, "endpoint %q does not speak %s", id, p)
+		serves := func(q string) bool {
+			return slices.ContainsFunc(callers, func(p sluice.Protocol) bool { return v.serves(p, sluice.Protocol(q)) })
+		}
+		switch {
+		case len(callers) == 1 && !slices.ContainsFunc(e.Protocols, serves):
+			v.addf(path, "endpoint %q does not speak %s", id, callers[0])
+		case len(callers) > 1 && !slices.ContainsFunc(e.Protocols, serves):
+			v.addf(path, "endpoint %q speaks none of %v, and the alias names no protocol (set models[].protocol for an embeddings or job alias)", id, callers)
 		}
 		if d.Model != "" && len(e.Models) > 0 && !slices.Contains(e.Models, d.Model) {
 			v.addf(path, "endpoint %q does not list model %q in its models", id, d.Model)

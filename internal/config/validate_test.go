@@ -191,6 +191,8 @@ func TestValidate(t *testing.T) {
 		{"DeploymentWeightNegative", func(c *Catalog) { c.Models[0].Deployments[0].Weight = -3 }, "models[0].deployments[0].weight: must be > 0"},
 		{"DeploymentPriorityNegative", func(c *Catalog) { c.Models[0].Deployments[0].Priority = -1 }, "models[0].deployments[0].priority: must be >= 0"},
 		{"DeploymentProtocolMismatch", func(c *Catalog) { c.Models[1].Deployments[0].Endpoints[0] = "openai-main" }, `models[1].deployments[0].endpoints[0]: endpoint "openai-main" does not speak anthropic.messages`},
+		{"AliasWithoutProtocolOnEmbeddings", func(c *Catalog) { c.Endpoints[1].Protocols, c.Models[1].Protocol = []string{"openai.embeddings"}, "" },
+			`models[1].deployments[0].endpoints[0]: endpoint "anthropic-main" speaks none of [openai.chat openai.responses anthropic.messages gemini.generate], and the alias names no protocol (set models[].protocol for an embeddings or job alias)`},
 		{"DeploymentModelNotInCatalog", func(c *Catalog) { c.Models[0].Deployments[0].Model = "gpt-5" }, `models[0].deployments[0].endpoints[0]: endpoint "openai-main" does not list model "gpt-5"`},
 
 		{"PoolDuplicateID", func(c *Catalog) { c.Pools = append(c.Pools, c.Pools[0]) }, `pools[1].id: duplicate id "background" (first at pools[0])`},

@@ -352,7 +352,11 @@ func googleCaller(r *http.Request) bool {
 func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 	call := r.PathValue("call")
 	if strings.HasPrefix(r.URL.Path, "/v1/") && !googleCaller(r) {
-		s.openAIModel(w, r, call)
+		if anthropicCaller(r) {
+			s.anthropicModels(w, r, call)
+		} else {
+			s.openAIModel(w, r, call)
+		}
 		return
 	}
 	p, err := s.keys.Authenticate(geminiKey(r))
@@ -365,8 +369,13 @@ func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 	routes := s.live.Load().Routes
 	for _, name := range routes.Names() {
 		a := routes.Alias(name)
-		methods := geminiModelMethods[a.Protocol]
-		if methods == nil || !callable(p.Key, a) || want != "" && name != want {
+		var methods []string
+		for _, gp := range geminiProtocols {
+			if callable(p.Key, a, gp) {
+				methods = append(methods, geminiModelMethods[gp]...)
+			}
+		}
+		if methods == nil || want != "" && name != want {
 			continue
 		}
 		list = append(list, geminiModelEntry{Name: "models/" + name, BaseModelID: name, Version: "sluice", DisplayName: name,
@@ -383,8 +392,21 @@ func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// callable reports whether key k may call alias a: one of its aliases, on
-// one of its paths.
-func callable(k *sluice.Key, a *sluice.Alias) bool {
-	return k.Allows(a.Name) && (len(k.Paths) == 0 || slices.Contains(k.Paths, sluice.KeyPaths[a.Protocol]))
+// geminiProtocols are the protocols Gemini's model list shows, in the
+// order of their methods.
+var geminiProtocols = []sluice.Protocol{sluice.ProtocolGemini, sluice.ProtocolGeminiEmbed}
+
+// callable reports whether key k may call alias a through one of the
+// protocols: one of its aliases, answering the protocol, on one of its
+// paths.
+func callable(k *sluice.Key, a *sluice.Alias, through ...sluice.Protocol) bool {
+	if !k.Allows(a.Name) {
+		return false
+	}
+	for _, p := range through {
+		if a.Answers(p) && (len(k.Paths) == 0 || slices.Contains(k.Paths, sluice.KeyPaths[p])) {
+			return true
+		}
+	}
+	return false
 }

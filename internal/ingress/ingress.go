@@ -246,19 +246,26 @@ func (s *Server) finish(ctx context.Context, w *recorder, req *sluice.Request, p
 	}
 }
 
-// models lists the aliases the key may use, in the OpenAI list shape; a
-// Google client's GET /v1/models is Gemini's list (geminiModels).
+// models lists the aliases the key may use through OpenAI's protocols, in
+// OpenAI's list shape; a Google client's GET /v1/models is Gemini's list
+// (geminiModels), an Anthropic client's Anthropic's (anthropicModels).
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if googleCaller(r) {
+	switch {
+	case googleCaller(r):
 		s.geminiModels(w, r)
-		return
+	case anthropicCaller(r):
+		s.anthropicModels(w, r, "")
+	default:
+		s.openAIModel(w, r, "")
 	}
-	s.openAIModel(w, r, "")
 }
 
+// openAIProtocols are the protocols OpenAI's model list shows.
+var openAIProtocols = []sluice.Protocol{sluice.ProtocolOpenAIChat, sluice.ProtocolOpenAIResponses, sluice.ProtocolOpenAIEmbeddings, sluice.ProtocolOpenAIVideos}
+
 // openAIModel is OpenAI's GET /v1/models (id "") or GET /v1/models/{id}:
-// the aliases the key may use (its aliases, on its paths), or one of them
-// (404 model_not_found for another).
+// the aliases the key may use through OpenAI's protocols (its aliases, on
+// its paths), or one of them (404 model_not_found for another).
 func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request, id string) {
 	p, err := s.keys.Authenticate(bearer(r))
 	if err != nil {
@@ -277,7 +284,7 @@ func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request, id string) 
 	}{Object: "list", Data: []model{}}
 	routes := s.live.Load().Routes
 	for _, name := range routes.Names() {
-		if callable(p.Key, routes.Alias(name)) && (id == "" || id == name) {
+		if callable(p.Key, routes.Alias(name), openAIProtocols...) && (id == "" || id == name) {
 			list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "sluice"})
 		}
 	}

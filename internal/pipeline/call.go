@@ -217,7 +217,7 @@ func waitedFor(err error) string {
 // a preferred policy's bound accounts (rp.bound) and a seed's bound
 // account (affinity's boundGone).
 func (h *Handler) accountsOutOfService(snap *Snapshot, req *sluice.Request, rp *routePolicy, match func(account string) bool) string {
-	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
+	all, _ := snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)
 	for _, e := range all {
 		if match(e.Account.ID) {
 			if why := h.outOfService(snap, e); why != "" {

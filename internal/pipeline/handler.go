@@ -163,7 +163,7 @@ func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
 		return "", errKeyInactive
 	}
 	k = kp.key // the scopes of the key as it is now
-	if alias := snap.Routes.Alias(req.Model); alias == nil || alias.Protocol != req.Protocol {
+	if alias := snap.Routes.Alias(req.Model); alias == nil || !alias.Answers(req.Protocol) {
 		return "", modelNotFound(req.Model)
 	}
 	if !k.Allows(req.Model) {
@@ -205,14 +205,14 @@ func modelNotFound(model string) error {
 // edge only, and gets upstream_binding_unavailable when it cannot serve.
 func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pin *store.Job) ([]*sluice.Edge, error) {
 	alias := snap.Routes.Alias(req.Model)
-	if alias == nil || alias.Protocol != req.Protocol {
+	if alias == nil || !alias.Answers(req.Protocol) {
 		return nil, modelNotFound(req.Model)
 	}
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
 		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
 	}
 	rp := snap.policy(key, req)
-	all, _ := snap.Routes.Candidates(req.Model, rp.strategy)
+	all, _ := snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
 	}

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/sluicehq/sluice"
@@ -36,7 +38,7 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges, _ := snap.Routes.Candidates("claude", routing.FillFirst{})
+	edges, _ := snap.Routes.Candidates("claude", sluice.ProtocolAnthropic, routing.FillFirst{})
 	got := map[string]sluice.Protocol{}
 	for _, e := range edges {
 		got[e.Endpoint.ID] = e.Protocol
@@ -49,8 +51,70 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if edges, _ := same.Routes.Candidates("claude", routing.FillFirst{}); len(edges) != 1 {
+	if edges, _ := same.Routes.Candidates("claude", sluice.ProtocolAnthropic, routing.FillFirst{}); len(edges) != 1 {
 		t.Errorf("Compile (same protocol only) built %d edges for claude, want 1", len(edges))
+	}
+}
+
+// An alias without a protocol answers callers of every generation
+// protocol: an endpoint that speaks the caller's protocol passes it
+// through, another translates from the first of its protocols that serves
+// it; callers that go out in the same protocol share the edge.
+func TestAliasWithoutProtocolAnswersEveryGenerationProtocol(t *testing.T) {
+	env := func(string) (string, bool) { return "sk-upstream", true }
+	generation := func(p sluice.Protocol) bool { return slices.Contains(sluice.Generation, p) }
+	translates := func(caller, upstream sluice.Protocol) bool { return generation(caller) && generation(upstream) }
+	cat, err := config.LoadServing([]byte(`version: 1
+endpoints:
+  - {id: openai, base_url: http://openai.test, protocols: [openai.embeddings, openai.chat, openai.responses]}
+  - {id: anthropic, base_url: http://anthropic.test, protocols: [anthropic.messages]}
+credentials:
+  - {id: c1, secret_env: UP, endpoints: [openai, anthropic]}
+models:
+  - alias: any
+    deployments: [{model: m, endpoints: [openai, anthropic]}]
+  - alias: only-messages
+    protocol: anthropic.messages
+    deployments: [{model: m, endpoints: [openai, anthropic]}]
+keys: [{id: web, tenant: web, secret_env: KEY}]
+`), env, translates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := CompileServing(cat, env, "test", translates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Routes.Alias("any").Protocols; !slices.Equal(got, sluice.Generation) {
+		t.Errorf("any answers %v, want %v", got, sluice.Generation)
+	}
+	want := map[sluice.Protocol]map[string]sluice.Protocol{
+		sluice.ProtocolOpenAIChat:      {"openai": sluice.ProtocolOpenAIChat, "anthropic": sluice.ProtocolAnthropic},
+		sluice.ProtocolOpenAIResponses: {"openai": sluice.ProtocolOpenAIResponses, "anthropic": sluice.ProtocolAnthropic},
+		sluice.ProtocolAnthropic:       {"openai": sluice.ProtocolOpenAIChat, "anthropic": sluice.ProtocolAnthropic},
+		sluice.ProtocolGemini:          {"openai": sluice.ProtocolOpenAIChat, "anthropic": sluice.ProtocolAnthropic},
+	}
+	byUpstream := map[[2]string]*sluice.Edge{}
+	for caller, w := range want {
+		edges, ok := snap.Routes.Candidates("any", caller, routing.FillFirst{})
+		got := map[string]sluice.Protocol{}
+		for _, e := range edges {
+			got[e.Endpoint.ID] = e.Protocol
+			k := [2]string{e.Endpoint.ID, string(e.Protocol)}
+			if prev := byUpstream[k]; prev != nil && prev != e {
+				t.Errorf("a %s caller's edge on %s in %s is not the one other callers share", caller, e.Endpoint.ID, e.Protocol)
+			}
+			byUpstream[k] = e
+		}
+		if !ok || !maps.Equal(got, w) {
+			t.Errorf("a %s caller of any goes out as %v (ok %v), want %v", caller, got, ok, w)
+		}
+	}
+	if _, ok := snap.Routes.Candidates("only-messages", sluice.ProtocolOpenAIChat, nil); ok {
+		t.Error("an alias restricted to anthropic.messages has candidates for a chat caller")
+	}
+	if _, ok := snap.Routes.Candidates("any", sluice.ProtocolOpenAIEmbeddings, nil); ok {
+		t.Error("an alias without a protocol has candidates for an embeddings caller")
 	}
 }
 

@@ -91,11 +91,13 @@ func Compile(c *config.Catalog, lookupEnv func(string) (string, bool), source st
 	return CompileServing(c, lookupEnv, source, nil)
 }
 
-// CompileServing is Compile where serves says which endpoints can serve an
-// alias (config.ValidateServing): an endpoint that speaks the alias's
-// protocol serves it as it is; one that speaks only another protocol that
-// serves it, through a translator, in the first such protocol it lists.
-// nil serves is the same protocol only.
+// CompileServing is Compile where serves says which endpoints can serve a
+// caller (config.ValidateServing): an endpoint that speaks the caller's
+// protocol serves it as it is; one that speaks only other protocols that
+// serve it, through a translator, in the first such protocol it lists.
+// nil serves is the same protocol only. An alias answers callers of its
+// models[].protocol alone, or, without one, of each generation protocol
+// that reaches one of its deployments.
 func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), source string, serves config.Serves) (*Snapshot, error) {
 	if serves == nil {
 		serves = func(caller, upstream sluice.Protocol) bool { return caller == upstream }
@@ -154,23 +156,26 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		creds = append(creds, cr)
 	}
 	aliases := make([]*sluice.Alias, 0, len(c.Models))
-	edges := make(map[string][][]*sluice.Edge, len(c.Models))
+	edges := make(map[string]routing.Edges, len(c.Models))
+	all := make(map[string][][]*sluice.Edge, len(c.Models)) // each alias's distinct edges, by deployment
 	strategies := make(map[string]routing.Strategy, len(c.Models))
 	var err error
 	for _, m := range c.Models {
 		if strategies[m.Alias], err = strategyOf(m.Strategy, m.Affinity); err != nil {
 			return nil, fmt.Errorf("models[%s]: %w", m.Alias, err)
 		}
-		a := &sluice.Alias{Name: m.Alias, Protocol: sluice.Protocol(m.Protocol), MaxOutputTokens: m.MaxOutputTokens}
+		a := &sluice.Alias{Name: m.Alias, MaxOutputTokens: m.MaxOutputTokens}
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
-			edges[a.Name] = append(edges[a.Name], s.edgesFor(a.Protocol, d, creds, serves))
-			s.own(a.Name, edges[a.Name][len(edges[a.Name])-1])
+		}
+		edges[a.Name], all[a.Name] = s.aliasEdges(a, m, creds, serves)
+		for _, es := range all[a.Name] {
+			s.own(a.Name, es)
 		}
 		aliases = append(aliases, a)
 	}
 	s.Routes = routing.Compile(aliases, edges, strategies)
-	s.compileDomains(edges)
+	s.compileDomains(all)
 	for _, m := range c.Models {
 		s.limit("model:"+m.Alias, m.Limits)
 	}
@@ -206,38 +211,96 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	return s, nil
 }
 
-func (s *Snapshot) edgesFor(p sluice.Protocol, d config.Deployment, creds []*sluice.Credential, serves config.Serves) []*sluice.Edge {
+// aliasEdges builds the edges of alias a (catalog model m) for each caller
+// protocol it may answer, and sets a.Protocols to those that reach an
+// edge. Callers whose requests go out in the same upstream protocol share
+// one edge per (credential, endpoint, model); all holds each deployment's
+// distinct edges.
+func (s *Snapshot) aliasEdges(a *sluice.Alias, m config.Model, creds []*sluice.Credential, serves config.Serves) (byCaller routing.Edges, all [][]*sluice.Edge) {
+	callers := sluice.Generation
+	if m.Protocol != "" {
+		callers = []sluice.Protocol{sluice.Protocol(m.Protocol)}
+	}
+	byCaller = make(routing.Edges, len(callers))
+	all = make([][]*sluice.Edge, len(m.Deployments))
+	for i, d := range m.Deployments {
+		made := map[upstreamOf][]*sluice.Edge{}
+		for _, p := range callers {
+			var es []*sluice.Edge
+			for _, epID := range d.Endpoints {
+				ep := s.Endpoints[epID]
+				if ep == nil || !ep.Serves(d.Model) {
+					continue
+				}
+				up, ok := upstreamProtocol(ep, p, serves)
+				if !ok {
+					continue
+				}
+				key := upstreamOf{epID, up}
+				if _, done := made[key]; !done {
+					made[key] = s.edgesFor(ep, up, d, creds)
+					all[i] = append(all[i], made[key]...)
+				}
+				es = append(es, made[key]...)
+			}
+			if byCaller[p] == nil {
+				byCaller[p] = make([][]*sluice.Edge, len(m.Deployments))
+			}
+			byCaller[p][i] = es
+		}
+	}
+	for _, p := range callers {
+		if slices.ContainsFunc(byCaller[p], func(es []*sluice.Edge) bool { return len(es) > 0 }) {
+			a.Protocols = append(a.Protocols, p)
+		} else {
+			delete(byCaller, p)
+		}
+	}
+	return byCaller, all
+}
+
+// upstreamOf is an endpoint and the protocol Sluice speaks to it.
+type upstreamOf struct {
+	endpoint string
+	protocol sluice.Protocol
+}
+
+// upstreamProtocol is the protocol a caller of p is served in by ep: p
+// itself when ep speaks it (passed through), else the first of ep's
+// protocols that serves p (translated); ok is false when none does.
+func upstreamProtocol(ep *sluice.Endpoint, p sluice.Protocol, serves config.Serves) (sluice.Protocol, bool) {
+	if ep.Speaks(p) {
+		return p, true
+	}
+	for _, up := range ep.Protocols {
+		if serves(p, up) {
+			return up, true
+		}
+	}
+	return "", false
+}
+
+// edgesFor builds the edges of deployment d on endpoint ep spoken to in
+// protocol up: one per credential of ep that may serve d's model.
+func (s *Snapshot) edgesFor(ep *sluice.Endpoint, up sluice.Protocol, d config.Deployment, creds []*sluice.Credential) []*sluice.Edge {
 	var out []*sluice.Edge
-	for _, epID := range d.Endpoints {
-		ep := s.Endpoints[epID]
-		if ep == nil || !ep.Serves(d.Model) {
+	for _, cr := range creds {
+		if !slices.Contains(cr.Endpoints, ep.ID) || (len(cr.Models) > 0 && !slices.Contains(cr.Models, d.Model)) {
 			continue
 		}
-		up, ok := p, ep.Speaks(p)
-		for i := 0; !ok && i < len(ep.Protocols); i++ {
-			up, ok = ep.Protocols[i], serves(p, ep.Protocols[i])
+		e := &sluice.Edge{
+			ID:         cr.ID + "/" + ep.ID + "/" + d.Model,
+			Credential: cr,
+			Account:    s.Accounts[cr.AccountID],
+			Endpoint:   ep,
+			Protocol:   up, // the upstream's: the caller's, or one translated to
+			Model:      d.Model,
+			Priority:   d.Priority,
+			Weight:     d.Weight,
 		}
-		if !ok {
-			continue
-		}
-		for _, cr := range creds {
-			if !slices.Contains(cr.Endpoints, epID) || (len(cr.Models) > 0 && !slices.Contains(cr.Models, d.Model)) {
-				continue
-			}
-			e := &sluice.Edge{
-				ID:         cr.ID + "/" + epID + "/" + d.Model,
-				Credential: cr,
-				Account:    s.Accounts[cr.AccountID],
-				Endpoint:   ep,
-				Protocol:   up, // the upstream's: the alias's, or one translated to
-				Model:      d.Model,
-				Priority:   d.Priority,
-				Weight:     d.Weight,
-			}
-			s.units[e.ID] = s.candidate(e.Account, cr)
-			s.addModelUnit(e)
-			out = append(out, e)
-		}
+		s.units[e.ID] = s.candidate(e.Account, cr)
+		s.addModelUnit(e)
+		out = append(out, e)
 	}
 	return out
 }

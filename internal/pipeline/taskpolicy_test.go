@@ -88,7 +88,7 @@ func TestSubmitRateLimitsItsCredentialOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges, _ := snap.Routes.Candidates("fast", nil)
+	edges, _ := snap.Routes.Candidates("fast", sluice.ProtocolOpenAIChat, nil)
 	if len(edges) != 2 {
 		t.Fatalf("Candidates(fast) = %d edges, want 2", len(edges))
 	}

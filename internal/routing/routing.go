@@ -18,7 +18,9 @@ import (
 type group struct {
 	weight int
 	edges  []*sluice.Edge
-	next   atomic.Uint32 // round-robin rotation
+	// next is the round-robin rotation, one per deployment: the groups of
+	// one deployment for callers of different protocols share it.
+	next *atomic.Uint32
 }
 
 // Tier is the deployments of one priority of an alias, the unit a Strategy
@@ -33,6 +35,16 @@ type Tier struct {
 type route struct {
 	alias    *sluice.Alias
 	strategy Strategy
+	// callers holds the tiers for callers of each protocol the alias
+	// answers (alias.Protocols, in that order): an endpoint's edge for a
+	// caller passes the request through when the endpoint speaks the
+	// caller's protocol, and translates it otherwise.
+	callers []callerRoute
+}
+
+// callerRoute is an alias's tiers for callers of one protocol.
+type callerRoute struct {
+	protocol sluice.Protocol
 	tiers    []*Tier
 	size     int // number of edges over all tiers
 }
@@ -47,47 +59,62 @@ type Table struct {
 	inflight map[string]*atomic.Int64
 }
 
-// Compile builds a Table. edges[alias][i] are the edges of the alias's i-th
-// deployment; a deployment without edges is left out. strategies[alias] is
-// the alias's strategy; RoundRobin when absent.
-func Compile(aliases []*sluice.Alias, edges map[string][][]*sluice.Edge, strategies map[string]Strategy) *Table {
+// Edges are an alias's edges for callers of each protocol it answers:
+// Edges[p][i] are those of its i-th deployment.
+type Edges map[sluice.Protocol][][]*sluice.Edge
+
+// Compile builds a Table. edges[alias] are the alias's edges for each
+// protocol of alias.Protocols; a deployment without edges is left out.
+// strategies[alias] is the alias's strategy; RoundRobin when absent.
+func Compile(aliases []*sluice.Alias, edges map[string]Edges, strategies map[string]Strategy) *Table {
 	t := &Table{routes: make(map[string]*route, len(aliases)), inflight: map[string]*atomic.Int64{}}
 	for _, a := range aliases {
 		r := &route{alias: a, strategy: cmp.Or[Strategy](strategies[a.Name], RoundRobin{})}
-		byPriority := map[int]*Tier{}
-		for i, d := range a.Deployments {
-			es := edges[a.Name][i]
-			if len(es) == 0 {
-				continue
-			}
-			tr := byPriority[d.Priority]
-			if tr == nil {
-				tr = &Tier{load: t}
-				byPriority[d.Priority] = tr
-			}
-			tr.groups = append(tr.groups, &group{weight: d.Weight, edges: es})
-			tr.total += d.Weight
-			tr.size += len(es)
-			r.size += len(es)
-			for _, e := range es {
-				if t.inflight[e.Account.ID] == nil {
-					t.inflight[e.Account.ID] = new(atomic.Int64)
-				}
-			}
-		}
-		prios := make([]int, 0, len(byPriority))
-		for p := range byPriority {
-			prios = append(prios, p)
-		}
-		slices.Sort(prios)
-		for _, p := range prios {
-			r.tiers = append(r.tiers, byPriority[p])
+		rotations := make([]atomic.Uint32, len(a.Deployments))
+		for _, p := range a.Protocols {
+			r.callers = append(r.callers, t.callerRoute(p, a.Deployments, edges[a.Name][p], rotations))
 		}
 		t.routes[a.Name] = r
 		t.names = append(t.names, a.Name)
 	}
 	slices.SortFunc(t.names, cmp.Compare)
 	return t
+}
+
+// callerRoute puts the edges of each deployment (byDeployment[i] of
+// deployments[i]) in their priority tiers.
+func (t *Table) callerRoute(p sluice.Protocol, deployments []sluice.Deployment, byDeployment [][]*sluice.Edge, rotations []atomic.Uint32) callerRoute {
+	cr := callerRoute{protocol: p}
+	byPriority := map[int]*Tier{}
+	for i, es := range byDeployment {
+		if len(es) == 0 {
+			continue
+		}
+		d := deployments[i]
+		tr := byPriority[d.Priority]
+		if tr == nil {
+			tr = &Tier{load: t}
+			byPriority[d.Priority] = tr
+		}
+		tr.groups = append(tr.groups, &group{weight: d.Weight, edges: es, next: &rotations[i]})
+		tr.total += d.Weight
+		tr.size += len(es)
+		cr.size += len(es)
+		for _, e := range es {
+			if t.inflight[e.Account.ID] == nil {
+				t.inflight[e.Account.ID] = new(atomic.Int64)
+			}
+		}
+	}
+	prios := make([]int, 0, len(byPriority))
+	for p := range byPriority {
+		prios = append(prios, p)
+	}
+	slices.Sort(prios)
+	for _, p := range prios {
+		cr.tiers = append(cr.tiers, byPriority[p])
+	}
+	return cr
 }
 
 // Inherit takes over prev's in-flight counts of the accounts both tables
@@ -117,21 +144,27 @@ func (t *Table) Alias(name string) *sluice.Alias {
 // Names lists every alias, sorted.
 func (t *Table) Names() []string { return t.names }
 
-// Candidates returns the edges that can serve alias, in try order: tier by
-// tier, each in the order of s, or of the alias's own strategy when s is
-// nil. It is empty when the alias has no usable edge; nil with ok=false
-// when the alias is unknown.
-func (t *Table) Candidates(alias string, s Strategy) (edges []*sluice.Edge, ok bool) {
+// Candidates returns the edges that can serve a caller of protocol p on
+// alias, in try order: tier by tier, each in the order of s, or of the
+// alias's own strategy when s is nil. It is empty when the alias has no
+// usable edge for p; nil with ok=false when the alias is unknown or does
+// not answer p.
+func (t *Table) Candidates(alias string, p sluice.Protocol, s Strategy) (edges []*sluice.Edge, ok bool) {
 	r, ok := t.routes[alias]
 	if !ok {
 		return nil, false
 	}
-	if s == nil {
-		s = r.strategy
+	for i := range r.callers {
+		if cr := &r.callers[i]; cr.protocol == p {
+			if s == nil {
+				s = r.strategy
+			}
+			out := make([]*sluice.Edge, 0, cr.size)
+			for _, tr := range cr.tiers {
+				out = s.Append(out, tr)
+			}
+			return out, true
+		}
 	}
-	out := make([]*sluice.Edge, 0, r.size)
-	for _, tr := range r.tiers {
-		out = s.Append(out, tr)
-	}
-	return out, true
+	return nil, false
 }

@@ -12,8 +12,8 @@ import (
 // number of credentials; edge IDs are "d<deployment>c<credential>", and each
 // credential is its own account of that ID, without a cap.
 func table(s Strategy, deps ...[3]int) *Table {
-	a := &sluice.Alias{Name: "fast"}
-	edges := map[string][][]*sluice.Edge{}
+	a := &sluice.Alias{Name: "fast", Protocols: []sluice.Protocol{chat}}
+	var edges [][]*sluice.Edge
 	for i, d := range deps {
 		a.Deployments = append(a.Deployments, sluice.Deployment{Priority: d[0], Weight: d[1]})
 		var es []*sluice.Edge
@@ -21,10 +21,12 @@ func table(s Strategy, deps ...[3]int) *Table {
 			id := fmt.Sprintf("d%dc%d", i, c)
 			es = append(es, &sluice.Edge{ID: id, Account: &sluice.Account{ID: id}})
 		}
-		edges["fast"] = append(edges["fast"], es)
+		edges = append(edges, es)
 	}
-	return Compile([]*sluice.Alias{a}, edges, map[string]Strategy{"fast": s})
+	return Compile([]*sluice.Alias{a}, map[string]Edges{"fast": {chat: edges}}, map[string]Strategy{"fast": s})
 }
+
+const chat = sluice.ProtocolOpenAIChat
 
 func ids(es []*sluice.Edge) []string {
 	out := make([]string, len(es))
@@ -38,7 +40,7 @@ func TestTiersInPriorityOrder(t *testing.T) {
 	for name, s := range strategies {
 		t.Run(name, func(t *testing.T) {
 			tb := table(s, [3]int{1, 1, 1}, [3]int{0, 1, 1}, [3]int{2, 1, 1})
-			got, ok := tb.Candidates("fast", nil)
+			got, ok := tb.Candidates("fast", chat, nil)
 			if want := "[d1c0 d0c0 d2c0]"; !ok || fmt.Sprint(ids(got)) != want {
 				t.Errorf("Candidates = %v, want %s", ids(got), want)
 			}
@@ -50,7 +52,7 @@ func TestRoundRobinOverCredentials(t *testing.T) {
 	tb := table(nil, [3]int{0, 1, 3})
 	var firsts []string
 	for range 4 {
-		got, _ := tb.Candidates("fast", nil)
+		got, _ := tb.Candidates("fast", chat, nil)
 		if len(got) != 3 {
 			t.Fatalf("Candidates = %v, want every credential", ids(got))
 		}
@@ -71,7 +73,7 @@ func TestWeightsInsideATier(t *testing.T) {
 			const n = 20000
 			first := map[string]int{}
 			for range n {
-				got, _ := tb.Candidates("fast", nil)
+				got, _ := tb.Candidates("fast", chat, nil)
 				if len(got) != 3 {
 					t.Fatalf("Candidates = %v, want every edge", ids(got))
 				}
@@ -89,7 +91,7 @@ func TestWeightsInsideATier(t *testing.T) {
 func TestFillFirstKeepsCatalogOrder(t *testing.T) {
 	tb := table(FillFirst{}, [3]int{0, 1, 2}, [3]int{0, 5, 2})
 	for range 5 {
-		got, _ := tb.Candidates("fast", nil)
+		got, _ := tb.Candidates("fast", chat, nil)
 		if want := "[d0c0 d0c1 d1c0 d1c1]"; fmt.Sprint(ids(got)) != want {
 			t.Fatalf("Candidates = %v, want %s", ids(got), want)
 		}
@@ -97,11 +99,11 @@ func TestFillFirstKeepsCatalogOrder(t *testing.T) {
 }
 
 func TestLeastInflightMostFreeSlotsFirst(t *testing.T) {
-	a := &sluice.Alias{Name: "fast", Deployments: []sluice.Deployment{{Weight: 1}}}
+	a := &sluice.Alias{Name: "fast", Protocols: []sluice.Protocol{chat}, Deployments: []sluice.Deployment{{Weight: 1}}}
 	small := &sluice.Account{ID: "small", MaxInflight: 2}
 	big := &sluice.Account{ID: "big", MaxInflight: 5}
 	es := []*sluice.Edge{{ID: "s", Account: small}, {ID: "b", Account: big}}
-	tb := Compile([]*sluice.Alias{a}, map[string][][]*sluice.Edge{"fast": {es}}, map[string]Strategy{"fast": LeastInflight{}})
+	tb := Compile([]*sluice.Alias{a}, map[string]Edges{"fast": {chat: {es}}}, map[string]Strategy{"fast": LeastInflight{}})
 	tests := []struct {
 		name             string
 		giveSmall, giveB int64
@@ -117,7 +119,7 @@ func TestLeastInflightMostFreeSlotsFirst(t *testing.T) {
 			tb.InFlight("big").Store(tt.giveB)
 			seen := map[string]bool{}
 			for range 200 {
-				got, _ := tb.Candidates("fast", nil)
+				got, _ := tb.Candidates("fast", chat, nil)
 				seen[fmt.Sprint(ids(got))] = true
 			}
 			switch {
@@ -133,7 +135,7 @@ func TestLeastInflightMostFreeSlotsFirst(t *testing.T) {
 func TestCandidatesWithAnotherStrategy(t *testing.T) {
 	tb := table(RoundRobin{}, [3]int{0, 1, 3})
 	for range 3 {
-		got, _ := tb.Candidates("fast", FillFirst{})
+		got, _ := tb.Candidates("fast", chat, FillFirst{})
 		if want := "[d0c0 d0c1 d0c2]"; fmt.Sprint(ids(got)) != want {
 			t.Fatalf("Candidates(fill-first) = %v, want %s", ids(got), want)
 		}
@@ -154,8 +156,38 @@ func TestInheritKeepsCounts(t *testing.T) {
 }
 
 func TestUnknownAlias(t *testing.T) {
-	if _, ok := table(nil).Candidates("nope", nil); ok {
+	if _, ok := table(nil).Candidates("nope", chat, nil); ok {
 		t.Error("Candidates(unknown) ok = true, want false")
+	}
+	if _, ok := table(nil, [3]int{0, 1, 1}).Candidates("fast", sluice.ProtocolGemini, nil); ok {
+		t.Error("Candidates(a protocol the alias does not answer) ok = true, want false")
+	}
+}
+
+// TestCallersShareTheRotation: callers of two protocols on one alias take
+// turns on one deployment's credentials, as callers of one protocol do —
+// a rotation per protocol would send both protocols' first requests to
+// the same credential.
+func TestCallersShareTheRotation(t *testing.T) {
+	a := &sluice.Alias{Name: "fast", Protocols: []sluice.Protocol{chat, sluice.ProtocolAnthropic}, Deployments: []sluice.Deployment{{Weight: 1}}}
+	var passthrough, translated []*sluice.Edge
+	for c := range 2 {
+		id := fmt.Sprintf("d0c%d", c)
+		acct := &sluice.Account{ID: id}
+		passthrough = append(passthrough, &sluice.Edge{ID: id, Account: acct, Protocol: chat})
+		translated = append(translated, &sluice.Edge{ID: id, Account: acct, Protocol: sluice.ProtocolAnthropic})
+	}
+	tb := Compile([]*sluice.Alias{a}, map[string]Edges{"fast": {chat: {passthrough}, sluice.ProtocolAnthropic: {translated}}}, nil)
+	var firsts []string
+	for _, p := range []sluice.Protocol{chat, sluice.ProtocolAnthropic, chat, sluice.ProtocolAnthropic} {
+		got, ok := tb.Candidates("fast", p, nil)
+		if !ok || len(got) != 2 || got[0].Protocol != p {
+			t.Fatalf("Candidates(%s) = %v, ok %v: want both credentials, on edges for %s", p, ids(got), ok, p)
+		}
+		firsts = append(firsts, got[0].ID)
+	}
+	if want := "[d0c0 d0c1 d0c0 d0c1]"; fmt.Sprint(firsts) != want {
+		t.Errorf("first candidates = %v, want %s", firsts, want)
 	}
 }
 
@@ -165,7 +197,7 @@ func BenchmarkCandidates(b *testing.B) {
 			tb := table(s, [3]int{0, 2, 4}, [3]int{0, 1, 4}, [3]int{1, 1, 2})
 			b.ReportAllocs()
 			for b.Loop() {
-				tb.Candidates("fast", nil)
+				tb.Candidates("fast", chat, nil)
 			}
 		})
 	}
