@@ -82,8 +82,8 @@ type Charge struct {
 
 // View is the balance view admission reads: per billing account the
 // balance the store had at its last read, less the charges this process
-// made since that the store does not have yet (and the reservations of
-// the requests running in reservation mode); per subject with a budget
+// made since that the store does not have yet, and less the worst cases
+// its running requests hold (see Admit); per subject with a budget
 // likewise what was spent. It never asks the store on a request's path:
 // Run reads it in the background. Safe for concurrent use.
 //
@@ -212,31 +212,50 @@ func (v *View) Spent(s Subject, now time.Time) Spent {
 	return out
 }
 
-// Admit reports whether account's balance plus allowance, leaving out
-// what the request id holds reserved, is positive; if it is, reserve (0 =
-// nothing) is held for id against the balance, in place of what it held,
-// until Settle replaces it with the request's charge. One step, so that
-// two requests cannot both take the last of a balance.
-//
-// allowance is the account's per-cycle allowance (0 = none): the balance
-// already bears every charge of the current cycle, and the cycles before
-// were closed by entries that gave back what each spent up to its
-// allowance (see ledger.EntryAllowance), so the balance plus the allowance
-// is what the account may still spend.
-func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
+// Fits reports whether a request whose worst case is worst may be
+// admitted on account now: whether what is left of its balance, plus
+// credit (what it may spend beyond the balance: its allowance and
+// overdraft), is positive and covers worst. Admit decides by the same rule
+// and holds the worst case; Fits only looks, so that a request that could
+// not be admitted is refused before it waits for its turn.
+func (v *View) Fits(account string, credit, worst Micros) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	left := v.totals.Balances[account].Add(-v.balance[account]).Add(allowance)
+	return fits(v.totals.Balances[account].Add(-v.balance[account]).Add(credit), worst)
+}
+
+// fits is admission's rule: left is positive and covers worst. So the
+// balance less the worst cases held never goes below −credit, and an
+// account at or below that admits nothing, not even a request that would
+// cost it nothing.
+func fits(left, worst Micros) bool { return left > 0 && left >= worst }
+
+// Admit reports whether account's balance plus credit (its allowance and
+// overdraft), less the worst cases held for its other requests, covers
+// worst (see fits); if it does, worst (0 = nothing) is held for id against
+// the balance, in place of what it held, until Settle replaces it with the
+// request's charge. One step, so that two requests cannot both take the
+// last of a balance.
+//
+// credit counts the account's per-cycle allowance: the balance already
+// bears every charge of the current cycle, and the cycles before were
+// closed by entries that gave back what each spent up to its allowance
+// (see ledger.EntryAllowance), so the balance plus the allowance is what
+// the account may still spend, and its overdraft how far below that.
+func (v *View) Admit(id, account string, credit, worst Micros) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	left := v.totals.Balances[account].Add(-v.balance[account]).Add(credit)
 	var own entry
 	held := false
-	if v.reserved > 0 { // as in Settle: most requests hold none
+	if v.reserved > 0 { // as in Settle: only a request admitted before holds one
 		own, held = v.local[id]
 		held = held && own.reserved
 	}
 	if held {
 		left = left.Add(own.price)
 	}
-	if left <= 0 {
+	if !fits(left, worst) {
 		return false
 	}
 	if held {
@@ -244,8 +263,8 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 		delete(v.local, id)
 		v.reserved--
 	}
-	if reserve > 0 {
-		e := entry{account: account, price: reserve, reserved: true}
+	if worst > 0 {
+		e := entry{account: account, price: worst, reserved: true}
 		v.local[id] = e
 		v.apply(&e, 1)
 		v.reserved++

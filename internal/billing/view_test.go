@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -223,6 +224,36 @@ func TestViewAdmitReserves(t *testing.T) {
 	v.Settle(Charge{RequestID: "r3", Account: "acme"}) // it ran nowhere
 	if got := v.Balance("acme"); got != 3*Unit/4 {
 		t.Errorf("balance = %s, want 0.75: a request settled for nothing drops its reservation", got)
+	}
+}
+
+// The worst cases held bound the balance: a request is admitted only while
+// the balance plus credit (allowance and overdraft), less every worst case
+// held, covers its own. 50 requests of 1.00 at once on 5.00 admit 5 (7
+// with 2.00 of credit), and Fits refuses the next before it would wait.
+func TestViewAdmitBoundsTheBalanceByTheWorstCases(t *testing.T) {
+	for _, credit := range []Micros{0, 2 * Unit} {
+		l := &ledger{balance: 5 * Unit}
+		v := NewView(l, time.Minute)
+		if err := v.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for i := range 50 {
+			if v.Admit(fmt.Sprint("r", i), "acme", credit, Unit) {
+				admitted++
+			}
+		}
+		want := 5 + int(credit/Unit)
+		if admitted != want {
+			t.Errorf("credit %s: %d of 50 admitted, want %d", credit, admitted, want)
+		}
+		if v.Fits("acme", credit, Unit) || v.Fits("acme", credit, 0) {
+			t.Errorf("credit %s: Fits once every worst case is held; want false, even for a request that costs nothing", credit)
+		}
+		if got := v.Balance("acme").Add(credit); got != 0 {
+			t.Errorf("credit %s: balance + credit = %s with the worst cases held, want 0", credit, got)
+		}
 	}
 }
 

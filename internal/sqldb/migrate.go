@@ -355,6 +355,24 @@ var migrations = []migration{{
 		`CREATE INDEX usage_records_charges ON usage_records (billing_account, started_at)
 			WHERE billed AND price_micros > 0 AND NOT unmeasured`,
 	},
+}, {
+	version: 14,
+	name:    "one entry per idempotency key, and the overdraft of billing accounts",
+	stmts: []string{
+		// A top-up and an adjustment are both named by the admin API's
+		// Idempotency-Key: one key is one change, so a request_id names
+		// at most one entry of the two kinds. An adjustment stored before
+		// under the name of a top-up (the same key reused) keeps its
+		// amount, under the name request_id:adjustment.
+		`UPDATE ledger_entries SET request_id = request_id || ':adjustment' WHERE kind = 'adjustment'
+			AND request_id IN (SELECT request_id FROM ledger_entries WHERE kind = 'topup')`,
+		`CREATE UNIQUE INDEX ledger_entries_keyed ON ledger_entries (request_id) WHERE kind IN ('topup', 'adjustment')`,
+		// How far below 0 an account's requests may take its balance,
+		// their worst cases held while they run: every account now holds
+		// them, so the reservation switch is gone.
+		`ALTER TABLE billing_accounts ADD COLUMN overdraft_micros BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE billing_accounts DROP COLUMN reserve`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises
