@@ -372,6 +372,14 @@ var migrations = []migration{{
 		// them, so the reservation switch is gone.
 		`ALTER TABLE billing_accounts ADD COLUMN overdraft_micros BIGINT NOT NULL DEFAULT 0`,
 		`ALTER TABLE billing_accounts DROP COLUMN reserve`,
+		// Sums that passed the end of int64 before they were held there:
+		// SQLite made them floats, which no read can scan into an integer,
+		// and every billing read failed. Each becomes the end it passed
+		// (PostgreSQL refused such sums, so it has none).
+		`UPDATE billing_totals SET amount_micros = CASE WHEN amount_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
+			WHERE amount_micros >= 9223372036854775807 OR amount_micros <= (-9223372036854775807 - 1)`,
+		`UPDATE billing_totals SET cost_micros = CASE WHEN cost_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
+			WHERE cost_micros >= 9223372036854775807 OR cost_micros <= (-9223372036854775807 - 1)`,
 	},
 }}
 

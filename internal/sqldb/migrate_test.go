@@ -1,13 +1,16 @@
 package sqldb_test
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -197,6 +200,15 @@ func TestOneEntryPerIdempotencyKey(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A balance the old upsert carried past the end of int64: a float
+		// on SQLite, no row at all on PostgreSQL (which refused the sum).
+		for _, add := range []int64{math.MaxInt64, 1} {
+			if _, err := old.Exec(ctx, `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES (0, 'balance', 'acme', ?, 0)
+				ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = billing_totals.amount_micros + excluded.amount_micros`, add); err != nil &&
+				!strings.Contains(err.Error(), "out of range") {
+				t.Fatal(err)
+			}
+		}
 		if _, err := old.Exec(ctx, `INSERT INTO billing_accounts (id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
 			budget_day_micros, budget_month_micros, updated_at) VALUES ('acme', 'standard', 1, 'wait', TRUE, 0, '', 0, 0, 0)`); err != nil {
 			t.Fatal(err)
@@ -228,6 +240,13 @@ func TestOneEntryPerIdempotencyKey(t *testing.T) {
 		var overdraft int64
 		if err := db.QueryRow(ctx, `SELECT overdraft_micros FROM billing_accounts WHERE id = 'acme'`).Scan(&overdraft); err != nil || overdraft != 0 {
 			t.Errorf("overdraft of a stored account after the upgrade = %d, %v; want 0", overdraft, err)
+		}
+		b, err := sqlledger.New(db).Balances(ctx, time.Now())
+		if err != nil {
+			t.Fatalf("Balances after the upgrade = %v; want the overflowed balance readable", err)
+		}
+		if got := b.Accounts["acme"].Balance; got != math.MaxInt64 {
+			t.Errorf("overflowed balance after the upgrade = %s, want it held at %s", got, billing.Micros(math.MaxInt64))
 		}
 	})
 }
