@@ -382,8 +382,9 @@ func (s *server) post(kind ledger.EntryKind) func(http.ResponseWriter, *http.Req
 			return invalid("amount is required and not 0")
 		case kind == ledger.EntryAdjustment && c.Reason == "":
 			return invalid("reason is required for an adjustment")
-		case billing.CheckBound(c.Amount) != nil:
-			return invalid("%v", billing.CheckBound(c.Amount))
+		}
+		if err := billing.CheckBound(c.Amount); err != nil {
+			return invalid("%v", err)
 		}
 		idem, err := idempotencyKey(r)
 		if err != nil {

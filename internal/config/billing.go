@@ -110,13 +110,14 @@ func (m *Money) UnmarshalYAML(n *yaml.Node) error {
 		return fail(`want an amount such as "12.50"`)
 	}
 	v, err := billing.ParseMoney(n.Value)
+	if err == nil {
+		err = billing.CheckBound(v)
+	}
 	switch {
 	case err != nil:
 		return fail(err.Error())
 	case v < 0:
 		return fail(fmt.Sprintf("amount %q must not be negative", n.Value))
-	case billing.CheckBound(v) != nil:
-		return fail(billing.CheckBound(v).Error())
 	}
 	*m = Money(v)
 	return nil

@@ -194,10 +194,12 @@ func (a *BillingAccount) Validate() error {
 	case a.Allowance == 0 && a.Cycle != "":
 		return fmt.Errorf("billing account %s: cycle %q without an allowance", a.ID, a.Cycle)
 	}
-	for name, m := range map[string]billing.Micros{"allowance": a.Allowance, "budgets.day": a.Budgets.Day,
-		"budgets.month": a.Budgets.Month, "overdraft": a.Overdraft} {
-		if err := billing.CheckBound(m); err != nil {
-			return fmt.Errorf("billing account %s: %s: %w", a.ID, name, err)
+	for _, f := range [...]struct {
+		name string
+		m    billing.Micros
+	}{{"allowance", a.Allowance}, {"budgets.day", a.Budgets.Day}, {"budgets.month", a.Budgets.Month}, {"overdraft", a.Overdraft}} {
+		if err := billing.CheckBound(f.m); err != nil {
+			return fmt.Errorf("billing account %s: %s: %w", a.ID, f.name, err)
 		}
 	}
 	return nil
