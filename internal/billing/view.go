@@ -182,14 +182,6 @@ func (v *View) Fresh(now time.Time) bool {
 	return read != 0 && now.Sub(time.Unix(0, read)) <= v.stale
 }
 
-// Balance is what is left of account's balance: the store's, less the
-// local charges and reservations.
-func (v *View) Balance(account string) Micros {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.totals.Balances[account].Add(-v.balance[account])
-}
-
 // Spent is what s spent in the UTC day and month of now: the store's
 // (when it was read in that day and month), plus the local charges.
 func (v *View) Spent(s Subject, now time.Time) Spent {
@@ -277,18 +269,32 @@ func (v *View) Admit(id, account string, credit, worst Micros) bool {
 func (v *View) Settle(c Charge) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	var held entry
 	if v.reserved > 0 {
 		if e, ok := v.local[c.RequestID]; ok && e.reserved {
-			v.apply(&e, -1)
-			delete(v.local, c.RequestID)
+			held = e
 			v.reserved--
 		}
 	}
 	if c.Price == 0 && c.Cost == 0 {
+		if held.reserved {
+			v.apply(&held, -1)
+			delete(v.local, c.RequestID)
+		}
 		return
 	}
 	e := entryOf(&c)
-	v.local[c.RequestID] = e
+	v.local[c.RequestID] = e // in place of its reservation, if it held one
+	if held.reserved && held.account == e.account {
+		// Most requests: the charge replaces the worst case in one step
+		// on the balance, under the lock admission waits for.
+		sumInto(v.balance, e.account, e.price.Add(-held.price))
+		v.applySpends(&e, 1)
+		return
+	}
+	if held.reserved {
+		v.apply(&held, -1)
+	}
 	v.apply(&e, 1)
 }
 
@@ -320,6 +326,11 @@ func (v *View) apply(e *entry, sign Micros) {
 	if e.account != "" {
 		sumInto(v.balance, e.account, sign*e.price)
 	}
+	v.applySpends(e, sign)
+}
+
+// applySpends is apply without the balance: e's spends alone.
+func (v *View) applySpends(e *entry, sign Micros) {
 	if e.reserved || e.budgeted == 0 {
 		return
 	}

@@ -254,6 +254,16 @@ func TestViewAdmitBoundsTheBalanceByTheWorstCases(t *testing.T) {
 		if got := v.Balance("acme").Add(credit); got != 0 {
 			t.Errorf("credit %s: balance + credit = %s with the worst cases held, want 0", credit, got)
 		}
+		// A charge takes its request's worst case's place, in the balance
+		// and in its budgeted spend.
+		now := time.Now()
+		v.Settle(Charge{RequestID: "r0", Account: "acme", Price: Unit / 4, Budgeted: KindsOf(Account), At: now})
+		if got := v.Balance("acme").Add(credit); got != 3*Unit/4 {
+			t.Errorf("credit %s: balance + credit = %s once r0 was charged 0.25 of its 1.00, want 0.75", credit, got)
+		}
+		if got := v.Spent(Subject{Account, "acme"}, now); got != (Spent{Day: Unit / 4, Month: Unit / 4}) {
+			t.Errorf("credit %s: acme's spend = %+v, want 0.25 today and this month", credit, got)
+		}
 	}
 }
 
@@ -284,9 +294,18 @@ func TestViewAdmitCountsTheAllowance(t *testing.T) {
 	}
 }
 
+// Balance is what is left of account's balance in v: the store's, less
+// the local charges and the worst cases held.
+func (v *View) Balance(account string) Micros {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.totals.Balances[account].Add(-v.balance[account])
+}
+
 // BenchmarkView is the view's work for one billed request as the gateway
-// does it, from callers running in parallel: Fresh and Balance at
-// admission, Admit once the request holds its claim, Settle at its end;
+// does it, from callers running in parallel: Fresh and Fits at admission,
+// Admit (holding its worst case) once the request holds its claim, Settle
+// at its end;
 // and for every 256 requests, the usage writer's Write of their charges
 // and a Refresh. cpu-ns/op is the process's CPU time per request (on a
 // busy machine, wall time says little).
@@ -305,7 +324,8 @@ func BenchmarkView(b *testing.B) {
 		for pb.Next() {
 			id := "req_" + strconv.FormatInt(n.Add(1), 36)
 			now := time.Now()
-			if !v.Fresh(now) || v.Balance("acme") <= 0 || !v.Admit(id, "acme", 0, 0) {
+			const worst = 2000
+			if !v.Fresh(now) || !v.Fits("acme", 0, worst) || !v.Admit(id, "acme", 0, worst) {
 				b.Error("refused")
 				return
 			}
