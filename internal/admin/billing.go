@@ -84,9 +84,9 @@ type BillingAccountSpec struct {
 	Plan        string         `json:"plan"`
 	MaxInflight int            `json:"max_inflight,omitempty"` // default 1
 	OnLimit     string         `json:"on_limit,omitempty"`     // wait (default) | refuse
-	Reserve     bool           `json:"reserve,omitempty"`
-	Allowance   billing.Micros `json:"allowance,omitzero"` // per cycle, besides the prepaid balance
-	Cycle       string         `json:"cycle,omitempty"`    // day | month (default), with an allowance
+	Overdraft   billing.Micros `json:"overdraft,omitzero"`     // how far below 0 its requests may take the balance; default 0
+	Allowance   billing.Micros `json:"allowance,omitzero"`     // per cycle, besides the prepaid balance
+	Cycle       string         `json:"cycle,omitempty"`        // day | month (default), with an allowance
 	Budgets     Budgets        `json:"budgets,omitzero"`
 }
 
@@ -200,7 +200,7 @@ func (s *server) findAccount(ctx context.Context, b Billing, id string) (*Billin
 func accountSpec(a ledger.BillingAccount) BillingAccountSpec {
 	a = a.WithDefaults()
 	return BillingAccountSpec{Plan: a.Plan, MaxInflight: a.MaxInflight, OnLimit: a.OnLimit,
-		Reserve: a.Reserve, Allowance: a.Allowance, Cycle: a.Cycle, Budgets: Budgets{Day: a.Budgets.Day, Month: a.Budgets.Month}}
+		Overdraft: a.Overdraft, Allowance: a.Allowance, Cycle: a.Cycle, Budgets: Budgets{Day: a.Budgets.Day, Month: a.Budgets.Month}}
 }
 
 // listBillingAccounts handles GET /admin/billing/accounts.
@@ -276,7 +276,7 @@ func (s *server) putBillingAccount(w http.ResponseWriter, r *http.Request) error
 		return &sluice.Error{Code: CodeBillingAccountReadOnly, Msg: fmt.Sprintf("billing account %q is declared in the catalog: change it there, not through the admin API", id)}
 	}
 	a := ledger.BillingAccount{ID: id, Plan: strings.TrimSpace(spec.Plan), MaxInflight: spec.MaxInflight, OnLimit: spec.OnLimit,
-		Reserve: spec.Reserve, Allowance: spec.Allowance, Cycle: spec.Cycle, Budgets: ledger.Budgets{Day: spec.Budgets.Day, Month: spec.Budgets.Month}}.WithDefaults()
+		Overdraft: spec.Overdraft, Allowance: spec.Allowance, Cycle: spec.Cycle, Budgets: ledger.Budgets{Day: spec.Budgets.Day, Month: spec.Budgets.Month}}.WithDefaults()
 	if err := a.Validate(); err != nil {
 		return invalid("%s", err.Error())
 	}
@@ -383,6 +383,9 @@ func (s *server) post(kind ledger.EntryKind) func(http.ResponseWriter, *http.Req
 		case kind == ledger.EntryAdjustment && c.Reason == "":
 			return invalid("reason is required for an adjustment")
 		}
+		if err := billing.CheckBound(c.Amount); err != nil {
+			return invalid("%v", err)
+		}
 		idem, err := idempotencyKey(r)
 		if err != nil {
 			return err
@@ -423,6 +426,9 @@ func (s *server) refund(w http.ResponseWriter, r *http.Request) error {
 	}
 	e := ledger.Entry{Account: id, RequestID: body.RequestID, Kind: ledger.EntryRefund, Amount: -entries[i].Amount,
 		Reason: body.Reason, Admin: tokenOf(w), At: s.now().UTC().Truncate(time.Microsecond)}
+	if err := billing.CheckBound(e.Amount); err != nil {
+		return invalid("request %q: its charge cannot be refunded: %v", body.RequestID, err) // held at the end of the range
+	}
 	return s.postEntry(w, r, b, e)
 }
 
@@ -435,7 +441,13 @@ func (s *server) postEntry(w http.ResponseWriter, r *http.Request, b Billing, e 
 		return err
 	}
 	applied, err := b.Post(ctx, e)
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrBalanceBound):
+		return invalid("%s of %s on billing account %q refused: %v", e.Kind, e.Amount, e.Account, ledger.ErrBalanceBound)
+	case errors.Is(err, ledger.ErrKeyReused):
+		return &sluice.Error{Code: CodeIdempotencyConflict, Msg: fmt.Sprintf(
+			"%s %q already made an entry of another kind: one key is one change, use a new key for another", IdempotencyHeader, e.RequestID)}
+	case err != nil:
 		return err
 	}
 	if applied {

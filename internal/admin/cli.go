@@ -56,7 +56,7 @@ const cliUsage = `usage:
   sluice audit [--since RFC3339] [--action ACTION] [--target ID] [--limit N]   (admin writes, newest first)
   sluice billing accounts                    (billing accounts with balance and spend)
   sluice billing show ACCOUNT
-  sluice billing create ACCOUNT --plan PLAN [--max-inflight N] [--on-limit wait|refuse] [--reserve=true]
+  sluice billing create ACCOUNT --plan PLAN [--max-inflight N] [--on-limit wait|refuse] [--overdraft AMOUNT]
                         [--allowance AMOUNT --cycle day|month] [--budget-day AMOUNT] [--budget-month AMOUNT]
   sluice billing update ACCOUNT [--plan PLAN] [the flags of create]   (only the flags given change)
   sluice billing bind ACCOUNT (KEY_ID… | --selector SELECTOR [--dry-run])

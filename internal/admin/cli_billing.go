@@ -30,7 +30,7 @@ var billingSynopses = map[string]string{
 	"report":      "[--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339] [--account ID] [--key ID]",
 }
 
-const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--reserve=true|false] [--allowance AMOUNT [--cycle day|month]] [--budget-day AMOUNT] [--budget-month AMOUNT]"
+const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--overdraft AMOUNT] [--allowance AMOUNT [--cycle day|month]] [--budget-day AMOUNT] [--budget-month AMOUNT]"
 
 // billingCommand runs "sluice billing …".
 func (c *cli) billingCommand(args []string) error {
@@ -128,7 +128,7 @@ func (cmd *command) printAccount(a *BillingAccount) error {
 	t.row("Spent today:", a.Spent.Day.Price.String()+" (cost "+a.Spent.Day.Cost.String()+")")
 	t.row("Spent this month:", a.Spent.Month.Price.String()+" (cost "+a.Spent.Month.Cost.String()+")")
 	t.row("Max in flight:", strconv.Itoa(a.MaxInflight)+", then "+a.OnLimit)
-	t.row("Reserve:", strconv.FormatBool(a.Reserve))
+	t.row("Overdraft:", a.Overdraft.String())
 	if a.Allowance > 0 {
 		t.row("Allowance:", a.Allowance.String()+" per "+a.Cycle)
 	}
@@ -154,7 +154,7 @@ func (cmd *command) billingPut(args []string, create bool) error {
 	plan := cmd.fs.String("plan", "", "the price `PLAN` (required to create)")
 	maxInflight := cmd.fs.Int("max-inflight", 0, "how many of its requests may run at once (`N`; default 1)")
 	onLimit := cmd.fs.String("on-limit", "", "at max-inflight: wait (default) or refuse (`ACTION`)")
-	reserve := cmd.fs.String("reserve", "", "hold each request's worst case against the balance (`true|false`)")
+	overdraft := moneyFlag(cmd.fs, "overdraft", "how far below 0 its requests may take the balance (`AMOUNT`; default 0)")
 	allowance := moneyFlag(cmd.fs, "allowance", "what the plan grants per cycle besides the prepaid balance (`AMOUNT`; 0 = none)")
 	cycle := cmd.fs.String("cycle", "", "the allowance's cycle: day or month (`CYCLE`)")
 	day := moneyFlag(cmd.fs, "budget-day", "cap of its spend per UTC day (`AMOUNT`; 0 = none)")
@@ -189,10 +189,8 @@ func (cmd *command) billingPut(args []string, create bool) error {
 	if seen["on-limit"] {
 		spec.OnLimit = *onLimit
 	}
-	if seen["reserve"] {
-		if spec.Reserve, err = strconv.ParseBool(*reserve); err != nil {
-			return cmd.usage("--reserve %q: want true or false", *reserve)
-		}
+	if *overdraft != nil {
+		spec.Overdraft = **overdraft
 	}
 	if *allowance != nil {
 		spec.Allowance = **allowance

@@ -31,6 +31,7 @@ func TestCLIBilling(t *testing.T) {
 	wantIn(run("billing", "create", "acme", "--plan", "standard", "--max-inflight", "2", "--budget-month", "200"),
 		"acme", "standard", "Balance:", "0.00", "2, then wait", "month 200.00")
 	wantIn(run("billing", "update", "acme", "--on-limit", "refuse"), "2, then refuse", "month 200.00") // the rest as it was
+	wantIn(run("billing", "update", "acme", "--overdraft", "2.50"), "Overdraft:", "2.50", "2, then refuse")
 	wantIn(run("billing", "create", "planned", "--plan", "standard", "--allowance", "5.00"), "Allowance:", "5.00 per month",
 		"allowance left 5.00, prepaid balance 0.00", "Available:")
 	wantIn(run("billing", "update", "planned", "--allowance", "1.50", "--cycle", "day"), "1.50 per day", "allowance left 1.50")

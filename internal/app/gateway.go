@@ -174,6 +174,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	g.totals = newLedgerTotals(ledger, g.live)
 	g.view = billing.NewView(g.totals, billingStale)
 	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
+	g.metrics.WatchUsageSetAside(g.recorder.SetAside)
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,23 @@ const Unit Micros = 1_000_000
 // decimals is how many digits after the point an amount may have.
 const decimals = 6
 
+// MaxAmount bounds every amount an operator gives — a top-up, an
+// adjustment, an allowance, a budget, an overdraft, a rate — and every
+// balance a posted entry may leave: ±10^12 units. int64 micro-units reach
+// about 9.2 × 10^12 units, so a few bounded amounts added together (a
+// balance, its allowance and its overdraft, as admission adds them) stay
+// well inside the range; sums that could still pass it (charges) are held
+// at its ends (Add), never wrapped.
+const MaxAmount = 1_000_000_000_000 * Unit
+
+// CheckBound reports an amount beyond ±MaxAmount, naming the bound.
+func CheckBound(m Micros) error {
+	if m > MaxAmount || m < -MaxAmount {
+		return fmt.Errorf("amount %s is beyond the bound of ±%s", m, MaxAmount)
+	}
+	return nil
+}
+
 // ParseMoney reads a decimal amount: an optional leading '-', digits, and
 // optionally a point followed by 1 to 6 digits ("12", "0.60", "-1.5",
 // "0.000001"). Anything else — an exponent, a '+', spaces, a seventh

@@ -63,6 +63,9 @@ func (t RateText) Rates() (Rates, error) {
 		if m < 0 {
 			return Rates{}, fmt.Errorf("%s: %s is negative", f.name, f.text)
 		}
+		if err := CheckBound(m); err != nil {
+			return Rates{}, fmt.Errorf("%s: %w", f.name, err)
+		}
 		*f.to = m
 	}
 	if t.CacheRead == "" {
@@ -77,7 +80,8 @@ func (t RateText) Rates() (Rates, error) {
 	return r, nil
 }
 
-// Validate reports a negative rate, which no price may have.
+// Validate reports a negative rate, which no price may have, or one
+// beyond MaxAmount.
 func (r Rates) Validate() error {
 	for name, m := range map[string]Micros{
 		"input": r.Input, "output": r.Output, "cache_read": r.CacheRead, "cache_write": r.CacheWrite,
@@ -85,6 +89,9 @@ func (r Rates) Validate() error {
 	} {
 		if m < 0 {
 			return fmt.Errorf("%s: %s is negative", name, m)
+		}
+		if err := CheckBound(m); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil

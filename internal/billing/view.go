@@ -82,8 +82,8 @@ type Charge struct {
 
 // View is the balance view admission reads: per billing account the
 // balance the store had at its last read, less the charges this process
-// made since that the store does not have yet (and the reservations of
-// the requests running in reservation mode); per subject with a budget
+// made since that the store does not have yet, and less the worst cases
+// its running requests hold (see Admit); per subject with a budget
 // likewise what was spent. It never asks the store on a request's path:
 // Run reads it in the background. Safe for concurrent use.
 //
@@ -182,14 +182,6 @@ func (v *View) Fresh(now time.Time) bool {
 	return read != 0 && now.Sub(time.Unix(0, read)) <= v.stale
 }
 
-// Balance is what is left of account's balance: the store's, less the
-// local charges and reservations.
-func (v *View) Balance(account string) Micros {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.totals.Balances[account].Add(-v.balance[account])
-}
-
 // Spent is what s spent in the UTC day and month of now: the store's
 // (when it was read in that day and month), plus the local charges.
 func (v *View) Spent(s Subject, now time.Time) Spent {
@@ -212,31 +204,50 @@ func (v *View) Spent(s Subject, now time.Time) Spent {
 	return out
 }
 
-// Admit reports whether account's balance plus allowance, leaving out
-// what the request id holds reserved, is positive; if it is, reserve (0 =
-// nothing) is held for id against the balance, in place of what it held,
-// until Settle replaces it with the request's charge. One step, so that
-// two requests cannot both take the last of a balance.
-//
-// allowance is the account's per-cycle allowance (0 = none): the balance
-// already bears every charge of the current cycle, and the cycles before
-// were closed by entries that gave back what each spent up to its
-// allowance (see ledger.EntryAllowance), so the balance plus the allowance
-// is what the account may still spend.
-func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
+// Fits reports whether a request whose worst case is worst may be
+// admitted on account now: whether what is left of its balance, plus
+// credit (what it may spend beyond the balance: its allowance and
+// overdraft), is positive and covers worst. Admit decides by the same rule
+// and holds the worst case; Fits only looks, so that a request that could
+// not be admitted is refused before it waits for its turn.
+func (v *View) Fits(account string, credit, worst Micros) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	left := v.totals.Balances[account].Add(-v.balance[account]).Add(allowance)
+	return fits(v.totals.Balances[account].Add(-v.balance[account]).Add(credit), worst)
+}
+
+// fits is admission's rule: left is positive and covers worst. So the
+// balance less the worst cases held never goes below −credit, and an
+// account at or below that admits nothing, not even a request that would
+// cost it nothing.
+func fits(left, worst Micros) bool { return left > 0 && left >= worst }
+
+// Admit reports whether account's balance plus credit (its allowance and
+// overdraft), less the worst cases held for its other requests, covers
+// worst (see fits); if it does, worst (0 = nothing) is held for id against
+// the balance, in place of what it held, until Settle replaces it with the
+// request's charge. One step, so that two requests cannot both take the
+// last of a balance.
+//
+// credit counts the account's per-cycle allowance: the balance already
+// bears every charge of the current cycle, and the cycles before were
+// closed by entries that gave back what each spent up to its allowance
+// (see ledger.EntryAllowance), so the balance plus the allowance is what
+// the account may still spend, and its overdraft how far below that.
+func (v *View) Admit(id, account string, credit, worst Micros) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	left := v.totals.Balances[account].Add(-v.balance[account]).Add(credit)
 	var own entry
 	held := false
-	if v.reserved > 0 { // as in Settle: most requests hold none
+	if v.reserved > 0 { // as in Settle: only a request admitted before holds one
 		own, held = v.local[id]
 		held = held && own.reserved
 	}
 	if held {
 		left = left.Add(own.price)
 	}
-	if left <= 0 {
+	if !fits(left, worst) {
 		return false
 	}
 	if held {
@@ -244,8 +255,8 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 		delete(v.local, id)
 		v.reserved--
 	}
-	if reserve > 0 {
-		e := entry{account: account, price: reserve, reserved: true}
+	if worst > 0 {
+		e := entry{account: account, price: worst, reserved: true}
 		v.local[id] = e
 		v.apply(&e, 1)
 		v.reserved++
@@ -258,18 +269,32 @@ func (v *View) Admit(id, account string, allowance, reserve Micros) bool {
 func (v *View) Settle(c Charge) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	var held entry
 	if v.reserved > 0 {
 		if e, ok := v.local[c.RequestID]; ok && e.reserved {
-			v.apply(&e, -1)
-			delete(v.local, c.RequestID)
+			held = e
 			v.reserved--
 		}
 	}
 	if c.Price == 0 && c.Cost == 0 {
+		if held.reserved {
+			v.apply(&held, -1)
+			delete(v.local, c.RequestID)
+		}
 		return
 	}
 	e := entryOf(&c)
-	v.local[c.RequestID] = e
+	v.local[c.RequestID] = e // in place of its reservation, if it held one
+	if held.reserved && held.account == e.account {
+		// Most requests: the charge replaces the worst case in one step
+		// on the balance, under the lock admission waits for.
+		sumInto(v.balance, e.account, e.price.Add(-held.price))
+		v.applySpends(&e, 1)
+		return
+	}
+	if held.reserved {
+		v.apply(&held, -1)
+	}
 	v.apply(&e, 1)
 }
 
@@ -301,6 +326,11 @@ func (v *View) apply(e *entry, sign Micros) {
 	if e.account != "" {
 		sumInto(v.balance, e.account, sign*e.price)
 	}
+	v.applySpends(e, sign)
+}
+
+// applySpends is apply without the balance: e's spends alone.
+func (v *View) applySpends(e *entry, sign Micros) {
 	if e.reserved || e.budgeted == 0 {
 		return
 	}

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -226,6 +227,46 @@ func TestViewAdmitReserves(t *testing.T) {
 	}
 }
 
+// The worst cases held bound the balance: a request is admitted only while
+// the balance plus credit (allowance and overdraft), less every worst case
+// held, covers its own. 50 requests of 1.00 at once on 5.00 admit 5 (7
+// with 2.00 of credit), and Fits refuses the next before it would wait.
+func TestViewAdmitBoundsTheBalanceByTheWorstCases(t *testing.T) {
+	for _, credit := range []Micros{0, 2 * Unit} {
+		l := &ledger{balance: 5 * Unit}
+		v := NewView(l, time.Minute)
+		if err := v.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for i := range 50 {
+			if v.Admit(fmt.Sprint("r", i), "acme", credit, Unit) {
+				admitted++
+			}
+		}
+		want := 5 + int(credit/Unit)
+		if admitted != want {
+			t.Errorf("credit %s: %d of 50 admitted, want %d", credit, admitted, want)
+		}
+		if v.Fits("acme", credit, Unit) || v.Fits("acme", credit, 0) {
+			t.Errorf("credit %s: Fits once every worst case is held; want false, even for a request that costs nothing", credit)
+		}
+		if got := v.Balance("acme").Add(credit); got != 0 {
+			t.Errorf("credit %s: balance + credit = %s with the worst cases held, want 0", credit, got)
+		}
+		// A charge takes its request's worst case's place, in the balance
+		// and in its budgeted spend.
+		now := time.Now()
+		v.Settle(Charge{RequestID: "r0", Account: "acme", Price: Unit / 4, Budgeted: KindsOf(Account), At: now})
+		if got := v.Balance("acme").Add(credit); got != 3*Unit/4 {
+			t.Errorf("credit %s: balance + credit = %s once r0 was charged 0.25 of its 1.00, want 0.75", credit, got)
+		}
+		if got := v.Spent(Subject{Account, "acme"}, now); got != (Spent{Day: Unit / 4, Month: Unit / 4}) {
+			t.Errorf("credit %s: acme's spend = %+v, want 0.25 today and this month", credit, got)
+		}
+	}
+}
+
 // An account with an allowance may spend it besides its balance: the
 // balance already bears the cycle's charges, so what is left is balance +
 // allowance, and a request is refused once the cycle's spend took both.
@@ -253,9 +294,18 @@ func TestViewAdmitCountsTheAllowance(t *testing.T) {
 	}
 }
 
+// Balance is what is left of account's balance in v: the store's, less
+// the local charges and the worst cases held.
+func (v *View) Balance(account string) Micros {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.totals.Balances[account].Add(-v.balance[account])
+}
+
 // BenchmarkView is the view's work for one billed request as the gateway
-// does it, from callers running in parallel: Fresh and Balance at
-// admission, Admit once the request holds its claim, Settle at its end;
+// does it, from callers running in parallel: Fresh and Fits at admission,
+// Admit (holding its worst case) once the request holds its claim, Settle
+// at its end;
 // and for every 256 requests, the usage writer's Write of their charges
 // and a Refresh. cpu-ns/op is the process's CPU time per request (on a
 // busy machine, wall time says little).
@@ -274,7 +324,8 @@ func BenchmarkView(b *testing.B) {
 		for pb.Next() {
 			id := "req_" + strconv.FormatInt(n.Add(1), 36)
 			now := time.Now()
-			if !v.Fresh(now) || v.Balance("acme") <= 0 || !v.Admit(id, "acme", 0, 0) {
+			const worst = 2000
+			if !v.Fresh(now) || !v.Fits("acme", 0, worst) || !v.Admit(id, "acme", 0, worst) {
 				b.Error("refused")
 				return
 			}

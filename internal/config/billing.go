@@ -65,10 +65,14 @@ type BillingAccount struct {
 	// OnLimit is what a request finds at MaxInflight: wait (default) or
 	// refuse (429 access_concurrency_exceeded).
 	OnLimit string `yaml:"on_limit"`
-	// Reserve holds the worst case of each request (its estimated input
-	// and max_tokens at the plan's price) against the balance from its
-	// admission to its settlement, which charges what it used instead.
-	Reserve bool `yaml:"reserve"`
+	// Overdraft is how far below 0 its requests may take its balance
+	// (default 0). Each request's worst case (its estimated input and
+	// max_tokens at the plan's price) is held against the balance from
+	// its admission to its settlement, which charges what it used
+	// instead; a request is admitted only while the balance (plus the
+	// allowance) less every worst case held, its own included, stays at
+	// or above −overdraft.
+	Overdraft Money `yaml:"overdraft"`
 	// Allowance is what the account may spend each Cycle (day or month,
 	// UTC; month by default) before its prepaid balance: a plan's
 	// allowance that resets. 0 = none: only the prepaid balance.
@@ -79,7 +83,7 @@ type BillingAccount struct {
 
 // Ledger is a as the ledger store holds the accounts of the admin API.
 func (a *BillingAccount) Ledger() ledger.BillingAccount {
-	return ledger.BillingAccount{ID: a.ID, Plan: a.Plan, MaxInflight: a.MaxInflight, OnLimit: a.OnLimit, Reserve: a.Reserve,
+	return ledger.BillingAccount{ID: a.ID, Plan: a.Plan, MaxInflight: a.MaxInflight, OnLimit: a.OnLimit, Overdraft: a.Overdraft.Micros(),
 		Allowance: a.Allowance.Micros(), Cycle: a.Cycle, Budgets: ledger.Budgets{Day: a.Budgets.Day.Micros(), Month: a.Budgets.Month.Micros()}}
 }
 
@@ -95,8 +99,9 @@ type Budgets struct {
 type Money billing.Micros
 
 // UnmarshalYAML parses the amount with billing.ParseMoney; negative
-// amounts are refused. Errors are *yaml.TypeError, located, so Decode
-// reports them with every other problem.
+// amounts, and amounts beyond billing.MaxAmount, are refused. Errors are
+// *yaml.TypeError, located, so Decode reports them with every other
+// problem.
 func (m *Money) UnmarshalYAML(n *yaml.Node) error {
 	fail := func(msg string) error {
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
@@ -105,6 +110,9 @@ func (m *Money) UnmarshalYAML(n *yaml.Node) error {
 		return fail(`want an amount such as "12.50"`)
 	}
 	v, err := billing.ParseMoney(n.Value)
+	if err == nil {
+		err = billing.CheckBound(v)
+	}
 	switch {
 	case err != nil:
 		return fail(err.Error())

@@ -67,6 +67,11 @@ func TestBillingValidation(t *testing.T) {
 		{"AllowanceCycle", "{id: acme, plan: standard}", `{id: acme, plan: standard, allowance: "25.00", cycle: week}`, `billing.accounts[0].cycle: must be day or month, got "week"`},
 		{"CycleWithoutAllowance", "{id: acme, plan: standard}", "{id: acme, plan: standard, cycle: day}", `billing.accounts[0].cycle: needs an allowance`},
 		{"NegativeAllowance", "{id: acme, plan: standard}", `{id: acme, plan: standard, allowance: "-1.00"}`, `amount "-1.00" must not be negative`},
+		{"AllowancePastTheBound", "{id: acme, plan: standard}", `{id: acme, plan: standard, allowance: "1000000000000.01"}`,
+			`amount 1000000000000.01 is beyond the bound of ±1000000000000.00`},
+		{"OverdraftPastTheBound", "{id: acme, plan: standard}", `{id: acme, plan: standard, overdraft: "9223372036854.775807"}`,
+			`amount 9223372036854.775807 is beyond the bound of ±1000000000000.00`},
+		{"RatePastTheBound", `input: "0.60"`, `input: "1000000000001"`, `billing.plans[0].prices[0]: input: amount 1000000000001.00 is beyond the bound`},
 		{"DuplicateAccount", "    - {id: acme, plan: standard}\n", "    - {id: acme, plan: standard}\n    - {id: acme, plan: standard}\n", `billing.accounts[1].id: duplicate id "acme"`},
 	}
 	for _, tt := range tests {

@@ -45,7 +45,14 @@ type Billing interface {
 	// allowance; a charge is refused: charges come only with their usage
 	// records), idempotently by (RequestID, Kind): applied is false, and
 	// nothing changes, when an entry of that request and kind exists
-	// already, whatever its amount.
+	// already, whatever its amount. A top-up and an adjustment share one
+	// RequestID (the admin API's Idempotency-Key): one of either kind
+	// whose RequestID names an entry of the other is ErrKeyReused. A
+	// top-up, refund or adjustment that would take the balance beyond
+	// ±billing.MaxAmount is ErrBalanceBound, and nothing changes; an
+	// allowance entry is never refused (the balance is held at the ends
+	// of the int64 range instead), nor is a charge, which would come too
+	// late to refuse.
 	Post(ctx context.Context, e Entry) (applied bool, err error)
 	// Balances is everything admission needs, read in one query: every
 	// account's balance, and the spend of every account, key, tenant, pool
@@ -66,6 +73,30 @@ type Billing interface {
 	Spend(ctx context.Context, f SpendFilter) ([]SpendRow, error)
 }
 
+// Post's refusals.
+var (
+	// ErrBalanceBound refuses an entry that would take its account's
+	// balance beyond ±billing.MaxAmount.
+	ErrBalanceBound = fmt.Errorf("the balance would pass the bound of ±%s", billing.MaxAmount)
+	// ErrKeyReused refuses a top-up or adjustment whose RequestID names
+	// an entry of the other kind: one Idempotency-Key is one change.
+	ErrKeyReused = errors.New("the request id names an entry of another kind")
+)
+
+// Keyed reports whether k is a kind whose RequestID is the admin API's
+// Idempotency-Key (a top-up or an adjustment): one key names one entry of
+// either kind, never one of each.
+func (k EntryKind) Keyed() bool { return k == EntryTopUp || k == EntryAdjustment }
+
+// PassesBound reports whether e, taking its account's balance to after,
+// takes it beyond ±billing.MaxAmount in e's direction: what Post refuses
+// with ErrBalanceBound. An allowance entry never does: it closes a cycle
+// whatever the balance. A balance already beyond the bound (charges are
+// never refused) may still be brought back towards 0.
+func (e *Entry) PassesBound(after billing.Micros) bool {
+	return e.Kind != EntryAllowance && (e.Amount > 0 && after > billing.MaxAmount || e.Amount < 0 && after < -billing.MaxAmount)
+}
+
 // ErrPriceConflict is PutPrice's error for a stored version given again
 // with other rates.
 var ErrPriceConflict = errors.New("a price of that kind, plan, alias or model and effective time exists with other rates")
@@ -81,9 +112,12 @@ type BillingAccount struct {
 	// OnLimit is what a request finds at MaxInflight: sluice.OnLimitWait
 	// ("" too) or sluice.OnLimitRefuse.
 	OnLimit string
-	// Reserve turns on reservation mode: the worst case of a request is
-	// held against the balance at admission and settled at its end.
-	Reserve bool
+	// Overdraft is how far below 0 its requests may take its balance. A
+	// request's worst case is held against the balance from its admission
+	// to its settlement, and it is admitted only while the balance (plus
+	// the allowance) less every worst case held, its own included, stays
+	// at or above −Overdraft; 0 = none.
+	Overdraft billing.Micros
 	// Allowance is what the plan grants per Cycle ("day" or "month", UTC),
 	// besides the prepaid balance; 0 = none, and then Cycle is "".
 	Allowance billing.Micros
@@ -153,12 +187,20 @@ func (a *BillingAccount) Validate() error {
 		return fmt.Errorf("billing account %s: max_inflight %d is negative", a.ID, a.MaxInflight)
 	case a.OnLimit != "" && a.OnLimit != "wait" && a.OnLimit != "refuse":
 		return fmt.Errorf("billing account %s: on_limit %q: want wait or refuse", a.ID, a.OnLimit)
-	case a.Allowance < 0 || a.Budgets.Day < 0 || a.Budgets.Month < 0:
-		return fmt.Errorf("billing account %s: allowance and budgets must not be negative", a.ID)
+	case a.Allowance < 0 || a.Budgets.Day < 0 || a.Budgets.Month < 0 || a.Overdraft < 0:
+		return fmt.Errorf("billing account %s: allowance, budgets and overdraft must not be negative", a.ID)
 	case a.Allowance > 0 && a.Cycle != CycleDay && a.Cycle != CycleMonth:
 		return fmt.Errorf("billing account %s: an allowance needs cycle day or month, not %q", a.ID, a.Cycle)
 	case a.Allowance == 0 && a.Cycle != "":
 		return fmt.Errorf("billing account %s: cycle %q without an allowance", a.ID, a.Cycle)
+	}
+	for _, f := range [...]struct {
+		name string
+		m    billing.Micros
+	}{{"allowance", a.Allowance}, {"budgets.day", a.Budgets.Day}, {"budgets.month", a.Budgets.Month}, {"overdraft", a.Overdraft}} {
+		if err := billing.CheckBound(f.m); err != nil {
+			return fmt.Errorf("billing account %s: %s: %w", a.ID, f.name, err)
+		}
 	}
 	return nil
 }
@@ -220,6 +262,9 @@ func (e *Entry) Validate() error {
 	}
 	if !ok {
 		return fmt.Errorf("ledger entry %s/%s: amount %s has the wrong sign for its kind", e.RequestID, e.Kind, e.Amount)
+	}
+	if err := billing.CheckBound(e.Amount); err != nil {
+		return fmt.Errorf("ledger entry %s/%s: %w", e.RequestID, e.Kind, err)
 	}
 	if (e.Kind == EntryRefund || e.Kind == EntryAdjustment) && e.Reason == "" {
 		return fmt.Errorf("ledger entry %s/%s: a reason is required", e.RequestID, e.Kind)

@@ -8,6 +8,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -19,7 +20,10 @@ type Usage interface {
 	// RecordUsage writes the records idempotently by RequestID: writing a
 	// record whose RequestID is already stored changes nothing. A record's
 	// charge (see Billing) is written in the same transaction: a record is
-	// stored with its charge or not at all, and charged once.
+	// stored with its charge or not at all, and charged once. An error
+	// that is ErrRecordRefused says the store refused what the records
+	// hold, and would refuse them again; any other, that it could not
+	// write them now.
 	RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error
 	// ListUsage returns records started at or after since, oldest first, at
 	// most limit of them (limit <= 0 means no limit), executions included.
@@ -34,6 +38,12 @@ type Usage interface {
 	// that holds an execution.
 	CacheReport(ctx context.Context, f CacheFilter) ([]CacheRow, error)
 }
+
+// ErrRecordRefused is RecordUsage's error when the store refused the
+// records themselves (a value out of its range, text it cannot hold): the
+// writer must find the record at fault and set it aside, since writing it
+// again fails again and would hold back every record behind it.
+var ErrRecordRefused = errors.New("the store refuses a record")
 
 // PolicyFilter selects usage records for CountExecutions by their key and
 // start: From <= Started < To. An empty KeyID selects every key; a zero From

@@ -121,6 +121,17 @@ func (m *Metrics) WatchBodyBytesHeld(held func() int64) {
 	}, func() float64 { return float64(held()) }))
 }
 
+// WatchUsageSetAside reports setAside at each scrape as the count of
+// usage records the database refused and the writer set aside (see
+// settle.Recorder.SetAside): each is a request whose record and charge
+// the database does not have. Call it once.
+func (m *Metrics) WatchUsageSetAside(setAside func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sluice_usage_records_set_aside_total",
+		Help: "Usage records the database refused for what they hold, set aside (logged, and kept in the spool's set-aside file) so that the records behind them are written.",
+	}, func() float64 { return float64(setAside()) }))
+}
+
 // Spent counts a settled request's price and cost (micro-units) for its
 // billing account ("" = none) and alias.
 func (m *Metrics) Spent(account, alias string, price, cost int64) {

@@ -36,10 +36,10 @@ type compiledBilling struct {
 // billingAccount is a billing account as admission uses it.
 type billingAccount struct {
 	id, plan  string
-	reserve   bool
 	budgets   sluice.Budgets
 	allowance billing.Micros // per cycle, spent before the balance; 0 = none
 	cycle     string         // the allowance's: ledger.CycleDay or ledger.CycleMonth
+	overdraft billing.Micros // how far below 0 its requests' worst cases may take the balance
 	unit      store.Unit     // its concurrency: "billing:<id>", a limit every request of it claims
 	// only is []store.Unit{unit}, the limits of a request that has no
 	// others, shared so that such a request allocates none (limits are
@@ -49,9 +49,13 @@ type billingAccount struct {
 
 func newBillingAccount(a ledger.BillingAccount) *billingAccount {
 	unit := store.Unit{ID: "billing:" + a.ID, Cap: max(a.MaxInflight, 1), Refuse: a.OnLimit == sluice.OnLimitRefuse}
-	return &billingAccount{id: a.ID, plan: a.Plan, reserve: a.Reserve, budgets: sluice.Budgets{Day: int64(a.Budgets.Day), Month: int64(a.Budgets.Month)},
-		allowance: a.Allowance, cycle: a.Cycle, unit: unit, only: []store.Unit{unit}}
+	return &billingAccount{id: a.ID, plan: a.Plan, budgets: sluice.Budgets{Day: int64(a.Budgets.Day), Month: int64(a.Budgets.Month)},
+		allowance: a.Allowance, cycle: a.Cycle, overdraft: a.Overdraft, unit: unit, only: []store.Unit{unit}}
 }
+
+// credit is what a's requests may spend beyond its balance: its allowance
+// and its overdraft.
+func (a *billingAccount) credit() billing.Micros { return a.allowance.Add(a.overdraft) }
 
 // compileBilling compiles c's billing section; nil when it has none that
 // bills or counts costs.
@@ -168,6 +172,7 @@ func budgets(b config.Budgets) sluice.Budgets {
 type charging struct {
 	account  *billingAccount
 	price    *billing.Price // the table's; never nil once admitted (noPrice for a job whose price is gone)
+	worst    billing.Micros // what it may cost at most, held against the balance while it runs
 	key      string
 	tenant   string
 	task     string
@@ -219,6 +224,7 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 			return nil, &sluice.Error{Code: sluice.CodePriceUnavailable, Msg: "model " + req.Model + " has no price in this key's plan"}
 		}
 		c.account, c.price = a, price
+		c.worst = c.worstCase(req)
 		if b := a.budgets; b != (sluice.Budgets{}) {
 			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Account, ID: a.id}, billing.Micros(b.Day), billing.Micros(b.Month)})
 		}
@@ -245,8 +251,8 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 		h.metrics.BillingUnavailable.Inc()
 		return nil, errBillingStale
 	}
-	if c.account != nil && h.view.Balance(c.account.id).Add(c.account.allowance) <= 0 {
-		return nil, errBalanceExhausted
+	if c.account != nil && !h.view.Fits(c.account.id, c.account.credit(), c.worst) {
+		return nil, errBalanceExhausted // now: it would not be admitted after its wait either
 	}
 	return c, c.spent(h.view, now)
 }
@@ -285,20 +291,16 @@ func (c *charging) limits(units []store.Unit) []store.Unit {
 }
 
 // granted checks c again once the request holds its claim — requests
-// that ran while it waited have been charged — and, for an account in
-// reservation mode, holds the request's worst case against the balance.
+// that ran while it waited have been charged or hold their worst cases —
+// and holds the request's worst case against the balance until it
+// settles: the balance less every worst case held stays at or above
+// −overdraft (on this replica's view), however many requests run at once.
 func (h *Handler) granted(c *charging, req *sluice.Request) error {
 	if c == nil {
 		return nil
 	}
-	if c.account != nil {
-		var worst billing.Micros
-		if c.account.reserve {
-			worst = c.worstCase(req)
-		}
-		if !h.view.Admit(req.ID, c.account.id, c.account.allowance, worst) {
-			return errBalanceExhausted
-		}
+	if c.account != nil && !h.view.Admit(req.ID, c.account.id, c.account.credit(), c.worst) {
+		return errBalanceExhausted
 	}
 	return c.spent(h.view, time.Now())
 }

@@ -39,6 +39,8 @@ type Recorder struct {
 	closing sync.Once
 	dropped atomic.Int64
 	guard   atomic.Pointer[Guard]
+	// setAsideCount counts the records the store refused (SetAside).
+	setAsideCount atomic.Int64
 }
 
 // Guard wraps every write of records to the store: write stores them, and
@@ -186,29 +188,74 @@ func (r *Recorder) write(p *pending) bool {
 	return true
 }
 
-// put writes one batch to the store, logging a refusal.
+// put writes one batch to the store, logging a refusal. When the store
+// refuses a record itself (ledger.ErrRecordRefused), the batch is written
+// in halves, and halves of those, so that the rest is written and each
+// record at fault is set aside (setAside): one record the store will never
+// take must not hold back every record behind it. An error is the store
+// being unavailable: nothing is set aside, and all of recs stays pending.
 func (r *Recorder) put(recs []sluice.UsageRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	write := func() error { return r.store.RecordUsage(ctx, recs) }
-	var err error
-	if g := r.guard.Load(); g != nil {
-		var ids []string
-		for i := range recs {
-			if recs[i].Billing != nil {
-				ids = append(ids, recs[i].RequestID)
-			}
-		}
-		err = (*g)(ids, write)
-	} else {
-		err = write()
-	}
+	err := r.isolate(ctx, recs)
 	if err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "usage records not written yet: store unavailable",
 			slog.Int("records", len(recs)), slog.Any("err", err))
 	}
 	return err
 }
+
+// isolate writes recs, splitting a batch the store refuses for what it
+// holds until each record it refuses is alone, and sets that one aside.
+// It stops at the first error of another kind.
+func (r *Recorder) isolate(ctx context.Context, recs []sluice.UsageRecord) error {
+	err := r.writeBatch(ctx, recs)
+	if !errors.Is(err, ledger.ErrRecordRefused) {
+		return err
+	}
+	if len(recs) == 1 {
+		r.setAside(ctx, &recs[0], err)
+		return nil
+	}
+	half := len(recs) / 2
+	if err := r.isolate(ctx, recs[:half]); err != nil {
+		return err
+	}
+	return r.isolate(ctx, recs[half:])
+}
+
+// writeBatch stores recs through the guard, if there is one.
+func (r *Recorder) writeBatch(ctx context.Context, recs []sluice.UsageRecord) error {
+	write := func() error { return r.store.RecordUsage(ctx, recs) }
+	g := r.guard.Load()
+	if g == nil {
+		return write()
+	}
+	var ids []string
+	for i := range recs {
+		if recs[i].Billing != nil {
+			ids = append(ids, recs[i].RequestID)
+		}
+	}
+	return (*g)(ids, write)
+}
+
+// setAside gives up on a record the store refused, alone: it is counted
+// (SetAside), logged as an error, and kept in the spool's set-aside file
+// (see spool.setAside) for an operator to replay once the cause is fixed.
+func (r *Recorder) setAside(ctx context.Context, rec *sluice.UsageRecord, cause error) {
+	r.setAsideCount.Add(1)
+	attrs := []slog.Attr{slog.String("request_id", rec.RequestID), slog.Any("err", cause)}
+	if path, err := r.spool.setAside(rec); err != nil {
+		attrs = append(attrs, slog.String("set_aside_file", path), slog.Any("set_aside_err", err))
+	} else if path != "" {
+		attrs = append(attrs, slog.String("set_aside_file", path))
+	}
+	r.log.LogAttrs(ctx, slog.LevelError, "usage record set aside: the store refuses it, the records behind it are written", attrs...)
+}
+
+// SetAside counts the records the store refused and the writer set aside.
+func (r *Recorder) SetAside() int64 { return r.setAsideCount.Load() }
 
 // replay stores spilled segments from their files, oldest first, deleting
 // each once stored, until none is left (it then reports true), the store

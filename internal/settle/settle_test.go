@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,14 +14,18 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/memledger"
 )
 
-// flakyStore refuses writes while down, as a database that went away.
+// flakyStore refuses writes while down, as a database that went away, and
+// any batch holding a record refused names, as a database refuses a value
+// it cannot hold.
 type flakyStore struct {
 	memledger.Store
-	mu   sync.Mutex
-	down bool
+	mu      sync.Mutex
+	down    bool
+	refused map[string]bool // by request ID
 }
 
 func (f *flakyStore) setDown(down bool) {
@@ -35,6 +40,11 @@ func (f *flakyStore) RecordUsage(ctx context.Context, recs []sluice.UsageRecord)
 	f.mu.Unlock()
 	if down {
 		return errors.New("database is unavailable")
+	}
+	for _, r := range recs {
+		if f.refused[r.RequestID] {
+			return fmt.Errorf("%s: bigint out of range: %w", r.RequestID, ledger.ErrRecordRefused)
+		}
 	}
 	return f.Store.RecordUsage(ctx, recs)
 }
@@ -185,6 +195,48 @@ func TestReplaysWhatADeadRecorderLeft(t *testing.T) {
 	r.Close()
 	if dirs := writerDirs(t, root); len(dirs) != 0 {
 		t.Errorf("spool directories after the replay and a clean Close = %v, want none", dirs)
+	}
+}
+
+// TestRefusedRecordsAreSetAside gives the writer records the store refuses
+// for what they hold, queued and replayed from a dead process's spool: the
+// rest are all written, and each refused one is set aside, counted and kept
+// in the set-aside file, never retried for ever in front of the others.
+func TestRefusedRecordsAreSetAside(t *testing.T) {
+	root := t.TempDir()
+	dead, err := openSpool(root, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 120; i++ {
+		rec := record(i)
+		dead.append(&rec)
+	}
+	die(dead)
+	store := &flakyStore{refused: map[string]bool{"req-00007": true, "req-00013": true, "req-00014": true, "req-00111": true}}
+	r := newRecorder(t, store, root, 16, 10*time.Millisecond)
+	for i := range 40 {
+		r.Record(t.Context(), record(i))
+	}
+	eventually(t, "the 56 other records stored", func() bool { return store.stored(t) == 56 })
+	r.Close()
+	if got := r.SetAside(); got != 4 {
+		t.Errorf("SetAside = %d, want the 4 refused records", got)
+	}
+	b, err := os.ReadFile(filepath.Join(root, setAsideName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, unread := decodeFrames(b)
+	ids := map[string]bool{}
+	for _, rec := range kept {
+		ids[rec.RequestID] = true
+	}
+	if len(kept) != 4 || unread != 0 || !maps.Equal(ids, store.refused) {
+		t.Errorf("set-aside file holds %d records %v (%d bytes unread), want the 4 refused ones", len(kept), ids, unread)
+	}
+	if dirs := writerDirs(t, root); len(dirs) != 0 {
+		t.Errorf("spool directories after a clean Close = %v, want none: a set-aside record is done with", dirs)
 	}
 }
 

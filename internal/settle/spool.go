@@ -305,6 +305,26 @@ func (s *spool) nextSpilled() *segment {
 	return seg
 }
 
+// setAsideName is the file under the spool directory, beside the writers'
+// directories, that keeps the records the store refused: frames as in a
+// segment, appended by every writer sharing the directory.
+const setAsideName = "set-aside" + segmentExt
+
+// setAside appends rec's frame to the set-aside file and returns the
+// file's path; "" without a spool, where the record is only logged.
+func (s *spool) setAside(rec *sluice.UsageRecord) (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	path := filepath.Join(filepath.Dir(s.dir), setAsideName)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return path, err
+	}
+	_, err = f.Write(appendFrame(nil, rec))
+	return path, errors.Join(err, f.Close())
+}
+
 // replayed deletes a spilled segment whose records are all stored.
 func (s *spool) replayed(seg *segment) {
 	s.mu.Lock()

@@ -355,6 +355,32 @@ var migrations = []migration{{
 		`CREATE INDEX usage_records_charges ON usage_records (billing_account, started_at)
 			WHERE billed AND price_micros > 0 AND NOT unmeasured`,
 	},
+}, {
+	version: 14,
+	name:    "one entry per idempotency key, and the overdraft of billing accounts",
+	stmts: []string{
+		// A top-up and an adjustment are both named by the admin API's
+		// Idempotency-Key: one key is one change, so a request_id names
+		// at most one entry of the two kinds. An adjustment stored before
+		// under the name of a top-up (the same key reused) keeps its
+		// amount, under the name request_id:adjustment.
+		`UPDATE ledger_entries SET request_id = request_id || ':adjustment' WHERE kind = 'adjustment'
+			AND request_id IN (SELECT request_id FROM ledger_entries WHERE kind = 'topup')`,
+		`CREATE UNIQUE INDEX ledger_entries_keyed ON ledger_entries (request_id) WHERE kind IN ('topup', 'adjustment')`,
+		// How far below 0 an account's requests may take its balance,
+		// their worst cases held while they run: every account now holds
+		// them, so the reservation switch is gone.
+		`ALTER TABLE billing_accounts ADD COLUMN overdraft_micros BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE billing_accounts DROP COLUMN reserve`,
+		// Sums that passed the end of int64 before they were held there:
+		// SQLite made them floats, which no read can scan into an integer,
+		// and every billing read failed. Each becomes the end it passed
+		// (PostgreSQL refused such sums, so it has none).
+		`UPDATE billing_totals SET amount_micros = CASE WHEN amount_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
+			WHERE amount_micros >= 9223372036854775807 OR amount_micros <= (-9223372036854775807 - 1)`,
+		`UPDATE billing_totals SET cost_micros = CASE WHEN cost_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
+			WHERE cost_micros >= 9223372036854775807 OR cost_micros <= (-9223372036854775807 - 1)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -1,12 +1,16 @@
 package sqldb_test
 
 import (
+	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -175,4 +179,74 @@ func oldRecord(t *testing.T, db *sqldb.DB, c oldCharge) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOneEntryPerIdempotencyKey upgrades a ledger in which one key named
+// both a top-up and an adjustment (before migration 14): both amounts are
+// kept, the adjustment under <key>:adjustment, and from then on the
+// database takes no second entry of the two kinds under one key; stored
+// billing accounts gain an overdraft of 0.
+func TestOneEntryPerIdempotencyKey(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		u := url(t)
+		ctx := t.Context()
+		old, err := sqldb.OpenAt(ctx, u, 13)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"topup", "adjustment"} {
+			if _, err := old.Exec(ctx, `INSERT INTO ledger_entries (request_id, kind, account, amount_micros, reason, admin, at)
+				VALUES ('inv-1', ?, 'acme', 5000000, 'r', 'ops', 0)`, kind); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A balance the old upsert carried past the end of int64: a float
+		// on SQLite, no row at all on PostgreSQL (which refused the sum).
+		for _, add := range []int64{math.MaxInt64, 1} {
+			if _, err := old.Exec(ctx, `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES (0, 'balance', 'acme', ?, 0)
+				ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = billing_totals.amount_micros + excluded.amount_micros`, add); err != nil &&
+				!strings.Contains(err.Error(), "out of range") {
+				t.Fatal(err)
+			}
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO billing_accounts (id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
+			budget_day_micros, budget_month_micros, updated_at) VALUES ('acme', 'standard', 1, 'wait', TRUE, 0, '', 0, 0, 0)`); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+
+		db := sqldbtest.Open(t, u)
+		var ids []string
+		rows, err := db.Query(ctx, `SELECT request_id || '/' || kind FROM ledger_entries ORDER BY kind`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if want := []string{"inv-1:adjustment/adjustment", "inv-1/topup"}; !slices.Equal(ids, want) {
+			t.Errorf("entries after the upgrade = %v, want %v", ids, want)
+		}
+		_, err = db.Exec(ctx, `INSERT INTO ledger_entries (request_id, kind, account, amount_micros, reason, admin, at)
+			VALUES ('inv-1', 'adjustment', 'acme', 1, 'r', 'ops', 0)`)
+		if !sqldb.IsUniqueViolation(err) {
+			t.Errorf("an adjustment under a top-up's key = %v, want a unique violation", err)
+		}
+		var overdraft int64
+		if err := db.QueryRow(ctx, `SELECT overdraft_micros FROM billing_accounts WHERE id = 'acme'`).Scan(&overdraft); err != nil || overdraft != 0 {
+			t.Errorf("overdraft of a stored account after the upgrade = %d, %v; want 0", overdraft, err)
+		}
+		b, err := sqlledger.New(db).Balances(ctx, time.Now())
+		if err != nil {
+			t.Fatalf("Balances after the upgrade = %v; want the overflowed balance readable", err)
+		}
+		if got := b.Accounts["acme"].Balance; got != math.MaxInt64 {
+			t.Errorf("overflowed balance after the upgrade = %s, want it held at %s", got, billing.Micros(math.MaxInt64))
+		}
+	})
 }

@@ -170,6 +170,26 @@ func IsUniqueViolation(err error) bool {
 	return false
 }
 
+// IsDataError reports whether err is the database refusing the values a
+// statement carried, not failing to run it: a value out of range or text
+// it cannot hold (PostgreSQL's data exceptions, SQLSTATE class 22), a
+// constraint violated (class 23; SQLite's constraint errors), a value too
+// large or of the wrong type (SQLite). The same values will be refused
+// again; a connection lost, a timeout or a busy database is not this.
+func IsDataError(err error) bool {
+	if e, ok := errors.AsType[*sqlite.Error](err); ok {
+		switch e.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return true
+		}
+		return false
+	}
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return strings.HasPrefix(e.Code, "22") || strings.HasPrefix(e.Code, "23")
+	}
+	return false
+}
+
 // querier is what *sql.DB and *sql.Tx have in common.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

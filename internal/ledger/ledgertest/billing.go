@@ -3,6 +3,7 @@ package ledgertest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -145,6 +146,113 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		wantBalance(t, s, "acme", 5010)
 	})
 
+	t.Run("AnIdempotencyKeyNamesOneChange", func(t *testing.T) {
+		s, other := open(t)
+		top := topUp("acme", "key-1", day1, 5000)
+		post(t, s, top)
+		adjust := ledger.Entry{Account: "acme", RequestID: "key-1", Kind: ledger.EntryAdjustment, Amount: 5000, Reason: "the same key again",
+			Admin: "ops", At: day1.Add(time.Second)}
+		for _, h := range []Store{s, other} {
+			if applied, err := h.Post(t.Context(), adjust); !errors.Is(err, ledger.ErrKeyReused) || applied {
+				t.Errorf("Post of an adjustment named by a top-up's key = %v, %v; want ErrKeyReused", applied, err)
+			}
+		}
+		adjust.RequestID = "key-2"
+		post(t, other, adjust)
+		top.RequestID = "key-2"
+		if applied, err := s.Post(t.Context(), top); !errors.Is(err, ledger.ErrKeyReused) || applied {
+			t.Errorf("Post of a top-up named by an adjustment's key = %v, %v; want ErrKeyReused", applied, err)
+		}
+		wantBalance(t, s, "acme", 10000)
+
+		// Raced from two processes, one key makes one change.
+		for i := range 10 {
+			key := fmt.Sprintf("race-%d", i)
+			var wg sync.WaitGroup
+			var applied [2]bool
+			for j, e := range []ledger.Entry{topUp("acme", key, day1, 100),
+				{Account: "acme", RequestID: key, Kind: ledger.EntryAdjustment, Amount: 100, Reason: "race", At: day1}} {
+				wg.Go(func() {
+					var err error
+					applied[j], err = []Store{s, other}[j].Post(t.Context(), e)
+					if err != nil && !errors.Is(err, ledger.ErrKeyReused) {
+						t.Errorf("Post(%s %s) = %v", e.Kind, key, err)
+					}
+				})
+			}
+			wg.Wait()
+			if applied[0] == applied[1] {
+				t.Errorf("key %s raced as a top-up and an adjustment: applied %v; want exactly one", key, applied)
+			}
+		}
+		wantBalance(t, s, "acme", 11000)
+	})
+
+	t.Run("BalancesStayWithinTheBound", func(t *testing.T) {
+		s, other := open(t)
+		post(t, s, topUp("acme", "top-max", day1, billing.MaxAmount))
+		for _, e := range []ledger.Entry{
+			topUp("acme", "top-more", day1, 1),
+			{Account: "acme", RequestID: "refund-more", Kind: ledger.EntryRefund, Amount: 1, Reason: "r", At: day1},
+			{Account: "acme", RequestID: "adj-more", Kind: ledger.EntryAdjustment, Amount: 1, Reason: "r", At: day1},
+		} {
+			if applied, err := other.Post(t.Context(), e); !errors.Is(err, ledger.ErrBalanceBound) || applied {
+				t.Errorf("Post(%s of %s) past +bound = %v, %v; want ErrBalanceBound", e.Kind, e.Amount, applied, err)
+			}
+		}
+		for _, amount := range []billing.Micros{billing.MaxAmount + 1, math.MaxInt64} {
+			if applied, err := s.Post(t.Context(), topUp("globex", "huge", day1, amount)); err == nil || applied {
+				t.Errorf("Post of a top-up of %s = %v, %v; want an error: beyond the largest amount", amount, applied, err)
+			}
+		}
+		wantBalance(t, s, "acme", billing.MaxAmount) // the refused entries left nothing
+		// Towards 0 is always taken; past −bound is not.
+		for _, e := range []ledger.Entry{
+			{Account: "acme", RequestID: "adj-down-1", Kind: ledger.EntryAdjustment, Amount: -billing.MaxAmount, Reason: "r", At: day1},
+			{Account: "acme", RequestID: "adj-down-2", Kind: ledger.EntryAdjustment, Amount: -billing.MaxAmount, Reason: "r", At: day1},
+		} {
+			post(t, s, e)
+		}
+		down := ledger.Entry{Account: "acme", RequestID: "adj-down-3", Kind: ledger.EntryAdjustment, Amount: -1, Reason: "r", At: day1}
+		if applied, err := s.Post(t.Context(), down); !errors.Is(err, ledger.ErrBalanceBound) || applied {
+			t.Errorf("Post of an adjustment past −bound = %v, %v; want ErrBalanceBound", applied, err)
+		}
+		// The key of a refused change is free: nothing was stored under it.
+		down.Amount = 1
+		post(t, s, down)
+		// An allowance entry closes its cycle whatever the balance.
+		post(t, s, topUp("globex", "top-max-globex", day1, billing.MaxAmount))
+		if applied, err := s.Post(t.Context(), ledger.Entry{Account: "globex", RequestID: "allowance:globex", Kind: ledger.EntryAllowance,
+			Amount: 25 * billing.Unit, At: day1}); err != nil || !applied {
+			t.Errorf("Post of an allowance past +bound = %v, %v; want applied", applied, err)
+		}
+		wantBalance(t, s, "acme", 1-billing.MaxAmount)
+		wantBalance(t, other, "globex", billing.MaxAmount+25*billing.Unit)
+	})
+
+	t.Run("ExtremeChargesAreHeldAtTheEndOfTheRange", func(t *testing.T) {
+		// A charge is never refused (the request ran): the balance and the
+		// spends are held at the end of the int64 range, and neither this
+		// batch nor the next, nor any read, fails for it.
+		s, other := open(t)
+		record(t, s, charged("r1", "acme", day1, math.MaxInt64))
+		record(t, other, charged("r2", "acme", day1, 1), charged("r3", "acme", day1, 1), charged("r4", "globex", day1, 700))
+		wantBalance(t, s, "acme", math.MinInt64)
+		wantBalance(t, other, "globex", -700)
+		b, err := s.Balances(t.Context(), day1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Accounts["acme"].Day.Price; got != math.MaxInt64 {
+			t.Errorf("acme's spend today = %s, want it held at %s", got, billing.Micros(math.MaxInt64))
+		}
+		if got := b.Keys["web-app"].Day.Price; got != math.MaxInt64 {
+			t.Errorf("web-app's spend today = %s, want it held at %s", got, billing.Micros(math.MaxInt64))
+		}
+		// The way back: a top-up towards 0 is taken.
+		post(t, s, topUp("acme", "top-back", day1.Add(time.Hour), billing.MaxAmount))
+	})
+
 	t.Run("AllowanceEntryClosesACycleOnce", func(t *testing.T) {
 		s, other := open(t)
 		record(t, s, charged("r1", "acme", day1, 1500), charged("r2", "acme", day1.Add(time.Hour), 700))
@@ -223,7 +331,7 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			e := topUp("acme", fmt.Sprintf("t%d", i), day1.Add(time.Duration(i/2)*time.Hour), billing.Micros(i+1)) // pairs share a time
 			all = append(all, e)
 		}
-		all = append(all, ledger.Entry{Account: "acme", RequestID: "t1", Kind: ledger.EntryAdjustment, Amount: -1, Reason: "fix",
+		all = append(all, ledger.Entry{Account: "acme", RequestID: "t1", Kind: ledger.EntryRefund, Amount: 1, Reason: "fix",
 			Admin: "ops", At: all[1].At}) // same time and request as t1: ordered by kind
 		shuffled := append([]ledger.Entry(nil), all...)
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -422,7 +530,7 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 
 	t.Run("AccountsAreStoredByID", func(t *testing.T) {
 		s, other := open(t)
-		acme := ledger.BillingAccount{ID: "acme", Plan: "standard", MaxInflight: 2, OnLimit: sluice.OnLimitRefuse, Reserve: true,
+		acme := ledger.BillingAccount{ID: "acme", Plan: "standard", MaxInflight: 2, OnLimit: sluice.OnLimitRefuse, Overdraft: 5 * billing.Unit,
 			Allowance: 25 * billing.Unit, Cycle: ledger.CycleMonth, Budgets: ledger.Budgets{Day: 10 * billing.Unit, Month: 200 * billing.Unit}}
 		globex := ledger.BillingAccount{ID: "globex", Plan: "free"}
 		post(t, s, topUp("acme", "top", day1, 1000))
@@ -440,7 +548,9 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		}
 		wantBalance(t, s, "acme", 1000) // replacing the settings left the money alone
 		for _, bad := range []ledger.BillingAccount{{Plan: "p"}, {ID: "x"}, {ID: "x", Plan: "p", OnLimit: "queue"},
-			{ID: "x", Plan: "p", Allowance: 1}, {ID: "x", Plan: "p", Cycle: ledger.CycleDay}, {ID: "x", Plan: "p", MaxInflight: -1}} {
+			{ID: "x", Plan: "p", Allowance: 1}, {ID: "x", Plan: "p", Cycle: ledger.CycleDay}, {ID: "x", Plan: "p", MaxInflight: -1},
+			{ID: "x", Plan: "p", Overdraft: -1}, {ID: "x", Plan: "p", Overdraft: billing.MaxAmount + 1},
+			{ID: "x", Plan: "p", Allowance: billing.MaxAmount + 1, Cycle: ledger.CycleDay}, {ID: "x", Plan: "p", Budgets: ledger.Budgets{Month: billing.MaxAmount + 1}}} {
 			if err := s.PutBillingAccount(t.Context(), bad); err == nil {
 				t.Errorf("PutBillingAccount(%+v) = nil, want an error", bad)
 			}
@@ -526,7 +636,7 @@ func sumEntries(t *testing.T, s Store, account string) billing.Micros {
 	t.Helper()
 	var sum billing.Micros
 	for _, e := range statement(t, s, account, time.Time{}, time.Time{}, 0) {
-		sum += e.Amount
+		sum = sum.Add(e.Amount)
 	}
 	return sum
 }

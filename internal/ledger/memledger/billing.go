@@ -90,14 +90,40 @@ func (s *Store) Prices(context.Context) ([]billing.Price, error) {
 }
 
 // Post stores the entry, its time to the microsecond in UTC, unless one of
-// its request and kind is stored.
+// its request and kind is stored; it refuses what ledger.Billing's Post
+// refuses.
 func (s *Store) Post(_ context.Context, e ledger.Entry) (bool, error) {
 	if err := e.Validate(); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.entries[entryID{e.RequestID, e.Kind}]; ok {
+		return false, nil
+	}
+	if e.Kind.Keyed() {
+		for _, k := range [...]ledger.EntryKind{ledger.EntryTopUp, ledger.EntryAdjustment} {
+			if _, taken := s.entries[entryID{e.RequestID, k}]; taken {
+				return false, fmt.Errorf("post %s %s: %w", e.Kind, e.RequestID, ledger.ErrKeyReused)
+			}
+		}
+	}
+	if e.PassesBound(s.balance(e.Account).Add(e.Amount)) {
+		return false, fmt.Errorf("post %s %s: %w", e.Kind, e.RequestID, ledger.ErrBalanceBound)
+	}
 	return s.post(e), nil
+}
+
+// balance sums the account's entries, held at the ends of the range. The
+// caller holds mu.
+func (s *Store) balance(account string) billing.Micros {
+	var b billing.Micros
+	for _, e := range s.entries {
+		if e.Account == account {
+			b = b.Add(e.Amount)
+		}
+	}
+	return b
 }
 
 // post stores e unless its ID is taken, and reports whether it did. The

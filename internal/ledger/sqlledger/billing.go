@@ -27,9 +27,11 @@ const (
 )
 
 // insertEntry is the INSERT of an entry that skips it when its
-// (request_id, kind) is taken, and returns its request ID when it does not.
+// (request_id, kind) is taken, or, for a top-up or an adjustment, its
+// request_id is taken by the other kind (the unique index
+// ledger_entries_keyed), and returns its request ID when it does not.
 var insertEntry = `INSERT INTO ledger_entries (` + entryColumns + `) VALUES ` + sqldb.Placeholders(1, entryParams) +
-	` ON CONFLICT (request_id, kind) DO NOTHING RETURNING request_id`
+	` ON CONFLICT DO NOTHING RETURNING request_id`
 
 // chargeColumns are a usage record's columns as the charge entry it makes
 // (ledger.ChargeOf), and isCharge selects the records that make one: both
@@ -45,11 +47,29 @@ const (
 		ORDER BY started_at, request_id LIMIT ?`
 )
 
-// addTotals is the upsert that adds n rows of amounts to billing_totals.
+// addTotals is the upsert that adds n rows of amounts to billing_totals,
+// each sum held at the ends of the int64 range (as billing.Micros.Add
+// holds it). A plain + would fail the whole transaction on PostgreSQL
+// ("bigint out of range"), and on SQLite turn the total into a float that
+// no later read can scan: either way one extreme charge would stop every
+// write or every read of billing.
 func addTotals(n int) string {
 	return `INSERT INTO billing_totals (day, scope, id, amount_micros, cost_micros) VALUES ` + sqldb.Placeholders(n, totalParams) +
-		` ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = billing_totals.amount_micros + excluded.amount_micros,
-		cost_micros = billing_totals.cost_micros + excluded.cost_micros`
+		` ON CONFLICT (day, scope, id) DO UPDATE SET amount_micros = ` + heldSum("amount_micros") + `,
+		cost_micros = ` + heldSum("cost_micros")
+}
+
+// heldSum is the SQL of billing_totals.col + excluded.col held at the ends
+// of the int64 range. It compares before it adds, in nested CASEs: the
+// only construct whose order of evaluation PostgreSQL promises, so that
+// no branch computes the sum it guards against. The smallest int64 is
+// written as a difference: as a literal it is out of range before its
+// sign applies.
+func heldSum(col string) string {
+	const most, least = `9223372036854775807`, `(-9223372036854775807 - 1)`
+	a, d := `billing_totals.`+col, `excluded.`+col
+	return `CASE WHEN ` + d + ` > 0 THEN CASE WHEN ` + a + ` > ` + most + ` - ` + d + ` THEN ` + most + ` ELSE ` + a + ` + ` + d + ` END
+		ELSE CASE WHEN ` + a + ` < ` + least + ` - ` + d + ` THEN ` + least + ` ELSE ` + a + ` + ` + d + ` END END`
 }
 
 // The scopes of billing_totals: a balance (day 0), and the spends per day.
@@ -117,10 +137,10 @@ func (w *writer) addCharges(ctx context.Context, recs []sluice.UsageRecord, inse
 		k := chargeRows{epochDay(r.Started), c.Account, r.KeyID, r.Tenant, r.Pool, r.TaskType}
 		sum := byRows[k]
 		if e, ok := ledger.ChargeOf(r); ok {
-			sum.balance += e.Amount
+			sum.balance = sum.balance.Add(e.Amount)
 		}
-		sum.price += billing.Micros(c.Price)
-		sum.cost += billing.Micros(c.Cost)
+		sum.price = sum.price.Add(billing.Micros(c.Price))
+		sum.cost = sum.cost.Add(billing.Micros(c.Cost))
 		byRows[k] = sum
 	}
 	add := make(totals)
@@ -198,13 +218,13 @@ func (s *Store) PutBillingAccount(ctx context.Context, a ledger.BillingAccount) 
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	_, err := s.db.Exec(ctx, `INSERT INTO billing_accounts (id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
+	_, err := s.db.Exec(ctx, `INSERT INTO billing_accounts (id, plan, max_inflight, on_limit, overdraft_micros, allowance_micros, cycle,
 			budget_day_micros, budget_month_micros, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET plan = excluded.plan, max_inflight = excluded.max_inflight, on_limit = excluded.on_limit,
-			reserve = excluded.reserve, allowance_micros = excluded.allowance_micros, cycle = excluded.cycle,
+			overdraft_micros = excluded.overdraft_micros, allowance_micros = excluded.allowance_micros, cycle = excluded.cycle,
 			budget_day_micros = excluded.budget_day_micros, budget_month_micros = excluded.budget_month_micros,
 			updated_at = excluded.updated_at`,
-		a.ID, a.Plan, int64(a.MaxInflight), a.OnLimit, a.Reserve, int64(a.Allowance), a.Cycle,
+		a.ID, a.Plan, int64(a.MaxInflight), a.OnLimit, int64(a.Overdraft), int64(a.Allowance), a.Cycle,
 		int64(a.Budgets.Day), int64(a.Budgets.Month), time.Now().UnixMicro())
 	if err != nil {
 		return fmt.Errorf("put billing account: %w", err)
@@ -214,7 +234,7 @@ func (s *Store) PutBillingAccount(ctx context.Context, a ledger.BillingAccount) 
 
 // BillingAccounts returns the stored accounts ordered by ID.
 func (s *Store) BillingAccounts(ctx context.Context) ([]ledger.BillingAccount, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, plan, max_inflight, on_limit, reserve, allowance_micros, cycle,
+	rows, err := s.db.Query(ctx, `SELECT id, plan, max_inflight, on_limit, overdraft_micros, allowance_micros, cycle,
 		budget_day_micros, budget_month_micros FROM billing_accounts ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("billing accounts: %w", err)
@@ -223,7 +243,7 @@ func (s *Store) BillingAccounts(ctx context.Context) ([]ledger.BillingAccount, e
 	var out []ledger.BillingAccount
 	for rows.Next() {
 		var a ledger.BillingAccount
-		if err := rows.Scan(&a.ID, &a.Plan, &a.MaxInflight, &a.OnLimit, &a.Reserve, &a.Allowance, &a.Cycle,
+		if err := rows.Scan(&a.ID, &a.Plan, &a.MaxInflight, &a.OnLimit, &a.Overdraft, &a.Allowance, &a.Cycle,
 			&a.Budgets.Day, &a.Budgets.Month); err != nil {
 			return nil, fmt.Errorf("billing accounts: %w", err)
 		}
@@ -307,7 +327,9 @@ func scanPrices(rows *sql.Rows, err error) ([]billing.Price, error) {
 }
 
 // Post inserts the entry and, if it was new, adds its amount to the
-// account's balance row, in one transaction.
+// account's balance row, in one transaction, which it rolls back when the
+// new balance passes the bound: the row is locked by then, so two
+// concurrent posts cannot both pass the check on the balance before them.
 func (s *Store) Post(ctx context.Context, e ledger.Entry) (applied bool, err error) {
 	if err := e.Validate(); err != nil {
 		return false, err
@@ -316,19 +338,45 @@ func (s *Store) Post(ctx context.Context, e ledger.Entry) (applied bool, err err
 		err := tx.QueryRow(ctx, insertEntry, e.RequestID, string(e.Kind), e.Account, int64(e.Amount), e.Reason, e.Admin,
 			e.At.UnixMicro()).Scan(new(string))
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil // posted before
+			return s.postedBefore(ctx, tx, &e)
 		}
 		if err != nil {
 			return err
 		}
+		var after billing.Micros
+		if err := tx.QueryRow(ctx, addTotals(1)+` RETURNING amount_micros`, int64(0), scopeBalance, e.Account, int64(e.Amount),
+			int64(0)).Scan(&after); err != nil {
+			return err
+		}
+		if e.PassesBound(after) {
+			return ledger.ErrBalanceBound
+		}
 		applied = true
-		_, err = tx.Exec(ctx, addTotals(1), int64(0), scopeBalance, e.Account, int64(e.Amount), int64(0))
-		return err
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("post %s %s: %w", e.Kind, e.RequestID, err)
 	}
 	return applied, nil
+}
+
+// postedBefore explains an entry the INSERT skipped: one of its request ID
+// and kind is stored (nil: nothing to do), or a top-up's or adjustment's
+// request ID names an entry of the other kind (ledger.ErrKeyReused).
+func (s *Store) postedBefore(ctx context.Context, tx *sqldb.Tx, e *ledger.Entry) error {
+	if !e.Kind.Keyed() {
+		return nil
+	}
+	var kind ledger.EntryKind
+	err := tx.QueryRow(ctx, `SELECT kind FROM ledger_entries WHERE request_id = ? AND kind IN (?, ?)`,
+		e.RequestID, string(ledger.EntryTopUp), string(ledger.EntryAdjustment)).Scan(&kind)
+	switch {
+	case err != nil:
+		return err
+	case kind != e.Kind:
+		return ledger.ErrKeyReused
+	}
+	return nil
 }
 
 // Balances reads the balance rows and this month's spend rows of

@@ -101,6 +101,9 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		}
 		return w.addCharges(ctx, recs, inserted)
 	})
+	if sqldb.IsDataError(err) {
+		return fmt.Errorf("record usage: %w: %w", ledger.ErrRecordRefused, err)
+	}
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
