@@ -421,3 +421,34 @@ func TestToolArgumentsStayJSONForAnthropicCallers(t *testing.T) {
 		})
 	}
 }
+
+// TestLongTranslatedStreamIsBounded (issue #24 item 5): a chat upstream
+// streaming more text than Sluice holds for a translated stream's final
+// events fails a Responses caller's stream once the text passes the
+// limit (output_too_long), instead of the gateway holding, and sending
+// again, the whole output; Anthropic and Gemini callers, whose streams
+// hold nothing, get it all.
+func TestLongTranslatedStreamIsBounded(t *testing.T) {
+	const total, piece = 6 << 20, 16 << 10
+	g := startRelayGateway(t)
+	g.up.set(streamAnswer(func(string) string {
+		var b strings.Builder
+		delta := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` +
+			strings.Repeat("a", piece) + `"},"finish_reason":null}]}` + "\n\n"
+		for range total / piece {
+			b.WriteString(delta)
+		}
+		b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+		return b.String()
+	}))
+	status, _, body := g.call(t, "resp", "resp-on-chat", true)
+	if status != http.StatusOK || !strings.Contains(body, `"code":"output_too_long"`) || strings.Contains(body, "response.completed") || len(body) > total {
+		t.Errorf("Responses caller: stream %d of %d bytes ending %.300q; want it cut with output_too_long", status, len(body), body[max(len(body)-300, 0):])
+	}
+	for caller, end := range map[string]string{"msg": "event: message_stop", "gem": `"finishReason":"STOP"`} {
+		status, _, body := g.call(t, caller, caller+"-on-chat", true)
+		if status != http.StatusOK || !strings.Contains(body, end) || strings.Count(body, "a") < total {
+			t.Errorf("%s caller: stream %d of %d bytes; want all the text, then %s", caller, status, len(body), end)
+		}
+	}
+}
