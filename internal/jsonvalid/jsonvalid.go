@@ -77,14 +77,16 @@ func (o *Object) Started() bool { return o.state != sTop || o.err != nil }
 
 // Write reads the next piece, and returns an error (the same from then
 // on) at the first byte that no JSON object could have after what came
-// before.
+// before. The state is kept in a local variable while it reads, where the
+// compiler can hold it in a register.
 func (o *Object) Write(p []byte) error {
 	if o.err != nil {
 		return o.err
 	}
+	st := o.state
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		switch o.state {
+		switch st {
 		case sString:
 			// Most bytes of most JSON are inside strings: skip them a
 			// run at a time.
@@ -92,26 +94,27 @@ func (o *Object) Write(p []byte) error {
 				i++
 			}
 			if i == len(p) {
+				o.state = st
 				return nil
 			}
 			switch c = p[i]; {
 			case c == '"':
 				if o.key {
-					o.state = sColon
+					st = sColon
 				} else {
-					o.valueEnded()
+					st = o.valueEnded()
 				}
 			case c == '\\':
-				o.state = sEscape
+				st = sEscape
 			default: // a control character
 				return o.fail(ErrSyntax)
 			}
 		case sEscape:
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				o.state = sString
+				st = sString
 			case 'u':
-				o.state, o.hex = sHex, 4
+				st, o.hex = sHex, 4
 			default:
 				return o.fail(ErrSyntax)
 			}
@@ -120,34 +123,36 @@ func (o *Object) Write(p []byte) error {
 				return o.fail(ErrSyntax)
 			}
 			if o.hex--; o.hex == 0 {
-				o.state = sString
+				st = sString
 			}
 		case sLiteral:
 			if c != o.literal[0] {
 				return o.fail(ErrSyntax)
 			}
 			if o.literal = o.literal[1:]; o.literal == "" {
-				o.valueEnded()
+				st = o.valueEnded()
 			}
 		case sMinus, sZero, sInt, sDot, sFrac, sExp, sExpSign, sExpDigits:
-			if next, ok := o.number(c); ok {
-				o.state = next
+			if next, ok := number(st, c); ok {
+				st = next
 				continue
 			}
-			if o.state == sMinus || o.state == sDot || o.state == sExp || o.state == sExpSign {
+			if st == sMinus || st == sDot || st == sExp || st == sExpSign {
 				return o.fail(ErrSyntax) // the number stops short
 			}
-			o.valueEnded()
+			st = o.valueEnded()
 			i-- // the byte after the number is read in the state after a value
 		default:
 			if isBlank(c) {
 				continue
 			}
-			if err := o.structural(c); err != nil {
+			var err error
+			if st, err = o.structural(st, c); err != nil {
 				return err
 			}
 		}
 	}
+	o.state = st
 	return nil
 }
 
@@ -162,85 +167,81 @@ func (o *Object) End() error {
 	return nil
 }
 
-// structural reads c, not white space, where no string, literal or number
-// is being read.
-func (o *Object) structural(c byte) error {
-	switch o.state {
+// structural returns the state after c, not white space, read in state
+// st, where no string, literal or number is being read.
+func (o *Object) structural(st state, c byte) (state, error) {
+	switch st {
 	case sTop:
 		if c != '{' {
-			return o.fail(ErrSyntax)
+			return st, o.fail(ErrSyntax)
 		}
 		return o.open(false)
 	case sKeyOrClose, sKey:
 		switch {
 		case c == '"':
-			o.state, o.key = sString, true
-		case c == '}' && o.state == sKeyOrClose:
-			o.close()
-		default:
-			return o.fail(ErrSyntax)
+			o.key = true
+			return sString, nil
+		case c == '}' && st == sKeyOrClose:
+			return o.close(), nil
 		}
 	case sColon:
-		if c != ':' {
-			return o.fail(ErrSyntax)
+		if c == ':' {
+			return sValue, nil
 		}
-		o.state = sValue
 	case sValue, sValueOrClose:
-		if c == ']' && o.state == sValueOrClose {
-			o.close()
-			return nil
+		if c == ']' && st == sValueOrClose {
+			return o.close(), nil
 		}
 		return o.value(c)
 	case sNext:
 		inArray := o.inArray()
 		switch {
 		case c == ',' && inArray:
-			o.state = sValue
+			return sValue, nil
 		case c == ',':
-			o.state = sKey
+			return sKey, nil
 		case c == ']' && inArray, c == '}' && !inArray:
-			o.close()
-		default:
-			return o.fail(ErrSyntax)
+			return o.close(), nil
 		}
-	default: // sEnd
-		return o.fail(ErrSyntax)
 	}
-	return nil
+	return st, o.fail(ErrSyntax) // sEnd, or a byte out of place
 }
 
-// value reads c, the first byte of a value.
-func (o *Object) value(c byte) error {
+// value returns the state after c, the first byte of a value.
+func (o *Object) value(c byte) (state, error) {
 	switch c {
 	case '{':
 		return o.open(false)
 	case '[':
 		return o.open(true)
 	case '"':
-		o.state, o.key = sString, false
+		o.key = false
+		return sString, nil
 	case 't':
-		o.state, o.literal = sLiteral, "rue"
+		o.literal = "rue"
+		return sLiteral, nil
 	case 'f':
-		o.state, o.literal = sLiteral, "alse"
+		o.literal = "alse"
+		return sLiteral, nil
 	case 'n':
-		o.state, o.literal = sLiteral, "ull"
+		o.literal = "ull"
+		return sLiteral, nil
 	case '-':
-		o.state = sMinus
+		return sMinus, nil
 	case '0':
-		o.state = sZero
-	default:
-		if c < '1' || c > '9' {
-			return o.fail(ErrSyntax)
-		}
-		o.state = sInt
+		return sZero, nil
 	}
-	return nil
+	if c < '1' || c > '9' {
+		return sValue, o.fail(ErrSyntax)
+	}
+	return sInt, nil
 }
 
-// number returns the state after c in a number, or false when c ends it.
-func (o *Object) number(c byte) (state, bool) {
+// number returns the state after c in a number read in state st, or
+// false when c ends it.
+func number(st state, c byte) (state, bool) {
 	digit := c >= '0' && c <= '9'
-	switch o.state {
+	switch st {
 	case sMinus:
 		if c == '0' {
 			return sZero, true
@@ -248,7 +249,7 @@ func (o *Object) number(c byte) (state, bool) {
 		return sInt, digit && c != '0'
 	case sZero, sInt:
 		switch {
-		case digit && o.state == sInt:
+		case digit && st == sInt:
 			return sInt, true
 		case c == '.':
 			return sDot, true
@@ -260,7 +261,7 @@ func (o *Object) number(c byte) (state, bool) {
 		if digit {
 			return sFrac, true
 		}
-		if o.state == sFrac && (c == 'e' || c == 'E') {
+		if st == sFrac && (c == 'e' || c == 'E') {
 			return sExp, true
 		}
 		return 0, false
@@ -274,36 +275,33 @@ func (o *Object) number(c byte) (state, bool) {
 }
 
 // open starts an object or an array one level down.
-func (o *Object) open(array bool) error {
+func (o *Object) open(array bool) (state, error) {
 	if o.depth == MaxDepth {
-		return o.fail(ErrTooDeep)
+		return sTop, o.fail(ErrTooDeep)
 	}
 	word, bit := o.depth/64, uint64(1)<<(o.depth%64)
+	o.depth++
 	if array {
 		o.arrays[word] |= bit
-		o.state = sValueOrClose
-	} else {
-		o.arrays[word] &^= bit
-		o.state = sKeyOrClose
+		return sValueOrClose, nil
 	}
-	o.depth++
-	return nil
+	o.arrays[word] &^= bit
+	return sKeyOrClose, nil
 }
 
 // close ends the innermost container, itself a value.
-func (o *Object) close() {
+func (o *Object) close() state {
 	o.depth--
-	o.valueEnded()
+	return o.valueEnded()
 }
 
-// valueEnded moves on after a value: to the next member or element, or to
+// valueEnded is the state after a value: the next member or element, or
 // the end after the outermost object.
-func (o *Object) valueEnded() {
+func (o *Object) valueEnded() state {
 	if o.depth == 0 {
-		o.state = sEnd
-	} else {
-		o.state = sNext
+		return sEnd
 	}
+	return sNext
 }
 
 // inArray reports whether the innermost open container is an array.
