@@ -174,3 +174,46 @@ func BenchmarkManySmallDeltas(b *testing.B) {
 		})
 	}
 }
+
+// TestManyPartsCostLinearly (issue #24 item 6, the same pattern in whole
+// bodies): a Responses message of many refusal parts, in a caller's
+// request or in an upstream's answer, is joined in time and memory in
+// proportion to its size.
+func TestManyPartsCostLinearly(t *testing.T) {
+	const n = 10000
+	parts := strings.TrimSuffix(strings.Repeat(`{"type":"refusal","refusal":"`+piece[:32]+`"},`, n), ",")
+	request := `{"model":"m","input":[{"type":"message","role":"assistant","content":[` + parts + `]},{"role":"user","content":"hi"}]}`
+	answer := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[` +
+		`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[` + parts + `]}],` +
+		`"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`
+	tests := []struct {
+		name string
+		run  func() error
+	}{
+		{"Responses caller's request", func() error {
+			_, err := responsesIn().Request(&sluice.Request{Protocol: sluice.ProtocolOpenAIResponses, Body: []byte(request)}, "m")
+			return err
+		}},
+		{"Responses upstream's answer", func() error {
+			tr := responsesOut()
+			if _, err := tr.Request(&sluice.Request{Protocol: sluice.ProtocolOpenAIChat, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}, "m"); err != nil {
+				return err
+			}
+			_, err := tr.Response([]byte(answer))
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			if err := tt.run(); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			if allocated, limit := after.TotalAlloc-before.TotalAlloc, uint64(40*len(answer)); allocated > limit {
+				t.Errorf("%d parts of %d KiB: allocated %d MiB; want at most %d MiB", n, len(answer)>>10, allocated>>20, limit>>20)
+			}
+		})
+	}
+}
