@@ -51,6 +51,21 @@ type Translator interface {
 	Error(status int, body []byte) []byte
 }
 
+// MaxHeldOutput bounds what a stream translator holds of the output it
+// relays. Most pass each event on as it comes and hold nothing; two must
+// repeat what they passed: a Responses stream ends with events that carry
+// the whole text and arguments (output_text.done, response.completed), and
+// Gemini sends a tool call whole, so its arguments wait for the call's
+// end. Past this many bytes such a translator fails the stream (saying
+// HeldTooLong) rather than grow with it: memory per stream stays
+// bounded however long an upstream streams. It is several times the
+// longest output any model writes in one answer.
+const MaxHeldOutput = 4 << 20
+
+// HeldTooLong is the message of the error that ends a stream whose
+// output its translator would have to hold past MaxHeldOutput.
+const HeldTooLong = "the answer is longer than Sluice holds to translate it (4 MiB of text and tool-call arguments)"
+
 // Present reports whether a raw JSON member was sent with a value: neither
 // left out nor null, which a translator treats alike.
 func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

@@ -27,6 +27,7 @@ var layers = [][]string{
 	{"internal/adapter/openai"},
 	{"internal/adapter/anthropic/messages", "internal/adapter/gemini/generate"},
 	{"internal/adapter"},
+	{"internal/jsonvalid"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded"},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/jsonvalid"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -16,13 +17,14 @@ import (
 // have to contain, as written ("usage" as a key, or a type such as
 // "message_stop" as a value; the dialects match keys and types as
 // written, never an escaped spelling). An event without any is only
-// checked to be shaped like a JSON object; one with a marker is read whole
-// as before. A marker is a necessary condition, not a sufficient one (it
-// may sit in a nested object, or a string that happens to be it): a false
-// hit costs the whole read, never a wrong answer. For any JSON object the
-// skim and the whole read agree (FuzzEventSkimAgreesWithRead); the skim
-// only lets through malformed JSON that is shaped like an object, where
-// the whole read refused it too.
+// checked to be a JSON object (jsonvalid, which neither decodes nor
+// allocates: the caller's SDK parses every event, and one that is not JSON
+// fails it with a parse error before the stream's error event could say
+// why); one with a marker is read whole as before. A marker is a necessary
+// condition, not a sufficient one (it may sit in a nested object, or a
+// string that happens to be it): a false hit costs the whole read, never a
+// wrong answer. The skim and the whole read agree on every event
+// (FuzzEventSkimAgreesWithRead).
 //
 // Each marker is searched for from a byte less common than its opening
 // quote, and the bytes before that checked where it is found: JSON has a
@@ -94,11 +96,11 @@ func newEventMarkers(ms ...marker) *eventMarkers {
 	return m
 }
 
-// skim checks that data (an event's data, not nil) is shaped like a JSON
-// object, errMalformedEvent otherwise, and reports whether it holds one of
-// m's markers, so must be read whole. It does not allocate.
+// skim checks that data (an event's data, not nil) is a JSON object,
+// errMalformedEvent otherwise, and reports whether it holds one of m's
+// markers, so must be read whole. It does not allocate.
 func (m *eventMarkers) skim(data []byte) (read bool, err error) {
-	if !objectShaped(data) {
+	if !jsonvalid.Valid(data) {
 		return false, errMalformedEvent
 	}
 	for n := range m.markers {
@@ -131,14 +133,6 @@ func (mk *marker) found(b []byte, end int) bool {
 		return key && !bytes.HasPrefix(b[skipBlank(b, k+1):], nullValue)
 	}
 	return key
-}
-
-// objectShaped reports whether the first and last bytes of b other than
-// white space are "{" and "}". What upstreams send when a stream breaks
-// (an HTML page, plain text, a chunk cut short) is not.
-func objectShaped(b []byte) bool {
-	b = bytes.Trim(b, " \t\r\n")
-	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
 }
 
 var nullValue = []byte("null")

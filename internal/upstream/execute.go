@@ -222,7 +222,11 @@ func (c *Caller) rejected(ctx, actx context.Context, w http.ResponseWriter, resp
 		a.Committed = true
 		scrubError(body, x.secret)
 		if x.tr != nil {
+			// Scrubbed again: the translator decodes the upstream's
+			// error to write it anew, and what it writes is not what
+			// was masked.
 			body = x.tr.Error(resp.StatusCode, body)
+			scrubError(body, x.secret)
 		}
 		if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, x.secret, true); err != nil {
 			a.Err = fmt.Errorf("upstream answered %d; relaying it: %w", resp.StatusCode, err)

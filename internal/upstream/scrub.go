@@ -75,9 +75,10 @@ func maskKeys(b []byte) {
 	}
 }
 
-// scrubError masks the secret and anything key-shaped in an error answer.
+// scrubError masks the secret, in any form a reader would decode
+// (maskEncoded), and anything key-shaped in an error answer.
 func scrubError(b []byte, secret string) {
-	maskSecret(b, secret)
+	maskEncoded(b, secret)
 	maskKeys(b)
 }
 
@@ -111,16 +112,21 @@ func scrubHeader(h http.Header, secret string, errorAnswer bool) {
 }
 
 // scrubbed returns the header value v with the secret masked, and for an
-// error answer anything key-shaped; v itself, without allocating, when
-// there is nothing to mask.
+// error answer its encoded forms and anything key-shaped too (scrubError);
+// v itself when there is nothing to mask, without allocating for an
+// answer that is not an error.
 func scrubbed(v, secret string, errorAnswer bool) string {
-	if (secret == "" || !strings.Contains(v, secret)) && (!errorAnswer || !keyShaped.MatchString(v)) {
-		return v
+	if !errorAnswer {
+		if secret == "" || !strings.Contains(v, secret) {
+			return v
+		}
+		b := []byte(v)
+		maskSecret(b, secret)
+		return string(b)
 	}
 	b := []byte(v)
-	maskSecret(b, secret)
-	if errorAnswer {
-		maskKeys(b)
+	if scrubError(b, secret); string(b) == v {
+		return v
 	}
 	return string(b)
 }

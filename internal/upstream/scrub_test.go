@@ -2,7 +2,11 @@ package upstream
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -93,4 +97,86 @@ func FuzzMaskSecret(f *testing.F) {
 			t.Fatalf("masking %q in %q = %q", secret, give, b)
 		}
 	})
+}
+
+// TestScrubErrorEncodedSecret: an error answer that echoes the secret in a
+// form its reader decodes loses it: whatever decoding the caller (or a
+// translator) applies finds no secret, and the body stays valid JSON.
+func TestScrubErrorEncodedSecret(t *testing.T) {
+	const secret = "sk-up/stream+TEST-0f3c9e2d7b5a41~é"
+	escapeAll := func(s string) string { // every character as \uXXXX
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}
+	jsonString := func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }
+	b64 := func(enc *base64.Encoding, prefix string) string {
+		return enc.EncodeToString([]byte(prefix + secret + `","x":1}`))
+	}
+	tests := []struct {
+		name   string
+		echo   string                       // as it sits in the body's message
+		decode func(string) (string, error) // what a reader does to the message
+	}{
+		{"slash escaped", strings.ReplaceAll(secret, "/", `\/`), nil},
+		{"every character escaped", escapeAll(secret), nil},
+		{"escaped twice", jsonString(`{"key":"` + escapeAll(secret) + `"}`), func(s string) (string, error) {
+			var inner struct{ Key string }
+			err := json.Unmarshal([]byte(s), &inner)
+			return inner.Key, err
+		}},
+		{"percent-encoded", url.QueryEscape(secret), url.QueryUnescape},
+		{"every byte percent-encoded", percentAll(secret), url.PathUnescape},
+		{"percent-encoded then escaped", escapeAll(url.PathEscape(secret)), url.PathUnescape},
+		{"base64", b64(base64.StdEncoding, `{"k":"`), base64Decoder(base64.StdEncoding)},
+		{"base64 at offset 1", b64(base64.StdEncoding, `{"ke":"`), base64Decoder(base64.StdEncoding)},
+		{"base64 at offset 2", b64(base64.StdEncoding, `{"key":"`), base64Decoder(base64.StdEncoding)},
+		{"base64 url, unpadded", b64(base64.RawURLEncoding, `{"ke":"`), base64Decoder(base64.RawURLEncoding)},
+		{"base64 alone, padded", base64.StdEncoding.EncodeToString([]byte(secret)), base64Decoder(base64.StdEncoding)},
+		{"base64 escaped", strings.ReplaceAll(b64(base64.StdEncoding, `{"key":"`), "/", `\/`), base64Decoder(base64.StdEncoding)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(`{"error":{"message":"bad credential ` + tt.echo + ` (ref 42)","type":"invalid_request_error"}}`)
+			scrubError(body, secret)
+			var got struct{ Error struct{ Message string } }
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("scrubbed body is not JSON: %v: %s", err, body)
+			}
+			msg := got.Error.Message
+			if !strings.HasPrefix(msg, "bad credential ") || !strings.HasSuffix(msg, " (ref 42)") {
+				t.Errorf("message = %q: more than the echo was masked", msg)
+			}
+			shown := strings.TrimSuffix(strings.TrimPrefix(msg, "bad credential "), " (ref 42)")
+			if tt.decode != nil {
+				d, _ := tt.decode(shown) // a masked text may no longer decode: then nothing is shown
+				shown = d
+			}
+			if strings.Contains(shown, secret) || strings.Contains(msg, secret) {
+				t.Errorf("the secret survives: body %s decodes to %q", body, shown)
+			}
+			if !strings.Contains(string(body), "*") {
+				t.Errorf("nothing was masked in %s", body)
+			}
+		})
+	}
+}
+
+func percentAll(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
+
+// base64Decoder decodes what is left of a masked text, the masked bytes
+// taken as 'A's so that the rest still decodes where it was.
+func base64Decoder(enc *base64.Encoding) func(string) (string, error) {
+	return func(s string) (string, error) {
+		b, err := enc.DecodeString(strings.ReplaceAll(s, "*", "A"))
+		return string(b), err
+	}
 }

@@ -160,8 +160,9 @@ func Ends(out []adapter.Event, name string) bool {
 // (op%5 == 0), a refusal delta (1), a new tool call with the next index
 // (2), a fragment of the arguments of call op/5 modulo the calls so far
 // (3), or a reasoning_content delta (4, as compatible servers send) — and
-// the stream ends with its finish chunk ("tool_calls" when it made any), a
-// usage chunk and [DONE].
+// the stream ends with a last fragment of each call, its arguments then a
+// whole JSON object ({"a":"…"}), the finish chunk ("tool_calls" when it
+// made any), a usage chunk and [DONE].
 func ChatStream(ops []byte) []adapter.Event {
 	const head = `{"id":"chatcmpl-f","object":"chat.completion.chunk","created":1,"model":"m",`
 	var evs []adapter.Event
@@ -176,7 +177,7 @@ func ChatStream(ops []byte) []adapter.Event {
 		case 1:
 			chunk(fmt.Sprintf(`{"refusal":"r%d "}`, i))
 		case 2:
-			chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"f%d","arguments":""}}]}`, calls, i, i))
+			chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"f%d","arguments":"{\"a\":\""}}]}`, calls, i, i))
 			calls++
 		case 3:
 			if calls > 0 {
@@ -185,6 +186,9 @@ func ChatStream(ops []byte) []adapter.Event {
 		case 4:
 			chunk(fmt.Sprintf(`{"reasoning_content":"k%d "}`, i))
 		}
+	}
+	for j := range calls {
+		chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":"\"}"}}]}`, j))
 	}
 	finish := "stop"
 	if calls > 0 {

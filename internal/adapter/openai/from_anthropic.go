@@ -36,7 +36,7 @@ type FromAnthropic struct {
 	open      openBlock
 	blocks    int               // Anthropic blocks started so far: the next one's index
 	tools     map[int]toolBlock // by OpenAI tool-call index
-	openTools []int             // tool blocks open, in start order: they stay open until the finish
+	openTools []toolBlock       // tool blocks open, in start order: they stay open until the finish
 	finish    string
 	refusal   bool
 	usage     sluice.Usage

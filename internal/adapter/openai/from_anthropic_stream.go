@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+	"github.com/sluicehq/sluice/internal/jsonvalid"
 )
 
 // openBlock is the text or thinking block being written, which closes
@@ -18,9 +19,14 @@ type openBlock struct {
 }
 
 // toolBlock is the Anthropic block an OpenAI tool call streams into.
+// Its arguments are checked as they pass (args): Anthropic's SDKs join a
+// block's partial_json and parse it (some at every delta), so a fragment
+// that makes it invalid JSON is not passed on, and the stream ends with
+// the error event instead.
 type toolBlock struct {
 	index int
 	id    string
+	args  *jsonvalid.Object
 }
 
 // streamEvent is an Anthropic stream event as written; each type sets only
@@ -162,7 +168,7 @@ func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) e
 		if err := t.closeOpen(emit); err != nil {
 			return err
 		}
-		tb = toolBlock{index: t.blocks, id: tc.ID}
+		tb = toolBlock{index: t.blocks, id: tc.ID, args: new(jsonvalid.Object)}
 		if tb.id == "" {
 			tb.id = fmt.Sprintf("toolu_sluice_%d", t.blocks)
 		}
@@ -170,7 +176,7 @@ func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) e
 			t.tools = make(map[int]toolBlock)
 		}
 		t.tools[j] = tb
-		t.openTools = append(t.openTools, tb.index)
+		t.openTools = append(t.openTools, tb)
 		if err := t.startBlock(emit, &startBlock{Type: "tool_use", ID: tb.id, Name: tc.Function.Name, Input: json.RawMessage(`{}`)}); err != nil {
 			return err
 		}
@@ -178,7 +184,16 @@ func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) e
 	if tc.Function.Arguments == "" {
 		return nil
 	}
+	if err := tb.args.Write([]byte(tc.Function.Arguments)); err != nil {
+		return t.badArguments(emit, tb, err)
+	}
 	return t.delta(emit, tb.index, &messages.Delta{Type: "input_json_delta", PartialJSON: tc.Function.Arguments})
+}
+
+// badArguments ends the stream whose tool call tb's arguments are not a
+// JSON object (err) with Anthropic's error event.
+func (t *FromAnthropic) badArguments(emit func(adapter.Event) error, tb toolBlock, err error) error {
+	return t.streamError(&ErrorBody{Type: "api_error", Message: fmt.Sprintf("the upstream's arguments of tool call %s are not valid: %v", tb.id, err)}, emit)
 }
 
 func (t *FromAnthropic) startBlock(emit func(adapter.Event) error, b *startBlock) error {
@@ -205,9 +220,16 @@ func (t *FromAnthropic) closeOpen(emit func(adapter.Event) error) error {
 	return t.stop(emit, index)
 }
 
-// closeAll closes every open block, in the order they started.
+// closeAll closes every open block, in the order they started, once each
+// tool call's arguments are known to be whole (none at all stand for {}).
 func (t *FromAnthropic) closeAll(emit func(adapter.Event) error) error {
-	open := t.openTools
+	open := make([]int, 0, len(t.openTools)+1)
+	for _, tb := range t.openTools {
+		if err := tb.args.End(); err != nil && tb.args.Started() {
+			return t.badArguments(emit, tb, err)
+		}
+		open = append(open, tb.index)
+	}
 	if t.open.kind != "" {
 		open = append(open, t.open.index)
 		slices.Sort(open)

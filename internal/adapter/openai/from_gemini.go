@@ -49,7 +49,8 @@ type FromGemini struct {
 	// Stream state.
 	started, done bool
 	id, model     string
-	calls         []ToolCall // buffered whole until the finish: Gemini sends calls whole
+	calls         []heldCall // buffered whole until the finish: Gemini sends calls whole
+	held          int        // bytes of arguments in calls, up to adapter.MaxHeldOutput
 	finish        string
 	refusal       bool
 	usage         sluice.Usage

@@ -84,18 +84,30 @@ func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
 			return fmt.Errorf("openai stream chunk: tool call index %d out of range", j)
 		}
 		if j >= len(t.calls) {
-			t.calls = append(t.calls, make([]ToolCall, j+1-len(t.calls))...)
+			t.calls = append(t.calls, make([]heldCall, j+1-len(t.calls))...)
 		}
 		call := &t.calls[j]
-		if tc.ID != "" && call.ID != tc.ID {
-			*call = ToolCall{ID: tc.ID}
+		if tc.ID != "" && call.id != tc.ID {
+			t.held -= len(call.args)
+			*call = heldCall{id: tc.ID}
 		}
 		if tc.Function.Name != "" {
-			call.Function.Name = tc.Function.Name
+			call.name = tc.Function.Name
 		}
-		call.Function.Arguments += tc.Function.Arguments
+		if t.held += len(tc.Function.Arguments); t.held > adapter.MaxHeldOutput {
+			return t.streamError(&ErrorBody{Type: "server_error", Message: adapter.HeldTooLong}, emit)
+		}
+		call.args = append(call.args, tc.Function.Arguments...)
 	}
 	return nil
+}
+
+// heldCall is a tool call whose fragments are held until the finish. Its
+// arguments grow in place: joining them as strings would copy the whole
+// each time, which is quadratic in the number of fragments.
+type heldCall struct {
+	id, name string
+	args     []byte
 }
 
 // flushCalls sends the buffered tool calls, whole, in one chunk.
@@ -104,12 +116,12 @@ func (t *FromGemini) flushCalls(emit func(adapter.Event) error) error {
 		return nil
 	}
 	parts := make([]generate.Part, 0, len(t.calls))
-	for i := range t.calls {
-		if t.calls[i].Function.Name != "" { // an index no call used
-			parts = append(parts, geminiCall(&t.calls[i]))
+	for _, c := range t.calls {
+		if c.name != "" { // an index no call used
+			parts = append(parts, geminiCall(&ToolCall{ID: c.id, Function: FunctionCall{Name: c.name, Arguments: string(c.args)}}))
 		}
 	}
-	t.calls = nil
+	t.calls, t.held = nil, 0
 	if len(parts) == 0 {
 		return nil
 	}

@@ -290,17 +290,18 @@ func assistantMessage(i int, it InputItem) (ChatMessage, error) {
 		m.Content = TextContent(it.Content.Text)
 		return m, nil
 	}
-	var text strings.Builder
+	var text, refusal strings.Builder // joined in place: += would copy the whole per part
 	for j, p := range it.Content.Parts {
 		switch p.Type {
 		case "output_text", "input_text":
 			text.WriteString(p.Text)
 		case "refusal":
-			m.Refusal += p.Refusal
+			refusal.WriteString(p.Refusal)
 		default:
 			return m, adapter.Untranslatable("input[%d].content[%d]: an assistant message's content of type %q cannot be expressed on OpenAI chat", i, j, p.Type)
 		}
 	}
+	m.Refusal = refusal.String()
 	if text.Len() > 0 || m.Refusal == "" {
 		m.Content = TextContent(text.String())
 	}

@@ -34,6 +34,7 @@ type responsesStream struct {
 	open    int          // items index of the open message or reasoning item; -1 when none
 	calls   []int        // chat tool call index → items index
 	names   toolNames    // the request's, to name flattened calls back
+	held    int          // bytes of text, arguments and names in items, up to adapter.MaxHeldOutput
 }
 
 // streamItem is one output item of the stream: a message or reasoning
@@ -42,7 +43,7 @@ type streamItem struct {
 	id     string
 	kind   string // message, reasoning, function_call
 	callID string
-	name   string
+	name   []byte // a call's name may come in fragments too
 	args   []byte
 	parts  []streamPart // the last one is open until the item closes
 	closed bool
@@ -277,6 +278,9 @@ func (s *responsesStream) text(emit func(adapter.Event) error, kind, delta strin
 			return err
 		}
 	}
+	if err := s.hold(emit, len(delta)); err != nil {
+		return err
+	}
 	p := &it.parts[len(it.parts)-1]
 	p.text = append(p.text, delta...)
 	ev := &textEvent{Type: partEvents[kind].delta, ItemID: it.id, OutputIndex: s.open, ContentIndex: len(it.parts) - 1, Delta: &delta}
@@ -332,7 +336,7 @@ func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) 
 		if callID == "" {
 			callID = "call_" + s.answer.base + "_" + strconv.Itoa(j)
 		}
-		s.items = append(s.items, streamItem{id: functionCallID(callID), kind: "function_call", callID: callID, name: tc.Function.Name})
+		s.items = append(s.items, streamItem{id: functionCallID(callID), kind: "function_call", callID: callID})
 		k = len(s.items) - 1
 		for len(s.calls) <= j {
 			s.calls = append(s.calls, -1)
@@ -342,15 +346,26 @@ func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) 
 			Item: s.names.callItem(callID, tc.Function.Name, "", "in_progress")}); err != nil {
 			return err
 		}
-	} else {
-		s.items[k].name += tc.Function.Name
+	}
+	if err := s.hold(emit, len(tc.Function.Name)+len(tc.Function.Arguments)); err != nil {
+		return err
 	}
 	it := &s.items[k]
+	it.name = append(it.name, tc.Function.Name...)
 	if tc.Function.Arguments == "" {
 		return nil
 	}
 	it.args = append(it.args, tc.Function.Arguments...)
 	return s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.delta", ItemID: it.id, OutputIndex: k, Delta: &tc.Function.Arguments})
+}
+
+// hold counts n more bytes held for the final events, and fails the
+// stream when they pass adapter.MaxHeldOutput.
+func (s *responsesStream) hold(emit func(adapter.Event) error, n int) error {
+	if s.held += n; s.held <= adapter.MaxHeldOutput {
+		return nil
+	}
+	return s.fail(emit, &ErrorBody{Type: "server_error", Message: adapter.HeldTooLong, Code: json.RawMessage(`"output_too_long"`)})
 }
 
 // fail passes an upstream error on as the Responses error event, and
@@ -397,7 +412,7 @@ func (s *responsesStream) closeItem(emit func(adapter.Event) error, i int) error
 	}
 	if it.kind == "function_call" {
 		args := string(it.args)
-		if err := s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.done", ItemID: it.id, OutputIndex: i, Name: it.name, Arguments: &args}); err != nil {
+		if err := s.send(emit, &argumentsEvent{Type: "response.function_call_arguments.done", ItemID: it.id, OutputIndex: i, Name: string(it.name), Arguments: &args}); err != nil {
 			return err
 		}
 	} else if len(it.parts) > 0 {
@@ -416,7 +431,7 @@ func (s *responsesStream) outputItem(i int) OutputItem {
 		status = "incomplete"
 	}
 	if it.kind == "function_call" {
-		return s.names.callItem(it.callID, it.name, string(it.args), status)
+		return s.names.callItem(it.callID, string(it.name), string(it.args), status)
 	}
 	parts := make([]OutputPart, len(it.parts))
 	for j, p := range it.parts {

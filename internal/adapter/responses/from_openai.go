@@ -327,7 +327,7 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 		t.usage = r.Usage.Sluice()
 	}
 	msg := openai.ChatMessage{Role: "assistant"}
-	var text, reasoning strings.Builder
+	var text, reasoning, refusal strings.Builder // joined in place: += would copy the whole per part
 	for _, it := range r.Output {
 		switch it.Type {
 		case "reasoning":
@@ -338,7 +338,7 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 					text.WriteString(*p.Text)
 				}
 				if p.Refusal != nil {
-					msg.Refusal += *p.Refusal
+					refusal.WriteString(*p.Refusal)
 				}
 			}
 		case "function_call":
@@ -350,7 +350,7 @@ func (t *FromOpenAI) Response(body []byte) ([]byte, error) {
 		}
 		// Other items answer tools a chat caller cannot declare.
 	}
-	msg.ReasoningContent = reasoning.String()
+	msg.ReasoningContent, msg.Refusal = reasoning.String(), refusal.String()
 	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
 		msg.Content = openai.TextContent(text.String())
 	}
