@@ -216,10 +216,11 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
 	}
-	own := snap.ownLevel(req.Model, rp, key.Tenant, req.User) // owner.go: owned credentials serve their owner only
+	r := snap.ownerOf(key, req)
+	own := snap.ownLevel(req.Model, rp, r) // owner.go: owned credentials serve their owner only
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && ownership(e.Credential, key.Tenant, req.User) == own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && ownership(e.Credential, r) == own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
