@@ -333,6 +333,7 @@ const (
 var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIChat:       "chat",
 	ProtocolOpenAIEmbeddings: "embeddings",
+	ProtocolOpenAIResponses:  "responses",
 	ProtocolOpenAIVideos:     "videos",
 	ProtocolFalQueue:         "fal",
 	ProtocolAnthropic:        "messages",

@@ -109,11 +109,16 @@ const (
 // starting_after, include[]…). A response another key created, or one
 // Sluice did not bind, is not found. A streamed answer is left open
 // (JobAnswer.Stream) for the caller to pass on as it arrives. A deleted
-// response's binding is forgotten. Follow-ups hold no capacity and record
-// no usage, as a job's polls: they generate nothing. pr is the caller's
-// principal, as for Serve.
-func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id string, op ResponseOp, query string) (*JobAnswer, Outcome, error) {
+// response's binding is forgotten. A follow-up takes a light claim
+// (followup.go) and records no usage, as a job's polls: it generates
+// nothing. pr is the caller's principal and req the follow-up (its ID,
+// protocol and arrival), as for Serve.
+func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, req *sluice.Request, id string, op ResponseOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
+	snap := h.live.Load()
+	if err := admitFollowUp(snap, pr.Key, req.Protocol, ""); err != nil {
+		return nil, out, err
+	}
 	b, err := h.jobs.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (b.KeyID != pr.Key.ID || b.Protocol != string(sluice.ProtocolOpenAIResponses)):
@@ -123,7 +128,11 @@ func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id s
 	case err != nil:
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "response state is unavailable", Err: err}
 	}
-	e, err := jobEdge(h.live.Load(), &b)
+	e, err := jobEdge(snap, &b)
+	if err != nil {
+		return nil, out, err
+	}
+	claim, err := h.claimFollowUp(ctx, snap, pr.Key, req, &b, e)
 	if err != nil {
 		return nil, out, err
 	}
@@ -138,14 +147,16 @@ func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id s
 	resp, a := h.caller.CallJob(ctx, e, call)
 	out.Executions = []sluice.Execution{a.Exec}
 	if resp == nil {
+		releaseFollowUp(ctx, claim, a)
 		return nil, out, a.Failure()
 	}
 	out.Committed, out.Status = true, resp.StatusCode
 	ans := &JobAnswer{Job: b, Status: resp.StatusCode, Header: resp.Header}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); a.Class == upstream.ClassNone && mt == "text/event-stream" {
-		ans.Stream = resp.Body
+		ans.Stream = releasingBody{resp.Body, func() { releaseFollowUp(ctx, claim, a) }}
 		return ans, out, nil
 	}
+	defer releaseFollowUp(ctx, claim, a)
 	if ans.JSON, err = upstream.ReadJobAnswer(resp); err != nil {
 		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
 	}
