@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"time"
@@ -70,7 +71,7 @@ func (h *Handler) claimFollowUp(ctx context.Context, snap *Snapshot, k *sluice.K
 	claim, err := h.capacity.Wait(ctx, acq, deadline, func() (string, []store.Candidate) {
 		return domain, []store.Candidate{c}
 	})
-	if err == capacity.ErrRefused {
+	if errors.Is(err, capacity.ErrRefused) {
 		return nil, errConcurrencyExceeded
 	}
 	return claim, err
