@@ -55,3 +55,21 @@ func TestAffinityBounded(t *testing.T) {
 		t.Errorf("the least recently used binding of the tenant holding the most is still there")
 	}
 }
+
+// The probe of issue 24 item 11: tenant B's 100,500 new conversations
+// cost tenant A its one binding. Now they cost B its own oldest only.
+func TestAffinityFloodKeepsAnotherTenantsBinding(t *testing.T) {
+	s := New()
+	ctx := t.Context()
+	s.Bind(ctx, "d", store.SeedOwner{Tenant: "a", Key: "a-key"}, "a-seed", "", "acct-1", time.Hour)
+	b := store.SeedOwner{Tenant: "b", Key: "b-key"}
+	for i := range 100_500 {
+		s.Bind(ctx, "d", b, fmt.Sprint("b-", i), "", "acct-2", time.Hour)
+	}
+	if got, _ := s.Touch(ctx, "d", store.SeedOwner{Tenant: "a", Key: "a-key"}, "a-seed", time.Hour); got != "acct-1" {
+		t.Errorf("tenant A's binding after tenant B's flood = %q, want acct-1", got)
+	}
+	if n := s.bindings.lru.Len(); n != 1+store.MaxKeyBindings {
+		t.Errorf("%d bindings kept, want A's and B's key's bound %d", n, store.MaxKeyBindings)
+	}
+}
