@@ -189,6 +189,10 @@ func testAffinityConcurrentFirstBind(t *testing.T, f *affinityFixture) {
 	}
 }
 
+// boundTTL outlasts a case that floods a store with bindings, however
+// slow the machine.
+const boundTTL = time.Hour
+
 // flood binds n new seeds of owner (named prefix0, prefix1, …) from a few
 // goroutines, in order within each.
 func (f *affinityFixture) flood(owner store.SeedOwner, prefix string, n int) {
@@ -198,7 +202,7 @@ func (f *affinityFixture) flood(owner store.SeedOwner, prefix string, n int) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < n; i += workers {
-				if _, err := f.s.Bind(f.t.Context(), f.domain, owner, prefix+fmt.Sprint(i), "", "acct-a", longTTL); err != nil {
+				if _, err := f.s.Bind(f.t.Context(), f.domain, owner, prefix+fmt.Sprint(i), "", "acct-a", boundTTL); err != nil {
 					f.t.Errorf("Bind %s%d: %v", prefix, i, err)
 					return
 				}
@@ -225,15 +229,15 @@ func testAffinityKeyBound(t *testing.T, f *affinityFixture) {
 	sibling := store.SeedOwner{Tenant: f.owner.Tenant, Key: f.name("sibling")}
 	stranger := store.SeedOwner{Tenant: f.name("stranger"), Key: f.name("stranger-key")}
 	oldest, used := f.name("oldest"), f.name("used")
-	f.bind(f.s, oldest, "", "acct-a", longTTL)
-	f.bind(f.s, used, "", "acct-a", longTTL)
-	if _, err := f.s.Bind(t.Context(), f.domain, sibling, f.name("sibling-seed"), "", "acct-b", longTTL); err != nil {
+	f.bind(f.s, oldest, "", "acct-a", boundTTL)
+	f.bind(f.s, used, "", "acct-a", boundTTL)
+	if _, err := f.s.Bind(t.Context(), f.domain, sibling, f.name("sibling-seed"), "", "acct-b", boundTTL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", longTTL); err != nil {
+	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", boundTTL); err != nil {
 		t.Fatal(err)
 	}
-	f.touch(f.s, used, longTTL)
+	f.touch(f.s, used, boundTTL)
 	f.flood(f.owner, f.name("flood-"), store.MaxKeyBindings-1) // one past the bound
 	if f.bound(oldest) {
 		t.Errorf("the key's least recently used binding is kept past its bound")
@@ -249,11 +253,11 @@ func testAffinityKeyBound(t *testing.T, f *affinityFixture) {
 // goes, whichever of its keys made it; another tenant's stay.
 func testAffinityTenantBound(t *testing.T, f *affinityFixture) {
 	stranger := store.SeedOwner{Tenant: f.name("stranger"), Key: f.name("stranger-key")}
-	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", longTTL); err != nil {
+	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", boundTTL); err != nil {
 		t.Fatal(err)
 	}
 	oldest := f.name("oldest")
-	f.bind(f.s, oldest, "", "acct-a", longTTL)
+	f.bind(f.s, oldest, "", "acct-a", boundTTL)
 	per := store.MaxKeyBindings / 2
 	for k := range store.MaxTenantBindings / per {
 		f.flood(store.SeedOwner{Tenant: f.owner.Tenant, Key: f.name(fmt.Sprint("key-", k))}, f.name(fmt.Sprint("k", k, "-")), per)
