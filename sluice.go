@@ -345,6 +345,7 @@ const (
 var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIChat:       "chat",
 	ProtocolOpenAIEmbeddings: "embeddings",
+	ProtocolOpenAIResponses:  "responses",
 	ProtocolOpenAIVideos:     "videos",
 	ProtocolFalQueue:         "fal",
 	ProtocolAnthropic:        "messages",

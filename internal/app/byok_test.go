@@ -18,9 +18,10 @@ import (
 // byokTemplate is catalogTemplate's layout (database path, state, simA,
 // simB) with owned credentials: the platform's plat-a (account platform)
 // on ep-a and plat-b on ep-b, tenant acme's own acme-own and its end user
-// bob's own bob-own, both on ep-a. Both keys route through pool shared,
-// which holds every account; BUDGET is the pool's cost_budget_day. Key
-// acme-pref prefers the platform account and may fall back to any.
+// bob's own bob-own, both on ep-a. Keys web and acme route through pool
+// shared, which holds every account; BUDGET is the pool's cost_budget_day;
+// acme may assert its end users. Key acme-pref prefers the platform
+// account and may fall back to any; it asserts nobody.
 const byokTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -49,7 +50,7 @@ pools:
   - {id: shared, accounts: [platform, plat-b, acme-own, bob-own]BUDGET}
 keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, policy: {mode: pool, pool: shared}}
-  - {id: acme, tenant: acme, secret_env: KEY_SCOPED, policy: {mode: pool, pool: shared}}
+  - {id: acme, tenant: acme, secret_env: KEY_SCOPED, policy: {mode: pool, pool: shared}, assert: [user]}
   - {id: acme-pref, tenant: acme, secret_file: PREF_FILE, policy: {mode: preferred, accounts: [platform], fallback: any}}
 billing:
   costs:
@@ -209,6 +210,18 @@ func TestBYOKServesOnlyItsOwner(t *testing.T) {
 			t.Errorf("BYOK request %s costs the platform %d", rec.RequestID, rec.Billing.Cost)
 		}
 	}
+}
+
+// TestBYOKUserCredentialNeedsAnAssertingKey (issue 24 item 12): an end
+// user's own credential serves only keys that may assert their end users.
+// Another key of the same tenant naming the user runs on the tenant's
+// credential, never the user's.
+func TestBYOKUserCredentialNeedsAnAssertingKey(t *testing.T) {
+	b := newBYOK(t, "")
+	b.wantServed(b.keyAcme, "bob", 1)
+	b.wantCounts("the asserting key", map[string]int{"plat-a": 0, "acme-own": 0, "bob-own": 1, "plat-b": 0})
+	b.wantServed(keyAcmePref, "bob", 2)
+	b.wantCounts("a key that asserts nobody", map[string]int{"plat-a": 0, "acme-own": 2, "bob-own": 1, "plat-b": 0})
 }
 
 // An end user's bad key disables that credential only, and the user is

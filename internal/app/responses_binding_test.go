@@ -129,11 +129,15 @@ func TestResponsesChainOnADisabledCredential(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "upstream_binding_unavailable") {
 		t.Errorf("a turn on the disabled credential's response = %d %s, want 503 upstream_binding_unavailable", code, body)
 	}
-	// An id Sluice never saw bound (created before it was in front) is
-	// routed as usual: the upstream that gets it answers.
+	// An id Sluice holds no binding for (created before it was in front,
+	// or by a key of another tenant) is not found, and sent nowhere.
+	before := len(h.simA.Requests()) + len(h.simB.Requests())
 	code, _, body = responseTurn(t, h.gw.Addr(), keyWeb, "resp_"+fmt.Sprint(12345), false)
-	if code != http.StatusNotFound || !strings.Contains(body, "previous_response_not_found") {
-		t.Errorf("an unbound previous_response_id = %d %s, want the upstream's 404", code, body)
+	if code != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("an unbound previous_response_id = %d %s, want Sluice's 404", code, body)
+	}
+	if n := len(h.simA.Requests()) + len(h.simB.Requests()); n != before {
+		t.Errorf("an unbound previous_response_id reached the upstream %d times, want 0", n-before)
 	}
 }
 

@@ -105,7 +105,7 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 		}
 		ans, out, err = s.handler.SubmitJob(r.Context(), req, pr)
 	} else {
-		ans, out, err = s.handler.FollowJob(r.Context(), pr, req.Protocol, t.job, t.op, r.URL.RawQuery)
+		ans, out, err = s.handler.FollowJob(r.Context(), pr, req, t.job, t.op, r.URL.RawQuery)
 		if ans != nil {
 			req.Model = ans.Job.Alias // for the access log
 		}

@@ -64,7 +64,7 @@ func (s *Server) serveStoredResponse(w *recorder, r *http.Request, p sluice.Prot
 	case http.MethodPost:
 		op = pipeline.ResponseCancel
 	}
-	ans, out, err := s.handler.FollowResponse(r.Context(), pr, r.PathValue("id"), op, r.URL.RawQuery)
+	ans, out, err := s.handler.FollowResponse(r.Context(), pr, req, r.PathValue("id"), op, r.URL.RawQuery)
 	if err != nil {
 		return out, req, err
 	}

@@ -31,12 +31,13 @@ type affinity struct {
 	settings *routing.Affinity
 	alias    string
 	seed     string
-	bound    string    // the account the seed is bound to; "" = none
-	until    time.Time // when the request stops waiting for bound
-	holding  bool      // plan offers bound's edges only
-	moved    string    // why the request left bound ("" while it has not)
-	ordered  bool      // the edges are in affinity's order
-	placed   string    // the placement, counted at the first grant (sluice.Placement*); "" before it
+	owner    store.SeedOwner // the request's key: the bindings it makes are its
+	bound    string          // the account the seed is bound to; "" = none
+	until    time.Time       // when the request stops waiting for bound
+	holding  bool            // plan offers bound's edges only
+	moved    string          // why the request left bound ("" while it has not)
+	ordered  bool            // the edges are in affinity's order
+	placed   string          // the placement, counted at the first grant (sluice.Placement*); "" before it
 }
 
 // holds reports whether the request still waits for its bound account.
@@ -85,8 +86,8 @@ func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice
 	if seed == "" {
 		return nil
 	}
-	a := &affinity{settings: st, alias: req.Model, seed: seed}
-	bound, err := h.affinity.Touch(ctx, snap.AffinityDomain, seed, st.TTL)
+	a := &affinity{settings: st, alias: req.Model, seed: seed, owner: store.SeedOwner{Tenant: key.Tenant, Key: key.ID}}
+	bound, err := h.affinity.Touch(ctx, snap.AffinityDomain, a.owner, seed, st.TTL)
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "reading a session-affinity binding failed; placed as new", slog.String("request_id", req.ID), slog.Any("err", err))
 	}
@@ -216,7 +217,7 @@ func (h *Handler) affinityGranted(ctx context.Context, snap *Snapshot, req *slui
 	if a.bound != "" {
 		h.metrics.Affinity.Moves.WithLabelValues(a.alias, cmp.Or(a.moved, "no_room")).Inc()
 	}
-	now, err := h.affinity.Bind(ctx, snap.AffinityDomain, a.seed, a.bound, account, a.settings.TTL)
+	now, err := h.affinity.Bind(ctx, snap.AffinityDomain, a.owner, a.seed, a.bound, account, a.settings.TTL)
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "binding a session-affinity seed failed", slog.String("request_id", req.ID), slog.Any("err", err))
 		return

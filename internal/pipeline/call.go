@@ -281,11 +281,10 @@ func (h *Handler) unusable(snap *Snapshot, e *sluice.Edge, failed []failure) str
 type tryFunc func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (a upstream.Attempt, final bool)
 
 // execute runs one attempt of a request that answers at once (chat,
-// embeddings) and releases the claim with its outcome. ending is called
-// when a successful answer is in and its last bytes are not yet sent.
-func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim, ending func(upstream.Attempt)) (a upstream.Attempt) {
+// embeddings) and releases the claim with its outcome. hooks are called as
+// upstream.Hooks says; execute sets Committed.
+func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, start time.Time, claim *capacity.Claim, hooks upstream.Hooks) (a upstream.Attempt) {
 	defer func() { claim.Release(ctx, outcome(a)) }() // on a panic a is zero: released with no outcome
-	hooks := upstream.Hooks{Ending: ending}
 	if claim.Probe {
 		// The account is open once the probe's answer starts, not when a
 		// long stream ends.

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/store/memstore"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // TestClaimIsReleasedWhenTheAttemptPanics: a panic inside an attempt (here a
@@ -28,7 +29,7 @@ func TestClaimIsReleasedWhenTheAttemptPanics(t *testing.T) {
 	h := &Handler{}
 	func() {
 		defer func() { _ = recover() }()
-		h.execute(context.Background(), httptest.NewRecorder(), &sluice.Request{}, &sluice.Edge{}, time.Now(), claim, nil)
+		h.execute(context.Background(), httptest.NewRecorder(), &sluice.Request{}, &sluice.Edge{}, time.Now(), claim, upstream.Hooks{})
 	}()
 	us, _ := s.Units(t.Context(), "d", []string{"u"})
 	if us[0].InFlight != 0 {

@@ -110,18 +110,27 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
 	// the process dies at once; a request that ends any other way is
-	// settled after the call.
+	// settled after the call. A stored response is bound to its edge
+	// before its first byte reaches the caller, so no answer leaves an id
+	// the caller holds and Sluice does not.
 	recorded := false
-	ending := func(a upstream.Attempt) {
-		if a.StoredID != "" {
-			h.bindResponse(ctx, p.Key, req, a)
-		}
-		h.settle(ctx, snap, p, req, answered(out, a), nil)
-		recorded = true
+	hooks := upstream.Hooks{
+		Stored: func(a upstream.Attempt) { h.bindResponse(ctx, p.Key, req, a) },
+		Ending: func(a upstream.Attempt) {
+			h.settle(ctx, snap, p, req, answered(out, a), nil)
+			recorded = true
+		},
+	}
+	if err == nil && req.Stream {
+		// A stream's end is received, and settled, however slowly its
+		// caller takes it (behind.go).
+		bw := newBehind(w)
+		defer bw.finish()
+		w = bw
 	}
 	if err == nil {
 		err = h.call(ctx, snap, p.Key, req, task, edges, pin, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
-			return h.execute(ctx, w, req, e, start, claim, ending), false
+			return h.execute(ctx, w, req, e, start, claim, hooks), false
 		})
 	}
 	if !recorded {
@@ -216,10 +225,11 @@ func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pi
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
 	}
-	own := snap.ownLevel(req.Model, rp, key.Tenant, req.User) // owner.go: owned credentials serve their owner only
+	r := snap.ownerOf(key, req)
+	own := snap.ownLevel(req.Model, rp, r) // owner.go: owned credentials serve their owner only
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && ownership(e.Credential, key.Tenant, req.User) == own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && ownership(e.Credential, r) == own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}

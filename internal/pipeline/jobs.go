@@ -218,10 +218,17 @@ func dialFailed(err error) bool {
 // with its creating credential even if that is disabled or draining now. A
 // job of another key (or another protocol) is not found, exactly as one that
 // does not exist. What the answer says of the job's state is recorded; an
-// end seen here ends the job. pr is the caller's principal, as for Serve.
-// (A stored Responses response is followed by FollowResponse.)
-func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.Protocol, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
+// end seen here ends the job. A follow-up that goes upstream takes a light
+// claim (followup.go). pr is the caller's principal and req the follow-up
+// (its ID, protocol and arrival), as for Serve. (A stored Responses
+// response is followed by FollowResponse.)
+func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, req *sluice.Request, id string, op JobOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
+	p := req.Protocol
+	snap := h.live.Load()
+	if err := admitFollowUp(snap, pr.Key, p, ""); err != nil {
+		return nil, out, err
+	}
 	job, err := h.jobs.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (job.KeyID != pr.Key.ID || job.Protocol != string(p)):
@@ -231,7 +238,6 @@ func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.
 	case err != nil:
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "job state is unavailable", Err: err}
 	}
-	snap := h.live.Load()
 	if op == JobStatus && !strings.Contains(query, "logs=1") {
 		if ans := recorded(&job, snap.Catalog.Server.Jobs.PollInterval.D()); ans != nil {
 			out.Committed, out.Status = true, ans.Status
@@ -242,18 +248,24 @@ func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, p sluice.
 	if err != nil {
 		return nil, out, err
 	}
+	claim, err := h.claimFollowUp(ctx, snap, pr.Key, req, &job, e)
+	if err != nil {
+		return nil, out, err
+	}
 	call := followCall(e, &job, op, query)
 	resp, a := h.caller.CallJob(ctx, e, call)
 	out.Executions = []sluice.Execution{a.Exec}
 	if resp == nil {
+		releaseFollowUp(ctx, claim, a)
 		return nil, out, a.Failure()
 	}
 	out.Committed, out.Status = true, resp.StatusCode
 	ans := &JobAnswer{Job: job, Status: resp.StatusCode, Header: resp.Header}
 	if a.Class == upstream.ClassNone && op == JobResult {
-		ans.Stream = resp.Body
+		ans.Stream = releasingBody{resp.Body, func() { releaseFollowUp(ctx, claim, a) }}
 		return ans, out, nil
 	}
+	defer releaseFollowUp(ctx, claim, a)
 	if ans.JSON, err = upstream.ReadJobAnswer(resp); err != nil {
 		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
 	}

@@ -8,7 +8,8 @@ import (
 
 // Owned credentials (BYOK). A credential with an owner serves only the
 // requests of that owner: of a key of its tenant and, when the owner names
-// an end user, of requests naming that user. The rule for a request is
+// an end user, of requests naming that user from a key that may assert
+// users (see owner). The rule for a request is
 // "own keys only, when it has any": among the alias's edges its key's route
 // policy allows, the request runs on those of its most specific owner —
 // its end user's own credentials, else its tenant's, else the platform's —
@@ -20,6 +21,22 @@ import (
 // candidate list goes through route, also when a waiting request plans
 // again after a reload, so the filter holds on every path.
 
+// owner is whom a request may own credentials as: its key's tenant, and
+// the end user it names when its key may assert users (keys[].assert:
+// [user], the rule that gives an end user their entitlements too). Any
+// other key's X-Sluice-User names the user for limits and the record
+// only: the user's own credentials are not its to run on.
+type owner struct{ tenant, user string }
+
+// ownerOf is the owner a request req of key k runs as.
+func (s *Snapshot) ownerOf(k *sluice.Key, req *sluice.Request) owner {
+	o := owner{tenant: k.Tenant}
+	if s.keys[k.ID].assertUser {
+		o.user = req.User
+	}
+	return o
+}
+
 // Ownership of a credential, as a request sees it; higher is more its own.
 const (
 	notOwn      = -1 // someone else's: never usable
@@ -28,17 +45,17 @@ const (
 	userOwn     = 2  // the request's end user's (within its tenant)
 )
 
-// ownership says whose credential cr is to a request of tenant and end
-// user (user "" = none named).
-func ownership(cr *sluice.Credential, tenant, user string) int {
+// ownership says whose credential cr is to a request of owner r (user ""
+// = none).
+func ownership(cr *sluice.Credential, r owner) int {
 	switch o := cr.Owner; {
 	case o.Platform():
 		return platformOwn
-	case o.Tenant != tenant:
+	case o.Tenant != r.tenant:
 		return notOwn
 	case o.User == "":
 		return tenantOwn
-	case o.User == user:
+	case o.User == r.user:
 		return userOwn
 	}
 	return notOwn
@@ -53,15 +70,15 @@ func (s *Snapshot) own(alias string, edges []*sluice.Edge) {
 	}
 }
 
-// ownLevel is the ownership whose edges a request of tenant and end user
-// on alias runs on: the highest among the alias's edges that rp allows, in
-// service or not — an owner's disabled key must not send its requests to
-// the platform. Only owned edges can raise it, so an alias without any
-// costs nothing.
-func (s *Snapshot) ownLevel(alias string, rp *routePolicy, tenant, user string) int {
+// ownLevel is the ownership whose edges a request of owner r on alias
+// runs on: the highest among the alias's edges that rp allows, in service
+// or not — an owner's disabled key must not send its requests to the
+// platform. Only owned edges can raise it, so an alias without any costs
+// nothing.
+func (s *Snapshot) ownLevel(alias string, rp *routePolicy, r owner) int {
 	level := platformOwn
 	for _, e := range s.owned[alias] {
-		if o := ownership(e.Credential, tenant, user); o > level && rp.allows(e.Account.ID) {
+		if o := ownership(e.Credential, r); o > level && rp.allows(e.Account.ID) {
 			level = o
 		}
 	}
@@ -75,14 +92,14 @@ func (s *Snapshot) ownLevel(alias string, rp *routePolicy, tenant, user string) 
 // request is not limited to its owner's credentials, or when one of them
 // is in service (the request failed on it for another reason).
 func (h *Handler) ownUnavailable(snap *Snapshot, key *sluice.Key, req *sluice.Request) error {
-	rp := snap.policy(key, req)
-	level := snap.ownLevel(req.Model, rp, key.Tenant, req.User)
+	rp, r := snap.policy(key, req), snap.ownerOf(key, req)
+	level := snap.ownLevel(req.Model, rp, r)
 	if level == platformOwn {
 		return nil
 	}
 	why := ""
 	for _, e := range snap.owned[req.Model] {
-		if ownership(e.Credential, key.Tenant, req.User) != level || !rp.allows(e.Account.ID) {
+		if ownership(e.Credential, r) != level || !rp.allows(e.Account.ID) {
 			continue
 		}
 		out := h.outOfService(snap, e)
@@ -117,7 +134,7 @@ func (h *Handler) outOfServiceReason(e *sluice.Edge, out string) string {
 // credentials only: it costs the platform nothing, so the platform's cost
 // budgets do not hold it back.
 func (s *Snapshot) ownsRoute(k *sluice.Key, req *sluice.Request) bool {
-	return s.ownLevel(req.Model, s.policy(k, req), k.Tenant, req.User) != platformOwn
+	return s.ownLevel(req.Model, s.policy(k, req), s.ownerOf(k, req)) != platformOwn
 }
 
 // callPolicy is the route policy call follows for a request of key k: its

@@ -26,23 +26,23 @@ import (
 // OpenAI keeps a stored response.
 const responseRetention = 30 * 24 * time.Hour
 
-// previousResponse returns the binding of req's previous_response_id: nil
-// when it names none or one Sluice did not see created (it may predate
-// Sluice; routing goes on as usual), not found when another key created it.
+// previousResponse returns the binding of req's previous_response_id, nil
+// when it names none. An id Sluice holds no binding for — one another key
+// created, one of another protocol, or one it never saw created (it may
+// predate Sluice) — is not found: forwarding it would let any key reach a
+// response stored under another's credential, whose upstream would answer.
 func (h *Handler) previousResponse(ctx context.Context, key *sluice.Key, req *sluice.Request) (*store.Job, error) {
 	if req.PreviousResponseID == "" {
 		return nil, nil
 	}
 	b, err := h.jobs.Job(ctx, req.PreviousResponseID)
 	switch {
-	case errors.Is(err, store.ErrJobNotFound) || err == nil && b.Protocol != string(sluice.ProtocolOpenAIResponses):
-		return nil, nil
+	case errors.Is(err, store.ErrJobNotFound) || err == nil && (b.KeyID != key.ID || b.Protocol != string(sluice.ProtocolOpenAIResponses)):
+		return nil, &sluice.Error{Code: sluice.CodeNotFound, Msg: "Previous response with id '" + req.PreviousResponseID + "' not found."}
 	case errors.Is(err, store.ErrUnavailable):
 		return nil, capacity.StateUnavailable(err)
 	case err != nil:
 		return nil, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "response state is unavailable", Err: err}
-	case b.KeyID != key.ID:
-		return nil, &sluice.Error{Code: sluice.CodeNotFound, Msg: "Previous response with id '" + req.PreviousResponseID + "' not found."}
 	}
 	return &b, nil
 }
@@ -70,11 +70,12 @@ func errCannotCompact(model string) error {
 var errResponseBindingUnavailable = &sluice.Error{Code: sluice.CodeBindingUnavailable,
 	Msg: "the upstream account that stored the previous response is unavailable"}
 
-// bindResponse binds the response the successful attempt a stored upstream
-// to a's edge, before the answer's last bytes reach the caller (so its next
-// turn finds the binding), as a job submit binds its job. A failure is
-// logged: the answer stands, and a later turn naming the id is routed as
-// one Sluice never saw.
+// bindResponse binds the response that attempt a's upstream stored for req
+// to a's edge, before the answer's first byte reaches the caller: the caller
+// cannot name the id before, so its next turn (and its follow-ups) find
+// the binding however the answer ends — too long to hold, cut by the
+// caller or the upstream. A failure is logged: the answer stands, and the
+// id is not found later, as one Sluice never saw.
 func (h *Handler) bindResponse(ctx context.Context, key *sluice.Key, req *sluice.Request, a upstream.Attempt) {
 	now := time.Now()
 	b := store.Job{
@@ -108,11 +109,16 @@ const (
 // starting_after, include[]…). A response another key created, or one
 // Sluice did not bind, is not found. A streamed answer is left open
 // (JobAnswer.Stream) for the caller to pass on as it arrives. A deleted
-// response's binding is forgotten. Follow-ups hold no capacity and record
-// no usage, as a job's polls: they generate nothing. pr is the caller's
-// principal, as for Serve.
-func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id string, op ResponseOp, query string) (*JobAnswer, Outcome, error) {
+// response's binding is forgotten. A follow-up takes a light claim
+// (followup.go) and records no usage, as a job's polls: it generates
+// nothing. pr is the caller's principal and req the follow-up (its ID,
+// protocol and arrival), as for Serve.
+func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, req *sluice.Request, id string, op ResponseOp, query string) (*JobAnswer, Outcome, error) {
 	out := Outcome{KeyID: pr.Key.ID}
+	snap := h.live.Load()
+	if err := admitFollowUp(snap, pr.Key, req.Protocol, ""); err != nil {
+		return nil, out, err
+	}
 	b, err := h.jobs.Job(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrJobNotFound) || err == nil && (b.KeyID != pr.Key.ID || b.Protocol != string(sluice.ProtocolOpenAIResponses)):
@@ -122,7 +128,11 @@ func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id s
 	case err != nil:
 		return nil, out, &sluice.Error{Code: sluice.CodeBindingUnavailable, Msg: "response state is unavailable", Err: err}
 	}
-	e, err := jobEdge(h.live.Load(), &b)
+	e, err := jobEdge(snap, &b)
+	if err != nil {
+		return nil, out, err
+	}
+	claim, err := h.claimFollowUp(ctx, snap, pr.Key, req, &b, e)
 	if err != nil {
 		return nil, out, err
 	}
@@ -137,14 +147,16 @@ func (h *Handler) FollowResponse(ctx context.Context, pr *sluice.Principal, id s
 	resp, a := h.caller.CallJob(ctx, e, call)
 	out.Executions = []sluice.Execution{a.Exec}
 	if resp == nil {
+		releaseFollowUp(ctx, claim, a)
 		return nil, out, a.Failure()
 	}
 	out.Committed, out.Status = true, resp.StatusCode
 	ans := &JobAnswer{Job: b, Status: resp.StatusCode, Header: resp.Header}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); a.Class == upstream.ClassNone && mt == "text/event-stream" {
-		ans.Stream = resp.Body
+		ans.Stream = releasingBody{resp.Body, func() { releaseFollowUp(ctx, claim, a) }}
 		return ans, out, nil
 	}
+	defer releaseFollowUp(ctx, claim, a)
 	if ans.JSON, err = upstream.ReadJobAnswer(resp); err != nil {
 		return nil, out, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "the upstream answer broke off", Err: err}
 	}

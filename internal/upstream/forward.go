@@ -59,7 +59,7 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 	maskSecret(body, x.secret)
 	a.TTFT = time.Since(callStart)
 	a.Committed = true
-	hooks.committed()
+	hooks.committed(a)
 	hooks.ending(a)
 	if err := writeResponse(w, &response{status: resp.StatusCode, header: resp.Header, body: body}, x.secret, false); err != nil {
 		a.Class, a.Err = ClassCallerGone, err
@@ -118,6 +118,12 @@ func (c *Caller) passOn(ctx, actx context.Context, w http.ResponseWriter, resp *
 		a.Class, a.Err = ClassEndpoint, scan.Err(false)
 		return a
 	}
+	if x.dialect.Stores {
+		// The answer opens with its id: the members read before the held
+		// bytes end are enough (see storedID).
+		f, _ := readAnswer(held)
+		a.StoredID = storedID(f)
+	}
 	maskSecret(held, secret)
 	h := w.Header()
 	passHeaders(h, resp.Header, secret, false)
@@ -126,7 +132,7 @@ func (c *Caller) passOn(ctx, actx context.Context, w http.ResponseWriter, resp *
 	}
 	a.TTFT = time.Since(callStart)
 	a.Committed = true
-	hooks.committed()
+	hooks.committed(a)
 	w.WriteHeader(resp.StatusCode)
 
 	rc := http.NewResponseController(w)

@@ -54,7 +54,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 	if x.tr == nil && x.dialect.Stores {
 		a.StoredID = createdID(ev.Data) // a Responses stream opens with response.created
 	}
-	hooks.committed()
+	hooks.committed(a)
 	h := w.Header()
 	h["Content-Type"] = eventStream
 	h["Cache-Control"] = noCache

@@ -24,6 +24,10 @@ var OpenAIResponses = &Dialect{
 // storedID is the id of the stored response an answer is ("object":
 // "response"), "" when it is none or says "store":false (kept nowhere
 // upstream: Codex sends store false and resends the whole conversation).
+// f may hold the members of an answer's first bytes only (readAnswer reads
+// those before the cut): its id and object come first, but its store comes
+// after the output, so such an answer is taken as stored unless those bytes
+// say otherwise.
 func storedID(f answerFields) string {
 	var id string
 	if string(f.object) != `"response"` || string(f.store) == "false" || jsonfield.DecodeString(&id, f.id) != nil {

@@ -137,10 +137,16 @@ func (c *Caller) Execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	return a
 }
 
-// Hooks let the caller of Execute act at two moments of an attempt that
-// succeeds. Either may be nil; each is called at most once, on the
-// request's goroutine.
+// Hooks let the caller of Execute act at the moments of an attempt that
+// succeeds. Any may be nil; each is called at most once, on the request's
+// goroutine.
 type Hooks struct {
+	// Stored: the answer about to reach the caller is a response the
+	// upstream stored (a.StoredID, known from the answer's first bytes; a
+	// is the attempt so far); called before Committed, so that whatever is
+	// bound to the id is bound before the caller can name it, however the
+	// answer then ends.
+	Stored func(a Attempt)
 	// Committed: a 2xx answer is about to reach the caller, so the attempt
 	// can no longer fail over (a post-cooldown probe has succeeded).
 	Committed func()
@@ -150,7 +156,12 @@ type Hooks struct {
 	Ending func(a Attempt)
 }
 
-func (h Hooks) committed() {
+// committed calls Stored (for a stored answer) and Committed, a being
+// the attempt so far.
+func (h Hooks) committed(a Attempt) {
+	if a.StoredID != "" && h.Stored != nil {
+		h.Stored(a)
+	}
 	if h.Committed != nil {
 		h.Committed()
 	}

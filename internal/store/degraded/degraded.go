@@ -703,13 +703,13 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 
 // Touch, Bind and Binding keep session-affinity bindings in the current
 // store: while degraded, sessions bind per replica.
-func (s *Store) Touch(ctx context.Context, domain, seed string, ttl time.Duration) (string, error) {
-	return s.current().Touch(ctx, domain, seed, ttl)
+func (s *Store) Touch(ctx context.Context, domain string, owner store.SeedOwner, seed string, ttl time.Duration) (string, error) {
+	return s.current().Touch(ctx, domain, owner, seed, ttl)
 }
 
 // Bind: see Touch.
-func (s *Store) Bind(ctx context.Context, domain, seed, from, to string, ttl time.Duration) (string, error) {
-	return s.current().Bind(ctx, domain, seed, from, to, ttl)
+func (s *Store) Bind(ctx context.Context, domain string, owner store.SeedOwner, seed, from, to string, ttl time.Duration) (string, error) {
+	return s.current().Bind(ctx, domain, owner, seed, from, to, ttl)
 }
 
 // Binding: see Touch.

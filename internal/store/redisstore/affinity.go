@@ -1,8 +1,10 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,15 +17,26 @@ var _ store.Affinity = (*Store)(nil)
 // An affinity binding is a string key per seed, P{d:D}:aff:<seed> →
 // account, with the binding's idle TTL as the key's: Redis forgets lapsed
 // bindings on its own, and the capacity domain's hash tag keeps them on
-// its slot. A bound request costs one round trip (GETEX), a new or moved
-// one a second (the bind script).
+// its slot. Each owner's bindings are indexed by last use in a sorted set,
+// P{d:D}:affk:<key> and P{d:D}:afft:<tenant>, which hold the bounds (see
+// affinity_bind.lua). A use costs one round trip (the touch script), a new
+// or moved binding a second (the bind script), and a binding past a bound
+// a third, which deletes what the bind script let go.
 func (s *Store) affinityKey(domain, seed string) string {
 	return s.prefix + "{d:" + domain + "}:aff:" + seed
 }
 
+// affinityIndexes are the keys of owner's indexes in domain: its key's,
+// then its tenant's.
+func (s *Store) affinityIndexes(domain string, owner store.SeedOwner) (key, tenant string) {
+	return s.prefix + "{d:" + domain + "}:affk:" + owner.Key, s.prefix + "{d:" + domain + "}:afft:" + owner.Tenant
+}
+
 // Touch implements store.Affinity.
-func (s *Store) Touch(ctx context.Context, domain, seed string, ttl time.Duration) (string, error) {
-	account, err := s.rdb.GetEx(ctx, s.affinityKey(domain, seed), ttl).Result()
+func (s *Store) Touch(ctx context.Context, domain string, owner store.SeedOwner, seed string, ttl time.Duration) (string, error) {
+	k, t := s.affinityIndexes(domain, owner)
+	account, err := affinityTouchScript.Run(ctx, s.rdb, []string{s.affinityKey(domain, seed), k, t},
+		ttl.Milliseconds(), seed, time.Now().UnixMilli(), owner.Key).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil
@@ -34,12 +47,29 @@ func (s *Store) Touch(ctx context.Context, domain, seed string, ttl time.Duratio
 }
 
 // Bind implements store.Affinity.
-func (s *Store) Bind(ctx context.Context, domain, seed, from, to string, ttl time.Duration) (string, error) {
-	account, err := affinityBindScript.Run(ctx, s.rdb, []string{s.affinityKey(domain, seed)}, from, to, ttl.Milliseconds()).Text()
-	if err != nil {
-		return "", unavailable("affinity bind", err)
+func (s *Store) Bind(ctx context.Context, domain string, owner store.SeedOwner, seed, from, to string, ttl time.Duration) (string, error) {
+	k, t := s.affinityIndexes(domain, owner)
+	out, err := affinityBindScript.Run(ctx, s.rdb, []string{s.affinityKey(domain, seed), k, t},
+		from, to, ttl.Milliseconds(), seed, time.Now().UnixMilli(), owner.Key, store.MaxKeyBindings, store.MaxTenantBindings).StringSlice()
+	if err != nil || len(out) == 0 {
+		return "", unavailable("affinity bind", cmp.Or(err, errors.New("empty answer")))
 	}
-	return account, nil
+	if gone := out[1:]; len(gone) > 0 {
+		// The bindings past a bound: their keys, and their entries in
+		// their key's index (the tenant's index let them go already).
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, member := range gone {
+				key, seed, _ := strings.Cut(member, "\x00")
+				p.Del(ctx, s.affinityKey(domain, seed))
+				p.ZRem(ctx, s.prefix+"{d:"+domain+"}:affk:"+key, seed)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", unavailable("affinity forget", err)
+		}
+	}
+	return out[0], nil
 }
 
 // Binding implements store.Affinity.

@@ -37,6 +37,8 @@ var (
 	luaJobDue string
 	//go:embed lua/affinity_bind.lua
 	luaAffinityBind string
+	//go:embed lua/affinity_touch.lua
+	luaAffinityTouch string
 )
 
 // The shebang makes Redis 7 enforce declared keys: a script touching an
@@ -45,12 +47,13 @@ const shebang = "#!lua\n"
 
 // The job and affinity scripts are small and stand alone: EVALSHA.
 var (
-	jobCreateScript    = redis.NewScript(shebang + luaJobCreate)
-	jobUpdateScript    = redis.NewScript(shebang + luaJobUpdate)
-	jobDueScript       = redis.NewScript(shebang + luaJobDue)
-	affinityBindScript = redis.NewScript(shebang + luaAffinityBind)
+	jobCreateScript     = redis.NewScript(shebang + luaJobCreate)
+	jobUpdateScript     = redis.NewScript(shebang + luaJobUpdate)
+	jobDueScript        = redis.NewScript(shebang + luaJobDue)
+	affinityBindScript  = redis.NewScript(shebang + luaAffinityBind)
+	affinityTouchScript = redis.NewScript(shebang + luaAffinityTouch)
 
-	allScripts = []*redis.Script{jobCreateScript, jobUpdateScript, jobDueScript, affinityBindScript}
+	allScripts = []*redis.Script{jobCreateScript, jobUpdateScript, jobDueScript, affinityBindScript, affinityTouchScript}
 )
 
 // The capacity scripts are one Redis Function library (Redis 7): lib.lua's

@@ -24,12 +24,15 @@ func RunAffinity(t *testing.T, newBackend func(t *testing.T) func() store.Affini
 		{"DomainsApart", testAffinityDomainsApart},
 		{"ReplicasShare", testAffinityReplicasShare},
 		{"ConcurrentFirstBind", testAffinityConcurrentFirstBind},
+		{"KeyBound", testAffinityKeyBound},
+		{"TenantBound", testAffinityTenantBound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			newReplica := newBackend(t)
 			p := fmt.Sprintf("sa%x.%d.", time.Now().UnixNano(), runs.Add(1))
-			tt.run(t, &affinityFixture{t: t, newReplica: newReplica, s: newReplica(), prefix: p, domain: p + "dom"})
+			tt.run(t, &affinityFixture{t: t, newReplica: newReplica, s: newReplica(), prefix: p, domain: p + "dom",
+				owner: store.SeedOwner{Tenant: p + "tenant", Key: p + "key"}})
 		})
 	}
 }
@@ -40,13 +43,14 @@ type affinityFixture struct {
 	s          store.Affinity
 	prefix     string
 	domain     string
+	owner      store.SeedOwner // of every binding the case makes through touch and bind
 }
 
 func (f *affinityFixture) name(short string) string { return f.prefix + short }
 
 func (f *affinityFixture) touch(s store.Affinity, seed string, ttl time.Duration) string {
 	f.t.Helper()
-	got, err := s.Touch(f.t.Context(), f.domain, seed, ttl)
+	got, err := s.Touch(f.t.Context(), f.domain, f.owner, seed, ttl)
 	if err != nil {
 		f.t.Fatalf("Touch(%s): %v", seed, err)
 	}
@@ -55,7 +59,7 @@ func (f *affinityFixture) touch(s store.Affinity, seed string, ttl time.Duration
 
 func (f *affinityFixture) bind(s store.Affinity, seed, from, to string, ttl time.Duration) string {
 	f.t.Helper()
-	got, err := s.Bind(f.t.Context(), f.domain, seed, from, to, ttl)
+	got, err := s.Bind(f.t.Context(), f.domain, f.owner, seed, from, to, ttl)
 	if err != nil {
 		f.t.Fatalf("Bind(%s, %q → %q): %v", seed, from, to, err)
 	}
@@ -139,7 +143,7 @@ func testAffinityBindingDoesNotRefresh(t *testing.T, f *affinityFixture) {
 func testAffinityDomainsApart(t *testing.T, f *affinityFixture) {
 	seed := f.name("seed")
 	f.bind(f.s, seed, "", "acct-a", longTTL)
-	got, err := f.s.Touch(t.Context(), f.name("other"), seed, longTTL)
+	got, err := f.s.Touch(t.Context(), f.name("other"), f.owner, seed, longTTL)
 	if err != nil || got != "" {
 		t.Fatalf("Touch in another domain = %q, %v; want none", got, err)
 	}
@@ -168,7 +172,7 @@ func testAffinityConcurrentFirstBind(t *testing.T, f *affinityFixture) {
 	for i := range got {
 		wg.Go(func() {
 			var err error
-			got[i], err = replicas[i%len(replicas)].Bind(t.Context(), f.domain, seed, "", fmt.Sprintf("acct-%d", i), longTTL)
+			got[i], err = replicas[i%len(replicas)].Bind(t.Context(), f.domain, f.owner, seed, "", fmt.Sprintf("acct-%d", i), longTTL)
 			if err != nil {
 				t.Errorf("Bind %d: %v", i, err)
 			}
@@ -182,5 +186,89 @@ func testAffinityConcurrentFirstBind(t *testing.T, f *affinityFixture) {
 	}
 	if b := f.touch(f.s, seed, longTTL); b != got[0] {
 		t.Fatalf("Touch = %q, want the winner %q", b, got[0])
+	}
+}
+
+// boundTTL outlasts a case that floods a store with bindings, however
+// slow the machine.
+const boundTTL = time.Hour
+
+// flood binds n new seeds of owner (named prefix0, prefix1, …) from a few
+// goroutines, in order within each.
+func (f *affinityFixture) flood(owner store.SeedOwner, prefix string, n int) {
+	f.t.Helper()
+	const workers = 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if _, err := f.s.Bind(f.t.Context(), f.domain, owner, prefix+fmt.Sprint(i), "", "acct-a", boundTTL); err != nil {
+					f.t.Errorf("Bind %s%d: %v", prefix, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// bound reports whether seed of owner is still bound, without using it.
+func (f *affinityFixture) bound(seed string) bool {
+	f.t.Helper()
+	_, ok, err := f.s.Binding(f.t.Context(), f.domain, seed)
+	if err != nil {
+		f.t.Fatalf("Binding(%s): %v", seed, err)
+	}
+	return ok
+}
+
+// Past store.MaxKeyBindings, a key's least recently used binding goes: not
+// one it used since, not another key's of its tenant, not another
+// tenant's.
+func testAffinityKeyBound(t *testing.T, f *affinityFixture) {
+	sibling := store.SeedOwner{Tenant: f.owner.Tenant, Key: f.name("sibling")}
+	stranger := store.SeedOwner{Tenant: f.name("stranger"), Key: f.name("stranger-key")}
+	oldest, used := f.name("oldest"), f.name("used")
+	f.bind(f.s, oldest, "", "acct-a", boundTTL)
+	f.bind(f.s, used, "", "acct-a", boundTTL)
+	if _, err := f.s.Bind(t.Context(), f.domain, sibling, f.name("sibling-seed"), "", "acct-b", boundTTL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", boundTTL); err != nil {
+		t.Fatal(err)
+	}
+	f.touch(f.s, used, boundTTL)
+	f.flood(f.owner, f.name("flood-"), store.MaxKeyBindings-1) // one past the bound
+	if f.bound(oldest) {
+		t.Errorf("the key's least recently used binding is kept past its bound")
+	}
+	for _, seed := range []string{used, f.name("sibling-seed"), f.name("stranger-seed")} {
+		if !f.bound(seed) {
+			t.Errorf("binding %s was forgotten for another key's flood (or its own, though used since)", seed)
+		}
+	}
+}
+
+// Past store.MaxTenantBindings, a tenant's least recently used binding
+// goes, whichever of its keys made it; another tenant's stay.
+func testAffinityTenantBound(t *testing.T, f *affinityFixture) {
+	stranger := store.SeedOwner{Tenant: f.name("stranger"), Key: f.name("stranger-key")}
+	if _, err := f.s.Bind(t.Context(), f.domain, stranger, f.name("stranger-seed"), "", "acct-c", boundTTL); err != nil {
+		t.Fatal(err)
+	}
+	oldest := f.name("oldest")
+	f.bind(f.s, oldest, "", "acct-a", boundTTL)
+	per := store.MaxKeyBindings / 2
+	for k := range store.MaxTenantBindings / per {
+		f.flood(store.SeedOwner{Tenant: f.owner.Tenant, Key: f.name(fmt.Sprint("key-", k))}, f.name(fmt.Sprint("k", k, "-")), per)
+	}
+	if f.bound(oldest) {
+		t.Errorf("the tenant's least recently used binding is kept past its bound")
+	}
+	if !f.bound(f.name("stranger-seed")) {
+		t.Errorf("another tenant's binding was forgotten for a tenant's flood")
+	}
+	if !f.bound(f.name(fmt.Sprint("k", store.MaxTenantBindings/per-1, "-", per-1))) {
+		t.Errorf("the tenant's most recent binding was forgotten")
 	}
 }
