@@ -292,3 +292,41 @@ func newServer(t *testing.T, opts admin.Options) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// TestBodiesSpellEachMemberOnce: every admin body is decoded in one
+// place, which refuses a member repeated or spelled in another case, at
+// any depth, as the data plane does: encoding/json would apply the last
+// one ({"amount":"1","amount":"1000"} applied 1000.00).
+func TestBodiesSpellEachMemberOnce(t *testing.T) {
+	tests := []struct {
+		name, method, path, body, field string
+	}{
+		{"repeated amount", "POST", "/admin/billing/accounts/cat-acct/topup", `{"amount":"1","amount":"1000"}`, "amount"},
+		{"amount in another case", "POST", "/admin/billing/accounts/cat-acct/topup", `{"amount":"1","Amount":"1000"}`, "amount"},
+		{"amount in another case alone", "POST", "/admin/billing/accounts/cat-acct/topup", `{"AMOUNT":"1000"}`, "amount"},
+		{"Kelvin sign", "POST", "/admin/keys", `{"name":"n","tenant":"web","tas\u212a":"x"}`, "task"},
+		{"repeated tenant", "POST", "/admin/keys", `{"name":"n","tenant":"web","tenant":"other"}`, "tenant"},
+		{"escaped repetition", "POST", "/admin/keys", `{"name":"n","tenant":"web","ten\u0061nt":"other"}`, "tenant"},
+		{"nested", "POST", "/admin/keys", `{"name":"n","tenant":"web","policy":{"mode":"default","Mode":"pool"}}`, "policy.mode"},
+		{"promoted from an embedded struct", "POST", "/admin/keys", `{"name":"n","tenant":"web","on_limit":"wait","On_Limit":"refuse"}`, "on_limit"},
+		{"repeated label", "POST", "/admin/keys", `{"name":"n","tenant":"web","labels":{"team":"a","team":"b"}}`, "labels.team"},
+		{"in a list", "PUT", "/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"alice","profile":"free","User":"bob"}]}`, "entitlements[0].user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			resp, body := h.do(t, tt.method, tt.path, testToken, tt.body, "Idempotency-Key", "k-1")
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s %s %s = %d %s, want 400", tt.method, tt.path, tt.body, resp.StatusCode, body)
+			}
+			if msg := decodeError(t, body).Error.Message; tt.field != "" && !strings.Contains(msg, `"`+tt.field+`" must appear at most once, spelled exactly so`) {
+				t.Errorf("message = %q, want it to name %q", msg, tt.field)
+			}
+		})
+	}
+	// A label whose name only differs in case is another label.
+	h := newHarness(t)
+	if resp, body := h.do(t, "POST", "/admin/keys", testToken, `{"name":"n","tenant":"web","labels":{"team":"a","Team":"b"}}`); resp.StatusCode != http.StatusCreated {
+		t.Errorf("labels team and Team = %d %s, want 201", resp.StatusCode, body)
+	}
+}

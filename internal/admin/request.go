@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -26,8 +27,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // decodeJSON decodes exactly one JSON object into v, refusing unknown
-// fields. An empty body leaves v as it is when emptyOK, and is an error
-// otherwise.
+// fields and members repeated or not spelled exactly (spelledOnce). An
+// empty body leaves v as it is when emptyOK, and is an error otherwise.
+// Every admin body but the catalog's YAML is read here.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) error {
 	b, err := readBody(w, r)
 	if err != nil {
@@ -38,6 +40,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 			return nil
 		}
 		return invalid("the request body is empty; want a JSON object")
+	}
+	if err := spelledOnce(json.NewDecoder(bytes.NewReader(b)), reflect.TypeOf(v), ""); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
