@@ -74,9 +74,11 @@ type Catalog interface {
 	// operator last saw (0 = no check). It returns an error wrapping
 	// catalog.ErrConflict when ifVersion is stale, one wrapping
 	// ErrCatalogReadOnly when the catalog cannot be changed through the API,
-	// and any other error (for example *InvalidCatalogError) when doc is
-	// invalid; that error's text is shown to the operator in full.
-	Apply(ctx context.Context, doc []byte, ifVersion int64) (CatalogStatus, error)
+	// one wrapping ErrCatalogEmptied when doc has no models (or no keys)
+	// while the serving catalog has some, unless force is set, and any
+	// other error (for example *InvalidCatalogError) when doc is invalid;
+	// that error's text is shown to the operator in full.
+	Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (CatalogStatus, error)
 }
 
 // CatalogStatus describes the catalog serving now.
@@ -93,6 +95,12 @@ type CatalogStatus struct {
 // ErrCatalogReadOnly is wrapped by Catalog.Apply when the catalog is managed
 // by something else (a file) and cannot be changed through the admin API.
 var ErrCatalogReadOnly = errors.New("catalog is read-only")
+
+// ErrCatalogEmptied is wrapped by Catalog.Apply when a catalog without
+// models or without keys would replace one that has them: a document cut
+// short or a template left unfilled would stop every request. An apply
+// with force goes through.
+var ErrCatalogEmptied = errors.New("it would drop every model alias or every catalog key serving now")
 
 // InvalidCatalogError is a catalog document that failed to decode or
 // validate. Err usually joins every problem (errors.Join), one per line.
@@ -226,7 +234,7 @@ type server struct {
 //
 //	GET  /admin/status                  CatalogStatus plus key, account and credential counts by status
 //	GET  /admin/catalog                 the serving YAML, ETag "<version>"
-//	PUT  /admin/catalog                 apply YAML (If-Match "<version>" optional)
+//	PUT  /admin/catalog?force=true      apply YAML (If-Match "<version>" optional; force to drop every alias or key)
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
 //	GET  /admin/keys                    []KeyRecord
 //	GET  /admin/keys/{id}               KeyRecord

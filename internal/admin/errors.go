@@ -21,6 +21,7 @@ const (
 	CodeCatalogVersionConflict sluice.Code = "catalog_version_conflict"  // 412
 	CodeCatalogInvalid         sluice.Code = "catalog_invalid"           // 422
 	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"         // 409
+	CodeCatalogEmptied         sluice.Code = "catalog_emptied"           // 409: no models or keys; ?force=true applies it
 	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"    // 409
 	CodeKeyConflict            sluice.Code = "key_conflict"              // 409
 	CodeKeyReadOnly            sluice.Code = "key_read_only"             // 409: declared in the catalog
@@ -36,6 +37,7 @@ var adminStatus = map[sluice.Code]int{
 	CodeCatalogVersionConflict: http.StatusPreconditionFailed,
 	CodeCatalogInvalid:         http.StatusUnprocessableEntity,
 	CodeCatalogReadOnly:        http.StatusConflict,
+	CodeCatalogEmptied:         http.StatusConflict,
 	CodeKeyTransitionInvalid:   http.StatusConflict,
 	CodeKeyConflict:            http.StatusConflict,
 	CodeKeyReadOnly:            http.StatusConflict,
@@ -153,6 +155,8 @@ func catalogError(err error) error {
 		return &sluice.Error{Code: CodeCatalogReadOnly, Msg: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrConflict):
 		return &sluice.Error{Code: CodeCatalogVersionConflict, Msg: err.Error(), Err: err}
+	case errors.Is(err, ErrCatalogEmptied):
+		return &sluice.Error{Code: CodeCatalogEmptied, Msg: err.Error() + "; apply it with ?force=true (sluice apply --force) if that is meant", Err: err}
 	}
 	if _, ok := errors.AsType[*sluice.Error](err); ok {
 		return err

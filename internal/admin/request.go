@@ -87,6 +87,20 @@ func cleanModels(models []string) ([]string, error) {
 	return out, nil
 }
 
+// parseForce reads ?force=true (or false, or absent) of the writes that
+// refuse to drop something without it.
+func parseForce(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("force")
+	if v == "" {
+		return false, nil
+	}
+	force, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid("force %q is not true or false", v)
+	}
+	return force, nil
+}
+
 // parseIfMatch reads an If-Match header holding a catalog version: `"3"`
 // (or 3). Absent or "*" means no check (0).
 func parseIfMatch(h string) (int64, error) {

@@ -176,8 +176,9 @@ func (s *catalogSource) Status() admin.CatalogStatus {
 }
 
 // Apply validates doc and makes it serve, storing it so it outlives a
-// restart. A catalog managed by a file cannot be changed this way.
-func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) (admin.CatalogStatus, error) {
+// restart. A catalog managed by a file cannot be changed this way, and
+// one that would drop every alias or every key only with force.
+func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (admin.CatalogStatus, error) {
 	if s.path != "" {
 		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by %s: %w", s.path, admin.ErrCatalogReadOnly)
 	}
@@ -187,6 +188,9 @@ func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) 
 		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
 	}
 	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
+	if err == nil && !force {
+		err = emptied(s.live.Load().Catalog, c)
+	}
 	if err == nil {
 		_, err = s.docs.SaveCatalog(ctx, doc, 0)
 	}
@@ -199,4 +203,16 @@ func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) 
 		return admin.CatalogStatus{}, err
 	}
 	return s.Status(), nil
+}
+
+// emptied returns an error wrapping admin.ErrCatalogEmptied when next has
+// no models or no keys while cur has some.
+func emptied(cur, next *config.Catalog) error {
+	switch {
+	case len(next.Models) == 0 && len(cur.Models) > 0:
+		return fmt.Errorf("the new catalog has no models: %w", admin.ErrCatalogEmptied)
+	case len(next.Keys) == 0 && len(cur.Keys) > 0:
+		return fmt.Errorf("the new catalog has no keys: %w", admin.ErrCatalogEmptied)
+	}
+	return nil
 }

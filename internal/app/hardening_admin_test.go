@@ -1,0 +1,80 @@
+package app_test
+
+import (
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/app"
+)
+
+// adminSend sends one admin request to gw with token (none when "") and
+// returns the status, the headers and the body.
+func adminSend(t *testing.T, gw *app.Gateway, method, path, token, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+gw.AdminAddr()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestApplyingAnEmptyCatalogNeedsForce: a catalog without models would
+// stop every request, so PUT /admin/catalog refuses it while the serving
+// catalog has aliases, unless forced; the forced apply is audited as such.
+func TestApplyingAnEmptyCatalogNeedsForce(t *testing.T) {
+	env := maps.Clone(testEnv)
+	env["SLUICE_ADMIN_TOKEN"] = testEnv["ADMIN_TOKEN"]
+	gw, err := app.Start(t.Context(), app.Options{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
+		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sluice.db"),
+		Log:         slog.New(slog.DiscardHandler),
+		LookupEnv:   func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Banner:      io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	token := testEnv["ADMIN_TOKEN"]
+	cl := admin.NewClient("http://"+gw.AdminAddr(), token)
+	before, err := cl.Status(t.Context())
+	if err != nil || len(before.Aliases) == 0 {
+		t.Fatalf("status = %+v, %v; want the demo's aliases", before, err)
+	}
+
+	const empty = "version: 1\nmodels: []\n"
+	code, _, body := adminSend(t, gw, http.MethodPut, "/admin/catalog", token, empty)
+	if code != http.StatusConflict || !strings.Contains(body, `"catalog_emptied"`) || !strings.Contains(body, "force=true") {
+		t.Fatalf("PUT an empty catalog = %d %s, want 409 catalog_emptied naming force=true", code, body)
+	}
+	if st, _ := cl.Status(t.Context()); st.Version != before.Version || len(st.Aliases) != len(before.Aliases) {
+		t.Fatalf("after the refused apply: %+v, want version %d and its aliases serving", st, before.Version)
+	}
+
+	st, err := cl.ApplyCatalog(t.Context(), []byte(empty), 0, true)
+	if err != nil || len(st.Aliases) != 0 {
+		t.Fatalf("forced apply = %+v, %v; want no aliases", st, err)
+	}
+	entries, err := cl.Audit(t.Context(), admin.AuditQuery{})
+	if err != nil || len(entries) == 0 || entries[0].Action != "catalog.apply_forced" || entries[0].Status != http.StatusOK {
+		t.Fatalf("audit = %+v, %v; want the forced apply first", entries, err)
+	}
+	if entries[1].Action != "catalog.apply" || entries[1].Error != "catalog_emptied" {
+		t.Errorf("audit of the refused apply = %+v, want catalog.apply with catalog_emptied", entries[1])
+	}
+}
