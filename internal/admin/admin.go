@@ -204,6 +204,14 @@ func (o *CredentialOwner) String() string {
 	return o.Tenant
 }
 
+// An address may send failedTokens wrong admin tokens at once, and one
+// more each failedTokenRefill: enough for an operator's typos, far too few
+// to guess a token.
+const (
+	failedTokens      = 10
+	failedTokenRefill = 6 * time.Second
+)
+
 // maxBody bounds every admin request body.
 const maxBody = 1 << 20
 
@@ -221,6 +229,7 @@ type server struct {
 	affinity Affinity
 	metrics  http.Handler
 	log      *slog.Logger
+	throttle *authn.Throttle // failed tokens per client address
 	mux      *http.ServeMux
 	now      func() time.Time
 
@@ -283,6 +292,7 @@ func New(opts Options) http.Handler {
 		affinity: opts.Affinity,
 		metrics:  opts.Metrics,
 		log:      opts.Log,
+		throttle: authn.NewThrottle(failedTokens, failedTokenRefill, nil),
 		mux:      http.NewServeMux(),
 		now:      time.Now,
 	}
@@ -330,17 +340,28 @@ func New(opts Options) http.Handler {
 
 // ServeHTTP serves /metrics and /healthz to anyone, then checks the token
 // before it routes, so an unauthenticated caller learns nothing about the
-// routes.
+// routes. An address that sent too many wrong tokens is answered 429
+// (access_auth_throttled) without a look at its token until its budget
+// refills, and only its failures that were looked at are logged.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/metrics", "/healthz":
 		s.public(w, r)
 		return
 	}
+	source := authn.Source(r)
+	if wait, refused := s.throttle.Refused(source); refused {
+		writeError(w, &sluice.Error{Code: sluice.CodeAuthThrottled, RetryAfter: wait,
+			Msg: "too many failed admin tokens from this address; retry after the Retry-After"})
+		return
+	}
 	by, ok := s.authorize(r)
 	if !ok {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr)}
+		if n := s.throttle.Failed(source); n > 0 {
+			attrs = append(attrs, slog.Int("refused_since_last", n))
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized", attrs...)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-admin"`)
 		writeError(w, &sluice.Error{Code: CodeUnauthorized, Msg: "missing or invalid admin token"})
 		return

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
@@ -66,6 +68,7 @@ var errorTypes = map[int]string{
 	http.StatusPreconditionFailed:    "invalid_request_error",
 	http.StatusRequestEntityTooLarge: "invalid_request_error",
 	http.StatusUnprocessableEntity:   "invalid_request_error",
+	http.StatusTooManyRequests:       "rate_limit_error",
 }
 
 // envelope is the OpenAI error body.
@@ -77,9 +80,13 @@ type envelope struct {
 	} `json:"error"`
 }
 
-// writeError renders e in the OpenAI error envelope.
+// writeError renders e in the OpenAI error envelope, with its
+// Retry-After.
 func writeError(w http.ResponseWriter, e *sluice.Error) {
 	status := statusOf(e.Code)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	var env envelope
 	env.Error.Message, env.Error.Code = e.Msg, e.Code
 	env.Error.Type = errorTypes[status]

@@ -78,3 +78,61 @@ func TestApplyingAnEmptyCatalogNeedsForce(t *testing.T) {
 		t.Errorf("audit of the refused apply = %+v, want catalog.apply with catalog_emptied", entries[1])
 	}
 }
+
+// TestWrongAdminTokensAreThrottled sends 2,000 wrong admin tokens from one
+// address: only the first few reach the token check (and the log); the
+// rest are answered 429 with a Retry-After, unlogged.
+func TestWrongAdminTokensAreThrottled(t *testing.T) {
+	h := newHarness(t)
+	counts := map[int]int{}
+	var retryAfter string
+	for range 2000 {
+		code, hdr, _ := adminSend(t, h.gw, http.MethodGet, "/admin/status", "wrong-token", "")
+		counts[code]++
+		if code == http.StatusTooManyRequests {
+			retryAfter = hdr.Get("Retry-After")
+		}
+	}
+	lines := strings.Count(h.logs.String(), `"msg":"admin request unauthorized"`)
+	t.Logf("2000 wrong tokens: %d checked (401), %d refused (429), %d log lines", counts[401], counts[429], lines)
+	if counts[http.StatusUnauthorized] > 12 || counts[http.StatusTooManyRequests] < 1988 || retryAfter == "" {
+		t.Errorf("answers = %v (Retry-After %q), want about 10 401s and the rest 429 with a Retry-After", counts, retryAfter)
+	}
+	if lines != counts[http.StatusUnauthorized] {
+		t.Errorf("%d log lines, want one per token checked (%d)", lines, counts[http.StatusUnauthorized])
+	}
+}
+
+// TestWrongKeysAreThrottledOnEveryPath: a client looping on a wrong key
+// gets 429 with a Retry-After once over its budget, on GET /v1/models as
+// on the other paths, while a good key from the same address serves.
+func TestWrongKeysAreThrottledOnEveryPath(t *testing.T) {
+	h := newHarness(t)
+	get := func(key string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, h.url("/v1/models"), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	counts := map[int]int{}
+	for range 200 {
+		code, _ := get("sk-sluice-wrong")
+		counts[code]++
+	}
+	if counts[http.StatusUnauthorized] > 22 || counts[http.StatusTooManyRequests] < 178 {
+		t.Errorf("GET /v1/models with a wrong key: %v, want about 20 401s and the rest 429", counts)
+	}
+	if code, retry := get("sk-sluice-wrong"); code != http.StatusTooManyRequests || retry == "" {
+		t.Errorf("throttled = %d, Retry-After %q; want 429 with one", code, retry)
+	}
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", "sk-sluice-wrong", chatBody); code != http.StatusTooManyRequests || !strings.Contains(body, "access_auth_throttled") {
+		t.Errorf("chat with the wrong key = %d %s, want 429 access_auth_throttled", code, body)
+	}
+	if code, _ := get(keyWeb); code != http.StatusOK {
+		t.Errorf("GET /v1/models with a good key from the same address = %d, want 200", code)
+	}
+}
