@@ -7,8 +7,9 @@
 // credentials through the app's Pool, the catalog through the app's Catalog,
 // usage through ledger.Usage, money through Billing. It never returns or logs a key's hash or a
 // credential's secret, and returns a plaintext key only in the answer to
-// create or rotate. It may import sluice, authn, catalog, ledger and billing;
-// it must not import pipeline, ingress or app.
+// create or rotate. It may import sluice, authn, catalog, ledger, billing
+// and config (whose rules for names it applies to what it creates); it
+// must not import pipeline, ingress or app.
 package admin
 
 import (

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // readBody reads the request body, at most maxBody bytes.
@@ -55,21 +56,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 	return nil
 }
 
-// checkID reports whether a key ID chosen by an operator is usable: IDs
-// appear in admin URLs and store keys, so they are limited to letters,
-// digits, '.', '_' and '-' (the catalog's rule for stable IDs).
-func checkID(id string) error { return checkName("id", id) }
-
-// checkName reports whether what (an "id", a "label name") follows the
-// catalog's rule for stable IDs; empty is allowed.
-func checkName(what, name string) error {
-	if len(name) > 128 {
-		return invalid("%s is longer than 128 characters", what)
-	}
-	for _, c := range name {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalid("%s %q may contain only letters, digits, '.', '_' and '-'", what, name)
-		}
+// checkID reports whether an ID chosen by an operator is usable, by the
+// catalog's rule for stable IDs (config.CheckID); empty is allowed.
+func checkID(id string) error {
+	if msg := config.CheckID(id); msg != "" {
+		return invalid("id %s", msg)
 	}
 	return nil
 }

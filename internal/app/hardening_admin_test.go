@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/simulator"
 )
 
 // adminSend sends one admin request to gw with token (none when "") and
@@ -134,5 +136,39 @@ func TestWrongKeysAreThrottledOnEveryPath(t *testing.T) {
 	}
 	if code, _ := get(keyWeb); code != http.StatusOK {
 		t.Errorf("GET /v1/models with a good key from the same address = %d, want 200", code)
+	}
+}
+
+// TestAdminInputsFollowTheCatalogsRules: what the admin API creates is
+// held to the catalog's rules for names (config.CheckID, CheckText,
+// MaxLabels): no control characters in a tenant, no 200 KB name, no 10,000
+// labels, no end user with a control character.
+func TestAdminInputsFollowTheCatalogsRules(t *testing.T) {
+	h := newHarnessWith(t, entitlementsTemplate, "{backend: memory}", simulator.Options{})
+	token := testEnv["ADMIN_TOKEN"]
+	labels := make([]string, 10_000)
+	for i := range labels {
+		labels[i] = fmt.Sprintf(`"l%d":"v"`, i)
+	}
+	tests := []struct {
+		name, method, path, body, want string
+	}{
+		{"tenant with a control character", "POST", "/admin/keys", `{"name":"n","tenant":"we\u0007b"}`, "tenant: "},
+		{"name of 200 KB", "POST", "/admin/keys", `{"name":"` + strings.Repeat("n", 200<<10) + `","tenant":"web"}`, "name: is longer than 256 bytes"},
+		{"10,000 labels", "POST", "/admin/keys", `{"name":"n","tenant":"web","labels":{` + strings.Join(labels, ",") + `}}`, "labels: at most 64 labels"},
+		{"name changed to a control character", "PATCH", "/admin/keys/made", `{"name":"a\nb"}`, "name: must be printable"},
+		{"entitlement's tenant", "PUT", "/admin/entitlements", `{"entitlements":[{"tenant":"web\u0000","user":"u","profile":"capped"}]}`, "tenant "},
+		{"entitlement's user", "PUT", "/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"u\u001b[2J","profile":"capped"}]}`, "user must be printable"},
+	}
+	if code, _, body := adminSend(t, h.gw, "POST", "/admin/keys", token, `{"id":"made","name":"n","tenant":"web"}`); code != http.StatusCreated {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := adminSend(t, h.gw, tt.method, tt.path, token, tt.body)
+			if code != http.StatusBadRequest || !strings.Contains(body, tt.want) {
+				t.Errorf("%s %s = %d %.300s, want 400 naming %q", tt.method, tt.path, code, body, tt.want)
+			}
+		})
 	}
 }
