@@ -16,8 +16,8 @@ import (
 )
 
 // adminSend sends one admin request to gw with token (none when "") and
-// returns the status, the headers and the body.
-func adminSend(t *testing.T, gw *app.Gateway, method, path, token, body string) (int, http.Header, string) {
+// header (name, value, …), and returns the status, the headers and the body.
+func adminSend(t *testing.T, gw *app.Gateway, method, path, token, body string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+gw.AdminAddr()+path, strings.NewReader(body))
 	if err != nil {
@@ -25,6 +25,9 @@ func adminSend(t *testing.T, gw *app.Gateway, method, path, token, body string) 
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -170,5 +173,23 @@ func TestAdminInputsFollowTheCatalogsRules(t *testing.T) {
 				t.Errorf("%s %s = %d %.300s, want 400 naming %q", tt.method, tt.path, code, body, tt.want)
 			}
 		})
+	}
+}
+
+// TestARepeatedAmountIsRefused: {"amount":"1","amount":"1000"} applied
+// 1000.00; an admin body with a member repeated or spelled in another case
+// is refused, and nothing is posted.
+func TestARepeatedAmountIsRefused(t *testing.T) {
+	h := billed(t, "max_inflight: 1", "", "", simulator.Options{})
+	token := testEnv["ADMIN_TOKEN"]
+	for i, body := range []string{`{"amount":"1","amount":"1000"}`, `{"amount":"1","Amount":"1000"}`} {
+		code, _, answer := adminSend(t, h.gw, "POST", "/admin/billing/accounts/acme/topup", token, body, "Idempotency-Key", fmt.Sprint("dup-", i))
+		if code != http.StatusBadRequest || !strings.Contains(answer, `\"amount\" must appear at most once`) {
+			t.Errorf("top-up %s = %d %s, want 400 naming amount", body, code, answer)
+		}
+	}
+	acct, err := h.adminClient().BillingAccount(t.Context(), "acme")
+	if err != nil || acct.Balance != 0 {
+		t.Errorf("acme = %+v, %v; want nothing posted", acct, err)
 	}
 }
