@@ -330,3 +330,14 @@ func TestBodiesSpellEachMemberOnce(t *testing.T) {
 		t.Errorf("labels team and Team = %d %s, want 201", resp.StatusCode, body)
 	}
 }
+
+// TestADeeplyNestedBodyIsRefused: the spelling check walks a body
+// recursively; a megabyte of brackets is refused, not walked.
+func TestADeeplyNestedBodyIsRefused(t *testing.T) {
+	h := newHarness(t)
+	body := `{"name":"n","tenant":"web","labels":` + strings.Repeat("[", 500_000) + strings.Repeat("]", 500_000) + `}`
+	resp, answer := h.do(t, "POST", "/admin/keys", testToken, body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer, "nested deeper than") {
+		t.Errorf("deeply nested body = %d %.200s, want 400", resp.StatusCode, answer)
+	}
+}

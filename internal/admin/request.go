@@ -42,7 +42,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 		}
 		return invalid("the request body is empty; want a JSON object")
 	}
-	if err := spelledOnce(json.NewDecoder(bytes.NewReader(b)), reflect.TypeOf(v), ""); err != nil {
+	if err := spelledOnce(json.NewDecoder(bytes.NewReader(b)), reflect.TypeOf(v), "", 0); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

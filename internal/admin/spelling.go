@@ -21,8 +21,13 @@ import (
 // refused, as is a repeated one; inside a map or an opaque value (an
 // interface, json.RawMessage, a type with its own decoding) only an exact
 // repetition is. Syntax errors are left to the decoder, which reports them
-// with their offset.
-func spelledOnce(dec *json.Decoder, t reflect.Type, at string) error {
+// with their offset. depth is the value's nesting: a body nested deeper than
+// maxDepth, which no admin body is, is refused before the walk's recursion
+// can grow large.
+func spelledOnce(dec *json.Decoder, t reflect.Type, at string, depth int) error {
+	if depth > maxDepth {
+		return invalid("invalid JSON body: nested deeper than %d", maxDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil
@@ -38,7 +43,7 @@ func spelledOnce(dec *json.Decoder, t reflect.Type, at string) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := spelledOnce(dec, elem, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if err := spelledOnce(dec, elem, fmt.Sprintf("%s[%d]", at, i), depth+1); err != nil {
 				return err
 			}
 		}
@@ -69,13 +74,16 @@ func spelledOnce(dec *json.Decoder, t reflect.Type, at string) error {
 			inner = t.Elem()
 		}
 		seen[key] = true
-		if err := spelledOnce(dec, inner, dotted(at, key)); err != nil {
+		if err := spelledOnce(dec, inner, dotted(at, key), depth+1); err != nil {
 			return err
 		}
 	}
 	_, _ = dec.Token() // '}'
 	return nil
 }
+
+// maxDepth bounds the nesting of an admin body.
+const maxDepth = 32
 
 // ambiguous is the data plane's message for a member that is repeated or
 // not spelled exactly.
