@@ -40,6 +40,9 @@ const (
 	// CodeProfileDenied: the request named a quota profile
 	// (X-Sluice-Profile) but its key may not assert one.
 	CodeProfileDenied Code = "access_profile_denied"
+	// CodeAuthThrottled: too many failed keys (or admin tokens) came from
+	// the caller's address; retry after the Retry-After.
+	CodeAuthThrottled Code = "access_auth_throttled"
 )
 
 var codeStatus = map[Code]int{
@@ -51,6 +54,7 @@ var codeStatus = map[Code]int{
 	CodeBillingExhausted:     http.StatusTooManyRequests,
 	CodeConcurrencyExceeded:  http.StatusTooManyRequests,
 	CodeCapacityWaitTimeout:  http.StatusTooManyRequests,
+	CodeAuthThrottled:        http.StatusTooManyRequests,
 	CodeBindingUnavailable:   http.StatusServiceUnavailable,
 	CodePriceUnavailable:     http.StatusServiceUnavailable,
 	CodeNoUpstreamAvailable:  http.StatusServiceUnavailable,

@@ -7,8 +7,9 @@
 // credentials through the app's Pool, the catalog through the app's Catalog,
 // usage through ledger.Usage, money through Billing. It never returns or logs a key's hash or a
 // credential's secret, and returns a plaintext key only in the answer to
-// create or rotate. It may import sluice, authn, catalog, ledger and billing;
-// it must not import pipeline, ingress or app.
+// create or rotate. It may import sluice, authn, catalog, ledger, billing
+// and config (whose rules for names it applies to what it creates); it
+// must not import pipeline, ingress or app.
 package admin
 
 import (
@@ -74,9 +75,11 @@ type Catalog interface {
 	// operator last saw (0 = no check). It returns an error wrapping
 	// catalog.ErrConflict when ifVersion is stale, one wrapping
 	// ErrCatalogReadOnly when the catalog cannot be changed through the API,
-	// and any other error (for example *InvalidCatalogError) when doc is
-	// invalid; that error's text is shown to the operator in full.
-	Apply(ctx context.Context, doc []byte, ifVersion int64) (CatalogStatus, error)
+	// one wrapping ErrCatalogEmptied when doc has no models (or no keys)
+	// while the serving catalog has some, unless force is set, and any
+	// other error (for example *InvalidCatalogError) when doc is invalid;
+	// that error's text is shown to the operator in full.
+	Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (CatalogStatus, error)
 }
 
 // CatalogStatus describes the catalog serving now.
@@ -93,6 +96,12 @@ type CatalogStatus struct {
 // ErrCatalogReadOnly is wrapped by Catalog.Apply when the catalog is managed
 // by something else (a file) and cannot be changed through the admin API.
 var ErrCatalogReadOnly = errors.New("catalog is read-only")
+
+// ErrCatalogEmptied is wrapped by Catalog.Apply when a catalog without
+// models or without keys would replace one that has them: a document cut
+// short or a template left unfilled would stop every request. An apply
+// with force goes through.
+var ErrCatalogEmptied = errors.New("it would drop every model alias or every catalog key serving now")
 
 // InvalidCatalogError is a catalog document that failed to decode or
 // validate. Err usually joins every problem (errors.Join), one per line.
@@ -196,6 +205,14 @@ func (o *CredentialOwner) String() string {
 	return o.Tenant
 }
 
+// An address may send failedTokens wrong admin tokens at once, and one
+// more each failedTokenRefill: enough for an operator's typos, far too few
+// to guess a token.
+const (
+	failedTokens      = 10
+	failedTokenRefill = 6 * time.Second
+)
+
 // maxBody bounds every admin request body.
 const maxBody = 1 << 20
 
@@ -213,6 +230,7 @@ type server struct {
 	affinity Affinity
 	metrics  http.Handler
 	log      *slog.Logger
+	throttle *authn.Throttle // failed tokens per client address
 	mux      *http.ServeMux
 	now      func() time.Time
 
@@ -226,7 +244,7 @@ type server struct {
 //
 //	GET  /admin/status                  CatalogStatus plus key, account and credential counts by status
 //	GET  /admin/catalog                 the serving YAML, ETag "<version>"
-//	PUT  /admin/catalog                 apply YAML (If-Match "<version>" optional)
+//	PUT  /admin/catalog?force=true      apply YAML (If-Match "<version>" optional; force to drop every alias or key)
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
 //	GET  /admin/keys                    []KeyRecord
 //	GET  /admin/keys/{id}               KeyRecord
@@ -275,6 +293,7 @@ func New(opts Options) http.Handler {
 		affinity: opts.Affinity,
 		metrics:  opts.Metrics,
 		log:      opts.Log,
+		throttle: authn.NewThrottle(failedTokens, failedTokenRefill, nil),
 		mux:      http.NewServeMux(),
 		now:      time.Now,
 	}
@@ -322,17 +341,28 @@ func New(opts Options) http.Handler {
 
 // ServeHTTP serves /metrics and /healthz to anyone, then checks the token
 // before it routes, so an unauthenticated caller learns nothing about the
-// routes.
+// routes. An address that sent too many wrong tokens is answered 429
+// (access_auth_throttled) without a look at its token until its budget
+// refills, and only its failures that were looked at are logged.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/metrics", "/healthz":
 		s.public(w, r)
 		return
 	}
+	source := authn.Source(r)
+	if wait, refused := s.throttle.Refused(source); refused {
+		writeError(w, &sluice.Error{Code: sluice.CodeAuthThrottled, RetryAfter: wait,
+			Msg: "too many failed admin tokens from this address; retry after the Retry-After"})
+		return
+	}
 	by, ok := s.authorize(r)
 	if !ok {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr)}
+		if n := s.throttle.Failed(source); n > 0 {
+			attrs = append(attrs, slog.Int("refused_since_last", n))
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin request unauthorized", attrs...)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-admin"`)
 		writeError(w, &sluice.Error{Code: CodeUnauthorized, Msg: "missing or invalid admin token"})
 		return

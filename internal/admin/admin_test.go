@@ -181,7 +181,7 @@ func TestCatalog(t *testing.T) {
 	}
 	h.catalog.setReadOnly(false)
 
-	st, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n# v2\n"), 1)
+	st, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n# v2\n"), 1, false)
 	if err != nil || st.Version != 2 {
 		t.Fatalf("ApplyCatalog(if 1) = %+v, %v; want version 2", st, err)
 	}
@@ -189,11 +189,11 @@ func TestCatalog(t *testing.T) {
 	if err != nil || version != 2 || string(doc) != "version: 1\n# v2\n" {
 		t.Fatalf("Catalog() = %q, %d, %v; want the applied document at version 2", doc, version, err)
 	}
-	_, err = h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 1)
+	_, err = h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 1, false)
 	if ae, ok := errors.AsType[*admin.APIError](err); !ok || ae.Status != http.StatusPreconditionFailed || ae.Code != "catalog_version_conflict" {
 		t.Errorf("ApplyCatalog(stale) error = %v, want an *APIError 412 catalog_version_conflict", err)
 	}
-	if _, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 0); err != nil {
+	if _, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 0, false); err != nil {
 		t.Errorf("ApplyCatalog(no If-Match) = %v, want success", err)
 	}
 	if !strings.Contains(h.logs.String(), `"action":"catalog.apply"`) {
@@ -291,4 +291,53 @@ func newServer(t *testing.T, opts admin.Options) string {
 	srv := httptest.NewServer(admin.New(opts))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestBodiesSpellEachMemberOnce: every admin body is decoded in one
+// place, which refuses a member repeated or spelled in another case, at
+// any depth, as the data plane does: encoding/json would apply the last
+// one ({"amount":"1","amount":"1000"} applied 1000.00).
+func TestBodiesSpellEachMemberOnce(t *testing.T) {
+	tests := []struct {
+		name, method, path, body, field string
+	}{
+		{"repeated amount", "POST", "/admin/billing/accounts/cat-acct/topup", `{"amount":"1","amount":"1000"}`, "amount"},
+		{"amount in another case", "POST", "/admin/billing/accounts/cat-acct/topup", `{"amount":"1","Amount":"1000"}`, "amount"},
+		{"amount in another case alone", "POST", "/admin/billing/accounts/cat-acct/topup", `{"AMOUNT":"1000"}`, "amount"},
+		{"Kelvin sign", "POST", "/admin/keys", `{"name":"n","tenant":"web","tas\u212a":"x"}`, "task"},
+		{"repeated tenant", "POST", "/admin/keys", `{"name":"n","tenant":"web","tenant":"other"}`, "tenant"},
+		{"escaped repetition", "POST", "/admin/keys", `{"name":"n","tenant":"web","ten\u0061nt":"other"}`, "tenant"},
+		{"nested", "POST", "/admin/keys", `{"name":"n","tenant":"web","policy":{"mode":"default","Mode":"pool"}}`, "policy.mode"},
+		{"promoted from an embedded struct", "POST", "/admin/keys", `{"name":"n","tenant":"web","on_limit":"wait","On_Limit":"refuse"}`, "on_limit"},
+		{"repeated label", "POST", "/admin/keys", `{"name":"n","tenant":"web","labels":{"team":"a","team":"b"}}`, "labels.team"},
+		{"in a list", "PUT", "/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"alice","profile":"free","User":"bob"}]}`, "entitlements[0].user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			resp, body := h.do(t, tt.method, tt.path, testToken, tt.body, "Idempotency-Key", "k-1")
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s %s %s = %d %s, want 400", tt.method, tt.path, tt.body, resp.StatusCode, body)
+			}
+			if msg := decodeError(t, body).Error.Message; tt.field != "" && !strings.Contains(msg, `"`+tt.field+`" must appear at most once, spelled exactly so`) {
+				t.Errorf("message = %q, want it to name %q", msg, tt.field)
+			}
+		})
+	}
+	// A label whose name only differs in case is another label.
+	h := newHarness(t)
+	if resp, body := h.do(t, "POST", "/admin/keys", testToken, `{"name":"n","tenant":"web","labels":{"team":"a","Team":"b"}}`); resp.StatusCode != http.StatusCreated {
+		t.Errorf("labels team and Team = %d %s, want 201", resp.StatusCode, body)
+	}
+}
+
+// TestADeeplyNestedBodyIsRefused: the spelling check walks a body
+// recursively; a megabyte of brackets is refused, not walked.
+func TestADeeplyNestedBodyIsRefused(t *testing.T) {
+	h := newHarness(t)
+	body := `{"name":"n","tenant":"web","labels":` + strings.Repeat("[", 500_000) + strings.Repeat("]", 500_000) + `}`
+	resp, answer := h.do(t, "POST", "/admin/keys", testToken, body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer, "nested deeper than") {
+		t.Errorf("deeply nested body = %d %.200s, want 400", resp.StatusCode, answer)
+	}
 }

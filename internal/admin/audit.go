@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog"
 )
 
@@ -68,7 +68,7 @@ func recorderOf(w http.ResponseWriter) *auditRecorder {
 // record serves the write r of the token, then appends its audit entry.
 func (s *server) record(w http.ResponseWriter, r *http.Request, by token, pattern string) {
 	rec := &auditRecorder{ResponseWriter: w, entry: catalog.AuditEntry{
-		TokenID: by.id, Remote: remoteIP(r), Method: r.Method, Path: r.URL.Path,
+		TokenID: by.id, Remote: authn.Source(r), Method: r.Method, Path: r.URL.Path,
 	}}
 	s.mux.ServeHTTP(rec, r)
 	e := &rec.entry
@@ -86,14 +86,6 @@ func (s *server) record(w http.ResponseWriter, r *http.Request, by token, patter
 		s.log.LogAttrs(ctx, slog.LevelError, "audit entry lost", slog.String("action", e.Action),
 			slog.String("token_id", e.TokenID), slog.Any("targets", e.Targets), slog.Int("status", e.Status), slog.Any("err", err))
 	}
-}
-
-// remoteIP is the caller's address without its port.
-func remoteIP(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
 }
 
 // subject is what a write route changes: how to name its targets and how

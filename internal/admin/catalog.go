@@ -67,7 +67,8 @@ func (s *server) getCatalog(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-// applyCatalog handles PUT /admin/catalog.
+// applyCatalog handles PUT /admin/catalog[?force=true]. A forced apply
+// is audited as catalog.apply_forced.
 func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 	if s.catalog == nil {
 		return sluice.Errorf(sluice.CodeNotFound, "this gateway has no catalog")
@@ -76,6 +77,17 @@ func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	force, err := parseForce(r)
+	if err != nil {
+		return err
+	}
+	action := "catalog.apply"
+	if force {
+		action = "catalog.apply_forced"
+		if rec := recorderOf(w); rec != nil {
+			rec.entry.Action = action
+		}
+	}
 	doc, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -83,14 +95,14 @@ func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 	if len(doc) == 0 {
 		return invalid("the request body is empty; want the catalog YAML")
 	}
-	st, err := s.catalog.Apply(r.Context(), doc, ifVersion)
+	st, err := s.catalog.Apply(r.Context(), doc, ifVersion, force)
 	if err != nil {
 		return catalogError(err)
 	}
 	if st.Aliases == nil {
 		st.Aliases = []string{}
 	}
-	s.wrote(r.Context(), "catalog.apply", slog.Int64("version", st.Version), slog.Int64("if_version", ifVersion),
+	s.wrote(r.Context(), action, slog.Int64("version", st.Version), slog.Int64("if_version", ifVersion),
 		slog.Int("bytes", len(doc)))
 	w.Header().Set("ETag", etag(st.Version))
 	writeJSON(w, http.StatusOK, st)

@@ -76,7 +76,7 @@ const cliUsage = `usage:
   sluice entitlements set TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]
   sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
   sluice entitlements delete TENANT USER [USER…] [--dry-run]
-  sluice apply -f FILE [--if-match VERSION]
+  sluice apply -f FILE [--if-match VERSION] [--force]
   sluice status
 
 common flags:
@@ -264,11 +264,12 @@ func (c *cli) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// apply runs "sluice apply -f FILE [--if-match N]".
+// apply runs "sluice apply -f FILE [--if-match N] [--force]".
 func (c *cli) apply(args []string) error {
-	cmd := c.command("apply", "-f FILE [--if-match VERSION]")
+	cmd := c.command("apply", "-f FILE [--if-match VERSION] [--force]")
 	file := cmd.fs.String("f", "", "catalog YAML `FILE` to apply")
 	ifMatch := cmd.fs.Int64("if-match", 0, "apply only if the serving catalog is still `VERSION` (0 = no check)")
+	force := cmd.fs.Bool("force", false, "apply a catalog without models or keys although the serving one has some")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (c *cli) apply(args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := cl.ApplyCatalog(c.ctx, doc, *ifMatch)
+	st, err := cl.ApplyCatalog(c.ctx, doc, *ifMatch, *force)
 	if err != nil {
 		return err
 	}

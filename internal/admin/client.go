@@ -117,13 +117,19 @@ func (c *Client) Catalog(ctx context.Context) (doc []byte, version int64, err er
 }
 
 // ApplyCatalog makes doc the serving catalog. ifVersion is the version the
-// caller last saw (0 = no check); a stale one fails with status 412.
-func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64) (*CatalogStatus, error) {
+// caller last saw (0 = no check); a stale one fails with status 412. A
+// catalog without models or keys replaces one that has them only with
+// force (409 catalog_emptied without).
+func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, force bool) (*CatalogStatus, error) {
 	h := http.Header{"Content-Type": {"text/yaml"}}
 	if ifVersion > 0 {
 		h.Set("If-Match", etag(ifVersion))
 	}
-	_, body, err := c.send(ctx, http.MethodPut, "/admin/catalog", h, doc)
+	path := "/admin/catalog"
+	if force {
+		path += "?force=true"
+	}
+	_, body, err := c.send(ctx, http.MethodPut, path, h, doc)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -184,6 +185,12 @@ func (s *server) checkEntitlement(e *store.Entitlement) error {
 	var errs []error
 	if e.Tenant == "" || e.User == "" || e.Profile == "" {
 		errs = append(errs, errors.New("tenant, user and profile are required"))
+	}
+	if msg := config.CheckID(e.Tenant); msg != "" {
+		errs = append(errs, errors.New("tenant "+msg))
+	}
+	if msg := config.CheckText(e.User, config.MaxUser); msg != "" {
+		errs = append(errs, errors.New("user "+msg))
 	}
 	if !e.ValidUntil.IsZero() && !e.ValidUntil.After(e.ValidFrom) {
 		errs = append(errs, errors.New("valid_until must be after valid_from"))

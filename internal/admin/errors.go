@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
@@ -21,6 +23,7 @@ const (
 	CodeCatalogVersionConflict sluice.Code = "catalog_version_conflict"  // 412
 	CodeCatalogInvalid         sluice.Code = "catalog_invalid"           // 422
 	CodeCatalogReadOnly        sluice.Code = "catalog_read_only"         // 409
+	CodeCatalogEmptied         sluice.Code = "catalog_emptied"           // 409: no models or keys; ?force=true applies it
 	CodeKeyTransitionInvalid   sluice.Code = "key_transition_invalid"    // 409
 	CodeKeyConflict            sluice.Code = "key_conflict"              // 409
 	CodeKeyReadOnly            sluice.Code = "key_read_only"             // 409: declared in the catalog
@@ -36,6 +39,7 @@ var adminStatus = map[sluice.Code]int{
 	CodeCatalogVersionConflict: http.StatusPreconditionFailed,
 	CodeCatalogInvalid:         http.StatusUnprocessableEntity,
 	CodeCatalogReadOnly:        http.StatusConflict,
+	CodeCatalogEmptied:         http.StatusConflict,
 	CodeKeyTransitionInvalid:   http.StatusConflict,
 	CodeKeyConflict:            http.StatusConflict,
 	CodeKeyReadOnly:            http.StatusConflict,
@@ -64,6 +68,7 @@ var errorTypes = map[int]string{
 	http.StatusPreconditionFailed:    "invalid_request_error",
 	http.StatusRequestEntityTooLarge: "invalid_request_error",
 	http.StatusUnprocessableEntity:   "invalid_request_error",
+	http.StatusTooManyRequests:       "rate_limit_error",
 }
 
 // envelope is the OpenAI error body.
@@ -75,9 +80,13 @@ type envelope struct {
 	} `json:"error"`
 }
 
-// writeError renders e in the OpenAI error envelope.
+// writeError renders e in the OpenAI error envelope, with its
+// Retry-After.
 func writeError(w http.ResponseWriter, e *sluice.Error) {
 	status := statusOf(e.Code)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	var env envelope
 	env.Error.Message, env.Error.Code = e.Msg, e.Code
 	env.Error.Type = errorTypes[status]
@@ -153,6 +162,8 @@ func catalogError(err error) error {
 		return &sluice.Error{Code: CodeCatalogReadOnly, Msg: err.Error(), Err: err}
 	case errors.Is(err, catalog.ErrConflict):
 		return &sluice.Error{Code: CodeCatalogVersionConflict, Msg: err.Error(), Err: err}
+	case errors.Is(err, ErrCatalogEmptied):
+		return &sluice.Error{Code: CodeCatalogEmptied, Msg: err.Error() + "; apply it with ?force=true (sluice apply --force) if that is meant", Err: err}
 	}
 	if _, ok := errors.AsType[*sluice.Error](err); ok {
 		return err

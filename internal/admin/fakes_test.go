@@ -54,7 +54,7 @@ func (f *fakeCatalog) Status() admin.CatalogStatus {
 	return f.st
 }
 
-func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64) (admin.CatalogStatus, error) {
+func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64, _ bool) (admin.CatalogStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {

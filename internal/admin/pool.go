@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/catalog"
@@ -128,15 +127,8 @@ func forced(w http.ResponseWriter, r *http.Request) (bool, error) {
 	if err := decodeJSON(w, r, &body, true); err != nil {
 		return false, err
 	}
-	v := r.URL.Query().Get("force")
-	if v == "" {
-		return body.Force, nil
-	}
-	q, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, invalid("force %q is not true or false", v)
-	}
-	return body.Force || q, nil
+	q, err := parseForce(r)
+	return body.Force || q, err
 }
 
 // poolAnswer finishes a change to one account or credential: logs it and

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // readBody reads the request body, at most maxBody bytes.
@@ -26,8 +28,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // decodeJSON decodes exactly one JSON object into v, refusing unknown
-// fields. An empty body leaves v as it is when emptyOK, and is an error
-// otherwise.
+// fields and members repeated or not spelled exactly (spelledOnce). An
+// empty body leaves v as it is when emptyOK, and is an error otherwise.
+// Every admin body but the catalog's YAML is read here.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) error {
 	b, err := readBody(w, r)
 	if err != nil {
@@ -38,6 +41,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 			return nil
 		}
 		return invalid("the request body is empty; want a JSON object")
+	}
+	if err := spelledOnce(json.NewDecoder(bytes.NewReader(b)), reflect.TypeOf(v), "", 0); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -50,21 +56,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) err
 	return nil
 }
 
-// checkID reports whether a key ID chosen by an operator is usable: IDs
-// appear in admin URLs and store keys, so they are limited to letters,
-// digits, '.', '_' and '-' (the catalog's rule for stable IDs).
-func checkID(id string) error { return checkName("id", id) }
-
-// checkName reports whether what (an "id", a "label name") follows the
-// catalog's rule for stable IDs; empty is allowed.
-func checkName(what, name string) error {
-	if len(name) > 128 {
-		return invalid("%s is longer than 128 characters", what)
-	}
-	for _, c := range name {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalid("%s %q may contain only letters, digits, '.', '_' and '-'", what, name)
-		}
+// checkID reports whether an ID chosen by an operator is usable, by the
+// catalog's rule for stable IDs (config.CheckID); empty is allowed.
+func checkID(id string) error {
+	if msg := config.CheckID(id); msg != "" {
+		return invalid("id %s", msg)
 	}
 	return nil
 }
@@ -80,6 +76,20 @@ func cleanModels(models []string) ([]string, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// parseForce reads ?force=true (or false, or absent) of the writes that
+// refuse to drop something without it.
+func parseForce(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("force")
+	if v == "" {
+		return false, nil
+	}
+	force, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid("force %q is not true or false", v)
+	}
+	return force, nil
 }
 
 // parseIfMatch reads an If-Match header holding a catalog version: `"3"`

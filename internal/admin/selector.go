@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // selector is a parsed label selector, in the shape of Kubernetes' equality
@@ -127,19 +129,16 @@ func parseRequirement(s string) (requirement, error) {
 	default:
 		r = requirement{name: s, op: opExists}
 	}
-	if err := checkName("label name", r.name); err != nil || r.name == "" {
+	if msg := config.CheckID(r.name); msg != "" || r.name == "" {
 		return r, fmt.Errorf("label name %q may contain only letters, digits, '.', '_' and '-', and must not be empty", r.name)
 	}
 	for _, v := range r.values {
-		if len(v) > maxLabelValue {
-			return r, fmt.Errorf("a value is longer than %d bytes", maxLabelValue)
+		if len(v) > config.MaxLabelValue {
+			return r, fmt.Errorf("a value is longer than %d bytes", config.MaxLabelValue)
 		}
 	}
 	return r, nil
 }
-
-// maxLabelValue is the catalog's bound on a label value.
-const maxLabelValue = 256
 
 // cutSpace cuts s around its first run of white space.
 func cutSpace(s string) (before, after string, found bool) {

@@ -51,7 +51,7 @@ func TestAdminTokensAndAuditLog(t *testing.T) {
 	if err != nil || len(preview.Skipped) != 1 || !strings.Contains(preview.Skipped[0].Reason, `unknown pool "nope"`) {
 		t.Fatalf("dry run of an unknown pool = %+v, %v; want web-2 skipped for it", preview, err)
 	}
-	_, err = operator.ApplyCatalog(ctx, []byte(h.catalog()), 0) // managed by the file: refused, and recorded
+	_, err = operator.ApplyCatalog(ctx, []byte(h.catalog()), 0, false) // managed by the file: refused, and recorded
 	if ae, ok := err.(*admin.APIError); !ok || ae.Code != "catalog_read_only" {
 		t.Fatalf("ApplyCatalog = %v, want catalog_read_only", err)
 	}

@@ -97,11 +97,7 @@ func (s *catalogSource) reload(doc []byte) error {
 		err = s.install(c, doc)
 	}
 	if err != nil {
-		s.lastErr, s.lastErrAt = err, time.Now()
-		s.metrics.CatalogReloads.WithLabelValues("error").Inc()
-		s.metrics.CatalogFailing.Set(1)
-		s.log.LogAttrs(context.Background(), slog.LevelError, "catalog rejected; the last good catalog keeps serving",
-			slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version), slog.Any("err", err))
+		s.failed(err, "catalog rejected; the last good catalog keeps serving")
 		return err
 	}
 	s.lastErr = nil
@@ -112,12 +108,26 @@ func (s *catalogSource) reload(doc []byte) error {
 	return nil
 }
 
-// watch reloads the file on SIGHUP and whenever its content changes.
+// failed records a failed reload (s.mu held): the alarm goes on until the
+// file holds a catalog that serves.
+func (s *catalogSource) failed(err error, msg string) {
+	s.lastErr, s.lastErrAt = err, time.Now()
+	s.metrics.CatalogReloads.WithLabelValues("error").Inc()
+	s.metrics.CatalogFailing.Set(1)
+	s.log.LogAttrs(context.Background(), slog.LevelError, msg,
+		slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version), slog.Any("err", err))
+}
+
+// watch reloads the file on SIGHUP and whenever its content changes. Each
+// state of the file is reported once, not every tick: a document rejected,
+// the file unreadable (deleted, say), and, clearing the alarm, the file
+// back to the document serving now.
 func (s *catalogSource) watch(ctx context.Context, every time.Duration) {
 	hup := hangups(ctx)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var rejected []byte // a bad document is reported once, not every tick
+	var rejected []byte // the document last rejected, reported already
+	unreadable := false // the file's last read failed, reported already
 	for {
 		force := false
 		select {
@@ -131,14 +141,22 @@ func (s *catalogSource) watch(ctx context.Context, every time.Duration) {
 		s.mu.Lock()
 		switch {
 		case err != nil:
-			if force || s.lastErr == nil {
-				s.lastErr, s.lastErrAt = fmt.Errorf("read catalog: %w", err), time.Now()
-				s.metrics.CatalogFailing.Set(1)
-				s.log.LogAttrs(ctx, slog.LevelError, "catalog unreadable; the last good catalog keeps serving", slog.Any("err", err))
+			if force || !unreadable {
+				s.failed(fmt.Errorf("read catalog: %w", err), "catalog unreadable; the last good catalog keeps serving")
 			}
-		case force || (!bytes.Equal(doc, s.doc) && !bytes.Equal(doc, rejected)):
+			unreadable, rejected = true, nil
+		case force || !bytes.Equal(doc, s.doc) && !bytes.Equal(doc, rejected):
+			unreadable, rejected = false, nil
 			if s.reload(doc) != nil {
 				rejected = doc
+			}
+		case bytes.Equal(doc, s.doc):
+			unreadable, rejected = false, nil
+			if s.lastErr != nil {
+				s.lastErr = nil
+				s.metrics.CatalogFailing.Set(0)
+				s.log.LogAttrs(ctx, slog.LevelInfo, "catalog file holds the serving catalog again",
+					slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version))
 			}
 		}
 		s.mu.Unlock()
@@ -158,8 +176,9 @@ func (s *catalogSource) Status() admin.CatalogStatus {
 }
 
 // Apply validates doc and makes it serve, storing it so it outlives a
-// restart. A catalog managed by a file cannot be changed this way.
-func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) (admin.CatalogStatus, error) {
+// restart. A catalog managed by a file cannot be changed this way, and
+// one that would drop every alias or every key only with force.
+func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (admin.CatalogStatus, error) {
 	if s.path != "" {
 		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by %s: %w", s.path, admin.ErrCatalogReadOnly)
 	}
@@ -169,6 +188,9 @@ func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) 
 		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
 	}
 	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
+	if err == nil && !force {
+		err = emptied(s.live.Load().Catalog, c)
+	}
 	if err == nil {
 		_, err = s.docs.SaveCatalog(ctx, doc, 0)
 	}
@@ -181,4 +203,16 @@ func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64) 
 		return admin.CatalogStatus{}, err
 	}
 	return s.Status(), nil
+}
+
+// emptied returns an error wrapping admin.ErrCatalogEmptied when next has
+// no models or no keys while cur has some.
+func emptied(cur, next *config.Catalog) error {
+	switch {
+	case len(next.Models) == 0 && len(cur.Models) > 0:
+		return fmt.Errorf("the new catalog has no models: %w", admin.ErrCatalogEmptied)
+	case len(next.Keys) == 0 && len(cur.Keys) > 0:
+		return fmt.Errorf("the new catalog has no keys: %w", admin.ErrCatalogEmptied)
+	}
+	return nil
 }

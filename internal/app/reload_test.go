@@ -39,7 +39,7 @@ func TestReloadKeepsTheLastGoodCatalog(t *testing.T) {
 	if st.Version != v1 || !strings.Contains(st.LastError, "colour") || !strings.Contains(st.LastError, "line") {
 		t.Errorf("status = %+v, want version %d kept and the error naming the field and its line", st, v1)
 	}
-	if _, body := h.adminGet("/metrics"); !strings.Contains(body, "sluice_catalog_reload_failing 1") {
+	if _, body := h.adminGet("/metrics"); !strings.Contains(body, "\nsluice_catalog_reload_failing 1\n") { // not its help text
 		t.Error("metrics do not show the failing reload")
 	}
 	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
@@ -55,6 +55,39 @@ func TestReloadKeepsTheLastGoodCatalog(t *testing.T) {
 	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "extra", 1)); code != 200 {
 		t.Errorf("new alias = %d %s, want 200", code, body)
 	}
+}
+
+// TestReloadAlarmFollowsTheFile: the alarm (last_error and
+// sluice_catalog_reload_failing) goes off when the file holds the serving
+// catalog again, and on when the file is deleted, while the last good
+// catalog keeps serving.
+func TestReloadAlarmFollowsTheFile(t *testing.T) {
+	h := newHarness(t)
+	v1 := h.status(t).Version
+	failing := func() bool {
+		_, body := h.adminGet("/metrics")
+		return strings.Contains(body, "\nsluice_catalog_reload_failing 1\n")
+	}
+	h.writeCatalog(strings.Replace(h.catalog(), "  - alias: only-a\n", "  - alias: only-a\n    colour: blue\n", 1))
+	eventually(t, 2*time.Second, "bad catalog noticed", func() bool { return h.status(t).LastError != "" && failing() })
+
+	h.writeCatalog(h.catalog()) // the serving document again
+	eventually(t, 2*time.Second, "alarm cleared by the serving document", func() bool { return h.status(t).LastError == "" && !failing() })
+	if v := h.status(t).Version; v != v1 {
+		t.Errorf("version = %d after the file went back, want %d (nothing to reload)", v, v1)
+	}
+
+	if err := os.Remove(h.cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "deleted file reported", func() bool {
+		return strings.Contains(h.status(t).LastError, "read catalog") && failing()
+	})
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+		t.Fatalf("request with the catalog file deleted = %d %s, want the last good catalog to serve", code, body)
+	}
+	h.writeCatalog(h.catalog())
+	eventually(t, 2*time.Second, "alarm cleared by the file's return", func() bool { return h.status(t).LastError == "" && !failing() })
 }
 
 func TestSIGHUPReloads(t *testing.T) {

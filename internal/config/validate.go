@@ -350,10 +350,8 @@ func (v *validator) unique(list, field string, n int, id func(int) string) map[s
 	return first
 }
 
-// checkID returns what is wrong with an ID, or "". Stable IDs appear in edge
-// IDs ("credential/endpoint/model"), admin URLs and store keys, so they are
-// restricted to letters, digits, '.', '_' and '-'. Model aliases are names
-// callers send and may hold any character.
+// checkID returns what is wrong with an ID, or "": a stable ID by CheckID;
+// a model alias, a name callers send, may hold any character.
 func checkID(s string, stable bool) string {
 	if s == "" {
 		return "required"
@@ -361,12 +359,7 @@ func checkID(s string, stable bool) string {
 	if !stable {
 		return ""
 	}
-	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Sprintf("%q may contain only letters, digits, '.', '_' and '-'", s)
-		}
-	}
-	return ""
+	return CheckID(s)
 }
 
 // limits checks the max_inflight, rpm and tpm of the record at path; 0 means

@@ -201,8 +201,19 @@ func (v *validator) key(at string, k *Key) {
 			v.addf(field(at, "expires_at"), "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", k.ExpiresAt)
 		}
 	}
-	for name, value := range k.Labels {
-		if msg := checkLabel(name, value); msg != "" {
+	if k.Tenant != "" {
+		if msg := CheckID(k.Tenant); msg != "" {
+			v.addf(field(at, "tenant"), "%s", msg)
+		}
+	}
+	if msg := CheckText(k.Name, MaxName); msg != "" {
+		v.addf(field(at, "name"), "%s", msg)
+	}
+	if len(k.Labels) > MaxLabels {
+		v.addf(field(at, "labels"), "at most %d labels, got %d", MaxLabels, len(k.Labels))
+	}
+	for _, name := range slices.Sorted(maps.Keys(k.Labels)) {
+		if msg := checkLabel(name, k.Labels[name]); msg != "" {
 			v.addf(field(at, "labels."+name), "%s", msg)
 		}
 	}
@@ -230,18 +241,6 @@ func field(at, name string) string {
 		return name
 	}
 	return at + "." + name
-}
-
-// checkLabel returns what is wrong with a label, or "". Names are stable
-// IDs, so that a selector can name them plainly; values are short text.
-func checkLabel(name, value string) string {
-	if msg := checkID(name, true); msg != "" {
-		return "name " + msg
-	}
-	if len(value) > 256 {
-		return "value is longer than 256 bytes"
-	}
-	return ""
 }
 
 // policy checks a route policy: each mode uses its own fields and no others,

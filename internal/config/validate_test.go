@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -249,6 +250,18 @@ func TestValidate(t *testing.T) {
 			c.Accounts[0].Reserve = map[string]int{"interactive": 2}
 		}, `accounts[0].reserve: reserves 2 slots; needs max_inflight above that`},
 		{"KeyLimits", func(c *Catalog) { c.Keys[0].Limits.MaxInflight = -1 }, "keys[0].limits.max_inflight: must be >= 0"},
+		{"KeyTenantControl", func(c *Catalog) { c.Keys[0].Tenant = "acme\x07" }, `keys[0].tenant: "acme\a" may contain only letters, digits, '.', '_' and '-'`},
+		{"KeyTenantLong", func(c *Catalog) { c.Keys[0].Tenant = strings.Repeat("t", MaxID+1) }, `keys[0].tenant: is longer than 128 bytes`},
+		{"KeyNameLong", func(c *Catalog) { c.Keys[0].Name = strings.Repeat("n", 200<<10) }, `keys[0].name: is longer than 256 bytes`},
+		{"KeyNameControl", func(c *Catalog) { c.Keys[0].Name = "web\nadmin" }, `keys[0].name: must be printable UTF-8 text, without control characters`},
+		{"KeyLabelsTooMany", func(c *Catalog) {
+			c.Keys[0].Labels = map[string]string{}
+			for i := range 10_000 {
+				c.Keys[0].Labels[fmt.Sprint("l", i)] = "v"
+			}
+		}, `keys[0].labels: at most 64 labels, got 10000`},
+		{"KeyLabelValueControl", func(c *Catalog) { c.Keys[0].Labels = map[string]string{"team": "a\x00b"} }, `keys[0].labels.team: value must be printable UTF-8 text`},
+		{"KeyIDLong", func(c *Catalog) { c.Keys[0].ID = strings.Repeat("k", MaxID+1) }, `keys[0].id: is longer than 128 bytes`},
 		{"KeyExpiresAt", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01" }, `keys[0].expires_at: want an RFC 3339 time such as 2026-01-02T15:04:05Z, got "2030-01-01"`},
 		{"PolicyMode", func(c *Catalog) { c.Keys[0].Policy.Mode = "sticky" }, `keys[0].policy.mode: must be one of [default strict preferred pool], got "sticky"`},
 		{"PolicyStrictWithoutAccounts", func(c *Catalog) { c.Keys[0].Policy.Mode = "strict" }, "keys[0].policy.accounts: must list at least one account"},

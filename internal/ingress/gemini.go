@@ -359,7 +359,7 @@ func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	p, err := s.keys.Authenticate(geminiKey(r))
+	p, err := s.authenticate(r, geminiKey(r))
 	if err != nil {
 		s.writeError(w, sluice.ProtocolGemini, asError(closeUnread(w, r, err)))
 		return

@@ -38,12 +38,14 @@ type Server struct {
 	ids     *requestIDs
 	budget  bodyBudget
 	fronts  map[sluice.Protocol]*Front
+	// throttle counts failed keys per client address (authenticate).
+	throttle *authn.Throttle
 }
 
 // New returns the data-plane handler, serving the protocols of fronts.
 func New(h *pipeline.Handler, live *pipeline.Live, keys *authn.Keyring, m *metrics.Metrics, log *slog.Logger, fronts []*Front) *Server {
 	s := &Server{handler: h, live: live, keys: keys, metrics: m, log: log, mux: http.NewServeMux(), ids: newRequestIDs(),
-		fronts: make(map[sluice.Protocol]*Front, len(fronts))}
+		fronts: make(map[sluice.Protocol]*Front, len(fronts)), throttle: authn.NewThrottle(failedKeys, failedKeyRefill, nil)}
 	m.WatchBodyBytesHeld(s.budget.held.Load)
 	for _, f := range fronts {
 		s.fronts[f.Protocol] = f
@@ -143,7 +145,7 @@ func counting(req *sluice.Request) error {
 func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time, op func(*sluice.Request) error) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
 	f := s.fronts[p]
-	pr, err := s.keys.Authenticate(f.Key(r))
+	pr, err := s.authenticate(r, f.Key(r))
 	if err != nil {
 		return out, nil, closeUnread(w, r, err)
 	}
@@ -267,7 +269,7 @@ var openAIProtocols = []sluice.Protocol{sluice.ProtocolOpenAIChat, sluice.Protoc
 // the aliases the key may use through OpenAI's protocols (its aliases, on
 // its paths), or one of them (404 model_not_found for another).
 func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request, id string) {
-	p, err := s.keys.Authenticate(bearer(r))
+	p, err := s.authenticate(r, bearer(r))
 	if err != nil {
 		s.writeError(w, sluice.ProtocolOpenAIChat, asError(closeUnread(w, r, err)))
 		return
@@ -367,4 +369,30 @@ func newRequestIDs() *requestIDs {
 
 func (g *requestIDs) next() string {
 	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+}
+
+// An address may present failedKeys wrong keys at once, and one more each
+// failedKeyRefill; past that its wrong keys are answered 429.
+const (
+	failedKeys      = 20
+	failedKeyRefill = 3 * time.Second
+)
+
+// authenticate maps the key r presents (token) to its principal, on every
+// path, the model lists included. A wrong key from an address that
+// presented too many already is answered 429 access_auth_throttled with a
+// Retry-After instead of 401, so a client looping on a bad key is told to
+// back off; a good key from that address still serves.
+func (s *Server) authenticate(r *http.Request, token string) (*sluice.Principal, error) {
+	p, err := s.keys.Authenticate(token)
+	if err == nil {
+		return p, nil
+	}
+	source := authn.Source(r)
+	if wait, refused := s.throttle.Refused(source); refused {
+		return nil, &sluice.Error{Code: sluice.CodeAuthThrottled, RetryAfter: wait, Err: err,
+			Msg: "too many requests with a wrong key from this address; retry after the Retry-After"}
+	}
+	s.throttle.Failed(source)
+	return nil, err
 }

@@ -83,7 +83,7 @@ func (s *Server) serveJob(w *recorder, r *http.Request, p sluice.Protocol, id st
 	if !ok {
 		return out, req, closeUnread(w, r, &sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path})
 	}
-	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
+	pr, err := s.authenticate(r, s.fronts[p].Key(r))
 	if err != nil {
 		return out, req, closeUnread(w, r, err)
 	}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 )
 
@@ -60,22 +60,12 @@ func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
 // promptEstimate is the tokens of a prompt of bodyLen bytes, saturating.
 func promptEstimate(bodyLen int) int64 { return min(sluice.EstimatePromptTokens(bodyLen), maxEstimate) }
 
-// maxUser bounds the end-user name (body "user" or X-Sluice-User): it is
-// part of the limit-state keys of a key with user_limits.
-const maxUser = 256
-
-// checkUser refuses an end-user name that could not be a state key as it
-// is: longer than maxUser bytes, with control characters, or not valid
-// UTF-8 (encoding/json reads invalid bytes as U+FFFD, which is refused too,
-// so no two readers disagree on the name).
+// checkUser refuses an end-user name (body "user" or X-Sluice-User) that
+// could not be a state key as it is, by the rule of the catalog's and the
+// admin API's names (config.CheckText).
 func checkUser(user string) error {
-	if len(user) > maxUser {
-		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("user must be at most %d bytes", maxUser)}
-	}
-	for _, r := range user {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "user must be printable UTF-8 text, without control characters"}
-		}
+	if msg := config.CheckText(user, config.MaxUser); msg != "" {
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "user " + msg}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -55,8 +56,8 @@ func TestParse(t *testing.T) {
 		{name: "negative max_completion_tokens", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","max_completion_tokens":-5}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "user with a control character", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"a\u0001b"}`, wantCode: sluice.CodeInvalidRequest},
 		{name: "user with a tab", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"a\tb"}`, wantCode: sluice.CodeInvalidRequest},
-		{name: "user too long", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser+1) + `"}`, wantCode: sluice.CodeInvalidRequest},
-		{name: "user at the limit", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", maxUser) + `"}`, want: sluice.Request{Model: "m", User: strings.Repeat("u", maxUser)}},
+		{name: "user too long", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", config.MaxUser+1) + `"}`, wantCode: sluice.CodeInvalidRequest},
+		{name: "user at the limit", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"` + strings.Repeat("u", config.MaxUser) + `"}`, want: sluice.Request{Model: "m", User: strings.Repeat("u", config.MaxUser)}},
 		{name: "user in another script", protocol: sluice.ProtocolOpenAIChat, give: `{"model":"m","user":"José 山田"}`, want: sluice.Request{Model: "m", User: "José 山田"}},
 		{name: "anthropic", protocol: sluice.ProtocolAnthropic, give: `{"model":"claude","max_tokens":64,"stream":true,"metadata":{"user_id":"u-1"},"messages":[]}`,
 			want: sluice.Request{Model: "claude", Stream: true, User: "u-1"}},

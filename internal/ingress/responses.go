@@ -52,7 +52,7 @@ func compaction(req *sluice.Request) error {
 func (s *Server) serveStoredResponse(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
 	defer s.recoverPanic(r.Context(), id, &err)
 	req = &sluice.Request{ID: id, Protocol: p, Received: start}
-	pr, err := s.keys.Authenticate(s.fronts[p].Key(r))
+	pr, err := s.authenticate(r, s.fronts[p].Key(r))
 	if err != nil {
 		return out, req, closeUnread(w, r, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +23,14 @@ type grant struct {
 }
 
 // defaultLifetime is assumed for an access token whose answer has no
-// expires_in (RFC 6749 makes it optional).
+// expires_in (RFC 6749 makes it optional) or one that is not a number.
 const defaultLifetime = time.Hour
+
+// maxLifetime caps the lifetime an answer claims: a day is longer than the
+// tokens of every provider Sluice speaks to, and a larger expires_in
+// (10000000000 seconds overflows a time.Duration) would otherwise put the
+// expiry centuries away, or, overflowed, centuries ago.
+const maxLifetime = 24 * time.Hour
 
 // maxAnswer bounds what is read of a token endpoint's answer.
 const maxAnswer = 64 << 10
@@ -92,16 +99,26 @@ func (m *Manager) exchange(ctx context.Context, sp *Spec, refreshToken string) (
 	return grant{access: g.AccessToken, refresh: g.RefreshToken, expires: lifetime(g.ExpiresIn)}, nil
 }
 
-// lifetime reads expires_in (seconds, a number or a string of one);
-// defaultLifetime when absent or not a positive number.
+// lifetime reads expires_in (seconds, a number or a string of one, which
+// may have a fraction or an exponent; one out of float64's range is
+// infinite): at most maxLifetime; 0 for a
+// lifetime that is zero or negative (a token already expired);
+// defaultLifetime when absent or not a number.
 func lifetime(raw json.RawMessage) time.Duration {
 	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		if secs, err := n.Int64(); err == nil && secs > 0 {
-			return time.Duration(secs) * time.Second
-		}
+	if json.Unmarshal(raw, &n) != nil {
+		return defaultLifetime
 	}
-	return defaultLifetime
+	secs, err := strconv.ParseFloat(string(n), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange): // json.Number admits no NaN or Inf
+		return defaultLifetime
+	case secs <= 0:
+		return 0
+	case secs >= maxLifetime.Seconds():
+		return maxLifetime
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // errorCode renders an OAuth error code for a message: " (code)" with only

@@ -11,8 +11,9 @@
 // SQLite) and first looks whether another replica refreshed meanwhile, so
 // a rotating refresh token is spent exactly once, and the replicas that
 // lost the race adopt the winner's token. A refresh answered invalid_grant
-// disables the credential (Options.Disable); any other failure is retried
-// with backoff, and the credential serves while its access token is valid.
+// disables the credential (Options.Disable); any other failure, and an
+// answer whose access token lives less than a minute, is retried with
+// backoff, and the credential serves while its access token is valid.
 //
 // The operator's refresh_token_file (or client secret, or service account
 // key) seeds the row; a token written there later (another than the one
@@ -178,6 +179,17 @@ func (m *Manager) warn(ctx context.Context, id, msg string, err error) {
 // (another client rotated it), revoked or expired. Only a new refresh
 // token brings the credential back.
 var errInvalidGrant = errors.New("the token endpoint refused the credential's grant (invalid_grant)")
+
+// errShortLived is a refresh that gave an access token of less than
+// minLifetime. Refreshing it at its own pace would call the token endpoint
+// (and rotate the refresh token) every few seconds; it is backed off as a
+// failure.
+var errShortLived = errors.New("it is refreshed again after the backoff, not as it nears its expiry")
+
+// minLifetime is the shortest access token lifetime that is refreshed as
+// it nears its expiry; a shorter one is used while it lasts and refreshed
+// after the failure backoff.
+const minLifetime = time.Minute
 
 // errNotSeeded is a refresh of a credential whose row is missing.
 var errNotSeeded = errors.New("no stored tokens yet")

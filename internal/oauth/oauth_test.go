@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -355,6 +356,64 @@ func TestConcurrentReplicasRefreshOnce(t *testing.T) {
 			}
 			if len(w.disables()) != 0 {
 				t.Errorf("disabled %v: a rotated refresh token was spent twice", w.disables())
+			}
+		})
+	}
+}
+
+// TestAbsurdLifetimesAreCappedAndBackedOff runs ten minutes of one tick a
+// second against a token endpoint whose expires_in is absurd. A huge one
+// (10000000000 seconds overflowed the expiry into 1759: refreshed every
+// tick, rotating the refresh token, and never served) is capped at a day;
+// one that is zero, negative or shorter than a minute backs off as a
+// failed refresh would.
+func TestAbsurdLifetimesAreCappedAndBackedOff(t *testing.T) {
+	const backedOff = 9 // refreshes at 0, 2, 6, 14, 30, 62, 126, 254 and 510 seconds
+	tests := []struct {
+		expiresIn string
+		valid     bool // a token serves after the first refresh
+		lifetime  time.Duration
+		refreshes int64
+	}{
+		{`10000000000`, true, maxLifetime, 1},
+		{`1e10`, true, maxLifetime, 1},
+		{`"1e400"`, true, maxLifetime, 1},
+		{`"3600.5"`, true, 3600*time.Second + 500*time.Millisecond, 1},
+		{`1.5`, true, 1500 * time.Millisecond, backedOff},
+		{`0`, false, 0, backedOff},
+		{`-5`, false, 0, backedOff},
+		{`"soon"`, true, defaultLifetime, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expiresIn, func(t *testing.T) {
+			w := newWorld(t)
+			var n atomic.Int64
+			endpoint := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				i := n.Add(1)
+				rw.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(rw, `{"access_token":"at-%d","refresh_token":"rt-%d","token_type":"bearer","expires_in":%s}`, i, i, tt.expiresIn)
+			}))
+			t.Cleanup(endpoint.Close)
+			m, err := New(Options{DB: sqliteFile(t, filepath.Join(t.TempDir(), "s.db")), Key: testKey, Now: w.clock.Now,
+				Log: slog.New(slog.NewJSONHandler(w.logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Sync(t.Context(), []Spec{{CredentialID: "max-1", OAuth: config.OAuth{TokenURL: endpoint.URL, ClientID: "c", RefreshTokenFile: w.file}}})
+			m.Tick(t.Context())
+			s := m.Source("max-1")
+			if _, ok := s.Token(); ok != tt.valid {
+				t.Errorf("token valid after the first refresh = %t, want %t", ok, tt.valid)
+			}
+			if cur := s.cur.Load(); cur == nil || cur.expires.Sub(cur.issued) != tt.lifetime {
+				t.Errorf("token lifetime = %v, want %s", cur.expires.Sub(cur.issued), tt.lifetime)
+			}
+			for range 600 {
+				w.clock.Add(time.Second)
+				m.Tick(t.Context())
+			}
+			if got := n.Load(); got != tt.refreshes {
+				t.Errorf("%d refreshes in ten minutes, want %d", got, tt.refreshes)
 			}
 		})
 	}

@@ -146,6 +146,12 @@ func (s *Source) refreshRow(ctx context.Context, refused string) error {
 		t := &token{access: g.access, issued: now, expires: now.Add(g.expires)}
 		// The access token is good whatever happens to the row: use it.
 		s.cur.Store(t)
+		if g.expires < minLifetime {
+			// Stored all the same (a rotated refresh token is spent), but
+			// counted as a failure, so the next refresh waits for the
+			// backoff instead of following the token's own short expiry.
+			outcome = fmt.Errorf("the token endpoint issued an access token that expires in %s: %w", g.expires, errShortLived)
+		}
 		if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET access_token = ?, issued_at = ?, expires_at = ?, refresh_token = ?, failure = '' WHERE credential_id = ?`,
 			m.vault.seal(s.id, "access_token", t.access), t.issued.UnixMicro(), t.expires.UnixMicro(),
 			m.vault.seal(s.id, "refresh_token", cmp.Or(g.refresh, r.refresh)), s.id); err != nil {
