@@ -137,21 +137,7 @@ func TestBillingBalanceBoundsConcurrentRequests(t *testing.T) {
 	l := ledgerOf(t, h)
 	topUp(t, h, l, "acme", "3.00")
 
-	var mu sync.Mutex
-	codes := map[string]int{}
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			code := "ok"
-			if e := sdkErr(t, h, keyWeb, "fast"); e != nil {
-				code = fmt.Sprintf("%d %s", e.StatusCode, e.Code)
-			}
-			mu.Lock()
-			codes[code]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	codes := parallelOutcomes(t, h, 20)
 	if codes["ok"] != 3 || codes["429 billing_quota_exhausted"] != 17 {
 		t.Errorf("outcomes = %v, want 3 ok and the rest 429 billing_quota_exhausted", codes)
 	}
@@ -285,4 +271,25 @@ func TestBillingAPIKeyBinding(t *testing.T) {
 	}
 	eventually(t, 3*time.Second, "the key usable", func() bool { return sdkErr(t, h, created.Key, "fast") == nil })
 	wantCode(t, "a second request on a spent balance", sdkErr(t, h, created.Key, "fast"), http.StatusTooManyRequests, "billing_quota_exhausted")
+}
+
+// parallelOutcomes sends n requests for "fast" with keyWeb at once and
+// counts their outcomes: "ok", or the status and code of a refusal.
+func parallelOutcomes(t *testing.T, h *harness, n int) map[string]int {
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			code := "ok"
+			if e := sdkErr(t, h, keyWeb, "fast"); e != nil {
+				code = fmt.Sprintf("%d %s", e.StatusCode, e.Code)
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
 }

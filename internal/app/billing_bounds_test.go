@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,21 +125,7 @@ func TestBillingOverdraftBoundsParallelRequests(t *testing.T) {
 			h := billed(t, tt.account, "", "", simulator.Options{Default: simulator.Behavior{Latency: 300 * time.Millisecond}})
 			l := ledgerOf(t, h)
 			topUp(t, h, l, "acme", "5.00")
-			var mu sync.Mutex
-			codes := map[string]int{}
-			var wg sync.WaitGroup
-			for range 50 {
-				wg.Go(func() {
-					code := "ok"
-					if e := sdkErr(t, h, keyWeb, "fast"); e != nil {
-						code = fmt.Sprintf("%d %s", e.StatusCode, e.Code)
-					}
-					mu.Lock()
-					codes[code]++
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
+			codes := parallelOutcomes(t, h, 50)
 			if codes["ok"] != tt.ok || codes["429 billing_quota_exhausted"] != 50-tt.ok {
 				t.Errorf("outcomes = %v; want %d ok, the rest 429 billing_quota_exhausted", codes, tt.ok)
 			}

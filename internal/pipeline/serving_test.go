@@ -15,11 +15,10 @@ import (
 // serves says the pair is translated, spoken in the endpoint's protocol;
 // an endpoint that speaks the alias's protocol keeps it.
 func TestCompileServingEdgesOfTranslatedPairs(t *testing.T) {
-	env := func(string) (string, bool) { return "sk-upstream", true }
 	translates := func(caller, upstream sluice.Protocol) bool {
 		return caller == upstream || caller == sluice.ProtocolAnthropic && upstream == sluice.ProtocolOpenAIChat
 	}
-	cat, err := config.LoadServing([]byte(`version: 1
+	cat, snap := compileServing(t, translates, `version: 1
 endpoints:
   - {id: compatible, base_url: http://deepseek.test, protocols: [openai.embeddings, openai.chat]}
   - {id: anthropic, base_url: http://anthropic.test, protocols: [anthropic.messages]}
@@ -30,14 +29,7 @@ models:
     protocol: anthropic.messages
     deployments: [{model: m, endpoints: [anthropic, compatible]}]
 keys: [{id: web, tenant: web, secret_env: KEY}]
-`), env, translates)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := CompileServing(cat, env, "test", translates)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	edges, _ := snap.Routes.Candidates("claude", sluice.ProtocolAnthropic, routing.FillFirst{})
 	got := map[string]sluice.Protocol{}
 	for _, e := range edges {
@@ -47,7 +39,7 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 	if len(got) != len(want) || got["anthropic"] != want["anthropic"] || got["compatible"] != want["compatible"] {
 		t.Errorf("edges of claude speak %v, want %v", got, want)
 	}
-	same, err := Compile(cat, env, "test")
+	same, err := Compile(cat, upstreamSecret, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +53,9 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 // through, another translates from the first of its protocols that serves
 // it; callers that go out in the same protocol share the edge.
 func TestAliasWithoutProtocolAnswersEveryGenerationProtocol(t *testing.T) {
-	env := func(string) (string, bool) { return "sk-upstream", true }
 	generation := func(p sluice.Protocol) bool { return slices.Contains(sluice.Generation, p) }
 	translates := func(caller, upstream sluice.Protocol) bool { return generation(caller) && generation(upstream) }
-	cat, err := config.LoadServing([]byte(`version: 1
+	_, snap := compileServing(t, translates, `version: 1
 endpoints:
   - {id: openai, base_url: http://openai.test, protocols: [openai.embeddings, openai.chat, openai.responses]}
   - {id: anthropic, base_url: http://anthropic.test, protocols: [anthropic.messages]}
@@ -77,14 +68,7 @@ models:
     protocol: anthropic.messages
     deployments: [{model: m, endpoints: [openai, anthropic]}]
 keys: [{id: web, tenant: web, secret_env: KEY}]
-`), env, translates)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := CompileServing(cat, env, "test", translates)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if got := snap.Routes.Alias("any").Protocols; !slices.Equal(got, sluice.Generation) {
 		t.Errorf("any answers %v, want %v", got, sluice.Generation)
 	}
@@ -116,6 +100,25 @@ keys: [{id: web, tenant: web, secret_env: KEY}]
 	if _, ok := snap.Routes.Candidates("any", sluice.ProtocolOpenAIEmbeddings, nil); ok {
 		t.Error("an alias without a protocol has candidates for an embeddings caller")
 	}
+}
+
+// upstreamSecret is the environment of the catalogs compiled here: every
+// secret is one made-up upstream key.
+func upstreamSecret(string) (string, bool) { return "sk-upstream", true }
+
+// compileServing loads catalog and compiles it where serves says which
+// pairs are translated.
+func compileServing(t *testing.T, serves config.Serves, catalog string) (*config.Catalog, *Snapshot) {
+	t.Helper()
+	cat, err := config.LoadServing([]byte(catalog), upstreamSecret, serves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := CompileServing(cat, upstreamSecret, "test", serves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat, snap
 }
 
 // A count Sluice answers itself sent nothing upstream: releasing its claim
