@@ -121,13 +121,6 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 			recorded = true
 		},
 	}
-	if err == nil && req.Stream {
-		// A stream's end is received, and settled, however slowly its
-		// caller takes it (behind.go).
-		bw := newBehind(w)
-		defer bw.finish()
-		w = bw
-	}
 	if err == nil {
 		err = h.call(ctx, snap, p.Key, req, task, edges, pin, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
 			return h.execute(ctx, w, req, e, start, claim, hooks), false
