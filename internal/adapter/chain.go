@@ -8,7 +8,7 @@ import (
 
 // Hub is the protocol every other one has translators to and from, so that
 // any two protocols meet through it: OpenAI chat, the one whose fields the
-// others share most (docs/translation.md).
+// others share most (docs/translators.md).
 const Hub = sluice.ProtocolOpenAIChat
 
 // Chain is a Translator for a caller of one protocol on an upstream of

@@ -152,7 +152,7 @@ func chatFor(alias string) string {
 	return `{"model":"` + alias + `","messages":[{"role":"user","content":"hello there"}]}`
 }
 
-// Upstream answers of DashScope (docs/upstream-errors.md).
+// Upstream answers of DashScope (docs/failure-classes.md).
 const (
 	perModelThrottle = `{"code":"Throttling.RateQuota","message":"Requests rate limit exceeded, please try again later.","request_id":"r1"}`
 	accountThrottle  = `{"code":"Throttling","message":"Requests throttling triggered.","request_id":"r2"}`

@@ -269,7 +269,7 @@ func appendData(out, data []byte) []byte {
 // bedrockError is how Sluice reads one of Bedrock's errors: the status and
 // Anthropic's error type that stand for it, so that Classify, the
 // translators and an Anthropic caller read it as Anthropic's
-// (docs/upstream-errors.md for the classes).
+// (docs/failure-classes.md for the classes).
 type bedrockError struct {
 	status int
 	typ    string

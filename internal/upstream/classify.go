@@ -14,7 +14,7 @@ import (
 // decides what happens next (docs/architecture.md, "Errors inside the code").
 type Class int
 
-// Failure classes (docs/upstream-errors.md).
+// Failure classes (docs/failure-classes.md).
 const (
 	ClassNone       Class = iota // success
 	ClassRate                    // throttled: cool the account, try another account
@@ -86,7 +86,7 @@ var billingMarkers = []string{
 
 // Classify sorts an upstream HTTP failure. It uses the status, the error
 // code and type, and for the documented cases the message; never the status
-// alone (docs/upstream-errors.md).
+// alone (docs/failure-classes.md).
 func Classify(status int, body []byte) Class {
 	e := decodeError(body)
 	return e.class(status)
@@ -202,7 +202,7 @@ var (
 )
 
 // modelScopedMarkers are the codes of DashScope's throttles, whose limits
-// are set per model at the root-account level (docs/upstream-errors.md,
+// are set per model at the root-account level (docs/failure-classes.md,
 // DashScope): the RPM/RPS, burst and TPM/TPS quotas of one model.
 var modelScopedMarkers = []string{
 	"throttling.ratequota", "throttling.burstrate", "throttling.allocationquota",

@@ -31,7 +31,7 @@ func (d *googleDetail) UnmarshalJSON(b []byte) error {
 }
 
 // classifyGoogle sorts an error in Google's envelope (a gRPC status name
-// in error.status), as docs/upstream-errors.md says: ok is false
+// in error.status), as docs/failure-classes.md says: ok is false
 // for one it leaves to the status rules. A 429 RESOURCE_EXHAUSTED is a
 // rate limit whatever its message says (Gemini's per-minute limits too
 // "check your plan and billing"), but for prepaid credits run out; a key

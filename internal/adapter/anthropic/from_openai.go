@@ -24,11 +24,11 @@ import (
 // DefaultMaxTokens is the output cap sent when an OpenAI caller sets none:
 // Anthropic requires one and OpenAI's default is "as much as the model
 // allows", which Sluice does not know per model (policy,
-// docs/translation.md, "Request parameters"). A thinking budget is added on top of it.
+// docs/translators.md, "Request parameters"). A thinking budget is added on top of it.
 const DefaultMaxTokens = 8192
 
 // thinkingBudgets maps OpenAI's reasoning_effort to an Anthropic thinking
-// budget (docs/translation.md, "Request parameters"). "none" turns thinking off. Anthropic's
+// budget (docs/translators.md, "Request parameters"). "none" turns thinking off. Anthropic's
 // minimum budget is 1024.
 var thinkingBudgets = map[string]int64{
 	"minimal": 1024,
@@ -50,7 +50,7 @@ var thinkingBudgets = map[string]int64{
 // are not a JSON object, images other than data or http(s) URLs, and a
 // max_tokens too small for the thinking budget asked for.
 //
-// Dropped, as docs/translation.md says, because they are hints Anthropic has no
+// Dropped, as docs/translators.md says, because they are hints Anthropic has no
 // field for and the answer's shape does not depend on them: image detail,
 // seed, frequency_penalty, presence_penalty, metadata, store,
 // service_tier, prompt_cache_key (Sluice places cache breakpoints itself,
@@ -121,7 +121,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 }
 
 // cacheBreakpoints marks where Anthropic is to cache the prompt, which an
-// OpenAI caller cannot say and OpenAI does on its own (policy, docs/translation.md,
+// OpenAI caller cannot say and OpenAI does on its own (policy, docs/translators.md,
 // "Request parameters"): after the tools, after the system prompt, and after the last
 // turn, so that the next request of the conversation reads all of it from
 // the cache. Three of Anthropic's four breakpoints; a prompt shorter than
@@ -428,7 +428,7 @@ func jsonFormat(f *openai.ResponseFormat) *messages.Format {
 }
 
 // finishReasons maps Anthropic's stop_reason to OpenAI's finish_reason
-// (docs/translation.md, "Finish reasons"); anything else is "stop".
+// (docs/translators.md, "Finish reasons"); anything else is "stop".
 var finishReasons = map[string]string{
 	"max_tokens":                    "length",
 	"model_context_window_exceeded": "length",

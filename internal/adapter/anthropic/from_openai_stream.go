@@ -11,7 +11,7 @@ import (
 )
 
 // Event translates one event of a Messages stream into chat chunks
-// (docs/translation.md, "Streams"). An upstream error event is passed on as
+// (docs/translators.md, "Streams"). An upstream error event is passed on as
 // OpenAI's mid-stream error; Event then returns a
 // *sluice.Error (upstream_stream_failed), the stream having failed.
 func (t *FromOpenAI) Event(ev adapter.Event, emit func(adapter.Event) error) error {

@@ -25,7 +25,7 @@ import (
 )
 
 // thinkingBudgets maps OpenAI's reasoning_effort to a Gemini thinking
-// budget (docs/translation.md, "Request parameters"). A budget works on every Gemini model
+// budget (docs/translators.md, "Request parameters"). A budget works on every Gemini model
 // that thinks, where thinkingLevel is refused by the 2.5 models. "none"
 // turns thinking off (a model that cannot, like 2.5 Pro, refuses it);
 // "high" is 2.5 Flash's largest budget, "xhigh" and "max" 2.5 Pro's.
@@ -136,7 +136,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 // dialogue is a conversation being translated: the system instruction's
 // parts (every system and developer message's text, in order) and the
 // contents. Consecutive messages of one role become one content (policy,
-// docs/translation.md, "System prompt and roles"), so consecutive tool messages become one user content
+// docs/translators.md, "System prompt and roles"), so consecutive tool messages become one user content
 // of functionResponse parts.
 type dialogue struct {
 	system   []generate.Part
@@ -329,7 +329,7 @@ const signatureMark = "__thought__"
 
 // callID is the id an OpenAI caller gets for a Gemini function call: its
 // id, and after signatureMark the call's thought signature, which Gemini
-// wants back on the call when the conversation goes on (docs/translation.md, "Tools") and
+// wants back on the call when the conversation goes on (docs/translators.md, "Tools") and
 // which a chat caller has nowhere else to keep. The signature is base64;
 // it is written in the URL alphabet without padding so that the id stays
 // within [a-zA-Z0-9_-], as Anthropic requires of the ids it is given.
@@ -485,7 +485,7 @@ func generationConfig(in *openai.ChatRequest) (*generate.GenerationConfig, error
 }
 
 // finishReasons maps Gemini's finishReason to OpenAI's finish_reason
-// (docs/translation.md, "Finish reasons"); anything else (STOP, OTHER, the tool-call
+// (docs/translators.md, "Finish reasons"); anything else (STOP, OTHER, the tool-call
 // failures) is "stop". A turn with function calls is "tool_calls" whatever
 // its reason.
 var finishReasons = map[string]string{

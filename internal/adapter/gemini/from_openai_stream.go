@@ -13,7 +13,7 @@ import (
 )
 
 // Event translates one chunk of a Gemini stream into chat chunks
-// (docs/translation.md, "Streams"): one chunk per part, a function call (which Gemini
+// (docs/translators.md, "Streams"): one chunk per part, a function call (which Gemini
 // sends whole) as one tool-call delta with its index. The chunk with the
 // finish reason, or a blocked prompt's, ends the stream: the finish chunk,
 // the usage chunk when the caller asked for one, and [DONE]; anything

@@ -21,7 +21,7 @@ import (
 // other than base64 PDFs, image sources other than base64 and URLs, more
 // than 4 stop sequences.
 //
-// Dropped, as docs/translation.md says: top_k (OpenAI has none), cache_control
+// Dropped, as docs/translators.md says: top_k (OpenAI has none), cache_control
 // breakpoints (OpenAI caches on its own), service_tier, container,
 // inference_geo and context_management (Claude Code's server-side context
 // editing: the conversation is sent whole instead), redacted_thinking
@@ -48,7 +48,7 @@ var _ adapter.Translator = (*FromAnthropic)(nil)
 func NewFromAnthropic() *FromAnthropic { return &FromAnthropic{} }
 
 // reasoningEfforts maps an Anthropic thinking budget to OpenAI's
-// reasoning_effort (docs/translation.md, "Request parameters"): the largest effort whose
+// reasoning_effort (docs/translators.md, "Request parameters"): the largest effort whose
 // floor the budget reaches.
 var reasoningEfforts = []struct {
 	floor  int64
@@ -131,7 +131,7 @@ func systemText(c *messages.Content) (string, error) {
 // tool_result blocks become tool messages, which come first (they answer
 // the assistant turn before); its other blocks a user message after them,
 // with the images of the tool results, which a tool message cannot carry
-// (docs/translation.md, "System prompt and roles"). An assistant turn becomes one assistant
+// (docs/translators.md, "System prompt and roles"). An assistant turn becomes one assistant
 // message: text, thinking as reasoning_content, tool_use as tool_calls.
 func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, error) {
 	switch m.Role {
@@ -280,7 +280,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 // sent as max_completion_tokens; otherwise as max_tokens (policy). The
 // rule serves both kinds of chat upstream Claude Code meets: OpenAI's
 // reasoning models refuse max_tokens and need max_completion_tokens, which
-// also counts their reasoning (docs/translation.md, "Request parameters"), while many
+// also counts their reasoning (docs/translators.md, "Request parameters"), while many
 // OpenAI-compatible servers read only max_tokens (Ollama, LM Studio,
 // llama.cpp) or refuse fields they do not know, and reasoning_effort means
 // nothing to a model that does not reason. What it cannot serve: an OpenAI
@@ -315,7 +315,7 @@ func reasoningEffort(in *messages.Request) string {
 }
 
 // stopReasons maps OpenAI's finish_reason to Anthropic's stop_reason
-// (docs/translation.md, "Finish reasons"); anything else is end_turn.
+// (docs/translators.md, "Finish reasons"); anything else is end_turn.
 var stopReasons = map[string]string{
 	"length":         "max_tokens",
 	"tool_calls":     "tool_use",
@@ -373,7 +373,7 @@ func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
 
 // toolInput is a tool call's arguments as an Anthropic input object. The
 // model may write arguments that are not a JSON object: they are kept as
-// {"_raw": "…"} rather than lost (docs/translation.md, "Tools").
+// {"_raw": "…"} rather than lost (docs/translators.md, "Tools").
 func toolInput(args string) json.RawMessage {
 	trimmed := strings.TrimSpace(args)
 	if trimmed == "" {

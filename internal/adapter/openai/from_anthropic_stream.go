@@ -59,7 +59,7 @@ type messageDelta struct {
 }
 
 // Event translates one chunk of a chat stream into Messages events
-// (docs/translation.md, "Streams"). Tool-call blocks stay open until the finish, so
+// (docs/translators.md, "Streams"). Tool-call blocks stay open until the finish, so
 // fragments of parallel calls may interleave, as Anthropic allows. An
 // upstream error chunk is passed on as Anthropic's error event; Event then
 // returns a *sluice.Error (upstream_stream_failed).

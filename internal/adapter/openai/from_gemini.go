@@ -39,7 +39,7 @@ import (
 // Gemini can read), a functionResponse answering no call, and unknown
 // roles and function calling modes.
 //
-// Dropped, as docs/translation.md says: topK (OpenAI has none), safetySettings
+// Dropped, as docs/translators.md says: topK (OpenAI has none), safetySettings
 // (OpenAI's moderation is its own), thought signatures (an OpenAI upstream
 // takes the reasoning text back, without one), mediaResolution,
 // serviceTier and labels.
@@ -481,7 +481,7 @@ func geminiEffort(tc *generate.ThinkingConfig) (string, error) {
 }
 
 // finishReasonsForGemini maps OpenAI's finish_reason to Gemini's
-// (docs/translation.md, "Finish reasons"); anything else is STOP, tool calls included (Gemini
+// (docs/translators.md, "Finish reasons"); anything else is STOP, tool calls included (Gemini
 // has no reason of their own).
 var finishReasonsForGemini = map[string]string{"length": "MAX_TOKENS", "content_filter": "SAFETY"}
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Event translates one chunk of a chat stream into Gemini stream chunks
-// (docs/translation.md, "Streams"): text and (when the caller asked for thoughts)
+// (docs/translators.md, "Streams"): text and (when the caller asked for thoughts)
 // reasoning as they come, each a chunk of one part; tool calls buffered
 // until the finish, then one chunk of their functionCall parts, as Gemini
 // sends calls whole; and at [DONE] the last chunk, with the finish reason

@@ -203,7 +203,7 @@ type UsageMetadata struct {
 	TotalTokenCount         int64 `json:"totalTokenCount"`
 }
 
-// Sluice returns the usage in Sluice's terms (docs/translation.md, "Usage"): the
+// Sluice returns the usage in Sluice's terms (docs/translators.md, "Usage"): the
 // tool-use prompt counts as prompt (policy), the thoughts as completion
 // and reasoning.
 func (u *UsageMetadata) Sluice() sluice.Usage {
