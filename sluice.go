@@ -368,12 +368,23 @@ var MaxTokensField = map[Protocol]string{
 // Fallback (a pool ID or "any") and how long to Wait for the bound accounts,
 // pool a Pool.
 type RoutePolicy struct {
-	Mode     string
+	Mode     PolicyMode
 	Accounts []string
 	Pool     string
 	Fallback string
 	Wait     time.Duration
 }
+
+// PolicyMode is the mode of a route policy.
+type PolicyMode string
+
+// Route policy modes.
+const (
+	PolicyDefault   PolicyMode = "default"   // every account the alias has, in its strategy's order
+	PolicyStrict    PolicyMode = "strict"    // the bound accounts only
+	PolicyPreferred PolicyMode = "preferred" // the bound accounts first, then the fallback
+	PolicyPool      PolicyMode = "pool"      // a pool's accounts, under the pool's limits
+)
 
 // Limits are limits of Sluice's own on a key or on each of its end users;
 // 0 = no limit.
@@ -421,14 +432,9 @@ type Request struct {
 	User         string // the end user: X-Sluice-User, else the body's "user" (Anthropic: metadata.user_id; Responses: safety_identifier, else user)
 	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
-	// Profile is the quota profile the request runs under (profiles[].id):
-	// the one a trusted key asserts (X-Sluice-Profile), else the end
-	// user's entitlement valid now, else the tenant's default; "" = none.
-	// Ingress sets the asserted one; the pipeline resolves the rest.
+	// Profile is the quota profile the caller asserts (X-Sluice-Profile);
+	// "" = none. Admission resolves the one the request runs under.
 	Profile string
-	// Pool is the pool the end user's entitlement routes the request
-	// through, over its profile's pool (set by the pipeline); "" = none.
-	Pool string
 	// MaxWait is the longest the caller lets the request wait for
 	// capacity (X-Sluice-Max-Wait), within its class's wait; 0 tries once
 	// and never waits. nil: the class's wait.

@@ -287,7 +287,7 @@ func (ks *KeySettings) apply(k *sluice.Key) error {
 
 // policy is p as the key carries it.
 func (p *KeyPolicy) policy() (sluice.RoutePolicy, error) {
-	rp := sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback}
+	rp := sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback}
 	if p.Wait == "" {
 		return rp, nil
 	}
@@ -347,7 +347,7 @@ func set[T any](dst *T, v *T) {
 
 // keySettings is the view of what k carries.
 func keySettings(k *sluice.Key) KeySettings {
-	p := KeyPolicy{Mode: k.Policy.Mode, Accounts: k.Policy.Accounts, Pool: k.Policy.Pool, Fallback: k.Policy.Fallback}
+	p := KeyPolicy{Mode: string(k.Policy.Mode), Accounts: k.Policy.Accounts, Pool: k.Policy.Pool, Fallback: k.Policy.Fallback}
 	if k.Policy.Wait > 0 {
 		p.Wait = k.Policy.Wait.String()
 	}

@@ -74,11 +74,12 @@ func (s *Snapshot) affinityOf(rp *routePolicy, alias string) *routing.Affinity {
 // count_tokens request runs nothing worth caching. The seed's binding is
 // read and refreshed here; a store that cannot answer costs the request
 // its binding, never the request.
-func (h *Handler) startAffinity(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, class int, pin *store.Job) *affinity {
+func (h *Handler) startAffinity(ctx context.Context, adm *admission, req *sluice.Request, pin *store.Job) *affinity {
 	if pin != nil || req.CountTokens || h.affinity == nil {
 		return nil
 	}
-	st := snap.affinityOf(snap.policy(key, req), req.Model)
+	snap, key, class := adm.snap, adm.key(), adm.class
+	st := snap.affinityOf(adm.policy, req.Model)
 	if st == nil {
 		return nil
 	}

@@ -194,23 +194,23 @@ var (
 	errBillingStale   = &sluice.Error{Code: sluice.CodeStateUnavailable, Msg: "billing balances are unavailable; retry later", RetryAfter: time.Second}
 )
 
-// charge admits a request of key k (as the snapshot knows it now) for
-// billing, after its scopes: an unbound key of a billed catalog is
-// access_key_unbound; an alias its plan has no price for at req.Received
-// is billing_price_unavailable; a view the store has not refreshed
-// within its staleness bound refuses billed requests (fail closed); an
-// exhausted balance or a spent budget is billing_quota_exhausted. It
-// returns nil, with no work done, for a catalog without billing.
-func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, task string) (*charging, error) {
-	cb := snap.billing
+// charge admits a request (a, as admitted so far) for billing, after its
+// scopes: an unbound key of a billed catalog is access_key_unbound; an
+// alias its plan has no price for at req.Received is
+// billing_price_unavailable; a view the store has not refreshed within its
+// staleness bound refuses billed requests (fail closed); an exhausted
+// balance or a spent budget is billing_quota_exhausted. It returns nil,
+// with no work done, for a catalog without billing.
+func (h *Handler) charge(a *admission, req *sluice.Request) (*charging, error) {
+	cb := a.snap.billing
 	if cb == nil {
 		return nil, nil
 	}
-	k = snap.keys[k.ID].key // as it is now: admit checked it is still active
-	c := &charging{key: k.ID, tenant: k.Tenant, task: task, pool: snap.policy(k, req).pool, received: req.Received}
+	k := a.key()
+	c := &charging{key: k.ID, tenant: k.Tenant, task: a.task, pool: a.policy.pool, received: req.Received}
 	if cb.billed {
-		a := cb.accounts[k.BillingAccount]
-		if a == nil {
+		ba := cb.accounts[k.BillingAccount]
+		if ba == nil {
 			if k.BillingAccount != "" && !h.view.Fresh(time.Now()) {
 				// The account may be one of the admin API's that this
 				// gateway has not read yet (it reads them with the balances).
@@ -219,14 +219,14 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 			}
 			return nil, errBillingUnbound
 		}
-		price, ok := cb.table.Price(a.plan, req.Model, req.Received)
+		price, ok := cb.table.Price(ba.plan, req.Model, req.Received)
 		if !ok {
 			return nil, &sluice.Error{Code: sluice.CodePriceUnavailable, Msg: "model " + req.Model + " has no price in this key's plan"}
 		}
-		c.account, c.price = a, price
+		c.account, c.price = ba, price
 		c.worst = c.worstCase(req)
-		if b := a.budgets; b != (sluice.Budgets{}) {
-			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Account, ID: a.id}, billing.Micros(b.Day), billing.Micros(b.Month)})
+		if b := ba.budgets; b != (sluice.Budgets{}) {
+			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Account, ID: ba.id}, billing.Micros(b.Day), billing.Micros(b.Month)})
 		}
 		if b := k.Budgets; b != (sluice.Budgets{}) {
 			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Key, ID: k.ID}, billing.Micros(b.Day), billing.Micros(b.Month)})
@@ -235,8 +235,8 @@ func (h *Handler) charge(snap *Snapshot, k *sluice.Key, req *sluice.Request, tas
 			c.budgets = append(c.budgets, limit{billing.Subject{Kind: billing.Tenant, ID: k.Tenant}, billing.Micros(b.Day), billing.Micros(b.Month)})
 		}
 	}
-	for _, s := range [...]billing.Subject{{Kind: billing.Pool, ID: c.pool}, {Kind: billing.Task, ID: task}} {
-		if day, ok := cb.costs[s]; ok && !snap.ownsRoute(k, req) {
+	for _, s := range [...]billing.Subject{{Kind: billing.Pool, ID: c.pool}, {Kind: billing.Task, ID: a.task}} {
+		if day, ok := cb.costs[s]; ok && !a.ownsRoute() {
 			c.budgets = append(c.budgets, limit{s: s, day: day}) // a BYOK request costs the platform nothing
 		}
 	}

@@ -28,177 +28,270 @@ import (
 // Nothing is retried after the first byte reached the caller, nor after an
 // attempt that says it is final.
 //
-// The key's route policy filters and orders the edges the engine waits for
-// (see plan): a strict key's requests wait for their bound accounts only; a
-// preferred key's wait for theirs until the policy's wait passes or they
-// are known unusable, and then for the fallback's as well, bound first. A
-// request pinned to a stored response's edge (pin, see route) waits for
-// that edge alone, like a strict key's. Session affinity (out.affinity)
-// uses the same mechanism inside the policy's order: its bound account
-// first and alone, until the class's affinity wait passes or the account
-// is known unusable or cooling, then the rest by free room.
-func (h *Handler) call(ctx context.Context, snap *Snapshot, key *sluice.Key, req *sluice.Request, task string, edges []*sluice.Edge, pin *store.Job, out *Outcome, try tryFunc) error {
-	start := time.Now()
-	deadline := start.Add(waitFor(snap.Wait(out.class), req))
-	var failed []failure // what earlier attempts of this request ruled out
-	// plan is re-run before every try to claim capacity, so a request that
-	// waits sees credentials added or disabled meanwhile (a reload swaps the
-	// snapshot; statuses change on any replica).
-	var current []*sluice.Edge
-	limits := snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
-	rp := snap.callPolicy(key, req) // owner.go
-	fallbackLimits := snap.fallbackLimits(rp, limits)
-	preferUntil := start.Add(rp.wait)
-	widened := ""     // why a preferred request may use its fallback; "" while it may not
-	inactive := false // the key changed while the request waited
-	aff := out.affinity
-	plan := func() (string, []store.Candidate) {
-		if s := h.live.Load(); s != snap {
-			snap = s
-			if _, ok := snap.keyActive(key, time.Now()); !ok {
-				inactive = true
-				return "", nil
-			}
-			edges, _ = h.route(snap, key, req, pin)
-			limits = snap.placeLimits(out.charging.limits(snap.Limits(key, req, task)))
-			rp = snap.callPolicy(key, req)
-			fallbackLimits = snap.fallbackLimits(rp, limits)
-			aff.rerouted()
-		}
-		h.order(ctx, snap, req, rp, aff, edges, failed)
-		current = current[:0]
-		var cands []store.Candidate
-		unusable := "" // why the first bound edge left out was
-		for _, e := range edges {
-			if aff.holds() && !aff.sticky(e) {
-				break // order left the request holding: a sticky edge is usable
-			}
-			bound := rp.binds() && rp.bound(e.Account.ID)
-			if rp.mode == "preferred" && !bound && widened == "" {
-				if len(cands) > 0 {
-					break // the bound edges come first; the fallback waits its turn
-				}
-				// No bound edge can serve: fall back at once.
-				widened = cmp.Or(unusable, h.accountsOutOfService(snap, req, rp, rp.bound))
-			}
-			if why := h.unusable(snap, e, failed); why != "" {
-				if bound && unusable == "" {
-					unusable = why
-				}
-				continue
-			}
-			c := snap.Candidate(e)
-			c.Limits = snap.edgeLimits(e, limits)
-			if rp.mode == "preferred" && !bound {
-				c.Limits = snap.edgeLimits(e, fallbackLimits)
-			}
-			current = append(current, e)
-			cands = append(cands, c)
-		}
-		return snap.AliasDomain(req.Model), cands
-	}
-	var last upstream.Attempt
-	for n, tickets := 0, 0; ; tickets++ {
-		until := deadline
-		if rp.mode == "preferred" && widened == "" && preferUntil.Before(deadline) {
-			until = preferUntil
-		}
-		acq := store.Acquire{
-			Ticket: req.ID + "." + strconv.Itoa(tickets), Queue: req.Model, Class: out.class, Tokens: req.Tokens,
-			Tenant: key.Tenant, Weight: snap.Weight(key.Tenant),
-		}
-		// Called directly, not through a func value: plan (and all it
-		// captures) then stays off the heap.
+// The request's route policy filters and orders the edges the engine waits
+// for (see attempts.plan): a strict key's requests wait for their bound
+// accounts only; a preferred key's wait for theirs until the policy's wait
+// passes or they are known unusable, and then for the fallback's as well,
+// bound first. A request pinned to a stored response's edge (r.pin, see
+// route) waits for that edge alone, like a strict key's. Session affinity
+// (r.affinity) uses the same mechanism inside the policy's order: its
+// bound account first and alone, until the class's affinity wait passes or
+// the account is known unusable or cooling, then the rest by free room.
+// The state the attempts change is an attempts value; call only drives
+// its transitions.
+func (h *Handler) call(ctx context.Context, r *passage, try tryFunc) error {
+	start := time.Now() // when the first attempt began
+	at := &r.attempts
+	at.start(&r.adm, start)
+	for {
+		acq, until, sticky := at.ticket()
 		var claim *capacity.Claim
 		var err error
-		sticky := aff.holds()
 		if sticky {
-			if aff.until.Before(until) {
-				until = aff.until
-			}
-			claim, err = h.capacity.WaitOpen(ctx, acq, until, plan) // a cooling bound account is left at once
+			claim, err = h.capacity.WaitOpen(ctx, acq, until, at.plan) // a cooling bound account is left at once
 		} else {
-			claim, err = h.capacity.Wait(ctx, acq, until, plan)
+			claim, err = h.capacity.Wait(ctx, acq, until, at.plan)
 		}
-		switch {
-		case err == nil:
-		case inactive:
-			return errKeyInactive
-		case errors.Is(err, capacity.ErrRefused):
-			return errConcurrencyExceeded // the key's own limit refuses rather than waits
-		case sticky && aff.holds() && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
-			// The bound account had no room within the affinity wait, or is cooling.
-			aff.leave(waitedFor(err))
-			continue
-		case until != deadline && errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}):
-			// The bound accounts had no room within the policy's wait.
-			widened = cmp.Or(widened, waitedFor(err))
-			continue
-		case errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
-			// No candidate is left: the answer says why, most specific first.
-			if own := h.ownUnavailable(snap, key, req); own != nil {
-				return own // the owner's own credentials are all out of service (owner.go)
+		if err != nil {
+			if err = at.waitFailed(err, sticky, until); err != nil {
+				return err
 			}
-			switch {
-			case n > 0:
-				return last.Failure() // every edge was tried: the last failure says most
-			case pin != nil:
-				return errResponseBindingUnavailable
-			case rp.mode == "strict":
-				return errBindingUnavailable
-			}
-			return err
-		default:
-			return err
+			continue
 		}
-		if err := h.granted(out.charging, req); err != nil {
+		if err := h.granted(at.cur.charging, r.req); err != nil {
 			claim.Release(ctx, store.Outcome{}) // nothing ran
 			return err
 		}
-		n++
-		e := current[claim.Index]
-		h.affinityGranted(ctx, snap, req, aff, e)
-		out.route = attemptRoute{}
-		if rp.binds() {
-			out.route.expected = rp.accounts
-			if !rp.bound(e.Account.ID) {
-				out.route.fallback = widened
-			}
-		}
-		a, final := h.run(snap.Routes.InFlight(e.Account.ID), try, e, claim, start)
-		if !a.Skipped {
-			out.route.stamp(&a.Exec)
-			out.Executions = append(out.Executions, a.Exec)
-			if a.Exec.Fallback != "" {
-				h.metrics.PolicyFallbacks.WithLabelValues(key.ID, a.Exec.Fallback).Inc()
-			}
-			if rp.mode == "strict" && !rp.bound(a.Exec.AccountID) {
-				// Defence in depth: plan offers a strict key nothing else.
-				h.log.LogAttrs(ctx, slog.LevelError, "a strict route policy was not held", slog.String("request_id", req.ID),
-					slog.String("key_id", key.ID), slog.String("account_id", a.Exec.AccountID))
-				if !a.Committed {
-					return &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error", Err: errors.New("strict route policy not held")}
-				}
-			}
-		}
-		if a.Committed {
-			out.answer(a)
-			return a.Err
-		}
-		if !a.Skipped && (final || !a.Class.Retryable()) {
-			return a.Failure()
+		e := at.current[claim.Index]
+		h.affinityGranted(ctx, at.cur.snap, r.req, r.affinity, e)
+		at.grant(e)
+		a, final := h.run(at.cur.snap.Routes.InFlight(e.Account.ID), try, e, claim, start)
+		if done, err := at.ran(e, a, final); done {
+			return err
 		}
 		claim.WaitReleased() // the next try must see this one's outcome (a cooldown) in the store
 		h.react(ctx, e, a)
-		if rp.mode == "preferred" && widened == "" && rp.bound(e.Account.ID) {
-			widened = fallbackReason(a)
-		}
-		aff.failedOn(e, fallbackReason(a))
-		if a.Class != upstream.ClassRate { // a rate limit cools the unit; the store skips it until its probe
-			failed = append(failed, failure{edge: e, class: a.Class})
-		}
-		last = a
+		at.failedOn(e, a)
 	}
+}
+
+// attempts is a request's route (what begin found) and the state of its
+// attempts, which call changes through the named transitions below
+// (start, plan, waitFailed, grant, ran, failedOn), each of which says what
+// it changes. It holds no pointer into the passage around it, so both
+// stay on the stack of Serve or SubmitJob (the capacity engine calls plan
+// and keeps nothing).
+type attempts struct {
+	h        *Handler
+	ctx      context.Context
+	req      *sluice.Request
+	pin      *store.Job     // the binding of the stored response the request continues; nil for none
+	edges    []*sluice.Edge // its candidate edges (route)
+	affinity *affinity      // session affinity; nil for none
+	out      Outcome
+
+	cur         admission // the request's admission under the catalog in force (rebased after a reload)
+	deadline    time.Time // the end of its class's wait
+	preferUntil time.Time // a preferred request waits for its bound accounts alone until then
+
+	failed  []failure      // what earlier attempts ruled out
+	current []*sluice.Edge // the last plan's edges: a claim's Index points into it
+	widened string         // why a preferred request may use its fallback; "" while it may not
+	stopped error          // why the request may not go on, found by a plan (its key changed while it waited)
+	tried   int            // attempts run
+	tickets int            // tickets taken in the queue
+	last    upstream.Attempt
+}
+
+// start is the transition before the first attempt, begun at start, of
+// a request admitted as adm: its deadlines are set.
+func (at *attempts) start(adm *admission, start time.Time) {
+	at.cur = *adm
+	at.deadline = start.Add(waitFor(adm.snap.Wait(adm.class), at.req))
+	at.preferUntil = start.Add(adm.follow.wait)
+}
+
+// preferred reports whether the request still waits for its preferred
+// policy's bound accounts alone.
+func (at *attempts) preferred() bool {
+	return at.cur.follow.mode == sluice.PolicyPreferred && at.widened == ""
+}
+
+// ticket is the next ticket in the queue, the time to wait for it until,
+// and whether it waits for the affinity's bound account only (sticky).
+func (at *attempts) ticket() (acq store.Acquire, until time.Time, sticky bool) {
+	a, req := &at.cur, at.req
+	until = at.deadline
+	if at.preferred() && at.preferUntil.Before(until) {
+		until = at.preferUntil
+	}
+	if sticky = at.affinity.holds(); sticky && at.affinity.until.Before(until) {
+		until = at.affinity.until
+	}
+	k := a.key()
+	acq = store.Acquire{
+		Ticket: req.ID + "." + strconv.Itoa(at.tickets), Queue: req.Model, Class: a.class, Tokens: req.Tokens,
+		Tenant: k.Tenant, Weight: a.snap.Weight(k.Tenant),
+	}
+	at.tickets++
+	return acq, until, sticky
+}
+
+// plan is the capacity engine's plan (capacity.Plan), called before every
+// try to claim, so a request that waits sees credentials added or disabled
+// meanwhile: a reload rebases the admission on the new catalog and routes
+// again (a key no longer active stops the request). It sets current to the
+// edges offered, in order, and returns their candidates: the edges the
+// policy and the affinity let the request wait for now, less those ruled
+// out or out of service.
+func (at *attempts) plan() (string, []store.Candidate) {
+	h := at.h
+	if s := h.live.Load(); s != at.cur.snap {
+		if err := at.cur.rebase(s, time.Now()); err != nil {
+			at.stopped = err
+			return "", nil
+		}
+		at.edges, _ = h.route(&at.cur, at.req, at.pin)
+		at.affinity.rerouted()
+	}
+	a := &at.cur
+	rp := a.follow
+	h.order(at.ctx, a.snap, at.req, rp, at.affinity, at.edges, at.failed)
+	at.current = at.current[:0]
+	var cands []store.Candidate
+	unusable := "" // why the first bound edge left out was
+	for _, e := range at.edges {
+		if at.affinity.holds() && !at.affinity.sticky(e) {
+			break // order left the request holding: a sticky edge is usable
+		}
+		bound := rp.binds() && rp.bound(e.Account.ID)
+		if at.preferred() && !bound {
+			if len(cands) > 0 {
+				break // the bound edges come first; the fallback waits its turn
+			}
+			// No bound edge can serve: fall back at once.
+			at.widened = cmp.Or(unusable, h.accountsOutOfService(a.snap, at.req, rp, rp.bound))
+		}
+		if why := h.unusable(a.snap, e, at.failed); why != "" {
+			if bound && unusable == "" {
+				unusable = why
+			}
+			continue
+		}
+		c := a.snap.Candidate(e)
+		c.Limits = a.snap.edgeLimits(e, a.limits)
+		if rp.mode == sluice.PolicyPreferred && !bound {
+			c.Limits = a.snap.edgeLimits(e, a.fallbackLimits)
+		}
+		at.current = append(at.current, e)
+		cands = append(cands, c)
+	}
+	return a.snap.AliasDomain(a.model), cands
+}
+
+// waitFailed is the transition of a wait that ended without a claim (err,
+// for a ticket that waited until until, for the bound account alone when
+// sticky): nil when the request waits again — having left its affinity's
+// bound account, or widened to its policy's fallback — else the error that
+// answers it.
+func (at *attempts) waitFailed(err error, sticky bool, until time.Time) error {
+	timedOut := errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout})
+	switch {
+	case at.stopped != nil:
+		return at.stopped
+	case errors.Is(err, capacity.ErrRefused):
+		return errConcurrencyExceeded // the key's own limit refuses rather than waits
+	case sticky && at.affinity.holds() && timedOut:
+		// The bound account had no room within the affinity wait, or is cooling.
+		at.affinity.leave(waitedFor(err))
+		return nil
+	case until != at.deadline && timedOut:
+		// The bound accounts had no room within the policy's wait.
+		at.widened = cmp.Or(at.widened, waitedFor(err))
+		return nil
+	case errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}):
+		return at.noneLeft(err)
+	}
+	return err
+}
+
+// noneLeft says why no candidate is left (err, the engine's
+// no_upstream_available), most specific first.
+func (at *attempts) noneLeft(err error) error {
+	if own := at.h.ownUnavailable(&at.cur); own != nil {
+		return own // the owner's own credentials are all out of service (owner.go)
+	}
+	switch {
+	case at.tried > 0:
+		return at.last.Failure() // every edge was tried: the last failure says most
+	case at.pin != nil:
+		return errResponseBindingUnavailable
+	case at.cur.follow.mode == sluice.PolicyStrict:
+		return errBindingUnavailable
+	}
+	return err
+}
+
+// grant is the transition of a claim granted on e: the attempt about to
+// run there is counted, and its route (what the policy expected of it) set
+// on the outcome.
+func (at *attempts) grant(e *sluice.Edge) {
+	at.tried++
+	rp := at.cur.follow
+	at.out.route = attemptRoute{}
+	if rp.binds() {
+		at.out.route.expected = rp.accounts
+		if !rp.bound(e.Account.ID) {
+			at.out.route.fallback = at.widened
+		}
+	}
+}
+
+// ran is the transition of attempt a run on e (final: no other edge may be
+// tried): its execution is recorded on the outcome; done when the request
+// ends with it, with the error that answers it (nil for an answer).
+func (at *attempts) ran(e *sluice.Edge, a upstream.Attempt, final bool) (done bool, err error) {
+	rp := at.cur.follow
+	if !a.Skipped {
+		at.out.route.stamp(&a.Exec)
+		at.out.Executions = append(at.out.Executions, a.Exec)
+		if a.Exec.Fallback != "" {
+			at.h.metrics.PolicyFallbacks.WithLabelValues(at.cur.key().ID, a.Exec.Fallback).Inc()
+		}
+		if rp.mode == sluice.PolicyStrict && !rp.bound(a.Exec.AccountID) {
+			// Defence in depth: plan offers a strict key nothing else.
+			at.h.log.LogAttrs(at.ctx, slog.LevelError, "a strict route policy was not held", slog.String("request_id", at.req.ID),
+				slog.String("key_id", at.cur.key().ID), slog.String("account_id", a.Exec.AccountID))
+			if !a.Committed {
+				return true, &sluice.Error{Code: sluice.CodeInternal, Msg: "internal error", Err: errors.New("strict route policy not held")}
+			}
+		}
+	}
+	if a.Committed {
+		at.out.answer(a)
+		return true, a.Err
+	}
+	if !a.Skipped && (final || !a.Class.Retryable()) {
+		return true, a.Failure()
+	}
+	return false, nil
+}
+
+// failedOn is the transition of attempt a on e that failed and may be
+// retried elsewhere: a preferred request whose bound account failed falls
+// back, an affinity's bound account that failed is left, and e (or its
+// credential or account, by the failure's class) is ruled out — except
+// after a rate limit, which cools the unit: the store skips it until its
+// probe.
+func (at *attempts) failedOn(e *sluice.Edge, a upstream.Attempt) {
+	if at.preferred() && at.cur.follow.bound(e.Account.ID) {
+		at.widened = fallbackReason(a)
+	}
+	at.affinity.failedOn(e, fallbackReason(a))
+	if a.Class != upstream.ClassRate {
+		at.failed = append(at.failed, failure{edge: e, class: a.Class})
+	}
+	at.last = a
 }
 
 // waitedFor is the fallback reason of a preferred request whose wait for

@@ -65,7 +65,8 @@ func (h *Handler) claimFollowUp(ctx context.Context, snap *Snapshot, k *sluice.K
 	}
 	c.Limits = snap.placeLimits(c.Limits)
 	domain := cmp.Or(snap.UnitDomain(c.Unit.ID), snap.AliasDomain(b.Alias))
-	class := snap.class(k, req)
+	task, _ := snap.Task(k, req.Task)
+	class := snap.class(k, task, req.Profile, req.Priority)
 	acq := store.Acquire{Ticket: req.ID + ".follow", Queue: b.Alias, Class: class, Tenant: k.Tenant, Weight: snap.Weight(k.Tenant)}
 	deadline := time.Now().Add(waitFor(snap.Wait(class), req))
 	claim, err := h.capacity.Wait(ctx, acq, deadline, func() (string, []store.Candidate) {

@@ -72,11 +72,40 @@ type Outcome struct {
 	Executions []sluice.Execution
 	Usage      sluice.Usage
 	TTFT       time.Duration
-	route      attemptRoute // the running attempt's expected accounts and fallback (call sets it)
-	task       string       // the task type it runs as (admit sets it)
-	class      int          // its priority class (Snapshot.class), fixed once its profile is known
-	charging   *charging    // what admission fixed for its billing; nil without billing
-	affinity   *affinity    // session affinity (Serve sets it); nil for none
+	route      attemptRoute // the running attempt's expected accounts and fallback (attempts.grant sets it)
+}
+
+// passage is one request on its way through the stages: Serve and
+// SubmitJob differ only in what an attempt does (the try they give call)
+// and when the usage is recorded. It lives on its caller's stack.
+type passage struct {
+	p *sluice.Principal
+	// adm is the request's admission, as far as it got when it was
+	// refused: the one its record is settled under, whatever reload
+	// happened while it waited (its attempts rebase a copy of their own).
+	adm admission
+	err error // why it ended without an answer
+	attempts
+}
+
+// begin starts r, the request req of principal p, with the stages before
+// the call, in order: admit (scopes, profile, class, billing), the stored
+// response it continues, route, session affinity. r.err is set when one
+// refuses the request. (r is the caller's, so that it can stay on the
+// caller's stack.)
+func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
+	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
+	snap := h.live.Load() // one catalog for the whole request
+	r.adm, r.err = h.admit(snap, p.Key, req)
+	if r.err == nil {
+		r.pin, r.err = h.previousResponse(ctx, p.Key, req)
+	}
+	if r.err == nil {
+		r.edges, r.err = h.route(&r.adm, req, r.pin)
+	}
+	if r.err == nil {
+		r.affinity = h.startAffinity(ctx, &r.adm, req, r.pin)
+	}
 }
 
 // Serve admits, routes, waits for capacity and calls for the principal p,
@@ -85,28 +114,8 @@ type Outcome struct {
 // nothing was written and the caller of Serve renders the error in the
 // caller's protocol.
 func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.Request, p *sluice.Principal) (Outcome, error) {
-	out := Outcome{KeyID: p.Key.ID}
-	snap := h.live.Load() // one catalog for the whole request
-	task, err := admit(snap, p.Key, req)
-	out.task = task
-	if err == nil {
-		err = snap.resolveProfile(h.entitlements, p.Key, req)
-	}
-	out.class = snap.class(p.Key, req) // after the profile, which may raise it
-	if err == nil {
-		out.charging, err = h.charge(snap, p.Key, req, task)
-	}
-	var pin *store.Job // the binding of the response the request continues
-	if err == nil {
-		pin, err = h.previousResponse(ctx, p.Key, req)
-	}
-	var edges []*sluice.Edge
-	if err == nil {
-		edges, err = h.route(snap, p.Key, req, pin)
-	}
-	if err == nil {
-		out.affinity = h.startAffinity(ctx, snap, p.Key, req, out.class, pin)
-	}
+	var r passage
+	h.begin(ctx, &r, req, p)
 	// An answer's usage is recorded (and safe) before its last bytes reach
 	// the caller, so a caller that saw the end is never unbilled, even if
 	// the process dies at once; a request that ends any other way is
@@ -114,22 +123,22 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	// before its first byte reaches the caller, so no answer leaves an id
 	// the caller holds and Sluice does not.
 	recorded := false
-	hooks := upstream.Hooks{
-		Stored: func(a upstream.Attempt) { h.bindResponse(ctx, p.Key, req, a) },
-		Ending: func(a upstream.Attempt) {
-			h.settle(ctx, snap, p, req, answered(out, a), nil)
-			recorded = true
-		},
-	}
-	if err == nil {
-		err = h.call(ctx, snap, p.Key, req, task, edges, pin, &out, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
+	if r.err == nil {
+		hooks := upstream.Hooks{
+			Stored: func(a upstream.Attempt) { h.bindResponse(ctx, &r.adm, req, a) },
+			Ending: func(a upstream.Attempt) {
+				h.settle(ctx, &r, answered(r.out, a), nil)
+				recorded = true
+			},
+		}
+		r.err = h.call(ctx, &r, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
 			return h.execute(ctx, w, req, e, start, claim, hooks), false
 		})
 	}
 	if !recorded {
-		h.settle(ctx, snap, p, req, out, err)
+		h.settle(ctx, &r, r.out, r.err)
 	}
-	return out, err
+	return r.out, r.err
 }
 
 // answered is out as it will be once the successful attempt a, whose
@@ -150,95 +159,46 @@ func (o *Outcome) answer(a upstream.Attempt) {
 	o.Committed, o.Usage, o.TTFT, o.Status = true, a.Exec.Usage, a.TTFT, a.Exec.HTTPStatus
 }
 
-// admit checks, in this order, after ingress authenticated the key from
-// the headers: that the key is still what authenticated (the snapshot's
-// keys follow every change to them, so one disabled, revoked, expired or
-// rotated since is access_credential_inactive); that the alias exists
-// (model_not_found, with the same message for every key, so a key learns
-// nothing of aliases outside its scope); its scopes — the alias, the API
-// path, the service tier, the task type (access_scope_denied); and that its
-// policy is bound to accounts or a pool the catalog still has
-// (access_key_unbound). It returns the request's task type.
-func admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (string, error) {
-	kp, ok := snap.keyActive(k, req.Received)
-	if !ok {
-		return "", errKeyInactive
-	}
-	k = kp.key // the scopes of the key as it is now
-	if alias := snap.Routes.Alias(req.Model); alias == nil || !alias.Answers(req.Protocol) {
-		return "", modelNotFound(req.Model)
-	}
-	if !k.Allows(req.Model) {
-		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
-	}
-	if len(k.Paths) > 0 && !slices.Contains(k.Paths, sluice.KeyPaths[req.Protocol]) {
-		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + sluice.KeyPaths[req.Protocol]}
-	}
-	if req.ServiceTier != "" && len(k.ServiceTiers) > 0 && !slices.Contains(k.ServiceTiers, req.ServiceTier) {
-		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use service tier " + req.ServiceTier}
-	}
-	task, ok := snap.Task(k, req.Task)
-	if !ok {
-		return "", &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not declare task type " + req.Task}
-	}
-	if kp.unbound {
-		return "", errKeyUnbound
-	}
-	return task, nil
-}
-
-var (
-	errKeyInactive = &sluice.Error{Code: sluice.CodeCredentialInactive, Msg: "this API key is no longer active"}
-	errKeyUnbound  = &sluice.Error{Code: sluice.CodeKeyUnbound, Msg: "this key's route policy names accounts or a pool that no longer exist"}
-)
-
-// modelNotFound is the answer for an alias that does not exist or does
-// not speak the request's protocol.
-func modelNotFound(model string) error {
-	return &sluice.Error{Code: sluice.CodeModelNotFound, Msg: "the model " + model + " does not exist or does not support this endpoint"}
-}
-
 // route returns the alias's candidate edges that are in service (credential
-// active, account not disabled) and that key's route policy allows, in the
-// order of its strategy (its pool's, else the alias's); a preferred
-// policy's bound accounts come first. A strict key whose bound accounts
-// have no edge in service gets upstream_binding_unavailable. A request
-// pinned to the edge of a stored response (pin, nil for none) may use that
-// edge only, and gets upstream_binding_unavailable when it cannot serve.
-func (h *Handler) route(snap *Snapshot, key *sluice.Key, req *sluice.Request, pin *store.Job) ([]*sluice.Edge, error) {
-	alias := snap.Routes.Alias(req.Model)
+// active, account not disabled) and that the request's route policy and
+// ownership allow, in the order of its strategy (its pool's, else the
+// alias's); a preferred policy's bound accounts come first. A strict key
+// whose bound accounts have no edge in service gets
+// upstream_binding_unavailable. A request pinned to the edge of a stored
+// response (pin, nil for none) may use that edge only, and gets
+// upstream_binding_unavailable when it cannot serve.
+func (h *Handler) route(a *admission, req *sluice.Request, pin *store.Job) ([]*sluice.Edge, error) {
+	alias := a.alias
 	if alias == nil || !alias.Answers(req.Protocol) {
 		return nil, modelNotFound(req.Model)
 	}
 	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
 		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
 	}
-	rp := snap.policy(key, req)
-	all, _ := snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)
+	rp := a.policy
+	all, _ := a.snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
 	}
-	r := snap.ownerOf(key, req)
-	own := snap.ownLevel(req.Model, rp, r) // owner.go: owned credentials serve their owner only
 	edges := all[:0]
 	for _, e := range all {
-		if rp.allows(e.Account.ID) && ownership(e.Credential, r) == own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(snap, e) == "" {
+		if rp.allows(e.Account.ID) && ownership(e.Credential, a.owner) == a.own && pinned(pin, e) && (!req.Compact || compacts(e)) && h.outOfService(a.snap, e) == "" {
 			edges = append(edges, e)
 		}
 	}
-	if len(edges) == 0 && own != platformOwn && pin == nil {
-		if err := h.ownUnavailable(snap, key, req); err != nil {
+	if len(edges) == 0 && a.ownsRoute() && pin == nil {
+		if err := h.ownUnavailable(a); err != nil {
 			return nil, err
 		}
 	}
 	switch {
 	case len(edges) == 0 && pin != nil:
 		return nil, errResponseBindingUnavailable
-	case len(edges) == 0 && rp.mode == "strict":
+	case len(edges) == 0 && rp.mode == sluice.PolicyStrict:
 		return nil, errBindingUnavailable
 	case len(edges) == 0:
 		return nil, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable, Msg: "no upstream can serve model " + req.Model}
-	case rp.mode == "preferred":
+	case rp.mode == sluice.PolicyPreferred:
 		slices.SortStableFunc(edges, func(a, b *sluice.Edge) int { return rp.rank(a) - rp.rank(b) })
 	}
 	return edges, nil
@@ -264,16 +224,18 @@ func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
 	return ""
 }
 
-// settle records the request's usage. It runs even if the caller has gone:
-// the tokens were spent. (The Recorder bounds its own wait.) snap is the
-// catalog the request was admitted under: its pool and its cost versions
-// are the ones in force when it started, whatever was reloaded since.
-func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principal, req *sluice.Request, out Outcome, callErr error) {
+// settle records the usage of request r, which ended with out and callErr.
+// It runs even if the caller has gone: the tokens were spent. (The
+// Recorder bounds its own wait.) The request's admission is the one of
+// the catalog it was admitted under: its pool and its cost versions are
+// the ones in force when it started, whatever was reloaded since.
+func (h *Handler) settle(ctx context.Context, r *passage, out Outcome, callErr error) {
 	ctx = context.WithoutCancel(ctx)
+	req, k := r.req, r.p.Key
 	rec := sluice.UsageRecord{
 		RequestID:  req.ID,
-		KeyID:      p.Key.ID,
-		Tenant:     p.Key.Tenant,
+		KeyID:      k.ID,
+		Tenant:     k.Tenant,
 		Alias:      req.Model,
 		Protocol:   req.Protocol,
 		Stream:     req.Stream,
@@ -284,18 +246,18 @@ func (h *Handler) settle(ctx context.Context, snap *Snapshot, p *sluice.Principa
 		Usage:      out.Usage,
 		Executions: out.Executions,
 		EndUser:    req.User,
-		TaskType:   out.task,
-		Profile:    req.Profile,
-		Priority:   sluice.Priorities[out.class],
-		Affinity:   out.affinity.placement(),
+		Affinity:   r.affinity.placement(),
 	}
 	h.countCached(req, out.Executions)
-	pol := snap.policy(p.Key, req)
-	rec.Pool = pol.pool
-	if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
-		rec.Pool = pol.fallbackPool
+	a := &r.adm
+	rec.TaskType, rec.Profile, rec.Priority = a.task, a.profile, sluice.Priorities[a.class]
+	if a.policy != nil { // nil for a request refused before its policy was known
+		rec.Pool = a.policy.pool
+		if n := len(out.Executions); n > 0 && out.Executions[n-1].Fallback != "" {
+			rec.Pool = a.policy.fallbackPool
+		}
 	}
-	rec.Billing = out.charging.settle(h.view, snap.billing.costTable(), req, &out, nil)
+	rec.Billing = a.charging.settle(h.view, a.snap.billing.costTable(), req, &out, nil)
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {
 		rec.Code, rec.Status = se.Code, se.Code.Status()
 	} else if errors.Is(callErr, context.Canceled) && !out.Committed {

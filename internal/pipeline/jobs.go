@@ -70,42 +70,30 @@ const (
 // that may have created a job (a timeout, a 5xx, a broken answer) no other
 // edge is tried. p is the caller's principal, as for Serve.
 func (h *Handler) SubmitJob(ctx context.Context, req *sluice.Request, p *sluice.Principal) (*JobAnswer, Outcome, error) {
-	out := Outcome{KeyID: p.Key.ID}
-	snap := h.live.Load()
-	task, err := admit(snap, p.Key, req)
-	out.task = task
-	if err == nil {
-		err = snap.resolveProfile(h.entitlements, p.Key, req)
-	}
-	if err == nil {
-		out.charging, err = h.charge(snap, p.Key, req, task)
-	}
-	var edges []*sluice.Edge
-	if err == nil {
-		edges, err = h.route(snap, p.Key, req, nil)
-	}
+	var r passage
+	h.begin(ctx, &r, req, p)
 	var ans *JobAnswer
 	var bindErr error
-	if err == nil {
-		err = h.call(ctx, snap, p.Key, req, task, edges, nil, &out, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
+	if r.err == nil {
+		r.err = h.call(ctx, &r, func(e *sluice.Edge, claim *capacity.Claim, _ time.Time) (upstream.Attempt, bool) {
 			var a upstream.Attempt
-			ans, a, bindErr = h.submit(ctx, p.Key, req, e, claim, &out)
+			ans, a, bindErr = h.submit(ctx, &r.adm, req, e, claim)
 			final := bindErr != nil || a.Class == upstream.ClassEndpoint && !a.Skipped && !dialFailed(a.Err)
 			return a, final
 		})
 	}
 	if bindErr != nil {
-		err = bindErr
+		r.err = bindErr
 	}
-	h.settle(ctx, snap, p, req, out, err)
-	return ans, out, err
+	h.settle(ctx, &r, r.out, r.err)
+	return ans, r.out, r.err
 }
 
 // submit runs one submit on the claimed edge. When the upstream accepts the
 // job, the claim is kept for it and the job stored; otherwise the claim is
 // released with the attempt's outcome. bindErr is set when the job was
 // created upstream but Sluice could not keep track of it.
-func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Request, e *sluice.Edge, claim *capacity.Claim, out *Outcome) (ans *JobAnswer, a upstream.Attempt, bindErr error) {
+func (h *Handler) submit(ctx context.Context, adm *admission, req *sluice.Request, e *sluice.Edge, claim *capacity.Claim) (ans *JobAnswer, a upstream.Attempt, bindErr error) {
 	kept := false
 	defer func() {
 		if !kept {
@@ -159,9 +147,9 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		a.Class, a.Err = upstream.ClassEndpoint, err
 		return nil, a, nil
 	}
-	snap := h.live.Load()
-	js := snap.Catalog.Server.Jobs
+	js := adm.snap.Catalog.Server.Jobs
 	now := time.Now()
+	key := adm.key()
 	job := store.Job{
 		ID: newJobID(e.Protocol), RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
 		Protocol: string(e.Protocol), Alias: req.Model,
@@ -170,9 +158,9 @@ func (h *Handler) submit(ctx context.Context, key *sluice.Key, req *sluice.Reque
 		State: sub.state, Queued: req.Received, Submitted: now, Answer: body, Answered: now,
 		NextPoll: now.Add(js.PollInterval.D()), PollEvery: js.PollInterval.D(),
 		Expires: now.Add(js.MaxAge.D() + js.Retention.D()),
-		EndUser: req.User, TaskType: out.task, Profile: req.Profile, Priority: sluice.Priorities[out.class], Pool: snap.policy(key, req).pool,
+		EndUser: req.User, TaskType: adm.task, Profile: adm.profile, Priority: sluice.Priorities[adm.class], Pool: adm.policy.pool,
 	}
-	if c := out.charging; c != nil {
+	if c := adm.charging; c != nil {
 		// The job's record, written at its end, carries its charge; the
 		// submit's carries none.
 		c.job = true

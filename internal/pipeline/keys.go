@@ -41,7 +41,7 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Hash: authn.Hash(secret), Prefix: authn.DisplayPrefix(secret),
 		Status: sluice.KeyActive, Models: k.Models, Priority: k.Priority, Static: true,
 		Labels: k.Labels,
-		Policy: sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: p.Wait.D()},
+		Policy: sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: p.Wait.D()},
 		Limits: sluice.Limits(k.Limits), UserLimits: sluice.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
 		BillingAccount: k.BillingAccount, Budgets: sluice.Budgets{Day: int64(k.Budgets.Day), Month: int64(k.Budgets.Month)},
@@ -61,7 +61,7 @@ func configKey(k *sluice.Key) config.Key {
 	p := k.Policy
 	out := config.Key{
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Models: k.Models, Priority: k.Priority,
-		Policy: config.Policy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: config.Duration(p.Wait)},
+		Policy: config.Policy{Mode: string(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: config.Duration(p.Wait)},
 		Limits: config.Limits(k.Limits), UserLimits: config.Limits(k.UserLimits),
 		Task: k.Task, Tasks: k.Tasks, Labels: k.Labels, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
 		BillingAccount: k.BillingAccount, Budgets: config.Budgets{Day: config.Money(k.Budgets.Day), Month: config.Money(k.Budgets.Month)},
@@ -86,7 +86,7 @@ func (s *Snapshot) CheckKey(k *sluice.Key) error {
 	if k.BillingAccount != "" && !s.BillingAccount(k.BillingAccount) {
 		return fmt.Errorf("billing_account: unknown billing account %q (neither the catalog nor the admin API has it)", k.BillingAccount)
 	}
-	k.Priority, k.Policy.Mode, k.OnLimit = ck.Priority, ck.Policy.Mode, ck.OnLimit
+	k.Priority, k.Policy.Mode, k.OnLimit = ck.Priority, sluice.PolicyMode(ck.Policy.Mode), ck.OnLimit
 	return nil
 }
 

@@ -91,7 +91,7 @@ func TestAdmitOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := admit(live.Load(), tt.key, tt.req)
+			_, err := live.Load().admit(tt.key, tt.req, nil)
 			got := sluice.Code("")
 			if se, ok := errors.AsType[*sluice.Error](err); ok {
 				got = se.Code
@@ -118,7 +118,11 @@ func TestStoredKeysFollowTheCatalog(t *testing.T) {
 	if kp := snap.keys["pool"]; kp.unbound || kp.route.pool != "p" {
 		t.Errorf("stored pool key compiled to %+v, want pool p, bound", kp)
 	}
-	if u := snap.Limits(pool, &sluice.Request{Model: "fast"}, ""); len(u) != 1 || u[0].ID != "key:pool" || u[0].Cap != 1 || !u[0].Refuse {
+	a, err := snap.admit(pool, &sluice.Request{Protocol: sluice.ProtocolOpenAIChat, Model: "fast", Received: time.Now()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := a.ownLimits; len(u) != 1 || u[0].ID != "key:pool" || u[0].Cap != 1 || !u[0].Refuse {
 		t.Errorf("Limits(stored key) = %+v, want its own max_inflight 1, refusing at it", u)
 	}
 	if kp := snap.keys[scoped.ID]; kp.key != scoped {

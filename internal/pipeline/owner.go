@@ -28,11 +28,11 @@ import (
 // only: the user's own credentials are not its to run on.
 type owner struct{ tenant, user string }
 
-// ownerOf is the owner a request req of key k runs as.
-func (s *Snapshot) ownerOf(k *sluice.Key, req *sluice.Request) owner {
-	o := owner{tenant: k.Tenant}
-	if s.keys[k.ID].assertUser {
-		o.user = req.User
+// ownerOf is the owner a request of key kp for end user user runs as.
+func (s *Snapshot) ownerOf(kp *keyPolicy, user string) owner {
+	o := owner{tenant: kp.key.Tenant}
+	if kp.assertUser {
+		o.user = user
 	}
 	return o
 }
@@ -85,24 +85,22 @@ func (s *Snapshot) ownLevel(alias string, rp *routePolicy, r owner) int {
 	return level
 }
 
-// ownUnavailable answers a request that may run only on its owner's
+// ownUnavailable answers a request (a) that may run only on its owner's
 // credentials when none of them is in service, naming why the first is
 // not (an owner's key disabled by an upstream auth failure says so, with
 // the reason): 503 upstream_binding_unavailable. It returns nil when the
 // request is not limited to its owner's credentials, or when one of them
 // is in service (the request failed on it for another reason).
-func (h *Handler) ownUnavailable(snap *Snapshot, key *sluice.Key, req *sluice.Request) error {
-	rp, r := snap.policy(key, req), snap.ownerOf(key, req)
-	level := snap.ownLevel(req.Model, rp, r)
-	if level == platformOwn {
+func (h *Handler) ownUnavailable(a *admission) error {
+	if !a.ownsRoute() {
 		return nil
 	}
 	why := ""
-	for _, e := range snap.owned[req.Model] {
-		if ownership(e.Credential, r) != level || !rp.allows(e.Account.ID) {
+	for _, e := range a.snap.owned[a.model] {
+		if ownership(e.Credential, a.owner) != a.own || !a.policy.allows(e.Account.ID) {
 			continue
 		}
-		out := h.outOfService(snap, e)
+		out := h.outOfService(a.snap, e)
 		if out == "" {
 			return nil
 		}
@@ -111,7 +109,7 @@ func (h *Handler) ownUnavailable(snap *Snapshot, key *sluice.Key, req *sluice.Re
 		}
 	}
 	return &sluice.Error{Code: sluice.CodeBindingUnavailable,
-		Msg: fmt.Sprintf("model %s may use only your own credentials, and none is in service: %s", req.Model, why)}
+		Msg: fmt.Sprintf("model %s may use only your own credentials, and none is in service: %s", a.model, why)}
 }
 
 // outOfServiceReason says why e is out of service (outOfService said
@@ -128,26 +126,4 @@ func (h *Handler) outOfServiceReason(e *sluice.Edge, out string) string {
 		return fmt.Sprintf("account %s is disabled (%s)", e.Account.ID, st.Reason)
 	}
 	return "credential " + e.Credential.ID + " has no valid access token"
-}
-
-// ownsRoute reports whether a request of key k runs on its owner's own
-// credentials only: it costs the platform nothing, so the platform's cost
-// budgets do not hold it back.
-func (s *Snapshot) ownsRoute(k *sluice.Key, req *sluice.Request) bool {
-	return s.ownLevel(req.Model, s.policy(k, req), s.ownerOf(k, req)) != platformOwn
-}
-
-// callPolicy is the route policy call follows for a request of key k: its
-// key's, but for a preferred key's request that runs on its owner's own
-// credentials only (route kept no others), the default: a preferred
-// policy's accounts, wait and fallback order the platform's accounts, so
-// its BYOK requests are neither made to wait for them nor recorded as
-// fallbacks from them. (A strict or pool policy lets such a request run
-// only on owned accounts it lists, which it then expects.)
-func (s *Snapshot) callPolicy(k *sluice.Key, req *sluice.Request) *routePolicy {
-	rp := s.policy(k, req)
-	if rp.mode == "preferred" && s.ownsRoute(k, req) {
-		return &defaultPolicy
-	}
-	return rp
 }

@@ -16,7 +16,7 @@ import (
 // order. It filters and orders the candidates the capacity engine waits
 // for; it never bypasses the engine. A zero routePolicy is mode default.
 type routePolicy struct {
-	mode string // default | strict | preferred | pool
+	mode sluice.PolicyMode
 	// accounts are the bound accounts (strict, preferred) or the pool's
 	// (pool); nil for default.
 	accounts []string
@@ -31,7 +31,7 @@ type routePolicy struct {
 }
 
 // defaultPolicy is the route policy of a key the snapshot does not know.
-var defaultPolicy = routePolicy{mode: "default"}
+var defaultPolicy = routePolicy{mode: sluice.PolicyDefault}
 
 // compiledPool is a pool as keys route through it.
 type compiledPool struct {
@@ -44,24 +44,24 @@ type compiledPool struct {
 // when the policy names a pool, an account or a strategy the snapshot does
 // not have (the catalog's own keys are validated against it beforehand).
 func (s *Snapshot) compilePolicy(p config.Policy) (routePolicy, error) {
-	rp := routePolicy{mode: p.Mode, wait: p.Wait.D()}
-	switch p.Mode {
-	case "", "default":
-		rp.mode = "default"
-	case "pool":
+	rp := routePolicy{mode: sluice.PolicyMode(p.Mode), wait: p.Wait.D()}
+	switch rp.mode {
+	case "", sluice.PolicyDefault:
+		rp.mode = sluice.PolicyDefault
+	case sluice.PolicyPool:
 		pl, ok := s.pools[p.Pool]
 		if !ok {
 			return routePolicy{}, fmt.Errorf("unknown pool %q", p.Pool)
 		}
 		rp.pool, rp.accounts, rp.strategy = p.Pool, pl.accounts, pl.strategy
-	case "strict", "preferred":
+	case sluice.PolicyStrict, sluice.PolicyPreferred:
 		for _, id := range p.Accounts {
 			if s.Accounts[id] == nil {
 				return routePolicy{}, fmt.Errorf("unknown account %q", id)
 			}
 		}
 		rp.accounts = p.Accounts
-		if p.Mode == "strict" {
+		if rp.mode == sluice.PolicyStrict {
 			break
 		}
 		if p.Fallback == config.FallbackAny {
@@ -81,7 +81,9 @@ func (s *Snapshot) compilePolicy(p config.Policy) (routePolicy, error) {
 
 // binds reports whether the policy names accounts of its own (strict,
 // preferred): its requests go to those first, or only.
-func (rp *routePolicy) binds() bool { return rp.mode == "strict" || rp.mode == "preferred" }
+func (rp *routePolicy) binds() bool {
+	return rp.mode == sluice.PolicyStrict || rp.mode == sluice.PolicyPreferred
+}
 
 // bound reports whether account is one the policy binds or pools.
 func (rp *routePolicy) bound(account string) bool { return slices.Contains(rp.accounts, account) }
@@ -97,9 +99,9 @@ func (rp *routePolicy) rank(e *sluice.Edge) int {
 // allows reports whether a request of the policy may run on account at all.
 func (rp *routePolicy) allows(account string) bool {
 	switch rp.mode {
-	case "strict", "pool":
+	case sluice.PolicyStrict, sluice.PolicyPool:
 		return rp.bound(account)
-	case "preferred":
+	case sluice.PolicyPreferred:
 		return rp.fallbackAny || rp.bound(account) || slices.Contains(rp.fallback, account)
 	}
 	return true

@@ -11,10 +11,10 @@ import (
 // sluice.Priorities, which is its store.Acquire.Class): the class policy
 // gives it (see policyClass), or the class the caller asked for when it is
 // no more urgent than that — a caller may yield, never jump the queue.
-func (s *Snapshot) class(k *sluice.Key, req *sluice.Request) int {
-	c := s.policyClass(k, req)
-	if asked := slices.Index(sluice.Priorities, req.Priority); asked > c {
-		return asked
+func (s *Snapshot) class(k *sluice.Key, task, profile, asked string) int {
+	c := s.policyClass(k, task, profile)
+	if a := slices.Index(sluice.Priorities, asked); a > c {
+		return a
 	}
 	return c
 }
@@ -25,7 +25,7 @@ func (s *Snapshot) class(k *sluice.Key, req *sluice.Request) int {
 // (standard when unset); then raised by the request's profile's
 // priority_bonus, never past interactive. With no table and no bonus in
 // the catalog it is the key's priority, at no cost beyond that.
-func (s *Snapshot) policyClass(k *sluice.Key, req *sluice.Request) int {
+func (s *Snapshot) policyClass(k *sluice.Key, task, profile string) int {
 	c := slices.Index(sluice.Priorities, k.Priority)
 	if c < 0 {
 		c = 1 // standard
@@ -34,12 +34,12 @@ func (s *Snapshot) policyClass(k *sluice.Key, req *sluice.Request) int {
 	if tp == nil {
 		return c
 	}
-	if byProfile, ok := tp.classes[s.taskOf(k, req)]; ok {
-		if tc, ok := byProfile.Class(req.Profile); ok {
+	if byProfile, ok := tp.classes[task]; ok {
+		if tc, ok := byProfile.Class(profile); ok {
 			c = slices.Index(sluice.Priorities, tc) // validated: always found
 		}
 	}
-	return max(0, c-tp.bonus[req.Profile])
+	return max(0, c-tp.bonus[profile])
 }
 
 // Wait is how long a request of class c may wait for capacity.

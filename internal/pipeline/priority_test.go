@@ -24,7 +24,7 @@ func TestClassYieldsButNeverJumps(t *testing.T) {
 	snap := &Snapshot{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := snap.class(&sluice.Key{Priority: tt.key}, &sluice.Request{Priority: tt.asked})
+			got := snap.class(&sluice.Key{Priority: tt.key}, "", "", tt.asked)
 			if got != tt.want {
 				t.Errorf("class(key %q, asked %q) = %d, want %d", tt.key, tt.asked, got, tt.want)
 			}
@@ -61,7 +61,8 @@ func TestClassFromTaskTable(t *testing.T) {
 		{"product_parse", "paid", "interactive", 2},
 	}
 	for _, tt := range tests {
-		got := snap.class(key, &sluice.Request{Task: tt.task, Profile: tt.profile, Priority: tt.asked})
+		task, _ := snap.Task(key, tt.task)
+		got := snap.class(key, task, tt.profile, tt.asked)
 		if got != tt.want {
 			t.Errorf("class(task %q, profile %q, asked %q) = %d, want %d", tt.task, tt.profile, tt.asked, got, tt.want)
 		}
@@ -89,7 +90,7 @@ func TestClassProfileBonus(t *testing.T) {
 		{"chat", "premium", "background", 2},
 	}
 	for _, tt := range tests {
-		got := snap.class(key, &sluice.Request{Task: tt.task, Profile: tt.profile, Priority: tt.asked})
+		got := snap.class(key, tt.task, tt.profile, tt.asked)
 		if got != tt.want {
 			t.Errorf("class(task %q, profile %q, asked %q) = %d, want %d", tt.task, tt.profile, tt.asked, got, tt.want)
 		}

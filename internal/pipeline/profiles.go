@@ -3,6 +3,7 @@ package pipeline
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/config"
@@ -68,54 +69,58 @@ func (s *Snapshot) compileProfiles(c *config.Catalog) {
 // but named one (X-Sluice-Profile).
 var errProfileDenied = &sluice.Error{Code: sluice.CodeProfileDenied, Msg: "this key may not assert a profile (X-Sluice-Profile): it is not allowed to assert profile"}
 
-// resolveProfile sets req.Profile, the quota profile the request of key k
-// runs under: the one k asserts (X-Sluice-Profile, which only a key with
-// assert: [profile] may send), else the end user's entitlement valid when
-// the request arrived (for a key with assert: [user] only: any other
-// caller could name a premium user) with its pool override (req.Pool),
-// else the tenant's default profile, else none. An entitlement naming a profile the catalog no longer has is
-// passed over. A catalog without profiles costs one comparison.
-func (s *Snapshot) resolveProfile(ents *Entitlements, k *sluice.Key, req *sluice.Request) error {
-	if req.Profile == "" && s.profiles.byID == nil {
+// resolveProfile fixes the quota profile the request runs under: the one
+// its key asserts (X-Sluice-Profile, which only a key with assert:
+// [profile] may send), else its end user's entitlement valid when the
+// request arrived (for a key with assert: [user] only: any other caller
+// could name a premium user) with its pool override, else the tenant's
+// default profile, else none. An entitlement naming a profile the catalog
+// no longer has is passed over. A catalog without profiles costs one
+// comparison.
+func (a *admission) resolveProfile(ents *Entitlements, received time.Time) error {
+	s := a.snap
+	if a.profile == "" && s.profiles.byID == nil {
 		return nil
 	}
-	kp := s.keys[k.ID]
-	if req.Profile != "" {
-		if !kp.assertProfile {
+	if a.profile != "" {
+		if !a.kp.assertProfile {
 			return errProfileDenied
 		}
-		if s.profiles.byID[req.Profile] == nil {
-			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "X-Sluice-Profile names no profile: " + req.Profile}
+		if s.profiles.byID[a.profile] == nil {
+			return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "X-Sluice-Profile names no profile: " + a.profile}
 		}
 		return nil
 	}
-	if kp.assertUser && req.User != "" {
-		if e, ok := ents.lookup(k.Tenant, req.User); ok && e.ValidAt(req.Received) && s.profiles.byID[e.Profile] != nil {
-			req.Profile, req.Pool = e.Profile, e.Pool
+	tenant := a.key().Tenant
+	if a.kp.assertUser && a.user != "" {
+		if e, ok := ents.lookup(tenant, a.user); ok && e.ValidAt(received) && s.profiles.byID[e.Profile] != nil {
+			a.profile, a.entitled = e.Profile, e.Pool
 			return nil
 		}
 	}
-	req.Profile = s.profiles.defaults[k.Tenant]
+	a.profile = s.profiles.defaults[tenant]
 	return nil
 }
 
-// profileLimits appends the limits of req's profile on its end user to
-// out: its user_limits on the user within the tenant (across the tenant's
-// keys), and its task_limits for task on the user and task. They replace
-// the key's user_limits; a request without an end user has neither.
-func (s *Snapshot) profileLimits(out []store.Unit, k *sluice.Key, req *sluice.Request, task string) []store.Unit {
-	p := s.profiles.byID[req.Profile]
-	if p == nil || req.User == "" {
+// profileLimits appends the limits of the request's profile on its end
+// user to out: its user_limits on the user within the tenant (across the
+// tenant's keys), and its task_limits for its task type on the user and
+// task. They replace the key's user_limits; a request without an end user
+// has neither.
+func (s *Snapshot) profileLimits(out []store.Unit, a *admission) []store.Unit {
+	p := s.profiles.byID[a.profile]
+	if p == nil || a.user == "" {
 		return out
 	}
+	tenant := a.key().Tenant
 	if p.user != nil {
 		u := *p.user
-		u.ID = "enduser:" + k.Tenant + ":" + req.User
+		u.ID = "enduser:" + tenant + ":" + a.user
 		out = append(out, u)
 	}
-	if u, ok := p.tasks[task]; ok {
+	if u, ok := p.tasks[a.task]; ok {
 		// The task type comes first: it has no ':', a user name may.
-		u.ID = "usertask:" + k.Tenant + ":" + task + ":" + req.User
+		u.ID = "usertask:" + tenant + ":" + a.task + ":" + a.user
 		out = append(out, u)
 	}
 	return out

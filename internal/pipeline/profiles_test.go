@@ -93,8 +93,8 @@ func TestResolveProfile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &sluice.Request{User: tt.user, Profile: tt.asserted, Received: now}
-			err := snap.resolveProfile(ents, staticKey(t, snap, tt.key), req)
+			a := &admission{snap: snap, kp: snap.keys[tt.key], user: tt.user, profile: tt.asserted}
+			err := a.resolveProfile(ents, now)
 			if tt.wantCode != "" {
 				if se, ok := errors.AsType[*sluice.Error](err); !ok || se.Code != tt.wantCode {
 					t.Fatalf("resolveProfile = %v, want code %s", err, tt.wantCode)
@@ -104,8 +104,8 @@ func TestResolveProfile(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || req.Profile != tt.want {
-				t.Errorf("resolveProfile: Profile = %q, %v; want %q, nil", req.Profile, err, tt.want)
+			if err != nil || a.profile != tt.want {
+				t.Errorf("resolveProfile: profile = %q, %v; want %q, nil", a.profile, err, tt.want)
 			}
 		})
 	}
@@ -133,8 +133,9 @@ func TestProfileLimitsReplaceKeyUserLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &sluice.Request{Model: "fast", User: tt.user, Profile: tt.profile}
-			got := snap.Limits(staticKey(t, snap, tt.key), req, tt.task)
+			a := &admission{snap: snap, kp: snap.keys[tt.key], model: "fast", user: tt.user, profile: tt.profile, task: tt.task}
+			a.policy = snap.policy(&a.kp, a.task, a.profile, "")
+			got := snap.limitsOf(a)
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("Limits (-want +got):\n%s", d)
 			}
@@ -154,12 +155,11 @@ func TestEntitlementPoolOverridesTheProfiles(t *testing.T) {
 	})
 	tests := []struct{ user, want string }{{"bob", "p2"}, {"ann", "p1"}, {"eve", ""}}
 	for _, tt := range tests {
-		k := staticKey(t, snap, "users")
-		req := &sluice.Request{User: tt.user, Received: time.Now()}
-		if err := snap.resolveProfile(ents, k, req); err != nil {
+		a := &admission{snap: snap, kp: snap.keys["users"], user: tt.user}
+		if err := a.resolveProfile(ents, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if got := snap.policy(k, req).pool; got != tt.want {
+		if got := snap.policy(&a.kp, a.kp.task, a.profile, a.entitled).pool; got != tt.want {
 			t.Errorf("pool of %s = %q, want %q", tt.user, got, tt.want)
 		}
 	}
@@ -170,11 +170,12 @@ func TestEntitlementPoolOverridesTheProfiles(t *testing.T) {
 func TestResolveProfileWithoutProfilesAllocatesNothing(t *testing.T) {
 	live, key := admissionLive(t)
 	snap := live.Load()
-	req := &sluice.Request{User: "bob", Received: time.Now()}
-	if n := testing.AllocsPerRun(100, func() { _ = snap.resolveProfile(nil, key, req) }); n != 0 {
+	a := &admission{snap: snap, kp: snap.keys[key.ID], user: "bob"}
+	now := time.Now()
+	if n := testing.AllocsPerRun(100, func() { _ = a.resolveProfile(nil, now) }); n != 0 {
 		t.Errorf("resolveProfile allocates %v times per request, want 0", n)
 	}
-	if req.Profile != "" {
-		t.Errorf("Profile = %q, want none", req.Profile)
+	if a.profile != "" {
+		t.Errorf("profile = %q, want none", a.profile)
 	}
 }

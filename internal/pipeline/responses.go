@@ -76,8 +76,9 @@ var errResponseBindingUnavailable = &sluice.Error{Code: sluice.CodeBindingUnavai
 // the binding however the answer ends — too long to hold, cut by the
 // caller or the upstream. A failure is logged: the answer stands, and the
 // id is not found later, as one Sluice never saw.
-func (h *Handler) bindResponse(ctx context.Context, key *sluice.Key, req *sluice.Request, a upstream.Attempt) {
+func (h *Handler) bindResponse(ctx context.Context, adm *admission, req *sluice.Request, a upstream.Attempt) {
 	now := time.Now()
+	key := adm.key()
 	b := store.Job{
 		ID: a.StoredID, RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
 		Protocol: string(sluice.ProtocolOpenAIResponses), Alias: req.Model,

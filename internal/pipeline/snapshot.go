@@ -380,28 +380,28 @@ func (s *Snapshot) Task(k *sluice.Key, asked string) (string, bool) {
 	return asked, slices.Contains(kp.tasks, asked)
 }
 
-// Limits returns the limits of Sluice's own that a request must fit in
-// besides its upstream unit, where configured: its key's, its tenant's, its
-// alias's, its task type's, its pool's (for a key whose policy routes
-// through a pool; pools may share accounts, and the account's own cap still
-// applies) and its end user's (per key, so one tenant's user names never
-// meet another's).
-func (s *Snapshot) Limits(k *sluice.Key, req *sluice.Request, task string) []store.Unit {
+// limitsOf returns the limits of Sluice's own that a request (a) must fit
+// in besides its upstream unit, where configured: its key's, its tenant's,
+// its alias's, its task type's, its pool's (for a request whose policy
+// routes through a pool; pools may share accounts, and the account's own
+// cap still applies) and its end user's (per key, so one tenant's user
+// names never meet another's).
+func (s *Snapshot) limitsOf(a *admission) []store.Unit {
 	if !s.limited {
 		return nil // no limits configured: skip building the IDs on every request
 	}
-	kp := s.keys[k.ID]
+	k := a.key()
 	var out []store.Unit
-	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + req.Model, "task:" + task, "pool:" + s.policy(k, req).pool} {
+	for _, id := range [...]string{"key:" + k.ID, "tenant:" + k.Tenant, "model:" + a.model, "task:" + a.task, "pool:" + a.policy.pool} {
 		if u, ok := s.limits[id]; ok {
 			out = append(out, u)
 		}
 	}
-	if req.Profile != "" {
-		out = s.profileLimits(out, k, req, task) // they replace the key's user_limits
-	} else if kp.perUser != nil && req.User != "" {
-		u := *kp.perUser
-		u.ID = "user:" + k.ID + ":" + req.User
+	if a.profile != "" {
+		out = s.profileLimits(out, a) // they replace the key's user_limits
+	} else if a.kp.perUser != nil && a.user != "" {
+		u := *a.kp.perUser
+		u.ID = "user:" + k.ID + ":" + a.user
 		out = append(out, u)
 	}
 	return out

@@ -28,7 +28,7 @@ func (s *Snapshot) compileTaskPolicy(c *config.Catalog) error {
 	tp := &taskPolicy{classes: map[string]config.TaskPriority{}, bonus: map[string]int{},
 		taskPools: map[string]*routePolicy{}, profilePools: map[string]*routePolicy{}}
 	pool := func(id string) (*routePolicy, error) {
-		rp, err := s.compilePolicy(config.Policy{Mode: "pool", Pool: id})
+		rp, err := s.compilePolicy(config.Policy{Mode: string(sluice.PolicyPool), Pool: id})
 		return &rp, err
 	}
 	var err error
@@ -58,46 +58,33 @@ func (s *Snapshot) compileTaskPolicy(c *config.Catalog) error {
 	return nil
 }
 
-// taskOf is the task type of a request of key k: the one it declared,
-// else its key's default. (admit has checked the key may declare it.)
-func (s *Snapshot) taskOf(k *sluice.Key, req *sluice.Request) string {
-	if req.Task != "" {
-		return req.Task
-	}
-	return s.keys[k.ID].task
-}
-
-// policy returns the route policy of a request of key k. A key whose
-// policy is strict, preferred or pool fixes it: the key's. A default key's
-// request routes through its task type's pool (task_types[].pool), else
-// its end user's entitlement's pool (req.Pool), else its profile's
-// (profiles[].pool), else by the key's default policy. It
-// is shared, never copied, so that the lookups on every request allocate
+// policy returns the route policy of a request of key kp with task type
+// task, quota profile profile and entitlement pool entitled ("" = none).
+// A key whose policy is strict, preferred or pool fixes it: the key's. A
+// default key's request routes through its task type's pool
+// (task_types[].pool), else its end user's entitlement's pool, else its
+// profile's (profiles[].pool), else by the key's default policy. It is
+// shared, never copied, so that the lookups on every request allocate
 // nothing: callers must not change it.
-func (s *Snapshot) policy(k *sluice.Key, req *sluice.Request) *routePolicy {
-	kp := s.keys[k.ID]
+func (s *Snapshot) policy(kp *keyPolicy, task, profile, entitled string) *routePolicy {
 	rp := kp.route
 	if rp == nil {
 		rp = &defaultPolicy // a key the snapshot does not know
 	}
 	tp := s.taskPolicy
-	if rp.mode != "default" || tp == nil && req.Pool == "" {
+	if rp.mode != sluice.PolicyDefault || tp == nil && entitled == "" {
 		return rp
-	}
-	task := req.Task
-	if task == "" {
-		task = kp.task
 	}
 	if tp != nil {
 		if p := tp.taskPools[task]; p != nil {
 			return p
 		}
 	}
-	if p := s.profiles.pools[req.Pool]; p != nil { // the end user's entitlement's (profiles.go)
+	if p := s.profiles.pools[entitled]; p != nil { // the end user's entitlement's (profiles.go)
 		return p
 	}
 	if tp != nil {
-		if p := tp.profilePools[req.Profile]; p != nil {
+		if p := tp.profilePools[profile]; p != nil {
 			return p
 		}
 	}

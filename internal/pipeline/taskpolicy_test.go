@@ -55,14 +55,14 @@ func TestTaskPool(t *testing.T) {
 		{pinned, "write", "gold", "bg", "a2", "a1"},
 	}
 	for _, tt := range tests {
-		req := &sluice.Request{Model: "fast", Task: tt.task, Profile: tt.profile}
-		rp := snap.policy(tt.key, req)
+		kp := snap.keys[tt.key.ID]
+		task, _ := snap.Task(tt.key, tt.task)
+		rp := snap.policy(&kp, task, tt.profile, "")
 		if rp.pool != tt.wantPool || !rp.allows(tt.allowed) || (tt.denied != "" && rp.allows(tt.denied)) {
 			t.Errorf("policy(%s, task %q, profile %q) = %+v, want pool %q allowing %s and not %q", tt.key.ID, tt.task, tt.profile, rp, tt.wantPool, tt.allowed, tt.denied)
 		}
-		task, _ := snap.Task(tt.key, tt.task)
 		found := ""
-		for _, u := range snap.Limits(tt.key, req, task) {
+		for _, u := range snap.limitsOf(&admission{snap: snap, kp: kp, model: "fast", task: task, profile: tt.profile, policy: rp}) {
 			if u.ID == "pool:"+tt.wantPool {
 				found = tt.wantPool
 			}
@@ -71,7 +71,8 @@ func TestTaskPool(t *testing.T) {
 			t.Errorf("Limits(%s, task %q, profile %q) holds pool %q, want %q", tt.key.ID, tt.task, tt.profile, found, tt.wantPool)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { policySink = snap.policy(backend, &sluice.Request{Task: "parse"}) }); n != 0 {
+	kp := snap.keys[backend.ID]
+	if n := testing.AllocsPerRun(100, func() { policySink = snap.policy(&kp, "parse", "", "") }); n != 0 {
 		t.Errorf("policy with a task pool allocates %v times, want 0", n)
 	}
 }

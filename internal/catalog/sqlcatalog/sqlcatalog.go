@@ -80,7 +80,7 @@ type limits struct {
 func settingsOf(k *sluice.Key) settings {
 	p := k.Policy
 	return settings{
-		Policy:     policy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, WaitUS: p.Wait.Microseconds()},
+		Policy:     policy{Mode: string(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, WaitUS: p.Wait.Microseconds()},
 		Limits:     limits(k.Limits),
 		UserLimits: limits(k.UserLimits),
 		Task:       k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
@@ -91,7 +91,7 @@ func settingsOf(k *sluice.Key) settings {
 // apply sets the fields of k that st holds.
 func (st *settings) apply(k *sluice.Key) {
 	p := st.Policy
-	k.Policy = sluice.RoutePolicy{Mode: p.Mode, Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: time.Duration(p.WaitUS) * time.Microsecond}
+	k.Policy = sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: time.Duration(p.WaitUS) * time.Microsecond}
 	k.Limits, k.UserLimits = sluice.Limits(st.Limits), sluice.Limits(st.UserLimits)
 	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = st.Task, st.Tasks, st.Paths, st.ServiceTiers, st.OnLimit
 	k.BillingAccount, k.Budgets = st.BillingAccount, sluice.Budgets(st.Budgets)
