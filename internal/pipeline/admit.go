@@ -82,9 +82,10 @@ func (s *Snapshot) admit(k *sluice.Key, req *sluice.Request, ents *Entitlements)
 	if err == nil {
 		err = a.resolveProfile(ents, req.Received)
 	}
-	// The class is known, and recorded, also for a request refused here.
+	// The class is known, and recorded, also for a request its scopes
+	// refused (which left a.task unset).
 	task := a.task
-	if task == "" {
+	if a.kp.key == nil {
 		task, _ = s.Task(k, req.Task)
 	}
 	a.class = s.class(k, task, a.profile, req.Priority)
