@@ -103,9 +103,8 @@ func (f featureOff) catalog() string {
 }
 
 // TestFeatureOffCatalogsServe checks that each catalog of featuresOff
-// loads and answers the benchmarked request, and that the feature is
-// really in the catalog serving: its alias is listed, or the request the
-// feature is for is answered.
+// passes validation and answers the benchmarked request: a catalog that
+// no longer loads would leave its feature unmeasured.
 func TestFeatureOffCatalogsServe(t *testing.T) {
 	for _, f := range featuresOff {
 		t.Run(f.name, func(t *testing.T) {
