@@ -68,6 +68,10 @@ var benchEnv = map[string]string{
 	"BENCH_UPSTREAM_SECRET": upstreamSecret,
 	"BENCH_KEY":             benchKey,
 	"BENCH_ADMIN_TOKEN":     "bench-admin-token",
+	// The keys of other tenants, in the catalogs of featuresOff.
+	"BENCH_OTHER_KEY_1": "sk-sluice-bench-OTHER-1-5d2a9c7e1b4f",
+	"BENCH_OTHER_KEY_2": "sk-sluice-bench-OTHER-2-8e3b0d6a2c5f",
+	"BENCH_OTHER_KEY_3": "sk-sluice-bench-OTHER-3-1f4c7a9e3d6b",
 }
 
 // chatBody is a realistic small chat request: a system prompt, a short
@@ -201,44 +205,6 @@ func (r *rig) post(url, body string) error {
 	return err
 }
 
-// proxyAllocs estimates the heap allocations (count and bytes) one request
-// costs the proxy itself. The caller, the proxy and the upstream all run in
-// this process, so testing's allocs/op counts all three. Instead, n requests
-// are sent one at a time straight to the upstream and n through the proxy,
-// runtime.MemStats (Mallocs, TotalAlloc) is read around each batch, and the
-// per-request difference is the proxy's own: its server side, its client
-// side towards the upstream, and the work a request causes after its answer
-// (Sluice's usage records are flushed in the background, so each batch is
-// followed by a pause longer than the flush interval before the read). The
-// caller's and the upstream's work is the same in both batches and cancels
-// out; what is left over (timers, the gateway's once-a-second key refresh)
-// is spread over n requests and is noise of well under one allocation.
-func (r *rig) proxyAllocs(tb testing.TB, proxy, body string) (allocs, bytes float64) {
-	tb.Helper()
-	const n = 500
-	measure := func(url string) (mallocs, total uint64) {
-		for range 50 { // warm the connection pools and caches
-			if err := r.post(url, body); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		time.Sleep(300 * time.Millisecond)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range n {
-			if err := r.post(url, body); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		time.Sleep(300 * time.Millisecond)
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
-	}
-	dm, db := measure(r.url("direct"))
-	pm, pb := measure(r.url(proxy))
-	return (float64(pm) - float64(dm)) / n, (float64(pb) - float64(db)) / n
-}
-
 // BenchmarkChat sends non-streaming chat completions from about 64
 // concurrent callers through each proxy. allocs/op and B/op count the
 // caller, the proxy and the upstream together; proxy-allocs/op and
@@ -248,9 +214,9 @@ func BenchmarkChat(b *testing.B) {
 	for _, p := range append([]string{"direct"}, proxies...) {
 		b.Run(p, func(b *testing.B) {
 			url := r.url(p)
-			var allocs, bytes float64
+			var allocs allocsPerRequest
 			if p != "direct" {
-				allocs, bytes = r.proxyAllocs(b, p, chatBody)
+				allocs = r.proxyAllocs(b, p, chatBody)
 			}
 			b.ReportAllocs()
 			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // ~64 goroutines
@@ -265,8 +231,8 @@ func BenchmarkChat(b *testing.B) {
 				}
 			})
 			if p != "direct" { // after the run: ResetTimer deletes reported metrics
-				b.ReportMetric(allocs, "proxy-allocs/op")
-				b.ReportMetric(bytes, "proxy-B/op")
+				b.ReportMetric(allocs.total(), "proxy-allocs/op")
+				b.ReportMetric(allocs.bytes, "proxy-B/op")
 			}
 		})
 	}

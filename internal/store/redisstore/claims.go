@@ -30,8 +30,12 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 	}
 	dom := s.domain(a.Domain)
 	known := dom.gen.Load()
-	args := make([]any, 0, 11+15*len(a.Candidates))
-	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wakePrefix(),
+	limits := 0 // at most; appendLimits leaves out repeats
+	for i := range a.Candidates {
+		limits += len(a.Candidates[i].Limits)
+	}
+	args := acquireScript.call(dom.keyArgs, 11+15*len(a.Candidates)+9*limits)
+	args = append(args, a.Ticket, a.Queue, a.Replica, ttlMillis(a.LeaseTTL), s.wake,
 		min(max(a.Class, 0), store.Classes-1), len(a.Candidates), max(a.Tokens, 0), a.Tenant, max(a.Weight, 1), known)
 	var lims []store.Unit // the limits section: each candidate's distinct limits
 	for i := range a.Candidates {
@@ -51,7 +55,7 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 		args = append(args, l.ID, max(l.Cap, 0), max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), flag(l.Refuse),
 			ceilMillis(l.Base), ceilMillis(l.Max), max(l.DailyRequests, 0))
 	}
-	v, err := s.fcall(ctx, acquireScript, dom.keys, args...).Int64Slice()
+	v, err := s.fcall(ctx, acquireScript, args).Int64Slice()
 	if err != nil {
 		return store.Grant{}, unavailable("acquire "+a.Ticket, err)
 	}
@@ -87,8 +91,9 @@ func (s *Store) Acquire(ctx context.Context, a store.Acquire) (store.Grant, erro
 // wake-ups, in one script run. Releasing an unknown, expired or already
 // released lease is a no-op.
 func (s *Store) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
-	err := s.fcall(ctx, releaseScript, s.domainKeys(domain),
-		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wakePrefix(), max(out.Tokens, 0), out.Cool).Err()
+	args := append(releaseScript.call(s.domain(domain).keyArgs, 7),
+		lease, flag(out.RateLimited), ceilMillis(out.RetryAfter), flag(out.Success), s.wake, max(out.Tokens, 0), out.Cool)
+	err := s.fcall(ctx, releaseScript, args).Err()
 	if err != nil {
 		return unavailable("release "+lease, err)
 	}
@@ -104,12 +109,12 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 		return nil
 	}
 	dom := s.domain(domain)
-	args := make([]any, 0, 2+len(leases))
+	args := renewScript.call(dom.keyArgs[renewKeys:renewKeys+3], 2+len(leases))
 	args = append(args, ttlMillis(ttl), dom.gen.Load())
 	for _, l := range leases {
 		args = append(args, l)
 	}
-	n, err := s.fcall(ctx, renewScript, dom.keys[renewKeys:renewKeys+3], args...).Int64()
+	n, err := s.fcall(ctx, renewScript, args).Int64()
 	if err != nil {
 		return unavailable("renew", err)
 	}
@@ -122,7 +127,7 @@ func (s *Store) Renew(ctx context.Context, domain string, leases []string, ttl t
 // ProbeSucceeded opens the unit whose live probe is lease and keeps the
 // lease, in one script run; see store.Claims.
 func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error {
-	if err := s.fcall(ctx, probeScript, s.domainKeys(domain), lease, s.wakePrefix()).Err(); err != nil {
+	if err := s.fcall(ctx, probeScript, append(probeScript.call(s.domain(domain).keyArgs, 2), lease, s.wake)).Err(); err != nil {
 		return unavailable("open probe "+lease, err)
 	}
 	return nil
@@ -133,7 +138,7 @@ func (s *Store) ProbeSucceeded(ctx context.Context, domain, lease string) error 
 // run; see store.Reasserter.
 func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) error {
 	dom := s.domain(domain)
-	args := make([]any, 0, 1+14*len(held))
+	args := reassertScript.call(dom.keyArgs, 1+14*len(held))
 	args = append(args, len(held))
 	var lims []store.Unit
 	for i := range held {
@@ -149,7 +154,7 @@ func (s *Store) Reassert(ctx context.Context, domain string, held []store.Held) 
 		args = append(args, l.ID, max(l.RPM, 0), max(l.TPM, 0), max(l.DailyTokens, 0), ceilMillis(l.Base), ceilMillis(l.Max),
 			max(l.DailyRequests, 0))
 	}
-	gen, err := s.fcall(ctx, reassertScript, dom.keys, args...).Int64()
+	gen, err := s.fcall(ctx, reassertScript, args).Int64()
 	if err != nil {
 		return unavailable("reassert", err)
 	}
@@ -173,7 +178,7 @@ func appendLimits(lims []store.Unit, c *store.Candidate) []store.Unit {
 // it was granted meanwhile. queue is not needed: the ticket's record names
 // its queue.
 func (s *Store) Cancel(ctx context.Context, domain, queue, ticket string) error {
-	err := s.fcall(ctx, cancelScript, s.domainKeys(domain), ticket, s.wakePrefix()).Err()
+	err := s.fcall(ctx, cancelScript, append(cancelScript.call(s.domain(domain).keyArgs, 2), ticket, s.wake)).Err()
 	if err != nil {
 		return unavailable("cancel "+ticket, err)
 	}

@@ -20,6 +20,11 @@ type function struct {
 	name       string // base_<hash>, set by newLibrary
 	batchName  string // base_batch_<hash>, set by newLibrary when batched
 	lib        *library
+
+	// nameArg and batchNameArg are name and batchName as FCALL arguments,
+	// converted once: a string converted to an interface on every call
+	// is an allocation on every call.
+	nameArg, batchNameArg any
 }
 
 // library is a Redis Function library: lib.lua, then its functions.
@@ -41,6 +46,7 @@ func newLibrary(lib string, fns ...*function) *library {
 	src.WriteString("#!lua name=" + l.name + "\n" + lib)
 	for _, f := range fns {
 		f.name = "sluice_" + f.base + "_" + hash
+		f.nameArg = f.name
 		f.lib = l
 		flags := "{}"
 		if f.oom {
@@ -50,6 +56,7 @@ func newLibrary(lib string, fns ...*function) *library {
 		fmt.Fprintf(&src, "redis.register_function{function_name='%s', flags=%s, callback=fn_%s}\n", f.name, flags, f.base)
 		if f.batched {
 			f.batchName = "sluice_" + f.base + "_batch_" + hash
+			f.batchNameArg = f.batchName
 			fmt.Fprintf(&src, "redis.register_function{function_name='%s', flags=%s, callback=function(KEYS, ARGV) return batch(KEYS, ARGV, fn_%s) end}\n",
 				f.batchName, flags, f.base)
 		}
@@ -61,10 +68,11 @@ func newLibrary(lib string, fns ...*function) *library {
 // fcall calls f (FCALL), with the calls of other requests when they wait
 // too (see pipeliner): one round trip while the library is loaded. When it
 // is not (a Redis restarted without persistence, or a primary that never
-// had it), it loads it and calls again: three.
-func (s *Store) fcall(ctx context.Context, f *function, keys []string, args ...any) *redis.Cmd {
+// had it), it loads it and calls again: three. args are the whole FCALL's,
+// begun by f.call.
+func (s *Store) fcall(ctx context.Context, f *function, args []any) *redis.Cmd {
 	call := func() *redis.Cmd {
-		return s.pipe.do(ctx, f, keys, args)
+		return s.pipe.do(ctx, f, args)
 	}
 	cmd := call()
 	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
@@ -76,15 +84,27 @@ func (s *Store) fcall(ctx context.Context, f *function, keys []string, args ...a
 	return cmd
 }
 
-// fcallArgs returns the arguments of an FCALL of function name on keys,
-// with room for extra more.
-func fcallArgs(name string, keys []string, extra int) []any {
+// call returns the arguments of an FCALL of f on keys (see
+// domainState.keyArgs), with room for extra more, which the caller
+// appends: the one allocation of a call's arguments besides those the
+// caller's values need.
+func (f *function) call(keys []any, extra int) []any {
+	return fcallArgs(f.nameArg, keys, extra)
+}
+
+// fcallArgs returns the arguments of an FCALL of the function name on
+// keys, with room for extra more.
+func fcallArgs(name any, keys []any, extra int) []any {
 	args := make([]any, 0, 3+len(keys)+extra)
 	args = append(args, "fcall", name, len(keys))
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	return args
+	return append(args, keys...)
+}
+
+// splitFcall returns the keys and the function's arguments of the FCALL
+// arguments args.
+func splitFcall(args []any) (keys, rest []any) {
+	n := args[2].(int)
+	return args[3 : 3+n], args[3+n:]
 }
 
 // newFcall is the command of an FCALL whose arguments (see fcallArgs) name

@@ -20,7 +20,7 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	v, err := s.fcall(ctx, unitsScript, s.domainKeys(domain), s.idArgs(ids)...).Slice()
+	v, err := s.fcall(ctx, unitsScript, s.idArgs(unitsScript, domain, ids)).Slice()
 	if err != nil {
 		return nil, unavailable("units", err)
 	}
@@ -120,7 +120,7 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 	if len(ids) == 0 {
 		return out, nil
 	}
-	v, err := s.fcall(ctx, credentialsScript, s.domainKeys(domain), s.idArgs(ids)...).Int64Slice()
+	v, err := s.fcall(ctx, credentialsScript, s.idArgs(credentialsScript, domain, ids)).Int64Slice()
 	if err != nil {
 		return nil, unavailable("credential in flight", err)
 	}
@@ -135,9 +135,9 @@ func (s *Store) CredentialInFlight(ctx context.Context, domain string, ids []str
 
 // idArgs is the ARGV of the inspector scripts: the wake prefix (they reap,
 // and announce what reaping freed), then the IDs.
-func (s *Store) idArgs(ids []string) []any {
-	args := make([]any, 0, 1+len(ids))
-	args = append(args, s.wakePrefix())
+func (s *Store) idArgs(f *function, domain string, ids []string) []any {
+	args := f.call(s.domain(domain).keyArgs, 1+len(ids))
+	args = append(args, s.wake)
 	for _, id := range ids {
 		args = append(args, id)
 	}

@@ -47,8 +47,7 @@ const (
 type pendingCall struct {
 	ctx  context.Context
 	fn   *function
-	keys []string
-	args []any
+	args []any         // the whole FCALL's (see function.call)
 	cmd  *redis.Cmd    // set by the worker: the call's own command, or one given its part of a batch's reply
 	done chan struct{} // closed once cmd holds its reply or error
 }
@@ -56,7 +55,7 @@ type pendingCall struct {
 // alone makes the call's own command, sent alone or in a pipeline: only
 // then is it built, as a batched call never needs it.
 func (c *pendingCall) alone() *redis.Cmd {
-	c.cmd = newFcall(c.ctx, append(fcallArgs(c.fn.name, c.keys, len(c.args)), c.args...))
+	c.cmd = newFcall(c.ctx, c.args)
 	return c.cmd
 }
 
@@ -64,11 +63,11 @@ func newPipeliner(rdb redis.UniversalClient) *pipeliner {
 	return &pipeliner{rdb: rdb, calls: make(chan *pendingCall, 1024), stop: make(chan struct{})}
 }
 
-// do calls f on keys with args, with others when others are waiting, and
-// returns its command answered; or, when ctx ends first, a command failed
-// with ctx's error (the call may still be answered later).
-func (p *pipeliner) do(ctx context.Context, f *function, keys []string, args []any) *redis.Cmd {
-	c := &pendingCall{ctx: ctx, fn: f, keys: keys, args: args, done: make(chan struct{})}
+// do calls f with args (the whole FCALL's), with others when others are
+// waiting, and returns its command answered; or, when ctx ends first, a
+// command failed with ctx's error (the call may still be answered later).
+func (p *pipeliner) do(ctx context.Context, f *function, args []any) *redis.Cmd {
+	c := &pendingCall{ctx: ctx, fn: f, args: args, done: make(chan struct{})}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
@@ -192,7 +191,7 @@ type pipelined struct {
 func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
 	type domainCall struct {
 		fn     *function
-		domain string // the first key, which names the domain
+		domain any // the first key, which names the domain
 	}
 	out := make([]pipelined, 0, len(calls))
 	index := make(map[domainCall]int)
@@ -201,7 +200,7 @@ func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
 			out = append(out, pipelined{cmd: c.alone()})
 			continue
 		}
-		k := domainCall{c.fn, c.keys[0]}
+		k := domainCall{c.fn, c.args[3]}
 		if i, ok := index[k]; ok {
 			out[i].calls = append(out[i].calls, c)
 			continue
@@ -219,13 +218,16 @@ func batchCalls(ctx context.Context, calls []*pendingCall) []pipelined {
 		}
 		n := 0
 		for _, c := range b.calls {
-			n += 1 + len(c.args)
+			_, rest := splitFcall(c.args)
+			n += 1 + len(rest)
 		}
 		first := b.calls[0]
-		args := fcallArgs(first.fn.batchName, first.keys, n)
+		keys, _ := splitFcall(first.args)
+		args := fcallArgs(first.fn.batchNameArg, keys, n)
 		for _, c := range b.calls {
-			args = append(args, len(c.args))
-			args = append(args, c.args...)
+			_, rest := splitFcall(c.args)
+			args = append(args, len(rest))
+			args = append(args, rest...)
 		}
 		b.cmd = newFcall(ctx, args)
 	}

@@ -132,7 +132,7 @@ func TestBatchedCallFailsAlone(t *testing.T) {
 		return []any{ticket, "q", "r", 5000, s.wakePrefix(), 0, candidates, 0, "", 1, 0,
 			"u", "c", 8, 0, 100, 1000, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	}
-	args := fcallArgs(acquireScript.batchName, s.domain("dom").keys, 0)
+	args := fcallArgs(acquireScript.batchNameArg, s.domain("dom").keyArgs, 0)
 	for _, c := range [][]any{call("t1", 1), call("t2", "one"), call("t3", 1)} {
 		args = append(args, len(c))
 		args = append(args, c...)

@@ -60,6 +60,7 @@ type Store struct {
 	rdb    redis.UniversalClient
 	pipe   *pipeliner // the capacity calls
 	prefix string
+	wake   any      // wakePrefix as a script argument, converted once
 	doms   sync.Map // domain → *domainState
 
 	mu     sync.Mutex
@@ -88,7 +89,9 @@ var (
 // second to fail; lower them to fail faster. The Store does not own the
 // client: Close does not close it.
 func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: client, pipe: newPipeliner(client), prefix: prefix, hubs: make(map[string]*hub)}
+	s := &Store{rdb: client, pipe: newPipeliner(client), prefix: prefix, hubs: make(map[string]*hub)}
+	s.wake = s.wakePrefix()
+	return s
 }
 
 // Load preloads the capacity function library and every script (on every
@@ -138,8 +141,10 @@ func (s *Store) Close() error {
 // domainState is what a Store keeps of one capacity domain.
 type domainState struct {
 	// keys are the keys every capacity script declares, in the order of
-	// lua/lib.lua; shared, never modified.
-	keys []string
+	// lua/lib.lua; shared, never modified. keyArgs are the same as FCALL
+	// arguments, converted once (see function.call).
+	keys    []string
+	keyArgs []any
 	// gen is the generation of the domain's state this replica knows (0
 	// before its first decision). The scripts refuse to decide for a
 	// replica that knows another one: the state was lost since, and the
@@ -157,12 +162,12 @@ func (s *Store) domain(domain string) *domainState {
 		tag + "lease", tag + "exp", tag + "gen", tag + "unit", tag + "cred",
 		tag + "q", tag + "tix", tag + "seen", tag + "uq", tag + "seq", tag + "fair", tag + "lapse",
 	}}
+	for _, k := range d.keys {
+		d.keyArgs = append(d.keyArgs, k)
+	}
 	v, _ := s.doms.LoadOrStore(domain, d)
 	return v.(*domainState)
 }
-
-// domainKeys returns the keys every capacity script declares.
-func (s *Store) domainKeys(domain string) []string { return s.domain(domain).keys }
 
 // renewKeys is where the keys Renew touches start: the lease-expiry and
 // generation keys, and the unit hash for its reap time.
