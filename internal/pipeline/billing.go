@@ -25,12 +25,12 @@ import (
 // compiledBilling is the billing section of a catalog, with the billing
 // accounts and price versions of the admin API merged in (see withStored).
 type compiledBilling struct {
-	billed   bool           // the catalog has a billing section that bills: every key must be bound
-	table    *billing.Table // the catalog's prices and the stored ones
-	declared []billing.Price
-	accounts map[string]*billingAccount
-	tenants  map[string]sluice.Budgets          // the tenants' budgets
-	costs    map[billing.Subject]billing.Micros // pools' and task types' cost budgets per day
+	billed      bool           // the catalog has a billing section that bills: every key must be bound
+	table       *billing.Table // the catalog's prices and the stored ones
+	declared    []billing.Price
+	accounts    map[string]*billingAccount
+	tenants     map[string]sluice.Budgets          // the tenants' budgets
+	costBudgets map[billing.Subject]billing.Micros // pools' and task types' cost budgets per day
 }
 
 // billingAccount is a billing account as admission uses it.
@@ -86,7 +86,7 @@ func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 		return nil, err
 	}
 	cb := &compiledBilling{billed: b.Billed(), table: table, declared: prices, accounts: map[string]*billingAccount{},
-		tenants: map[string]sluice.Budgets{}, costs: map[billing.Subject]billing.Micros{}}
+		tenants: map[string]sluice.Budgets{}, costBudgets: map[billing.Subject]billing.Micros{}}
 	for _, a := range b.Accounts {
 		cb.accounts[a.ID] = newBillingAccount(a.Ledger())
 	}
@@ -97,12 +97,12 @@ func compileBilling(c *config.Catalog) (*compiledBilling, error) {
 	}
 	for _, p := range c.Pools {
 		if p.CostBudgetDay > 0 {
-			cb.costs[billing.Subject{Kind: billing.Pool, ID: p.ID}] = p.CostBudgetDay.Micros()
+			cb.costBudgets[billing.Subject{Kind: billing.Pool, ID: p.ID}] = p.CostBudgetDay.Micros()
 		}
 	}
 	for _, tt := range c.TaskTypes {
 		if tt.CostBudgetDay > 0 {
-			cb.costs[billing.Subject{Kind: billing.Task, ID: tt.ID}] = tt.CostBudgetDay.Micros()
+			cb.costBudgets[billing.Subject{Kind: billing.Task, ID: tt.ID}] = tt.CostBudgetDay.Micros()
 		}
 	}
 	return cb, nil
@@ -203,8 +203,8 @@ var (
 // with no work done, for a catalog without billing.
 func (h *Handler) charge(a *admission, req *sluice.Request) (*charging, error) {
 	cb := a.snap.billing
-	if cb == nil {
-		return nil, nil
+	if cb == nil || !cb.billed && !cb.counts(a, req.Received) {
+		return nil, nil // nothing to charge, nor to count: the request takes no step of billing
 	}
 	k := a.key()
 	c := &charging{key: k.ID, tenant: k.Tenant, task: a.task, pool: a.policy.pool, received: req.Received}
@@ -236,7 +236,7 @@ func (h *Handler) charge(a *admission, req *sluice.Request) (*charging, error) {
 		}
 	}
 	for _, s := range [...]billing.Subject{{Kind: billing.Pool, ID: c.pool}, {Kind: billing.Task, ID: a.task}} {
-		if day, ok := cb.costs[s]; ok && !a.ownsRoute() {
+		if day, ok := cb.costBudgets[s]; ok && !a.ownsRoute() {
 			c.budgets = append(c.budgets, limit{s: s, day: day}) // a BYOK request costs the platform nothing
 		}
 	}
@@ -255,6 +255,24 @@ func (h *Handler) charge(a *admission, req *sluice.Request) (*charging, error) {
 		return nil, errBalanceExhausted // now: it would not be admitted after its wait either
 	}
 	return c, c.spent(h.view, now)
+}
+
+// counts reports whether a request (a) of a catalog that does not bill
+// costs the platform something the catalog counts: its pool or its task
+// type has a cost budget, or a model of its alias has a cost at at.
+func (cb *compiledBilling) counts(a *admission, at time.Time) bool {
+	if _, ok := cb.costBudgets[billing.Subject{Kind: billing.Pool, ID: a.policy.pool}]; ok {
+		return true
+	}
+	if _, ok := cb.costBudgets[billing.Subject{Kind: billing.Task, ID: a.task}]; ok {
+		return true
+	}
+	for i := range a.alias.Deployments {
+		if _, ok := cb.table.Cost(a.alias.Deployments[i].Model, at); ok {
+			return true
+		}
+	}
+	return false
 }
 
 var errBalanceExhausted = &sluice.Error{Code: sluice.CodeBillingExhausted, Msg: "the billing account's balance is exhausted"}
