@@ -144,6 +144,11 @@ func TestFeatureOffAllocs(t *testing.T) {
 			r := newRigOf(t, "sluice-"+f.name, f.catalog())
 			for _, m := range modes {
 				got, want := r.proxyAllocs(t, "sluice", m.body), base[m.name]
+				if got.gateway > want.gateway+m.slack {
+					// One count over the slack may be the noise of either
+					// count: measure both again and keep the lower of each.
+					got, want = fewer(got, r.proxyAllocs(t, "sluice", m.body)), fewer(want, plain.proxyAllocs(t, "sluice", m.body))
+				}
 				t.Logf("%s: %.2f allocs/request in Sluice's code, plain catalog %.2f (request path %.2f, %.2f; usage writer %.2f, %.2f)",
 					m.name, got.gateway, want.gateway, got.request, want.request, got.writer, want.writer)
 				if got.gateway > want.gateway+m.slack {
@@ -206,4 +211,12 @@ func BenchmarkFeatureOff(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fewer is whichever of a and b counted fewer allocations in Sluice's code.
+func fewer(a, b allocsPerRequest) allocsPerRequest {
+	if b.gateway < a.gateway {
+		return b
+	}
+	return a
 }
