@@ -82,17 +82,19 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "sluice serve: --log-level: %v\n", err)
 		return 2
 	}
-	o.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	logs := newLogBuffer(stderr)
+	defer logs.Close()
+	o.Log = slog.New(flushingHandler{slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: lv}), logs})
 	o.LookupEnv = os.LookupEnv
 	o.Banner = stdout
 	g, err := Start(ctx, o)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		fmt.Fprintf(logs, "sluice serve: %v\n", err) // after the log's lines, not among them
 		return 1
 	}
 	<-ctx.Done()
 	if err := g.Close(); err != nil {
-		fmt.Fprintf(stderr, "sluice serve: shutdown: %v\n", err)
+		fmt.Fprintf(logs, "sluice serve: shutdown: %v\n", err)
 		return 1
 	}
 	return 0
