@@ -78,7 +78,7 @@ func (c *cli) keysCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	spec.KeySettings = keySettings(&k)
+	spec.KeySettings = k.KeySettings
 	if spec.Name == "" || spec.Tenant == "" {
 		return cmd.usage("--name and --tenant are required")
 	}
@@ -317,7 +317,9 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 		case "fallback":
 			policy().Fallback = val
 		case "wait":
-			policy().Wait = val
+			if err = policy().Wait.UnmarshalText([]byte(val)); err != nil {
+				err = fmt.Errorf("--wait: %w", err)
+			}
 		case "limits", "user-limits":
 			var l KeyLimits
 			l, err = limitsFlag(val)
@@ -449,7 +451,11 @@ func policyText(p KeyPolicy) string {
 	if len(p.Accounts) > 0 {
 		out += " accounts=" + strings.Join(p.Accounts, ",")
 	}
-	for _, f := range [...][2]string{{"pool", p.Pool}, {"fallback", p.Fallback}, {"wait", p.Wait}} {
+	var wait string
+	if p.Wait != 0 {
+		wait = p.Wait.D().String()
+	}
+	for _, f := range [...][2]string{{"pool", p.Pool}, {"fallback", p.Fallback}, {"wait", wait}} {
 		if f[1] != "" {
 			out += " " + f[0] + "=" + f[1]
 		}

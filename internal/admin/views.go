@@ -30,7 +30,7 @@ func keyRecord(k *sluice.Key, now time.Time) KeyRecord {
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Prefix: k.Prefix,
 		Status: k.EffectiveStatus(now), Models: nonNil(k.Models), Priority: k.Priority,
 		ExpiresAt: utc(k.ExpiresAt), CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt), Static: k.Static,
-		Source: source(k), KeySettings: keySettings(k),
+		Source: source(k), KeySettings: k.KeySettings,
 	}
 }
 
