@@ -143,15 +143,21 @@ type Account struct {
 	BackgroundPause time.Duration
 }
 
-// CredentialStatus is the operator-visible state of a credential.
-type CredentialStatus string
+// UpstreamStatus is the state of a credential, an account or an endpoint
+// that every replica shares: set by an operator or by a failure, kept by
+// the status store (store.Status), shown by the admin API. Its words are
+// the stored and JSON forms.
+type UpstreamStatus string
 
-// Credential states (docs/architecture.md, "Concepts").
+// Upstream states (docs/architecture.md, "Concepts"). A credential takes
+// any of the first four, an account active or disabled, an endpoint active
+// or open. Active is the default and is not stored.
 const (
-	CredentialActive   CredentialStatus = "active"
-	CredentialDraining CredentialStatus = "draining"
-	CredentialDisabled CredentialStatus = "disabled"
-	CredentialRemoved  CredentialStatus = "removed"
+	UpstreamActive   UpstreamStatus = "active"
+	UpstreamDraining UpstreamStatus = "draining" // a credential: no new claims; running work finishes
+	UpstreamDisabled UpstreamStatus = "disabled" // by an operator, or by an auth or billing failure
+	UpstreamRemoved  UpstreamStatus = "removed"  // a credential taken out of service for good
+	UpstreamOpen     UpstreamStatus = "open"     // an endpoint whose breaker some replica opened
 )
 
 // Credential is one upstream secret with a stable, operator-chosen ID.
@@ -650,11 +656,26 @@ type Charge struct {
 	Unmeasured bool
 }
 
+// JobState is how far an async job has got, whatever its protocol calls
+// it. Its words are the stored and JSON forms.
+type JobState string
+
+// Job states: queued and in progress while it runs, then one of the
+// others, for good.
+const (
+	JobQueued     JobState = "queued"
+	JobInProgress JobState = "in_progress"
+	JobCompleted  JobState = "completed"
+	JobFailed     JobState = "failed"
+	JobCancelled  JobState = "cancelled"
+	JobExpired    JobState = "expired" // its end was never learned within the maximum age
+)
+
 // JobUsage is what the usage record of an async job (a video generation)
 // adds. Its record has the job's ID as RequestID; Started is when the submit
 // arrived and Latency runs to the job's end.
 type JobUsage struct {
-	State     string    // how it ended: completed, failed, cancelled, expired (its end was never learned)
+	State     JobState  // how it ended: completed, failed, cancelled or expired
 	Submitted time.Time // the upstream accepted it
 	Running   time.Time // first seen running; zero if never seen so
 	Ended     time.Time
