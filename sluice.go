@@ -2,7 +2,9 @@ package sluice
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -141,15 +143,21 @@ type Account struct {
 	BackgroundPause time.Duration
 }
 
-// CredentialStatus is the operator-visible state of a credential.
-type CredentialStatus string
+// UpstreamStatus is the state of a credential, an account or an endpoint
+// that every replica shares: set by an operator or by a failure, kept by
+// the status store (store.Status), shown by the admin API. Its words are
+// the stored and JSON forms.
+type UpstreamStatus string
 
-// Credential states (docs/architecture.md, "Concepts").
+// Upstream states (docs/architecture.md, "Concepts"). A credential takes
+// any of the first four, an account active or disabled, an endpoint active
+// or open. Active is the default and is not stored.
 const (
-	CredentialActive   CredentialStatus = "active"
-	CredentialDraining CredentialStatus = "draining"
-	CredentialDisabled CredentialStatus = "disabled"
-	CredentialRemoved  CredentialStatus = "removed"
+	UpstreamActive   UpstreamStatus = "active"
+	UpstreamDraining UpstreamStatus = "draining" // a credential: no new claims; running work finishes
+	UpstreamDisabled UpstreamStatus = "disabled" // by an operator, or by an auth or billing failure
+	UpstreamRemoved  UpstreamStatus = "removed"  // a credential taken out of service for good
+	UpstreamOpen     UpstreamStatus = "open"     // an endpoint whose breaker some replica opened
 )
 
 // Credential is one upstream secret with a stable, operator-chosen ID.
@@ -302,30 +310,62 @@ type Key struct {
 	UpdatedAt time.Time
 	Static    bool // declared in the catalog, not in the store
 
-	Labels     map[string]string // the operator's tags, matched by label selectors; nil = none
-	Policy     RoutePolicy       // which accounts its requests may use
-	Limits     Limits            // the key's own limits
-	UserLimits Limits            // the limits of each of its end users
-	Task       string            // the task type its requests have by default
-	Tasks      []string          // the task types it may declare besides Task
+	KeySettings
+	// Budgets bound what it is billed per UTC day and month. Only the
+	// catalog sets them: they are not among the settings the admin API
+	// writes.
+	Budgets Budgets
+}
+
+// KeySettings is what a virtual key carries besides its identity, the
+// aliases it may call, its priority class and its life cycle: the one
+// definition of a key's settings. The catalog's keys (YAML), the admin
+// API's (JSON) and the catalog store write them with these names, so a
+// field added here is a field of all of them; config.ValidateKey checks
+// them and config.ApplyKeyDefaults fills their defaults, for every source.
+type KeySettings struct {
+	// Labels are the operator's tags, matched by label selectors; nil = none.
+	Labels     map[string]string `json:"labels,omitempty" yaml:"labels"`
+	Policy     RoutePolicy       `json:"policy,omitzero" yaml:"policy"`           // which accounts its requests may use
+	Limits     Limits            `json:"limits,omitzero" yaml:"limits"`           // the key's own limits
+	UserLimits Limits            `json:"user_limits,omitzero" yaml:"user_limits"` // the limits of each of its end users
+	// Task is the task type its requests have by default; X-Sluice-Task
+	// may pick another of Tasks.
+	Task  string   `json:"task,omitempty" yaml:"task"`
+	Tasks []string `json:"tasks,omitempty" yaml:"tasks"`
 	// Paths are the API paths it may call (KeyPaths); empty = all.
-	Paths []string
+	Paths []string `json:"paths,omitempty" yaml:"paths"`
 	// ServiceTiers are the service_tier values a request may name; empty =
 	// any. A request that names none is always allowed.
-	ServiceTiers []string
+	ServiceTiers []string `json:"service_tiers,omitempty" yaml:"service_tiers"`
 	// OnLimit is what a request finds when the key's own max_inflight is
 	// reached: OnLimitWait ("" too) queues it, OnLimitRefuse answers 429
 	// access_concurrency_exceeded at once.
-	OnLimit string
+	OnLimit string `json:"on_limit,omitempty" yaml:"on_limit"`
 	// BillingAccount is the billing account its requests are charged to;
 	// "" = none (in a billed deployment: refused, access_key_unbound).
-	BillingAccount string
-	// Budgets bound what it is billed per UTC day and month.
-	Budgets Budgets
+	BillingAccount string `json:"billing_account,omitempty" yaml:"billing_account"`
 	// Assert lists what it may assert about its requests: "user" (the end
 	// user it names selects that user's entitlement) and "profile"
 	// (X-Sluice-Profile); nil = neither.
-	Assert []string
+	Assert []string `json:"assert,omitempty" yaml:"assert"`
+}
+
+// Clone returns a copy of s that shares no slice or map with it.
+func (s KeySettings) Clone() KeySettings {
+	s.Labels = maps.Clone(s.Labels)
+	s.Policy.Accounts = slices.Clone(s.Policy.Accounts)
+	s.Tasks, s.Paths, s.ServiceTiers = slices.Clone(s.Tasks), slices.Clone(s.Paths), slices.Clone(s.ServiceTiers)
+	s.Assert = slices.Clone(s.Assert)
+	return s
+}
+
+// Clone returns a copy of k that shares no slice or map with it.
+func (k *Key) Clone() *Key {
+	c := *k
+	c.Models = slices.Clone(k.Models)
+	c.KeySettings = k.KeySettings.Clone()
+	return &c
 }
 
 // Budgets bound what is billed per UTC day and month, in micro-units of
@@ -368,11 +408,11 @@ var MaxTokensField = map[Protocol]string{
 // Fallback (a pool ID or "any") and how long to Wait for the bound accounts,
 // pool a Pool.
 type RoutePolicy struct {
-	Mode     PolicyMode
-	Accounts []string
-	Pool     string
-	Fallback string
-	Wait     time.Duration
+	Mode     PolicyMode `json:"mode,omitempty" yaml:"mode"`
+	Accounts []string   `json:"accounts,omitempty" yaml:"accounts"`
+	Pool     string     `json:"pool,omitempty" yaml:"pool"`
+	Fallback string     `json:"fallback,omitempty" yaml:"fallback"`
+	Wait     Duration   `json:"wait,omitzero" yaml:"wait"`
 }
 
 // PolicyMode is the mode of a route policy.
@@ -386,13 +426,52 @@ const (
 	PolicyPool      PolicyMode = "pool"      // a pool's accounts, under the pool's limits
 )
 
-// Limits are limits of Sluice's own on a key or on each of its end users;
-// 0 = no limit.
+// Limits are limits of Sluice's own (on a key, on each of its end users, on
+// an alias, on a tenant); 0 = no limit.
 type Limits struct {
-	RPM         int
-	TPM         int
-	MaxInflight int
-	DailyTokens int // tokens per UTC day
+	RPM         int `json:"rpm,omitempty" yaml:"rpm"`
+	TPM         int `json:"tpm,omitempty" yaml:"tpm"`
+	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight"`
+	DailyTokens int `json:"daily_tokens,omitempty" yaml:"daily_tokens"` // tokens per UTC day
+}
+
+// Duration is a time.Duration that JSON and YAML write as Go prints it
+// ("1m30s"): the form of a duration an operator writes by hand.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText writes the duration as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration ("30s"), as JSON carries it; "" is 0.
+// A number without a unit is refused. A negative duration is read as
+// given: whoever uses the value decides whether it may be negative.
+func (d *Duration) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. \"30s\")", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalYAML reads the duration as yaml.v3 reads a time.Duration, so
+// that a bad value is one of yaml's located type errors, which the
+// catalog's decoder reports together with every other problem. (This
+// form of the method needs no import of the yaml package.)
+func (d *Duration) UnmarshalYAML(unmarshal func(any) error) error {
+	var v time.Duration
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // EffectiveStatus is Status, except that an active key past its expiry is expired.
@@ -583,11 +662,26 @@ type Charge struct {
 	Unmeasured bool
 }
 
+// JobState is how far an async job has got, whatever its protocol calls
+// it. Its words are the stored and JSON forms.
+type JobState string
+
+// Job states: queued and in progress while it runs, then one of the
+// others, for good.
+const (
+	JobQueued     JobState = "queued"
+	JobInProgress JobState = "in_progress"
+	JobCompleted  JobState = "completed"
+	JobFailed     JobState = "failed"
+	JobCancelled  JobState = "cancelled"
+	JobExpired    JobState = "expired" // its end was never learned within the maximum age
+)
+
 // JobUsage is what the usage record of an async job (a video generation)
 // adds. Its record has the job's ID as RequestID; Started is when the submit
 // arrived and Latency runs to the job's end.
 type JobUsage struct {
-	State     string    // how it ended: completed, failed, cancelled, expired (its end was never learned)
+	State     JobState  // how it ended: completed, failed, cancelled or expired
 	Submitted time.Time // the upstream accepted it
 	Running   time.Time // first seen running; zero if never seen so
 	Ended     time.Time

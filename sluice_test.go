@@ -3,8 +3,10 @@ package sluice_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +78,70 @@ func TestKeyEffectiveStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.give.EffectiveStatus(now); got != tt.want {
 				t.Errorf("EffectiveStatus = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestKeyCloneSharesNothing fills every slice and map of a Key, inner
+// structs' included, and checks that Clone copied each: a field added
+// without a line in Clone fails here.
+func TestKeyCloneSharesNothing(t *testing.T) {
+	var k sluice.Key
+	fill(reflect.ValueOf(&k).Elem())
+	c := k.Clone()
+	var shared func(a, b reflect.Value, path string)
+	shared = func(a, b reflect.Value, path string) {
+		for i := range a.NumField() {
+			fa, fb, at := a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name
+			switch fa.Kind() {
+			case reflect.Struct:
+				shared(fa, fb, at)
+			case reflect.Slice, reflect.Map:
+				if fa.UnsafePointer() == fb.UnsafePointer() {
+					t.Errorf("Clone shares %s", at)
+				}
+			}
+		}
+	}
+	shared(reflect.ValueOf(k), reflect.ValueOf(*c), "Key")
+}
+
+// fill gives every slice of v one element and every map one entry.
+func fill(v reflect.Value) {
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Struct:
+			fill(f)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+			f.SetMapIndex(reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem())
+		}
+	}
+}
+
+// TestDurationText checks how a duration is read from JSON: in Go's form,
+// "" for none, and a refusal that names the value.
+func TestDurationText(t *testing.T) {
+	tests := []struct {
+		give    string
+		want    time.Duration
+		wantErr string
+	}{
+		{"1m30s", 90 * time.Second, "<nil>"},
+		{"", 0, "<nil>"},
+		{"-5s", -5 * time.Second, "<nil>"}, // the user of the value decides (config.ValidateKey: policy.wait >= 0)
+		{"30", 0, `invalid duration "30" (want e.g. "30s")`},
+		{"soon", 0, `invalid duration "soon" (want e.g. "30s")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			var d sluice.Duration
+			err := d.UnmarshalText([]byte(tt.give))
+			if got := fmt.Sprint(err); d.D() != tt.want || got != tt.wantErr {
+				t.Errorf("UnmarshalText(%q) = %v, %s; want %v, %s", tt.give, d.D(), got, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -149,14 +149,14 @@ type AccountState struct {
 	// OldestWaitByClass is when the oldest waiting request of each class arrived.
 	OldestWaitByClass map[string]time.Time `json:"oldest_wait_by_class,omitempty"`
 	// WaitingByTenant splits Waiting by tenant.
-	WaitingByTenant map[string]int `json:"waiting_by_tenant,omitempty"` // queued requests that could use it
-	CoolingUntil    time.Time      `json:"cooling_until,omitzero"`
-	Level           int            `json:"backoff_level"`
-	Probe           string         `json:"probe,omitempty"` // "", "available", "in_flight"
-	Status          string         `json:"status"`          // active | disabled
-	Reason          string         `json:"reason,omitempty"`
-	Since           time.Time      `json:"since,omitzero"`
-	Credentials     []string       `json:"credentials"`
+	WaitingByTenant map[string]int        `json:"waiting_by_tenant,omitempty"` // queued requests that could use it
+	CoolingUntil    time.Time             `json:"cooling_until,omitzero"`
+	Level           int                   `json:"backoff_level"`
+	Probe           string                `json:"probe,omitempty"` // "", "available", "in_flight"
+	Status          sluice.UpstreamStatus `json:"status"`          // active | disabled
+	Reason          string                `json:"reason,omitempty"`
+	Since           time.Time             `json:"since,omitzero"`
+	Credentials     []string              `json:"credentials"`
 	// Models are the account's per-model units (accounts[].models), by model.
 	Models []ModelUnitState `json:"models,omitempty"`
 }
@@ -175,14 +175,14 @@ type ModelUnitState struct {
 // CredentialState is an upstream credential as the operator sees it: never
 // its secret. Times are UTC.
 type CredentialState struct {
-	ID           string    `json:"id"`
-	Account      string    `json:"account"`
-	Status       string    `json:"status"` // active | draining | disabled | removed
-	Reason       string    `json:"reason,omitempty"`
-	Since        time.Time `json:"since,omitzero"`
-	InFlight     int       `json:"in_flight"`
-	CoolingUntil time.Time `json:"cooling_until,omitzero"` // for quota_scope credential, its own cooldown
-	Endpoints    []string  `json:"endpoints"`
+	ID           string                `json:"id"`
+	Account      string                `json:"account"`
+	Status       sluice.UpstreamStatus `json:"status"` // active | draining | disabled | removed
+	Reason       string                `json:"reason,omitempty"`
+	Since        time.Time             `json:"since,omitzero"`
+	InFlight     int                   `json:"in_flight"`
+	CoolingUntil time.Time             `json:"cooling_until,omitzero"` // for quota_scope credential, its own cooldown
+	Endpoints    []string              `json:"endpoints"`
 	// Owner is the tenant (and end user) whose own key it is (BYOK): it
 	// serves only their requests. Absent: a platform credential.
 	Owner *CredentialOwner `json:"owner,omitempty"`

@@ -207,7 +207,7 @@ func (s *server) keyView(ctx context.Context, id string) (any, error) {
 
 // poolState is what an operator changes on an account or credential.
 type poolState struct {
-	Status string `json:"status"`
+	Status sluice.UpstreamStatus `json:"status"`
 }
 
 // poolView shows the status of an account or credential, or nil.

@@ -37,7 +37,7 @@ func batchHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.keys.SetStatic([]*sluice.Key{{ID: "cat-1", Name: "catalog", Tenant: "web", Hash: "h", Status: sluice.KeyActive,
-		Static: true, Labels: map[string]string{"team": "web"}}})
+		Static: true, KeySettings: sluice.KeySettings{Labels: map[string]string{"team": "web"}}}})
 	return h
 }
 

@@ -78,7 +78,7 @@ func (c *cli) keysCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	spec.KeySettings = keySettings(&k)
+	spec.KeySettings = k.KeySettings
 	if spec.Name == "" || spec.Tenant == "" {
 		return cmd.usage("--name and --tenant are required")
 	}
@@ -309,7 +309,7 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 			labels, err = pairs(val, func(s string) (string, error) { return s, nil })
 			c.Labels = &labels
 		case "policy":
-			policy().Mode = val
+			policy().Mode = sluice.PolicyMode(val)
 		case "accounts":
 			policy().Accounts = splitList(val)
 		case "pool":
@@ -317,7 +317,9 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 		case "fallback":
 			policy().Fallback = val
 		case "wait":
-			policy().Wait = val
+			if err = policy().Wait.UnmarshalText([]byte(val)); err != nil {
+				err = fmt.Errorf("--wait: %w", err)
+			}
 		case "limits", "user-limits":
 			var l KeyLimits
 			l, err = limitsFlag(val)
@@ -445,11 +447,15 @@ func labelList(labels map[string]string) string {
 
 // policyText shows a route policy in one line.
 func policyText(p KeyPolicy) string {
-	out := cmp.Or(p.Mode, "default")
+	out := string(cmp.Or(p.Mode, sluice.PolicyDefault))
 	if len(p.Accounts) > 0 {
 		out += " accounts=" + strings.Join(p.Accounts, ",")
 	}
-	for _, f := range [...][2]string{{"pool", p.Pool}, {"fallback", p.Fallback}, {"wait", p.Wait}} {
+	var wait string
+	if p.Wait != 0 {
+		wait = p.Wait.D().String()
+	}
+	for _, f := range [...][2]string{{"pool", p.Pool}, {"fallback", p.Fallback}, {"wait", wait}} {
 		if f[1] != "" {
 			out += " " + f[0] + "=" + f[1]
 		}

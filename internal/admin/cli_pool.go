@@ -10,11 +10,8 @@ import (
 
 // accountStatuses and credentialStatuses are the orders statuses are shown in.
 var (
-	accountStatuses    = []string{"active", "disabled"}
-	credentialStatuses = []string{
-		string(sluice.CredentialActive), string(sluice.CredentialDraining),
-		string(sluice.CredentialDisabled), string(sluice.CredentialRemoved),
-	}
+	accountStatuses    = []sluice.UpstreamStatus{sluice.UpstreamActive, sluice.UpstreamDisabled}
+	credentialStatuses = []sluice.UpstreamStatus{sluice.UpstreamActive, sluice.UpstreamDraining, sluice.UpstreamDisabled, sluice.UpstreamRemoved}
 )
 
 // accounts runs "sluice accounts …".
@@ -29,7 +26,7 @@ func (c *cli) accounts(args []string) error {
 			[]string{"ID", "SCOPE", "IN-FLIGHT/CAP", "WAITING", "COOLDOWN", "PROBE", "STATUS", "REASON"},
 			func(a AccountState) []string {
 				return []string{a.ID, a.QuotaScope, strconv.Itoa(a.InFlight) + "/" + inFlightCap(a.Cap, "∞"),
-					strconv.Itoa(a.Waiting), when(a.CoolingUntil), dash(a.Probe), a.Status, dash(a.Reason)}
+					strconv.Itoa(a.Waiting), when(a.CoolingUntil), dash(a.Probe), string(a.Status), dash(a.Reason)}
 			})
 	case "show", "disable", "enable":
 		return c.accountAction(args, sub)
@@ -51,7 +48,7 @@ func (c *cli) credentials(args []string) error {
 		return listItems(c, "credentials", args, (*Client).Credentials,
 			[]string{"ID", "ACCOUNT", "STATUS", "IN-FLIGHT", "COOLDOWN", "REASON"},
 			func(cr CredentialState) []string {
-				return []string{cr.ID, cr.Account, cr.Status, strconv.Itoa(cr.InFlight), when(cr.CoolingUntil), dash(cr.Reason)}
+				return []string{cr.ID, cr.Account, string(cr.Status), strconv.Itoa(cr.InFlight), when(cr.CoolingUntil), dash(cr.Reason)}
 			})
 	case "show", "disable", "drain", "enable", "remove":
 		return c.credentialAction(args, sub)
@@ -109,7 +106,7 @@ func (c *cli) accountAction(args []string, action string) error {
 		limit += " per credential"
 	}
 	return c.printFields(a, [][2]string{
-		{"ID", a.ID}, {"Quota scope", a.QuotaScope}, {"Status", a.Status}, {"Reason", dash(a.Reason)},
+		{"ID", a.ID}, {"Quota scope", a.QuotaScope}, {"Status", string(a.Status)}, {"Reason", dash(a.Reason)},
 		{"Since", when(a.Since)}, {"In flight", strconv.Itoa(a.InFlight)}, {"Cap", limit},
 		{"Waiting", strconv.Itoa(a.Waiting)}, {"Cooling until", when(a.CoolingUntil)},
 		{"Backoff level", strconv.Itoa(a.Level)}, {"Probe", dash(a.Probe)}, {"Credentials", list(a.Credentials, "none")},
@@ -157,7 +154,7 @@ func (c *cli) credentialAction(args []string, action string) error {
 		return err
 	}
 	return c.printFields(cr, [][2]string{
-		{"ID", cr.ID}, {"Account", cr.Account}, {"Status", cr.Status}, {"Reason", dash(cr.Reason)},
+		{"ID", cr.ID}, {"Account", cr.Account}, {"Status", string(cr.Status)}, {"Reason", dash(cr.Reason)},
 		{"Since", when(cr.Since)}, {"In flight", strconv.Itoa(cr.InFlight)},
 		{"Cooling until", when(cr.CoolingUntil)}, {"Endpoints", list(cr.Endpoints, "none")}, {"Owner", cr.Owner.String()},
 	})

@@ -22,22 +22,22 @@ type Jobs interface {
 // edge it is bound to (its upstream ID included, which callers never see),
 // and its timeline. Times are UTC; absent ones are omitted.
 type JobState struct {
-	ID           string     `json:"id"`
-	KeyID        string     `json:"key_id"`
-	Tenant       string     `json:"tenant,omitempty"`
-	Protocol     string     `json:"protocol"`
-	Alias        string     `json:"alias"`
-	EdgeID       string     `json:"edge_id"`
-	CredentialID string     `json:"credential_id"`
-	AccountID    string     `json:"account_id"`
-	EndpointID   string     `json:"endpoint_id"`
-	UpstreamID   string     `json:"upstream_id"`
-	State        string     `json:"state"`
-	Queued       time.Time  `json:"queued"`
-	Submitted    time.Time  `json:"submitted"`
-	Running      *time.Time `json:"running,omitempty"`
-	Ended        *time.Time `json:"ended,omitempty"`
-	NextPoll     *time.Time `json:"next_poll,omitempty"` // while it runs
+	ID           string          `json:"id"`
+	KeyID        string          `json:"key_id"`
+	Tenant       string          `json:"tenant,omitempty"`
+	Protocol     string          `json:"protocol"`
+	Alias        string          `json:"alias"`
+	EdgeID       string          `json:"edge_id"`
+	CredentialID string          `json:"credential_id"`
+	AccountID    string          `json:"account_id"`
+	EndpointID   string          `json:"endpoint_id"`
+	UpstreamID   string          `json:"upstream_id"`
+	State        sluice.JobState `json:"state"`
+	Queued       time.Time       `json:"queued"`
+	Submitted    time.Time       `json:"submitted"`
+	Running      *time.Time      `json:"running,omitempty"`
+	Ended        *time.Time      `json:"ended,omitempty"`
+	NextPoll     *time.Time      `json:"next_poll,omitempty"` // while it runs
 }
 
 func jobState(j store.Job) JobState {
@@ -102,7 +102,7 @@ func (c *cli) jobs(args []string) error {
 		return when(*t)
 	}
 	return c.printFields(j, [][2]string{
-		{"ID", j.ID}, {"Key", j.KeyID}, {"Protocol", j.Protocol}, {"Alias", j.Alias}, {"State", j.State},
+		{"ID", j.ID}, {"Key", j.KeyID}, {"Protocol", j.Protocol}, {"Alias", j.Alias}, {"State", string(j.State)},
 		{"Credential", j.CredentialID}, {"Account", j.AccountID}, {"Endpoint", j.EndpointID},
 		{"Upstream ID", j.UpstreamID}, {"Submitted", when(j.Submitted)}, {"Running", whenPtr(j.Running)},
 		{"Ended", whenPtr(j.Ended)}, {"Next poll", whenPtr(j.NextPoll)},

@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/authn"
 )
 
 // createKey handles POST /admin/keys.
@@ -18,13 +18,13 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
-	spec, err := req.spec(now)
+	chosen, err := req.key(now)
 	if err != nil {
 		return err
 	}
-	k, secret, err := s.keys.Create(r.Context(), spec)
+	k, secret, err := s.keys.Create(r.Context(), chosen)
 	if err = s.stored(r.Context(), k, err); err != nil {
-		return keyError(spec.ID, err)
+		return keyError(chosen.ID, err)
 	}
 	s.wrote(r.Context(), "keys.create", slog.String("key_id", k.ID), slog.String("tenant", k.Tenant),
 		slog.String("status", string(k.Status)))
@@ -32,45 +32,45 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// spec checks the request and turns it into an authn.Spec. What the key
-// carries beyond its name, tenant and expiry is checked by the keyring,
+// key checks the request and turns it into the key to create. What the
+// key carries beyond its name, tenant and expiry is checked by the keyring,
 // against the catalog, by the catalog's rules for keys.
-func (ks *KeySpec) spec(now time.Time) (authn.Spec, error) {
-	sp := authn.Spec{
+func (ks *KeySpec) key(now time.Time) (sluice.Key, error) {
+	k := sluice.Key{
 		ID: strings.TrimSpace(ks.ID), Name: strings.TrimSpace(ks.Name), Tenant: strings.TrimSpace(ks.Tenant),
-		Pending: ks.Pending,
+		Priority: strings.TrimSpace(ks.Priority), KeySettings: ks.KeySettings,
 	}
-	if err := checkID(sp.ID); err != nil {
-		return sp, err
+	if ks.Pending {
+		k.Status = sluice.KeyPending
 	}
-	if sp.Name == "" {
-		return sp, invalid("name is required")
+	if err := checkID(k.ID); err != nil {
+		return k, err
 	}
-	if sp.Tenant == "" {
-		return sp, invalid("tenant is required")
+	if k.Name == "" {
+		return k, invalid("name is required")
+	}
+	if k.Tenant == "" {
+		return k, invalid("tenant is required")
 	}
 	models, err := cleanModels(ks.Models)
 	if err != nil {
-		return sp, err
+		return k, err
 	}
-	sp.Settings.Models, sp.Settings.Priority = models, strings.TrimSpace(ks.Priority)
-	if err := ks.KeySettings.apply(&sp.Settings); err != nil {
-		return sp, err
-	}
+	k.Models = models
 	e := Expiry{At: ks.ExpiresAt, In: ks.ExpiresIn}
 	if !e.At.IsZero() && e.In != "" {
-		return sp, invalid("set expires_at or expires_in, not both")
+		return k, invalid("set expires_at or expires_in, not both")
 	}
 	if e.At.IsZero() && e.In == "" {
-		return sp, nil
+		return k, nil
 	}
-	if sp.ExpiresAt, err = e.time(now); err != nil {
-		return sp, err
+	if k.ExpiresAt, err = e.time(now); err != nil {
+		return k, err
 	}
-	if !sp.ExpiresAt.After(now) {
-		return sp, invalid("the key would be expired already (expiry %s)", sp.ExpiresAt.Format(time.RFC3339))
+	if !k.ExpiresAt.After(now) {
+		return k, invalid("the key would be expired already (expiry %s)", k.ExpiresAt.Format(time.RFC3339))
 	}
-	return sp, nil
+	return k, nil
 }
 
 // time is the instant the expiry names: zero for never, now when empty.
@@ -215,44 +215,18 @@ func (s *server) stored(ctx context.Context, k *sluice.Key, err error) error {
 // KeySettings is what a key carries besides its name, tenant, scopes of
 // models and life cycle, with the catalog's names and meaning: a key made
 // here has everything a key of the catalog has, checked by the same rules.
-type KeySettings struct {
-	Labels       map[string]string `json:"labels,omitempty"`
-	Policy       KeyPolicy         `json:"policy,omitzero"`
-	Limits       KeyLimits         `json:"limits,omitzero"`
-	UserLimits   KeyLimits         `json:"user_limits,omitzero"` // for each end user of the key
-	Task         string            `json:"task,omitempty"`       // default task type
-	Tasks        []string          `json:"tasks,omitempty"`      // others the key may declare
-	Paths        []string          `json:"paths,omitempty"`      // API paths it may call (chat, embeddings, videos, fal); empty = all
-	ServiceTiers []string          `json:"service_tiers,omitempty"`
-	OnLimit      string            `json:"on_limit,omitempty"` // at its own max_inflight: wait (default) or refuse
-	// BillingAccount is the billing account its requests are charged to.
-	BillingAccount string `json:"billing_account,omitempty"`
-	// Assert is what the key may assert about its requests: user (the end
-	// user it names selects that user's entitlement), profile
-	// (X-Sluice-Profile).
-	Assert []string `json:"assert,omitempty"`
-}
+type KeySettings = sluice.KeySettings
 
-// KeyPolicy is a key's route policy; Wait is a Go duration ("30s").
-type KeyPolicy struct {
-	Mode     string   `json:"mode,omitempty"` // default | strict | preferred | pool
-	Accounts []string `json:"accounts,omitempty"`
-	Pool     string   `json:"pool,omitempty"`
-	Fallback string   `json:"fallback,omitempty"`
-	Wait     string   `json:"wait,omitempty"`
-}
+// KeyPolicy is a key's route policy; its wait is a Go duration ("30s").
+type KeyPolicy = sluice.RoutePolicy
 
 // KeyLimits are a key's limits; 0 = none.
-type KeyLimits struct {
-	RPM         int `json:"rpm,omitempty"`
-	TPM         int `json:"tpm,omitempty"`
-	MaxInflight int `json:"max_inflight,omitempty"`
-	DailyTokens int `json:"daily_tokens,omitempty"` // tokens per UTC day
-}
+type KeyLimits = sluice.Limits
 
 // KeyChange is the body of PATCH /admin/keys/{id}: each field present
-// replaces the key's (an empty list or object clears it); absent fields
-// stay as they are.
+// replaces the key's field of the same name (an empty list or object
+// clears it); absent fields stay as they are. Besides the name, models and
+// priority it has one field for each of KeySettings (a test checks).
 type KeyChange struct {
 	Name         *string            `json:"name,omitempty"`
 	Models       *[]string          `json:"models,omitempty"`
@@ -272,33 +246,6 @@ type KeyChange struct {
 	Assert         *[]string `json:"assert,omitempty"`
 }
 
-// apply sets the fields of k that ks holds.
-func (ks *KeySettings) apply(k *sluice.Key) error {
-	p, err := ks.Policy.policy()
-	if err != nil {
-		return err
-	}
-	k.Labels, k.Policy = ks.Labels, p
-	k.Limits, k.UserLimits = sluice.Limits(ks.Limits), sluice.Limits(ks.UserLimits)
-	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = ks.Task, ks.Tasks, ks.Paths, ks.ServiceTiers, ks.OnLimit
-	k.BillingAccount, k.Assert = ks.BillingAccount, ks.Assert
-	return nil
-}
-
-// policy is p as the key carries it.
-func (p *KeyPolicy) policy() (sluice.RoutePolicy, error) {
-	rp := sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback}
-	if p.Wait == "" {
-		return rp, nil
-	}
-	d, err := time.ParseDuration(p.Wait)
-	if err != nil || d < 0 {
-		return rp, invalid("policy.wait: invalid duration %q (want e.g. \"30s\")", p.Wait)
-	}
-	rp.Wait = d
-	return rp, nil
-}
-
 // apply makes the change to k.
 func (c *KeyChange) apply(k *sluice.Key) error {
 	if c.Name != nil {
@@ -313,49 +260,16 @@ func (c *KeyChange) apply(k *sluice.Key) error {
 		}
 		k.Models = models
 	}
-	if c.Policy != nil {
-		p, err := c.Policy.policy()
-		if err != nil {
-			return err
+	// Every other field present replaces the key's of the same name, as
+	// given: the keyring then checks the result as a new key would be.
+	change, key := reflect.ValueOf(c).Elem(), reflect.ValueOf(k).Elem()
+	for i := range change.NumField() {
+		f, name := change.Field(i), change.Type().Field(i).Name
+		if !f.IsNil() && name != "Name" && name != "Models" {
+			key.FieldByName(name).Set(f.Elem())
 		}
-		k.Policy = p
-	}
-	set(&k.Priority, c.Priority)
-	set(&k.Labels, c.Labels)
-	set(&k.Task, c.Task)
-	set(&k.Tasks, c.Tasks)
-	set(&k.Paths, c.Paths)
-	set(&k.ServiceTiers, c.ServiceTiers)
-	set(&k.OnLimit, c.OnLimit)
-	set(&k.BillingAccount, c.BillingAccount)
-	set(&k.Assert, c.Assert)
-	if c.Limits != nil {
-		k.Limits = sluice.Limits(*c.Limits)
-	}
-	if c.UserLimits != nil {
-		k.UserLimits = sluice.Limits(*c.UserLimits)
 	}
 	return nil
-}
-
-// set replaces *dst with *v when v is present.
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-// keySettings is the view of what k carries.
-func keySettings(k *sluice.Key) KeySettings {
-	p := KeyPolicy{Mode: string(k.Policy.Mode), Accounts: k.Policy.Accounts, Pool: k.Policy.Pool, Fallback: k.Policy.Fallback}
-	if k.Policy.Wait > 0 {
-		p.Wait = k.Policy.Wait.String()
-	}
-	return KeySettings{
-		Labels: k.Labels, Policy: p, Limits: KeyLimits(k.Limits), UserLimits: KeyLimits(k.UserLimits),
-		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount, Assert: k.Assert,
-	}
 }
 
 // source says where a key is managed: "catalog" (read-only here) or "api".

@@ -223,7 +223,7 @@ func TestPlaintextShownOnce(t *testing.T) {
 // everySetting is a KeySettings with every field set.
 var everySetting = admin.KeySettings{
 	Labels:     map[string]string{"team": "search"},
-	Policy:     admin.KeyPolicy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: "2s"},
+	Policy:     admin.KeyPolicy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: sluice.Duration(2 * time.Second)},
 	Limits:     admin.KeyLimits{RPM: 60, TPM: 6000, MaxInflight: 2, DailyTokens: 100000},
 	UserLimits: admin.KeyLimits{RPM: 6, MaxInflight: 1},
 	Task:       "chat", Tasks: []string{"batch"}, Paths: []string{"chat"}, ServiceTiers: []string{"flex"}, OnLimit: "refuse",
@@ -241,7 +241,7 @@ func TestKeyCarriesEverySetting(t *testing.T) {
 		t.Errorf("created record (source %q) settings (-want +got):\n%s", created.Record.Source, diff)
 	}
 	stored, _ := h.keys.Load(ctx, "full")
-	if stored.Policy.Wait != 2*time.Second || stored.OnLimit != sluice.OnLimitRefuse || stored.Labels["team"] != "search" {
+	if stored.Policy.Wait.D() != 2*time.Second || stored.OnLimit != sluice.OnLimitRefuse || stored.Labels["team"] != "search" {
 		t.Errorf("stored key = %+v, want the settings as given", stored)
 	}
 
@@ -255,15 +255,16 @@ func TestKeyCarriesEverySetting(t *testing.T) {
 	if diff := cmp.Diff(want, updated.KeySettings); diff != "" {
 		t.Errorf("updated settings (-want +got):\n%s", diff)
 	}
-	bad := admin.KeyPolicy{Wait: "soon"}
-	_, err = h.client.UpdateKey(ctx, "full", admin.KeyChange{Policy: &bad})
-	wantAPIError(t, "UpdateKey(bad wait)", err, http.StatusBadRequest, "invalid_request")
+	resp, body := h.do(t, http.MethodPatch, "/admin/keys/full", testToken, `{"policy":{"wait":"soon"}}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "invalid_request") || !strings.Contains(body, `invalid duration \"soon\"`) {
+		t.Errorf("PATCH with a bad wait = %d %s, want 400 invalid_request naming the duration", resp.StatusCode, body)
+	}
 }
 
 func TestCatalogKeysAreListedReadOnly(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	h.keys.SetStatic([]*sluice.Key{{ID: "from-catalog", Hash: "h", Status: sluice.KeyActive, Static: true, Labels: map[string]string{"team": "a"}}})
+	h.keys.SetStatic([]*sluice.Key{{ID: "from-catalog", Hash: "h", Status: sluice.KeyActive, Static: true, KeySettings: sluice.KeySettings{Labels: map[string]string{"team": "a"}}}})
 	list, err := h.client.ListKeys(ctx)
 	if err != nil || len(list) != 1 || list[0].Source != "catalog" || !list[0].Static || list[0].Labels["team"] != "a" {
 		t.Fatalf("ListKeys = %+v, %v; want the catalog's key, marked so, with its labels", list, err)

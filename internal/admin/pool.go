@@ -16,7 +16,7 @@ type poolKind[T any] struct {
 	name   string // "account" or "credential": in messages, log actions ("accounts.disable") and log keys ("account_id")
 	list   func(Pool, context.Context) ([]T, error)
 	id     func(T) string
-	status func(T) string
+	status func(T) sluice.UpstreamStatus
 	view   func(T) T
 }
 
@@ -25,14 +25,14 @@ var (
 		name:   "account",
 		list:   Pool.Accounts,
 		id:     func(a AccountState) string { return a.ID },
-		status: func(a AccountState) string { return a.Status },
+		status: func(a AccountState) sluice.UpstreamStatus { return a.Status },
 		view:   accountView,
 	}
 	credentialKind = poolKind[CredentialState]{
 		name:   "credential",
 		list:   Pool.Credentials,
 		id:     func(c CredentialState) string { return c.ID },
-		status: func(c CredentialState) string { return c.Status },
+		status: func(c CredentialState) sluice.UpstreamStatus { return c.Status },
 		view:   credentialView,
 	}
 )
@@ -138,7 +138,7 @@ func poolAnswer[T any](s *server, w http.ResponseWriter, r *http.Request, k pool
 		return poolError(k.name, id, err)
 	}
 	s.wrote(r.Context(), k.name+"s."+action,
-		append([]slog.Attr{slog.String(k.name+"_id", id), slog.String("status", k.status(v))}, attrs...)...)
+		append([]slog.Attr{slog.String(k.name+"_id", id), slog.String("status", string(k.status(v)))}, attrs...)...)
 	writeJSON(w, http.StatusOK, k.view(v))
 	return nil
 }
@@ -146,7 +146,7 @@ func poolAnswer[T any](s *server, w http.ResponseWriter, r *http.Request, k pool
 // poolCounts counts the accounts or credentials by status for GET
 // /admin/status. On failure it logs and returns nil, which leaves the counts
 // out of the status.
-func poolCounts[T any](s *server, r *http.Request, k poolKind[T]) map[string]int {
+func poolCounts[T any](s *server, r *http.Request, k poolKind[T]) map[sluice.UpstreamStatus]int {
 	if s.pool == nil {
 		return nil
 	}
@@ -155,7 +155,7 @@ func poolCounts[T any](s *server, r *http.Request, k poolKind[T]) map[string]int
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "status: list "+k.name+"s", slog.Any("err", err))
 		return nil
 	}
-	counts := make(map[string]int)
+	counts := make(map[sluice.UpstreamStatus]int)
 	for _, it := range items {
 		counts[k.status(it)]++
 	}

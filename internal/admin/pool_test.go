@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/catalog"
 )
@@ -67,7 +68,7 @@ func (f *fakePool) SetAccount(_ context.Context, id, action string) (admin.Accou
 		return admin.AccountState{}, fmt.Errorf("account %s: %w", id, catalog.ErrNotFound)
 	}
 	a := &f.accounts[i]
-	a.Status, a.Reason = map[string]string{"disable": "disabled", "enable": "active"}[action], ""
+	a.Status, a.Reason = map[string]sluice.UpstreamStatus{"disable": "disabled", "enable": "active"}[action], ""
 	if action == "disable" {
 		a.Reason = "operator"
 	}
@@ -88,7 +89,7 @@ func (f *fakePool) SetCredential(_ context.Context, id, action string, force boo
 			return admin.CredentialState{}, fmt.Errorf("credential %s holds %d claims: %w", id, c.InFlight, admin.ErrClaimsHeld)
 		}
 	}
-	c.Status = map[string]string{"disable": "disabled", "drain": "draining", "enable": "active", "remove": "removed"}[action]
+	c.Status = map[string]sluice.UpstreamStatus{"disable": "disabled", "drain": "draining", "enable": "active", "remove": "removed"}[action]
 	return *c, nil
 }
 
@@ -121,7 +122,7 @@ func TestAccounts(t *testing.T) {
 
 	tests := []struct {
 		id, action string
-		wantStatus string
+		wantStatus sluice.UpstreamStatus
 		wantReason string
 	}{
 		{"acct-b", "enable", "active", ""},
@@ -174,7 +175,7 @@ func TestCredentials(t *testing.T) {
 	steps := []struct {
 		id, action string
 		force      bool
-		wantStatus string // "" = refused with credential_claims_held
+		wantStatus sluice.UpstreamStatus // "" = refused with credential_claims_held
 	}{
 		{"cred-2", "disable", false, "disabled"},
 		{"cred-2", "enable", false, "active"},
@@ -263,10 +264,10 @@ func TestPoolStatusAndNoPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int{"active": 1, "disabled": 1}, st.Accounts); diff != "" {
+	if diff := cmp.Diff(map[sluice.UpstreamStatus]int{"active": 1, "disabled": 1}, st.Accounts); diff != "" {
 		t.Errorf("Status account counts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{"active": 2, "disabled": 1}, st.Credentials); diff != "" {
+	if diff := cmp.Diff(map[sluice.UpstreamStatus]int{"active": 2, "disabled": 1}, st.Credentials); diff != "" {
 		t.Errorf("Status credential counts (-want +got):\n%s", diff)
 	}
 

@@ -30,7 +30,7 @@ func keyRecord(k *sluice.Key, now time.Time) KeyRecord {
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Prefix: k.Prefix,
 		Status: k.EffectiveStatus(now), Models: nonNil(k.Models), Priority: k.Priority,
 		ExpiresAt: utc(k.ExpiresAt), CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt), Static: k.Static,
-		Source: source(k), KeySettings: keySettings(k),
+		Source: source(k), KeySettings: k.KeySettings,
 	}
 }
 
@@ -109,9 +109,9 @@ func credentialView(c CredentialState) CredentialState {
 // stored keys, upstream accounts and credentials are in each status.
 type Status struct {
 	CatalogStatus
-	Keys        map[sluice.KeyStatus]int `json:"keys,omitempty"`
-	Accounts    map[string]int           `json:"accounts,omitempty"`    // by AccountState.Status; absent without a Pool
-	Credentials map[string]int           `json:"credentials,omitempty"` // by CredentialState.Status; absent without a Pool
+	Keys        map[sluice.KeyStatus]int      `json:"keys,omitempty"`
+	Accounts    map[sluice.UpstreamStatus]int `json:"accounts,omitempty"`    // by AccountState.Status; absent without a Pool
+	Credentials map[sluice.UpstreamStatus]int `json:"credentials,omitempty"` // by CredentialState.Status; absent without a Pool
 }
 
 // UsageRecord is a usage record as the admin API shows it. Durations are
@@ -137,11 +137,11 @@ type UsageRecord struct {
 // JobRecord is what the usage record of an async job adds: how it ended and
 // when (running is absent if it was never seen running).
 type JobRecord struct {
-	State     string     `json:"state"`
-	Submitted time.Time  `json:"submitted"`
-	Running   *time.Time `json:"running,omitempty"`
-	Ended     time.Time  `json:"ended"`
-	Seconds   float64    `json:"seconds,omitempty"` // run or video length the upstream reported
+	State     sluice.JobState `json:"state"`
+	Submitted time.Time       `json:"submitted"`
+	Running   *time.Time      `json:"running,omitempty"`
+	Ended     time.Time       `json:"ended"`
+	Seconds   float64         `json:"seconds,omitempty"` // run or video length the upstream reported
 }
 
 // ExecutionRecord is one attempt on one edge. Durations are milliseconds.

@@ -334,10 +334,10 @@ func (g *Gateway) banner(w io.Writer, generatedToken string) {
 // replica (through the status store) and exports it as a metric.
 func (g *Gateway) breakerChanged(ob upstream.Observation) {
 	g.metrics.BreakerState.WithLabelValues(ob.EndpointID).Set(float64(ob.State))
-	st := store.Status{State: "active"}
+	st := store.Status{State: sluice.UpstreamActive}
 	switch ob.State {
 	case breaker.Open:
-		st = store.Status{State: "open", Reason: "endpoint breaker opened"}
+		st = store.Status{State: sluice.UpstreamOpen, Reason: "endpoint breaker opened"}
 	case breaker.HalfOpen:
 		return
 	}

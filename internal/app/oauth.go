@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/oauth"
@@ -109,7 +110,7 @@ func (t *credentialTokens) setStatuses(ctx context.Context, statuses *capacity.S
 }
 
 func (t *credentialTokens) record(ctx context.Context, statuses *capacity.Statuses, id, reason string) {
-	if err := statuses.Set(context.WithoutCancel(ctx), capacity.KindCredential, id, store.Status{State: "disabled", Reason: reason}); err != nil {
+	if err := statuses.Set(context.WithoutCancel(ctx), capacity.KindCredential, id, store.Status{State: sluice.UpstreamDisabled, Reason: reason}); err != nil {
 		t.log.LogAttrs(ctx, slog.LevelError, "recording a disabled credential failed", slog.String("credential_id", id), slog.Any("err", err))
 		return
 	}

@@ -189,7 +189,9 @@ func (p *pool) Credentials(ctx context.Context) ([]admin.CredentialState, error)
 }
 
 // credentialStates maps an operator action to the status it sets.
-var credentialStates = map[string]string{"disable": "disabled", "drain": "draining", "enable": "active", "remove": "removed"}
+var credentialStates = map[string]sluice.UpstreamStatus{
+	"disable": sluice.UpstreamDisabled, "drain": sluice.UpstreamDraining, "enable": sluice.UpstreamActive, "remove": sluice.UpstreamRemoved,
+}
 
 // SetCredential disables, drains, enables or removes a credential. Removal
 // would strand running work, so it is refused while the credential holds
@@ -206,7 +208,7 @@ func (p *pool) SetCredential(ctx context.Context, id, action string, force bool)
 		if err != nil {
 			return admin.CredentialState{}, err
 		}
-		if n := inflight[id]; n > 0 && !(force && p.statuses.Credential(id).State == "draining") {
+		if n := inflight[id]; n > 0 && !(force && p.statuses.Credential(id).State == sluice.UpstreamDraining) {
 			return admin.CredentialState{}, fmt.Errorf("credential %s holds %d claims (drain it, then force): %w", id, n, admin.ErrClaimsHeld)
 		}
 	}
@@ -232,7 +234,7 @@ func (p *pool) credential(ctx context.Context, id string) (admin.CredentialState
 // billing failure was settled).
 func (p *pool) SetAccount(ctx context.Context, id, action string) (admin.AccountState, error) {
 	snap := p.live.Load()
-	state := map[string]string{"disable": "disabled", "enable": "active"}[action]
+	state := map[string]sluice.UpstreamStatus{"disable": sluice.UpstreamDisabled, "enable": sluice.UpstreamActive}[action]
 	if _, ok := snap.Accounts[id]; !ok || state == "" {
 		return admin.AccountState{}, fmt.Errorf("account %s: %w", id, catalog.ErrNotFound)
 	}

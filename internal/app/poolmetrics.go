@@ -82,7 +82,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		if a.Probe != "" {
 			g(c.accountProbe, 1, a.ID, a.Probe)
 		}
-		g(c.accountStatus, 1, a.ID, a.Status)
+		g(c.accountStatus, 1, a.ID, string(a.Status))
 	}
 	creds, err := c.pool.Credentials(ctx)
 	if err != nil {
@@ -91,6 +91,6 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, cr := range creds {
 		g(c.credentialInFlight, float64(cr.InFlight), cr.ID)
-		g(c.credentialStatus, 1, cr.ID, cr.Status, cr.Reason)
+		g(c.credentialStatus, 1, cr.ID, string(cr.Status), cr.Reason)
 	}
 }

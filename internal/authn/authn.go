@@ -182,36 +182,22 @@ func (kr *Keyring) Run(ctx context.Context, interval time.Duration, onErr func(e
 	})
 }
 
-// Spec is what an operator chooses when creating a key. Settings holds
-// what the key carries besides its name, tenant and life cycle: its scopes,
-// labels, route policy, limits, task types and on_limit (the other fields
-// of Settings are ignored).
-type Spec struct {
-	ID        string // optional; generated when empty
-	Name      string
-	Tenant    string
-	ExpiresAt time.Time
-	Pending   bool // created pending; Enable activates it
-	Settings  sluice.Key
-}
-
 // Create stores a new key and returns it with its plaintext, which is never
-// available again.
-func (kr *Keyring) Create(ctx context.Context, s Spec) (*sluice.Key, string, error) {
+// available again. k is what the operator chose: its ID (generated when
+// empty), name, tenant, models, priority, expiry and settings, and Status
+// KeyPending to create it pending (Enable activates it); the keyring sets
+// the rest, and the check given to Follow fills the defaults.
+func (kr *Keyring) Create(ctx context.Context, chosen sluice.Key) (*sluice.Key, string, error) {
 	secret := NewSecret()
 	now := kr.now().UTC()
-	k := &s.Settings
-	k.ID, k.Name, k.Tenant, k.ExpiresAt = s.ID, s.Name, s.Tenant, s.ExpiresAt
-	k.Hash, k.Prefix, k.Status, k.Static = Hash(secret), DisplayPrefix(secret), sluice.KeyActive, false
+	k := &chosen
+	k.Hash, k.Prefix, k.Static = Hash(secret), DisplayPrefix(secret), false
 	k.CreatedAt, k.UpdatedAt = now, now
 	if k.ID == "" {
 		k.ID = "key_" + NewSecret()[len(KeyPrefix):len(KeyPrefix)+16]
 	}
-	if s.Pending {
-		k.Status = sluice.KeyPending
-	}
-	if k.Priority == "" {
-		k.Priority = "standard"
+	if k.Status != sluice.KeyPending {
+		k.Status = sluice.KeyActive
 	}
 	if err := kr.checked(k); err != nil {
 		return nil, "", err

@@ -27,7 +27,7 @@ func wantUnauthenticated(t *testing.T, kr *Keyring, token, why string) {
 func TestKeyStates(t *testing.T) {
 	ctx := t.Context()
 	kr, _ := newKeyring(t)
-	k, secret, err := kr.Create(ctx, Spec{Name: "web", Tenant: "t1", Settings: sluice.Key{Models: []string{"fast"}}})
+	k, secret, err := kr.Create(ctx, sluice.Key{Name: "web", Tenant: "t1", Models: []string{"fast"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestKeyStates(t *testing.T) {
 
 func TestPendingKeyNeedsEnable(t *testing.T) {
 	kr, _ := newKeyring(t)
-	k, secret, err := kr.Create(t.Context(), Spec{Name: "later", Pending: true})
+	k, secret, err := kr.Create(t.Context(), sluice.Key{Name: "later", Status: sluice.KeyPending})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestUnknownAndMalformedTokens(t *testing.T) {
 
 func TestStoredKeyHoldsNoPlaintext(t *testing.T) {
 	kr, store := newKeyring(t)
-	k, secret, err := kr.Create(t.Context(), Spec{Name: "x"})
+	k, secret, err := kr.Create(t.Context(), sluice.Key{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +115,10 @@ func TestStoredKeyHoldsNoPlaintext(t *testing.T) {
 
 func TestCreateRefusesDuplicateID(t *testing.T) {
 	kr, _ := newKeyring(t)
-	if _, _, err := kr.Create(t.Context(), Spec{ID: "same"}); err != nil {
+	if _, _, err := kr.Create(t.Context(), sluice.Key{ID: "same"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := kr.Create(t.Context(), Spec{ID: "same"}); !errors.Is(err, catalog.ErrConflict) {
+	if _, _, err := kr.Create(t.Context(), sluice.Key{ID: "same"}); !errors.Is(err, catalog.ErrConflict) {
 		t.Errorf("Create(duplicate ID) error = %v, want ErrConflict", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestRefreshSeesOtherWriters(t *testing.T) {
 	ctx := t.Context()
 	kr, store := newKeyring(t)
 	other := NewKeyring(store) // another replica on the same store
-	k, secret, err := other.Create(ctx, Spec{Name: "elsewhere"})
+	k, secret, err := other.Create(ctx, sluice.Key{Name: "elsewhere"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRefreshSeesOtherWriters(t *testing.T) {
 
 func BenchmarkAuthenticate(b *testing.B) {
 	kr := NewKeyring(new(memcatalog.Store))
-	_, secret, err := kr.Create(b.Context(), Spec{Name: "bench"})
+	_, secret, err := kr.Create(b.Context(), sluice.Key{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCatalogKeysAreListedAndReadOnly(t *testing.T) {
 	ctx := t.Context()
 	kr, _ := newKeyring(t)
 	kr.SetStatic([]*sluice.Key{{ID: "web", Hash: Hash("static-secret-web"), Status: sluice.KeyActive, Static: true}})
-	if _, _, err := kr.Create(ctx, Spec{ID: "api", Name: "api"}); err != nil {
+	if _, _, err := kr.Create(ctx, sluice.Key{ID: "api", Name: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := kr.List(ctx)
@@ -191,7 +191,7 @@ func TestCatalogKeysAreListedAndReadOnly(t *testing.T) {
 	if _, err := kr.Update(ctx, "web", func(*sluice.Key) error { return nil }); !errors.Is(err, ErrStatic) {
 		t.Errorf("Update(catalog key) error = %v, want ErrStatic", err)
 	}
-	if _, _, err := kr.Create(ctx, Spec{ID: "web"}); !errors.Is(err, catalog.ErrConflict) {
+	if _, _, err := kr.Create(ctx, sluice.Key{ID: "web"}); !errors.Is(err, catalog.ErrConflict) {
 		t.Errorf("Create(a catalog key's ID) error = %v, want ErrConflict", err)
 	}
 }
@@ -207,11 +207,11 @@ func TestFollowChecksWritesAndPublishesChanges(t *testing.T) {
 		return nil
 	}, func(keys []*sluice.Key) { published = append(published, keys) })
 
-	_, _, err := kr.Create(ctx, Spec{ID: "bad", Settings: sluice.Key{Limits: sluice.Limits{RPM: -1}}})
+	_, _, err := kr.Create(ctx, sluice.Key{ID: "bad", KeySettings: sluice.KeySettings{Limits: sluice.Limits{RPM: -1}}})
 	if !errors.Is(err, &sluice.Error{Code: sluice.CodeInvalidRequest}) || !strings.Contains(err.Error(), "limits.rpm: must be >= 0") {
 		t.Errorf("Create(invalid) error = %v, want invalid_request with the check's message", err)
 	}
-	k, _, err := kr.Create(ctx, Spec{ID: "ok", Settings: sluice.Key{Labels: map[string]string{"team": "a"}, OnLimit: sluice.OnLimitRefuse}})
+	k, _, err := kr.Create(ctx, sluice.Key{ID: "ok", KeySettings: sluice.KeySettings{Labels: map[string]string{"team": "a"}, OnLimit: sluice.OnLimitRefuse}})
 	if err != nil {
 		t.Fatal(err)
 	}

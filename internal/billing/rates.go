@@ -102,7 +102,7 @@ func (r Rates) Validate() error {
 // completed or reported a length. A usage record that is not is marked
 // unmeasured and never charged by guess.
 func Measured(u sluice.Usage, job *sluice.JobUsage) bool {
-	return u.Measured || job != nil && (job.State == "completed" || job.Seconds > 0)
+	return u.Measured || job != nil && (job.State == sluice.JobCompleted || job.Seconds > 0)
 }
 
 // Charge is what a request that consumed u (and, for an async job, job)
@@ -139,7 +139,7 @@ func (r Rates) Charge(u sluice.Usage, job *sluice.JobUsage) Micros {
 	s.add(perMillion, r.Request)
 	if job != nil {
 		s.add(videoMillis(job.Seconds)*(perMillion/1000), r.VideoSecond)
-		if job.State == "completed" {
+		if job.State == sluice.JobCompleted {
 			s.add(perMillion, r.VideoItem)
 		}
 	}

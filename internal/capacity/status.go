@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/periodic"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -14,7 +15,7 @@ import (
 const (
 	KindCredential = "credential"
 	KindAccount    = "account"
-	KindEndpoint   = "endpoint" // "open" while a replica's breaker for it is open
+	KindEndpoint   = "endpoint" // open while a replica's breaker for it is open
 )
 
 // Statuses is every replica's view of the shared credential and account
@@ -54,7 +55,7 @@ func get(m map[string]store.Status, id string) store.Status {
 	if st, ok := m[id]; ok {
 		return st
 	}
-	return store.Status{State: "active"}
+	return store.Status{State: sluice.UpstreamActive}
 }
 
 // Set stores a status and makes it visible here at once.

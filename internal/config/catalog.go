@@ -1,5 +1,7 @@
 package config
 
+import "github.com/sluicehq/sluice"
+
 // Catalog is the decoded YAML catalog (README, "Catalog reference") as plain data. Decode
 // fills it strictly; Validate checks it. Nothing here is resolved: secrets
 // are still environment variable names and references are still IDs.
@@ -320,7 +322,9 @@ type Pool struct {
 	CostBudgetDay Money `yaml:"cost_budget_day"`
 }
 
-// Key is a static virtual key declared in the catalog.
+// Key is a static virtual key declared in the catalog: its ID, where its
+// secret is, its scopes and expiry, and the settings every key carries
+// (sluice.KeySettings, whose YAML names are the catalog's).
 type Key struct {
 	ID         string   `yaml:"id"`
 	Name       string   `yaml:"name"`
@@ -329,50 +333,16 @@ type Key struct {
 	SecretFile string   `yaml:"secret_file"`
 	Models     []string `yaml:"models"`
 	Priority   string   `yaml:"priority"`
-	Policy     Policy   `yaml:"policy"`
-	Limits     Limits   `yaml:"limits"`
-	UserLimits Limits   `yaml:"user_limits"` // for each end user of the key (the request's "user" or X-Sluice-User)
-	Task       string   `yaml:"task"`        // default task type; X-Sluice-Task may pick another of Tasks
-	Tasks      []string `yaml:"tasks"`       // task types the key may declare besides its default
-	ExpiresAt  string   `yaml:"expires_at"`  // RFC 3339, optional
-	// Labels are the operator's tags (name → value), matched by label selectors.
-	Labels map[string]string `yaml:"labels"`
-	// Paths are the API paths the key may call (chat, embeddings, videos,
-	// fal); absent = all.
-	Paths []string `yaml:"paths"`
-	// ServiceTiers are the service_tier values a request of the key may
-	// name; absent = any.
-	ServiceTiers []string `yaml:"service_tiers"`
-	// OnLimit is what a request does when the key's own max_inflight is
-	// reached: wait (default) or refuse (429 access_concurrency_exceeded).
-	OnLimit string `yaml:"on_limit"`
-	// BillingAccount is the billing account the key's requests are charged
-	// to (billing.accounts); in a billed catalog a key without one is
-	// refused with access_key_unbound.
-	BillingAccount string `yaml:"billing_account"`
-	// Budgets bound what the key is billed per UTC day and month.
+	ExpiresAt  string   `yaml:"expires_at"` // RFC 3339, optional
+
+	sluice.KeySettings `yaml:",inline"`
+	// Budgets bound what the key is billed per UTC day and month; the
+	// catalog is the only place that sets a key's.
 	Budgets Budgets `yaml:"budgets"`
-	// Assert lists what the key may assert about its requests: user (the
-	// end user it names selects that user's entitlement) and profile
-	// (X-Sluice-Profile). See AssertUser and AssertProfile.
-	Assert []string `yaml:"assert"`
 }
 
 // Policy is a key's route policy.
-type Policy struct {
-	Mode     string   `yaml:"mode"` // default | strict | preferred | pool
-	Accounts []string `yaml:"accounts"`
-	Pool     string   `yaml:"pool"`
-	Fallback string   `yaml:"fallback"` // preferred: a pool ID, or "any" for every account
-	// Wait is how long a preferred request waits for room on its accounts
-	// before it may use the fallback; 0 = not at all.
-	Wait Duration `yaml:"wait"`
-}
+type Policy = sluice.RoutePolicy
 
-// Limits are per-key limits.
-type Limits struct {
-	RPM         int `yaml:"rpm"`
-	TPM         int `yaml:"tpm"`
-	MaxInflight int `yaml:"max_inflight"`
-	DailyTokens int `yaml:"daily_tokens"` // tokens per UTC day
-}
+// Limits are limits of Sluice's own: a key's, an alias's, a tenant's.
+type Limits = sluice.Limits

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Decode parses one YAML document into a Catalog, strictly: an unknown or
@@ -244,6 +246,9 @@ func (w *walker) sequence(n *yaml.Node, t reflect.Type, path string) {
 // scalar lets yaml decode the leaf alone, so the walk accepts exactly what
 // the real decode accepts.
 func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
+	if t == reflect.TypeFor[sluice.Duration]() {
+		t = reflect.TypeFor[Duration]() // the same values, refused in the catalog's words
+	}
 	err := n.Decode(reflect.New(t).Interface())
 	if err == nil {
 		return

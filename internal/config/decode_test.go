@@ -51,6 +51,17 @@ var decodeTests = []struct {
 		want: `line 4: endpoints[0].breaker.open: duration "-5s" must not be negative`,
 	},
 	{
+		name: "KeyPolicyWaitWithoutUnit",
+		give: "keys:\n  - id: a\n    policy: {mode: preferred, wait: 30}\n    limits: {rpm: lots}\n",
+		want: `line 3: keys[0].policy.wait: invalid duration "30" (want e.g. "30s")` + "\n" +
+			`line 4: keys[0].limits.rpm: want an integer, got "lots"`,
+	},
+	{
+		name: "KeyPolicyWaitAsList",
+		give: "keys:\n  - id: a\n    policy: {wait: [1s]}\n",
+		want: `line 3: keys[0].policy.wait: want a duration such as "30s"`,
+	},
+	{
 		name: "DurationAsList",
 		give: "accounts:\n  - cooldown: {base: [1s]}\n",
 		want: `line 2: accounts[0].cooldown.base: want a duration such as "30s"`,

@@ -109,7 +109,7 @@ func ApplyDefaults(c *Catalog) {
 // and one made through the admin API get the same.
 func ApplyKeyDefaults(k *Key) {
 	setString(&k.Priority, "standard")
-	setString(&k.Policy.Mode, "default")
+	setString(&k.Policy.Mode, sluice.PolicyDefault)
 	setString(&k.OnLimit, sluice.OnLimitWait)
 }
 
@@ -121,7 +121,7 @@ func inherit(t *Timeouts, from Timeouts) {
 	setDuration(&t.Total, from.Total)
 }
 
-func setString(s *string, def string) {
+func setString[S ~string](s *S, def S) {
 	if *s == "" {
 		*s = def
 	}

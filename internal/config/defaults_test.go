@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice"
 )
 
 func TestApplyDefaults(t *testing.T) {
@@ -89,8 +91,8 @@ keys:
 		},
 		Pools: []Pool{{ID: "background", Strategy: "round-robin"}},
 		Keys: []Key{
-			{ID: "web", Priority: "standard", Policy: Policy{Mode: "default"}, OnLimit: "wait"},
-			{ID: "batch", Priority: "background", Policy: Policy{Mode: "pool", Pool: "background"}, OnLimit: "wait"},
+			{ID: "web", Priority: "standard", KeySettings: sluice.KeySettings{Policy: Policy{Mode: "default"}, OnLimit: "wait"}},
+			{ID: "batch", Priority: "background", KeySettings: sluice.KeySettings{Policy: Policy{Mode: "pool", Pool: "background"}, OnLimit: "wait"}},
 		},
 	}
 

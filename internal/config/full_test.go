@@ -117,7 +117,11 @@ func fieldsSet(v reflect.Value, path string) map[string]bool {
 		switch v.Kind() {
 		case reflect.Struct:
 			for i := range v.NumField() {
-				name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+				name, opts, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+				if opts == "inline" {
+					walk(v.Field(i), path) // its fields are the record's own
+					continue
+				}
 				walk(v.Field(i), strings.TrimPrefix(path+"."+name, "."))
 			}
 		case reflect.Slice:

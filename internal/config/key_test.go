@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice"
 )
 
 // TestValidateKeySameAsCatalog checks that a key of the admin API is refused
@@ -58,10 +60,12 @@ func TestValidateKeyAcceptsEveryField(t *testing.T) {
 	c := base(t)
 	c.TaskTypes = []TaskType{{ID: "chat"}, {ID: "batch"}}
 	k := Key{
-		Models: []string{"fast"}, Priority: "background", Policy: Policy{Mode: "pool", Pool: "background"},
-		Limits: Limits{RPM: 60, MaxInflight: 2}, UserLimits: Limits{RPM: 6}, Task: "chat", Tasks: []string{"batch"},
-		ExpiresAt: "2030-01-01T00:00:00Z", Labels: map[string]string{"team": "search"}, Paths: []string{"chat", "fal"},
-		ServiceTiers: []string{"flex"}, OnLimit: "refuse",
+		Models: []string{"fast"}, Priority: "background", ExpiresAt: "2030-01-01T00:00:00Z",
+		KeySettings: sluice.KeySettings{
+			Policy: Policy{Mode: "pool", Pool: "background"}, Limits: Limits{RPM: 60, MaxInflight: 2}, UserLimits: Limits{RPM: 6},
+			Task: "chat", Tasks: []string{"batch"}, Labels: map[string]string{"team": "search"}, Paths: []string{"chat", "fal"},
+			ServiceTiers: []string{"flex"}, OnLimit: "refuse",
+		},
 	}
 	if err := ValidateKey(c, &k); err != nil {
 		t.Errorf("ValidateKey = %v, want nil", err)

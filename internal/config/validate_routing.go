@@ -13,7 +13,7 @@ import (
 // The closed sets of names the catalog accepts.
 var (
 	strategies = []string{"round-robin", "fill-first", "weighted", "least-inflight", "affinity"}
-	modes      = []string{"default", "strict", "preferred", "pool"}
+	modes      = []string{string(sluice.PolicyDefault), string(sluice.PolicyStrict), string(sluice.PolicyPreferred), string(sluice.PolicyPool)}
 )
 
 // oneOf checks that name is in set, and reports whether it is (the fields
@@ -246,10 +246,10 @@ func field(at, name string) string {
 // policy checks a route policy: each mode uses its own fields and no others,
 // so a field the mode would ignore is reported rather than silently dropped.
 func (v *validator) policy(at string, p *Policy) {
-	if !v.oneOf(at+".mode", modes, p.Mode) {
+	if !v.oneOf(at+".mode", modes, string(p.Mode)) {
 		return
 	}
-	usesAccounts := p.Mode == "strict" || p.Mode == "preferred"
+	usesAccounts := p.Mode == sluice.PolicyStrict || p.Mode == sluice.PolicyPreferred
 	switch {
 	case usesAccounts:
 		v.accountRefs(at+".accounts", p.Accounts)
@@ -257,18 +257,18 @@ func (v *validator) policy(at string, p *Policy) {
 		v.addf(at+".accounts", "only used with mode strict or preferred")
 	}
 	switch {
-	case p.Mode == "pool" && p.Pool == "":
+	case p.Mode == sluice.PolicyPool && p.Pool == "":
 		v.addf(at+".pool", "required with mode pool")
-	case p.Mode == "pool" && !v.poolIDs[p.Pool]:
+	case p.Mode == sluice.PolicyPool && !v.poolIDs[p.Pool]:
 		v.addf(at+".pool", "unknown pool %q", p.Pool)
-	case p.Mode != "pool" && p.Pool != "":
+	case p.Mode != sluice.PolicyPool && p.Pool != "":
 		v.addf(at+".pool", "only used with mode pool")
 	}
 	switch {
-	case p.Mode == "preferred" && p.Fallback == "":
+	case p.Mode == sluice.PolicyPreferred && p.Fallback == "":
 		v.addf(at+".fallback", "required with mode preferred: a pool ID, or %q for every account", FallbackAny)
 	case p.Fallback == "":
-	case p.Mode != "preferred":
+	case p.Mode != sluice.PolicyPreferred:
 		v.addf(at+".fallback", "only used with mode preferred")
 	case p.Fallback != FallbackAny && !v.poolIDs[p.Fallback]:
 		v.addf(at+".fallback", "unknown pool %q", p.Fallback)
@@ -276,7 +276,7 @@ func (v *validator) policy(at string, p *Policy) {
 	switch {
 	case p.Wait < 0:
 		v.addf(at+".wait", "must be >= 0")
-	case p.Wait > 0 && p.Mode != "preferred":
+	case p.Wait > 0 && p.Mode != sluice.PolicyPreferred:
 		v.addf(at+".wait", "only used with mode preferred")
 	}
 }

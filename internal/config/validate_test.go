@@ -216,7 +216,7 @@ func TestValidate(t *testing.T) {
 		{"PolicyWaitNegative", func(c *Catalog) {
 			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any", Wait: -1}
 		}, `keys[0].policy.wait: must be >= 0`},
-		{"PolicyWaitIgnored", func(c *Catalog) { c.Keys[1].Policy.Wait = Duration(time.Second) }, "keys[1].policy.wait: only used with mode preferred"},
+		{"PolicyWaitIgnored", func(c *Catalog) { c.Keys[1].Policy.Wait = sluice.Duration(time.Second) }, "keys[1].policy.wait: only used with mode preferred"},
 		{"PoolRPM", func(c *Catalog) { c.Pools[0].RPM = -1 }, "pools[0].rpm: must be >= 0"},
 
 		{"KeyDuplicateID", func(c *Catalog) { c.Keys[1].ID = "web-app" }, `keys[1].id: duplicate id "web-app" (first at keys[0])`},
@@ -302,7 +302,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"SecretFile", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", secretFile }},
 		{"ImplicitAccountInPolicy", func(c *Catalog) { c.Keys[0].Policy = Policy{Mode: "strict", Accounts: []string{"anthropic-k1"}} }},
 		{"PreferredWithFallback", func(c *Catalog) {
-			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "background", Wait: Duration(time.Second)}
+			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "background", Wait: sluice.Duration(time.Second)}
 		}},
 		{"PreferredFallbackAny", func(c *Catalog) {
 			c.Keys[0].Policy = Policy{Mode: "preferred", Accounts: []string{"org-1"}, Fallback: "any"}

@@ -437,7 +437,7 @@ func (h *Handler) react(ctx context.Context, e *sluice.Edge, a upstream.Attempt)
 	default:
 		return
 	}
-	st := store.Status{State: "disabled", Reason: fmt.Sprintf("%s: upstream answered %d", a.Class, a.Exec.HTTPStatus)}
+	st := store.Status{State: sluice.UpstreamDisabled, Reason: fmt.Sprintf("%s: upstream answered %d", a.Class, a.Exec.HTTPStatus)}
 	if err := h.statuses.Set(context.WithoutCancel(ctx), kind, id, st); err != nil {
 		h.log.Error("recording a disabled "+kind+" failed", "id", id, "err", err)
 		return

@@ -211,11 +211,11 @@ func (h *Handler) route(a *admission, req *sluice.Request, pin *store.Job) ([]*s
 // endpoint whose breaker another replica opened is "breaker_open" for the
 // breaker's open period (this replica's own breaker then probes it).
 func (h *Handler) outOfService(snap *Snapshot, e *sluice.Edge) string {
-	if h.statuses.Credential(e.Credential.ID).State != "active" || h.statuses.Account(e.Account.ID).State == "disabled" || !e.Credential.InService() {
+	if h.statuses.Credential(e.Credential.ID).State != sluice.UpstreamActive || h.statuses.Account(e.Account.ID).State == sluice.UpstreamDisabled || !e.Credential.InService() {
 		return "disabled"
 	}
 	ep := h.statuses.Endpoint(e.Endpoint.ID)
-	if ep.State != "open" {
+	if ep.State != sluice.UpstreamOpen {
 		return ""
 	}
 	if _, open := snap.BreakerSettings(e.Endpoint.ID); time.Since(ep.Since) < open {

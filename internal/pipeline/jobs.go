@@ -53,16 +53,6 @@ type JobAnswer struct {
 	Stream io.ReadCloser // else the open answer body (a download, a result); the renderer closes it
 }
 
-// Job states as Sluice names them, whatever the protocol.
-const (
-	jobQueued     = "queued"
-	jobInProgress = "in_progress"
-	jobCompleted  = "completed"
-	jobFailed     = "failed"
-	jobCancelled  = "cancelled"
-	jobExpired    = "expired" // its end was never learned within the maximum age
-)
-
 // SubmitJob runs a job submit (req.Protocol openai.videos or fal.queue)
 // through the pipeline. On success the answer carries the new job; an
 // upstream's refusal of the request itself (a 4xx) is an answer too, to be
@@ -260,7 +250,7 @@ func (h *Handler) FollowJob(ctx context.Context, pr *sluice.Principal, req *slui
 	switch {
 	case op == JobCancel && a.Class == upstream.ClassNone:
 		if !job.Done() {
-			h.endJob(ctx, snap, job, status{state: jobCancelled}, nil)
+			h.endJob(ctx, snap, job, status{state: sluice.JobCancelled}, nil)
 		}
 		if p == sluice.ProtocolOpenAIVideos {
 			// The video is deleted upstream: later follow-ups are 404 here
@@ -301,7 +291,7 @@ func (h *Handler) learn(ctx context.Context, snap *Snapshot, job store.Job, code
 	case class == upstream.ClassNone:
 		h.observe(ctx, snap, job, answer, next)
 	case code == http.StatusNotFound:
-		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
+		h.endJob(ctx, snap, job, status{state: sluice.JobExpired}, nil)
 	default:
 		return false
 	}
@@ -369,7 +359,7 @@ func (h *Handler) observe(ctx context.Context, snap *Snapshot, job store.Job, an
 		return
 	}
 	now := time.Now()
-	if st.state == jobInProgress && job.Running.IsZero() {
+	if st.state == sluice.JobInProgress && job.Running.IsZero() {
 		job.Running = now
 	}
 	if st.ended() {
@@ -402,14 +392,14 @@ func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, st 
 	if !won {
 		return
 	}
-	_ = h.capacity.ReleaseLease(ctx, job.Domain, job.Lease, store.Outcome{Success: state == jobCompleted})
+	_ = h.capacity.ReleaseLease(ctx, job.Domain, job.Lease, store.Outcome{Success: state == sluice.JobCompleted})
 	level := slog.LevelInfo
-	if state == jobExpired {
+	if state == sluice.JobExpired {
 		level = slog.LevelWarn
 	}
-	h.log.LogAttrs(ctx, level, "job ended", slog.String("job_id", job.ID), slog.String("state", state),
+	h.log.LogAttrs(ctx, level, "job ended", slog.String("job_id", job.ID), slog.String("state", string(state)),
 		slog.String("edge_id", job.EdgeID), slog.Duration("ran", now.Sub(job.Submitted)))
-	h.metrics.JobsEnded.WithLabelValues(job.Protocol, state).Inc()
+	h.metrics.JobsEnded.WithLabelValues(job.Protocol, string(state)).Inc()
 	h.metrics.JobRun.WithLabelValues(job.Protocol).Observe(now.Sub(job.Submitted).Seconds())
 	rec := jobUsage(&job)
 	if cr := snap.Credentials[job.CredentialID]; cr != nil {
@@ -431,9 +421,9 @@ func jobUsage(job *store.Job) sluice.UsageRecord {
 		exec.FirstByte = job.Running.Sub(job.Submitted)
 	}
 	switch job.State {
-	case jobFailed:
+	case sluice.JobFailed:
 		exec.Status = sluice.ExecutionEndpoint
-	case jobCancelled, jobExpired:
+	case sluice.JobCancelled, sluice.JobExpired:
 		exec.Status = sluice.ExecutionCancelled
 	}
 	return sluice.UsageRecord{
@@ -495,7 +485,7 @@ func (h *Handler) RunJobPoller(ctx context.Context) error {
 func (h *Handler) pollJob(ctx context.Context, snap *Snapshot, job store.Job) {
 	js := snap.Catalog.Server.Jobs
 	if time.Since(job.Submitted) >= js.MaxAge.D() {
-		h.endJob(ctx, snap, job, status{state: jobExpired}, nil)
+		h.endJob(ctx, snap, job, status{state: sluice.JobExpired}, nil)
 		return
 	}
 	next := min(job.PollEvery+job.PollEvery/2, js.MaxPollInterval.D())

@@ -16,7 +16,7 @@ import (
 // submitted is what a submit answer says of the new job.
 type submitted struct {
 	id                              string
-	state                           string
+	state                           sluice.JobState
 	statusURL, resultURL, cancelURL string // fal only, and only on the endpoint's own origin
 }
 
@@ -33,7 +33,7 @@ func parseSubmit(e *sluice.Edge, body []byte) (submitted, error) {
 	if err := json.Unmarshal(body, &v); err != nil {
 		return submitted{}, fmt.Errorf("submit answer is not a JSON object: %w", err)
 	}
-	s := submitted{id: v.ID, state: jobQueued}
+	s := submitted{id: v.ID, state: sluice.JobQueued}
 	if e.Protocol == sluice.ProtocolFalQueue {
 		s.id = v.RequestID
 		own := func(u string) string {
@@ -43,8 +43,8 @@ func parseSubmit(e *sluice.Edge, body []byte) (submitted, error) {
 			return "" // built from the request ID instead
 		}
 		s.statusURL, s.resultURL, s.cancelURL = own(v.StatusURL), own(v.ResponseURL), own(v.CancelURL)
-	} else if v.Status == jobInProgress {
-		s.state = jobInProgress
+	} else if sluice.JobState(v.Status) == sluice.JobInProgress {
+		s.state = sluice.JobInProgress
 	}
 	if s.id == "" {
 		return submitted{}, errors.New("submit answer carries no job ID")
@@ -54,11 +54,11 @@ func parseSubmit(e *sluice.Edge, body []byte) (submitted, error) {
 
 // status is what a status answer says of a job.
 type status struct {
-	state   string
+	state   sluice.JobState
 	seconds float64 // the run (fal inference time) or video (OpenAI seconds) length, at the end
 }
 
-func (s status) ended() bool { return s.state != jobQueued && s.state != jobInProgress }
+func (s status) ended() bool { return s.state != sluice.JobQueued && s.state != sluice.JobInProgress }
 
 // parseStatus reads a status answer. An unknown status counts as an end
 // (failed): fal documents that new statuses may appear, and a job Sluice
@@ -79,31 +79,31 @@ func parseStatus(p sluice.Protocol, body []byte) (status, error) {
 	if p == sluice.ProtocolFalQueue {
 		switch strings.ToUpper(v.Status) {
 		case "IN_QUEUE":
-			return status{state: jobQueued}, nil
+			return status{state: sluice.JobQueued}, nil
 		case "IN_PROGRESS":
-			return status{state: jobInProgress}, nil
+			return status{state: sluice.JobInProgress}, nil
 		case "COMPLETED":
-			st := status{state: jobCompleted, seconds: v.Metrics.InferenceTime}
+			st := status{state: sluice.JobCompleted, seconds: v.Metrics.InferenceTime}
 			switch {
 			case v.ErrorType == "request_cancelled":
-				st.state = jobCancelled
+				st.state = sluice.JobCancelled
 			case len(v.Error) > 0 && string(v.Error) != "null":
-				st.state = jobFailed
+				st.state = sluice.JobFailed
 			}
 			return st, nil
 		case "CANCELED", "CANCELLED":
-			return status{state: jobCancelled}, nil
+			return status{state: sluice.JobCancelled}, nil
 		}
-		return status{state: jobFailed}, nil
+		return status{state: sluice.JobFailed}, nil
 	}
-	switch v.Status {
-	case jobQueued, jobInProgress:
-		return status{state: v.Status}, nil
-	case jobCompleted:
+	switch state := sluice.JobState(v.Status); state {
+	case sluice.JobQueued, sluice.JobInProgress:
+		return status{state: state}, nil
+	case sluice.JobCompleted:
 		secs, _ := strconv.ParseFloat(strings.Trim(string(v.Seconds), `"`), 64)
-		return status{state: jobCompleted, seconds: secs}, nil
-	case jobCancelled:
-		return status{state: jobCancelled}, nil
+		return status{state: sluice.JobCompleted, seconds: secs}, nil
+	case sluice.JobCancelled:
+		return status{state: sluice.JobCancelled}, nil
 	}
-	return status{state: jobFailed}, nil
+	return status{state: sluice.JobFailed}, nil
 }

@@ -13,23 +13,23 @@ func TestParseStatus(t *testing.T) {
 		name  string
 		p     sluice.Protocol
 		body  string
-		state string
+		state sluice.JobState
 		secs  float64
 	}{
-		{"fal queued", fal, `{"status":"IN_QUEUE","queue_position":3}`, jobQueued, 0},
-		{"fal running", fal, `{"status":"IN_PROGRESS","logs":[]}`, jobInProgress, 0},
-		{"fal completed", fal, `{"status":"COMPLETED","metrics":{"inference_time":7.5}}`, jobCompleted, 7.5},
-		{"fal completed with null error", fal, `{"status":"COMPLETED","error":null}`, jobCompleted, 0},
-		{"fal completed but failed", fal, `{"status":"COMPLETED","error":"boom","error_type":"runner_error"}`, jobFailed, 0},
-		{"fal cancelled", fal, `{"status":"COMPLETED","error":"Request was cancelled","error_type":"request_cancelled"}`, jobCancelled, 0},
-		{"fal third-party CANCELED", fal, `{"status":"CANCELED"}`, jobCancelled, 0},
-		{"fal unknown status ends the job", fal, `{"status":"SOMETHING_NEW"}`, jobFailed, 0},
-		{"video queued", videos, `{"id":"video_1","status":"queued","progress":0}`, jobQueued, 0},
-		{"video running", videos, `{"status":"in_progress","progress":40}`, jobInProgress, 0},
-		{"video completed", videos, `{"status":"completed","seconds":"8"}`, jobCompleted, 8},
-		{"video completed, numeric seconds", videos, `{"status":"completed","seconds":12}`, jobCompleted, 12},
-		{"video failed", videos, `{"status":"failed","error":{"code":"x","message":"y"}}`, jobFailed, 0},
-		{"video unknown status ends the job", videos, `{"status":"archived"}`, jobFailed, 0},
+		{"fal queued", fal, `{"status":"IN_QUEUE","queue_position":3}`, sluice.JobQueued, 0},
+		{"fal running", fal, `{"status":"IN_PROGRESS","logs":[]}`, sluice.JobInProgress, 0},
+		{"fal completed", fal, `{"status":"COMPLETED","metrics":{"inference_time":7.5}}`, sluice.JobCompleted, 7.5},
+		{"fal completed with null error", fal, `{"status":"COMPLETED","error":null}`, sluice.JobCompleted, 0},
+		{"fal completed but failed", fal, `{"status":"COMPLETED","error":"boom","error_type":"runner_error"}`, sluice.JobFailed, 0},
+		{"fal cancelled", fal, `{"status":"COMPLETED","error":"Request was cancelled","error_type":"request_cancelled"}`, sluice.JobCancelled, 0},
+		{"fal third-party CANCELED", fal, `{"status":"CANCELED"}`, sluice.JobCancelled, 0},
+		{"fal unknown status ends the job", fal, `{"status":"SOMETHING_NEW"}`, sluice.JobFailed, 0},
+		{"video queued", videos, `{"id":"video_1","status":"queued","progress":0}`, sluice.JobQueued, 0},
+		{"video running", videos, `{"status":"in_progress","progress":40}`, sluice.JobInProgress, 0},
+		{"video completed", videos, `{"status":"completed","seconds":"8"}`, sluice.JobCompleted, 8},
+		{"video completed, numeric seconds", videos, `{"status":"completed","seconds":12}`, sluice.JobCompleted, 12},
+		{"video failed", videos, `{"status":"failed","error":{"code":"x","message":"y"}}`, sluice.JobFailed, 0},
+		{"video unknown status ends the job", videos, `{"status":"archived"}`, sluice.JobFailed, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +37,7 @@ func TestParseStatus(t *testing.T) {
 			if err != nil || st.state != tt.state || st.seconds != tt.secs {
 				t.Errorf("parseStatus(%s) = %+v, %v; want %s, %v seconds", tt.body, st, err, tt.state, tt.secs)
 			}
-			if want := tt.state != jobQueued && tt.state != jobInProgress; st.ended() != want {
+			if want := tt.state != sluice.JobQueued && tt.state != sluice.JobInProgress; st.ended() != want {
 				t.Errorf("ended() = %v, want %v", st.ended(), want)
 			}
 		})
@@ -54,13 +54,13 @@ func TestParseSubmit(t *testing.T) {
 		"status_url":"https://queue.fal.run/fal-ai/veo3/requests/r1/status",
 		"response_url":"https://elsewhere.example/fal-ai/veo3/requests/r1",
 		"cancel_url":"http://queue.fal.run/fal-ai/veo3/requests/r1/cancel"}`))
-	if err != nil || s.id != "r1" || s.state != jobQueued {
+	if err != nil || s.id != "r1" || s.state != sluice.JobQueued {
 		t.Fatalf("parseSubmit(fal) = %+v, %v", s, err)
 	}
 	if s.statusURL == "" || s.resultURL != "" || s.cancelURL != "" {
 		t.Errorf("follow-up URLs = %q %q %q; want only the one on the endpoint's own origin", s.statusURL, s.resultURL, s.cancelURL)
 	}
-	if s, err := parseSubmit(videos, []byte(`{"id":"video_9","status":"in_progress"}`)); err != nil || s.id != "video_9" || s.state != jobInProgress {
+	if s, err := parseSubmit(videos, []byte(`{"id":"video_9","status":"in_progress"}`)); err != nil || s.id != "video_9" || s.state != sluice.JobInProgress {
 		t.Errorf("parseSubmit(videos) = %+v, %v", s, err)
 	}
 	if _, err := parseSubmit(videos, []byte(`{"status":"queued"}`)); err == nil {

@@ -36,16 +36,10 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 	if err != nil {
 		return nil, err
 	}
-	p := k.Policy
 	out := &sluice.Key{
 		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Hash: authn.Hash(secret), Prefix: authn.DisplayPrefix(secret),
 		Status: sluice.KeyActive, Models: k.Models, Priority: k.Priority, Static: true,
-		Labels: k.Labels,
-		Policy: sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: p.Wait.D()},
-		Limits: sluice.Limits(k.Limits), UserLimits: sluice.Limits(k.UserLimits),
-		Task: k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount, Budgets: sluice.Budgets{Day: int64(k.Budgets.Day), Month: int64(k.Budgets.Month)},
-		Assert: k.Assert,
+		KeySettings: k.KeySettings, Budgets: budgets(k.Budgets),
 	}
 	if k.ExpiresAt != "" {
 		if out.ExpiresAt, err = time.Parse(time.RFC3339, k.ExpiresAt); err != nil {
@@ -56,16 +50,11 @@ func compileKey(k *config.Key, lookupEnv func(string) (string, bool)) (*sluice.K
 }
 
 // configKey is k as the catalog would declare it, without its secret: what
-// the catalog's validation and policy compiler read.
+// the catalog's validation reads.
 func configKey(k *sluice.Key) config.Key {
-	p := k.Policy
 	out := config.Key{
-		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Models: k.Models, Priority: k.Priority,
-		Policy: config.Policy{Mode: string(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: config.Duration(p.Wait)},
-		Limits: config.Limits(k.Limits), UserLimits: config.Limits(k.UserLimits),
-		Task: k.Task, Tasks: k.Tasks, Labels: k.Labels, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount, Budgets: config.Budgets{Day: config.Money(k.Budgets.Day), Month: config.Money(k.Budgets.Month)},
-		Assert: k.Assert,
+		ID: k.ID, Name: k.Name, Tenant: k.Tenant, Models: k.Models, Priority: k.Priority, KeySettings: k.KeySettings,
+		Budgets: config.Budgets{Day: config.Money(k.Budgets.Day), Month: config.Money(k.Budgets.Month)},
 	}
 	if !k.ExpiresAt.IsZero() {
 		out.ExpiresAt = k.ExpiresAt.UTC().Format(time.RFC3339)
@@ -86,7 +75,7 @@ func (s *Snapshot) CheckKey(k *sluice.Key) error {
 	if k.BillingAccount != "" && !s.BillingAccount(k.BillingAccount) {
 		return fmt.Errorf("billing_account: unknown billing account %q (neither the catalog nor the admin API has it)", k.BillingAccount)
 	}
-	k.Priority, k.Policy.Mode, k.OnLimit = ck.Priority, sluice.PolicyMode(ck.Policy.Mode), ck.OnLimit
+	k.Priority, k.KeySettings = ck.Priority, ck.KeySettings
 	return nil
 }
 
@@ -99,7 +88,7 @@ func (s *Snapshot) compileKeyPolicy(k *sluice.Key) (keyPolicy, error) {
 	if l := k.UserLimits; l != (sluice.Limits{}) {
 		kp.perUser = &store.Unit{Cap: l.MaxInflight, RPM: l.RPM, TPM: l.TPM, DailyTokens: l.DailyTokens}
 	}
-	rp, err := s.compilePolicy(configKey(k).Policy)
+	rp, err := s.compilePolicy(k.Policy)
 	kp.route = &rp
 	return kp, err
 }

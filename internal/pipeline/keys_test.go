@@ -46,7 +46,7 @@ func TestAdmitOrder(t *testing.T) {
 	live, scoped := admissionLive(t)
 	now := time.Now()
 	api := func(id string, change func(k *sluice.Key)) *sluice.Key {
-		k := &sluice.Key{ID: id, Tenant: "t", Hash: "hash-" + id, Status: sluice.KeyActive, Priority: "standard", OnLimit: sluice.OnLimitWait}
+		k := &sluice.Key{ID: id, Tenant: "t", Hash: "hash-" + id, Status: sluice.KeyActive, Priority: "standard", KeySettings: sluice.KeySettings{OnLimit: sluice.OnLimitWait}}
 		change(k)
 		return k
 	}
@@ -110,8 +110,8 @@ func TestAdmitOrder(t *testing.T) {
 // key of the same ID.
 func TestStoredKeysFollowTheCatalog(t *testing.T) {
 	live, scoped := admissionLive(t)
-	pool := &sluice.Key{ID: "pool", Hash: "h", Status: sluice.KeyActive, Policy: sluice.RoutePolicy{Mode: "pool", Pool: "p"},
-		Limits: sluice.Limits{MaxInflight: 1}, OnLimit: sluice.OnLimitRefuse}
+	pool := &sluice.Key{ID: "pool", Hash: "h", Status: sluice.KeyActive, KeySettings: sluice.KeySettings{
+		Policy: sluice.RoutePolicy{Mode: "pool", Pool: "p"}, Limits: sluice.Limits{MaxInflight: 1}, OnLimit: sluice.OnLimitRefuse}}
 	shadow := &sluice.Key{ID: scoped.ID, Hash: "other", Status: sluice.KeyActive}
 	live.SetStoredKeys([]*sluice.Key{pool, shadow})
 	snap := live.Load()

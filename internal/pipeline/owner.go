@@ -119,10 +119,10 @@ func (h *Handler) outOfServiceReason(e *sluice.Edge, out string) string {
 	if out == "breaker_open" {
 		return "endpoint " + e.Endpoint.ID + " is failing"
 	}
-	if st := h.statuses.Credential(e.Credential.ID); st.State != "active" {
+	if st := h.statuses.Credential(e.Credential.ID); st.State != sluice.UpstreamActive {
 		return fmt.Sprintf("credential %s is %s (%s)", e.Credential.ID, st.State, st.Reason)
 	}
-	if st := h.statuses.Account(e.Account.ID); st.State == "disabled" {
+	if st := h.statuses.Account(e.Account.ID); st.State == sluice.UpstreamDisabled {
 		return fmt.Sprintf("account %s is disabled (%s)", e.Account.ID, st.Reason)
 	}
 	return "credential " + e.Credential.ID + " has no valid access token"

@@ -44,7 +44,7 @@ type compiledPool struct {
 // when the policy names a pool, an account or a strategy the snapshot does
 // not have (the catalog's own keys are validated against it beforehand).
 func (s *Snapshot) compilePolicy(p config.Policy) (routePolicy, error) {
-	rp := routePolicy{mode: sluice.PolicyMode(p.Mode), wait: p.Wait.D()}
+	rp := routePolicy{mode: p.Mode, wait: p.Wait.D()}
 	switch rp.mode {
 	case "", sluice.PolicyDefault:
 		rp.mode = sluice.PolicyDefault

@@ -83,7 +83,7 @@ func (h *Handler) bindResponse(ctx context.Context, adm *admission, req *sluice.
 		ID: a.StoredID, RequestID: req.ID, KeyID: key.ID, Tenant: key.Tenant,
 		Protocol: string(sluice.ProtocolOpenAIResponses), Alias: req.Model,
 		EdgeID: a.Exec.EdgeID, CredentialID: a.Exec.CredentialID, EndpointID: a.Exec.EndpointID, AccountID: a.Exec.AccountID, Model: a.Exec.Model,
-		UpstreamID: a.StoredID, State: jobCompleted, Queued: req.Received, Submitted: now, Ended: now,
+		UpstreamID: a.StoredID, State: sluice.JobCompleted, Queued: req.Received, Submitted: now, Ended: now,
 		Expires: now.Add(responseRetention),
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)

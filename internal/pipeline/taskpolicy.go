@@ -28,7 +28,7 @@ func (s *Snapshot) compileTaskPolicy(c *config.Catalog) error {
 	tp := &taskPolicy{classes: map[string]config.TaskPriority{}, bonus: map[string]int{},
 		taskPools: map[string]*routePolicy{}, profilePools: map[string]*routePolicy{}}
 	pool := func(id string) (*routePolicy, error) {
-		rp, err := s.compilePolicy(config.Policy{Mode: string(sluice.PolicyPool), Pool: id})
+		rp, err := s.compilePolicy(config.Policy{Mode: sluice.PolicyPool, Pool: id})
 		return &rp, err
 	}
 	var err error

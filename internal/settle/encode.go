@@ -88,7 +88,7 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 	}
 	b = appendBool(b, r.Job != nil)
 	if j := r.Job; j != nil {
-		b = appendString(b, j.State)
+		b = appendString(b, string(j.State))
 		b = appendTime(b, j.Submitted)
 		b = appendTime(b, j.Running)
 		b = appendTime(b, j.Ended)
@@ -228,7 +228,7 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 		d.fail()
 	}
 	if d.bool() {
-		r.Job = &sluice.JobUsage{State: d.string(), Submitted: d.time(), Running: d.time(), Ended: d.time(), Seconds: d.float()}
+		r.Job = &sluice.JobUsage{State: sluice.JobState(d.string()), Submitted: d.time(), Running: d.time(), Ended: d.time(), Seconds: d.float()}
 	}
 	if version >= 3 {
 		r.EndUser, r.TaskType, r.Pool, r.Priority = d.string(), d.string(), d.string(), d.string()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Job is an asynchronous upstream job (a video generation) bound to the edge
@@ -38,15 +40,14 @@ type Job struct {
 	Domain string `json:"domain"` // the capacity claim held until the job ends
 	Lease  string `json:"lease"`
 
-	// State is the last status seen: "queued", "in_progress", or, once
-	// Ended is set, a terminal one ("completed", "failed", "cancelled",
-	// "expired").
-	State     string    `json:"state"`
-	Queued    time.Time `json:"queued"`            // the submit arrived at Sluice
-	Submitted time.Time `json:"submitted"`         // the upstream accepted it
-	Running   time.Time `json:"running"`           // first seen in progress; zero if never seen so
-	Ended     time.Time `json:"ended"`             // first seen in a terminal state; zero while it runs
-	Seconds   float64   `json:"seconds,omitempty"` // run or video length the upstream reported, if any
+	// State is the last status seen: queued or in progress, or, once
+	// Ended is set, one it ends in.
+	State     sluice.JobState `json:"state"`
+	Queued    time.Time       `json:"queued"`            // the submit arrived at Sluice
+	Submitted time.Time       `json:"submitted"`         // the upstream accepted it
+	Running   time.Time       `json:"running"`           // first seen in progress; zero if never seen so
+	Ended     time.Time       `json:"ended"`             // first seen in a terminal state; zero while it runs
+	Seconds   float64         `json:"seconds,omitempty"` // run or video length the upstream reported, if any
 
 	// Answer is the upstream's newest status answer (at first, the submit's),
 	// as received, and Answered when it came: a caller who polls again

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Unit is one capacity unit a request claims a slot in: an upstream account
@@ -343,7 +345,7 @@ type Inspector interface {
 
 // Status values of credentials and accounts that every replica must see.
 type Status struct {
-	State  string // "active", "draining", "disabled"
+	State  sluice.UpstreamStatus
 	Reason string // why (e.g. "auth: 401 invalid_api_key", "billing: insufficient_quota", "operator")
 	Since  time.Time
 }

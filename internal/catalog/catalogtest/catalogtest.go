@@ -7,6 +7,7 @@ package catalogtest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -61,18 +62,38 @@ func newKey(id string) *sluice.Key {
 		CreatedAt: at(1),
 		UpdatedAt: at(2),
 		Static:    true,
-		Labels:    map[string]string{"team": "search", "env": "prod"},
-		Policy: sluice.RoutePolicy{Mode: "preferred", Accounts: []string{"acct-a", "acct-b"}, Fallback: "any",
-			Wait: 1500 * time.Millisecond},
-		Limits:       sluice.Limits{RPM: 60, TPM: 6000, MaxInflight: 4, DailyTokens: 100000},
-		UserLimits:   sluice.Limits{RPM: 6, MaxInflight: 1},
-		Task:         "chat",
-		Tasks:        []string{"batch", "eval"},
-		Paths:        []string{"chat", "embeddings"},
-		ServiceTiers: []string{"default", "flex"},
-		OnLimit:      sluice.OnLimitRefuse,
-		Assert:       []string{"user", "profile"},
+		KeySettings: sluice.KeySettings{
+			Labels: map[string]string{"team": "search", "env": "prod"},
+			Policy: sluice.RoutePolicy{Mode: "preferred", Accounts: []string{"acct-a", "acct-b"}, Pool: "pool-a", Fallback: "any",
+				Wait: sluice.Duration(1500 * time.Millisecond)},
+			Limits:         sluice.Limits{RPM: 60, TPM: 6000, MaxInflight: 4, DailyTokens: 100000},
+			UserLimits:     sluice.Limits{RPM: 6, TPM: 600, MaxInflight: 1, DailyTokens: 1000},
+			Task:           "chat",
+			Tasks:          []string{"batch", "eval"},
+			Paths:          []string{"chat", "embeddings"},
+			ServiceTiers:   []string{"default", "flex"},
+			OnLimit:        sluice.OnLimitRefuse,
+			BillingAccount: "acme",
+			Assert:         []string{"user", "profile"},
+		},
+		Budgets: sluice.Budgets{Day: 5_000_000, Month: 100_000_000},
 	}
+}
+
+// unset lists the fields of the struct v, inner structs' fields included,
+// that hold their zero value.
+func unset(v reflect.Value, path string) []string {
+	var zero []string
+	for i := range v.NumField() {
+		f, at := v.Field(i), path+"."+v.Type().Field(i).Name
+		switch {
+		case f.Kind() == reflect.Struct && f.Type() != reflect.TypeFor[time.Time]():
+			zero = append(zero, unset(f, at)...)
+		case f.IsZero():
+			zero = append(zero, at)
+		}
+	}
+	return zero
 }
 
 func mustSaveKey(t *testing.T, s Store, k *sluice.Key) {
@@ -108,6 +129,9 @@ func runKeys(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("RoundTripsEveryField", func(t *testing.T) {
 		s := open(t)
 		want := newKey("k1")
+		if zero := unset(reflect.ValueOf(*want), "Key"); len(zero) > 0 {
+			t.Fatalf("newKey leaves %v unset: a field it does not set is a field no store is checked to keep", zero)
+		}
 		mustSaveKey(t, s, want)
 		got := mustLoadKey(t, s, "k1")
 		if diff := cmp.Diff(want, got, keyOpts); diff != "" {

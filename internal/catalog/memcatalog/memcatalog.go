@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -49,7 +48,7 @@ func (s *Store) SaveKey(_ context.Context, k *sluice.Key) error {
 	if old, ok := s.keys[k.ID]; ok {
 		delete(s.hashes, old.Hash)
 	}
-	c := clone(k)
+	c := k.Clone()
 	c.ExpiresAt, c.CreatedAt, c.UpdatedAt = k.ExpiresAt.UTC(), k.CreatedAt.UTC(), k.UpdatedAt.UTC()
 	s.keys[k.ID] = c
 	s.hashes[k.Hash] = k.ID
@@ -64,7 +63,7 @@ func (s *Store) LoadKey(_ context.Context, id string) (*sluice.Key, error) {
 	if !ok {
 		return nil, fmt.Errorf("key %s: %w", id, catalog.ErrNotFound)
 	}
-	return clone(k), nil
+	return k.Clone(), nil
 }
 
 // ListKeys returns copies of every key, ordered by CreatedAt then ID.
@@ -72,7 +71,7 @@ func (s *Store) ListKeys(context.Context) ([]*sluice.Key, error) {
 	s.mu.Lock()
 	keys := make([]*sluice.Key, 0, len(s.keys))
 	for _, k := range s.keys {
-		keys = append(keys, clone(k))
+		keys = append(keys, k.Clone())
 	}
 	s.mu.Unlock()
 	slices.SortFunc(keys, func(a, b *sluice.Key) int {
@@ -103,15 +102,4 @@ func (s *Store) LoadCatalog(context.Context) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("catalog document: %w", catalog.ErrNotFound)
 	}
 	return slices.Clone(s.doc), s.version, nil
-}
-
-// clone copies k deeply enough that neither copy can change the other.
-func clone(k *sluice.Key) *sluice.Key {
-	c := *k
-	c.Models = slices.Clone(k.Models)
-	c.Labels = maps.Clone(k.Labels)
-	c.Policy.Accounts = slices.Clone(k.Policy.Accounts)
-	c.Tasks, c.Paths, c.ServiceTiers = slices.Clone(k.Tasks), slices.Clone(k.Paths), slices.Clone(k.ServiceTiers)
-	c.Assert = slices.Clone(k.Assert)
-	return &c
 }

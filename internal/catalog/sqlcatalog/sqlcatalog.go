@@ -36,25 +36,22 @@ func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
 const keyColumns = `id, name, tenant, hash, prefix, status, models, priority, expires_at, created_at, updated_at, static, labels, settings`
 
-// settings is the JSON form of what a key carries besides its scopes and
-// life cycle (column settings). Its names are the catalog's, and stay
-// stable: rows written by an older build decode with the fields they lack
-// left zero.
+// settings is the settings column: the key's settings (sluice.KeySettings)
+// in their JSON form, except for what rows have always held as integers —
+// the policy's wait in microseconds (wait_us) and the budgets in
+// micro-units — and for the labels, which have a column of their own. The
+// names stay stable: rows written by an older build decode with the fields
+// they lack left zero, and an older build reads these rows.
 type settings struct {
-	Policy       policy   `json:"policy,omitzero"`
-	Limits       limits   `json:"limits,omitzero"`
-	UserLimits   limits   `json:"user_limits,omitzero"`
-	Task         string   `json:"task,omitempty"`
-	Tasks        []string `json:"tasks,omitempty"`
-	Paths        []string `json:"paths,omitempty"`
-	ServiceTiers []string `json:"service_tiers,omitempty"`
-	OnLimit      string   `json:"on_limit,omitempty"`
-	// BillingAccount and Budgets are the key's billing (amounts in
-	// micro-units).
-	BillingAccount string  `json:"billing_account,omitempty"`
-	Budgets        budgets `json:"budgets,omitzero"`
-	// Assert is what the key may assert about its requests (user, profile).
-	Assert []string `json:"assert,omitempty"`
+	sluice.KeySettings
+	Policy  policy  `json:"policy,omitzero"` // in place of KeySettings.Policy
+	Budgets budgets `json:"budgets,omitzero"`
+}
+
+// policy is a route policy with its wait in microseconds.
+type policy struct {
+	sluice.RoutePolicy       // its Wait is left zero, so not written
+	WaitUS             int64 `json:"wait_us,omitempty"`
 }
 
 type budgets struct {
@@ -62,40 +59,23 @@ type budgets struct {
 	Month int64 `json:"month_micros,omitempty"`
 }
 
-type policy struct {
-	Mode     string   `json:"mode,omitempty"`
-	Accounts []string `json:"accounts,omitempty"`
-	Pool     string   `json:"pool,omitempty"`
-	Fallback string   `json:"fallback,omitempty"`
-	WaitUS   int64    `json:"wait_us,omitempty"`
-}
-
-type limits struct {
-	RPM         int `json:"rpm,omitempty"`
-	TPM         int `json:"tpm,omitempty"`
-	MaxInflight int `json:"max_inflight,omitempty"`
-	DailyTokens int `json:"daily_tokens,omitempty"`
-}
-
 func settingsOf(k *sluice.Key) settings {
-	p := k.Policy
-	return settings{
-		Policy:     policy{Mode: string(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, WaitUS: p.Wait.Microseconds()},
-		Limits:     limits(k.Limits),
-		UserLimits: limits(k.UserLimits),
-		Task:       k.Task, Tasks: k.Tasks, Paths: k.Paths, ServiceTiers: k.ServiceTiers, OnLimit: k.OnLimit,
-		BillingAccount: k.BillingAccount, Budgets: budgets(k.Budgets), Assert: k.Assert,
-	}
+	st := settings{KeySettings: k.KeySettings, Budgets: budgets(k.Budgets)}
+	st.Labels = nil
+	st.Policy = policy{RoutePolicy: k.Policy, WaitUS: k.Policy.Wait.D().Microseconds()}
+	st.Policy.Wait = 0
+	return st
 }
 
-// apply sets the fields of k that st holds.
+// apply sets the settings of k to st's; k's labels, read from their own
+// column, stay.
 func (st *settings) apply(k *sluice.Key) {
-	p := st.Policy
-	k.Policy = sluice.RoutePolicy{Mode: sluice.PolicyMode(p.Mode), Accounts: p.Accounts, Pool: p.Pool, Fallback: p.Fallback, Wait: time.Duration(p.WaitUS) * time.Microsecond}
-	k.Limits, k.UserLimits = sluice.Limits(st.Limits), sluice.Limits(st.UserLimits)
-	k.Task, k.Tasks, k.Paths, k.ServiceTiers, k.OnLimit = st.Task, st.Tasks, st.Paths, st.ServiceTiers, st.OnLimit
-	k.BillingAccount, k.Budgets = st.BillingAccount, sluice.Budgets(st.Budgets)
-	k.Assert = st.Assert
+	labels := k.Labels
+	k.KeySettings = st.KeySettings
+	k.Labels = labels
+	k.Policy = st.Policy.RoutePolicy
+	k.Policy.Wait = sluice.Duration(time.Duration(st.Policy.WaitUS) * time.Microsecond)
+	k.Budgets = sluice.Budgets(st.Budgets)
 }
 
 // SaveKey inserts or replaces the key with k.ID. It returns ErrConflict when

@@ -1,7 +1,11 @@
 package sqlcatalog_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/catalog/catalogtest"
@@ -43,6 +47,42 @@ func TestClosedDatabaseReturnsErrors(t *testing.T) {
 		}
 		if _, _, err := s.LoadCatalog(ctx); err == nil {
 			t.Error("LoadCatalog = nil error, want an error")
+		}
+	})
+}
+
+// TestSettingsColumnIsStable checks the settings column against the JSON
+// earlier builds wrote and read, so that rows stay readable both ways
+// while replicas of two builds share a database.
+func TestSettingsColumnIsStable(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		db := sqldbtest.Open(t, url(t))
+		k := &sluice.Key{ID: "k", Hash: "h", Budgets: sluice.Budgets{Day: 5_000_000}}
+		k.KeySettings = sluice.KeySettings{
+			Labels: map[string]string{"team": "a"},
+			Policy: sluice.RoutePolicy{Mode: "preferred", Accounts: []string{"a"}, Fallback: "any", Wait: sluice.Duration(1500 * time.Millisecond)},
+			Limits: sluice.Limits{RPM: 60}, UserLimits: sluice.Limits{RPM: 6}, Task: "chat", Tasks: []string{"batch"},
+			Paths: []string{"chat"}, ServiceTiers: []string{"flex"}, OnLimit: "refuse", BillingAccount: "acme", Assert: []string{"user"},
+		}
+		if err := sqlcatalog.New(db).SaveKey(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		var column string
+		if err := db.QueryRow(t.Context(), `SELECT settings FROM keys WHERE id = ?`, "k").Scan(&column); err != nil {
+			t.Fatal(err)
+		}
+		const want = `{"policy":{"mode":"preferred","accounts":["a"],"fallback":"any","wait_us":1500000},"limits":{"rpm":60},
+			"user_limits":{"rpm":6},"task":"chat","tasks":["batch"],"paths":["chat"],"service_tiers":["flex"],"on_limit":"refuse",
+			"billing_account":"acme","budgets":{"day_micros":5000000},"assert":["user"]}`
+		var got, wantV any
+		if err := json.Unmarshal([]byte(column), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(want), &wantV); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantV, got); diff != "" {
+			t.Errorf("settings column (-earlier builds +now):\n%s", diff)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -82,11 +83,11 @@ type statuses struct {
 }
 
 // SetStatus records the status of the credential or account id (kind
-// "credential" or "account"); State "active" deletes the record.
+// "credential" or "account"); State active deletes the record.
 func (s *Store) SetStatus(_ context.Context, kind, id string, st store.Status) error {
 	s.statuses.mu.Lock()
 	defer s.statuses.mu.Unlock()
-	if st.State == "active" {
+	if st.State == sluice.UpstreamActive {
 		delete(s.statuses.byKind[kind], id)
 		return nil
 	}

@@ -6,22 +6,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
 // statusRecord is the JSON form of a store.Status in <prefix>status:<kind>.
 type statusRecord struct {
-	State  string    `json:"state"`
-	Reason string    `json:"reason,omitempty"`
-	Since  time.Time `json:"since"`
+	State  sluice.UpstreamStatus `json:"state"`
+	Reason string                `json:"reason,omitempty"`
+	Since  time.Time             `json:"since"`
 }
 
 // SetStatus stores the status of a credential or account (kind) for every
-// replica to see; State "active", the default, deletes it.
+// replica to see; State active, the default, deletes it.
 func (s *Store) SetStatus(ctx context.Context, kind, id string, st store.Status) error {
 	key := s.prefix + "status:" + kind
 	var err error
-	if st.State == "active" {
+	if st.State == sluice.UpstreamActive {
 		err = s.rdb.HDel(ctx, key, id).Err()
 	} else {
 		b, jerr := json.Marshal(statusRecord(st))
