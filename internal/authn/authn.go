@@ -58,8 +58,19 @@ func NewSecret() string {
 
 // Hash is the stored form of a key: hex SHA-256 of the plaintext.
 func Hash(secret string) string {
+	var h hashText
+	return string(h.of(secret))
+}
+
+// hashText holds a Hash without allocating one: Authenticate looks the
+// keyring up with it on every request.
+type hashText [2 * sha256.Size]byte
+
+// of fills h with the hash of secret and returns it as a slice of h.
+func (h *hashText) of(secret string) []byte {
 	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	hex.Encode(h[:], sum[:])
+	return h[:]
 }
 
 // DisplayPrefix is the part of a key shown in listings: enough to recognise
@@ -125,10 +136,11 @@ func (kr *Keyring) Authenticate(token string) (*sluice.Principal, error) {
 	if token == "" {
 		return nil, errUnauthenticated
 	}
-	h := Hash(token)
-	k, ok := (*kr.stored.Load())[h]
+	var h hashText
+	hash := h.of(token)
+	k, ok := (*kr.stored.Load())[string(hash)] // looked up without a copy
 	if !ok {
-		k, ok = (*kr.static.Load())[h]
+		k, ok = (*kr.static.Load())[string(hash)]
 	}
 	if !ok || k.EffectiveStatus(kr.now()) != sluice.KeyActive {
 		return nil, errUnauthenticated

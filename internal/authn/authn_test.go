@@ -237,3 +237,21 @@ func TestFollowChecksWritesAndPublishesChanges(t *testing.T) {
 		t.Errorf("published after Disable = %v, want the disabled key", published)
 	}
 }
+
+// TestAuthenticateAllocatesOnlyThePrincipal: a key's lookup hashes the
+// token without allocating its text (the key's hash) on every request.
+func TestAuthenticateAllocatesOnlyThePrincipal(t *testing.T) {
+	const token = "sk-sluice-0123456789abcdefghijklmnopqrstuvwxyz"
+	kr := NewKeyring(nil)
+	kr.SetStatic([]*sluice.Key{{ID: "k", Hash: Hash(token), Status: sluice.KeyActive}})
+	if _, err := kr.Authenticate(token); err != nil {
+		t.Fatal(err)
+	}
+	// The principal, and the token's bytes for SHA-256 (longer than the
+	// compiler's 32-byte stack buffer).
+	n := testing.AllocsPerRun(100, func() { _, _ = kr.Authenticate(token) })
+	t.Logf("Authenticate: %v allocations", n)
+	if n > 2 {
+		t.Errorf("Authenticate allocates %v times, want at most 2", n)
+	}
+}
