@@ -48,17 +48,6 @@ func profileSnapshot(t *testing.T) *Snapshot {
 	return snap
 }
 
-func staticKey(t *testing.T, s *Snapshot, id string) *sluice.Key {
-	t.Helper()
-	for _, k := range s.StaticKeys {
-		if k.ID == id {
-			return k
-		}
-	}
-	t.Fatalf("no key %s", id)
-	return nil
-}
-
 // TestResolveProfile checks the order: asserted, else the end user's
 // entitlement valid now (for keys that assert users), else the tenant's
 // default; and who may assert what.
