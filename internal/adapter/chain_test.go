@@ -16,9 +16,9 @@ import (
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
 	"github.com/sluicehq/sluice/internal/adapter/gemini"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
 	"github.com/sluicehq/sluice/internal/adapter/responses"
+	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 const golden = "testdata/chain"

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // Front is the caller side of one protocol: the paths it is served on,
@@ -66,8 +67,8 @@ var (
 	// Claude Code posts to /v1/messages?beta=true: the query does not
 	// change the route.
 	AnthropicMessages = &Front{
-		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, CountPath: "/v1/messages/count_tokens",
-		IDHeader: "Request-Id", Key: anthropicKey, Envelope: anthropicEnvelope,
+		Protocol: sluice.ProtocolAnthropic, Paths: []string{anthropic.Path}, CountPath: anthropic.CountPath,
+		IDHeader: "Request-Id", Key: anthropicKey, Envelope: anthropic.Envelope,
 	}
 )
 
@@ -116,35 +117,5 @@ func openAIEnvelope(e *sluice.Error, status int) []byte {
 // falEnvelope is fal's {"detail": …}, with Sluice's code beside it.
 func falEnvelope(e *sluice.Error, _ int) []byte {
 	body, _ := json.Marshal(map[string]any{"detail": e.Msg, "code": e.Code})
-	return body
-}
-
-// anthropicErrorTypes gives each status the Anthropic error "type" the
-// SDKs map to their error classes (docs/protocols.md, "Error envelopes").
-var anthropicErrorTypes = map[int]string{
-	http.StatusBadRequest:            "invalid_request_error",
-	http.StatusUnauthorized:          "authentication_error",
-	http.StatusPaymentRequired:       "billing_error",
-	http.StatusForbidden:             "permission_error",
-	http.StatusNotFound:              "not_found_error",
-	http.StatusMethodNotAllowed:      "invalid_request_error",
-	http.StatusRequestEntityTooLarge: "request_too_large",
-	http.StatusRequestTimeout:        "invalid_request_error",
-	http.StatusTooManyRequests:       "rate_limit_error",
-	http.StatusServiceUnavailable:    "overloaded_error",
-	http.StatusGatewayTimeout:        "timeout_error",
-}
-
-// anthropicEnvelope is {"type":"error","error":{"type","message"}}, with
-// Sluice's code in error.code (the SDKs keep unknown members: the Go SDK's
-// apierror.Error has it in its raw JSON).
-func anthropicEnvelope(e *sluice.Error, status int) []byte {
-	typ, ok := anthropicErrorTypes[status]
-	if !ok {
-		typ = "api_error"
-	}
-	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
-		"type": typ, "message": e.Msg, "code": e.Code,
-	}})
 	return body
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -20,8 +20,8 @@ import (
 // message_delta, and a stream of named events that ends with message_stop
 // (docs/protocols.md).
 var AnthropicMessages = &Dialect{
-	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
-	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,
+	Path: anthropic.Path, CountPath: anthropic.CountPath, Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
+	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,
 }
 
 // anthropicCountAnswer is count_tokens' answer for Sluice's own estimate.
@@ -40,7 +40,7 @@ var AnthropicEnding = &Ending{
 
 // anthropicVersion is the API version Sluice asks for when the caller
 // names none.
-var anthropicVersion = []string{"2023-06-01"}
+var anthropicVersion = []string{anthropic.Version}
 
 // anthropicAuth presents the secret as x-api-key and passes on the
 // caller's version and betas.
@@ -131,86 +131,13 @@ func readAnthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ slui
 				return nil
 			})
 		}
-		addAnthropicUsage(&u, usage)
+		anthropic.AddUsage(&u, usage)
 	case `"message_delta"`:
-		addAnthropicUsage(&u, usage)
+		anthropic.AddUsage(&u, usage)
 	case `"message_stop"`:
 		return u, false, true, nil
 	case `"error"`:
 		return u, false, false, errUpstreamErrorEvent
 	}
 	return u, false, false, nil
-}
-
-// anthropicUsage is Anthropic's usage object. Counts it does not carry are
-// -1 (see addAnthropicUsage).
-type anthropicUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-}
-
-// readAnthropicUsage reads a usage object, plainly when it can (as
-// encoding/json would) and with encoding/json otherwise.
-func readAnthropicUsage(v []byte) (anthropicUsage, bool) {
-	u := anthropicUsage{-1, -1, -1, -1}
-	if len(v) == 0 || v[0] != '{' {
-		return u, false
-	}
-	err := jsonfield.PlainMembers(v, func(key, value []byte) error {
-		switch string(key) {
-		case "input_tokens":
-			return jsonfield.DecodeInt(&u.InputTokens, value)
-		case "output_tokens":
-			return jsonfield.DecodeInt(&u.OutputTokens, value)
-		case "cache_creation_input_tokens":
-			return jsonfield.DecodeInt(&u.CacheCreationInputTokens, value)
-		case "cache_read_input_tokens":
-			return jsonfield.DecodeInt(&u.CacheReadInputTokens, value)
-		}
-		return nil
-	})
-	if err != nil {
-		return decodeAnthropicUsage(v)
-	}
-	return u, true
-}
-
-// decodeAnthropicUsage decodes a usage object with encoding/json, the
-// reference, for the objects readAnthropicUsage leaves to it. (Its own
-// variable: one that encoding/json decodes into lives on the heap, and
-// the plain read, once per event that carries usage, would allocate.)
-func decodeAnthropicUsage(v []byte) (anthropicUsage, bool) {
-	u := anthropicUsage{-1, -1, -1, -1}
-	return u, json.Unmarshal(v, &u) == nil
-}
-
-// addAnthropicUsage adds a usage object of a stream to *u. Anthropic's
-// counts are cumulative, and those an event carries replace earlier ones.
-// Sluice counts the prompt as OpenAI does: input_tokens is only the
-// uncached part, so the prompt is it plus the cache writes and reads; the
-// reads are the cached tokens and the writes the cache-write tokens.
-func addAnthropicUsage(u *sluice.Usage, v []byte) {
-	a, ok := readAnthropicUsage(v)
-	if !ok {
-		return
-	}
-	if a.InputTokens >= 0 {
-		u.PromptTokens = a.InputTokens + max(a.CacheCreationInputTokens, 0) + max(a.CacheReadInputTokens, 0)
-		u.CachedTokens = max(a.CacheReadInputTokens, 0)
-		u.CacheWriteTokens = max(a.CacheCreationInputTokens, 0)
-	}
-	if a.OutputTokens >= 0 {
-		u.CompletionTokens = a.OutputTokens
-	}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	u.Measured = true
-}
-
-// anthropicUsageValue reads the usage of a whole Messages answer.
-func anthropicUsageValue(v []byte) sluice.Usage {
-	var u sluice.Usage
-	addAnthropicUsage(&u, v)
-	return u
 }

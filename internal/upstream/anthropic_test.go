@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -58,23 +57,14 @@ func TestAnthropicAnswerUsage(t *testing.T) {
 	}
 }
 
-// FuzzAnthropicUsage checks the plain read of a usage object against
-// encoding/json, and that reading any event never panics.
-func FuzzAnthropicUsage(f *testing.F) {
-	for _, s := range []string{`{"input_tokens":12,"cache_read_input_tokens":1800,"output_tokens":95}`, `{"output_tokens":95}`,
-		`{"input_tokens":1e2}`, `{"Input_tokens":1}`, `{"input_tokens":null}`, `{}`, `[]`, `{"type":"message_start","message":{"usage":{"input_tokens":1}}}`} {
+// FuzzAnthropicEvent checks that reading any event never panics.
+func FuzzAnthropicEvent(f *testing.F) {
+	for _, s := range []string{`{"type":"message_start","message":{"usage":{"input_tokens":1}}}`, `{"type":"message_delta","usage":{"output_tokens":95}}`,
+		`{"type":"message_delta","usage":{"input_tokens":1e2}}`, `{}`, `[]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, give string) {
 		_, _, _, _ = anthropicEvent(sse.Event{Data: []byte(give)}, &sluice.Request{}, sluice.Usage{})
-		got, ok := readAnthropicUsage([]byte(give))
-		if !ok {
-			return
-		}
-		want := anthropicUsage{-1, -1, -1, -1}
-		if err := json.Unmarshal([]byte(give), &want); err != nil || got != want {
-			t.Fatalf("readAnthropicUsage(%q) = %+v, encoding/json reads %+v, %v", give, got, want, err)
-		}
 	})
 }
 

@@ -1,8 +1,10 @@
 // Package gemini translates between the protocols callers speak and an
 // upstream that speaks Gemini generateContent, one file per caller
-// protocol (from_openai.go). The wire types are in the leaf package
-// generate. The package depends only on package sluice, package adapter and
-// its sub-packages, and the standard library.
+// protocol (from_openai.go). The wire types and the status table are the
+// protocol's own (internal/protocol/gemini, imported here as generate,
+// since this package is named gemini too). The package depends only on
+// package sluice, package adapter, the protocol packages, adapter/openai
+// and the standard library.
 package gemini
 
 import (
@@ -20,8 +22,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
+	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // thinkingBudgets maps OpenAI's reasoning_effort to a Gemini thinking

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // FromAnthropic carries one Anthropic Messages execution to an OpenAI chat
@@ -58,7 +58,7 @@ var reasoningEfforts = []struct {
 // Request returns the chat body for the caller's Messages request. The
 // upstream is always asked for the usage of a stream (policy).
 func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, error) {
-	var in messages.Request
+	var in anthropic.Request
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid Messages request: %v", err)
 	}
@@ -116,7 +116,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 }
 
 // systemText joins the system prompt's text blocks.
-func systemText(c *messages.Content) (string, error) {
+func systemText(c *anthropic.Content) (string, error) {
 	var parts []string
 	for _, b := range c.AsBlocks() {
 		if b.Type != "text" {
@@ -133,7 +133,7 @@ func systemText(c *messages.Content) (string, error) {
 // with the images of the tool results, which a tool message cannot carry
 // (docs/translators.md, "System prompt and roles"). An assistant turn becomes one assistant
 // message: text, thinking as reasoning_content, tool_use as tool_calls.
-func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, error) {
+func appendTurn(out []ChatMessage, m *anthropic.MessageParam) ([]ChatMessage, error) {
 	switch m.Role {
 	case "user":
 		var parts []ContentPart
@@ -194,7 +194,7 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 
 // toolResult is a tool_result's text (prefixed "Error: " when it reports a
 // failure, policy) and its images as user content parts.
-func toolResult(b *messages.Block) (string, []ContentPart, error) {
+func toolResult(b *anthropic.Block) (string, []ContentPart, error) {
 	var text strings.Builder
 	if b.IsError {
 		text.WriteString("Error: ")
@@ -218,7 +218,7 @@ func toolResult(b *messages.Block) (string, []ContentPart, error) {
 }
 
 // userPart translates one block of a user turn.
-func userPart(b *messages.Block) (ContentPart, error) {
+func userPart(b *anthropic.Block) (ContentPart, error) {
 	switch b.Type {
 	case "text":
 		return ContentPart{Type: "text", Text: b.Text}, nil
@@ -240,7 +240,7 @@ func userPart(b *messages.Block) (ContentPart, error) {
 
 // declareTools translates the tool declarations and tool_choice, whose
 // disable_parallel_tool_use is OpenAI's parallel_tool_calls inverted.
-func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) error {
+func (t *FromAnthropic) declareTools(in *anthropic.Request, out *ChatRequest) error {
 	for i, tl := range in.Tools {
 		if tl.Type != "" && tl.Type != "custom" {
 			return adapter.Untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
@@ -287,7 +287,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 // reasoning model asked without thinking (it refuses max_tokens), and a
 // server that reads only max_tokens asked with thinking (it ignores the
 // cap).
-func thinks(in *messages.Request) bool {
+func thinks(in *anthropic.Request) bool {
 	th := in.Thinking
 	return th != nil && (th.Type == "enabled" || th.Type == "adaptive")
 }
@@ -297,7 +297,7 @@ func thinks(in *messages.Request) bool {
 // alone asks for none either); by budget when enabled; output_config.effort
 // when adaptive, and none when that sets no effort (the model's default
 // then, since older models refuse "none").
-func reasoningEffort(in *messages.Request) string {
+func reasoningEffort(in *anthropic.Request) string {
 	if !thinks(in) {
 		return ""
 	}
@@ -345,7 +345,7 @@ func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
 	if in.Usage != nil {
 		t.usage = in.Usage.Sluice()
 	}
-	out := messages.Message{ID: messageID(in.ID), Type: "message", Role: "assistant", Model: in.Model, Content: []messages.Block{}, Usage: messages.UsageOf(t.usage)}
+	out := anthropic.Message{ID: messageID(in.ID), Type: "message", Role: "assistant", Model: in.Model, Content: []anthropic.Block{}, Usage: anthropic.UsageOf(t.usage)}
 	var finish string
 	refusal := false
 	if len(in.Choices) > 0 {
@@ -353,17 +353,17 @@ func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
 		finish = c.FinishReason
 		m := &c.Message
 		if m.ReasoningContent != "" {
-			out.Content = append(out.Content, messages.Block{Type: "thinking", Thinking: m.ReasoningContent})
+			out.Content = append(out.Content, anthropic.Block{Type: "thinking", Thinking: m.ReasoningContent})
 		}
 		if text := m.Content.PlainText(); text != "" {
-			out.Content = append(out.Content, messages.Block{Type: "text", Text: text})
+			out.Content = append(out.Content, anthropic.Block{Type: "text", Text: text})
 		}
 		if m.Refusal != "" {
-			out.Content = append(out.Content, messages.Block{Type: "text", Text: m.Refusal})
+			out.Content = append(out.Content, anthropic.Block{Type: "text", Text: m.Refusal})
 			refusal = true
 		}
 		for _, tc := range m.ToolCalls {
-			out.Content = append(out.Content, messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+			out.Content = append(out.Content, anthropic.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 		}
 	}
 	reason := stopReason(finish, refusal)
@@ -394,6 +394,6 @@ func (t *FromAnthropic) Error(status int, body []byte) []byte {
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
 		msg = in.Error.Message
 	}
-	out, _ := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+	out, _ := json.Marshal(&anthropic.ErrorEnvelope{Type: "error", Error: anthropic.ErrorBody{Type: anthropic.ErrorType(status), Message: msg}})
 	return out
 }

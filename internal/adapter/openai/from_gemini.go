@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // FromGemini carries one Gemini generateContent execution (a Gemini CLI
@@ -72,7 +72,7 @@ var openAIFunctionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Request returns the chat body for the caller's generateContent request.
 // The upstream is always asked for the usage of a stream (policy).
 func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) {
-	in, err := generate.ReadRequest(req.Body)
+	in, err := gemini.ReadRequest(req.Body)
 	if err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid generateContent request: %v", err)
 	}
@@ -112,7 +112,7 @@ func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) 
 }
 
 // isTextPart reports whether p is a text part (perhaps of empty text).
-func isTextPart(p *generate.Part) bool {
+func isTextPart(p *gemini.Part) bool {
 	return p.InlineData == nil && p.FileData == nil && p.FunctionCall == nil && p.FunctionResponse == nil &&
 		p.ExecutableCode == nil && p.CodeExecutionResult == nil && p.VideoMetadata == nil
 }
@@ -130,7 +130,7 @@ type geminiConversation struct {
 // answer the model turn before), its other parts a user message after
 // them, with the results' media. A model content becomes one assistant
 // message: text, thoughts as reasoning_content, calls as tool_calls.
-func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) ([]ChatMessage, error) {
+func (c *geminiConversation) add(out []ChatMessage, content *gemini.Content) ([]ChatMessage, error) {
 	switch content.Role {
 	case "user", "", "function": // "function": older examples' role of results
 		var parts []ContentPart
@@ -194,7 +194,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 
 // call is the OpenAI tool call of a Gemini function call, with its id or,
 // when it has none, one made from its place in the conversation.
-func (c *geminiConversation) call(fc *generate.FunctionCall) ToolCall {
+func (c *geminiConversation) call(fc *gemini.FunctionCall) ToolCall {
 	c.calls++
 	id := fc.ID
 	if id == "" {
@@ -209,7 +209,7 @@ func (c *geminiConversation) call(fc *generate.FunctionCall) ToolCall {
 
 // answer is the tool_call_id of a function's response: its id, or that of
 // the first unanswered call of its name in the model turn before.
-func (c *geminiConversation) answer(fr *generate.FunctionResponse) (string, error) {
+func (c *geminiConversation) answer(fr *gemini.FunctionResponse) (string, error) {
 	for i, tc := range c.pending {
 		if (fr.ID != "" && tc.ID == fr.ID) || (fr.ID == "" && tc.Function.Name == fr.Name) {
 			c.pending = append(c.pending[:i], c.pending[i+1:]...)
@@ -250,7 +250,7 @@ var audioFormats = map[string]string{"audio/wav": "wav", "audio/x-wav": "wav", "
 
 // geminiUserPart translates one part of a user content (or a function
 // response's media).
-func geminiUserPart(p *generate.Part) (ContentPart, error) {
+func geminiUserPart(p *gemini.Part) (ContentPart, error) {
 	switch {
 	case p.InlineData != nil:
 		b := p.InlineData
@@ -283,7 +283,7 @@ func geminiUserPart(p *generate.Part) (ContentPart, error) {
 
 // declareGeminiTools translates the function declarations and the function
 // calling config.
-func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
+func declareGeminiTools(in *gemini.Request, out *ChatRequest) error {
 	for i, tl := range in.Tools {
 		if len(tl.Builtin) > 0 {
 			return adapter.Untranslatable("tools[%d]: built-in tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Builtin[0])
@@ -405,7 +405,7 @@ func jsonSchemaOf(schema json.RawMessage) (json.RawMessage, error) {
 // generationConfig translates the sampling, output and reasoning settings.
 // The output cap is max_completion_tokens when the caller asked for
 // thinking, else max_tokens, as for an Anthropic caller (see thinks).
-func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatRequest) error {
+func (t *FromGemini) generationConfig(g *gemini.GenerationConfig, out *ChatRequest) error {
 	if g == nil {
 		return nil
 	}
@@ -461,7 +461,7 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 // level, or by budget as for an Anthropic caller (reasoningEfforts); none
 // for a budget of 0 (thinking off) or -1 (the model decides), which leaves
 // the upstream model's default, since older models refuse "none".
-func geminiEffort(tc *generate.ThinkingConfig) (string, error) {
+func geminiEffort(tc *gemini.ThinkingConfig) (string, error) {
 	if tc.ThinkingLevel != "" {
 		effort, ok := reasoningEffortsByLevel[tc.ThinkingLevel]
 		if !ok {
@@ -497,8 +497,8 @@ func geminiFinish(finish string, refusal bool) string {
 
 // geminiCall is the functionCall part of an OpenAI tool call, its
 // arguments an object (toolInput).
-func geminiCall(tc *ToolCall) generate.Part {
-	return generate.Part{FunctionCall: &generate.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: toolInput(tc.Function.Arguments)}}
+func geminiCall(tc *ToolCall) gemini.Part {
+	return gemini.Part{FunctionCall: &gemini.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: toolInput(tc.Function.Arguments)}}
 }
 
 // Response returns the Gemini answer for a whole chat completion. The
@@ -509,20 +509,20 @@ func (t *FromGemini) Response(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai answer: %w", err)
 	}
-	content := &generate.Content{Role: "model", Parts: []generate.Part{}}
+	content := &gemini.Content{Role: "model", Parts: []gemini.Part{}}
 	finish, refusal := "", false
 	if len(in.Choices) > 0 {
 		c := &in.Choices[0]
 		finish = c.FinishReason
 		m := &c.Message
 		if t.includeThoughts && m.ReasoningContent != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: m.ReasoningContent, Thought: true})
+			content.Parts = append(content.Parts, gemini.Part{Text: m.ReasoningContent, Thought: true})
 		}
 		if text := m.Content.PlainText(); text != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: text})
+			content.Parts = append(content.Parts, gemini.Part{Text: text})
 		}
 		if m.Refusal != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: m.Refusal})
+			content.Parts = append(content.Parts, gemini.Part{Text: m.Refusal})
 			refusal = true
 		}
 		for i := range m.ToolCalls {
@@ -533,9 +533,9 @@ func (t *FromGemini) Response(body []byte) ([]byte, error) {
 	if in.Usage != nil {
 		usage = in.Usage.Sluice()
 	}
-	out := generate.Response{
-		Candidates:    []generate.Candidate{{Content: content, FinishReason: geminiFinish(finish, refusal)}},
-		UsageMetadata: generate.UsageOf(usage),
+	out := gemini.Response{
+		Candidates:    []gemini.Candidate{{Content: content, FinishReason: geminiFinish(finish, refusal)}},
+		UsageMetadata: gemini.UsageOf(usage),
 		ModelVersion:  in.Model,
 		ResponseID:    in.ID,
 	}
@@ -554,6 +554,6 @@ func googleErrorBody(status int, body []byte) []byte {
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
 		msg = in.Error.Message
 	}
-	out, _ := json.Marshal(&generate.ErrorEnvelope{Error: generate.ErrorBody{Code: status, Message: msg, Status: generate.Status(status)}})
+	out, _ := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: msg, Status: gemini.Status(status)}})
 	return out
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // FromGeminiEmbed carries one Gemini embedContent or batchEmbedContents
@@ -39,19 +39,19 @@ func NewFromGeminiEmbed() *FromGeminiEmbed { return &FromGeminiEmbed{} }
 // (req.Batch false) or batchEmbedContents request.
 func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, error) {
 	t.batch = req.Batch
-	var reqs []generate.EmbedRequest
+	var reqs []gemini.EmbedRequest
 	if req.Batch {
-		var in generate.BatchEmbedRequest
-		if err := generate.ReadEmbed(req.Body, &in); err != nil {
+		var in gemini.BatchEmbedRequest
+		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid batchEmbedContents request: %v", err)
 		}
 		reqs = in.Requests
 	} else {
-		var in generate.EmbedRequest
-		if err := generate.ReadEmbed(req.Body, &in); err != nil {
+		var in gemini.EmbedRequest
+		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid embedContent request: %v", err)
 		}
-		reqs = []generate.EmbedRequest{in}
+		reqs = []gemini.EmbedRequest{in}
 	}
 	if len(reqs) == 0 {
 		return nil, adapter.Untranslatable("requests must not be empty")
@@ -85,7 +85,7 @@ func sameDimensions(a, b *int64) bool {
 }
 
 // embedText is a content's text, its parts joined by newlines.
-func embedText(c *generate.Content) (string, error) {
+func embedText(c *gemini.Content) (string, error) {
 	texts := make([]string, 0, len(c.Parts))
 	for i := range c.Parts {
 		if !isTextPart(&c.Parts[i]) {
@@ -108,7 +108,7 @@ func (t *FromGeminiEmbed) Response(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai embeddings answer: %w", err)
 	}
-	embeddings := make([]generate.Embedding, t.inputs)
+	embeddings := make([]gemini.Embedding, t.inputs)
 	for _, d := range in.Data {
 		if d.Index < 0 || d.Index >= t.inputs || embeddings[d.Index].Values != nil {
 			return nil, fmt.Errorf("openai embeddings answer: unexpected index %d of %d inputs", d.Index, t.inputs)
@@ -119,9 +119,9 @@ func (t *FromGeminiEmbed) Response(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("openai embeddings answer: %d embeddings for %d inputs", len(in.Data), t.inputs)
 	}
 	if t.batch {
-		return json.Marshal(&generate.BatchEmbedResponse{Embeddings: embeddings})
+		return json.Marshal(&gemini.BatchEmbedResponse{Embeddings: embeddings})
 	}
-	return json.Marshal(&generate.EmbedResponse{Embedding: embeddings[0]})
+	return json.Marshal(&gemini.EmbedResponse{Embedding: embeddings[0]})
 }
 
 // Event refuses: embeddings are not streamed.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // Event translates one chunk of a chat stream into Gemini stream chunks
@@ -60,18 +60,18 @@ func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) err
 // fragments: a fragment with an id the index has not had starts a call.
 func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
 	if t.includeThoughts && d.ReasoningContent != "" {
-		if err := t.send(emit, []generate.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
 			return err
 		}
 	}
 	if d.Content != nil && *d.Content != "" {
-		if err := t.send(emit, []generate.Part{{Text: *d.Content}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: *d.Content}}, ""); err != nil {
 			return err
 		}
 	}
 	if d.Refusal != "" {
 		t.refusal = true
-		if err := t.send(emit, []generate.Part{{Text: d.Refusal}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: d.Refusal}}, ""); err != nil {
 			return err
 		}
 	}
@@ -115,7 +115,7 @@ func (t *FromGemini) flushCalls(emit func(adapter.Event) error) error {
 	if len(t.calls) == 0 {
 		return nil
 	}
-	parts := make([]generate.Part, 0, len(t.calls))
+	parts := make([]gemini.Part, 0, len(t.calls))
 	for _, c := range t.calls {
 		if c.name != "" { // an index no call used
 			parts = append(parts, geminiCall(&ToolCall{ID: c.id, Function: FunctionCall{Name: c.name, Arguments: string(c.args)}}))
@@ -135,7 +135,7 @@ func (t *FromGemini) end(emit func(adapter.Event) error) error {
 		return err
 	}
 	t.done = true
-	return t.send(emit, []generate.Part{}, geminiFinish(t.finish, t.refusal))
+	return t.send(emit, []gemini.Part{}, geminiFinish(t.finish, t.refusal))
 }
 
 // streamStatus gives an OpenAI error type (through Anthropic's, see
@@ -151,7 +151,7 @@ var streamStatus = map[string]int{
 func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
 	t.done = true
 	status := cmp.Or(streamStatus[errorTypes[e.Type]], http.StatusInternalServerError)
-	data, err := json.Marshal(&generate.ErrorEnvelope{Error: generate.ErrorBody{Code: status, Message: e.Message, Status: generate.Status(status)}})
+	data, err := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: e.Message, Status: gemini.Status(status)}})
 	if err != nil {
 		return err
 	}
@@ -163,14 +163,14 @@ func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) e
 
 // send writes one chunk of candidate 0 with parts; the last one has the
 // finish reason and the usage.
-func (t *FromGemini) send(emit func(adapter.Event) error, parts []generate.Part, finish string) error {
-	out := generate.Response{
-		Candidates:   []generate.Candidate{{Content: &generate.Content{Role: "model", Parts: parts}, FinishReason: finish}},
+func (t *FromGemini) send(emit func(adapter.Event) error, parts []gemini.Part, finish string) error {
+	out := gemini.Response{
+		Candidates:   []gemini.Candidate{{Content: &gemini.Content{Role: "model", Parts: parts}, FinishReason: finish}},
 		ModelVersion: t.model,
 		ResponseID:   t.id,
 	}
 	if finish != "" {
-		out.UsageMetadata = generate.UsageOf(t.usage)
+		out.UsageMetadata = gemini.UsageOf(t.usage)
 	}
 	data, err := json.Marshal(&out)
 	if err != nil {

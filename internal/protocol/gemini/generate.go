@@ -4,7 +4,7 @@
 // whose upstream speaks Gemini, and adapter/openai/from_gemini.go, whose
 // caller does), so they live in this leaf package that imports nothing of
 // ours but package sluice. Gemini's JSON names are lowerCamelCase.
-package generate
+package gemini
 
 import (
 	"bytes"
