@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -20,30 +21,26 @@ import (
 // ending with the chunk that carries finishReason: Gemini sends no [DONE].
 var GeminiGenerate = &Dialect{
 	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
-	Usage: geminiUsageValue, Event: geminiEvent, CountAnswer: geminiCountAnswer,
+	Usage: gemini.UsageValue, Event: geminiEvent, CountAnswer: geminiCountAnswer,
 }
 
 // GeminiEmbed is the upstream side of the Gemini API's embedContent and
 // batchEmbedContents. A batch names its model in each of its requests too,
 // which follow the edge's model.
 var GeminiEmbed = &Dialect{
-	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: geminiUsageValue, Event: geminiEvent,
+	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: gemini.UsageValue, Event: geminiEvent,
 }
-
-// geminiBase is the API version Sluice speaks to a Gemini upstream (an
-// endpoint whose base URL ends in /v1beta keeps it once).
-const geminiBase = "/v1beta/models/"
 
 // geminiGeneratePath is the path of req to model: generateContent,
 // streamGenerateContent?alt=sse or countTokens.
 func geminiGeneratePath(req *sluice.Request, model string) string {
 	switch {
 	case req.CountTokens:
-		return geminiBase + model + ":countTokens"
+		return gemini.Base + model + ":" + gemini.MethodCount
 	case req.Stream:
-		return geminiBase + model + ":streamGenerateContent?alt=sse"
+		return gemini.Base + model + ":" + gemini.MethodStream + "?alt=sse"
 	}
-	return geminiBase + model + ":generateContent"
+	return gemini.Base + model + ":" + gemini.MethodGenerate
 }
 
 // geminiEmbedPath is the path of req to model: embedContent, or
@@ -54,9 +51,9 @@ func geminiEmbedPath(req *sluice.Request, model string) string {
 	case req.CountTokens:
 		return ""
 	case req.Batch || req.Protocol == sluice.ProtocolOpenAIEmbeddings:
-		return geminiBase + model + ":batchEmbedContents"
+		return gemini.Base + model + ":" + gemini.MethodBatchEmbed
 	}
-	return geminiBase + model + ":embedContent"
+	return gemini.Base + model + ":" + gemini.MethodEmbed
 }
 
 // geminiAuth presents the secret as x-goog-api-key, never as ?key=, which
@@ -117,14 +114,14 @@ var geminiEvent = skimmedEvent(geminiMarkers, readGeminiEvent)
 // geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
 // members readGeminiEvent acts on (an "error" even when null).
 var geminiMarkers = newEventMarkers(
-	marker{`"usageMetadata"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
+	marker{`"` + gemini.UsageKey + `"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
 
 // readGeminiEvent reads a chunk of a Gemini stream whole.
 func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
 	var usage, candidates, feedback, failure []byte
 	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
 		switch string(key) {
-		case "usageMetadata":
+		case gemini.UsageKey:
 			usage = value
 		case "candidates":
 			candidates = value
@@ -140,7 +137,7 @@ func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.
 	if failure != nil {
 		return u, false, false, errUpstreamErrorEvent
 	}
-	if v := geminiUsageValue(usage); v.Measured {
+	if v := gemini.UsageValue(usage); v.Measured {
 		u = v
 	}
 	return u, false, finished(candidates) || blocked(feedback), nil
@@ -207,62 +204,6 @@ func blocked(feedback []byte) bool {
 		return nil
 	})
 	return reason
-}
-
-// geminiUsage is Gemini's usageMetadata, as encoding/json decodes it.
-type geminiUsage struct {
-	PromptTokenCount        int64 `json:"promptTokenCount"`
-	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
-	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
-	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
-	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
-	TotalTokenCount         int64 `json:"totalTokenCount"`
-}
-
-// geminiUsageValue reads a usageMetadata object as sluice.Usage counts: the
-// prompt is promptTokenCount (cached tokens included, as Gemini counts
-// them) plus the tool results fed back (toolUsePromptTokenCount, input
-// too); the completion is the candidates' tokens and the thoughts, as
-// OpenAI's completion tokens include reasoning; the thoughts are the
-// reasoning tokens. Measured is false when there is none or it does not
-// decode.
-func geminiUsageValue(v []byte) sluice.Usage {
-	if len(v) == 0 || v[0] != '{' {
-		return sluice.Usage{}
-	}
-	var g geminiUsage
-	err := jsonfield.Members(v, func(key, value []byte) error {
-		switch string(key) {
-		case "promptTokenCount":
-			return jsonfield.DecodeInt(&g.PromptTokenCount, value)
-		case "cachedContentTokenCount":
-			return jsonfield.DecodeInt(&g.CachedContentTokenCount, value)
-		case "candidatesTokenCount":
-			return jsonfield.DecodeInt(&g.CandidatesTokenCount, value)
-		case "thoughtsTokenCount":
-			return jsonfield.DecodeInt(&g.ThoughtsTokenCount, value)
-		case "toolUsePromptTokenCount":
-			return jsonfield.DecodeInt(&g.ToolUsePromptTokenCount, value)
-		case "totalTokenCount":
-			return jsonfield.DecodeInt(&g.TotalTokenCount, value)
-		}
-		return nil
-	})
-	if err != nil && json.Unmarshal(v, &g) != nil {
-		return sluice.Usage{}
-	}
-	u := sluice.Usage{
-		PromptTokens:     g.PromptTokenCount + g.ToolUsePromptTokenCount,
-		CompletionTokens: g.CandidatesTokenCount + g.ThoughtsTokenCount,
-		CachedTokens:     g.CachedContentTokenCount,
-		ReasoningTokens:  g.ThoughtsTokenCount,
-		TotalTokens:      g.TotalTokenCount,
-		Measured:         true,
-	}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
-	return u
 }
 
 // geminiCountAnswer is countTokens' answer for Sluice's own estimate.

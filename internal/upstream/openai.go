@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -58,7 +59,7 @@ var errMalformedEvent = errors.New("upstream stream event is neither a JSON obje
 // openAIMarkers are what an OpenAI chunk is skimmed for (eventscan.go):
 // its usage, the only member Sluice reads of it, under either name that
 // readAnswer takes for one (Gemini's usageMetadata too).
-var openAIMarkers = newEventMarkers(marker{`"usage"`, asMember}, marker{`"usageMetadata"`, asMember})
+var openAIMarkers = newEventMarkers(marker{`"usage"`, asMember}, marker{`"` + gemini.UsageKey + `"`, asMember})
 
 // openAIEvent reads an event of an OpenAI stream. The usage-only chunk at
 // its end exists because Sluice asked for it (PrepareBody): a caller that

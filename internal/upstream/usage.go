@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // answerFields are the top-level members Sluice reads of an answer
@@ -27,7 +28,7 @@ type answerFields struct {
 func readAnswer(obj []byte) (f answerFields, ok bool) {
 	err := jsonfield.Members(obj, func(key, value []byte) error {
 		switch string(key) {
-		case "usage", "usageMetadata": // Gemini's is usageMetadata
+		case "usage", gemini.UsageKey:
 			f.usage = value
 		case "choices":
 			f.choices = value
