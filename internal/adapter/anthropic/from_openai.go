@@ -19,8 +19,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
 	messages "github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // DefaultMaxTokens is the output cap sent when an OpenAI caller sets none:
@@ -84,7 +84,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := in.RefuseOneChoice("Anthropic Messages"); err != nil {
+	if err := adapter.RefuseOneChoice(&in, "Anthropic Messages"); err != nil {
 		return nil, err
 	}
 	out := messages.Request{

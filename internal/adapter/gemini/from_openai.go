@@ -22,8 +22,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
 	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // thinkingBudgets maps OpenAI's reasoning_effort to a Gemini thinking
@@ -105,7 +105,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := in.RefuseOneChoice("Gemini"); err != nil {
+	if err := adapter.RefuseOneChoice(&in, "Gemini"); err != nil {
 		return nil, err
 	}
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage

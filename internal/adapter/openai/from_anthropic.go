@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"net/http"
 	"strings"
 
@@ -68,7 +69,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	if len(in.StopSequences) > 4 {
 		return nil, adapter.Untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
 	}
-	out := ChatRequest{
+	out := wire.ChatRequest{
 		Model:       model,
 		Stream:      in.Stream,
 		Temperature: in.Temperature,
@@ -83,14 +84,14 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 		}
 	}
 	if in.Stream {
-		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
 	if in.System != nil {
 		text, err := systemText(in.System)
 		if err != nil {
 			return nil, err
 		}
-		out.Messages = append(out.Messages, ChatMessage{Role: "system", Content: TextContent(text)})
+		out.Messages = append(out.Messages, wire.ChatMessage{Role: "system", Content: wire.TextContent(text)})
 	}
 	for i, m := range in.Messages {
 		var err error
@@ -107,7 +108,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	out.ReasoningEffort = reasoningEffort(&in)
 	if oc := in.OutputConfig; oc != nil && oc.Format != nil {
 		strict := true
-		out.ResponseFormat = &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
+		out.ResponseFormat = &wire.ResponseFormat{Type: "json_schema", JSONSchema: &wire.JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
 	}
 	if in.Metadata != nil {
 		out.User = in.Metadata.UserID
@@ -133,17 +134,17 @@ func systemText(c *anthropic.Content) (string, error) {
 // with the images of the tool results, which a tool message cannot carry
 // (docs/translators.md, "System prompt and roles"). An assistant turn becomes one assistant
 // message: text, thinking as reasoning_content, tool_use as tool_calls.
-func appendTurn(out []ChatMessage, m *anthropic.MessageParam) ([]ChatMessage, error) {
+func appendTurn(out []wire.ChatMessage, m *anthropic.MessageParam) ([]wire.ChatMessage, error) {
 	switch m.Role {
 	case "user":
-		var parts []ContentPart
+		var parts []wire.ContentPart
 		for _, b := range m.Content.AsBlocks() {
 			if b.Type == "tool_result" {
 				text, images, err := toolResult(&b)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, ChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: TextContent(text)})
+				out = append(out, wire.ChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: wire.TextContent(text)})
 				parts = append(parts, images...)
 				continue
 			}
@@ -154,11 +155,11 @@ func appendTurn(out []ChatMessage, m *anthropic.MessageParam) ([]ChatMessage, er
 			parts = append(parts, p)
 		}
 		if len(parts) > 0 {
-			out = append(out, ChatMessage{Role: "user", Content: &Content{Parts: parts}})
+			out = append(out, wire.ChatMessage{Role: "user", Content: &wire.Content{Parts: parts}})
 		}
 		return out, nil
 	case "assistant":
-		msg := ChatMessage{Role: "assistant"}
+		msg := wire.ChatMessage{Role: "assistant"}
 		var text, reasoning strings.Builder
 		for _, b := range m.Content.AsBlocks() {
 			switch b.Type {
@@ -172,13 +173,13 @@ func appendTurn(out []ChatMessage, m *anthropic.MessageParam) ([]ChatMessage, er
 				if input == "" {
 					input = "{}"
 				}
-				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Type: "function", Function: FunctionCall{Name: b.Name, Arguments: input}})
+				msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{ID: b.ID, Type: "function", Function: wire.FunctionCall{Name: b.Name, Arguments: input}})
 			default:
 				return nil, adapter.Untranslatable("assistant block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 			}
 		}
 		if text.Len() > 0 || msg.ToolCalls == nil {
-			msg.Content = TextContent(text.String())
+			msg.Content = wire.TextContent(text.String())
 		}
 		msg.ReasoningContent = reasoning.String()
 		return append(out, msg), nil
@@ -187,19 +188,19 @@ func appendTurn(out []ChatMessage, m *anthropic.MessageParam) ([]ChatMessage, er
 		if err != nil {
 			return nil, err
 		}
-		return append(out, ChatMessage{Role: "system", Content: TextContent(text)}), nil
+		return append(out, wire.ChatMessage{Role: "system", Content: wire.TextContent(text)}), nil
 	}
 	return nil, adapter.Untranslatable("role %q is not supported", m.Role)
 }
 
 // toolResult is a tool_result's text (prefixed "Error: " when it reports a
 // failure, policy) and its images as user content parts.
-func toolResult(b *anthropic.Block) (string, []ContentPart, error) {
+func toolResult(b *anthropic.Block) (string, []wire.ContentPart, error) {
 	var text strings.Builder
 	if b.IsError {
 		text.WriteString("Error: ")
 	}
-	var images []ContentPart
+	var images []wire.ContentPart
 	for _, c := range b.Content.AsBlocks() {
 		switch c.Type {
 		case "text":
@@ -218,34 +219,34 @@ func toolResult(b *anthropic.Block) (string, []ContentPart, error) {
 }
 
 // userPart translates one block of a user turn.
-func userPart(b *anthropic.Block) (ContentPart, error) {
+func userPart(b *anthropic.Block) (wire.ContentPart, error) {
 	switch b.Type {
 	case "text":
-		return ContentPart{Type: "text", Text: b.Text}, nil
+		return wire.ContentPart{Type: "text", Text: b.Text}, nil
 	case "image":
 		if s := b.Source; s != nil && s.Type == "base64" {
-			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
+			return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
 		} else if s != nil && s.Type == "url" {
-			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: s.URL}}, nil
+			return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: s.URL}}, nil
 		}
-		return ContentPart{}, adapter.Untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
+		return wire.ContentPart{}, adapter.Untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
 	case "document":
 		if s := b.Source; s != nil && s.Type == "base64" && s.MediaType == "application/pdf" {
-			return ContentPart{Type: "file", File: &File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
+			return wire.ContentPart{Type: "file", File: &wire.File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
 		}
-		return ContentPart{}, adapter.Untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
+		return wire.ContentPart{}, adapter.Untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
 	}
-	return ContentPart{}, adapter.Untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+	return wire.ContentPart{}, adapter.Untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 }
 
 // declareTools translates the tool declarations and tool_choice, whose
 // disable_parallel_tool_use is OpenAI's parallel_tool_calls inverted.
-func (t *FromAnthropic) declareTools(in *anthropic.Request, out *ChatRequest) error {
+func (t *FromAnthropic) declareTools(in *anthropic.Request, out *wire.ChatRequest) error {
 	for i, tl := range in.Tools {
 		if tl.Type != "" && tl.Type != "custom" {
 			return adapter.Untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
 		}
-		out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
+		out.Tools = append(out.Tools, wire.Tool{Type: "function", Function: wire.FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
 	}
 	tc := in.ToolChoice
 	if tc == nil || len(out.Tools) == 0 { // without tools a choice says nothing, and OpenAI refuses it
@@ -258,7 +259,7 @@ func (t *FromAnthropic) declareTools(in *anthropic.Request, out *ChatRequest) er
 	case "any":
 		choice = "required"
 	case "tool":
-		fn := ToolChoiceFunction{Type: "function"}
+		fn := wire.ToolChoiceFunction{Type: "function"}
 		fn.Function.Name = tc.Name
 		choice = fn
 	default:
@@ -338,7 +339,7 @@ func messageID(id string) string { return "msg_" + id }
 
 // Response returns the Messages answer for a whole chat completion.
 func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
-	var in Completion
+	var in wire.Completion
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai answer: %w", err)
 	}
@@ -389,7 +390,7 @@ func toolInput(args string) json.RawMessage {
 // Error returns Anthropic's error body for an OpenAI error answer, its
 // type chosen by the status as Anthropic would send it.
 func (t *FromAnthropic) Error(status int, body []byte) []byte {
-	var in ErrorEnvelope
+	var in wire.ErrorEnvelope
 	msg := http.StatusText(status)
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
 		msg = in.Error.Message

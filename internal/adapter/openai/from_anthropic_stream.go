@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"slices"
 
 	"github.com/sluicehq/sluice"
@@ -70,7 +71,7 @@ func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) 
 	case "[DONE]":
 		return t.end(emit)
 	}
-	var c Chunk
+	var c wire.Chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
 		return fmt.Errorf("openai stream chunk: %w", err)
 	}
@@ -101,7 +102,7 @@ func (t *FromAnthropic) start(emit func(adapter.Event) error) error {
 }
 
 // choice translates one choice's delta. Only choice 0 is asked for.
-func (t *FromAnthropic) choice(ch *ChunkChoice, emit func(adapter.Event) error) error {
+func (t *FromAnthropic) choice(ch *wire.ChunkChoice, emit func(adapter.Event) error) error {
 	if ch.Index != 0 {
 		return nil
 	}
@@ -158,7 +159,7 @@ func (t *FromAnthropic) textual(emit func(adapter.Event) error, kind string, d *
 
 // toolCall writes one tool-call fragment. A fragment with an id the
 // index has not had starts a new call (some servers reuse index 0).
-func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) error {
+func (t *FromAnthropic) toolCall(tc *wire.ToolCall, emit func(adapter.Event) error) error {
 	j := 0
 	if tc.Index != nil {
 		j = *tc.Index
@@ -193,7 +194,7 @@ func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) e
 // badArguments ends the stream whose tool call tb's arguments are not a
 // JSON object (err) with Anthropic's error event.
 func (t *FromAnthropic) badArguments(emit func(adapter.Event) error, tb toolBlock, err error) error {
-	return t.streamError(&ErrorBody{Type: "api_error", Message: fmt.Sprintf("the upstream's arguments of tool call %s are not valid: %v", tb.id, err)}, emit)
+	return t.streamError(&wire.ErrorBody{Type: "api_error", Message: fmt.Sprintf("the upstream's arguments of tool call %s are not valid: %v", tb.id, err)}, emit)
 }
 
 func (t *FromAnthropic) startBlock(emit func(adapter.Event) error, b *startBlock) error {
@@ -276,7 +277,7 @@ var errorTypes = map[string]string{
 	"timeout_error":         "timeout_error",
 }
 
-func (t *FromAnthropic) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
+func (t *FromAnthropic) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
 	typ, ok := errorTypes[e.Type]
 	if !ok {
 		typ = "api_error"

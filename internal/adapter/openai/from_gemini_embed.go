@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"strings"
 
 	"github.com/sluicehq/sluice"
@@ -56,7 +57,7 @@ func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, er
 	if len(reqs) == 0 {
 		return nil, adapter.Untranslatable("requests must not be empty")
 	}
-	out := EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
+	out := wire.EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
 	texts := make([]string, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
@@ -104,7 +105,7 @@ func embedText(c *gemini.Content) (string, error) {
 // Response returns Gemini's answer for OpenAI's embeddings answer: the
 // embeddings by their index.
 func (t *FromGeminiEmbed) Response(body []byte) ([]byte, error) {
-	var in EmbeddingsResponse
+	var in wire.EmbeddingsResponse
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai embeddings answer: %w", err)
 	}

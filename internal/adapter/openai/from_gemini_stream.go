@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"net/http"
 
 	"github.com/sluicehq/sluice"
@@ -25,7 +26,7 @@ func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) err
 	case string(ev.Data) == "[DONE]":
 		return t.end(emit)
 	}
-	var c Chunk
+	var c wire.Chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
 		return fmt.Errorf("openai stream chunk: %w", err)
 	}
@@ -58,7 +59,7 @@ func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) err
 
 // delta sends a choice's text and reasoning, and buffers its tool-call
 // fragments: a fragment with an id the index has not had starts a call.
-func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
+func (t *FromGemini) delta(d *wire.Delta, emit func(adapter.Event) error) error {
 	if t.includeThoughts && d.ReasoningContent != "" {
 		if err := t.send(emit, []gemini.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
 			return err
@@ -95,7 +96,7 @@ func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
 			call.name = tc.Function.Name
 		}
 		if t.held += len(tc.Function.Arguments); t.held > adapter.MaxHeldOutput {
-			return t.streamError(&ErrorBody{Type: "server_error", Message: adapter.HeldTooLong}, emit)
+			return t.streamError(&wire.ErrorBody{Type: "server_error", Message: adapter.HeldTooLong}, emit)
 		}
 		call.args = append(call.args, tc.Function.Arguments...)
 	}
@@ -118,7 +119,7 @@ func (t *FromGemini) flushCalls(emit func(adapter.Event) error) error {
 	parts := make([]gemini.Part, 0, len(t.calls))
 	for _, c := range t.calls {
 		if c.name != "" { // an index no call used
-			parts = append(parts, geminiCall(&ToolCall{ID: c.id, Function: FunctionCall{Name: c.name, Arguments: string(c.args)}}))
+			parts = append(parts, geminiCall(&wire.ToolCall{ID: c.id, Function: wire.FunctionCall{Name: c.name, Arguments: string(c.args)}}))
 		}
 	}
 	t.calls, t.held = nil, 0
@@ -148,7 +149,7 @@ var streamStatus = map[string]int{
 	"timeout_error":         http.StatusGatewayTimeout,
 }
 
-func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
+func (t *FromGemini) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
 	t.done = true
 	status := cmp.Or(streamStatus[errorTypes[e.Type]], http.StatusInternalServerError)
 	data, err := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: e.Message, Status: gemini.Status(status)}})

@@ -10,9 +10,9 @@ import (
 )
 
 // This file holds the OpenAI Responses wire types, shared by the two
-// translations between Responses and chat: from_responses.go here (a
-// Responses caller, a chat upstream) and package adapter/responses (a chat
-// caller, a Responses upstream), which imports them.
+// translations between Responses and chat: adapter/openai/from_responses.go
+// (a Responses caller, a chat upstream) and package adapter/responses (a
+// chat caller, a Responses upstream).
 
 // ResponsesRequest is a Responses request body: the fields a translator
 // reads or writes. Fields that need state the upstream keeps

@@ -1,9 +1,3 @@
-// Package openai translates between the protocols callers speak and an
-// upstream that speaks OpenAI Chat Completions, one file per caller
-// protocol (from_anthropic.go, from_responses.go). chat.go holds the chat
-// wire types that every translator to or from OpenAI chat reuses. The
-// package depends only on package sluice, package adapter and the standard
-// library.
 package openai
 
 import (
