@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // Front is the caller side of one protocol: the paths it is served on,
@@ -47,20 +48,20 @@ func (f *Front) read(r *http.Request, body []byte) (*sluice.Request, error) {
 // Fronts of the protocols Sluice serves to callers.
 var (
 	OpenAIChat = &Front{
-		Protocol: sluice.ProtocolOpenAIChat, Paths: []string{"/v1/chat/completions"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIChat, Paths: []string{openai.ChatPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	OpenAIEmbeddings = &Front{
-		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{openai.EmbeddingsPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients,
 	// also at the ChatGPT backend's path, where Codex signed in with
 	// ChatGPT posts. Beside each path are the compaction and a stored
 	// response's follow-ups (Server.routeResponses).
 	OpenAIResponses = &Front{
-		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses", "/backend-api/codex/responses"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{openai.ResponsesPath, openai.CodexResponsesPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	// The job protocols take a bearer token or fal's "Key" scheme alike.
-	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openAIEnvelope}
+	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openai.Envelope}
 	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: jobToken, Envelope: falEnvelope}
 	// AnthropicMessages serves Claude Code and the Anthropic SDKs: the key
 	// in x-api-key (or as a bearer token), errors in Anthropic's envelope.
@@ -87,31 +88,6 @@ func anthropicKey(r *http.Request) string {
 		return strings.TrimSpace(k)
 	}
 	return bearer(r)
-}
-
-// errorTypes gives each status the OpenAI error "type" SDKs expect.
-var errorTypes = map[int]string{
-	http.StatusBadRequest:            "invalid_request_error",
-	http.StatusUnauthorized:          "authentication_error",
-	http.StatusForbidden:             "permission_error",
-	http.StatusNotFound:              "not_found_error",
-	http.StatusMethodNotAllowed:      "invalid_request_error",
-	http.StatusRequestEntityTooLarge: "invalid_request_error",
-	http.StatusRequestTimeout:        "invalid_request_error",
-	http.StatusTooManyRequests:       "rate_limit_error",
-}
-
-// openAIEnvelope is {"error":{"message","type","param","code"}}, code being
-// Sluice's.
-func openAIEnvelope(e *sluice.Error, status int) []byte {
-	typ, ok := errorTypes[status]
-	if !ok {
-		typ = "server_error"
-	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
-	}})
-	return body
 }
 
 // falEnvelope is fal's {"detail": …}, with Sluice's code beside it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -16,10 +17,10 @@ import (
 // unnamed chunks that ends with [DONE].
 var (
 	OpenAIChat = &Dialect{
-		Path: "/v1/chat/completions", Authorize: bearerAuth, Prepare: PrepareBody, Usage: usageValue, Event: openAIEvent,
+		Path: openai.ChatPath, Authorize: bearerAuth, Prepare: PrepareBody, Usage: openai.UsageValue, Event: openAIEvent,
 	}
 	OpenAIEmbeddings = &Dialect{
-		Path: "/v1/embeddings", Authorize: bearerAuth, Prepare: PrepareBody, Usage: usageValue, Event: openAIEvent,
+		Path: openai.EmbeddingsPath, Authorize: bearerAuth, Prepare: PrepareBody, Usage: openai.UsageValue, Event: openAIEvent,
 	}
 )
 
@@ -85,7 +86,7 @@ func readOpenAIEvent(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluic
 	if !ok {
 		return u, false, false, errMalformedEvent
 	}
-	if v := usageValue(f.usage); v.Measured {
+	if v := openai.UsageValue(f.usage); v.Measured {
 		u = v
 		drop = !req.IncludeUsage && isUsageOnly(f.choices)
 	}

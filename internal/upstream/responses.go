@@ -1,10 +1,9 @@
 package upstream
 
 import (
-	"encoding/json"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -16,8 +15,8 @@ import (
 // (docs/protocols.md). A Responses stream reports usage without being
 // asked: only "model" changes.
 var OpenAIResponses = &Dialect{
-	Path: "/v1/responses", CompactPath: "/v1/responses/compact",
-	Authorize: bearerAuth, Prepare: prepareModel, Usage: responsesUsageValue, Event: responsesEvent,
+	Path: openai.ResponsesPath, CompactPath: openai.CompactPath,
+	Authorize: bearerAuth, Prepare: prepareModel, Usage: openai.ResponsesUsageValue, Event: responsesEvent,
 	Stores: true,
 }
 
@@ -93,7 +92,7 @@ func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ slui
 	switch string(typ) {
 	case `"response.completed"`, `"response.incomplete"`:
 		if f, ok := readAnswer(response); ok {
-			if v := responsesUsageValue(f.usage); v.Measured {
+			if v := openai.ResponsesUsageValue(f.usage); v.Measured {
 				u = v
 			}
 		}
@@ -102,43 +101,4 @@ func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ slui
 		return u, false, false, errUpstreamErrorEvent
 	}
 	return u, false, false, nil
-}
-
-// responsesUsageNames are the members of a Responses usage object.
-var responsesUsageNames = &usageNames{
-	prompt: "input_tokens", completion: "output_tokens",
-	promptDetails: "input_tokens_details", completionDetails: "output_tokens_details",
-	decode: decodeResponsesUsage,
-}
-
-// responsesUsageValue reads a Responses usage object (the raw value of a
-// response's "usage" member) as usageValue reads OpenAI chat's: input
-// tokens, of which cached, are the prompt; output tokens, of which
-// reasoning, the completion.
-func responsesUsageValue(v []byte) sluice.Usage { return readUsage(v, responsesUsageNames) }
-
-// responsesUsage is the Responses usage object, as encoding/json decodes it.
-type responsesUsage struct {
-	InputTokens        int64 `json:"input_tokens"`
-	OutputTokens       int64 `json:"output_tokens"`
-	TotalTokens        int64 `json:"total_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-}
-
-// decodeResponsesUsage decodes a Responses usage object with
-// encoding/json, the reference, for the objects scanUsage leaves to it.
-func decodeResponsesUsage(obj []byte) (u openAIUsage, ok bool) {
-	var r responsesUsage
-	if json.Unmarshal(obj, &r) != nil {
-		return u, false
-	}
-	u.PromptTokens, u.CompletionTokens, u.TotalTokens = r.InputTokens, r.OutputTokens, r.TotalTokens
-	u.PromptTokensDetails.CachedTokens = r.InputTokensDetails.CachedTokens
-	u.CompletionTokensDetails.ReasoningTokens = r.OutputTokensDetails.ReasoningTokens
-	return u, true
 }

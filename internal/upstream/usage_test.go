@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
-func TestUsageValue(t *testing.T) {
+// TestAnswerUsage checks the usage read of an answer: its "usage" member
+// picked (readAnswer), then read as chat's.
+func TestAnswerUsage(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
@@ -32,38 +35,11 @@ func TestUsageValue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, _ := readAnswer([]byte(tt.give))
-			if got := usageValue(f.usage); got != tt.want {
+			if got := openai.UsageValue(f.usage); got != tt.want {
 				t.Errorf("usage of %s = %+v, want %+v", tt.give, got, tt.want)
 			}
 		})
 	}
-}
-
-// FuzzScanUsage checks the scan against encoding/json: a usage object the
-// scan takes, encoding/json decodes to the same counts, as chat's usage and
-// as Responses' usage.
-func FuzzScanUsage(f *testing.F) {
-	for _, s := range []string{`{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":64}}`,
-		`{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":-1}}`,
-		`{"prompt_tokens":1e2}`, `{"Prompt_tokens":1}`, `{}`, `{"total_tokens":9223372036854775807}`,
-		`{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, give string) {
-		for _, n := range []*usageNames{chatUsageNames, responsesUsageNames} {
-			got, ok := scanUsage([]byte(give), n)
-			if !ok {
-				continue
-			}
-			want, ok := n.decode([]byte(give))
-			if !ok {
-				t.Fatalf("scanUsage(%q, %s) = %+v, but encoding/json refuses it", give, n.prompt, got)
-			}
-			if got != want {
-				t.Fatalf("scanUsage(%q, %s) = %+v, encoding/json reads %+v", give, n.prompt, got, want)
-			}
-		}
-	})
 }
 
 func BenchmarkUsageValue(b *testing.B) {
@@ -71,7 +47,7 @@ func BenchmarkUsageValue(b *testing.B) {
 		`"usage":{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if f, ok := readAnswer(answer); !ok || !usageValue(f.usage).Measured {
+		if f, ok := readAnswer(answer); !ok || !openai.UsageValue(f.usage).Measured {
 			b.Fatal("no usage")
 		}
 	}

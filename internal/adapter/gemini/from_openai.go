@@ -595,18 +595,12 @@ func openAIErrorBody(status int, body []byte) []byte {
 	return out
 }
 
-// openAIError is Google's error e in OpenAI's envelope.
+// openAIError is Google's error e in OpenAI's envelope, its type the one
+// OpenAI's envelope gives the status and its code Google's status name.
 func openAIError(status int, e *generate.ErrorBody) *openai.ErrorEnvelope {
-	typ := "invalid_request_error"
-	switch {
-	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-	case status >= http.StatusInternalServerError:
-		typ = "server_error"
-	}
 	code := json.RawMessage("null")
 	if e.Status != "" {
 		code, _ = json.Marshal(e.Status)
 	}
-	return &openai.ErrorEnvelope{Error: openai.ErrorBody{Message: e.Message, Type: typ, Code: code}}
+	return &openai.ErrorEnvelope{Error: openai.ErrorBody{Message: e.Message, Type: openai.ErrorType(status), Code: code}}
 }

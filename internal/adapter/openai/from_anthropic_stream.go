@@ -264,24 +264,10 @@ func (t *FromAnthropic) end(emit func(adapter.Event) error) error {
 	return t.send(emit, "message_stop", &streamEvent{})
 }
 
-// errorTypes maps an OpenAI error type to Anthropic's; anything else is
-// api_error.
-var errorTypes = map[string]string{
-	"invalid_request_error": "invalid_request_error",
-	"rate_limit_error":      "rate_limit_error",
-	"rate_limit_exceeded":   "rate_limit_error",
-	"tokens":                "rate_limit_error",
-	"requests":              "rate_limit_error",
-	"insufficient_quota":    "billing_error",
-	"overloaded_error":      "overloaded_error",
-	"timeout_error":         "timeout_error",
-}
-
+// streamError ends the stream with e as Anthropic's error event, its type
+// the one Anthropic gives the status e's type stands for.
 func (t *FromAnthropic) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
-	typ, ok := errorTypes[e.Type]
-	if !ok {
-		typ = "api_error"
-	}
+	typ := anthropic.ErrorType(wire.TypeStatus(e.Type))
 	data, err := json.Marshal(&anthropic.ErrorEnvelope{Type: "error", Error: anthropic.ErrorBody{Type: typ, Message: e.Message}})
 	if err != nil {
 		return err

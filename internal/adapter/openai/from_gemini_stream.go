@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	wire "github.com/sluicehq/sluice/internal/protocol/openai"
-	"net/http"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
@@ -139,19 +137,11 @@ func (t *FromGemini) end(emit func(adapter.Event) error) error {
 	return t.send(emit, []gemini.Part{}, geminiFinish(t.finish, t.refusal))
 }
 
-// streamStatus gives an OpenAI error type (through Anthropic's, see
-// errorTypes) the HTTP status Google would send; anything else is 500.
-var streamStatus = map[string]int{
-	"invalid_request_error": http.StatusBadRequest,
-	"rate_limit_error":      http.StatusTooManyRequests,
-	"billing_error":         http.StatusForbidden,
-	"overloaded_error":      http.StatusServiceUnavailable,
-	"timeout_error":         http.StatusGatewayTimeout,
-}
-
+// streamError ends the stream with e as Google's error chunk, with the
+// status e's type stands for and that status's name.
 func (t *FromGemini) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
 	t.done = true
-	status := cmp.Or(streamStatus[errorTypes[e.Type]], http.StatusInternalServerError)
+	status := wire.TypeStatus(e.Type)
 	data, err := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: e.Message, Status: gemini.Status(status)}})
 	if err != nil {
 		return err
