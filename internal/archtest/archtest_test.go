@@ -27,6 +27,7 @@ var layers = [][]string{
 	{"internal/adapter/openai"},
 	{"internal/adapter"},
 	{"internal/protocol/anthropic", "internal/protocol/gemini", "internal/protocol/openai"},
+	{"internal/protocol"},
 	{"internal/sse", "internal/jsonfield", "internal/jsonvalid"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol/anthropic"
-	"github.com/sluicehq/sluice/internal/sse"
 )
 
 // AnthropicMessages is the upstream side of Anthropic's Messages API: the
@@ -21,7 +19,7 @@ import (
 // (docs/protocols.md).
 var AnthropicMessages = &Dialect{
 	Path: anthropic.Path, CountPath: anthropic.CountPath, Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
-	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,
+	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropic.Event, CountAnswer: anthropicCountAnswer,
 }
 
 // anthropicCountAnswer is count_tokens' answer for Sluice's own estimate.
@@ -90,54 +88,4 @@ func prepareModel(req *sluice.Request, model string) ([]byte, error) {
 		return req.Body, nil
 	}
 	return jsonfield.SetString(req.Body, "model", model)
-}
-
-// errUpstreamErrorEvent ends a stream in which the upstream sent its own
-// error event (an overload after the 200, say).
-var errUpstreamErrorEvent = errors.New("upstream stream sent an error event")
-
-// anthropicMarkers are what an Anthropic event is skimmed for
-// (eventscan.go): the types anthropicEvent acts on.
-var anthropicMarkers = newEventMarkers(
-	marker{`"message_start"`, asValue}, marker{`"message_delta"`, asValue}, marker{`"message_stop"`, asValue}, marker{`"error"`, asValue})
-
-// anthropicEvent reads an event of an Anthropic stream. Events are JSON
-// objects; unknown ones pass (Anthropic adds event types over time).
-var anthropicEvent = skimmedEvent(anthropicMarkers, readAnthropicEvent)
-
-// readAnthropicEvent reads an event of an Anthropic stream whole.
-func readAnthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var typ, message, usage []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case "type":
-			typ = value
-		case "message":
-			message = value
-		case "usage":
-			usage = value
-		}
-		return nil
-	}); err != nil {
-		return u, false, false, errMalformedEvent
-	}
-	switch string(typ) {
-	case `"message_start"`:
-		if len(message) > 0 && message[0] == '{' {
-			_ = jsonfield.Members(message, func(key, value []byte) error {
-				if string(key) == "usage" {
-					usage = value
-				}
-				return nil
-			})
-		}
-		anthropic.AddUsage(&u, usage)
-	case `"message_delta"`:
-		anthropic.AddUsage(&u, usage)
-	case `"message_stop"`:
-		return u, false, true, nil
-	case `"error"`:
-		return u, false, false, errUpstreamErrorEvent
-	}
-	return u, false, false, nil
 }

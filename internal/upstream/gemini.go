@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol/gemini"
-	"github.com/sluicehq/sluice/internal/sse"
 )
 
 // GeminiGenerate is the upstream side of the Gemini API's generateContent
@@ -21,14 +19,14 @@ import (
 // ending with the chunk that carries finishReason: Gemini sends no [DONE].
 var GeminiGenerate = &Dialect{
 	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
-	Usage: gemini.UsageValue, Event: geminiEvent, CountAnswer: geminiCountAnswer,
+	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: geminiCountAnswer,
 }
 
 // GeminiEmbed is the upstream side of the Gemini API's embedContent and
 // batchEmbedContents. A batch names its model in each of its requests too,
 // which follow the edge's model.
 var GeminiEmbed = &Dialect{
-	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: gemini.UsageValue, Event: geminiEvent,
+	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: gemini.UsageValue, Event: gemini.Event,
 }
 
 // geminiGeneratePath is the path of req to model: generateContent,
@@ -101,109 +99,6 @@ var GeminiEnding = &Ending{
 		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(sluice.CodeUpstreamStreamFailed)+`","domain":"sluice"}]}}`),
 	Shutdown: sseEvent("", `{"error":{"code":503,"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","status":"UNAVAILABLE",`+
 		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(ErrShuttingDown.Code)+`","domain":"sluice"}]}}`),
-}
-
-// geminiEvent reads an event of a Gemini stream: each is a whole answer
-// chunk. Its usageMetadata replaces what came before (Gemini's counts are
-// cumulative and the last one holds). The chunk that carries a
-// finishReason, or a promptFeedback.blockReason (a prompt refused: no
-// candidates), is the last; one whose JSON is {"error":…} is the
-// upstream's own failure.
-var geminiEvent = skimmedEvent(geminiMarkers, readGeminiEvent)
-
-// geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
-// members readGeminiEvent acts on (an "error" even when null).
-var geminiMarkers = newEventMarkers(
-	marker{`"` + gemini.UsageKey + `"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
-
-// readGeminiEvent reads a chunk of a Gemini stream whole.
-func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var usage, candidates, feedback, failure []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case gemini.UsageKey:
-			usage = value
-		case "candidates":
-			candidates = value
-		case "promptFeedback":
-			feedback = value
-		case "error":
-			failure = value
-		}
-		return nil
-	}); err != nil || ev.Data[0] != '{' {
-		return u, false, false, errMalformedEvent
-	}
-	if failure != nil {
-		return u, false, false, errUpstreamErrorEvent
-	}
-	if v := gemini.UsageValue(usage); v.Measured {
-		u = v
-	}
-	return u, false, finished(candidates) || blocked(feedback), nil
-}
-
-// finished reports whether a chunk's candidates include one with a
-// finishReason: the answer's end.
-func finished(candidates []byte) bool {
-	end := false
-	eachElement(candidates, func(c []byte) {
-		if c[0] == '{' {
-			_ = jsonfield.Members(c, func(key, value []byte) error {
-				end = end || string(key) == "finishReason" && len(value) > 2 && value[0] == '"'
-				return nil
-			})
-		}
-	})
-	return end
-}
-
-// eachElement calls fn with each element of arr, a JSON array that is
-// known to be well-formed (part of a value Members checked); anything else
-// than an array has none.
-func eachElement(arr []byte, fn func(elem []byte)) {
-	if len(arr) < 2 || arr[0] != '[' {
-		return
-	}
-	depth, inString, escaped, start := 0, false, false, 1
-	for i := 1; i < len(arr); i++ {
-		c := arr[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-		case depth > 0 && (c == '}' || c == ']'):
-			depth--
-		case depth == 0 && (c == ',' || c == ']'):
-			if elem := bytes.TrimSpace(arr[start:i]); len(elem) > 0 {
-				fn(elem)
-			}
-			start = i + 1
-		}
-	}
-}
-
-// blocked reports whether a promptFeedback names a blockReason.
-func blocked(feedback []byte) bool {
-	if len(feedback) == 0 || feedback[0] != '{' {
-		return false
-	}
-	var reason bool
-	_ = jsonfield.Members(feedback, func(key, value []byte) error {
-		reason = reason || string(key) == "blockReason" && value[0] == '"'
-		return nil
-	})
-	return reason
 }
 
 // geminiCountAnswer is countTokens' answer for Sluice's own estimate.

@@ -4,7 +4,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol/openai"
-	"github.com/sluicehq/sluice/internal/sse"
 )
 
 // OpenAIResponses is the upstream side of OpenAI's Responses API: a Bearer
@@ -16,7 +15,7 @@ import (
 // asked: only "model" changes.
 var OpenAIResponses = &Dialect{
 	Path: openai.ResponsesPath, CompactPath: openai.CompactPath,
-	Authorize: bearerAuth, Prepare: prepareModel, Usage: openai.ResponsesUsageValue, Event: responsesEvent,
+	Authorize: bearerAuth, Prepare: prepareModel, Usage: openai.ResponsesUsageValue, Event: openai.ResponsesEvent,
 	Stores: true,
 }
 
@@ -64,41 +63,4 @@ var ResponsesEnding = &Ending{
 		`","message":"the upstream stream failed before it completed","param":null}`),
 	Shutdown: sseEvent("error", `{"type":"error","code":"`+string(ErrShuttingDown.Code)+`","message":"`+ErrShuttingDown.Msg+
 		`; the stream ended before it completed","param":null}`),
-}
-
-// responsesMarkers are what a Responses event is skimmed for
-// (eventscan.go): the types responsesEvent acts on.
-var responsesMarkers = newEventMarkers(
-	marker{`"response.completed"`, asValue}, marker{`"response.incomplete"`, asValue}, marker{`"error"`, asValue}, marker{`"response.failed"`, asValue})
-
-// responsesEvent reads an event of a Responses stream. Events are JSON
-// objects; unknown ones pass (OpenAI adds event types over time).
-var responsesEvent = skimmedEvent(responsesMarkers, readResponsesEvent)
-
-// readResponsesEvent reads an event of a Responses stream whole.
-func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var typ, response []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case "type":
-			typ = value
-		case "response":
-			response = value
-		}
-		return nil
-	}); err != nil {
-		return u, false, false, errMalformedEvent
-	}
-	switch string(typ) {
-	case `"response.completed"`, `"response.incomplete"`:
-		if f, ok := readAnswer(response); ok {
-			if v := openai.ResponsesUsageValue(f.usage); v.Measured {
-				u = v
-			}
-		}
-		return u, false, true, nil
-	case `"error"`, `"response.failed"`:
-		return u, false, false, errUpstreamErrorEvent
-	}
-	return u, false, false, nil
 }

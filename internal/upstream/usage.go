@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"bytes"
-
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
@@ -40,10 +38,4 @@ func readAnswer(obj []byte) (f answerFields, ok bool) {
 		return nil
 	})
 	return f, err == nil
-}
-
-// isUsageOnly reports whether a chunk whose "choices" member is choices is
-// the final usage chunk, whose choices are empty.
-func isUsageOnly(choices []byte) bool {
-	return len(choices) > 0 && choices[0] == '[' && len(bytes.TrimSpace(choices[1:len(choices)-1])) == 0
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/sse"
 )
@@ -62,13 +64,13 @@ func TestHotPathChecksDoNotAllocate(t *testing.T) {
 		read func(sse.Event, *sluice.Request, sluice.Usage) (sluice.Usage, bool, bool, error)
 		data string
 	}{
-		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`},
-		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`},
-		{anthropicEvent, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
-		{anthropicEvent, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
-		{responsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
-		{responsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
-		{geminiEvent, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`},
+		{openai.ChatEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`},
+		{openai.ChatEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`},
+		{anthropic.Event, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
+		{anthropic.Event, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
+		{openai.ResponsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
+		{openai.ResponsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
+		{gemini.Event, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`},
 	}
 	for _, e := range events {
 		ev := sse.Event{Data: []byte(e.data)}
