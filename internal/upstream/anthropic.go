@@ -28,13 +28,8 @@ func anthropicCountAnswer(tokens int64) []byte {
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"
-// event, whose error.code is Sluice's code.
-var AnthropicEnding = &Ending{
-	Failed: sseEvent("error", `{"type":"error","error":{"type":"api_error","message":"the upstream stream failed before it completed","code":"`+
-		string(sluice.CodeUpstreamStreamFailed)+`"}}`),
-	Shutdown: sseEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"`+ErrShuttingDown.Msg+
-		`; the stream ended before it completed","code":"`+string(ErrShuttingDown.Code)+`"}}`),
-}
+// event, Sluice's error in Anthropic's envelope.
+var AnthropicEnding = endingOf("error", anthropic.Envelope)
 
 // anthropicVersion is the API version Sluice asks for when the caller
 // names none.

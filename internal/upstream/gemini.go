@@ -93,13 +93,8 @@ func prepareGeminiEmbed(req *sluice.Request, model string) ([]byte, error) {
 
 // GeminiEnding ends a committed stream as Gemini does: a data event whose
 // JSON is Google's error envelope (which the SDKs raise as an API error),
-// with Sluice's code as the reason of an ErrorInfo detail.
-var GeminiEnding = &Ending{
-	Failed: sseEvent("", `{"error":{"code":500,"message":"the upstream stream failed before it completed","status":"INTERNAL",`+
-		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(sluice.CodeUpstreamStreamFailed)+`","domain":"sluice"}]}}`),
-	Shutdown: sseEvent("", `{"error":{"code":503,"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","status":"UNAVAILABLE",`+
-		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(ErrShuttingDown.Code)+`","domain":"sluice"}]}}`),
-}
+// Sluice's error in it.
+var GeminiEnding = endingOf("", gemini.Envelope)
 
 // geminiCountAnswer is countTokens' answer for Sluice's own estimate.
 func geminiCountAnswer(tokens int64) []byte {

@@ -3,7 +3,6 @@ package upstream
 import (
 	"net/http"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
@@ -35,13 +34,9 @@ func falAuth(h, _ http.Header, secret string) {
 }
 
 // OpenAIEnding ends a committed stream in the OpenAI dialect that SDKs
-// recognise: a chunk with an "error" key.
-var OpenAIEnding = &Ending{
-	Failed: sseEvent("", `{"error":{"message":"the upstream stream failed before it completed","type":"upstream_error","param":null,"code":"`+
-		string(sluice.CodeUpstreamStreamFailed)+`"}}`),
-	Shutdown: sseEvent("", `{"error":{"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","type":"server_error","param":null,"code":"`+
-		string(ErrShuttingDown.Code)+`"}}`),
-}
+// recognise: a chunk with an "error" key, Sluice's error in OpenAI's
+// envelope.
+var OpenAIEnding = endingOf("", openai.Envelope)
 
 // bearerAuth presents the secret as OpenAI's "Authorization: Bearer".
 func bearerAuth(h, _ http.Header, secret string) {

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
@@ -58,9 +57,4 @@ func createdID(data []byte) string {
 
 // ResponsesEnding ends a committed stream as the Responses API does (and
 // as the translators to it do): an "error" event, whose code is Sluice's.
-var ResponsesEnding = &Ending{
-	Failed: sseEvent("error", `{"type":"error","code":"`+string(sluice.CodeUpstreamStreamFailed)+
-		`","message":"the upstream stream failed before it completed","param":null}`),
-	Shutdown: sseEvent("error", `{"type":"error","code":"`+string(ErrShuttingDown.Code)+`","message":"`+ErrShuttingDown.Msg+
-		`; the stream ended before it completed","param":null}`),
-}
+var ResponsesEnding = endingOf("error", openai.ResponsesStreamError)

@@ -97,3 +97,16 @@ func ErrorEnvelopeOf(status int, body []byte) []byte {
 	out, _ := json.Marshal(e) // every member decoded from JSON or is a string
 	return out
 }
+
+// ResponsesStreamError is the data of the error event that ends a
+// Responses stream, {"type":"error","code","message","param"}, for
+// Sluice's error e: its code is Sluice's.
+func ResponsesStreamError(e *sluice.Error, _ int) []byte {
+	body, _ := json.Marshal(struct {
+		Type    string      `json:"type"`
+		Code    sluice.Code `json:"code"`
+		Message string      `json:"message"`
+		Param   *string     `json:"param"`
+	}{"error", e.Code, e.Msg, nil})
+	return body
+}
