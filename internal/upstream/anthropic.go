@@ -3,7 +3,6 @@ package upstream
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice"
@@ -19,12 +18,7 @@ import (
 // (docs/protocols.md).
 var AnthropicMessages = &Dialect{
 	Path: anthropic.Path, CountPath: anthropic.CountPath, Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
-	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropic.Event, CountAnswer: anthropicCountAnswer,
-}
-
-// anthropicCountAnswer is count_tokens' answer for Sluice's own estimate.
-func anthropicCountAnswer(tokens int64) []byte {
-	return []byte(`{"input_tokens":` + strconv.FormatInt(tokens, 10) + `}`)
+	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropic.Event, CountAnswer: anthropic.CountAnswer,
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"

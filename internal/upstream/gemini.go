@@ -3,7 +3,6 @@ package upstream
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
@@ -19,7 +18,7 @@ import (
 // ending with the chunk that carries finishReason: Gemini sends no [DONE].
 var GeminiGenerate = &Dialect{
 	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
-	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: geminiCountAnswer,
+	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: gemini.CountAnswer,
 }
 
 // GeminiEmbed is the upstream side of the Gemini API's embedContent and
@@ -95,8 +94,3 @@ func prepareGeminiEmbed(req *sluice.Request, model string) ([]byte, error) {
 // JSON is Google's error envelope (which the SDKs raise as an API error),
 // Sluice's error in it.
 var GeminiEnding = endingOf("", gemini.Envelope)
-
-// geminiCountAnswer is countTokens' answer for Sluice's own estimate.
-func geminiCountAnswer(tokens int64) []byte {
-	return []byte(`{"totalTokens":` + strconv.FormatInt(tokens, 10) + `}`)
-}

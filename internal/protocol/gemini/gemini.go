@@ -2,16 +2,22 @@
 // (gemini.generate) and embedContent (gemini.embed): the paths and the
 // methods a model's path names, the wire types (the request, the answer,
 // which is also each chunk of a stream, the usage and Google's error
-// envelope), the one table from an HTTP status to Google's status name,
-// and how Sluice reads the usage. The caller side (ingress), the upstream
-// side (upstream) and both directions of translation (adapter/gemini,
-// whose upstream speaks Gemini, and adapter/openai/from_gemini.go, whose
-// caller does) use it, so that each fact about the protocol is written
-// once. It imports nothing of ours but package sluice and the leaf
-// jsonfield. Gemini's JSON names are lowerCamelCase.
+// envelope), the one table from an HTTP status to Google's status name (and
+// the envelope Sluice's own errors take), and how Sluice reads the usage and
+// a stream's chunks and answers a token count. The caller side (ingress),
+// the upstream side (upstream) and both directions of translation
+// (adapter/gemini, whose upstream speaks Gemini, and
+// adapter/openai/from_gemini.go, whose caller does) use it, so that each
+// fact about the protocol is written once. It imports nothing of ours but
+// package sluice, package protocol (what the protocols' stream reads share)
+// and the leaves jsonfield and sse. Gemini's JSON names are lowerCamelCase.
 package gemini
 
-import "github.com/sluicehq/sluice"
+import (
+	"strconv"
+
+	"github.com/sluicehq/sluice"
+)
 
 // Versions are the API versions under which a model's methods are served:
 // /v1beta, which Gemini CLI and the SDKs call, and /v1.
@@ -50,3 +56,9 @@ var ModelMethods = map[sluice.Protocol][]string{
 // UsageKey is the member of an answer (or a stream's chunk) that holds its
 // usage.
 const UsageKey = "usageMetadata"
+
+// CountAnswer is countTokens' answer, {"totalTokens":N}, for a count of
+// tokens: how Sluice answers a count with its own estimate.
+func CountAnswer(tokens int64) []byte {
+	return []byte(`{"totalTokens":` + strconv.FormatInt(tokens, 10) + `}`)
+}

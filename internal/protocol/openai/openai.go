@@ -2,12 +2,14 @@
 // chat completions (openai.chat), Responses (openai.responses) and
 // embeddings (openai.embeddings). It holds their paths, their wire types
 // (requests, answers, stream chunks and events, usage, the error
-// envelope), the one table from an HTTP status to the error type, and how
-// Sluice reads their usage. The caller side (ingress), the upstream side
+// envelope), the one table from an HTTP status to the error type (and the
+// envelopes Sluice's own errors take), and how Sluice reads their usage
+// and their streams' events. The caller side (ingress), the upstream side
 // (upstream) and the translators (adapter/...) use it, so that each fact
 // about the protocols is written once. Chat is the hub every translation
-// goes through. It imports nothing of ours but package sluice and the leaf
-// jsonfield.
+// goes through. It imports nothing of ours but package sluice, package
+// protocol (what the protocols' stream reads share) and the leaves
+// jsonfield and sse.
 package openai
 
 // The paths of the protocols.
@@ -20,6 +22,4 @@ const (
 	CodexResponsesPath = "/backend-api/codex/responses"
 	// CompactPath is a Responses compaction's.
 	CompactPath = "/v1/responses/compact"
-	// ModelsPath lists the models (GET).
-	ModelsPath = "/v1/models"
 )
