@@ -73,3 +73,12 @@ func FuzzReadUsage(f *testing.F) {
 		}
 	})
 }
+
+// TestUsageValueDoesNotAllocate guards the read every answer and every
+// stream event that carries usage goes through.
+func TestUsageValueDoesNotAllocate(t *testing.T) {
+	v := []byte(`{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":1800,"output_tokens":95}`)
+	if n := testing.AllocsPerRun(100, func() { _ = UsageValue(v) }); n != 0 {
+		t.Errorf("reading usage allocates %v times, want 0", n)
+	}
+}

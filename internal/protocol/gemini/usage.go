@@ -67,7 +67,19 @@ func UsageValue(v []byte) sluice.Usage {
 		}
 		return nil
 	})
-	if err != nil && json.Unmarshal(v, &g) != nil {
+	if err != nil {
+		return decodeUsage(v)
+	}
+	return g.Sluice()
+}
+
+// decodeUsage reads a usageMetadata object with encoding/json, the
+// reference, for the objects UsageValue leaves to it. (Its own variable:
+// one that encoding/json decodes into lives on the heap, and the plain
+// read would allocate.)
+func decodeUsage(v []byte) sluice.Usage {
+	var g UsageMetadata
+	if json.Unmarshal(v, &g) != nil {
 		return sluice.Usage{}
 	}
 	return g.Sluice()

@@ -46,3 +46,12 @@ func TestUsageValue(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageValueDoesNotAllocate guards the read every answer and every
+// stream chunk that carries usage goes through.
+func TestUsageValueDoesNotAllocate(t *testing.T) {
+	v := []byte(`{"promptTokenCount":2100,"cachedContentTokenCount":1800,"candidatesTokenCount":40,"thoughtsTokenCount":120,"totalTokenCount":2260}`)
+	if n := testing.AllocsPerRun(100, func() { _ = UsageValue(v) }); n != 0 {
+		t.Errorf("reading usage allocates %v times, want 0", n)
+	}
+}

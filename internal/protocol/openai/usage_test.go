@@ -60,3 +60,13 @@ func FuzzScanUsage(f *testing.F) {
 		}
 	})
 }
+
+// TestUsageValueDoesNotAllocate guards the read every answer passed
+// through goes through.
+func TestUsageValueDoesNotAllocate(t *testing.T) {
+	chat := []byte(`{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":64},"completion_tokens_details":{"reasoning_tokens":8}}`)
+	responses := []byte(`{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = UsageValue(chat), ResponsesUsageValue(responses) }); n != 0 {
+		t.Errorf("reading usage allocates %v times, want 0", n)
+	}
+}
