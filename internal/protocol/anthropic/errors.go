@@ -45,13 +45,19 @@ func ErrorType(status int) string {
 }
 
 // Envelope renders Sluice's error e, answered with HTTP status, in
-// Anthropic's envelope: {"type":"error","error":{"type","message"}}, with
-// Sluice's code in error.code (the SDKs keep members they do not know:
-// the Go SDK's apierror.Error has it in its raw JSON). Only e.Msg and
-// e.Code reach the caller.
+// Anthropic's envelope, {"type":"error","error":{"type","message"}} in
+// that order, with Sluice's code in error.code (the SDKs keep members they
+// do not know: the Go SDK's apierror.Error has it in its raw JSON). Only
+// e.Msg and e.Code reach the caller.
 func Envelope(e *sluice.Error, status int) []byte {
-	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
-		"type": ErrorType(status), "message": e.Msg, "code": e.Code,
-	}})
-	return body
+	type body struct {
+		Type    string      `json:"type"`
+		Message string      `json:"message"`
+		Code    sluice.Code `json:"code"`
+	}
+	out, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error body   `json:"error"`
+	}{"error", body{ErrorType(status), e.Msg, e.Code}})
+	return out
 }

@@ -51,19 +51,32 @@ func Status(code int) string {
 }
 
 // Envelope renders Sluice's error e, answered with HTTP status, in
-// Google's envelope, {"error":{"code","message","status","details"}}, with
-// Sluice's code as the reason of an ErrorInfo detail (the SDKs expose
-// details: go-genai's APIError.Details) and, on a refusal to be retried, a
-// RetryInfo detail with the wait (beside the Retry-After header). Only
-// e.Msg, e.Code and e.RetryAfter reach the caller.
+// Google's envelope, {"error":{"code","message","status","details"}} in
+// that order, with Sluice's code as the reason of an ErrorInfo detail (the
+// SDKs expose details: go-genai's APIError.Details) and, on a refusal to
+// be retried, a RetryInfo detail with the wait (beside the Retry-After
+// header). Only e.Msg, e.Code and e.RetryAfter reach the caller.
 func Envelope(e *sluice.Error, status int) []byte {
-	details := []map[string]any{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": e.Code, "domain": "sluice"}}
+	// detail is an ErrorInfo (Reason, Domain) or a RetryInfo (RetryDelay).
+	type detail struct {
+		Type       string      `json:"@type"`
+		Reason     sluice.Code `json:"reason,omitempty"`
+		Domain     string      `json:"domain,omitempty"`
+		RetryDelay string      `json:"retryDelay,omitempty"`
+	}
+	details := []detail{{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: e.Code, Domain: "sluice"}}
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
-		details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": strconv.FormatInt(secs, 10) + "s"})
+		details = append(details, detail{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: strconv.FormatInt(secs, 10) + "s"})
 	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": status, "message": e.Msg, "status": Status(status), "details": details,
-	}})
-	return body
+	type body struct {
+		Code    int      `json:"code"`
+		Message string   `json:"message"`
+		Status  string   `json:"status"`
+		Details []detail `json:"details"`
+	}
+	out, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{body{status, e.Msg, Status(status), details}})
+	return out
 }

@@ -72,13 +72,19 @@ func TypeStatus(typ string) int {
 }
 
 // Envelope renders Sluice's error e, answered with HTTP status, in
-// OpenAI's envelope, {"error":{"message","type","param","code"}}, code
-// being Sluice's. Only e.Msg and e.Code reach the caller.
+// OpenAI's envelope, {"error":{"message","type","param","code"}} in that
+// order, code being Sluice's. Only e.Msg and e.Code reach the caller.
 func Envelope(e *sluice.Error, status int) []byte {
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": e.Msg, "type": ErrorType(status), "param": nil, "code": e.Code,
-	}})
-	return body
+	type body struct {
+		Message string      `json:"message"`
+		Type    string      `json:"type"`
+		Param   *string     `json:"param"`
+		Code    sluice.Code `json:"code"`
+	}
+	out, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{body{e.Msg, ErrorType(status), nil, e.Code}})
+	return out
 }
 
 // ErrorEnvelopeOf returns the error body, in the envelope chat and
