@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
 	"github.com/sluicehq/sluice/internal/adapter/gemini"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // FuzzChainRoundTrip sends a valid chat stream (adaptertest.ChatStream)
@@ -76,9 +77,9 @@ func said(t *testing.T, evs []adapter.Event) string {
 	t.Helper()
 	var text, reasoning strings.Builder
 	var calls, args []string
-	var usage *openai.ChatUsage
+	var usage *wire.ChatUsage
 	for _, ev := range evs[:len(evs)-1] { // [DONE] last
-		var c openai.Chunk
+		var c wire.Chunk
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,10 @@ import (
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
 	"github.com/sluicehq/sluice/internal/adapter/anthropic"
 	"github.com/sluicehq/sluice/internal/adapter/gemini"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
 	"github.com/sluicehq/sluice/internal/adapter/openai"
 	"github.com/sluicehq/sluice/internal/adapter/responses"
+	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 const golden = "testdata/chain"
@@ -148,7 +149,7 @@ func TestChainHubRequest(t *testing.T) {
 			if _, err := adapter.NewChain(c.in, spy).Request(req, "up-model"); err != nil {
 				t.Fatal(err)
 			}
-			var hub openai.ChatRequest
+			var hub wire.ChatRequest
 			if err := json.Unmarshal(spy.got.Body, &hub); err != nil {
 				t.Fatalf("hub body %s: %v", spy.got.Body, err)
 			}

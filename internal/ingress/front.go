@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // Front is the caller side of one protocol: the paths it is served on,
@@ -46,28 +48,28 @@ func (f *Front) read(r *http.Request, body []byte) (*sluice.Request, error) {
 // Fronts of the protocols Sluice serves to callers.
 var (
 	OpenAIChat = &Front{
-		Protocol: sluice.ProtocolOpenAIChat, Paths: []string{"/v1/chat/completions"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIChat, Paths: []string{openai.ChatPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	OpenAIEmbeddings = &Front{
-		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{"/v1/embeddings"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIEmbeddings, Paths: []string{openai.EmbeddingsPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	// OpenAIResponses serves Codex and the OpenAI SDKs' Responses clients,
 	// also at the ChatGPT backend's path, where Codex signed in with
 	// ChatGPT posts. Beside each path are the compaction and a stored
 	// response's follow-ups (Server.routeResponses).
 	OpenAIResponses = &Front{
-		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{"/v1/responses", "/backend-api/codex/responses"}, Key: bearer, Envelope: openAIEnvelope,
+		Protocol: sluice.ProtocolOpenAIResponses, Paths: []string{openai.ResponsesPath, openai.CodexResponsesPath}, Key: bearer, Envelope: openai.Envelope,
 	}
 	// The job protocols take a bearer token or fal's "Key" scheme alike.
-	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openAIEnvelope}
+	OpenAIVideos = &Front{Protocol: sluice.ProtocolOpenAIVideos, Key: jobToken, Envelope: openai.Envelope}
 	FalQueue     = &Front{Protocol: sluice.ProtocolFalQueue, Key: jobToken, Envelope: falEnvelope}
 	// AnthropicMessages serves Claude Code and the Anthropic SDKs: the key
 	// in x-api-key (or as a bearer token), errors in Anthropic's envelope.
 	// Claude Code posts to /v1/messages?beta=true: the query does not
 	// change the route.
 	AnthropicMessages = &Front{
-		Protocol: sluice.ProtocolAnthropic, Paths: []string{"/v1/messages"}, CountPath: "/v1/messages/count_tokens",
-		IDHeader: "Request-Id", Key: anthropicKey, Envelope: anthropicEnvelope,
+		Protocol: sluice.ProtocolAnthropic, Paths: []string{anthropic.Path}, CountPath: anthropic.CountPath,
+		IDHeader: "Request-Id", Key: anthropicKey, Envelope: anthropic.Envelope,
 	}
 )
 
@@ -88,63 +90,8 @@ func anthropicKey(r *http.Request) string {
 	return bearer(r)
 }
 
-// errorTypes gives each status the OpenAI error "type" SDKs expect.
-var errorTypes = map[int]string{
-	http.StatusBadRequest:            "invalid_request_error",
-	http.StatusUnauthorized:          "authentication_error",
-	http.StatusForbidden:             "permission_error",
-	http.StatusNotFound:              "not_found_error",
-	http.StatusMethodNotAllowed:      "invalid_request_error",
-	http.StatusRequestEntityTooLarge: "invalid_request_error",
-	http.StatusRequestTimeout:        "invalid_request_error",
-	http.StatusTooManyRequests:       "rate_limit_error",
-}
-
-// openAIEnvelope is {"error":{"message","type","param","code"}}, code being
-// Sluice's.
-func openAIEnvelope(e *sluice.Error, status int) []byte {
-	typ, ok := errorTypes[status]
-	if !ok {
-		typ = "server_error"
-	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": e.Msg, "type": typ, "param": nil, "code": e.Code,
-	}})
-	return body
-}
-
 // falEnvelope is fal's {"detail": …}, with Sluice's code beside it.
 func falEnvelope(e *sluice.Error, _ int) []byte {
 	body, _ := json.Marshal(map[string]any{"detail": e.Msg, "code": e.Code})
-	return body
-}
-
-// anthropicErrorTypes gives each status the Anthropic error "type" the
-// SDKs map to their error classes (docs/protocols.md, "Error envelopes").
-var anthropicErrorTypes = map[int]string{
-	http.StatusBadRequest:            "invalid_request_error",
-	http.StatusUnauthorized:          "authentication_error",
-	http.StatusPaymentRequired:       "billing_error",
-	http.StatusForbidden:             "permission_error",
-	http.StatusNotFound:              "not_found_error",
-	http.StatusMethodNotAllowed:      "invalid_request_error",
-	http.StatusRequestEntityTooLarge: "request_too_large",
-	http.StatusRequestTimeout:        "invalid_request_error",
-	http.StatusTooManyRequests:       "rate_limit_error",
-	http.StatusServiceUnavailable:    "overloaded_error",
-	http.StatusGatewayTimeout:        "timeout_error",
-}
-
-// anthropicEnvelope is {"type":"error","error":{"type","message"}}, with
-// Sluice's code in error.code (the SDKs keep unknown members: the Go SDK's
-// apierror.Error has it in its raw JSON).
-func anthropicEnvelope(e *sluice.Error, status int) []byte {
-	typ, ok := anthropicErrorTypes[status]
-	if !ok {
-		typ = "api_error"
-	}
-	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{
-		"type": typ, "message": e.Msg, "code": e.Code,
-	}})
 	return body
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/pipeline"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // The Gemini fronts serve Gemini CLI and Google's SDKs: a model's methods
@@ -22,22 +23,9 @@ import (
 // streamGenerateContent and countTokens are gemini.generate;
 // embedContent and batchEmbedContents gemini.embed (routeGemini).
 var (
-	GeminiGenerate = &Front{Protocol: sluice.ProtocolGemini, Key: geminiKey, Envelope: googleEnvelope, Read: readGemini}
-	GeminiEmbed    = &Front{Protocol: sluice.ProtocolGeminiEmbed, Key: geminiKey, Envelope: googleEnvelope, Read: readGemini}
+	GeminiGenerate = &Front{Protocol: sluice.ProtocolGemini, Key: geminiKey, Envelope: gemini.Envelope, Read: readGemini}
+	GeminiEmbed    = &Front{Protocol: sluice.ProtocolGeminiEmbed, Key: geminiKey, Envelope: gemini.Envelope, Read: readGemini}
 )
-
-// geminiVersions are the API versions whose paths the Gemini fronts serve.
-var geminiVersions = [...]string{"/v1beta", "/v1"}
-
-// geminiMethods gives each method a model's path may name the protocol
-// that serves it.
-var geminiMethods = map[string]sluice.Protocol{
-	"generateContent":       sluice.ProtocolGemini,
-	"streamGenerateContent": sluice.ProtocolGemini,
-	"countTokens":           sluice.ProtocolGemini,
-	"embedContent":          sluice.ProtocolGeminiEmbed,
-	"batchEmbedContents":    sluice.ProtocolGeminiEmbed,
-}
 
 // routeGemini serves the Gemini fronts' paths: a model's methods, and the
 // model list and a model, whose paths under /v1 are OpenAI's too.
@@ -51,14 +39,14 @@ func (s *Server) routeGemini() {
 	}
 	call := func(w http.ResponseWriter, r *http.Request) {
 		_, method := geminiCall(r)
-		if h := serve[geminiMethods[method]]; h != nil {
+		if h := serve[gemini.Methods[method]]; h != nil {
 			h(w, r)
 			return
 		}
 		s.writeError(w, sluice.ProtocolGemini, asError(closeUnread(w, r,
 			&sluice.Error{Code: sluice.CodeNotFound, Msg: "unknown path " + r.Method + " " + r.URL.Path})))
 	}
-	for _, v := range geminiVersions {
+	for _, v := range gemini.Versions {
 		s.mux.HandleFunc("POST "+v+"/models/{call}", call)
 	}
 	s.mux.HandleFunc("GET /v1beta/models", s.geminiModels)
@@ -82,7 +70,7 @@ func geminiCall(r *http.Request) (model, method string) {
 // element by element (jsonArrayWriter); whatever the caller asked, the
 // upstream is asked for events.
 func (s *Server) serveGemini(w *recorder, r *http.Request, p sluice.Protocol, id string, start time.Time) (out pipeline.Outcome, req *sluice.Request, err error) {
-	if _, method := geminiCall(r); method == "streamGenerateContent" && r.URL.Query().Get("alt") != "sse" {
+	if _, method := geminiCall(r); method == gemini.MethodStream && r.URL.Query().Get("alt") != "sse" {
 		array := &jsonArrayWriter{ResponseWriter: w.ResponseWriter}
 		w.ResponseWriter = array
 		defer array.close()
@@ -115,15 +103,15 @@ func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
 	if err := checkModel(model); err != nil {
 		return nil, err
 	}
-	p := geminiMethods[method]
-	req := &sluice.Request{Protocol: p, Model: model, Body: body, Stream: method == "streamGenerateContent", Batch: method == "batchEmbedContents"}
+	p := gemini.Methods[method]
+	req := &sluice.Request{Protocol: p, Model: model, Body: body, Stream: method == gemini.MethodStream, Batch: method == gemini.MethodBatchEmbed}
 	f, err := readGeminiBody(body, req.Batch, req.Stream, model)
 	if err != nil {
 		return nil, err
 	}
 	req.MaxTokens = f.MaxTokens
 	req.Tokens = f.estimate(p, len(body))
-	if method == "countTokens" {
+	if method == gemini.MethodCount {
 		_ = counting(req)
 	}
 	return req, nil
@@ -278,50 +266,6 @@ func geminiName(key []byte) string {
 	return ""
 }
 
-// googleEnvelope is Google's {"error":{"code","message","status","details"}},
-// with Sluice's code as the reason of an ErrorInfo detail (the SDKs expose
-// details: go-genai's APIError.Details) and, on a refusal to be retried, a
-// RetryInfo detail with the wait (beside the Retry-After header).
-func googleEnvelope(e *sluice.Error, status int) []byte {
-	details := []map[string]any{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": e.Code, "domain": "sluice"}}
-	if e.RetryAfter > 0 {
-		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
-		details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": strconv.FormatInt(secs, 10) + "s"})
-	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": status, "message": e.Msg, "status": googleStatus(status), "details": details,
-	}})
-	return body
-}
-
-// googleStatus is the gRPC status name Google's envelope gives an HTTP
-// status.
-func googleStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusPaymentRequired:
-		return "FAILED_PRECONDITION"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	}
-	return "INTERNAL"
-}
-
 // geminiModelEntry is one entry of Google's model list.
 type geminiModelEntry struct {
 	Name                       string   `json:"name"`
@@ -330,12 +274,6 @@ type geminiModelEntry struct {
 	DisplayName                string   `json:"displayName"`
 	OutputTokenLimit           int64    `json:"outputTokenLimit,omitempty"`
 	SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
-}
-
-// geminiModelMethods are the methods a model of each Gemini protocol has.
-var geminiModelMethods = map[sluice.Protocol][]string{
-	sluice.ProtocolGemini:      {"generateContent", "streamGenerateContent", "countTokens"},
-	sluice.ProtocolGeminiEmbed: {"embedContent", "batchEmbedContents"},
 }
 
 // googleCaller reports whether a GET of /v1/models or /v1/models/{model},
@@ -372,7 +310,7 @@ func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 		var methods []string
 		for _, gp := range geminiProtocols {
 			if callable(p.Key, a, gp) {
-				methods = append(methods, geminiModelMethods[gp]...)
+				methods = append(methods, gemini.ModelMethods[gp]...)
 			}
 		}
 		if methods == nil || want != "" && name != want {

@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/pipeline"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // Server is the data-plane http.Handler.
@@ -70,7 +71,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		code, p := sluice.CodeNotFound, sluice.ProtocolOpenAIChat
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/v1/messages"):
+		case strings.HasPrefix(r.URL.Path, anthropic.Path):
 			p = sluice.ProtocolAnthropic
 		case strings.HasPrefix(r.URL.Path, "/v1beta/") || googleCaller(r):
 			p = sluice.ProtocolGemini

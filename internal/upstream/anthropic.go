@@ -1,16 +1,13 @@
 package upstream
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
-	"github.com/sluicehq/sluice/internal/sse"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // AnthropicMessages is the upstream side of Anthropic's Messages API: the
@@ -20,27 +17,17 @@ import (
 // message_delta, and a stream of named events that ends with message_stop
 // (docs/protocols.md).
 var AnthropicMessages = &Dialect{
-	Path: "/v1/messages", CountPath: "/v1/messages/count_tokens", Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
-	Prepare: prepareModel, Usage: anthropicUsageValue, Event: anthropicEvent, CountAnswer: anthropicCountAnswer,
-}
-
-// anthropicCountAnswer is count_tokens' answer for Sluice's own estimate.
-func anthropicCountAnswer(tokens int64) []byte {
-	return []byte(`{"input_tokens":` + strconv.FormatInt(tokens, 10) + `}`)
+	Path: anthropic.Path, CountPath: anthropic.CountPath, Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
+	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropic.Event, CountAnswer: anthropic.CountAnswer,
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"
-// event, whose error.code is Sluice's code.
-var AnthropicEnding = &Ending{
-	Failed: sseEvent("error", `{"type":"error","error":{"type":"api_error","message":"the upstream stream failed before it completed","code":"`+
-		string(sluice.CodeUpstreamStreamFailed)+`"}}`),
-	Shutdown: sseEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"`+ErrShuttingDown.Msg+
-		`; the stream ended before it completed","code":"`+string(ErrShuttingDown.Code)+`"}}`),
-}
+// event, Sluice's error in Anthropic's envelope.
+var AnthropicEnding = endingOf("error", anthropic.Envelope)
 
 // anthropicVersion is the API version Sluice asks for when the caller
 // names none.
-var anthropicVersion = []string{"2023-06-01"}
+var anthropicVersion = []string{anthropic.Version}
 
 // anthropicAuth presents the secret as x-api-key and passes on the
 // caller's version and betas.
@@ -90,127 +77,4 @@ func prepareModel(req *sluice.Request, model string) ([]byte, error) {
 		return req.Body, nil
 	}
 	return jsonfield.SetString(req.Body, "model", model)
-}
-
-// errUpstreamErrorEvent ends a stream in which the upstream sent its own
-// error event (an overload after the 200, say).
-var errUpstreamErrorEvent = errors.New("upstream stream sent an error event")
-
-// anthropicMarkers are what an Anthropic event is skimmed for
-// (eventscan.go): the types anthropicEvent acts on.
-var anthropicMarkers = newEventMarkers(
-	marker{`"message_start"`, asValue}, marker{`"message_delta"`, asValue}, marker{`"message_stop"`, asValue}, marker{`"error"`, asValue})
-
-// anthropicEvent reads an event of an Anthropic stream. Events are JSON
-// objects; unknown ones pass (Anthropic adds event types over time).
-var anthropicEvent = skimmedEvent(anthropicMarkers, readAnthropicEvent)
-
-// readAnthropicEvent reads an event of an Anthropic stream whole.
-func readAnthropicEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var typ, message, usage []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case "type":
-			typ = value
-		case "message":
-			message = value
-		case "usage":
-			usage = value
-		}
-		return nil
-	}); err != nil {
-		return u, false, false, errMalformedEvent
-	}
-	switch string(typ) {
-	case `"message_start"`:
-		if len(message) > 0 && message[0] == '{' {
-			_ = jsonfield.Members(message, func(key, value []byte) error {
-				if string(key) == "usage" {
-					usage = value
-				}
-				return nil
-			})
-		}
-		addAnthropicUsage(&u, usage)
-	case `"message_delta"`:
-		addAnthropicUsage(&u, usage)
-	case `"message_stop"`:
-		return u, false, true, nil
-	case `"error"`:
-		return u, false, false, errUpstreamErrorEvent
-	}
-	return u, false, false, nil
-}
-
-// anthropicUsage is Anthropic's usage object. Counts it does not carry are
-// -1 (see addAnthropicUsage).
-type anthropicUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-}
-
-// readAnthropicUsage reads a usage object, plainly when it can (as
-// encoding/json would) and with encoding/json otherwise.
-func readAnthropicUsage(v []byte) (anthropicUsage, bool) {
-	u := anthropicUsage{-1, -1, -1, -1}
-	if len(v) == 0 || v[0] != '{' {
-		return u, false
-	}
-	err := jsonfield.PlainMembers(v, func(key, value []byte) error {
-		switch string(key) {
-		case "input_tokens":
-			return jsonfield.DecodeInt(&u.InputTokens, value)
-		case "output_tokens":
-			return jsonfield.DecodeInt(&u.OutputTokens, value)
-		case "cache_creation_input_tokens":
-			return jsonfield.DecodeInt(&u.CacheCreationInputTokens, value)
-		case "cache_read_input_tokens":
-			return jsonfield.DecodeInt(&u.CacheReadInputTokens, value)
-		}
-		return nil
-	})
-	if err != nil {
-		return decodeAnthropicUsage(v)
-	}
-	return u, true
-}
-
-// decodeAnthropicUsage decodes a usage object with encoding/json, the
-// reference, for the objects readAnthropicUsage leaves to it. (Its own
-// variable: one that encoding/json decodes into lives on the heap, and
-// the plain read, once per event that carries usage, would allocate.)
-func decodeAnthropicUsage(v []byte) (anthropicUsage, bool) {
-	u := anthropicUsage{-1, -1, -1, -1}
-	return u, json.Unmarshal(v, &u) == nil
-}
-
-// addAnthropicUsage adds a usage object of a stream to *u. Anthropic's
-// counts are cumulative, and those an event carries replace earlier ones.
-// Sluice counts the prompt as OpenAI does: input_tokens is only the
-// uncached part, so the prompt is it plus the cache writes and reads; the
-// reads are the cached tokens and the writes the cache-write tokens.
-func addAnthropicUsage(u *sluice.Usage, v []byte) {
-	a, ok := readAnthropicUsage(v)
-	if !ok {
-		return
-	}
-	if a.InputTokens >= 0 {
-		u.PromptTokens = a.InputTokens + max(a.CacheCreationInputTokens, 0) + max(a.CacheReadInputTokens, 0)
-		u.CachedTokens = max(a.CacheReadInputTokens, 0)
-		u.CacheWriteTokens = max(a.CacheCreationInputTokens, 0)
-	}
-	if a.OutputTokens >= 0 {
-		u.CompletionTokens = a.OutputTokens
-	}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	u.Measured = true
-}
-
-// anthropicUsageValue reads the usage of a whole Messages answer.
-func anthropicUsageValue(v []byte) sluice.Usage {
-	var u sluice.Usage
-	addAnthropicUsage(&u, v)
-	return u
 }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // Anthropic's models on AWS Bedrock: InvokeModel (POST
@@ -223,7 +223,7 @@ func (b *bedrockEvents) event(m esMessage, out []byte) ([]byte, error) {
 func (b *bedrockEvents) chunk(payload, out []byte) ([]byte, error) {
 	s, e, ok, err := jsonfield.Find(payload, "bytes")
 	if err != nil || !ok || e-s < 2 || payload[s] != '"' {
-		return out, errMalformedEvent
+		return out, protocol.ErrMalformedEvent
 	}
 	encoded := payload[s+1 : e-1] // base64 has no character JSON escapes
 	b.json = b.json[:0]
@@ -232,7 +232,7 @@ func (b *bedrockEvents) chunk(payload, out []byte) ([]byte, error) {
 	}
 	n, err := base64.StdEncoding.Decode(b.json[:cap(b.json)], encoded)
 	if err != nil {
-		return out, errMalformedEvent
+		return out, protocol.ErrMalformedEvent
 	}
 	event := b.json[:n]
 	name := []byte("message")

@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // Bedrock's errors, named by x-amzn-ErrorType with Bedrock's status, are
@@ -92,7 +93,7 @@ func TestBedrockEventsAsSSE(t *testing.T) {
 	}
 	// A chunk whose payload is not what Bedrock sends fails the stream.
 	bad := encodeES([]esHeader{stringHeader(":message-type", "event"), stringHeader(":event-type", "chunk")}, []byte(`{"bytes":"!!"}`))
-	if _, err := io.ReadAll(&bedrockEvents{dec: newESDecoder(bytes.NewReader(bad))}); err != errMalformedEvent {
+	if _, err := io.ReadAll(&bedrockEvents{dec: newESDecoder(bytes.NewReader(bad))}); err != protocol.ErrMalformedEvent {
 		t.Errorf("bad chunk: %v", err)
 	}
 	if !strings.Contains(string(appendData(nil, []byte("{\n\"a\":1\r\n}"))), "data: {\ndata: \"a\":1\ndata: }\n\n") {

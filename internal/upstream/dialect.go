@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/sse"
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // Dialect is the upstream side of one protocol: where its requests go, how a
@@ -48,17 +48,13 @@ type Dialect struct {
 	AuthorizeToken func(h, caller http.Header, token string)
 	// Prepare adapts the caller's body, of this protocol, to an edge's model.
 	Prepare func(req *sluice.Request, model string) ([]byte, error)
-	// Usage reads the raw value of an answer's top-level "usage" member;
-	// Measured is false when it is absent or unreadable.
+	// Usage reads the raw value of an answer's top-level usage member
+	// ("usage", Gemini's "usageMetadata"); Measured is false when it is
+	// absent or unreadable. The protocol's package says how (UsageValue).
 	Usage func(v []byte) sluice.Usage
-	// Event reads one event of a stream: it returns the usage so far, u
-	// with what the event says added, whether the caller does not get the
-	// event (drop: one that Sluice asked for and the caller did not) and
-	// whether it ends the stream (done). An event that is malformed, or is
-	// the upstream's own error (errUpstreamErrorEvent), is an error: the
-	// stream failed. (Values in and out: a pointer through a func value
-	// would cost an allocation per stream.)
-	Event func(ev sse.Event, req *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error)
+	// Event reads one event of a stream, as the protocol's package reads
+	// it (protocol.EventFunc says what it returns).
+	Event protocol.EventFunc
 	// Stores says that the upstream stores the responses it answers, for
 	// follow-ups that name their id (Responses' previous_response_id): a
 	// passthrough reads the id (Attempt.StoredID) from the answer or the
@@ -80,6 +76,20 @@ type Dialect struct {
 // down (Shutdown). They are built once: ending a stream allocates nothing.
 type Ending struct {
 	Failed, Shutdown []byte
+}
+
+// endingOf is the Ending of a protocol whose streams end with an event
+// named event (none: unnamed) whose data is envelope's rendering of
+// Sluice's error: the upstream's stream failed (rendered as a 500), or the
+// gateway is shutting down (ErrShuttingDown, as a 503; its wait is the
+// Retry-After of a new request, not this stream's).
+func endingOf(event string, envelope func(e *sluice.Error, status int) []byte) *Ending {
+	failed := &sluice.Error{Code: sluice.CodeUpstreamStreamFailed, Msg: "the upstream stream failed before it completed"}
+	shutdown := &sluice.Error{Code: ErrShuttingDown.Code, Msg: ErrShuttingDown.Msg + "; the stream ended before it completed"}
+	return &Ending{
+		Failed:   sseEvent(event, envelope(failed, http.StatusInternalServerError)),
+		Shutdown: sseEvent(event, envelope(shutdown, http.StatusServiceUnavailable)),
+	}
 }
 
 // Pair is an execution whose caller speaks Caller and whose upstream speaks
@@ -136,11 +146,11 @@ func dialectURL(base, path string) string {
 
 // sseEvent renders a whole server-sent event: an "event:" line when name is
 // set, and data on one line.
-func sseEvent(name, data string) []byte {
+func sseEvent(name string, data []byte) []byte {
 	if name == "" {
-		return []byte("data: " + data + "\n\n")
+		return []byte("data: " + string(data) + "\n\n")
 	}
-	return []byte("event: " + name + "\ndata: " + data + "\n\n")
+	return []byte("event: " + name + "\ndata: " + string(data) + "\n\n")
 }
 
 // errNoAccessToken is an OAuth credential without a valid access token: it

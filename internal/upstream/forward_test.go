@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -63,8 +64,8 @@ func TestAnswersThatAreNotWhatTheRouteSpeaks(t *testing.T) {
 		{name: "JSON cut short", give: simulator.Behavior{Answer: `{"id":"c","choices":[`}, want: errNotJSONObject},
 		{name: "answer cut before its end", give: simulator.Behavior{CutBodyAfter: 100}},
 		{name: "stream as HTML", give: simulator.Behavior{Answer: html}, stream: true},
-		{name: "stream whose first event is not JSON", give: simulator.Behavior{Answer: "data: " + html + "\n\n", AnswerType: "text/event-stream"}, stream: true, want: errMalformedEvent},
-		{name: "stream with a malformed event", give: simulator.Behavior{GarbleAfter: 2}, stream: true, committed: true, want: errMalformedEvent},
+		{name: "stream whose first event is not JSON", give: simulator.Behavior{Answer: "data: " + html + "\n\n", AnswerType: "text/event-stream"}, stream: true, want: protocol.ErrMalformedEvent},
+		{name: "stream with a malformed event", give: simulator.Behavior{GarbleAfter: 2}, stream: true, committed: true, want: protocol.ErrMalformedEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

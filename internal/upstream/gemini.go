@@ -1,14 +1,12 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
-	"github.com/sluicehq/sluice/internal/sse"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // GeminiGenerate is the upstream side of the Gemini API's generateContent
@@ -20,30 +18,26 @@ import (
 // ending with the chunk that carries finishReason: Gemini sends no [DONE].
 var GeminiGenerate = &Dialect{
 	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
-	Usage: geminiUsageValue, Event: geminiEvent, CountAnswer: geminiCountAnswer,
+	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: gemini.CountAnswer,
 }
 
 // GeminiEmbed is the upstream side of the Gemini API's embedContent and
 // batchEmbedContents. A batch names its model in each of its requests too,
 // which follow the edge's model.
 var GeminiEmbed = &Dialect{
-	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: geminiUsageValue, Event: geminiEvent,
+	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: gemini.UsageValue, Event: gemini.Event,
 }
-
-// geminiBase is the API version Sluice speaks to a Gemini upstream (an
-// endpoint whose base URL ends in /v1beta keeps it once).
-const geminiBase = "/v1beta/models/"
 
 // geminiGeneratePath is the path of req to model: generateContent,
 // streamGenerateContent?alt=sse or countTokens.
 func geminiGeneratePath(req *sluice.Request, model string) string {
 	switch {
 	case req.CountTokens:
-		return geminiBase + model + ":countTokens"
+		return gemini.Base + model + ":" + gemini.MethodCount
 	case req.Stream:
-		return geminiBase + model + ":streamGenerateContent?alt=sse"
+		return gemini.Base + model + ":" + gemini.MethodStream + "?alt=sse"
 	}
-	return geminiBase + model + ":generateContent"
+	return gemini.Base + model + ":" + gemini.MethodGenerate
 }
 
 // geminiEmbedPath is the path of req to model: embedContent, or
@@ -54,9 +48,9 @@ func geminiEmbedPath(req *sluice.Request, model string) string {
 	case req.CountTokens:
 		return ""
 	case req.Batch || req.Protocol == sluice.ProtocolOpenAIEmbeddings:
-		return geminiBase + model + ":batchEmbedContents"
+		return gemini.Base + model + ":" + gemini.MethodBatchEmbed
 	}
-	return geminiBase + model + ":embedContent"
+	return gemini.Base + model + ":" + gemini.MethodEmbed
 }
 
 // geminiAuth presents the secret as x-goog-api-key, never as ?key=, which
@@ -98,174 +92,5 @@ func prepareGeminiEmbed(req *sluice.Request, model string) ([]byte, error) {
 
 // GeminiEnding ends a committed stream as Gemini does: a data event whose
 // JSON is Google's error envelope (which the SDKs raise as an API error),
-// with Sluice's code as the reason of an ErrorInfo detail.
-var GeminiEnding = &Ending{
-	Failed: sseEvent("", `{"error":{"code":500,"message":"the upstream stream failed before it completed","status":"INTERNAL",`+
-		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(sluice.CodeUpstreamStreamFailed)+`","domain":"sluice"}]}}`),
-	Shutdown: sseEvent("", `{"error":{"code":503,"message":"`+ErrShuttingDown.Msg+`; the stream ended before it completed","status":"UNAVAILABLE",`+
-		`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"`+string(ErrShuttingDown.Code)+`","domain":"sluice"}]}}`),
-}
-
-// geminiEvent reads an event of a Gemini stream: each is a whole answer
-// chunk. Its usageMetadata replaces what came before (Gemini's counts are
-// cumulative and the last one holds). The chunk that carries a
-// finishReason, or a promptFeedback.blockReason (a prompt refused: no
-// candidates), is the last; one whose JSON is {"error":…} is the
-// upstream's own failure.
-var geminiEvent = skimmedEvent(geminiMarkers, readGeminiEvent)
-
-// geminiMarkers are what a Gemini chunk is skimmed for (eventscan.go): the
-// members readGeminiEvent acts on (an "error" even when null).
-var geminiMarkers = newEventMarkers(
-	marker{`"usageMetadata"`, asMember}, marker{`"finishReason"`, asMember}, marker{`"blockReason"`, asMember}, marker{`"error"`, asKey})
-
-// readGeminiEvent reads a chunk of a Gemini stream whole.
-func readGeminiEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var usage, candidates, feedback, failure []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case "usageMetadata":
-			usage = value
-		case "candidates":
-			candidates = value
-		case "promptFeedback":
-			feedback = value
-		case "error":
-			failure = value
-		}
-		return nil
-	}); err != nil || ev.Data[0] != '{' {
-		return u, false, false, errMalformedEvent
-	}
-	if failure != nil {
-		return u, false, false, errUpstreamErrorEvent
-	}
-	if v := geminiUsageValue(usage); v.Measured {
-		u = v
-	}
-	return u, false, finished(candidates) || blocked(feedback), nil
-}
-
-// finished reports whether a chunk's candidates include one with a
-// finishReason: the answer's end.
-func finished(candidates []byte) bool {
-	end := false
-	eachElement(candidates, func(c []byte) {
-		if c[0] == '{' {
-			_ = jsonfield.Members(c, func(key, value []byte) error {
-				end = end || string(key) == "finishReason" && len(value) > 2 && value[0] == '"'
-				return nil
-			})
-		}
-	})
-	return end
-}
-
-// eachElement calls fn with each element of arr, a JSON array that is
-// known to be well-formed (part of a value Members checked); anything else
-// than an array has none.
-func eachElement(arr []byte, fn func(elem []byte)) {
-	if len(arr) < 2 || arr[0] != '[' {
-		return
-	}
-	depth, inString, escaped, start := 0, false, false, 1
-	for i := 1; i < len(arr); i++ {
-		c := arr[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-		case depth > 0 && (c == '}' || c == ']'):
-			depth--
-		case depth == 0 && (c == ',' || c == ']'):
-			if elem := bytes.TrimSpace(arr[start:i]); len(elem) > 0 {
-				fn(elem)
-			}
-			start = i + 1
-		}
-	}
-}
-
-// blocked reports whether a promptFeedback names a blockReason.
-func blocked(feedback []byte) bool {
-	if len(feedback) == 0 || feedback[0] != '{' {
-		return false
-	}
-	var reason bool
-	_ = jsonfield.Members(feedback, func(key, value []byte) error {
-		reason = reason || string(key) == "blockReason" && value[0] == '"'
-		return nil
-	})
-	return reason
-}
-
-// geminiUsage is Gemini's usageMetadata, as encoding/json decodes it.
-type geminiUsage struct {
-	PromptTokenCount        int64 `json:"promptTokenCount"`
-	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
-	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
-	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
-	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
-	TotalTokenCount         int64 `json:"totalTokenCount"`
-}
-
-// geminiUsageValue reads a usageMetadata object as sluice.Usage counts: the
-// prompt is promptTokenCount (cached tokens included, as Gemini counts
-// them) plus the tool results fed back (toolUsePromptTokenCount, input
-// too); the completion is the candidates' tokens and the thoughts, as
-// OpenAI's completion tokens include reasoning; the thoughts are the
-// reasoning tokens. Measured is false when there is none or it does not
-// decode.
-func geminiUsageValue(v []byte) sluice.Usage {
-	if len(v) == 0 || v[0] != '{' {
-		return sluice.Usage{}
-	}
-	var g geminiUsage
-	err := jsonfield.Members(v, func(key, value []byte) error {
-		switch string(key) {
-		case "promptTokenCount":
-			return jsonfield.DecodeInt(&g.PromptTokenCount, value)
-		case "cachedContentTokenCount":
-			return jsonfield.DecodeInt(&g.CachedContentTokenCount, value)
-		case "candidatesTokenCount":
-			return jsonfield.DecodeInt(&g.CandidatesTokenCount, value)
-		case "thoughtsTokenCount":
-			return jsonfield.DecodeInt(&g.ThoughtsTokenCount, value)
-		case "toolUsePromptTokenCount":
-			return jsonfield.DecodeInt(&g.ToolUsePromptTokenCount, value)
-		case "totalTokenCount":
-			return jsonfield.DecodeInt(&g.TotalTokenCount, value)
-		}
-		return nil
-	})
-	if err != nil && json.Unmarshal(v, &g) != nil {
-		return sluice.Usage{}
-	}
-	u := sluice.Usage{
-		PromptTokens:     g.PromptTokenCount + g.ToolUsePromptTokenCount,
-		CompletionTokens: g.CandidatesTokenCount + g.ThoughtsTokenCount,
-		CachedTokens:     g.CachedContentTokenCount,
-		ReasoningTokens:  g.ThoughtsTokenCount,
-		TotalTokens:      g.TotalTokenCount,
-		Measured:         true,
-	}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
-	return u
-}
-
-// geminiCountAnswer is countTokens' answer for Sluice's own estimate.
-func geminiCountAnswer(tokens int64) []byte {
-	return []byte(`{"totalTokens":` + strconv.FormatInt(tokens, 10) + `}`)
-}
+// Sluice's error in it.
+var GeminiEnding = endingOf("", gemini.Envelope)

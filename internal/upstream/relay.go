@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
+	"github.com/sluicehq/sluice/internal/protocol"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
@@ -43,7 +44,7 @@ func (c *Caller) relay(ctx, actx context.Context, w http.ResponseWriter, req *sl
 			err = errStreamTruncated
 		}
 		a.Class, a.Err = failureOf(ctx, actx, err)
-		if errors.Is(err, errUpstreamErrorEvent) {
+		if errors.Is(err, protocol.ErrUpstreamErrorEvent) {
 			// The upstream's error before anything reached the caller is
 			// what its error answer would have said (Anthropic sends an
 			// overload after the 200 so): classified as one.

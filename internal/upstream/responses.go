@@ -1,11 +1,8 @@
 package upstream
 
 import (
-	"encoding/json"
-
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
-	"github.com/sluicehq/sluice/internal/sse"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // OpenAIResponses is the upstream side of OpenAI's Responses API: a Bearer
@@ -16,8 +13,8 @@ import (
 // (docs/protocols.md). A Responses stream reports usage without being
 // asked: only "model" changes.
 var OpenAIResponses = &Dialect{
-	Path: "/v1/responses", CompactPath: "/v1/responses/compact",
-	Authorize: bearerAuth, Prepare: prepareModel, Usage: responsesUsageValue, Event: responsesEvent,
+	Path: openai.ResponsesPath, CompactPath: openai.CompactPath,
+	Authorize: bearerAuth, Prepare: prepareModel, Usage: openai.ResponsesUsageValue, Event: openai.ResponsesEvent,
 	Stores: true,
 }
 
@@ -60,85 +57,4 @@ func createdID(data []byte) string {
 
 // ResponsesEnding ends a committed stream as the Responses API does (and
 // as the translators to it do): an "error" event, whose code is Sluice's.
-var ResponsesEnding = &Ending{
-	Failed: sseEvent("error", `{"type":"error","code":"`+string(sluice.CodeUpstreamStreamFailed)+
-		`","message":"the upstream stream failed before it completed","param":null}`),
-	Shutdown: sseEvent("error", `{"type":"error","code":"`+string(ErrShuttingDown.Code)+`","message":"`+ErrShuttingDown.Msg+
-		`; the stream ended before it completed","param":null}`),
-}
-
-// responsesMarkers are what a Responses event is skimmed for
-// (eventscan.go): the types responsesEvent acts on.
-var responsesMarkers = newEventMarkers(
-	marker{`"response.completed"`, asValue}, marker{`"response.incomplete"`, asValue}, marker{`"error"`, asValue}, marker{`"response.failed"`, asValue})
-
-// responsesEvent reads an event of a Responses stream. Events are JSON
-// objects; unknown ones pass (OpenAI adds event types over time).
-var responsesEvent = skimmedEvent(responsesMarkers, readResponsesEvent)
-
-// readResponsesEvent reads an event of a Responses stream whole.
-func readResponsesEvent(ev sse.Event, _ *sluice.Request, u sluice.Usage) (_ sluice.Usage, drop, done bool, err error) {
-	var typ, response []byte
-	if err := jsonfield.Members(ev.Data, func(key, value []byte) error {
-		switch string(key) {
-		case "type":
-			typ = value
-		case "response":
-			response = value
-		}
-		return nil
-	}); err != nil {
-		return u, false, false, errMalformedEvent
-	}
-	switch string(typ) {
-	case `"response.completed"`, `"response.incomplete"`:
-		if f, ok := readAnswer(response); ok {
-			if v := responsesUsageValue(f.usage); v.Measured {
-				u = v
-			}
-		}
-		return u, false, true, nil
-	case `"error"`, `"response.failed"`:
-		return u, false, false, errUpstreamErrorEvent
-	}
-	return u, false, false, nil
-}
-
-// responsesUsageNames are the members of a Responses usage object.
-var responsesUsageNames = &usageNames{
-	prompt: "input_tokens", completion: "output_tokens",
-	promptDetails: "input_tokens_details", completionDetails: "output_tokens_details",
-	decode: decodeResponsesUsage,
-}
-
-// responsesUsageValue reads a Responses usage object (the raw value of a
-// response's "usage" member) as usageValue reads OpenAI chat's: input
-// tokens, of which cached, are the prompt; output tokens, of which
-// reasoning, the completion.
-func responsesUsageValue(v []byte) sluice.Usage { return readUsage(v, responsesUsageNames) }
-
-// responsesUsage is the Responses usage object, as encoding/json decodes it.
-type responsesUsage struct {
-	InputTokens        int64 `json:"input_tokens"`
-	OutputTokens       int64 `json:"output_tokens"`
-	TotalTokens        int64 `json:"total_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-}
-
-// decodeResponsesUsage decodes a Responses usage object with
-// encoding/json, the reference, for the objects scanUsage leaves to it.
-func decodeResponsesUsage(obj []byte) (u openAIUsage, ok bool) {
-	var r responsesUsage
-	if json.Unmarshal(obj, &r) != nil {
-		return u, false
-	}
-	u.PromptTokens, u.CompletionTokens, u.TotalTokens = r.InputTokens, r.OutputTokens, r.TotalTokens
-	u.PromptTokensDetails.CachedTokens = r.InputTokensDetails.CachedTokens
-	u.CompletionTokensDetails.ReasoningTokens = r.OutputTokensDetails.ReasoningTokens
-	return u, true
-}
+var ResponsesEnding = endingOf("error", openai.ResponsesStreamError)

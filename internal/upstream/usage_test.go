@@ -4,10 +4,15 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
-func TestUsageValue(t *testing.T) {
+// TestAnswerUsage checks the usage read of an answer: its "usage" member
+// picked (readAnswer), then read as chat's.
+func TestAnswerUsage(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
@@ -32,38 +37,11 @@ func TestUsageValue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, _ := readAnswer([]byte(tt.give))
-			if got := usageValue(f.usage); got != tt.want {
+			if got := openai.UsageValue(f.usage); got != tt.want {
 				t.Errorf("usage of %s = %+v, want %+v", tt.give, got, tt.want)
 			}
 		})
 	}
-}
-
-// FuzzScanUsage checks the scan against encoding/json: a usage object the
-// scan takes, encoding/json decodes to the same counts, as chat's usage and
-// as Responses' usage.
-func FuzzScanUsage(f *testing.F) {
-	for _, s := range []string{`{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":64}}`,
-		`{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":-1}}`,
-		`{"prompt_tokens":1e2}`, `{"Prompt_tokens":1}`, `{}`, `{"total_tokens":9223372036854775807}`,
-		`{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, give string) {
-		for _, n := range []*usageNames{chatUsageNames, responsesUsageNames} {
-			got, ok := scanUsage([]byte(give), n)
-			if !ok {
-				continue
-			}
-			want, ok := n.decode([]byte(give))
-			if !ok {
-				t.Fatalf("scanUsage(%q, %s) = %+v, but encoding/json refuses it", give, n.prompt, got)
-			}
-			if got != want {
-				t.Fatalf("scanUsage(%q, %s) = %+v, encoding/json reads %+v", give, n.prompt, got, want)
-			}
-		}
-	})
 }
 
 func BenchmarkUsageValue(b *testing.B) {
@@ -71,7 +49,7 @@ func BenchmarkUsageValue(b *testing.B) {
 		`"usage":{"prompt_tokens":146,"completion_tokens":100,"total_tokens":246,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if f, ok := readAnswer(answer); !ok || !usageValue(f.usage).Measured {
+		if f, ok := readAnswer(answer); !ok || !openai.UsageValue(f.usage).Measured {
 			b.Fatal("no usage")
 		}
 	}
@@ -86,13 +64,13 @@ func TestHotPathChecksDoNotAllocate(t *testing.T) {
 		read func(sse.Event, *sluice.Request, sluice.Usage) (sluice.Usage, bool, bool, error)
 		data string
 	}{
-		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`},
-		{openAIEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`},
-		{anthropicEvent, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
-		{anthropicEvent, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
-		{responsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
-		{responsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
-		{geminiEvent, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`},
+		{openai.ChatEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`},
+		{openai.ChatEvent, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`},
+		{anthropic.Event, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
+		{anthropic.Event, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`},
+		{openai.ResponsesEvent, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[]}`},
+		{openai.ResponsesEvent, `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[],"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}}`},
+		{gemini.Event, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`},
 	}
 	for _, e := range events {
 		ev := sse.Event{Data: []byte(e.data)}

@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"errors"
+
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // maxUsageValue bounds the usage value a usageScanner keeps. Real usage
@@ -34,7 +36,7 @@ type usageScanner struct {
 	escaped   bool // the previous byte in a string was a backslash
 	expectKey bool // at depth 1, the next string is a key
 	inKey     bool // the current string is a key at depth 1
-	key       [len(geminiUsageKey)]byte
+	key       [len(gemini.UsageKey)]byte
 	keyLen    int  // bytes of the current key, counted past len(key) (the longest usage key)
 	keyPlain  bool // the current key has no escapes
 	isUsage   bool // the last key at depth 1 was a usage key; its value is next
@@ -155,12 +157,9 @@ func (s *usageScanner) stringByte(c byte) {
 	}
 }
 
-// geminiUsageKey is the usage member of Gemini's answers.
-const geminiUsageKey = "usageMetadata"
-
 // isUsageKey reports whether a top-level key names the answer's usage.
 func isUsageKey(key []byte) bool {
-	return string(key) == "usage" || string(key) == geminiUsageKey
+	return string(key) == "usage" || string(key) == gemini.UsageKey
 }
 
 func (s *usageScanner) capture(c byte) {

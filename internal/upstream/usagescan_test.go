@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 func TestUsageScanner(t *testing.T) {
@@ -119,8 +120,8 @@ func FuzzUsageScanner(f *testing.F) {
 			}
 			return nil
 		}) == nil
-		if plain && json.Unmarshal([]byte(body), &ref) == nil && usageValue(s.Usage()) != usageValue(ref.Usage) {
-			t.Fatalf("usage of %q = %+v, encoding/json reads %+v", body, usageValue(s.Usage()), usageValue(ref.Usage))
+		if plain && json.Unmarshal([]byte(body), &ref) == nil && openai.UsageValue(s.Usage()) != openai.UsageValue(ref.Usage) {
+			t.Fatalf("usage of %q = %+v, encoding/json reads %+v", body, openai.UsageValue(s.Usage()), openai.UsageValue(ref.Usage))
 		}
 	})
 }

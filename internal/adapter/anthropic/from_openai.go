@@ -1,8 +1,10 @@
 // Package anthropic translates between the protocols callers speak and an
 // upstream that speaks Anthropic Messages, one file per caller protocol
-// (from_openai.go). The wire types are in the leaf package messages. The
-// package depends only on package sluice, package adapter and its
-// sub-packages, and the standard library.
+// (from_openai.go). The wire types and the error table are the protocol's
+// own (internal/protocol/anthropic, imported here as messages, since this
+// package is named anthropic too). The package depends only on package
+// sluice, package adapter, the protocol packages, adapter/openai and the
+// standard library.
 package anthropic
 
 import (
@@ -17,8 +19,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	messages "github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // DefaultMaxTokens is the output cap sent when an OpenAI caller sets none:
@@ -82,7 +84,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := in.RefuseOneChoice("Anthropic Messages"); err != nil {
+	if err := adapter.RefuseOneChoice(&in, "Anthropic Messages"); err != nil {
 		return nil, err
 	}
 	out := messages.Request{

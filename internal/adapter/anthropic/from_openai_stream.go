@@ -6,8 +6,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	messages "github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // Event translates one event of a Messages stream into chat chunks

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // FromOpenAIEmbeddings carries one OpenAI embeddings execution to a Gemini

@@ -1,8 +1,10 @@
 // Package gemini translates between the protocols callers speak and an
 // upstream that speaks Gemini generateContent, one file per caller
-// protocol (from_openai.go). The wire types are in the leaf package
-// generate. The package depends only on package sluice, package adapter and
-// its sub-packages, and the standard library.
+// protocol (from_openai.go). The wire types and the status table are the
+// protocol's own (internal/protocol/gemini, imported here as generate,
+// since this package is named gemini too). The package depends only on
+// package sluice, package adapter, the protocol packages, adapter/openai
+// and the standard library.
 package gemini
 
 import (
@@ -20,8 +22,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	generate "github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // thinkingBudgets maps OpenAI's reasoning_effort to a Gemini thinking
@@ -103,7 +105,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid chat completions request: %v", err)
 	}
-	if err := in.RefuseOneChoice("Gemini"); err != nil {
+	if err := adapter.RefuseOneChoice(&in, "Gemini"); err != nil {
 		return nil, err
 	}
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
@@ -593,18 +595,12 @@ func openAIErrorBody(status int, body []byte) []byte {
 	return out
 }
 
-// openAIError is Google's error e in OpenAI's envelope.
+// openAIError is Google's error e in OpenAI's envelope, its type the one
+// OpenAI's envelope gives the status and its code Google's status name.
 func openAIError(status int, e *generate.ErrorBody) *openai.ErrorEnvelope {
-	typ := "invalid_request_error"
-	switch {
-	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-	case status >= http.StatusInternalServerError:
-		typ = "server_error"
-	}
 	code := json.RawMessage("null")
 	if e.Status != "" {
 		code, _ = json.Marshal(e.Status)
 	}
-	return &openai.ErrorEnvelope{Error: openai.ErrorBody{Message: e.Message, Type: typ, Code: code}}
+	return &openai.ErrorEnvelope{Error: openai.ErrorBody{Message: e.Message, Type: openai.ErrorType(status), Code: code}}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 const golden = "testdata/from_openai"

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"net/http"
 	"strings"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // FromAnthropic carries one Anthropic Messages execution to an OpenAI chat
@@ -58,7 +59,7 @@ var reasoningEfforts = []struct {
 // Request returns the chat body for the caller's Messages request. The
 // upstream is always asked for the usage of a stream (policy).
 func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, error) {
-	var in messages.Request
+	var in anthropic.Request
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid Messages request: %v", err)
 	}
@@ -68,7 +69,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	if len(in.StopSequences) > 4 {
 		return nil, adapter.Untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
 	}
-	out := ChatRequest{
+	out := wire.ChatRequest{
 		Model:       model,
 		Stream:      in.Stream,
 		Temperature: in.Temperature,
@@ -83,14 +84,14 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 		}
 	}
 	if in.Stream {
-		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
 	if in.System != nil {
 		text, err := systemText(in.System)
 		if err != nil {
 			return nil, err
 		}
-		out.Messages = append(out.Messages, ChatMessage{Role: "system", Content: TextContent(text)})
+		out.Messages = append(out.Messages, wire.ChatMessage{Role: "system", Content: wire.TextContent(text)})
 	}
 	for i, m := range in.Messages {
 		var err error
@@ -107,7 +108,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	out.ReasoningEffort = reasoningEffort(&in)
 	if oc := in.OutputConfig; oc != nil && oc.Format != nil {
 		strict := true
-		out.ResponseFormat = &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
+		out.ResponseFormat = &wire.ResponseFormat{Type: "json_schema", JSONSchema: &wire.JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
 	}
 	if in.Metadata != nil {
 		out.User = in.Metadata.UserID
@@ -116,7 +117,7 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 }
 
 // systemText joins the system prompt's text blocks.
-func systemText(c *messages.Content) (string, error) {
+func systemText(c *anthropic.Content) (string, error) {
 	var parts []string
 	for _, b := range c.AsBlocks() {
 		if b.Type != "text" {
@@ -133,17 +134,17 @@ func systemText(c *messages.Content) (string, error) {
 // with the images of the tool results, which a tool message cannot carry
 // (docs/translators.md, "System prompt and roles"). An assistant turn becomes one assistant
 // message: text, thinking as reasoning_content, tool_use as tool_calls.
-func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, error) {
+func appendTurn(out []wire.ChatMessage, m *anthropic.MessageParam) ([]wire.ChatMessage, error) {
 	switch m.Role {
 	case "user":
-		var parts []ContentPart
+		var parts []wire.ContentPart
 		for _, b := range m.Content.AsBlocks() {
 			if b.Type == "tool_result" {
 				text, images, err := toolResult(&b)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, ChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: TextContent(text)})
+				out = append(out, wire.ChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: wire.TextContent(text)})
 				parts = append(parts, images...)
 				continue
 			}
@@ -154,11 +155,11 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 			parts = append(parts, p)
 		}
 		if len(parts) > 0 {
-			out = append(out, ChatMessage{Role: "user", Content: &Content{Parts: parts}})
+			out = append(out, wire.ChatMessage{Role: "user", Content: &wire.Content{Parts: parts}})
 		}
 		return out, nil
 	case "assistant":
-		msg := ChatMessage{Role: "assistant"}
+		msg := wire.ChatMessage{Role: "assistant"}
 		var text, reasoning strings.Builder
 		for _, b := range m.Content.AsBlocks() {
 			switch b.Type {
@@ -172,13 +173,13 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 				if input == "" {
 					input = "{}"
 				}
-				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Type: "function", Function: FunctionCall{Name: b.Name, Arguments: input}})
+				msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{ID: b.ID, Type: "function", Function: wire.FunctionCall{Name: b.Name, Arguments: input}})
 			default:
 				return nil, adapter.Untranslatable("assistant block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 			}
 		}
 		if text.Len() > 0 || msg.ToolCalls == nil {
-			msg.Content = TextContent(text.String())
+			msg.Content = wire.TextContent(text.String())
 		}
 		msg.ReasoningContent = reasoning.String()
 		return append(out, msg), nil
@@ -187,19 +188,19 @@ func appendTurn(out []ChatMessage, m *messages.MessageParam) ([]ChatMessage, err
 		if err != nil {
 			return nil, err
 		}
-		return append(out, ChatMessage{Role: "system", Content: TextContent(text)}), nil
+		return append(out, wire.ChatMessage{Role: "system", Content: wire.TextContent(text)}), nil
 	}
 	return nil, adapter.Untranslatable("role %q is not supported", m.Role)
 }
 
 // toolResult is a tool_result's text (prefixed "Error: " when it reports a
 // failure, policy) and its images as user content parts.
-func toolResult(b *messages.Block) (string, []ContentPart, error) {
+func toolResult(b *anthropic.Block) (string, []wire.ContentPart, error) {
 	var text strings.Builder
 	if b.IsError {
 		text.WriteString("Error: ")
 	}
-	var images []ContentPart
+	var images []wire.ContentPart
 	for _, c := range b.Content.AsBlocks() {
 		switch c.Type {
 		case "text":
@@ -218,34 +219,34 @@ func toolResult(b *messages.Block) (string, []ContentPart, error) {
 }
 
 // userPart translates one block of a user turn.
-func userPart(b *messages.Block) (ContentPart, error) {
+func userPart(b *anthropic.Block) (wire.ContentPart, error) {
 	switch b.Type {
 	case "text":
-		return ContentPart{Type: "text", Text: b.Text}, nil
+		return wire.ContentPart{Type: "text", Text: b.Text}, nil
 	case "image":
 		if s := b.Source; s != nil && s.Type == "base64" {
-			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
+			return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
 		} else if s != nil && s.Type == "url" {
-			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: s.URL}}, nil
+			return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: s.URL}}, nil
 		}
-		return ContentPart{}, adapter.Untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
+		return wire.ContentPart{}, adapter.Untranslatable("image sources other than base64 and url are not supported by this model's upstream (OpenAI chat)")
 	case "document":
 		if s := b.Source; s != nil && s.Type == "base64" && s.MediaType == "application/pdf" {
-			return ContentPart{Type: "file", File: &File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
+			return wire.ContentPart{Type: "file", File: &wire.File{FileData: "data:application/pdf;base64," + s.Data, Filename: "document.pdf"}}, nil
 		}
-		return ContentPart{}, adapter.Untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
+		return wire.ContentPart{}, adapter.Untranslatable("documents other than base64 PDFs are not supported by this model's upstream (OpenAI chat)")
 	}
-	return ContentPart{}, adapter.Untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
+	return wire.ContentPart{}, adapter.Untranslatable("user block %q is not supported by this model's upstream (OpenAI chat)", b.Type)
 }
 
 // declareTools translates the tool declarations and tool_choice, whose
 // disable_parallel_tool_use is OpenAI's parallel_tool_calls inverted.
-func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) error {
+func (t *FromAnthropic) declareTools(in *anthropic.Request, out *wire.ChatRequest) error {
 	for i, tl := range in.Tools {
 		if tl.Type != "" && tl.Type != "custom" {
 			return adapter.Untranslatable("tools[%d]: server tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Type)
 		}
-		out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
+		out.Tools = append(out.Tools, wire.Tool{Type: "function", Function: wire.FunctionDecl{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema, Strict: tl.Strict}})
 	}
 	tc := in.ToolChoice
 	if tc == nil || len(out.Tools) == 0 { // without tools a choice says nothing, and OpenAI refuses it
@@ -258,7 +259,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 	case "any":
 		choice = "required"
 	case "tool":
-		fn := ToolChoiceFunction{Type: "function"}
+		fn := wire.ToolChoiceFunction{Type: "function"}
 		fn.Function.Name = tc.Name
 		choice = fn
 	default:
@@ -287,7 +288,7 @@ func (t *FromAnthropic) declareTools(in *messages.Request, out *ChatRequest) err
 // reasoning model asked without thinking (it refuses max_tokens), and a
 // server that reads only max_tokens asked with thinking (it ignores the
 // cap).
-func thinks(in *messages.Request) bool {
+func thinks(in *anthropic.Request) bool {
 	th := in.Thinking
 	return th != nil && (th.Type == "enabled" || th.Type == "adaptive")
 }
@@ -297,7 +298,7 @@ func thinks(in *messages.Request) bool {
 // alone asks for none either); by budget when enabled; output_config.effort
 // when adaptive, and none when that sets no effort (the model's default
 // then, since older models refuse "none").
-func reasoningEffort(in *messages.Request) string {
+func reasoningEffort(in *anthropic.Request) string {
 	if !thinks(in) {
 		return ""
 	}
@@ -338,14 +339,14 @@ func messageID(id string) string { return "msg_" + id }
 
 // Response returns the Messages answer for a whole chat completion.
 func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
-	var in Completion
+	var in wire.Completion
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai answer: %w", err)
 	}
 	if in.Usage != nil {
 		t.usage = in.Usage.Sluice()
 	}
-	out := messages.Message{ID: messageID(in.ID), Type: "message", Role: "assistant", Model: in.Model, Content: []messages.Block{}, Usage: messages.UsageOf(t.usage)}
+	out := anthropic.Message{ID: messageID(in.ID), Type: "message", Role: "assistant", Model: in.Model, Content: []anthropic.Block{}, Usage: anthropic.UsageOf(t.usage)}
 	var finish string
 	refusal := false
 	if len(in.Choices) > 0 {
@@ -353,17 +354,17 @@ func (t *FromAnthropic) Response(body []byte) ([]byte, error) {
 		finish = c.FinishReason
 		m := &c.Message
 		if m.ReasoningContent != "" {
-			out.Content = append(out.Content, messages.Block{Type: "thinking", Thinking: m.ReasoningContent})
+			out.Content = append(out.Content, anthropic.Block{Type: "thinking", Thinking: m.ReasoningContent})
 		}
 		if text := m.Content.PlainText(); text != "" {
-			out.Content = append(out.Content, messages.Block{Type: "text", Text: text})
+			out.Content = append(out.Content, anthropic.Block{Type: "text", Text: text})
 		}
 		if m.Refusal != "" {
-			out.Content = append(out.Content, messages.Block{Type: "text", Text: m.Refusal})
+			out.Content = append(out.Content, anthropic.Block{Type: "text", Text: m.Refusal})
 			refusal = true
 		}
 		for _, tc := range m.ToolCalls {
-			out.Content = append(out.Content, messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+			out.Content = append(out.Content, anthropic.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 		}
 	}
 	reason := stopReason(finish, refusal)
@@ -389,11 +390,11 @@ func toolInput(args string) json.RawMessage {
 // Error returns Anthropic's error body for an OpenAI error answer, its
 // type chosen by the status as Anthropic would send it.
 func (t *FromAnthropic) Error(status int, body []byte) []byte {
-	var in ErrorEnvelope
+	var in wire.ErrorEnvelope
 	msg := http.StatusText(status)
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
 		msg = in.Error.Message
 	}
-	out, _ := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: messages.ErrorType(status), Message: msg}})
+	out, _ := json.Marshal(&anthropic.ErrorEnvelope{Type: "error", Error: anthropic.ErrorBody{Type: anthropic.ErrorType(status), Message: msg}})
 	return out
 }

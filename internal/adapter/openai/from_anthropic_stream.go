@@ -3,12 +3,13 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"slices"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
 	"github.com/sluicehq/sluice/internal/jsonvalid"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 // openBlock is the text or thinking block being written, which closes
@@ -32,12 +33,12 @@ type toolBlock struct {
 // streamEvent is an Anthropic stream event as written; each type sets only
 // its own fields.
 type streamEvent struct {
-	Type         string            `json:"type"`
-	Index        *int              `json:"index,omitempty"`
-	Message      *messages.Message `json:"message,omitempty"`
-	ContentBlock *startBlock       `json:"content_block,omitempty"`
-	Delta        any               `json:"delta,omitempty"`
-	Usage        *messages.Usage   `json:"usage,omitempty"`
+	Type         string             `json:"type"`
+	Index        *int               `json:"index,omitempty"`
+	Message      *anthropic.Message `json:"message,omitempty"`
+	ContentBlock *startBlock        `json:"content_block,omitempty"`
+	Delta        any                `json:"delta,omitempty"`
+	Usage        *anthropic.Usage   `json:"usage,omitempty"`
 }
 
 // startBlock is a content_block_start's block, empty as Anthropic starts
@@ -70,7 +71,7 @@ func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) 
 	case "[DONE]":
 		return t.end(emit)
 	}
-	var c Chunk
+	var c wire.Chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
 		return fmt.Errorf("openai stream chunk: %w", err)
 	}
@@ -95,30 +96,30 @@ func (t *FromAnthropic) Event(ev adapter.Event, emit func(adapter.Event) error) 
 }
 
 func (t *FromAnthropic) start(emit func(adapter.Event) error) error {
-	return t.send(emit, "message_start", &streamEvent{Message: &messages.Message{
-		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []messages.Block{}, Usage: messages.UsageOf(t.usage),
+	return t.send(emit, "message_start", &streamEvent{Message: &anthropic.Message{
+		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []anthropic.Block{}, Usage: anthropic.UsageOf(t.usage),
 	}})
 }
 
 // choice translates one choice's delta. Only choice 0 is asked for.
-func (t *FromAnthropic) choice(ch *ChunkChoice, emit func(adapter.Event) error) error {
+func (t *FromAnthropic) choice(ch *wire.ChunkChoice, emit func(adapter.Event) error) error {
 	if ch.Index != 0 {
 		return nil
 	}
 	d := &ch.Delta
 	if d.ReasoningContent != "" {
-		if err := t.textual(emit, "thinking", &messages.Delta{Type: "thinking_delta", Thinking: d.ReasoningContent}); err != nil {
+		if err := t.textual(emit, "thinking", &anthropic.Delta{Type: "thinking_delta", Thinking: d.ReasoningContent}); err != nil {
 			return err
 		}
 	}
 	if d.Content != nil && *d.Content != "" {
-		if err := t.textual(emit, "text", &messages.Delta{Type: "text_delta", Text: *d.Content}); err != nil {
+		if err := t.textual(emit, "text", &anthropic.Delta{Type: "text_delta", Text: *d.Content}); err != nil {
 			return err
 		}
 	}
 	if d.Refusal != "" {
 		t.refusal = true
-		if err := t.textual(emit, "text", &messages.Delta{Type: "text_delta", Text: d.Refusal}); err != nil {
+		if err := t.textual(emit, "text", &anthropic.Delta{Type: "text_delta", Text: d.Refusal}); err != nil {
 			return err
 		}
 	}
@@ -136,7 +137,7 @@ func (t *FromAnthropic) choice(ch *ChunkChoice, emit func(adapter.Event) error) 
 
 // textual writes a text or thinking delta, opening a block of that kind
 // first when another is being written.
-func (t *FromAnthropic) textual(emit func(adapter.Event) error, kind string, d *messages.Delta) error {
+func (t *FromAnthropic) textual(emit func(adapter.Event) error, kind string, d *anthropic.Delta) error {
 	if t.open.kind != kind {
 		if err := t.closeOpen(emit); err != nil {
 			return err
@@ -158,7 +159,7 @@ func (t *FromAnthropic) textual(emit func(adapter.Event) error, kind string, d *
 
 // toolCall writes one tool-call fragment. A fragment with an id the
 // index has not had starts a new call (some servers reuse index 0).
-func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) error {
+func (t *FromAnthropic) toolCall(tc *wire.ToolCall, emit func(adapter.Event) error) error {
 	j := 0
 	if tc.Index != nil {
 		j = *tc.Index
@@ -187,13 +188,13 @@ func (t *FromAnthropic) toolCall(tc *ToolCall, emit func(adapter.Event) error) e
 	if err := tb.args.Write([]byte(tc.Function.Arguments)); err != nil {
 		return t.badArguments(emit, tb, err)
 	}
-	return t.delta(emit, tb.index, &messages.Delta{Type: "input_json_delta", PartialJSON: tc.Function.Arguments})
+	return t.delta(emit, tb.index, &anthropic.Delta{Type: "input_json_delta", PartialJSON: tc.Function.Arguments})
 }
 
 // badArguments ends the stream whose tool call tb's arguments are not a
 // JSON object (err) with Anthropic's error event.
 func (t *FromAnthropic) badArguments(emit func(adapter.Event) error, tb toolBlock, err error) error {
-	return t.streamError(&ErrorBody{Type: "api_error", Message: fmt.Sprintf("the upstream's arguments of tool call %s are not valid: %v", tb.id, err)}, emit)
+	return t.streamError(&wire.ErrorBody{Type: "api_error", Message: fmt.Sprintf("the upstream's arguments of tool call %s are not valid: %v", tb.id, err)}, emit)
 }
 
 func (t *FromAnthropic) startBlock(emit func(adapter.Event) error, b *startBlock) error {
@@ -202,7 +203,7 @@ func (t *FromAnthropic) startBlock(emit func(adapter.Event) error, b *startBlock
 	return t.send(emit, "content_block_start", &streamEvent{Index: &i, ContentBlock: b})
 }
 
-func (t *FromAnthropic) delta(emit func(adapter.Event) error, index int, d *messages.Delta) error {
+func (t *FromAnthropic) delta(emit func(adapter.Event) error, index int, d *anthropic.Delta) error {
 	return t.send(emit, "content_block_delta", &streamEvent{Index: &index, Delta: d})
 }
 
@@ -256,32 +257,18 @@ func (t *FromAnthropic) end(emit func(adapter.Event) error) error {
 	if err := t.closeAll(emit); err != nil {
 		return err
 	}
-	usage := messages.UsageOf(t.usage)
+	usage := anthropic.UsageOf(t.usage)
 	if err := t.send(emit, "message_delta", &streamEvent{Delta: &messageDelta{StopReason: stopReason(t.finish, t.refusal)}, Usage: &usage}); err != nil {
 		return err
 	}
 	return t.send(emit, "message_stop", &streamEvent{})
 }
 
-// errorTypes maps an OpenAI error type to Anthropic's; anything else is
-// api_error.
-var errorTypes = map[string]string{
-	"invalid_request_error": "invalid_request_error",
-	"rate_limit_error":      "rate_limit_error",
-	"rate_limit_exceeded":   "rate_limit_error",
-	"tokens":                "rate_limit_error",
-	"requests":              "rate_limit_error",
-	"insufficient_quota":    "billing_error",
-	"overloaded_error":      "overloaded_error",
-	"timeout_error":         "timeout_error",
-}
-
-func (t *FromAnthropic) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
-	typ, ok := errorTypes[e.Type]
-	if !ok {
-		typ = "api_error"
-	}
-	data, err := json.Marshal(&messages.ErrorEnvelope{Type: "error", Error: messages.ErrorBody{Type: typ, Message: e.Message}})
+// streamError ends the stream with e as Anthropic's error event, its type
+// the one Anthropic gives the status e's type stands for.
+func (t *FromAnthropic) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
+	typ := anthropic.ErrorType(wire.TypeStatus(e.Type))
+	data, err := json.Marshal(&anthropic.ErrorEnvelope{Type: "error", Error: anthropic.ErrorBody{Type: typ, Message: e.Message}})
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
-	"github.com/sluicehq/sluice/internal/adapter/anthropic/messages"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
 )
 
 const fromAnthropicGolden = "testdata/from_anthropic"
@@ -197,10 +197,10 @@ func TestFromAnthropicStreamReusedIndex(t *testing.T) {
 // message_delta and message_stop last, every event's data a JSON object
 // whose type is the event's name.
 // streamUsage is the usage of a Messages stream's message_delta.
-func streamUsage(t *testing.T, evs []adapter.Event) (u messages.Usage) {
+func streamUsage(t *testing.T, evs []adapter.Event) (u anthropic.Usage) {
 	t.Helper()
 	for _, ev := range evs {
-		var e messages.StreamEvent
+		var e anthropic.StreamEvent
 		if ev.Name == "message_delta" && json.Unmarshal(ev.Data, &e) == nil && json.Unmarshal(e.Usage, &u) != nil {
 			t.Fatalf("message_delta usage: %s", ev.Data)
 		}
@@ -212,7 +212,7 @@ func checkMessagesStream(evs []adapter.Event) error {
 	open := map[int]bool{}
 	blocks := 0
 	for i, ev := range evs {
-		var e messages.StreamEvent
+		var e anthropic.StreamEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			return fmt.Errorf("event #%d: %v: %s", i, err, ev.Data)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // FromGemini carries one Gemini generateContent execution (a Gemini CLI
@@ -72,16 +73,16 @@ var openAIFunctionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Request returns the chat body for the caller's generateContent request.
 // The upstream is always asked for the usage of a stream (policy).
 func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) {
-	in, err := generate.ReadRequest(req.Body)
+	in, err := gemini.ReadRequest(req.Body)
 	if err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid generateContent request: %v", err)
 	}
 	if in.CachedContent != "" {
 		return nil, adapter.Untranslatable("cachedContent is not supported by this model's upstream (OpenAI chat): it names a cache only Gemini has")
 	}
-	out := ChatRequest{Model: model, Stream: req.Stream}
+	out := wire.ChatRequest{Model: model, Stream: req.Stream}
 	if req.Stream {
-		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
 	if si := in.SystemInstruction; si != nil {
 		var text []string
@@ -91,7 +92,7 @@ func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) 
 			}
 			text = append(text, p.Text)
 		}
-		out.Messages = append(out.Messages, ChatMessage{Role: "system", Content: TextContent(strings.Join(text, "\n\n"))})
+		out.Messages = append(out.Messages, wire.ChatMessage{Role: "system", Content: wire.TextContent(strings.Join(text, "\n\n"))})
 	}
 	var c geminiConversation
 	for i := range in.Contents {
@@ -112,7 +113,7 @@ func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) 
 }
 
 // isTextPart reports whether p is a text part (perhaps of empty text).
-func isTextPart(p *generate.Part) bool {
+func isTextPart(p *gemini.Part) bool {
 	return p.InlineData == nil && p.FileData == nil && p.FunctionCall == nil && p.FunctionResponse == nil &&
 		p.ExecutableCode == nil && p.CodeExecutionResult == nil && p.VideoMetadata == nil
 }
@@ -122,7 +123,7 @@ func isTextPart(p *generate.Part) bool {
 // model turn not yet answered.
 type geminiConversation struct {
 	calls   int
-	pending []ToolCall
+	pending []wire.ToolCall
 }
 
 // add appends the chat messages of one Gemini content. A user content's
@@ -130,10 +131,10 @@ type geminiConversation struct {
 // answer the model turn before), its other parts a user message after
 // them, with the results' media. A model content becomes one assistant
 // message: text, thoughts as reasoning_content, calls as tool_calls.
-func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) ([]ChatMessage, error) {
+func (c *geminiConversation) add(out []wire.ChatMessage, content *gemini.Content) ([]wire.ChatMessage, error) {
 	switch content.Role {
 	case "user", "", "function": // "function": older examples' role of results
-		var parts []ContentPart
+		var parts []wire.ContentPart
 		for i := range content.Parts {
 			p := &content.Parts[i]
 			if fr := p.FunctionResponse; fr != nil {
@@ -141,7 +142,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, ChatMessage{Role: "tool", ToolCallID: id, Content: TextContent(resultText(fr.Response))})
+				out = append(out, wire.ChatMessage{Role: "tool", ToolCallID: id, Content: wire.TextContent(resultText(fr.Response))})
 				for j := range fr.Parts {
 					media, err := geminiUserPart(&fr.Parts[j])
 					if err != nil {
@@ -161,11 +162,11 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 			parts = append(parts, part)
 		}
 		if len(parts) > 0 {
-			out = append(out, ChatMessage{Role: "user", Content: &Content{Parts: parts}})
+			out = append(out, wire.ChatMessage{Role: "user", Content: &wire.Content{Parts: parts}})
 		}
 		return out, nil
 	case "model":
-		msg := ChatMessage{Role: "assistant"}
+		msg := wire.ChatMessage{Role: "assistant"}
 		var text, reasoning strings.Builder
 		c.pending = c.pending[:0]
 		for i := range content.Parts {
@@ -184,7 +185,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 			}
 		}
 		if text.Len() > 0 || msg.ToolCalls == nil {
-			msg.Content = TextContent(text.String())
+			msg.Content = wire.TextContent(text.String())
 		}
 		msg.ReasoningContent = reasoning.String()
 		return append(out, msg), nil
@@ -194,7 +195,7 @@ func (c *geminiConversation) add(out []ChatMessage, content *generate.Content) (
 
 // call is the OpenAI tool call of a Gemini function call, with its id or,
 // when it has none, one made from its place in the conversation.
-func (c *geminiConversation) call(fc *generate.FunctionCall) ToolCall {
+func (c *geminiConversation) call(fc *gemini.FunctionCall) wire.ToolCall {
 	c.calls++
 	id := fc.ID
 	if id == "" {
@@ -204,12 +205,12 @@ func (c *geminiConversation) call(fc *generate.FunctionCall) ToolCall {
 	if adapter.Present(fc.Args) {
 		args = string(fc.Args)
 	}
-	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: fc.Name, Arguments: args}}
+	return wire.ToolCall{ID: id, Type: "function", Function: wire.FunctionCall{Name: fc.Name, Arguments: args}}
 }
 
 // answer is the tool_call_id of a function's response: its id, or that of
 // the first unanswered call of its name in the model turn before.
-func (c *geminiConversation) answer(fr *generate.FunctionResponse) (string, error) {
+func (c *geminiConversation) answer(fr *gemini.FunctionResponse) (string, error) {
 	for i, tc := range c.pending {
 		if (fr.ID != "" && tc.ID == fr.ID) || (fr.ID == "" && tc.Function.Name == fr.Name) {
 			c.pending = append(c.pending[:i], c.pending[i+1:]...)
@@ -250,40 +251,40 @@ var audioFormats = map[string]string{"audio/wav": "wav", "audio/x-wav": "wav", "
 
 // geminiUserPart translates one part of a user content (or a function
 // response's media).
-func geminiUserPart(p *generate.Part) (ContentPart, error) {
+func geminiUserPart(p *gemini.Part) (wire.ContentPart, error) {
 	switch {
 	case p.InlineData != nil:
 		b := p.InlineData
 		switch {
 		case strings.HasPrefix(b.MIMEType, "image/"):
-			return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: "data:" + b.MIMEType + ";base64," + b.Data}}, nil
+			return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: "data:" + b.MIMEType + ";base64," + b.Data}}, nil
 		case b.MIMEType == "application/pdf":
-			return ContentPart{Type: "file", File: &File{FileData: "data:application/pdf;base64," + b.Data, Filename: "document.pdf"}}, nil
+			return wire.ContentPart{Type: "file", File: &wire.File{FileData: "data:application/pdf;base64," + b.Data, Filename: "document.pdf"}}, nil
 		case audioFormats[b.MIMEType] != "":
 			audio, _ := json.Marshal(map[string]string{"data": b.Data, "format": audioFormats[b.MIMEType]})
-			return ContentPart{Type: "input_audio", InputAudio: audio}, nil
+			return wire.ContentPart{Type: "input_audio", InputAudio: audio}, nil
 		}
-		return ContentPart{}, adapter.Untranslatable("inline data of type %q is not supported by this model's upstream (OpenAI chat): only images, PDFs, wav and mp3", b.MIMEType)
+		return wire.ContentPart{}, adapter.Untranslatable("inline data of type %q is not supported by this model's upstream (OpenAI chat): only images, PDFs, wav and mp3", b.MIMEType)
 	case p.FileData != nil:
 		u, err := url.Parse(p.FileData.FileURI)
 		switch {
 		case err != nil || (u.Scheme != "https" && u.Scheme != "http"):
-			return ContentPart{}, adapter.Untranslatable("file data %q is not an http(s) URL, which this model's upstream (OpenAI chat) needs", p.FileData.FileURI)
+			return wire.ContentPart{}, adapter.Untranslatable("file data %q is not an http(s) URL, which this model's upstream (OpenAI chat) needs", p.FileData.FileURI)
 		case u.Host == "generativelanguage.googleapis.com":
-			return ContentPart{}, adapter.Untranslatable("file data %q is a Gemini Files API file, which only Gemini can read; send it inline", p.FileData.FileURI)
+			return wire.ContentPart{}, adapter.Untranslatable("file data %q is a Gemini Files API file, which only Gemini can read; send it inline", p.FileData.FileURI)
 		case !strings.HasPrefix(p.FileData.MIMEType, "image/"):
-			return ContentPart{}, adapter.Untranslatable("file data of type %q is not supported by this model's upstream (OpenAI chat): only image URLs", p.FileData.MIMEType)
+			return wire.ContentPart{}, adapter.Untranslatable("file data of type %q is not supported by this model's upstream (OpenAI chat): only image URLs", p.FileData.MIMEType)
 		}
-		return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: p.FileData.FileURI}}, nil
+		return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: p.FileData.FileURI}}, nil
 	case isTextPart(p):
-		return ContentPart{Type: "text", Text: p.Text}, nil
+		return wire.ContentPart{Type: "text", Text: p.Text}, nil
 	}
-	return ContentPart{}, adapter.Untranslatable("this kind of part (executable code, video metadata, a function call) is not supported in a user turn by this model's upstream (OpenAI chat)")
+	return wire.ContentPart{}, adapter.Untranslatable("this kind of part (executable code, video metadata, a function call) is not supported in a user turn by this model's upstream (OpenAI chat)")
 }
 
 // declareGeminiTools translates the function declarations and the function
 // calling config.
-func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
+func declareGeminiTools(in *gemini.Request, out *wire.ChatRequest) error {
 	for i, tl := range in.Tools {
 		if len(tl.Builtin) > 0 {
 			return adapter.Untranslatable("tools[%d]: built-in tool %q is not supported by this model's upstream (OpenAI chat)", i, tl.Builtin[0])
@@ -299,7 +300,7 @@ func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
 					return adapter.Untranslatable("tools[%d]: function %s: parameters: %v", i, d.Name, err)
 				}
 			}
-			out.Tools = append(out.Tools, Tool{Type: "function", Function: FunctionDecl{Name: d.Name, Description: d.Description, Parameters: params}})
+			out.Tools = append(out.Tools, wire.Tool{Type: "function", Function: wire.FunctionDecl{Name: d.Name, Description: d.Description, Parameters: params}})
 		}
 	}
 	if in.ToolConfig == nil || in.ToolConfig.FunctionCallingConfig == nil || len(out.Tools) == 0 {
@@ -312,7 +313,7 @@ func declareGeminiTools(in *generate.Request, out *ChatRequest) error {
 		choice = allowedTools("auto", cfg.AllowedFunctionNames)
 	case "ANY":
 		if len(cfg.AllowedFunctionNames) == 1 {
-			fn := ToolChoiceFunction{Type: "function"}
+			fn := wire.ToolChoiceFunction{Type: "function"}
 			fn.Function.Name = cfg.AllowedFunctionNames[0]
 			choice = fn
 		} else {
@@ -405,7 +406,7 @@ func jsonSchemaOf(schema json.RawMessage) (json.RawMessage, error) {
 // generationConfig translates the sampling, output and reasoning settings.
 // The output cap is max_completion_tokens when the caller asked for
 // thinking, else max_tokens, as for an Anthropic caller (see thinks).
-func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatRequest) error {
+func (t *FromGemini) generationConfig(g *gemini.GenerationConfig, out *wire.ChatRequest) error {
 	if g == nil {
 		return nil
 	}
@@ -432,9 +433,9 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 				return adapter.Untranslatable("generationConfig.responseSchema: %v", err)
 			}
 		}
-		out.ResponseFormat = &ResponseFormat{Type: "json_object"}
+		out.ResponseFormat = &wire.ResponseFormat{Type: "json_object"}
 		if len(schema) > 0 {
-			out.ResponseFormat = &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{Name: "output", Schema: schema}}
+			out.ResponseFormat = &wire.ResponseFormat{Type: "json_schema", JSONSchema: &wire.JSONSchema{Name: "output", Schema: schema}}
 		}
 	default:
 		return adapter.Untranslatable("responseMimeType %q is not supported by this model's upstream (OpenAI chat): only text/plain and application/json", g.ResponseMIMEType)
@@ -461,7 +462,7 @@ func (t *FromGemini) generationConfig(g *generate.GenerationConfig, out *ChatReq
 // level, or by budget as for an Anthropic caller (reasoningEfforts); none
 // for a budget of 0 (thinking off) or -1 (the model decides), which leaves
 // the upstream model's default, since older models refuse "none".
-func geminiEffort(tc *generate.ThinkingConfig) (string, error) {
+func geminiEffort(tc *gemini.ThinkingConfig) (string, error) {
 	if tc.ThinkingLevel != "" {
 		effort, ok := reasoningEffortsByLevel[tc.ThinkingLevel]
 		if !ok {
@@ -497,32 +498,32 @@ func geminiFinish(finish string, refusal bool) string {
 
 // geminiCall is the functionCall part of an OpenAI tool call, its
 // arguments an object (toolInput).
-func geminiCall(tc *ToolCall) generate.Part {
-	return generate.Part{FunctionCall: &generate.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: toolInput(tc.Function.Arguments)}}
+func geminiCall(tc *wire.ToolCall) gemini.Part {
+	return gemini.Part{FunctionCall: &gemini.FunctionCall{ID: tc.ID, Name: tc.Function.Name, Args: toolInput(tc.Function.Arguments)}}
 }
 
 // Response returns the Gemini answer for a whole chat completion. The
 // reasoning text is sent as thought parts only when the caller asked for
 // thoughts (includeThoughts).
 func (t *FromGemini) Response(body []byte) ([]byte, error) {
-	var in Completion
+	var in wire.Completion
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai answer: %w", err)
 	}
-	content := &generate.Content{Role: "model", Parts: []generate.Part{}}
+	content := &gemini.Content{Role: "model", Parts: []gemini.Part{}}
 	finish, refusal := "", false
 	if len(in.Choices) > 0 {
 		c := &in.Choices[0]
 		finish = c.FinishReason
 		m := &c.Message
 		if t.includeThoughts && m.ReasoningContent != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: m.ReasoningContent, Thought: true})
+			content.Parts = append(content.Parts, gemini.Part{Text: m.ReasoningContent, Thought: true})
 		}
 		if text := m.Content.PlainText(); text != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: text})
+			content.Parts = append(content.Parts, gemini.Part{Text: text})
 		}
 		if m.Refusal != "" {
-			content.Parts = append(content.Parts, generate.Part{Text: m.Refusal})
+			content.Parts = append(content.Parts, gemini.Part{Text: m.Refusal})
 			refusal = true
 		}
 		for i := range m.ToolCalls {
@@ -533,9 +534,9 @@ func (t *FromGemini) Response(body []byte) ([]byte, error) {
 	if in.Usage != nil {
 		usage = in.Usage.Sluice()
 	}
-	out := generate.Response{
-		Candidates:    []generate.Candidate{{Content: content, FinishReason: geminiFinish(finish, refusal)}},
-		UsageMetadata: generate.UsageOf(usage),
+	out := gemini.Response{
+		Candidates:    []gemini.Candidate{{Content: content, FinishReason: geminiFinish(finish, refusal)}},
+		UsageMetadata: gemini.UsageOf(usage),
 		ModelVersion:  in.Model,
 		ResponseID:    in.ID,
 	}
@@ -549,11 +550,11 @@ func (t *FromGemini) Error(status int, body []byte) []byte { return googleErrorB
 // googleErrorBody is OpenAI's error answer body in Google's envelope (see
 // FromGemini.Error), for every translator of a Gemini caller.
 func googleErrorBody(status int, body []byte) []byte {
-	var in ErrorEnvelope
+	var in wire.ErrorEnvelope
 	msg := fmt.Sprintf("the upstream answered %d %s", status, http.StatusText(status))
 	if json.Unmarshal(body, &in) == nil && in.Error.Message != "" {
 		msg = in.Error.Message
 	}
-	out, _ := json.Marshal(&generate.ErrorEnvelope{Error: generate.ErrorBody{Code: status, Message: msg, Status: generate.Status(status)}})
+	out, _ := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: msg, Status: gemini.Status(status)}})
 	return out
 }

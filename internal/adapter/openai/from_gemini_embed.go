@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"strings"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // FromGeminiEmbed carries one Gemini embedContent or batchEmbedContents
@@ -39,24 +40,24 @@ func NewFromGeminiEmbed() *FromGeminiEmbed { return &FromGeminiEmbed{} }
 // (req.Batch false) or batchEmbedContents request.
 func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, error) {
 	t.batch = req.Batch
-	var reqs []generate.EmbedRequest
+	var reqs []gemini.EmbedRequest
 	if req.Batch {
-		var in generate.BatchEmbedRequest
-		if err := generate.ReadEmbed(req.Body, &in); err != nil {
+		var in gemini.BatchEmbedRequest
+		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid batchEmbedContents request: %v", err)
 		}
 		reqs = in.Requests
 	} else {
-		var in generate.EmbedRequest
-		if err := generate.ReadEmbed(req.Body, &in); err != nil {
+		var in gemini.EmbedRequest
+		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid embedContent request: %v", err)
 		}
-		reqs = []generate.EmbedRequest{in}
+		reqs = []gemini.EmbedRequest{in}
 	}
 	if len(reqs) == 0 {
 		return nil, adapter.Untranslatable("requests must not be empty")
 	}
-	out := EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
+	out := wire.EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
 	texts := make([]string, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
@@ -85,7 +86,7 @@ func sameDimensions(a, b *int64) bool {
 }
 
 // embedText is a content's text, its parts joined by newlines.
-func embedText(c *generate.Content) (string, error) {
+func embedText(c *gemini.Content) (string, error) {
 	texts := make([]string, 0, len(c.Parts))
 	for i := range c.Parts {
 		if !isTextPart(&c.Parts[i]) {
@@ -104,11 +105,11 @@ func embedText(c *generate.Content) (string, error) {
 // Response returns Gemini's answer for OpenAI's embeddings answer: the
 // embeddings by their index.
 func (t *FromGeminiEmbed) Response(body []byte) ([]byte, error) {
-	var in EmbeddingsResponse
+	var in wire.EmbeddingsResponse
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("openai embeddings answer: %w", err)
 	}
-	embeddings := make([]generate.Embedding, t.inputs)
+	embeddings := make([]gemini.Embedding, t.inputs)
 	for _, d := range in.Data {
 		if d.Index < 0 || d.Index >= t.inputs || embeddings[d.Index].Values != nil {
 			return nil, fmt.Errorf("openai embeddings answer: unexpected index %d of %d inputs", d.Index, t.inputs)
@@ -119,9 +120,9 @@ func (t *FromGeminiEmbed) Response(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("openai embeddings answer: %d embeddings for %d inputs", len(in.Data), t.inputs)
 	}
 	if t.batch {
-		return json.Marshal(&generate.BatchEmbedResponse{Embeddings: embeddings})
+		return json.Marshal(&gemini.BatchEmbedResponse{Embeddings: embeddings})
 	}
-	return json.Marshal(&generate.EmbedResponse{Embedding: embeddings[0]})
+	return json.Marshal(&gemini.EmbedResponse{Embedding: embeddings[0]})
 }
 
 // Event refuses: embeddings are not streamed.

@@ -1,14 +1,13 @@
 package openai
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 // Event translates one chunk of a chat stream into Gemini stream chunks
@@ -25,7 +24,7 @@ func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) err
 	case string(ev.Data) == "[DONE]":
 		return t.end(emit)
 	}
-	var c Chunk
+	var c wire.Chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
 		return fmt.Errorf("openai stream chunk: %w", err)
 	}
@@ -58,20 +57,20 @@ func (t *FromGemini) Event(ev adapter.Event, emit func(adapter.Event) error) err
 
 // delta sends a choice's text and reasoning, and buffers its tool-call
 // fragments: a fragment with an id the index has not had starts a call.
-func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
+func (t *FromGemini) delta(d *wire.Delta, emit func(adapter.Event) error) error {
 	if t.includeThoughts && d.ReasoningContent != "" {
-		if err := t.send(emit, []generate.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: d.ReasoningContent, Thought: true}}, ""); err != nil {
 			return err
 		}
 	}
 	if d.Content != nil && *d.Content != "" {
-		if err := t.send(emit, []generate.Part{{Text: *d.Content}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: *d.Content}}, ""); err != nil {
 			return err
 		}
 	}
 	if d.Refusal != "" {
 		t.refusal = true
-		if err := t.send(emit, []generate.Part{{Text: d.Refusal}}, ""); err != nil {
+		if err := t.send(emit, []gemini.Part{{Text: d.Refusal}}, ""); err != nil {
 			return err
 		}
 	}
@@ -95,7 +94,7 @@ func (t *FromGemini) delta(d *Delta, emit func(adapter.Event) error) error {
 			call.name = tc.Function.Name
 		}
 		if t.held += len(tc.Function.Arguments); t.held > adapter.MaxHeldOutput {
-			return t.streamError(&ErrorBody{Type: "server_error", Message: adapter.HeldTooLong}, emit)
+			return t.streamError(&wire.ErrorBody{Type: "server_error", Message: adapter.HeldTooLong}, emit)
 		}
 		call.args = append(call.args, tc.Function.Arguments...)
 	}
@@ -115,10 +114,10 @@ func (t *FromGemini) flushCalls(emit func(adapter.Event) error) error {
 	if len(t.calls) == 0 {
 		return nil
 	}
-	parts := make([]generate.Part, 0, len(t.calls))
+	parts := make([]gemini.Part, 0, len(t.calls))
 	for _, c := range t.calls {
 		if c.name != "" { // an index no call used
-			parts = append(parts, geminiCall(&ToolCall{ID: c.id, Function: FunctionCall{Name: c.name, Arguments: string(c.args)}}))
+			parts = append(parts, geminiCall(&wire.ToolCall{ID: c.id, Function: wire.FunctionCall{Name: c.name, Arguments: string(c.args)}}))
 		}
 	}
 	t.calls, t.held = nil, 0
@@ -135,23 +134,15 @@ func (t *FromGemini) end(emit func(adapter.Event) error) error {
 		return err
 	}
 	t.done = true
-	return t.send(emit, []generate.Part{}, geminiFinish(t.finish, t.refusal))
+	return t.send(emit, []gemini.Part{}, geminiFinish(t.finish, t.refusal))
 }
 
-// streamStatus gives an OpenAI error type (through Anthropic's, see
-// errorTypes) the HTTP status Google would send; anything else is 500.
-var streamStatus = map[string]int{
-	"invalid_request_error": http.StatusBadRequest,
-	"rate_limit_error":      http.StatusTooManyRequests,
-	"billing_error":         http.StatusForbidden,
-	"overloaded_error":      http.StatusServiceUnavailable,
-	"timeout_error":         http.StatusGatewayTimeout,
-}
-
-func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) error {
+// streamError ends the stream with e as Google's error chunk, with the
+// status e's type stands for and that status's name.
+func (t *FromGemini) streamError(e *wire.ErrorBody, emit func(adapter.Event) error) error {
 	t.done = true
-	status := cmp.Or(streamStatus[errorTypes[e.Type]], http.StatusInternalServerError)
-	data, err := json.Marshal(&generate.ErrorEnvelope{Error: generate.ErrorBody{Code: status, Message: e.Message, Status: generate.Status(status)}})
+	status := wire.TypeStatus(e.Type)
+	data, err := json.Marshal(&gemini.ErrorEnvelope{Error: gemini.ErrorBody{Code: status, Message: e.Message, Status: gemini.Status(status)}})
 	if err != nil {
 		return err
 	}
@@ -163,14 +154,14 @@ func (t *FromGemini) streamError(e *ErrorBody, emit func(adapter.Event) error) e
 
 // send writes one chunk of candidate 0 with parts; the last one has the
 // finish reason and the usage.
-func (t *FromGemini) send(emit func(adapter.Event) error, parts []generate.Part, finish string) error {
-	out := generate.Response{
-		Candidates:   []generate.Candidate{{Content: &generate.Content{Role: "model", Parts: parts}, FinishReason: finish}},
+func (t *FromGemini) send(emit func(adapter.Event) error, parts []gemini.Part, finish string) error {
+	out := gemini.Response{
+		Candidates:   []gemini.Candidate{{Content: &gemini.Content{Role: "model", Parts: parts}, FinishReason: finish}},
 		ModelVersion: t.model,
 		ResponseID:   t.id,
 	}
 	if finish != "" {
-		out.UsageMetadata = generate.UsageOf(t.usage)
+		out.UsageMetadata = gemini.UsageOf(t.usage)
 	}
 	data, err := json.Marshal(&out)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
-	"github.com/sluicehq/sluice/internal/adapter/gemini/generate"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
 )
 
 const fromGeminiGolden = "testdata/from_gemini"
@@ -216,7 +216,7 @@ func checkGeminiStream(evs []adapter.Event) error {
 		return fmt.Errorf("no events")
 	}
 	for i, ev := range evs {
-		var r generate.Response
+		var r gemini.Response
 		if err := json.Unmarshal(ev.Data, &r); err != nil || ev.Name != "" || len(r.Candidates) != 1 || r.Candidates[0].Content == nil {
 			return fmt.Errorf("event #%d is not a chunk of candidate 0: %q %s", i, ev.Name, ev.Data)
 		}
@@ -245,7 +245,7 @@ func FuzzFromGeminiEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw, ops []byte) {
 		out, _ := adaptertest.Stream(NewFromGemini(), adaptertest.Parse(raw))
 		for i, ev := range out {
-			var r generate.Response
+			var r gemini.Response
 			if ev.Name != "" || json.Unmarshal(ev.Data, &r) != nil {
 				t.Fatalf("event #%d is not Gemini's: %q %s", i, ev.Name, ev.Data)
 			}
@@ -264,7 +264,7 @@ func FuzzFromGeminiEvent(f *testing.F) {
 				calls++
 			}
 		}
-		var last generate.Response
+		var last gemini.Response
 		_ = json.Unmarshal(out[len(out)-1].Data, &last)
 		if got := strings.Count(string(adaptertest.Format(out)), `"functionCall"`); got != calls {
 			t.Errorf("%d function calls, want %d", got, calls)

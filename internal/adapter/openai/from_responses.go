@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"slices"
 	"strings"
 
@@ -38,7 +39,7 @@ import (
 //
 // One value per execution; not safe for concurrent use.
 type FromResponses struct {
-	req     ResponsesRequest // the caller's request, echoed in the response object
+	req     wire.ResponsesRequest // the caller's request, echoed in the response object
 	names   toolNames
 	dropped []string
 	stream  responsesStream
@@ -53,7 +54,7 @@ func NewFromResponses() *FromResponses { return new(FromResponses) }
 // that ChatRequest does not carry; embedded beside it they are written
 // with it.
 type chatRequestExtras struct {
-	ChatRequest
+	wire.ChatRequest
 	PromptCacheKey       string          `json:"prompt_cache_key,omitempty"`
 	PromptCacheRetention json.RawMessage `json:"prompt_cache_retention,omitempty"`
 	ServiceTier          string          `json:"service_tier,omitempty"`
@@ -93,7 +94,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		return nil, err
 	}
 	out := chatRequestExtras{
-		ChatRequest: ChatRequest{
+		ChatRequest: wire.ChatRequest{
 			Model:               model,
 			Messages:            msgs,
 			MaxCompletionTokens: r.MaxOutputTokens,
@@ -110,7 +111,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	}
 	if req.Stream {
 		// Usage arrives only when asked for; Sluice counts on it.
-		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
 	if out.Tools, t.names, t.dropped, err = chatTools(r.Tools); err != nil {
 		return nil, err
@@ -159,24 +160,24 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 // encrypted_content) can only be read by the Responses API that wrote it,
 // so no chat upstream could use it; the model answers from the visible
 // conversation, as a chat caller's would.
-func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error) {
-	var items []InputItem
+func chatMessages(instructions json.RawMessage, in *wire.Input) ([]wire.ChatMessage, error) {
+	var items []wire.InputItem
 	if adapter.Present(instructions) {
 		// instructions is a string, or (newer) a list of input items.
 		var text string
 		if err := json.Unmarshal(instructions, &text); err == nil {
-			items = append(items, InputItem{Role: "system", Content: &InputContent{Text: text}})
+			items = append(items, wire.InputItem{Role: "system", Content: &wire.InputContent{Text: text}})
 		} else if err := json.Unmarshal(instructions, &items); err != nil {
 			return nil, adapter.Untranslatable("instructions must be a string or a list of input items")
 		}
 	}
 	if in != nil {
 		if in.Items == nil {
-			items = append(items, InputItem{Role: "user", Content: &InputContent{Text: in.Text}})
+			items = append(items, wire.InputItem{Role: "user", Content: &wire.InputContent{Text: in.Text}})
 		}
 		items = append(items, in.Items...)
 	}
-	msgs := make([]ChatMessage, 0, len(items))
+	msgs := make([]wire.ChatMessage, 0, len(items))
 	calls := make(map[string]bool)
 	for i, it := range items {
 		switch it.Type {
@@ -195,12 +196,12 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 			if it.Namespace != "" {
 				name = flatName(it.Namespace, it.Name)
 			}
-			call := ToolCall{ID: it.CallID, Type: "function", Function: FunctionCall{Name: name, Arguments: it.Arguments}}
+			call := wire.ToolCall{ID: it.CallID, Type: "function", Function: wire.FunctionCall{Name: name, Arguments: it.Arguments}}
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
 				continue
 			}
-			msgs = append(msgs, ChatMessage{Role: "assistant", ToolCalls: []ToolCall{call}})
+			msgs = append(msgs, wire.ChatMessage{Role: "assistant", ToolCalls: []wire.ToolCall{call}})
 		case "function_call_output":
 			if !calls[it.CallID] {
 				return nil, adapter.Untranslatable("input[%d]: function_call_output %q answers no function_call earlier in the input (a chat upstream needs each call and its output in the same request)", i, it.CallID)
@@ -209,7 +210,7 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 			if err != nil {
 				return nil, err
 			}
-			msgs = append(msgs, ChatMessage{Role: "tool", ToolCallID: it.CallID, Content: content})
+			msgs = append(msgs, wire.ChatMessage{Role: "tool", ToolCallID: it.CallID, Content: content})
 		case "reasoning":
 			// Dropped: see the function's comment.
 		case "item_reference":
@@ -225,8 +226,8 @@ func chatMessages(instructions json.RawMessage, in *Input) ([]ChatMessage, error
 // messages and instructions become system messages: every chat upstream
 // knows that role, and OpenAI's reads it as developer on the models that
 // have one.
-func chatMessage(i int, it InputItem) (ChatMessage, error) {
-	var m ChatMessage
+func chatMessage(i int, it wire.InputItem) (wire.ChatMessage, error) {
+	var m wire.ChatMessage
 	switch it.Role {
 	case "user":
 		m.Role = "user"
@@ -241,10 +242,10 @@ func chatMessage(i int, it InputItem) (ChatMessage, error) {
 		return m, adapter.Untranslatable("input[%d]: a message needs content", i)
 	}
 	if it.Content.Parts == nil {
-		m.Content = TextContent(it.Content.Text)
+		m.Content = wire.TextContent(it.Content.Text)
 		return m, nil
 	}
-	parts := make([]ContentPart, 0, len(it.Content.Parts))
+	parts := make([]wire.ContentPart, 0, len(it.Content.Parts))
 	for j, p := range it.Content.Parts {
 		cp, err := chatPart(p)
 		if err == nil && m.Role == "system" && cp.Type != "text" {
@@ -255,39 +256,39 @@ func chatMessage(i int, it InputItem) (ChatMessage, error) {
 		}
 		parts = append(parts, cp)
 	}
-	m.Content = &Content{Parts: parts}
+	m.Content = &wire.Content{Parts: parts}
 	return m, nil
 }
 
 // chatPart turns one input content part into a chat content part.
-func chatPart(p InputPart) (ContentPart, error) {
+func chatPart(p wire.InputPart) (wire.ContentPart, error) {
 	switch p.Type {
 	case "input_text":
-		return ContentPart{Type: "text", Text: p.Text}, nil
+		return wire.ContentPart{Type: "text", Text: p.Text}, nil
 	case "input_image":
 		if p.ImageURL == "" {
-			return ContentPart{}, errors.New("an input_image by file_id cannot be expressed on OpenAI chat; send its image_url")
+			return wire.ContentPart{}, errors.New("an input_image by file_id cannot be expressed on OpenAI chat; send its image_url")
 		}
-		return ContentPart{Type: "image_url", ImageURL: &ImageURL{URL: p.ImageURL, Detail: p.Detail}}, nil
+		return wire.ContentPart{Type: "image_url", ImageURL: &wire.ImageURL{URL: p.ImageURL, Detail: p.Detail}}, nil
 	case "input_file":
 		if p.FileURL != "" {
-			return ContentPart{}, errors.New("an input_file by file_url cannot be expressed on OpenAI chat; send its file_data")
+			return wire.ContentPart{}, errors.New("an input_file by file_url cannot be expressed on OpenAI chat; send its file_data")
 		}
-		return ContentPart{Type: "file", File: &File{FileData: p.FileData, FileID: p.FileID, Filename: p.Filename}}, nil
+		return wire.ContentPart{Type: "file", File: &wire.File{FileData: p.FileData, FileID: p.FileID, Filename: p.Filename}}, nil
 	}
-	return ContentPart{}, fmt.Errorf("content of type %q cannot be expressed on OpenAI chat", p.Type)
+	return wire.ContentPart{}, fmt.Errorf("content of type %q cannot be expressed on OpenAI chat", p.Type)
 }
 
 // assistantMessage turns an assistant message replayed from an earlier
 // answer into a chat assistant message: its text parts joined, its refusal
 // in chat's refusal field.
-func assistantMessage(i int, it InputItem) (ChatMessage, error) {
-	m := ChatMessage{Role: "assistant"}
+func assistantMessage(i int, it wire.InputItem) (wire.ChatMessage, error) {
+	m := wire.ChatMessage{Role: "assistant"}
 	if it.Content == nil {
 		return m, nil
 	}
 	if it.Content.Parts == nil {
-		m.Content = TextContent(it.Content.Text)
+		m.Content = wire.TextContent(it.Content.Text)
 		return m, nil
 	}
 	var text, refusal strings.Builder // joined in place: += would copy the whole per part
@@ -303,28 +304,28 @@ func assistantMessage(i int, it InputItem) (ChatMessage, error) {
 	}
 	m.Refusal = refusal.String()
 	if text.Len() > 0 || m.Refusal == "" {
-		m.Content = TextContent(text.String())
+		m.Content = wire.TextContent(text.String())
 	}
 	return m, nil
 }
 
 // toolOutput is a function_call_output's output as a chat tool message's
 // content, which holds text only.
-func toolOutput(i int, out *InputContent) (*Content, error) {
+func toolOutput(i int, out *wire.InputContent) (*wire.Content, error) {
 	if out == nil {
-		return TextContent(""), nil
+		return wire.TextContent(""), nil
 	}
 	if out.Parts == nil {
-		return TextContent(out.Text), nil
+		return wire.TextContent(out.Text), nil
 	}
-	parts := make([]ContentPart, 0, len(out.Parts))
+	parts := make([]wire.ContentPart, 0, len(out.Parts))
 	for j, p := range out.Parts {
 		if p.Type != "input_text" {
 			return nil, adapter.Untranslatable("input[%d].output[%d]: a function_call_output of type %q cannot be expressed on OpenAI chat, whose tool messages hold text only", i, j, p.Type)
 		}
-		parts = append(parts, ContentPart{Type: "text", Text: p.Text})
+		parts = append(parts, wire.ContentPart{Type: "text", Text: p.Text})
 	}
-	return &Content{Parts: parts}, nil
+	return &wire.Content{Parts: parts}, nil
 }
 
 // qualifiedName is a function of a namespace tool: the namespace and the
@@ -353,8 +354,8 @@ func flatName(namespace, name string) string { return namespace + namespaceSepar
 // chatName, named back into its namespace when it was flattened. Its item
 // id is derived from the call id, which chat gives, so the same call has
 // the same ids in every event.
-func (n toolNames) callItem(callID, chatName, args, status string) OutputItem {
-	it := OutputItem{ID: functionCallID(callID), Type: "function_call", Status: status, CallID: callID, Name: chatName, Arguments: &args}
+func (n toolNames) callItem(callID, chatName, args, status string) wire.OutputItem {
+	it := wire.OutputItem{ID: functionCallID(callID), Type: "function_call", Status: status, CallID: callID, Name: chatName, Arguments: &args}
 	if q, ok := n[chatName]; ok {
 		it.Namespace, it.Name = q.namespace, q.name
 	}
@@ -379,18 +380,18 @@ func runByResponsesAPI(typ string) bool {
 // returns their types. A function tool's strict is true unless said
 // otherwise in the Responses API and false in chat, so it is always
 // written.
-func chatTools(tools []ResponsesTool) ([]Tool, toolNames, []string, error) {
+func chatTools(tools []wire.ResponsesTool) ([]wire.Tool, toolNames, []string, error) {
 	if len(tools) == 0 {
 		return nil, nil, nil, nil
 	}
 	var (
-		out     = make([]Tool, 0, len(tools))
+		out     = make([]wire.Tool, 0, len(tools))
 		names   toolNames
 		dropped []string
 	)
-	add := func(tl ResponsesTool, name string) {
+	add := func(tl wire.ResponsesTool, name string) {
 		strict := tl.Strict == nil || *tl.Strict
-		out = append(out, Tool{Type: "function", Function: FunctionDecl{
+		out = append(out, wire.Tool{Type: "function", Function: wire.FunctionDecl{
 			Name: name, Description: tl.Description, Parameters: tl.Parameters, Strict: &strict,
 		}})
 	}
@@ -445,19 +446,19 @@ func (t *FromResponses) Dropped() []string { return t.dropped }
 type chatAllowedTools struct {
 	Type         string `json:"type"`
 	AllowedTools struct {
-		Mode  string               `json:"mode"`
-		Tools []ToolChoiceFunction `json:"tools"`
+		Mode  string                    `json:"mode"`
+		Tools []wire.ToolChoiceFunction `json:"tools"`
 	} `json:"allowed_tools"`
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the same
 // strings, and the function and allowed_tools objects reshaped, each
 // function by its chat name among tools (see chosenFunction).
-func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.RawMessage, error) {
+func chatToolChoice(raw json.RawMessage, tools []wire.Tool, names toolNames) (json.RawMessage, error) {
 	if !adapter.Present(raw) || raw[0] == '"' {
 		return raw, nil
 	}
-	var c ResponsesToolChoice
+	var c wire.ResponsesToolChoice
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, adapter.Untranslatable("tool_choice: %v", err)
 	}
@@ -467,7 +468,7 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 		if err != nil {
 			return nil, adapter.Untranslatable("tool_choice: %v", err)
 		}
-		f := ToolChoiceFunction{Type: "function"}
+		f := wire.ToolChoiceFunction{Type: "function"}
 		f.Function.Name = name
 		return json.Marshal(f)
 	case "allowed_tools":
@@ -481,7 +482,7 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 			if err != nil {
 				return nil, adapter.Untranslatable("tool_choice.tools[%d]: %v", i, err)
 			}
-			f := ToolChoiceFunction{Type: "function"}
+			f := wire.ToolChoiceFunction{Type: "function"}
 			f.Function.Name = name
 			a.AllowedTools.Tools = append(a.AllowedTools.Tools, f)
 		}
@@ -496,9 +497,9 @@ func chatToolChoice(raw json.RawMessage, tools []Tool, names toolNames) (json.Ra
 // flattened); else the one namespace function whose own name it is. A
 // function the request does not declare, or a name two namespaces share,
 // is an error: chat would refuse the choice less clearly.
-func chosenFunction(namespace, name string, tools []Tool, names toolNames) (string, error) {
+func chosenFunction(namespace, name string, tools []wire.Tool, names toolNames) (string, error) {
 	declared := func(n string) bool {
-		return slices.ContainsFunc(tools, func(t Tool) bool { return t.Function.Name == n })
+		return slices.ContainsFunc(tools, func(t wire.Tool) bool { return t.Function.Name == n })
 	}
 	if namespace != "" {
 		if flat := flatName(namespace, name); declared(flat) {
@@ -526,15 +527,15 @@ func chosenFunction(namespace, name string, tools []Tool, names toolNames) (stri
 }
 
 // chatResponseFormat turns text.format into chat's response_format.
-func chatResponseFormat(f *TextFormat) (*ResponseFormat, error) {
+func chatResponseFormat(f *wire.TextFormat) (*wire.ResponseFormat, error) {
 	if f == nil {
 		return nil, nil
 	}
 	switch f.Type {
 	case "text", "json_object":
-		return &ResponseFormat{Type: f.Type}, nil
+		return &wire.ResponseFormat{Type: f.Type}, nil
 	case "json_schema":
-		return &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchema{
+		return &wire.ResponseFormat{Type: "json_schema", JSONSchema: &wire.JSONSchema{
 			Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict,
 		}}, nil
 	}
@@ -544,7 +545,7 @@ func chatResponseFormat(f *TextFormat) (*ResponseFormat, error) {
 // Response returns the Responses response object for a whole chat answer.
 func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	var c struct {
-		Completion
+		wire.Completion
 		ServiceTier string `json:"service_tier"` // the tier used, which may not be the one asked for
 	}
 	if err := json.Unmarshal(body, &c); err != nil {
@@ -555,19 +556,19 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 	}
 	ch := c.Choices[0]
 	a := answer{base: idBase(c.ID), created: c.Created, model: c.Model, tier: c.ServiceTier}
-	var output []OutputItem
+	var output []wire.OutputItem
 	if r := ch.Message.ReasoningContent; r != "" {
-		output = append(output, reasoningItem("rs_"+a.base, "completed", []OutputPart{partOf("reasoning_text", r)}))
+		output = append(output, reasoningItem("rs_"+a.base, "completed", []wire.OutputPart{partOf("reasoning_text", r)}))
 	}
 	if m := ch.Message; m.Content.PlainText() != "" || m.Refusal != "" {
-		var parts []OutputPart
+		var parts []wire.OutputPart
 		if s := m.Content.PlainText(); s != "" {
 			parts = append(parts, outputText(s))
 		}
 		if m.Refusal != "" {
-			parts = append(parts, OutputPart{Type: "refusal", Refusal: &m.Refusal})
+			parts = append(parts, wire.OutputPart{Type: "refusal", Refusal: &m.Refusal})
 		}
-		output = append(output, OutputItem{ID: "msg_" + a.base, Type: "message", Status: "completed", Role: "assistant", Content: parts})
+		output = append(output, wire.OutputItem{ID: "msg_" + a.base, Type: "message", Status: "completed", Role: "assistant", Content: parts})
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		output = append(output, t.names.callItem(tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
@@ -579,8 +580,8 @@ func (t *FromResponses) Response(body []byte) ([]byte, error) {
 var emptyAnnotations = json.RawMessage(`[]`)
 
 // outputText is an output_text part.
-func outputText(s string) OutputPart {
-	return OutputPart{Type: "output_text", Text: &s, Annotations: &emptyAnnotations}
+func outputText(s string) wire.OutputPart {
+	return wire.OutputPart{Type: "output_text", Text: &s, Annotations: &emptyAnnotations}
 }
 
 // emptyList is an empty JSON list: the summary of a reasoning item that
@@ -589,8 +590,8 @@ var emptyList = json.RawMessage(`[]`)
 
 // reasoningItem is a reasoning output item with content, and no summary:
 // chat gives the reasoning itself, where it gives any.
-func reasoningItem(id, status string, content []OutputPart) OutputItem {
-	return OutputItem{ID: id, Type: "reasoning", Status: status, Summary: emptyList, Content: content}
+func reasoningItem(id, status string, content []wire.OutputPart) wire.OutputItem {
+	return wire.OutputItem{ID: id, Type: "reasoning", Status: status, Summary: emptyList, Content: content}
 }
 
 // functionCallID is the item id of the function call callID.
@@ -619,9 +620,9 @@ type answer struct {
 
 // response is the response object for the caller's request: status from
 // the finish reason ("" while in progress), usage in Responses' terms.
-func (t *FromResponses) response(a answer, finish string, output []OutputItem, u *ChatUsage) *Response {
+func (t *FromResponses) response(a answer, finish string, output []wire.OutputItem, u *wire.ChatUsage) *wire.Response {
 	r := &t.req
-	resp := &Response{
+	resp := &wire.Response{
 		ID:                "resp_" + a.base,
 		Object:            "response",
 		CreatedAt:         a.created,
@@ -645,13 +646,13 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 		Metadata:          r.Metadata,
 	}
 	if output == nil {
-		resp.Output = []OutputItem{}
+		resp.Output = []wire.OutputItem{}
 	}
 	if !adapter.Present(resp.ToolChoice) {
 		resp.ToolChoice = json.RawMessage(`"auto"`)
 	}
 	if resp.Tools == nil {
-		resp.Tools = []ResponsesTool{}
+		resp.Tools = []wire.ResponsesTool{}
 	}
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
@@ -659,14 +660,14 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 	switch finish {
 	case "":
 	case "length":
-		resp.Status, resp.IncompleteDetails = "incomplete", &IncompleteDetails{Reason: "max_output_tokens"}
+		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "max_output_tokens"}
 	case "content_filter":
-		resp.Status, resp.IncompleteDetails = "incomplete", &IncompleteDetails{Reason: "content_filter"}
+		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "content_filter"}
 	default: // stop, tool_calls, function_call
 		resp.Status = "completed"
 	}
 	if u != nil {
-		resp.Usage = ResponsesUsageOf(u.Sluice())
+		resp.Usage = wire.ResponsesUsageOf(u.Sluice())
 	}
 	return resp
 }
@@ -674,4 +675,6 @@ func (t *FromResponses) response(a answer, finish string, output []OutputItem, u
 // Error returns the caller's error body for a chat upstream's error:
 // chat and Responses share the envelope, so it is the upstream's, in a
 // well-formed one.
-func (t *FromResponses) Error(status int, body []byte) []byte { return ErrorEnvelopeOf(status, body) }
+func (t *FromResponses) Error(status int, body []byte) []byte {
+	return wire.ErrorEnvelopeOf(status, body)
+}

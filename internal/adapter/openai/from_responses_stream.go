@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"strconv"
 
 	"github.com/sluicehq/sluice"
@@ -29,7 +30,7 @@ type responsesStream struct {
 	started bool
 	answer  answer
 	finish  string
-	usage   *ChatUsage
+	usage   *wire.ChatUsage
 	items   []streamItem // in output_index order
 	open    int          // items index of the open message or reasoning item; -1 when none
 	calls   []int        // chat tool call index → items index
@@ -75,9 +76,9 @@ var emptyLogprobs = json.RawMessage(`[]`)
 // The Responses stream events, as they are written.
 type (
 	lifecycleEvent struct {
-		Type           string    `json:"type"`
-		SequenceNumber int64     `json:"sequence_number"`
-		Response       *Response `json:"response"`
+		Type           string         `json:"type"`
+		SequenceNumber int64          `json:"sequence_number"`
+		Response       *wire.Response `json:"response"`
 	}
 	itemEvent struct {
 		Type           string `json:"type"`
@@ -89,20 +90,20 @@ type (
 	// announces it, with no content yet ("content": [], which OutputItem
 	// leaves out).
 	addedItem struct {
-		ID      string          `json:"id"`
-		Type    string          `json:"type"`
-		Status  string          `json:"status"`
-		Role    string          `json:"role,omitempty"`
-		Summary json.RawMessage `json:"summary,omitempty"`
-		Content []OutputPart    `json:"content"`
+		ID      string            `json:"id"`
+		Type    string            `json:"type"`
+		Status  string            `json:"status"`
+		Role    string            `json:"role,omitempty"`
+		Summary json.RawMessage   `json:"summary,omitempty"`
+		Content []wire.OutputPart `json:"content"`
 	}
 	partEvent struct {
-		Type           string     `json:"type"`
-		SequenceNumber int64      `json:"sequence_number"`
-		ItemID         string     `json:"item_id"`
-		OutputIndex    int        `json:"output_index"`
-		ContentIndex   int        `json:"content_index"`
-		Part           OutputPart `json:"part"`
+		Type           string          `json:"type"`
+		SequenceNumber int64           `json:"sequence_number"`
+		ItemID         string          `json:"item_id"`
+		OutputIndex    int             `json:"output_index"`
+		ContentIndex   int             `json:"content_index"`
+		Part           wire.OutputPart `json:"part"`
 	}
 	// textEvent is output_text.delta/.done (Delta or Text, with Logprobs),
 	// refusal.delta/.done (Delta or Refusal) and reasoning_text.delta/.done
@@ -151,9 +152,9 @@ func (t *FromResponses) Event(ev adapter.Event, emit func(adapter.Event) error) 
 	// Only the first chunk's id, model and tier are read: decoding them
 	// from every chunk would cost an allocation each.
 	var c struct {
-		Choices []ChunkChoice `json:"choices"`
-		Usage   *ChatUsage    `json:"usage"`
-		Error   *ErrorBody    `json:"error"`
+		Choices []wire.ChunkChoice `json:"choices"`
+		Usage   *wire.ChatUsage    `json:"usage"`
+		Error   *wire.ErrorBody    `json:"error"`
 	}
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
 		return fmt.Errorf("decode chat stream chunk: %w", err)
@@ -239,7 +240,7 @@ func (t *FromResponses) end(emit func(adapter.Event) error) error {
 			return err
 		}
 	}
-	output := make([]OutputItem, len(s.items))
+	output := make([]wire.OutputItem, len(s.items))
 	for i := range s.items {
 		output[i] = s.outputItem(i)
 	}
@@ -292,7 +293,7 @@ func (s *responsesStream) text(emit func(adapter.Event) error, kind, delta strin
 
 // openItem adds a message or reasoning item and makes it the open one.
 func (s *responsesStream) openItem(emit func(adapter.Event) error, kind string) error {
-	prefix, added := "msg_", addedItem{Type: kind, Status: "in_progress", Role: "assistant", Content: []OutputPart{}}
+	prefix, added := "msg_", addedItem{Type: kind, Status: "in_progress", Role: "assistant", Content: []wire.OutputPart{}}
 	if kind == "reasoning" {
 		prefix, added.Role, added.Summary = "rs_", "", emptyList
 	}
@@ -314,7 +315,7 @@ func (s *responsesStream) openItem(emit func(adapter.Event) error, kind string) 
 // toolCall adds a chat tool call fragment: a new function_call item when
 // it starts a call (a new index, or a new id on an index seen before, as
 // some compatible servers send parallel calls), then its arguments delta.
-func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc ToolCall) error {
+func (s *responsesStream) toolCall(emit func(adapter.Event) error, tc wire.ToolCall) error {
 	j := 0
 	if tc.Index != nil {
 		j = *tc.Index
@@ -365,12 +366,12 @@ func (s *responsesStream) hold(emit func(adapter.Event) error, n int) error {
 	if s.held += n; s.held <= adapter.MaxHeldOutput {
 		return nil
 	}
-	return s.fail(emit, &ErrorBody{Type: "server_error", Message: adapter.HeldTooLong, Code: json.RawMessage(`"output_too_long"`)})
+	return s.fail(emit, &wire.ErrorBody{Type: "server_error", Message: adapter.HeldTooLong, Code: json.RawMessage(`"output_too_long"`)})
 }
 
 // fail passes an upstream error on as the Responses error event, and
 // returns the failure of the stream.
-func (s *responsesStream) fail(emit func(adapter.Event) error, e *ErrorBody) error {
+func (s *responsesStream) fail(emit func(adapter.Event) error, e *wire.ErrorBody) error {
 	code := e.Code
 	if code == nil {
 		code = json.RawMessage("null")
@@ -424,7 +425,7 @@ func (s *responsesStream) closeItem(emit func(adapter.Event) error, i int) error
 }
 
 // outputItem is item i as the done event and the final response show it.
-func (s *responsesStream) outputItem(i int) OutputItem {
+func (s *responsesStream) outputItem(i int) wire.OutputItem {
 	it := &s.items[i]
 	status := "completed"
 	if s.finish == "length" || s.finish == "content_filter" {
@@ -433,24 +434,24 @@ func (s *responsesStream) outputItem(i int) OutputItem {
 	if it.kind == "function_call" {
 		return s.names.callItem(it.callID, string(it.name), string(it.args), status)
 	}
-	parts := make([]OutputPart, len(it.parts))
+	parts := make([]wire.OutputPart, len(it.parts))
 	for j, p := range it.parts {
 		parts[j] = partOf(p.kind, string(p.text))
 	}
 	if it.kind == "reasoning" {
 		return reasoningItem(it.id, status, parts)
 	}
-	return OutputItem{ID: it.id, Type: "message", Status: status, Role: "assistant", Content: parts}
+	return wire.OutputItem{ID: it.id, Type: "message", Status: status, Role: "assistant", Content: parts}
 }
 
 // partOf is a content part of kind (output_text, refusal,
 // reasoning_text) holding text.
-func partOf(kind, text string) OutputPart {
+func partOf(kind, text string) wire.OutputPart {
 	switch kind {
 	case "refusal":
-		return OutputPart{Type: kind, Refusal: &text}
+		return wire.OutputPart{Type: kind, Refusal: &text}
 	case "reasoning_text":
-		return OutputPart{Type: kind, Text: &text}
+		return wire.OutputPart{Type: kind, Text: &text}
 	}
 	return outputText(text)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	wire "github.com/sluicehq/sluice/internal/protocol/openai"
 	"strings"
 	"testing"
 
@@ -174,7 +175,7 @@ func TestFromResponsesNamespace(t *testing.T) {
 		}
 		adaptertest.GoldenEvents(t, fromResponsesDir+"namespace.stream.golden.sse", got)
 		checkResponsesStream(t, got)
-		var last StreamEvent
+		var last wire.StreamEvent
 		if err := json.Unmarshal(got[len(got)-1].Data, &last); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestFromResponsesNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r Response
+		var r wire.Response
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func TestFromResponsesStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r Response
+			var r wire.Response
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +275,7 @@ func checkResponsesStream(t *testing.T, evs []adapter.Event) {
 	}
 	var items []*item
 	for i, ev := range evs {
-		var e StreamEvent
+		var e wire.StreamEvent
 		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			t.Fatalf("event #%d: %v: %s", i, err, ev.Data)
 		}
@@ -367,7 +368,7 @@ data: [DONE]
 		t.Fatalf("Stream = %v; want nil, ending response.completed", err)
 	}
 	checkResponsesStream(t, got)
-	var last StreamEvent
+	var last wire.StreamEvent
 	if err := json.Unmarshal(got[len(got)-1].Data, &last); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	chat "github.com/sluicehq/sluice/internal/adapter/openai"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // FuzzFromOpenAIStream feeds arbitrary event text: the translator never
@@ -42,7 +43,7 @@ func FuzzFromOpenAIRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 2, 2, 3, 7, 11})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		in := adaptertest.ChatStream(ops)
-		mid, err := adaptertest.Stream(openai.NewFromResponses(), in)
+		mid, err := adaptertest.Stream(chat.NewFromResponses(), in)
 		if err != nil || !adaptertest.Ends(mid, "response.completed") {
 			t.Fatalf("to Responses: %v; want nil, ending response.completed", err)
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 // A Responses stream becomes a chat stream: response.created gives the

@@ -11,7 +11,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/adapter/adaptertest"
-	"github.com/sluicehq/sluice/internal/adapter/openai"
+	chat "github.com/sluicehq/sluice/internal/adapter/openai"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
 const dir = "testdata/from_openai/"
@@ -215,7 +216,7 @@ func checkChatStream(evs []adapter.Event, withUsage bool) error {
 // translations agree on ids, text, reasoning, tool calls and usage.
 func TestFromOpenAIRoundTripIsIdentity(t *testing.T) {
 	in := adaptertest.Parse(adaptertest.Read(t, "../openai/testdata/from_responses/stream.chat.sse"))
-	mid, err := adaptertest.Stream(openai.NewFromResponses(), in)
+	mid, err := adaptertest.Stream(chat.NewFromResponses(), in)
 	if err != nil || !adaptertest.Ends(mid, "response.completed") {
 		t.Fatalf("to Responses: %v; want nil, ending response.completed", err)
 	}

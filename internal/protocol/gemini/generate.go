@@ -1,20 +1,11 @@
-// Package generate holds the Gemini generateContent wire types: the
-// request, the answer (also each chunk of a stream), the usage and Google's
-// error envelope. Both directions of translation use them (adapter/gemini,
-// whose upstream speaks Gemini, and adapter/openai/from_gemini.go, whose
-// caller does), so they live in this leaf package that imports nothing of
-// ours but package sluice. Gemini's JSON names are lowerCamelCase.
-package generate
+package gemini
 
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"unicode"
-
-	"github.com/sluicehq/sluice"
 )
 
 // Request is a generateContent request body: the fields a translator reads
@@ -203,36 +194,6 @@ type UsageMetadata struct {
 	TotalTokenCount         int64 `json:"totalTokenCount"`
 }
 
-// Sluice returns the usage in Sluice's terms (docs/translators.md, "Usage"): the
-// tool-use prompt counts as prompt (policy), the thoughts as completion
-// and reasoning.
-func (u *UsageMetadata) Sluice() sluice.Usage {
-	s := sluice.Usage{
-		PromptTokens:     u.PromptTokenCount + u.ToolUsePromptTokenCount,
-		CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
-		CachedTokens:     u.CachedContentTokenCount,
-		ReasoningTokens:  u.ThoughtsTokenCount,
-		TotalTokens:      u.TotalTokenCount,
-		Measured:         true,
-	}
-	if s.TotalTokens == 0 {
-		s.TotalTokens = s.PromptTokens + s.CompletionTokens
-	}
-	return s
-}
-
-// UsageOf returns a usage in Gemini's terms for a usage in Sluice's. The
-// cache-write count has no Gemini field (it stays in the prompt count).
-func UsageOf(s sluice.Usage) *UsageMetadata {
-	return &UsageMetadata{
-		PromptTokenCount:        s.PromptTokens,
-		CachedContentTokenCount: s.CachedTokens,
-		CandidatesTokenCount:    s.CompletionTokens - s.ReasoningTokens,
-		ThoughtsTokenCount:      s.ReasoningTokens,
-		TotalTokenCount:         s.PromptTokens + s.CompletionTokens,
-	}
-}
-
 // ErrorEnvelope is Google's error body, also sent as a stream's error.
 type ErrorEnvelope struct {
 	Error ErrorBody `json:"error"`
@@ -245,36 +206,6 @@ type ErrorBody struct {
 	Message string          `json:"message"`
 	Status  string          `json:"status"`
 	Details json.RawMessage `json:"details,omitempty"`
-}
-
-// Status is the gRPC status name Google's APIs send with an HTTP status.
-func Status(code int) string {
-	switch code {
-	case http.StatusBadRequest:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden, http.StatusPaymentRequired:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusServiceUnavailable, 529:
-		return "UNAVAILABLE"
-	case http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	if code >= 500 {
-		return "INTERNAL"
-	}
-	return "INVALID_ARGUMENT"
 }
 
 // opaque are the members whose values are the caller's own JSON (a call's

@@ -1,4 +1,4 @@
-package upstream
+package protocol_test
 
 import (
 	"io"
@@ -9,70 +9,74 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonvalid"
+	"github.com/sluicehq/sluice/internal/protocol"
+	"github.com/sluicehq/sluice/internal/protocol/anthropic"
+	"github.com/sluicehq/sluice/internal/protocol/gemini"
+	"github.com/sluicehq/sluice/internal/protocol/openai"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sse"
 )
 
-// eventReaders pairs each dialect's Event (which skims) with its whole
-// read, the reference.
+// eventReaders pairs each protocol's event read (which skims) with its
+// whole read, the reference.
 var eventReaders = []struct {
 	name        string
-	event, read func(sse.Event, *sluice.Request, sluice.Usage) (sluice.Usage, bool, bool, error)
-	markers     *eventMarkers
+	event, read protocol.EventFunc
+	markers     *protocol.Markers
 }{
-	{"openai.chat", openAIEvent, readOpenAIEvent, openAIMarkers},
-	{"anthropic.messages", anthropicEvent, readAnthropicEvent, anthropicMarkers},
-	{"openai.responses", responsesEvent, readResponsesEvent, responsesMarkers},
-	{"gemini.generate", geminiEvent, readGeminiEvent, geminiMarkers},
+	{"openai.chat", openai.ChatEvent, openai.ReadChatEvent, openai.ChatEventMarkers},
+	{"anthropic.messages", anthropic.Event, anthropic.ReadEvent, anthropic.EventMarkers},
+	{"openai.responses", openai.ResponsesEvent, openai.ReadResponsesEvent, openai.ResponsesEventMarkers},
+	{"gemini.generate", gemini.Event, gemini.ReadEvent, gemini.EventMarkers},
 }
 
 func TestSkim(t *testing.T) {
 	tests := []struct {
 		name    string
-		markers *eventMarkers
+		markers *protocol.Markers
 		give    string
 		read    bool
 		err     error
 	}{
-		{"chat delta", openAIMarkers, `{"id":"c","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`, false, nil},
-		{"chat delta with usage null", openAIMarkers, `{"id":"c","choices":[{"delta":{"content":"Hi"}}],"usage" : null}`, false, nil},
-		{"chat usage", openAIMarkers, `{"id":"c","choices":[],"usage":{"prompt_tokens":3}}`, true, nil},
-		{"chat usage after a null one", openAIMarkers, `{"usage":null,"x":{"usage":{"prompt_tokens":3}}}`, true, nil},
-		{"chat usage named as Gemini names it", openAIMarkers, `{"usageMetadata":{}}`, true, nil},
-		{"usage as a value only", openAIMarkers, `{"choices":[{"delta":{"content":"usage"}}],"x":"usage"}`, false, nil},
-		{"usage inside a string", openAIMarkers, `{"choices":[{"delta":{"content":"say \"usage\": 1"}}]}`, false, nil},
-		{"blank around the object", openAIMarkers, " \r\n{\"id\":\"c\"}\t ", false, nil},
-		{"anthropic delta", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message stop"}}`, false, nil},
-		{"anthropic delta quoting a type", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\"message_stop\""}}`, false, nil},
-		{"anthropic delta whose text is a type (a false hit: read whole)", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message_stop"}}`, true, nil},
-		{"anthropic stop", anthropicMarkers, `{"type": "message_stop"}`, true, nil},
-		{"anthropic error", anthropicMarkers, `{"type":"error","error":{"type":"overloaded_error"}}`, true, nil},
-		{"error as a key only", responsesMarkers, `{"type":"response.in_progress","response":{"id":"r","error" :null}}`, false, nil},
-		{"responses delta", responsesMarkers, `{"type":"response.output_text.delta","delta":"Hi"}`, false, nil},
-		{"responses completed", responsesMarkers, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, true, nil},
-		{"HTML", openAIMarkers, `<!DOCTYPE html><html></html>`, false, errMalformedEvent},
-		{"cut short", anthropicMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`, false, errMalformedEvent},
-		{"responses completed, spaced", responsesMarkers, `{"type" : "response.completed" , "response":{}}`, true, nil},
-		{"a type ending as a marker's tail", responsesMarkers, `{"type":"response.output_text.delta","delta":"x.completed"}`, false, nil},
-		{"gemini delta", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`, false, nil},
-		{"gemini last chunk", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":""}]},"finishReason":"STOP","index":0}]}`, true, nil},
-		{"gemini usage", geminiMarkers, `{"candidates":[],"usageMetadata":{"promptTokenCount":3}}`, true, nil},
-		{"gemini usage null", geminiMarkers, `{"candidates":[],"usageMetadata":null}`, false, nil},
-		{"gemini blocked", geminiMarkers, `{"promptFeedback":{"blockReason":"SAFETY"}}`, true, nil},
-		{"gemini error, null", geminiMarkers, `{"error" : null}`, true, nil},
-		{"gemini error as a value only", geminiMarkers, `{"candidates":[{"content":{"parts":[{"text":"error"}]}}]}`, false, nil},
-		{"plain text", responsesMarkers, `Overloaded`, false, errMalformedEvent},
-		{"an array", openAIMarkers, `[{"usage":{}}]`, false, errMalformedEvent},
-		{"empty", openAIMarkers, ``, false, errMalformedEvent},
-		{"a brace", openAIMarkers, `{`, false, errMalformedEvent},
-		{"shaped like an object, not JSON", openAIMarkers, `{not json}`, false, errMalformedEvent},
-		{"a member cut", anthropicMarkers, `{"type":"message_stop","x":}`, false, errMalformedEvent},
+		{"chat delta", openai.ChatEventMarkers, `{"id":"c","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`, false, nil},
+		{"chat delta with usage null", openai.ChatEventMarkers, `{"id":"c","choices":[{"delta":{"content":"Hi"}}],"usage" : null}`, false, nil},
+		{"chat usage", openai.ChatEventMarkers, `{"id":"c","choices":[],"usage":{"prompt_tokens":3}}`, true, nil},
+		{"chat usage after a null one", openai.ChatEventMarkers, `{"usage":null,"x":{"usage":{"prompt_tokens":3}}}`, true, nil},
+		{"Gemini's usage name is not chat's", openai.ChatEventMarkers, `{"usageMetadata":{}}`, false, nil},
+		{"usage as a value only", openai.ChatEventMarkers, `{"choices":[{"delta":{"content":"usage"}}],"x":"usage"}`, false, nil},
+		{"usage inside a string", openai.ChatEventMarkers, `{"choices":[{"delta":{"content":"say \"usage\": 1"}}]}`, false, nil},
+		{"blank around the object", openai.ChatEventMarkers, " \r\n{\"id\":\"c\"}\t ", false, nil},
+		{"anthropic delta", anthropic.EventMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message stop"}}`, false, nil},
+		{"anthropic delta quoting a type", anthropic.EventMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\"message_stop\""}}`, false, nil},
+		{"anthropic delta whose text is a type (a false hit: read whole)", anthropic.EventMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"message_stop"}}`, true, nil},
+		{"anthropic stop", anthropic.EventMarkers, `{"type": "message_stop"}`, true, nil},
+		{"anthropic error", anthropic.EventMarkers, `{"type":"error","error":{"type":"overloaded_error"}}`, true, nil},
+		{"error as a key only", openai.ResponsesEventMarkers, `{"type":"response.in_progress","response":{"id":"r","error" :null}}`, false, nil},
+		{"responses delta", openai.ResponsesEventMarkers, `{"type":"response.output_text.delta","delta":"Hi"}`, false, nil},
+		{"responses completed", openai.ResponsesEventMarkers, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, true, nil},
+		{"HTML", openai.ChatEventMarkers, `<!DOCTYPE html><html></html>`, false, protocol.ErrMalformedEvent},
+		{"cut short", anthropic.EventMarkers, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`, false, protocol.ErrMalformedEvent},
+		{"responses completed, spaced", openai.ResponsesEventMarkers, `{"type" : "response.completed" , "response":{}}`, true, nil},
+		{"a type ending as a marker's tail", openai.ResponsesEventMarkers, `{"type":"response.output_text.delta","delta":"x.completed"}`, false, nil},
+		{"gemini delta", gemini.EventMarkers, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`, false, nil},
+		{"gemini last chunk", gemini.EventMarkers, `{"candidates":[{"content":{"parts":[{"text":""}]},"finishReason":"STOP","index":0}]}`, true, nil},
+		{"gemini usage", gemini.EventMarkers, `{"candidates":[],"usageMetadata":{"promptTokenCount":3}}`, true, nil},
+		{"gemini usage null", gemini.EventMarkers, `{"candidates":[],"usageMetadata":null}`, false, nil},
+		{"gemini blocked", gemini.EventMarkers, `{"promptFeedback":{"blockReason":"SAFETY"}}`, true, nil},
+		{"gemini error, null", gemini.EventMarkers, `{"error" : null}`, true, nil},
+		{"gemini error as a value only", gemini.EventMarkers, `{"candidates":[{"content":{"parts":[{"text":"error"}]}}]}`, false, nil},
+		{"plain text", openai.ResponsesEventMarkers, `Overloaded`, false, protocol.ErrMalformedEvent},
+		{"an array", openai.ChatEventMarkers, `[{"usage":{}}]`, false, protocol.ErrMalformedEvent},
+		{"empty", openai.ChatEventMarkers, ``, false, protocol.ErrMalformedEvent},
+		{"a brace", openai.ChatEventMarkers, `{`, false, protocol.ErrMalformedEvent},
+		{"shaped like an object, not JSON", openai.ChatEventMarkers, `{not json}`, false, protocol.ErrMalformedEvent},
+		{"a member cut", anthropic.EventMarkers, `{"type":"message_stop","x":}`, false, protocol.ErrMalformedEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			read, err := tt.markers.skim([]byte(tt.give))
+			read, err := tt.markers.Skim([]byte(tt.give))
 			if read != tt.read || err != tt.err {
-				t.Errorf("skim(%s) = %v, %v; want %v, %v", tt.give, read, err, tt.read, tt.err)
+				t.Errorf("Skim(%s) = %v, %v; want %v, %v", tt.give, read, err, tt.read, tt.err)
 			}
 		})
 	}
@@ -116,7 +120,7 @@ func FuzzEventSkimAgreesWithRead(f *testing.F) {
 		same := gotU == wantU && gotDrop == wantDrop && gotDone == wantDone && gotErr == wantErr
 		// The whole read checks only what it picks; the skim refuses
 		// whatever is not JSON.
-		refusedInvalid := gotErr == errMalformedEvent && !jsonvalid.Valid(ev.Data)
+		refusedInvalid := gotErr == protocol.ErrMalformedEvent && !jsonvalid.Valid(ev.Data)
 		if !same && !refusedInvalid {
 			t.Fatalf("%s event %q: skimmed %+v drop %v done %v err %v; read whole %+v drop %v done %v err %v",
 				d.name, data, gotU, gotDrop, gotDone, gotErr, wantU, wantDrop, wantDone, wantErr)

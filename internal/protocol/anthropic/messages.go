@@ -1,17 +1,8 @@
-// Package messages holds the Anthropic Messages wire types: the request,
-// the answer, the stream events, the usage and the error envelope. Both
-// directions of translation use them (adapter/anthropic, whose upstream
-// speaks Messages, and adapter/openai/from_anthropic.go, whose caller
-// does), so they live in this leaf package that imports nothing of ours
-// but package sluice.
-package messages
+package anthropic
 
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-
-	"github.com/sluicehq/sluice"
 )
 
 // Request is a Messages request body: the fields a translator reads or
@@ -184,33 +175,6 @@ type OutputTokensDetails struct {
 	ThinkingTokens int64 `json:"thinking_tokens"`
 }
 
-// Sluice returns the usage in Sluice's terms, whose prompt tokens include
-// the cached and cache-write ones.
-func (u *Usage) Sluice() sluice.Usage {
-	s := sluice.Usage{
-		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		CompletionTokens: u.OutputTokens,
-		CachedTokens:     u.CacheReadInputTokens,
-		CacheWriteTokens: u.CacheCreationInputTokens,
-		Measured:         true,
-	}
-	if u.OutputTokensDetails != nil {
-		s.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
-	}
-	s.TotalTokens = s.PromptTokens + s.CompletionTokens
-	return s
-}
-
-// UsageOf returns a usage in Anthropic's terms for one in Sluice's.
-func UsageOf(s sluice.Usage) Usage {
-	return Usage{
-		InputTokens:              max(s.PromptTokens-s.CachedTokens-s.CacheWriteTokens, 0),
-		CacheCreationInputTokens: s.CacheWriteTokens,
-		CacheReadInputTokens:     s.CachedTokens,
-		OutputTokens:             s.CompletionTokens,
-	}
-}
-
 // StreamEvent is one event of a streamed answer, as read: which fields are
 // set depends on Type (message_start, content_block_start,
 // content_block_delta, content_block_stop, message_delta, message_stop,
@@ -251,35 +215,3 @@ type ErrorBody struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
 }
-
-// ErrorType is the error type Anthropic sends with an HTTP status
-// (docs/protocols.md, "Error envelopes"); 503, which Anthropic does not send, is overloaded.
-func ErrorType(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "invalid_request_error"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusServiceUnavailable, statusOverloaded:
-		return "overloaded_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
-
-// statusOverloaded is Anthropic's 529, which net/http does not name.
-const statusOverloaded = 529

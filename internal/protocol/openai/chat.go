@@ -1,17 +1,9 @@
-// Package openai translates between the protocols callers speak and an
-// upstream that speaks OpenAI Chat Completions, one file per caller
-// protocol (from_anthropic.go, from_responses.go). chat.go holds the chat
-// wire types that every translator to or from OpenAI chat reuses. The
-// package depends only on package sluice, package adapter and the standard
-// library.
 package openai
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
-
-	"github.com/sluicehq/sluice"
 )
 
 // ChatRequest is a chat completions request body: the fields a translator
@@ -248,59 +240,6 @@ type Delta struct {
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	Refusal          string     `json:"refusal,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
-}
-
-// ChatUsage is a chat answer's usage. PromptTokens includes the cached and
-// cache-write tokens, CompletionTokens the reasoning tokens.
-type ChatUsage struct {
-	PromptTokens            int64                    `json:"prompt_tokens"`
-	CompletionTokens        int64                    `json:"completion_tokens"`
-	TotalTokens             int64                    `json:"total_tokens"`
-	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
-	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
-}
-
-// PromptTokensDetails splits the prompt tokens.
-type PromptTokensDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-}
-
-// CompletionTokensDetails splits the completion tokens.
-type CompletionTokensDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
-}
-
-// Sluice returns the usage in Sluice's terms (which are OpenAI's).
-func (u *ChatUsage) Sluice() sluice.Usage {
-	s := sluice.Usage{
-		PromptTokens:     u.PromptTokens,
-		CompletionTokens: u.CompletionTokens,
-		TotalTokens:      u.TotalTokens,
-		Measured:         true,
-	}
-	if s.TotalTokens == 0 {
-		s.TotalTokens = s.PromptTokens + s.CompletionTokens
-	}
-	if d := u.PromptTokensDetails; d != nil {
-		s.CachedTokens = d.CachedTokens
-		s.CacheWriteTokens = d.CacheWriteTokens
-	}
-	if d := u.CompletionTokensDetails; d != nil {
-		s.ReasoningTokens = d.ReasoningTokens
-	}
-	return s
-}
-
-// UsageOf returns a usage in OpenAI's terms for a usage in Sluice's.
-func UsageOf(s sluice.Usage) *ChatUsage {
-	return &ChatUsage{
-		PromptTokens:            s.PromptTokens,
-		CompletionTokens:        s.CompletionTokens,
-		TotalTokens:             s.PromptTokens + s.CompletionTokens,
-		PromptTokensDetails:     &PromptTokensDetails{CachedTokens: s.CachedTokens, CacheWriteTokens: s.CacheWriteTokens},
-		CompletionTokensDetails: &CompletionTokensDetails{ReasoningTokens: s.ReasoningTokens},
-	}
 }
 
 // ErrorEnvelope is OpenAI's error body, also sent mid-stream.

@@ -3,16 +3,12 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"net/http"
-
-	"github.com/sluicehq/sluice"
 )
 
 // This file holds the OpenAI Responses wire types, shared by the two
-// translations between Responses and chat: from_responses.go here (a
-// Responses caller, a chat upstream) and package adapter/responses (a chat
-// caller, a Responses upstream), which imports them.
+// translations between Responses and chat: adapter/openai/from_responses.go
+// (a Responses caller, a chat upstream) and package adapter/responses (a
+// chat caller, a Responses upstream).
 
 // ResponsesRequest is a Responses request body: the fields a translator
 // reads or writes. Fields that need state the upstream keeps
@@ -254,49 +250,6 @@ type OutputPart struct {
 	Annotations *json.RawMessage `json:"annotations,omitempty"`
 }
 
-// ResponsesUsage is a Responses answer's usage. InputTokens includes the
-// cached tokens, OutputTokens the reasoning tokens, as chat's do.
-type ResponsesUsage struct {
-	InputTokens         int64               `json:"input_tokens"`
-	InputTokensDetails  InputTokensDetails  `json:"input_tokens_details"`
-	OutputTokens        int64               `json:"output_tokens"`
-	OutputTokensDetails OutputTokensDetails `json:"output_tokens_details"`
-	TotalTokens         int64               `json:"total_tokens"`
-}
-
-// InputTokensDetails splits the input tokens.
-type InputTokensDetails struct {
-	CachedTokens     int64 `json:"cached_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-}
-
-// OutputTokensDetails splits the output tokens.
-type OutputTokensDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
-}
-
-// Sluice returns the usage in Sluice's terms.
-func (u *ResponsesUsage) Sluice() sluice.Usage {
-	return (&ChatUsage{
-		PromptTokens:            u.InputTokens,
-		CompletionTokens:        u.OutputTokens,
-		TotalTokens:             u.TotalTokens,
-		PromptTokensDetails:     &PromptTokensDetails{CachedTokens: u.InputTokensDetails.CachedTokens, CacheWriteTokens: u.InputTokensDetails.CacheWriteTokens},
-		CompletionTokensDetails: &CompletionTokensDetails{ReasoningTokens: u.OutputTokensDetails.ReasoningTokens},
-	}).Sluice()
-}
-
-// ResponsesUsageOf returns a usage in Responses' terms for one in Sluice's.
-func ResponsesUsageOf(s sluice.Usage) *ResponsesUsage {
-	return &ResponsesUsage{
-		InputTokens:         s.PromptTokens,
-		InputTokensDetails:  InputTokensDetails{CachedTokens: s.CachedTokens, CacheWriteTokens: s.CacheWriteTokens},
-		OutputTokens:        s.CompletionTokens,
-		OutputTokensDetails: OutputTokensDetails{ReasoningTokens: s.ReasoningTokens},
-		TotalTokens:         s.PromptTokens + s.CompletionTokens,
-	}
-}
-
 // StreamEvent is one event of a Responses stream, of any type: the fields
 // of every type a translator reads. Response is set on the lifecycle
 // events (response.created … response.completed, .incomplete, .failed);
@@ -314,23 +267,4 @@ type StreamEvent struct {
 	Code           json.RawMessage `json:"code,omitempty"`
 	Message        string          `json:"message,omitempty"`
 	Param          *string         `json:"param,omitempty"`
-}
-
-// ErrorEnvelopeOf returns the error body, in the envelope chat and
-// Responses share, for an upstream's error answer of that status: the
-// upstream's own error when the body is one, else one that names the
-// status (an unreadable body is not passed on: it may be anything).
-func ErrorEnvelopeOf(status int, body []byte) []byte {
-	var e ErrorEnvelope
-	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-		e = ErrorEnvelope{Error: ErrorBody{Message: fmt.Sprintf("the upstream answered %d %s", status, http.StatusText(status))}}
-	}
-	if e.Error.Type == "" {
-		e.Error.Type = "invalid_request_error"
-		if status >= http.StatusInternalServerError {
-			e.Error.Type = "server_error"
-		}
-	}
-	out, _ := json.Marshal(e) // every member decoded from JSON or is a string
-	return out
 }
