@@ -46,15 +46,7 @@ type attemptsRig struct {
 
 func newAttemptsRig(t *testing.T) *attemptsRig {
 	t.Helper()
-	env := func(name string) (string, bool) { return "sk-secret-value-" + name, true }
-	cat, err := config.Load([]byte(attemptsCatalog), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Compile(cat, env, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := compileCatalog(t, attemptsCatalog, testSecrets)
 	live := &Live{}
 	live.Swap(snap)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -211,18 +203,7 @@ func TestAttemptsPlanRebasesOnAReload(t *testing.T) {
 	r := newAttemptsRig(t)
 	at := r.start(t, "strict", nil)
 	admitted := at.cur
-	env := func(name string) (string, bool) { return "sk-secret-value-" + name, true }
-	reload := func(catalog string) {
-		cat, err := config.Load([]byte(catalog), env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := Compile(cat, env, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.live.Swap(snap)
-	}
+	reload := func(catalog string) { r.live.Swap(compileCatalog(t, catalog, testSecrets)) }
 	reload(replaceOnce(t, attemptsCatalog, "accounts: [a1]}}", "accounts: [a2]}}"))
 	if at.plan(); !slices.Equal(at.accounts(), []string{"a2"}) || at.cur.snap == admitted.snap {
 		t.Errorf("plan after the strict key moved to a2 = %v; want [a2], on a rebased admission", at.accounts())
@@ -246,7 +227,7 @@ func TestJobsAreAdmittedAsChatIs(t *testing.T) {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
 	env := func(string) (string, bool) { return "sk-upstream", true }
-	cat, err := config.Load([]byte(`version: 1
+	snap := compileCatalog(t, `version: 1
 endpoints: [{id: ep, base_url: `+srv.URL+`, protocols: [openai.chat, openai.videos]}]
 credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
 models:
@@ -254,14 +235,7 @@ models:
   - {alias: clip, protocol: openai.videos, deployments: [{model: sora-2, endpoints: [ep]}]}
 task_types: [{id: chat}, {id: bulk, priority: {default: background}}]
 keys: [{id: web, tenant: web, secret_env: KEY, tasks: [bulk]}]
-`), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Compile(cat, env, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+`, env)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mem := memstore.New()
 	live := &Live{}
@@ -292,4 +266,21 @@ func replaceOnce(t *testing.T, s, old, new string) string {
 		t.Fatalf("%q is not in the catalog", old)
 	}
 	return strings.Replace(s, old, new, 1)
+}
+
+// testSecrets resolves every secret of a test catalog to a value of its own.
+func testSecrets(name string) (string, bool) { return "sk-secret-value-" + name, true }
+
+// compileCatalog loads and compiles a test catalog, secrets from env.
+func compileCatalog(t *testing.T, yaml string, env func(string) (string, bool)) *Snapshot {
+	t.Helper()
+	cat, err := config.Load([]byte(yaml), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Compile(cat, env, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

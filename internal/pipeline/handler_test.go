@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/capacity"
-	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/store/memstore"
 	"github.com/sluicehq/sluice/internal/upstream"
@@ -57,19 +56,12 @@ func TestAnswerIsRecordedBeforeItsEnd(t *testing.T) {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
 	env := func(string) (string, bool) { return "sk-upstream", true }
-	cat, err := config.Load([]byte(`version: 1
+	snap := compileCatalog(t, `version: 1
 endpoints: [{id: ep, base_url: `+srv.URL+`, protocols: [openai.chat]}]
 credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
 models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
 keys: [{id: web, tenant: web, secret_env: KEY}]
-`), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Compile(cat, env, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+`, env)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mem := memstore.New()
 	live := &Live{}

@@ -26,15 +26,7 @@ keys:
 
 func admissionLive(t *testing.T) (*Live, *sluice.Key) {
 	t.Helper()
-	env := func(string) (string, bool) { return "sk-secret-value", true }
-	cat, err := config.Load([]byte(admissionCatalog), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := Compile(cat, env, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := compileCatalog(t, admissionCatalog, func(string) (string, bool) { return "sk-secret-value", true })
 	live := &Live{}
 	live.Swap(snap)
 	return live, snap.StaticKeys[0]
