@@ -43,7 +43,7 @@ type admission struct {
 	follow *routePolicy
 	owner  owner
 	own    int // the ownership of the credentials it runs on (owner.go)
-	// own limits are Sluice's own limits it must fit in (Snapshot.limitsOf);
+	// ownLimits are Sluice's own limits it must fit in (Snapshot.limitsOf);
 	// limits are those with its billing account's, placed in their
 	// capacity domains, and fallbackLimits what it claims on its fallback.
 	ownLimits, limits, fallbackLimits []store.Unit
