@@ -1,8 +1,9 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
+
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // Request is a Messages request body: the fields a translator reads or
@@ -40,18 +41,12 @@ type Content struct {
 
 // MarshalJSON writes the blocks when there are any, else the string.
 func (c Content) MarshalJSON() ([]byte, error) {
-	if c.Blocks != nil {
-		return json.Marshal(c.Blocks)
-	}
-	return json.Marshal(c.Text)
+	return protocol.MarshalTextOr(c.Text, c.Blocks)
 }
 
 // UnmarshalJSON reads a string or a list of blocks.
 func (c *Content) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		return json.Unmarshal(b, &c.Text)
-	}
-	return json.Unmarshal(b, &c.Blocks)
+	return protocol.UnmarshalTextOr(b, &c.Text, &c.Blocks)
 }
 
 // AsBlocks returns the content as blocks: a plain string is one text

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // ChatRequest is a chat completions request body: the fields a translator
@@ -91,18 +93,12 @@ func TextContent(s string) *Content { return &Content{Text: s} }
 
 // MarshalJSON writes the parts when there are any, else the string.
 func (c Content) MarshalJSON() ([]byte, error) {
-	if c.Parts != nil {
-		return json.Marshal(c.Parts)
-	}
-	return json.Marshal(c.Text)
+	return protocol.MarshalTextOr(c.Text, c.Parts)
 }
 
 // UnmarshalJSON reads a string or a list of parts.
 func (c *Content) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		return json.Unmarshal(b, &c.Text)
-	}
-	return json.Unmarshal(b, &c.Parts)
+	return protocol.UnmarshalTextOr(b, &c.Text, &c.Parts)
 }
 
 // PlainText is the content's text: the string, or its parts' text joined

@@ -1,8 +1,9 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
+
+	"github.com/sluicehq/sluice/internal/protocol"
 )
 
 // This file holds the OpenAI Responses wire types, shared by the two
@@ -55,18 +56,12 @@ type Input struct {
 
 // MarshalJSON writes the items when there are any, else the string.
 func (in Input) MarshalJSON() ([]byte, error) {
-	if in.Items != nil {
-		return json.Marshal(in.Items)
-	}
-	return json.Marshal(in.Text)
+	return protocol.MarshalTextOr(in.Text, in.Items)
 }
 
 // UnmarshalJSON reads a string or a list of items.
 func (in *Input) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		return json.Unmarshal(b, &in.Text)
-	}
-	return json.Unmarshal(b, &in.Items)
+	return protocol.UnmarshalTextOr(b, &in.Text, &in.Items)
 }
 
 // InputItem is one item of a Responses input, of any type: a message
@@ -97,18 +92,12 @@ type InputContent struct {
 
 // MarshalJSON writes the parts when there are any, else the string.
 func (c InputContent) MarshalJSON() ([]byte, error) {
-	if c.Parts != nil {
-		return json.Marshal(c.Parts)
-	}
-	return json.Marshal(c.Text)
+	return protocol.MarshalTextOr(c.Text, c.Parts)
 }
 
 // UnmarshalJSON reads a string or a list of parts.
 func (c *InputContent) UnmarshalJSON(b []byte) error {
-	if bytes.HasPrefix(b, []byte(`"`)) {
-		return json.Unmarshal(b, &c.Text)
-	}
-	return json.Unmarshal(b, &c.Parts)
+	return protocol.UnmarshalTextOr(b, &c.Text, &c.Parts)
 }
 
 // InputPart is one part of an input message's content: input_text,
