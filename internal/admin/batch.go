@@ -17,7 +17,7 @@ import (
 // Batch is the body of POST /admin/keys/batch: one operation on every key
 // whose labels Selector matches.
 type Batch struct {
-	Selector  string     `json:"selector"`         // label selector, required (see README: team=web,env!=prod)
+	Selector  string     `json:"selector"`         // label selector, required (e.g. team=web,env!=prod)
 	Operation string     `json:"operation"`        // disable | enable | set_policy | set_limits | set_billing_account
 	Policy    *KeyPolicy `json:"policy,omitempty"` // the policy set_policy gives every key
 	Limits    *KeyLimits `json:"limits,omitempty"` // the limits set_limits gives every key
