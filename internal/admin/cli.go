@@ -26,7 +26,7 @@ const (
 // --admin nor SLUICE_ADMIN_URL says otherwise.
 const DefaultAdminURL = "http://127.0.0.1:8081"
 
-const cliUsage = `usage:
+const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice keys create --name NAME --tenant TENANT [--models a,b] [--priority CLASS]
                      [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending] [SETTINGS]
   sluice keys update ID [--name NAME] [--models a,b] [--priority CLASS] [SETTINGS]
@@ -107,7 +107,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, env fu
 		if ue.synopsis != "" {
 			fmt.Fprintf(stderr, "usage: sluice %s\n", ue.synopsis)
 		}
-		fmt.Fprintln(stderr, "run 'sluice keys help' for every admin command")
+		fmt.Fprintln(stderr, "run 'sluice help' for every command")
 		return 2
 	default:
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
