@@ -91,12 +91,12 @@ func (b *Batch) op(kr *authn.Keyring) (batchOp, error) {
 	settings := func(c KeyChange) batchOp {
 		return batchOp{
 			preview: func(k *sluice.Key) error {
-				if err := c.apply(k); err != nil {
+				if err := c.Apply(k); err != nil {
 					return err
 				}
 				return kr.Check(k)
 			},
-			apply: func(ctx context.Context, id string) (*sluice.Key, error) { return kr.Update(ctx, id, c.apply) },
+			apply: func(ctx context.Context, id string) (*sluice.Key, error) { return kr.Update(ctx, id, c.Apply) },
 		}
 	}
 	if (b.Policy != nil) != (b.Operation == BatchSetPolicy) || (b.Limits != nil) != (b.Operation == BatchSetLimits) ||

@@ -14,7 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 )
 
 // Run executes one subcommand and returns the process exit code.
@@ -34,11 +34,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return admin.RunCLI(ctx, []string{"help"}, stdout, stderr, os.Getenv)
+		return adminclient.RunCLI(ctx, []string{"help"}, stdout, stderr, os.Getenv)
 	default:
 		// Every other command manages a running gateway through its admin
 		// API; the CLI knows them all and refuses an unknown one.
-		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
+		return adminclient.RunCLI(ctx, args, stdout, stderr, os.Getenv)
 	}
 }
 
