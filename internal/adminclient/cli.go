@@ -49,6 +49,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice credentials list
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
+  sluice affinity show (--session S --alias A [--tenant T] | --seed HASH)   (the account a session is bound to)
   sluice jobs show ID                        (an async job: its binding and timeline)
   sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
@@ -155,6 +156,8 @@ func (c *cli) run(args []string) error {
 		return c.billingCommand(args[1:])
 	case "entitlements":
 		return c.entitlements(args[1:])
+	case "affinity":
+		return c.affinity(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":
