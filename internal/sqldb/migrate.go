@@ -388,7 +388,7 @@ var migrations = []migration{{
 		// Who saved each catalog version, which earlier one it restores,
 		// and its diff from the previous version (versions saved before
 		// have none: '' and zero counts).
-		`ALTER TABLE catalog_documents ADD COLUMN saved_by TEXT NOT NULL DEFAULT ''`,    // the admin token's ID, never its secret
+		`ALTER TABLE catalog_documents ADD COLUMN saved_by TEXT NOT NULL DEFAULT ''`,     // the admin token's ID, never its secret
 		`ALTER TABLE catalog_documents ADD COLUMN rollback_of BIGINT NOT NULL DEFAULT 0`, // 0 = a new document
 		`ALTER TABLE catalog_documents ADD COLUMN size BIGINT NOT NULL DEFAULT 0`,        // bytes of doc
 		`ALTER TABLE catalog_documents ADD COLUMN lines_added BIGINT NOT NULL DEFAULT 0`,
