@@ -27,7 +27,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "demo-upstream":
 		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
-	case "keys", "apply", "status", "accounts", "credentials", "jobs", "usage", "audit", "billing":
+	case "keys", "apply", "catalog", "status", "accounts", "credentials", "jobs", "usage", "audit", "billing":
 		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
 	case "version":
 		fmt.Fprintln(stdout, "sluice", version())
@@ -46,6 +46,7 @@ const usage = `usage: sluice <command> [flags]
 commands:
   serve          run the gateway (no --config: built-in demo provider, embedded store)
   apply -f FILE  apply a catalog to a running gateway through the admin API
+  catalog …      stored catalog versions: history, show, diff, rollback
   keys …         create, list, show, disable, enable, revoke, rotate, expire virtual keys
   accounts …     list upstream accounts (claims, queue, cooldown, probe, status); disable, enable
   credentials …  list upstream credentials; disable, drain, enable, remove [--force]
@@ -53,7 +54,7 @@ commands:
   usage …        list usage records; policy: expected vs actual accounts per key
   audit          list admin writes, newest first
   billing …      billing accounts, top-ups, adjustments, refunds, statements, key bindings, prices, spend reports
-  status         show the running gateway's catalog status
+  status         show the running gateway's catalog status and every replica on its database
   demo-upstream  run the simulated upstream provider on its own
   version        print the version
 `
