@@ -210,8 +210,8 @@ func TestCatalogVersionsOnPostgres(t *testing.T) {
 
 	// C refuses to take what does not load there, and nothing is stored.
 	code, _, body := adminSend(t, f.gws[2], http.MethodPut, "/admin/catalog", testEnv["ADMIN_TOKEN"], beta)
-	if code != http.StatusBadRequest || !strings.Contains(body, "catalog_invalid") || !strings.Contains(body, "UP_B1") {
-		t.Errorf("apply through C = %d %s, want 400 catalog_invalid naming UP_B1", code, body)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "catalog_invalid") || !strings.Contains(body, "UP_B1") {
+		t.Errorf("apply through C = %d %s, want 422 catalog_invalid naming UP_B1", code, body)
 	}
 	if vs, err := f.client(1).CatalogVersions(t.Context(), 0); err != nil || len(vs) != 3 {
 		t.Fatalf("history = %+v, %v; want 3 versions", vs, err)
