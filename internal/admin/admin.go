@@ -78,8 +78,11 @@ type Catalog interface {
 	// one wrapping ErrCatalogEmptied when doc has no models (or no keys)
 	// while the serving catalog has some, unless force is set, and any
 	// other error (for example *InvalidCatalogError) when doc is invalid;
-	// that error's text is shown to the operator in full.
-	Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (CatalogStatus, error)
+	// that error's text is shown to the operator in full. by is the admin
+	// token's ID, stored with the version.
+	Apply(ctx context.Context, doc []byte, ifVersion int64, force bool, by string) (CatalogStatus, error)
+	// CatalogHistory is the numbered versions and the replicas serving them.
+	CatalogHistory
 }
 
 // CatalogStatus describes the catalog serving now.
@@ -91,6 +94,10 @@ type CatalogStatus struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"` // when LastError happened
 	Document    []byte    `json:"-"`                      // the YAML serving now; GET /admin/catalog serves it
 	Aliases     []string  `json:"aliases"`                // model aliases the catalog serves
+	// StoredVersion is the stored catalog version serving (see GET
+	// /admin/catalog/versions); 0 when the catalog is a file or the demo.
+	StoredVersion int64  `json:"stored_version,omitempty"`
+	Replica       string `json:"replica,omitempty"` // the ID of the replica that answered
 }
 
 // ErrCatalogReadOnly is wrapped by Catalog.Apply when the catalog is managed
@@ -245,6 +252,10 @@ type server struct {
 //	GET  /admin/status                  CatalogStatus plus key, account and credential counts by status
 //	GET  /admin/catalog                 the serving YAML, ETag "<version>"
 //	PUT  /admin/catalog?force=true      apply YAML (If-Match "<version>" optional; force to drop every alias or key)
+//	GET  /admin/catalog/versions?limit= []CatalogVersion, newest first
+//	GET  /admin/catalog/versions/{version}      its YAML (passwords redacted)
+//	GET  /admin/catalog/versions/{version}/diff?from=A  unified diff from A (default: the version before)
+//	POST /admin/catalog/versions/{version}/rollback     CatalogStatus: stores a new version with its document
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
 //	GET  /admin/keys                    []KeyRecord
 //	GET  /admin/keys/{id}               KeyRecord
@@ -307,6 +318,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/status", s.status)
 	s.read("GET /admin/catalog", s.getCatalog)
 	s.write("PUT /admin/catalog", "catalog.apply", theCatalog, s.applyCatalog)
+	s.registerCatalogVersions()
 	s.write("POST /admin/keys", "keys.create", keyCreated, s.createKey)
 	s.read("GET /admin/keys", s.listKeys)
 	s.read("GET /admin/keys/{id}", s.showKey)

@@ -38,6 +38,9 @@ var writeRequests = map[string]struct{ path, body string }{
 	"POST /admin/billing/prices":               {"/admin/billing/prices", `{"kind":"price","plan":"standard","alias":"fast","input":"1.00"}`},
 	"PUT /admin/entitlements":                  {"/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"bob","profile":"paid"}]}`},
 	"DELETE /admin/entitlements":               {"/admin/entitlements", `{"users":[{"tenant":"web","user":"alice"}]}`},
+
+	// A rollback to the version auditHarness stores.
+	"POST /admin/catalog/versions/{version}/rollback": {"/admin/catalog/versions/1/rollback", ""},
 }
 
 // auditHarness is a harness with the keys web-1 (active) and pending-1.
@@ -55,6 +58,10 @@ func auditHarness(t *testing.T) (*harness, []string) {
 			t.Fatal(err)
 		}
 		secrets = append(secrets, issued.Key)
+	}
+	// Stored catalog version 1, for a rollback to restore.
+	if _, err := h.catalog.Apply(t.Context(), []byte("version: 1\nmodels: [fast]\n"), 0, false, "admin"); err != nil {
+		t.Fatal(err)
 	}
 	return h, secrets
 }

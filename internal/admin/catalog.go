@@ -26,6 +26,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 	if st.Aliases == nil {
 		st.Aliases = []string{}
 	}
+	st.Replicas = s.replicas(r)
 	st.Keys = s.keyCounts(r)
 	st.Accounts = poolCounts(s, r, accountKind)
 	st.Credentials = poolCounts(s, r, credentialKind)
@@ -95,7 +96,7 @@ func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 	if len(doc) == 0 {
 		return invalid("the request body is empty; want the catalog YAML")
 	}
-	st, err := s.catalog.Apply(r.Context(), doc, ifVersion, force)
+	st, err := s.catalog.Apply(r.Context(), doc, ifVersion, force, tokenOf(w))
 	if err != nil {
 		return catalogError(err)
 	}

@@ -11,7 +11,7 @@ func TestCatalogRedactsPasswords(t *testing.T) {
 	const doc = "version: 1\n" +
 		"state: {backend: redis, redis: {url: \"redis://default:redis-PASSWORD-1@cache:6379/0\"}}\n" +
 		"database:\n  url: postgres://sluice:db-PASSWORD-2@db:5432/sluice?sslmode=disable&password=db-PASSWORD-3\n"
-	if _, err := h.catalog.Apply(t.Context(), []byte(doc), 0, false); err != nil {
+	if _, err := h.catalog.Apply(t.Context(), []byte(doc), 0, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := h.do(t, http.MethodGet, "/admin/catalog", testToken, "")

@@ -40,6 +40,8 @@ type fakeCatalog struct {
 	mu       sync.Mutex
 	st       admin.CatalogStatus
 	readOnly bool
+	versions memcatalog.Store // every applied document (see catalog_versions_test.go)
+	replicas []catalog.Replica
 }
 
 func newFakeCatalog() *fakeCatalog {
@@ -55,9 +57,16 @@ func (f *fakeCatalog) Status() admin.CatalogStatus {
 	return f.st
 }
 
-func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64, _ bool) (admin.CatalogStatus, error) {
+func (f *fakeCatalog) Apply(ctx context.Context, doc []byte, ifVersion int64, _ bool, by string) (admin.CatalogStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.apply(ctx, catalog.CatalogVersion{Doc: doc, By: by}, ifVersion)
+}
+
+// apply is Apply of next.Doc (f.mu held), stored with next's author and
+// rollback.
+func (f *fakeCatalog) apply(ctx context.Context, next catalog.CatalogVersion, ifVersion int64) (admin.CatalogStatus, error) {
+	doc := next.Doc
 	switch {
 	case f.readOnly:
 		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by /etc/sluice.yaml: %w", admin.ErrCatalogReadOnly)
@@ -69,7 +78,12 @@ func (f *fakeCatalog) Apply(_ context.Context, doc []byte, ifVersion int64, _ bo
 			errors.New("endpoints[1].base_url: not a URL"),
 		)}
 	}
+	v, err := f.versions.SaveCatalog(ctx, next, 0)
+	if err != nil {
+		return admin.CatalogStatus{}, err
+	}
 	f.st.Version++
+	f.st.StoredVersion = v.Version
 	f.st.Document = bytes.Clone(doc)
 	f.st.LoadedAt = time.Now()
 	return f.st, nil

@@ -112,6 +112,8 @@ type Status struct {
 	Keys        map[sluice.KeyStatus]int      `json:"keys,omitempty"`
 	Accounts    map[sluice.UpstreamStatus]int `json:"accounts,omitempty"`    // by AccountState.Status; absent without a Pool
 	Credentials map[sluice.UpstreamStatus]int `json:"credentials,omitempty"` // by CredentialState.Status; absent without a Pool
+	// Replicas are the gateways on this database seen lately, by ID.
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
 }
 
 // UsageRecord is a usage record as the admin API shows it. Durations are

@@ -78,7 +78,11 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
   sluice entitlements delete TENANT USER [USER…] [--dry-run]
   sluice apply -f FILE [--if-match VERSION] [--force]
-  sluice status
+  sluice catalog history [--limit N]         (stored catalog versions: who, when, lines changed)
+  sluice catalog show [VERSION]              (its YAML, passwords redacted; no VERSION: the one serving)
+  sluice catalog diff FROM TO                (unified diff; FROM 0 = from nothing)
+  sluice catalog rollback VERSION            (stores VERSION's document as a new version; every replica follows)
+  sluice status                              (the catalog serving, counts, and every replica on the database)
 
 common flags:
   --admin URL        admin API (default $SLUICE_ADMIN_URL or ` + DefaultAdminURL + `)
@@ -160,6 +164,8 @@ func (c *cli) run(args []string) error {
 		return c.affinity(args[1:])
 	case "apply":
 		return c.apply(args[1:])
+	case "catalog":
+		return c.catalogCommand(args[1:])
 	case "status":
 		return c.status(args[1:])
 	case "help", "-h", "--help":
@@ -297,7 +303,7 @@ func (c *cli) apply(args []string) error {
 	if c.json {
 		return c.printJSON(st)
 	}
-	fmt.Fprintf(c.stdout, "applied %s: catalog version %d, %d aliases\n", *file, st.Version, len(st.Aliases))
+	fmt.Fprintf(c.stdout, "applied %s: catalog version %d, stored as version %d, %d aliases\n", *file, st.Version, st.StoredVersion, len(st.Aliases))
 	return nil
 }
 
@@ -321,6 +327,9 @@ func (c *cli) status(args []string) error {
 	t := newTable(c.stdout)
 	t.row("Catalog version:", strconv.FormatInt(st.Version, 10))
 	t.row("Source:", st.Source)
+	if st.StoredVersion > 0 {
+		t.row("Stored version:", strconv.FormatInt(st.StoredVersion, 10))
+	}
 	t.row("Loaded at:", when(st.LoadedAt))
 	t.row("Aliases:", list(st.Aliases, "none"))
 	if st.Keys != nil {
@@ -341,7 +350,7 @@ func (c *cli) status(args []string) error {
 			fmt.Fprintf(c.stdout, "  %s\n", line)
 		}
 	}
-	return nil
+	return c.printReplicas(st)
 }
 
 // counts lists the counts by status, "2 active, 1 disabled": the statuses in

@@ -20,7 +20,8 @@ import (
 )
 
 // catalogSource is where the serving catalog comes from — a file (reloaded on
-// SIGHUP and on change), the store (changed through the admin API), or the
+// SIGHUP and on change), the store (changed through the admin API on any
+// replica, and followed by every replica: see catalogfollow.go), or the
 // demo — and the one path every change takes: Load → Compile → Swap. A bad
 // new catalog never replaces the last good one; the failure stays visible in
 // Status and in the sluice_catalog_reload_failing metric until a good one
@@ -32,6 +33,8 @@ type catalogSource struct {
 	live      *pipeline.Live
 	keys      *authn.Keyring
 	docs      catalog.Documents
+	replicas  catalog.Replicas // the heartbeats of every replica on the database
+	replica   string           // this process's ID among them
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	tokens    *credentialTokens // nil: oauth credentials get no tokens (no database yet)
@@ -42,6 +45,8 @@ type catalogSource struct {
 
 	mu        sync.Mutex // serialises changes; guards the fields below
 	doc       []byte     // the document serving now
+	stored    int64      // its stored version; 0 = not a stored one (a file, the demo)
+	refused   int64      // the latest stored version that did not load here, reported once
 	lastErr   error
 	lastErrAt time.Time
 }
@@ -69,9 +74,10 @@ func (s *catalogSource) initial() (*config.Catalog, []byte, error) {
 	return c, doc, nil
 }
 
-// install compiles c and makes it serve.
-func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
-	snap, err := pipeline.CompileServing(c, s.lookupEnv, s.origin, dialects.CanServe)
+// install compiles c and makes it serve (s.mu held, or at startup): doc is
+// its document, from origin, stored as version stored (0 = not stored).
+func (s *catalogSource) install(c *config.Catalog, doc []byte, origin string, stored int64) error {
+	snap, err := pipeline.CompileServing(c, s.lookupEnv, origin, dialects.CanServe)
 	if err != nil {
 		return err
 	}
@@ -85,16 +91,17 @@ func (s *catalogSource) install(c *config.Catalog, doc []byte) error {
 		e.Rehome(context.Background(), snap.UnitDomain)
 	}
 	s.keys.SetStatic(snap.StaticKeys)
-	s.doc = doc
+	s.doc, s.origin, s.stored = doc, origin, stored
 	s.metrics.CatalogVersion.Set(float64(snap.Version))
 	return nil
 }
 
-// reload loads doc as the next catalog, or records why it could not.
-func (s *catalogSource) reload(doc []byte) error {
+// reload loads doc as the next catalog (s.mu held), or records why it
+// could not.
+func (s *catalogSource) reload(doc []byte, origin string, stored int64) error {
 	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
 	if err == nil {
-		err = s.install(c, doc)
+		err = s.install(c, doc, origin, stored)
 	}
 	if err != nil {
 		s.failed(err, "catalog rejected; the last good catalog keeps serving")
@@ -104,7 +111,7 @@ func (s *catalogSource) reload(doc []byte) error {
 	s.metrics.CatalogReloads.WithLabelValues("ok").Inc()
 	s.metrics.CatalogFailing.Set(0)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "catalog loaded",
-		slog.String("source", s.origin), slog.Int64("version", s.live.Load().Version))
+		slog.String("source", s.origin), slog.Int64("stored_version", stored), slog.Int64("version", s.live.Load().Version))
 	return nil
 }
 
@@ -147,7 +154,7 @@ func (s *catalogSource) watch(ctx context.Context, every time.Duration) {
 			unreadable, rejected = true, nil
 		case force || !bytes.Equal(doc, s.doc) && !bytes.Equal(doc, rejected):
 			unreadable, rejected = false, nil
-			if s.reload(doc) != nil {
+			if s.reload(doc, s.origin, 0) != nil {
 				rejected = doc
 			}
 		case bytes.Equal(doc, s.doc):
@@ -168,41 +175,91 @@ func (s *catalogSource) Status() admin.CatalogStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := s.live.Load()
-	st := admin.CatalogStatus{Version: snap.Version, Source: s.origin, LoadedAt: snap.Compiled, Document: s.doc, Aliases: snap.Routes.Names()}
+	st := admin.CatalogStatus{Version: snap.Version, Source: s.origin, LoadedAt: snap.Compiled, Document: s.doc,
+		Aliases: snap.Routes.Names(), StoredVersion: s.stored, Replica: s.replica}
 	if s.lastErr != nil {
 		st.LastError, st.LastErrorAt = s.lastErr.Error(), s.lastErrAt
 	}
 	return st
 }
 
-// Apply validates doc and makes it serve, storing it so it outlives a
+// Apply validates doc and makes it serve, storing it as the next version
+// (by the admin token by) for every replica to follow and to outlive a
 // restart. A catalog managed by a file cannot be changed this way, and
 // one that would drop every alias or every key only with force.
-func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64, force bool) (admin.CatalogStatus, error) {
+func (s *catalogSource) Apply(ctx context.Context, doc []byte, ifVersion int64, force bool, by string) (admin.CatalogStatus, error) {
+	return s.save(ctx, catalog.CatalogVersion{Doc: doc, By: by}, ifVersion, force)
+}
+
+// Rollback stores the document of the stored version as the next version
+// and makes it serve, as Apply does. It needs no force: the operator
+// named the version it restores.
+func (s *catalogSource) Rollback(ctx context.Context, version int64, by string) (admin.CatalogStatus, error) {
+	if err := s.writable(); err != nil {
+		return admin.CatalogStatus{}, err
+	}
+	v, err := s.docs.LoadCatalogVersion(ctx, version)
+	if err != nil {
+		return admin.CatalogStatus{}, err
+	}
+	return s.save(ctx, catalog.CatalogVersion{Doc: v.Doc, By: by, RollbackOf: version}, 0, true)
+}
+
+// writable refuses a change through the admin API to a catalog a file manages.
+func (s *catalogSource) writable() error {
 	if s.path != "" {
-		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by %s: %w", s.path, admin.ErrCatalogReadOnly)
+		return fmt.Errorf("catalog is managed by %s: %w", s.path, admin.ErrCatalogReadOnly)
+	}
+	return nil
+}
+
+// save checks next.Doc against this replica (its environment, the serving
+// catalog), stores it as the next version and makes it serve. ifVersion is
+// the serving snapshot's version the operator saw (0 = no check).
+func (s *catalogSource) save(ctx context.Context, next catalog.CatalogVersion, ifVersion int64, force bool) (admin.CatalogStatus, error) {
+	if err := s.writable(); err != nil {
+		return admin.CatalogStatus{}, err
 	}
 	s.mu.Lock()
 	if ifVersion != 0 && ifVersion != s.live.Load().Version {
 		s.mu.Unlock()
 		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
 	}
-	c, err := config.LoadServing(doc, s.lookupEnv, dialects.CanServe)
+	c, err := config.LoadServing(next.Doc, s.lookupEnv, dialects.CanServe)
 	if err == nil && !force {
 		err = emptied(s.live.Load().Catalog, c)
 	}
+	var saved catalog.CatalogVersion
 	if err == nil {
-		_, err = s.docs.SaveCatalog(ctx, doc, 0)
+		saved, err = s.docs.SaveCatalog(ctx, next, 0)
 	}
 	if err == nil {
-		s.origin = "store"
-		err = s.install(c, doc)
+		if err = s.install(c, next.Doc, "store", saved.Version); err != nil {
+			// Stored, and so followed by the other replicas, but not
+			// serving here: say so until a later version loads.
+			s.refused = saved.Version
+			s.failed(err, "stored catalog version did not load here; the last good catalog keeps serving")
+		}
+	}
+	if err == nil {
+		s.lastErr = nil
+		s.metrics.CatalogFailing.Set(0)
 	}
 	s.mu.Unlock()
 	if err != nil {
 		return admin.CatalogStatus{}, err
 	}
 	return s.Status(), nil
+}
+
+// Versions returns up to limit stored versions, newest first.
+func (s *catalogSource) Versions(ctx context.Context, limit int) ([]catalog.CatalogVersion, error) {
+	return s.docs.ListCatalogVersions(ctx, limit)
+}
+
+// LoadVersion returns a stored version with its document and diff.
+func (s *catalogSource) LoadVersion(ctx context.Context, version int64) (catalog.CatalogVersion, error) {
+	return s.docs.LoadCatalogVersion(ctx, version)
 }
 
 // emptied returns an error wrapping admin.ErrCatalogEmptied when next has

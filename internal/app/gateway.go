@@ -110,7 +110,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 			g.Close()
 		}
 	}()
-	src := &catalogSource{path: o.ConfigPath, lookupEnv: o.LookupEnv, live: g.live, metrics: g.metrics, log: o.Log}
+	id := replicaID()
+	src := &catalogSource{path: o.ConfigPath, lookupEnv: o.LookupEnv, live: g.live, metrics: g.metrics, log: o.Log, replica: id}
 	g.catalog = src
 	cat, doc, err := src.initial()
 	if err != nil {
@@ -125,11 +126,13 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if g.db, err = sqldb.Open(ctx, dbURL); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	src.docs = sqlcatalog.New(g.db)
+	docs := sqlcatalog.New(g.db)
+	src.docs, src.replicas = docs, docs
 	found := o.ConfigPath != ""
+	var storedVersion int64 // of the stored catalog serving; 0 = none
 	if !found {
 		// A catalog applied through the admin API outlives restarts.
-		stored, _, err := src.docs.LoadCatalog(ctx)
+		stored, version, err := src.docs.LoadCatalog(ctx)
 		switch {
 		case errors.Is(err, catalog.ErrNotFound):
 		case err != nil:
@@ -139,7 +142,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 			if cat, err = config.LoadServing(stored, o.LookupEnv, dialects.CanServe); err != nil {
 				return nil, fmt.Errorf("stored catalog: %w", err)
 			}
-			doc, src.origin = stored, "store"
+			doc, src.origin, storedVersion = stored, "store", version
 		}
 	}
 	if !found {
@@ -160,7 +163,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	}
 	src.tokens = &credentialTokens{db: g.db, dbURL: dbURL, lookupEnv: src.lookupEnv, log: o.Log,
 		run: func(m *oauth.Manager) { g.background(run, func(ctx context.Context) { m.Run(ctx, time.Second) }) }}
-	if err := src.install(cat, doc); err != nil {
+	if err := src.install(cat, doc, src.origin, storedVersion); err != nil {
 		return nil, err
 	}
 	g.caller = upstream.New(o.Log, dialects, func(id string) upstream.BreakerSettings {
@@ -179,7 +182,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g.capacity = capacity.New(shared, shared, replicaID(), cat.State.LeaseTTL.D(), o.Log)
+	g.capacity = capacity.New(shared, shared, id, cat.State.LeaseTTL.D(), o.Log)
 	src.capacity.Store(g.capacity)
 	g.statuses = capacity.NewStatuses(shared, o.Log)
 	if err := g.statuses.Refresh(ctx); err != nil {
@@ -245,7 +248,12 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	})
 	if o.ConfigPath != "" {
 		g.background(run, func(ctx context.Context) { src.watch(ctx, o.ReloadEvery) })
+	} else {
+		// Versions stored through any replica on the database serve here
+		// within catalogPoll; a catalog file wins over the store.
+		g.background(run, src.follow)
 	}
+	g.background(run, src.heartbeat)
 	g.banner(o.Banner, generated)
 	return g, nil
 }

@@ -1,9 +1,10 @@
 // Package catalog defines the durable records of what Sluice serves and who
-// may call it: virtual keys, the applied catalog document, and the audit
-// log of the admin writes that changed them. Implementations
-// live in memcatalog (tests, single process) and sqlcatalog (SQLite,
-// PostgreSQL); catalogtest holds the contract suite both must pass. This
-// package depends only on package sluice.
+// may call it: virtual keys, the numbered versions of the applied catalog
+// document, the heartbeats of the replicas serving them, and the audit log
+// of the admin writes that changed them. Implementations live in
+// memcatalog (tests, single process) and sqlcatalog (SQLite, PostgreSQL);
+// catalogtest holds the contract suite both must pass. This package
+// depends only on package sluice and a line-diff module.
 package catalog
 
 import (
@@ -33,15 +34,70 @@ type Keys interface {
 	ListKeys(ctx context.Context) ([]*sluice.Key, error)
 }
 
-// Documents stores the catalog document last applied through the admin API,
-// so a restart serves what the operators applied. Versions start at 1 and
-// grow by one per save.
+// Documents stores every catalog document applied through the admin API as
+// a numbered version, so a restart serves what the operators applied, every
+// replica on the database can follow the latest, and any earlier one can be
+// read back or restored. Versions start at 1 and grow by one per save;
+// history is append-only (a rollback saves a new version). Safe for
+// concurrent use, also by several processes sharing one database.
 type Documents interface {
-	// SaveCatalog stores doc as the next version if the current version is
-	// ifVersion (0 = no check); otherwise it returns ErrConflict.
-	SaveCatalog(ctx context.Context, doc []byte, ifVersion int64) (version int64, err error)
+	// SaveCatalog stores next.Doc as the next version, noting next.By and
+	// next.RollbackOf, if the current version is ifVersion (0 = no check);
+	// otherwise it returns ErrConflict. It returns the version as stored:
+	// its number, time, size and diff against the previous version.
+	SaveCatalog(ctx context.Context, next CatalogVersion, ifVersion int64) (CatalogVersion, error)
 	// LoadCatalog returns the latest document, or ErrNotFound when none was saved.
 	LoadCatalog(ctx context.Context) (doc []byte, version int64, err error)
+	// LoadCatalogVersion returns the version with its document and diff,
+	// or ErrNotFound.
+	LoadCatalogVersion(ctx context.Context, version int64) (CatalogVersion, error)
+	// ListCatalogVersions returns up to limit versions (0 = all), newest
+	// first, without their documents and diffs.
+	ListCatalogVersions(ctx context.Context, limit int) ([]CatalogVersion, error)
+	// LatestCatalogVersion returns the latest version's number, 0 when none
+	// was saved. It is what replicas poll, so it must stay cheap.
+	LatestCatalogVersion(ctx context.Context) (int64, error)
+}
+
+// CatalogVersion is one stored catalog document and how it came to be.
+type CatalogVersion struct {
+	Version    int64     // assigned by SaveCatalog
+	At         time.Time // when it was saved; set by SaveCatalog
+	By         string    // the admin token's ID that saved it, never its secret; "" = unknown
+	RollbackOf int64     // the version whose document it restores; 0 = a new document
+	Bytes      int       // the document's size; set by SaveCatalog
+	// LinesAdded and LinesRemoved count the lines of Diff; set by SaveCatalog.
+	LinesAdded, LinesRemoved int
+	Doc                      []byte // the YAML; empty in ListCatalogVersions
+	// Diff is the unified diff from the previous version (from nothing for
+	// version 1), set by SaveCatalog; empty in ListCatalogVersions, and for
+	// versions stored before versions had diffs.
+	Diff string
+}
+
+// Replicas is the heartbeat table of the gateways sharing a database: each
+// writes its row about once a second, and any of them lists those seen
+// lately. Safe for concurrent use, also by several processes.
+type Replicas interface {
+	// BeatReplica inserts or replaces the row of r.ID.
+	BeatReplica(ctx context.Context, r Replica) error
+	// ListReplicas returns the replicas seen at or after since, ordered by ID.
+	ListReplicas(ctx context.Context, since time.Time) ([]Replica, error)
+	// PruneReplicas deletes the rows last seen before before and returns
+	// how many it deleted.
+	PruneReplicas(ctx context.Context, before time.Time) (int, error)
+}
+
+// Replica is one gateway process as its heartbeat describes it. Times are
+// kept to the microsecond and come back in UTC.
+type Replica struct {
+	ID          string    // stable for the life of the process
+	Source      string    // where its catalog comes from: "store", "file:/path", "demo"
+	Version     int64     // the stored catalog version it serves; 0 = its catalog is not a stored one
+	Since       time.Time // when it began serving what it serves
+	LastError   string    // why the latest change it tried did not load; "" = none
+	LastErrorAt time.Time // zero when LastError is ""
+	SeenAt      time.Time // its last heartbeat
 }
 
 // Audit is the append-only log of admin writes. Entries are never changed

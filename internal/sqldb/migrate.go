@@ -381,6 +381,36 @@ var migrations = []migration{{
 		`UPDATE billing_totals SET cost_micros = CASE WHEN cost_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
 			WHERE cost_micros >= 9223372036854775807 OR cost_micros <= (-9223372036854775807 - 1)`,
 	},
+}, {
+	version: 15,
+	name:    "catalog versions with their author and diff, and replica heartbeats",
+	stmts: []string{
+		// Who saved each catalog version, which earlier one it restores,
+		// and its diff from the previous version (versions saved before
+		// have none: '' and zero counts).
+		`ALTER TABLE catalog_documents ADD COLUMN saved_by TEXT NOT NULL DEFAULT ''`,     // the admin token's ID, never its secret
+		`ALTER TABLE catalog_documents ADD COLUMN rollback_of BIGINT NOT NULL DEFAULT 0`, // 0 = a new document
+		`ALTER TABLE catalog_documents ADD COLUMN size BIGINT NOT NULL DEFAULT 0`,        // bytes of doc
+		`ALTER TABLE catalog_documents ADD COLUMN lines_added BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE catalog_documents ADD COLUMN lines_removed BIGINT NOT NULL DEFAULT 0`,
+		// The unified diff from the previous version: bytes, as the
+		// documents are, which PostgreSQL's TEXT could not all hold.
+		`ALTER TABLE catalog_documents ADD COLUMN diff {{bytes}} NOT NULL DEFAULT ''`,
+		`UPDATE catalog_documents SET size = LENGTH(doc)`,
+		// One row per gateway process, written about once a second; the
+		// admin API lists those seen lately, and any replica deletes the
+		// rows long unseen.
+		`CREATE TABLE catalog_replicas (
+			id            {{ordered_text}} NOT NULL PRIMARY KEY,
+			source        TEXT NOT NULL,
+			version       BIGINT NOT NULL, -- the stored catalog version it serves; 0 = not a stored one
+			since         BIGINT NOT NULL, -- when it began serving it
+			last_error    TEXT NOT NULL,   -- '' = none
+			last_error_at BIGINT NOT NULL, -- 0 = none
+			seen_at       BIGINT NOT NULL
+		)`,
+		`CREATE INDEX catalog_replicas_seen ON catalog_replicas (seen_at)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

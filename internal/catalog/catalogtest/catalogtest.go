@@ -23,6 +23,7 @@ import (
 type Store interface {
 	catalog.Keys
 	catalog.Documents
+	catalog.Replicas
 	catalog.Audit
 }
 
@@ -31,6 +32,8 @@ type Store interface {
 func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Keys", func(t *testing.T) { runKeys(t, open) })
 	t.Run("Documents", func(t *testing.T) { runDocuments(t, open) })
+	t.Run("Versions", func(t *testing.T) { runVersions(t, open) })
+	t.Run("Replicas", func(t *testing.T) { runReplicas(t, open) })
 	t.Run("Audit", func(t *testing.T) { runAudit(t, open) })
 }
 
@@ -278,11 +281,17 @@ func runKeys(t *testing.T, open func(t *testing.T) Store) {
 
 func mustSaveCatalog(t *testing.T, s Store, doc string, ifVersion int64) int64 {
 	t.Helper()
-	v, err := s.SaveCatalog(t.Context(), []byte(doc), ifVersion)
+	v, err := s.SaveCatalog(t.Context(), catalog.CatalogVersion{Doc: []byte(doc)}, ifVersion)
 	if err != nil {
 		t.Fatalf("SaveCatalog(%q, %d) = %v", doc, ifVersion, err)
 	}
-	return v
+	return v.Version
+}
+
+// saveDoc saves doc with no version check and returns the error alone.
+func saveDoc(t *testing.T, s Store, doc []byte, ifVersion int64) error {
+	_, err := s.SaveCatalog(t.Context(), catalog.CatalogVersion{Doc: doc}, ifVersion)
+	return err
 }
 
 func wantLatest(t *testing.T, s Store, doc string, version int64) {
@@ -324,8 +333,8 @@ func runDocuments(t *testing.T, open func(t *testing.T) Store) {
 		mustSaveCatalog(t, s, "one", 0)
 		mustSaveCatalog(t, s, "two", 1)
 		for _, stale := range []int64{1, 3} {
-			if v, err := s.SaveCatalog(t.Context(), []byte("stale"), stale); !errors.Is(err, catalog.ErrConflict) {
-				t.Errorf("SaveCatalog(ifVersion %d) at version 2 = %d, %v; want ErrConflict", stale, v, err)
+			if err := saveDoc(t, s, []byte("stale"), stale); !errors.Is(err, catalog.ErrConflict) {
+				t.Errorf("SaveCatalog(ifVersion %d) at version 2 = %v; want ErrConflict", stale, err)
 			}
 		}
 		wantLatest(t, s, "two", 2)
@@ -336,15 +345,15 @@ func runDocuments(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("IfVersionOnEmptyStoreIsConflict", func(t *testing.T) {
 		s := open(t)
-		if v, err := s.SaveCatalog(t.Context(), []byte("doc"), 1); !errors.Is(err, catalog.ErrConflict) {
-			t.Errorf("SaveCatalog(ifVersion 1) on an empty store = %d, %v; want ErrConflict", v, err)
+		if err := saveDoc(t, s, []byte("doc"), 1); !errors.Is(err, catalog.ErrConflict) {
+			t.Errorf("SaveCatalog(ifVersion 1) on an empty store = %v; want ErrConflict", err)
 		}
 	})
 
 	t.Run("CallerCannotMutateStoredDocument", func(t *testing.T) {
 		s := open(t)
 		doc := []byte("original")
-		if _, err := s.SaveCatalog(t.Context(), doc, 0); err != nil {
+		if err := saveDoc(t, s, doc, 0); err != nil {
 			t.Fatal(err)
 		}
 		copy(doc, "MUTATED!")
@@ -363,11 +372,11 @@ func runDocuments(t *testing.T, open func(t *testing.T) Store) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				v, err := s.SaveCatalog(t.Context(), fmt.Appendf(nil, "doc %d", i), 0)
+				v, err := s.SaveCatalog(t.Context(), catalog.CatalogVersion{Doc: fmt.Appendf(nil, "doc %d", i)}, 0)
 				if err != nil {
 					t.Errorf("concurrent SaveCatalog(ifVersion 0) = %v", err)
 				}
-				versions <- v
+				versions <- v.Version
 			})
 		}
 		wg.Wait()
@@ -394,7 +403,7 @@ func runDocuments(t *testing.T, open func(t *testing.T) Store) {
 		for i := range n {
 			wg.Go(func() {
 				doc := fmt.Sprintf("doc %d", i)
-				_, err := s.SaveCatalog(t.Context(), []byte(doc), 1)
+				err := saveDoc(t, s, []byte(doc), 1)
 				switch {
 				case err == nil:
 					mu.Lock()

@@ -18,7 +18,8 @@ import (
 	"github.com/sluicehq/sluice/internal/sqldb"
 )
 
-// Store implements catalog.Keys and catalog.Documents on a *sqldb.DB, which
+// Store implements catalog.Keys, catalog.Documents and catalog.Replicas
+// (and catalog.Audit, see audit.go) on a *sqldb.DB, which
 // the caller owns and closes. Times are kept to the microsecond and come
 // back in UTC. It is safe for concurrent use, also by several processes
 // sharing one database.
@@ -29,6 +30,7 @@ type Store struct {
 var (
 	_ catalog.Keys      = (*Store)(nil)
 	_ catalog.Documents = (*Store)(nil)
+	_ catalog.Replicas  = (*Store)(nil)
 )
 
 // New returns a store on db.
@@ -203,11 +205,11 @@ func scanKey(row interface{ Scan(dest ...any) error }) (*sluice.Key, error) {
 	return &k, nil
 }
 
-// SaveCatalog stores doc as the next version if the current version is
-// ifVersion (0 = no check); otherwise it returns ErrConflict.
-func (s *Store) SaveCatalog(ctx context.Context, doc []byte, ifVersion int64) (int64, error) {
+// SaveCatalog stores next.Doc as the next version if the current version
+// is ifVersion (0 = no check); otherwise it returns ErrConflict.
+func (s *Store) SaveCatalog(ctx context.Context, next catalog.CatalogVersion, ifVersion int64) (catalog.CatalogVersion, error) {
 	for {
-		v, err := s.insertCatalog(ctx, doc, ifVersion)
+		v, err := s.insertCatalog(ctx, next, ifVersion)
 		if ifVersion == 0 && sqldb.IsUniqueViolation(err) {
 			// A concurrent save (PostgreSQL) took the version this one read;
 			// it has committed, so the retry reads a newer one.
@@ -217,28 +219,40 @@ func (s *Store) SaveCatalog(ctx context.Context, doc []byte, ifVersion int64) (i
 			err = catalog.ErrConflict // a concurrent save with the same ifVersion won
 		}
 		if err != nil {
-			return 0, fmt.Errorf("save catalog: %w", err)
+			return catalog.CatalogVersion{}, fmt.Errorf("save catalog: %w", err)
 		}
 		return v, nil
 	}
 }
 
-func (s *Store) insertCatalog(ctx context.Context, doc []byte, ifVersion int64) (int64, error) {
-	var next int64
+// insertCatalog reads the latest version and inserts the next one, with
+// its diff from the latest, in one transaction.
+func (s *Store) insertCatalog(ctx context.Context, next catalog.CatalogVersion, ifVersion int64) (catalog.CatalogVersion, error) {
+	v := catalog.CatalogVersion{By: next.By, RollbackOf: next.RollbackOf, Bytes: len(next.Doc), Doc: next.Doc}
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		var current int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM catalog_documents`).Scan(&current); err != nil {
+		var (
+			current int64
+			prev    []byte
+		)
+		err := tx.QueryRow(ctx, `SELECT version, doc FROM catalog_documents ORDER BY version DESC LIMIT 1`).Scan(&current, &prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if ifVersion != 0 && ifVersion != current {
 			return fmt.Errorf("version is %d, not %d: %w", current, ifVersion, catalog.ErrConflict)
 		}
-		next = current + 1
-		_, err := tx.Exec(ctx, `INSERT INTO catalog_documents (version, doc, created_at) VALUES (?, ?, ?)`,
-			next, doc, time.Now().UnixMicro())
+		v.Version = current + 1
+		if v.Diff, v.LinesAdded, v.LinesRemoved, err = catalog.Diff(prev, next.Doc, current, v.Version); err != nil {
+			return err
+		}
+		v.At = time.Now().UTC().Truncate(time.Microsecond)
+		_, err = tx.Exec(ctx, `INSERT INTO catalog_documents
+			(version, doc, created_at, saved_by, rollback_of, size, lines_added, lines_removed, diff)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.Version, next.Doc, v.At.UnixMicro(), v.By, v.RollbackOf, v.Bytes, v.LinesAdded, v.LinesRemoved, []byte(v.Diff))
 		return err
 	})
-	return next, err
+	return v, err
 }
 
 // LoadCatalog returns the latest document, or ErrNotFound when none was saved.
@@ -255,4 +269,68 @@ func (s *Store) LoadCatalog(ctx context.Context) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("load catalog: %w", err)
 	}
 	return doc, version, nil
+}
+
+// versionColumns are a catalog version's columns but its document and diff.
+const versionColumns = `version, created_at, saved_by, rollback_of, size, lines_added, lines_removed`
+
+// scanVersion reads versionColumns, then into the further destinations.
+func scanVersion(row interface{ Scan(dest ...any) error }, more ...any) (catalog.CatalogVersion, error) {
+	var (
+		v  catalog.CatalogVersion
+		at int64
+	)
+	err := row.Scan(append([]any{&v.Version, &at, &v.By, &v.RollbackOf, &v.Bytes, &v.LinesAdded, &v.LinesRemoved}, more...)...)
+	v.At = time.UnixMicro(at).UTC()
+	return v, err
+}
+
+// LoadCatalogVersion returns the version with its document and diff, or ErrNotFound.
+func (s *Store) LoadCatalogVersion(ctx context.Context, version int64) (catalog.CatalogVersion, error) {
+	var doc, diff []byte
+	v, err := scanVersion(s.db.QueryRow(ctx, `SELECT `+versionColumns+`, doc, diff FROM catalog_documents WHERE version = ?`, version), &doc, &diff)
+	if errors.Is(err, sql.ErrNoRows) {
+		return catalog.CatalogVersion{}, fmt.Errorf("catalog version %d: %w", version, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return catalog.CatalogVersion{}, fmt.Errorf("load catalog version %d: %w", version, err)
+	}
+	v.Doc, v.Diff = doc, string(diff)
+	return v, nil
+}
+
+// ListCatalogVersions returns up to limit versions (0 = all), newest first,
+// without their documents and diffs.
+func (s *Store) ListCatalogVersions(ctx context.Context, limit int) ([]catalog.CatalogVersion, error) {
+	q, args := `SELECT `+versionColumns+` FROM catalog_documents ORDER BY version DESC`, []any{}
+	if limit > 0 {
+		q, args = q+` LIMIT ?`, append(args, limit)
+	}
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list catalog versions: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.CatalogVersion
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list catalog versions: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list catalog versions: %w", err)
+	}
+	return out, nil
+}
+
+// LatestCatalogVersion returns the latest version's number, 0 when none was
+// saved: one lookup in the primary key's index.
+func (s *Store) LatestCatalogVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.db.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM catalog_documents`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("latest catalog version: %w", err)
+	}
+	return v, nil
 }

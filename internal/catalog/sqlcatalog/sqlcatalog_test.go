@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/catalog/catalogtest"
 	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -42,11 +43,29 @@ func TestClosedDatabaseReturnsErrors(t *testing.T) {
 		if _, err := s.ListKeys(ctx); err == nil {
 			t.Error("ListKeys = nil error, want an error")
 		}
-		if _, err := s.SaveCatalog(ctx, []byte("doc"), 0); err == nil {
+		if _, err := s.SaveCatalog(ctx, catalog.CatalogVersion{Doc: []byte("doc")}, 0); err == nil {
 			t.Error("SaveCatalog = nil error, want an error")
 		}
 		if _, _, err := s.LoadCatalog(ctx); err == nil {
 			t.Error("LoadCatalog = nil error, want an error")
+		}
+		if _, err := s.LoadCatalogVersion(ctx, 1); err == nil {
+			t.Error("LoadCatalogVersion = nil error, want an error")
+		}
+		if _, err := s.ListCatalogVersions(ctx, 0); err == nil {
+			t.Error("ListCatalogVersions = nil error, want an error")
+		}
+		if _, err := s.LatestCatalogVersion(ctx); err == nil {
+			t.Error("LatestCatalogVersion = nil error, want an error")
+		}
+		if err := s.BeatReplica(ctx, catalog.Replica{ID: "r", SeenAt: time.Now()}); err == nil {
+			t.Error("BeatReplica = nil, want an error")
+		}
+		if _, err := s.ListReplicas(ctx, time.Time{}); err == nil {
+			t.Error("ListReplicas = nil error, want an error")
+		}
+		if _, err := s.PruneReplicas(ctx, time.Now()); err == nil {
+			t.Error("PruneReplicas = nil error, want an error")
 		}
 	})
 }
