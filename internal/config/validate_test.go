@@ -341,7 +341,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"NoAdminToken", func(c *Catalog) { c.Server.AdminTokenEnv = "" }},
 		{"DefaultKeyPaths", func(c *Catalog) { c.Server.DefaultKeyPaths = []string{"chat", "responses_compact"} }},
 		// A prefix wider than the never-forwarded headers forwards the rest.
-		{"ForwardHeaderPatterns", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x-*", "*", "session_id", "X-Codex-Turn-Metadata"} }},
+		{"ForwardHeaderPatterns", func(c *Catalog) {
+			c.Endpoints[0].ForwardHeaders = []string{"x-*", "*", "session_id", "X-Codex-Turn-Metadata"}
+		}},
 		{"DropHeaderPatterns", func(c *Catalog) { c.Endpoints[1].DropHeaders = []string{"user-agent", "x-stainless-*", "*"} }},
 		{"AdminTokensWithAdminTokenEnv", func(c *Catalog) {
 			c.Server.AdminTokens = []AdminToken{{ID: "dashboard", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}, {ID: "deploy", SecretFile: secretFile, Role: "write"}}
