@@ -27,21 +27,16 @@ func TestPassOnAllocatesNothing(t *testing.T) {
 }
 
 // TestAnthropicVersion: an Anthropic upstream is asked for the caller's
-// API version when it was passed on, else for Sluice's; an OAuth token
-// adds its beta to the betas passed on, without changing the caller's.
+// API version when it was passed on, else for Sluice's.
 func TestAnthropicVersion(t *testing.T) {
 	h := http.Header{}
 	anthropicAuth(h, nil, "sk-ant")
 	if got := h.Get("Anthropic-Version"); got != anthropicVersion[0] {
 		t.Errorf("nothing passed on: Anthropic-Version = %q, want %q", got, anthropicVersion[0])
 	}
-	callerBetas := []string{"context-management-2025-06-27"}
-	h = http.Header{"Anthropic-Version": {"2024-01-01"}, "Anthropic-Beta": callerBetas}
+	h = http.Header{"Anthropic-Version": {"2024-01-01"}}
 	anthropicTokenAuth(h, nil, "token")
 	if got := h.Get("Anthropic-Version"); got != "2024-01-01" {
 		t.Errorf("passed on: Anthropic-Version = %q, want the caller's 2024-01-01", got)
-	}
-	if got := h.Get("Anthropic-Beta"); got != "context-management-2025-06-27,"+oauthBeta || callerBetas[0] != "context-management-2025-06-27" {
-		t.Errorf("Anthropic-Beta = %q (caller's now %q), want the caller's betas and %s, the caller's unchanged", got, callerBetas[0], oauthBeta)
 	}
 }
