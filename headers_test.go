@@ -93,7 +93,7 @@ func TestKeyMayCall(t *testing.T) {
 		{"ResponsesCoversCompact", []string{"responses"}, sluice.ProtocolOpenAIResponses, true, true, "responses"},
 		{"CompactOnly", []string{"responses_compact"}, sluice.ProtocolOpenAIResponses, true, true, "responses_compact"},
 		{"CompactOnlyNotCreation", []string{"responses_compact"}, sluice.ProtocolOpenAIResponses, false, false, "responses"},
-		{"ChatNotResponses", []string{"chat"}, sluice.ProtocolOpenAIResponses, true, false, "responses_compact"},
+		{"ChatNotCompact", []string{"chat"}, sluice.ProtocolOpenAIResponses, true, false, "responses"},
 		{"ResponsesNotChat", []string{"responses"}, sluice.ProtocolOpenAIChat, false, false, "chat"},
 	}
 	for _, tt := range tests {

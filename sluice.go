@@ -420,15 +420,15 @@ func KeyPathNames() []string {
 
 // MayCall reports whether the key's paths let it call a route of protocol
 // p (compact: a Responses compaction; see Request.Compact), and returns
-// the path name the route is known by for a refusal. No paths: every
-// path.
+// the name that lets it, or that a refusal names (the protocol's). No
+// paths: every path.
 func (k *Key) MayCall(p Protocol, compact bool) (name string, ok bool) {
 	name = KeyPaths[p]
-	if len(k.Paths) == 0 || slices.Contains(k.Paths, name) {
+	switch {
+	case len(k.Paths) == 0 || slices.Contains(k.Paths, name):
 		return name, true
-	}
-	if compact && p == ProtocolOpenAIResponses {
-		return KeyPathResponsesCompact, slices.Contains(k.Paths, KeyPathResponsesCompact)
+	case compact && p == ProtocolOpenAIResponses && slices.Contains(k.Paths, KeyPathResponsesCompact):
+		return KeyPathResponsesCompact, true
 	}
 	return name, false
 }
