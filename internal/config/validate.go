@@ -244,8 +244,7 @@ func (v *validator) endpoints() {
 		if e.Breaker.Failures <= 0 {
 			v.addf(at+".breaker.failures", "must be > 0")
 		}
-		v.headerPatterns(at+".forward_headers", e.ForwardHeaders)
-		v.headerPatterns(at+".drop_headers", e.DropHeaders)
+		v.endpointHeaders(at, e)
 		v.cloud(at, e)
 	}
 }

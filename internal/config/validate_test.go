@@ -266,6 +266,9 @@ func TestValidate(t *testing.T) {
 			`endpoints[0].forward_headers[0]: "x team" is not a header name (a trailing * makes it a prefix: x-stainless-*)`},
 		{"ForwardStarInside", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x-*-id"} }, `endpoints[0].forward_headers[0]: "x-*-id" is not a header name`},
 		{"DropNeverForwarded", func(c *Catalog) { c.Endpoints[0].DropHeaders = []string{"x-api-key"} }, "endpoints[0].drop_headers[0]: x-api-key is never forwarded"},
+		{"HeadersOnJobsEndpoint", func(c *Catalog) {
+			c.Endpoints[1].Protocols, c.Endpoints[1].DropHeaders = []string{"openai.videos", "fal.queue"}, []string{"user-agent"}
+		}, "endpoints[1]: forward_headers and drop_headers change model requests; the job requests of [openai.videos fal.queue] send no caller's header"},
 		{"DropNotAName", func(c *Catalog) { c.Endpoints[0].DropHeaders = []string{""} }, `endpoints[0].drop_headers[0]: "" is not a header name`},
 		{"KeyTenantControl", func(c *Catalog) { c.Keys[0].Tenant = "acme\x07" }, `keys[0].tenant: "acme\a" may contain only letters, digits, '.', '_' and '-'`},
 		{"KeyTenantLong", func(c *Catalog) { c.Keys[0].Tenant = strings.Repeat("t", MaxID+1) }, `keys[0].tenant: is longer than 128 bytes`},
