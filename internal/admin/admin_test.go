@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 )
 
 // errorBody is the OpenAI error envelope.
@@ -190,7 +191,7 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("Catalog() = %q, %d, %v; want the applied document at version 2", doc, version, err)
 	}
 	_, err = h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 1, false)
-	if ae, ok := errors.AsType[*admin.APIError](err); !ok || ae.Status != http.StatusPreconditionFailed || ae.Code != "catalog_version_conflict" {
+	if ae, ok := errors.AsType[*adminclient.APIError](err); !ok || ae.Status != http.StatusPreconditionFailed || ae.Code != "catalog_version_conflict" {
 		t.Errorf("ApplyCatalog(stale) error = %v, want an *APIError 412 catalog_version_conflict", err)
 	}
 	if _, err := h.client.ApplyCatalog(t.Context(), []byte("version: 1\n"), 0, false); err != nil {

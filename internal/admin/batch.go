@@ -17,7 +17,7 @@ import (
 // Batch is the body of POST /admin/keys/batch: one operation on every key
 // whose labels Selector matches.
 type Batch struct {
-	Selector  string     `json:"selector"`         // label selector, required (see README: team=web,env!=prod)
+	Selector  string     `json:"selector"`         // label selector, required (e.g. team=web,env!=prod)
 	Operation string     `json:"operation"`        // disable | enable | set_policy | set_limits | set_billing_account
 	Policy    *KeyPolicy `json:"policy,omitempty"` // the policy set_policy gives every key
 	Limits    *KeyLimits `json:"limits,omitempty"` // the limits set_limits gives every key
@@ -91,12 +91,12 @@ func (b *Batch) op(kr *authn.Keyring) (batchOp, error) {
 	settings := func(c KeyChange) batchOp {
 		return batchOp{
 			preview: func(k *sluice.Key) error {
-				if err := c.apply(k); err != nil {
+				if err := c.Apply(k); err != nil {
 					return err
 				}
 				return kr.Check(k)
 			},
-			apply: func(ctx context.Context, id string) (*sluice.Key, error) { return kr.Update(ctx, id, c.apply) },
+			apply: func(ctx context.Context, id string) (*sluice.Key, error) { return kr.Update(ctx, id, c.Apply) },
 		}
 	}
 	if (b.Policy != nil) != (b.Operation == BatchSetPolicy) || (b.Limits != nil) != (b.Operation == BatchSetLimits) ||

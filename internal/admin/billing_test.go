@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/memledger"
@@ -257,7 +258,7 @@ func TestApplyPrices(t *testing.T) {
 	if again, err := h.client.ApplyPrice(ctx, spec); err != nil || *again != *p {
 		t.Errorf("the same version again = %+v, %v; want it unchanged", again, err)
 	}
-	list, err := h.client.Prices(ctx, admin.PriceQuery{Alias: "fast"})
+	list, err := h.client.Prices(ctx, adminclient.PriceQuery{Alias: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestSpendReport(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"margin":"-0.002"`) {
 		t.Fatalf("spend by alias = %d %s; want slow's negative margin as a decimal string", resp.StatusCode, body)
 	}
-	rep, err := h.client.Spend(ctx, admin.SpendQuery{From: day, By: []ledger.Dimension{ledger.ByAlias, ledger.ByDay}}) // req-charged is older
+	rep, err := h.client.Spend(ctx, adminclient.SpendQuery{From: day, By: []ledger.Dimension{ledger.ByAlias, ledger.ByDay}}) // req-charged is older
 	if err != nil {
 		t.Fatal(err)
 	}

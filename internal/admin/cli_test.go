@@ -13,14 +13,15 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 )
 
 // runCLI runs the CLI against the harness's server.
 func (h *harness) runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	env := map[string]string{admin.EnvAdminURL: h.url, admin.EnvAdminToken: testToken}
+	env := map[string]string{adminclient.EnvAdminURL: h.url, adminclient.EnvAdminToken: testToken}
 	var out, errOut bytes.Buffer
-	code = admin.RunCLI(t.Context(), args, &out, &errOut, func(k string) string { return env[k] })
+	code = adminclient.RunCLI(t.Context(), args, &out, &errOut, func(k string) string { return env[k] })
 	return code, out.String(), errOut.String()
 }
 
@@ -167,13 +168,13 @@ func TestCLIToken(t *testing.T) {
 	h := newHarness(t)
 	var out, errOut bytes.Buffer
 	noToken := func(k string) string {
-		if k == admin.EnvAdminURL {
+		if k == adminclient.EnvAdminURL {
 			return h.url
 		}
 		return ""
 	}
-	if code := admin.RunCLI(t.Context(), []string{"keys", "list"}, &out, &errOut, noToken); code != 2 || !strings.Contains(errOut.String(), admin.EnvAdminToken) {
-		t.Errorf("keys list without a token = %d, stderr %q; want exit 2 naming %s", code, errOut.String(), admin.EnvAdminToken)
+	if code := adminclient.RunCLI(t.Context(), []string{"keys", "list"}, &out, &errOut, noToken); code != 2 || !strings.Contains(errOut.String(), adminclient.EnvAdminToken) {
+		t.Errorf("keys list without a token = %d, stderr %q; want exit 2 naming %s", code, errOut.String(), adminclient.EnvAdminToken)
 	}
 
 	file := filepath.Join(t.TempDir(), "token")
@@ -182,7 +183,7 @@ func TestCLIToken(t *testing.T) {
 	}
 	out.Reset()
 	errOut.Reset()
-	if code := admin.RunCLI(t.Context(), []string{"keys", "list", "--token-file", file}, &out, &errOut, noToken); code != 0 {
+	if code := adminclient.RunCLI(t.Context(), []string{"keys", "list", "--token-file", file}, &out, &errOut, noToken); code != 0 {
 		t.Errorf("keys list --token-file = %d, stderr %q; want 0", code, errOut.String())
 	}
 
@@ -192,10 +193,10 @@ func TestCLIToken(t *testing.T) {
 	}
 
 	wrong := func(k string) string {
-		return map[string]string{admin.EnvAdminURL: h.url, admin.EnvAdminToken: "wrong"}[k]
+		return map[string]string{adminclient.EnvAdminURL: h.url, adminclient.EnvAdminToken: "wrong"}[k]
 	}
 	errOut.Reset()
-	if code := admin.RunCLI(t.Context(), []string{"status"}, &out, &errOut, wrong); code != 1 || !strings.Contains(errOut.String(), "admin_unauthorized") {
+	if code := adminclient.RunCLI(t.Context(), []string{"status"}, &out, &errOut, wrong); code != 1 || !strings.Contains(errOut.String(), "admin_unauthorized") {
 		t.Errorf("status with a wrong token = %d, stderr %q; want exit 1, admin_unauthorized", code, errOut.String())
 	}
 }

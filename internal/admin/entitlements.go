@@ -72,9 +72,9 @@ type EntitlementsResult struct {
 	Unchanged int  `json:"unchanged"`
 }
 
-// maxEntitlementsPerCall bounds one bulk change: hundreds fit, and one
+// MaxEntitlementsPerCall bounds one bulk change: hundreds fit, and one
 // transaction stays short.
-const maxEntitlementsPerCall = 1000
+const MaxEntitlementsPerCall = 1000
 
 // registerEntitlements adds the entitlement routes.
 func (s *server) registerEntitlements() {
@@ -122,8 +122,8 @@ func (s *server) putEntitlements(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	if n := len(body.Entitlements); n == 0 || n > maxEntitlementsPerCall {
-		return invalid("entitlements: want 1 to %d, got %d", maxEntitlementsPerCall, n)
+	if n := len(body.Entitlements); n == 0 || n > MaxEntitlementsPerCall {
+		return invalid("entitlements: want 1 to %d, got %d", MaxEntitlementsPerCall, n)
 	}
 	es := make([]store.Entitlement, len(body.Entitlements))
 	var problems []error
@@ -237,8 +237,8 @@ func (s *server) deleteEntitlements(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	if n := len(body.Users); n == 0 || n > maxEntitlementsPerCall {
-		return invalid("users: want 1 to %d, got %d", maxEntitlementsPerCall, n)
+	if n := len(body.Users); n == 0 || n > MaxEntitlementsPerCall {
+		return invalid("users: want 1 to %d, got %d", MaxEntitlementsPerCall, n)
 	}
 	users := make([]store.EndUser, len(body.Users))
 	probe := make([]store.Entitlement, len(body.Users))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
 	"github.com/sluicehq/sluice/internal/store"
@@ -43,12 +44,12 @@ func harnessEntitlements(t *testing.T) *catalogEntitlements {
 	return ents
 }
 
-func newEntitlementsServer(t *testing.T) (*admin.Client, *catalogEntitlements, string) {
+func newEntitlementsServer(t *testing.T) (*adminclient.Client, *catalogEntitlements, string) {
 	t.Helper()
 	audit := new(memcatalog.Store)
 	ents := &catalogEntitlements{}
 	url := newServer(t, admin.Options{Tokens: testTokens, Audit: audit, Keys: authn.NewKeyring(audit), Entitlements: ents})
-	return admin.NewClient(url, testToken), ents, url
+	return adminclient.NewClient(url, testToken), ents, url
 }
 
 // TestEntitlementsBulk sets hundreds of entitlements in one call (after a
@@ -112,7 +113,7 @@ func TestEntitlementsBulk(t *testing.T) {
 		t.Errorf("after delete: %d entitlements, want 299", len(got))
 	}
 
-	entries, err := cl.Audit(ctx, admin.AuditQuery{})
+	entries, err := cl.Audit(ctx, adminclient.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +135,8 @@ func TestCLIEntitlements(t *testing.T) {
 	_, _, url := newEntitlementsServer(t)
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		env := map[string]string{admin.EnvAdminURL: url, admin.EnvAdminToken: testToken}
-		code := admin.RunCLI(t.Context(), args, &out, &errOut, func(k string) string { return env[k] })
+		env := map[string]string{adminclient.EnvAdminURL: url, adminclient.EnvAdminToken: testToken}
+		code := adminclient.RunCLI(t.Context(), args, &out, &errOut, func(k string) string { return env[k] })
 		return code, out.String(), errOut.String()
 	}
 	if code, out, errOut := run("entitlements", "set", "acme", "bob", "paid", "--pool", "premium", "--until", "2030-01-01T00:00:00Z"); code != 0 || !strings.Contains(out, "created 1") {

@@ -71,8 +71,9 @@ var errorTypes = map[int]string{
 	http.StatusTooManyRequests:       "rate_limit_error",
 }
 
-// envelope is the OpenAI error body.
-type envelope struct {
+// ErrorEnvelope is the OpenAI error body, as the admin API writes every
+// error and its client reads them.
+type ErrorEnvelope struct {
 	Error struct {
 		Message string      `json:"message"`
 		Type    string      `json:"type"`
@@ -87,7 +88,7 @@ func writeError(w http.ResponseWriter, e *sluice.Error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
-	var env envelope
+	var env ErrorEnvelope
 	env.Error.Message, env.Error.Code = e.Msg, e.Code
 	env.Error.Type = errorTypes[status]
 	if env.Error.Type == "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
@@ -192,7 +193,7 @@ type harness struct {
 	pool    *fakePool
 	billing *fakeBilling
 	logs    *syncBuffer
-	client  *admin.Client
+	client  *adminclient.Client
 }
 
 func newHarness(t *testing.T) *harness {
@@ -223,7 +224,7 @@ func newHarness(t *testing.T) *harness {
 	srv := httptest.NewServer(h.handler)
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
-	h.client = admin.NewClient(srv.URL, testToken)
+	h.client = adminclient.NewClient(srv.URL, testToken)
 	return h
 }
 

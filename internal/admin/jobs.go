@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -75,45 +74,4 @@ func (s *server) showJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, jobState(j))
 	return nil
-}
-
-// Job returns the async job with id.
-func (c *Client) Job(ctx context.Context, id string) (*JobState, error) {
-	return fetch[JobState](ctx, c, http.MethodGet, itemPath("jobs", id, ""), nil)
-}
-
-// jobs runs "sluice jobs show ID".
-func (c *cli) jobs(args []string) error {
-	if len(args) == 0 || args[0] != "show" {
-		return usageError{msg: "missing or unknown jobs subcommand (show)"}
-	}
-	id, cl, err := c.command("jobs show", "ID").oneID(args[1:])
-	if err != nil {
-		return err
-	}
-	j, err := cl.Job(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	whenPtr := func(t *time.Time) string {
-		if t == nil {
-			return "-"
-		}
-		return when(*t)
-	}
-	return c.printFields(j, [][2]string{
-		{"ID", j.ID}, {"Key", j.KeyID}, {"Protocol", j.Protocol}, {"Alias", j.Alias}, {"State", string(j.State)},
-		{"Credential", j.CredentialID}, {"Account", j.AccountID}, {"Endpoint", j.EndpointID},
-		{"Upstream ID", j.UpstreamID}, {"Submitted", when(j.Submitted)}, {"Running", whenPtr(j.Running)},
-		{"Ended", whenPtr(j.Ended)}, {"Next poll", whenPtr(j.NextPoll)},
-		{"Ran", fmt.Sprint(ran(j).Round(time.Millisecond))},
-	})
-}
-
-// ran is how long the job has run (or ran): acceptance to its end, or to now.
-func ran(j *JobState) time.Duration {
-	if j.Ended != nil {
-		return j.Ended.Sub(j.Submitted)
-	}
-	return time.Since(j.Submitted)
 }

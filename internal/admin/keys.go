@@ -162,7 +162,7 @@ func (s *server) expireKey(w http.ResponseWriter, r *http.Request) error {
 
 // setModels handles PUT /admin/keys/{id}/models.
 func (s *server) setModels(w http.ResponseWriter, r *http.Request) error {
-	var body modelsBody
+	var body ModelsBody
 	if err := decodeJSON(w, r, &body, false); err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (s *server) updateKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
-	k, err := s.keys.Update(r.Context(), id, c.apply)
+	k, err := s.keys.Update(r.Context(), id, c.Apply)
 	return s.answer(w, r, "keys.update", id, k, err)
 }
 
@@ -247,7 +247,7 @@ type KeyChange struct {
 }
 
 // apply makes the change to k.
-func (c *KeyChange) apply(k *sluice.Key) error {
+func (c *KeyChange) Apply(k *sluice.Key) error {
 	if c.Name != nil {
 		if k.Name = strings.TrimSpace(*c.Name); k.Name == "" {
 			return invalid("name must not be empty")

@@ -100,7 +100,7 @@ func TestKeyChangeReplacesEachField(t *testing.T) {
 	c := KeyChange{Name: &name, Models: &models, Priority: &priority, Labels: &want.Labels, Policy: &want.Policy,
 		Limits: &want.Limits, UserLimits: &want.UserLimits, Task: &want.Task, Tasks: &want.Tasks, Paths: &want.Paths,
 		ServiceTiers: &want.ServiceTiers, OnLimit: &want.OnLimit, BillingAccount: &want.BillingAccount, Assert: &want.Assert}
-	if err := c.apply(k); err != nil {
+	if err := c.Apply(k); err != nil {
 		t.Fatal(err)
 	}
 	if k.Name != "new" || !reflect.DeepEqual(k.Models, models) || k.Priority != priority {

@@ -12,13 +12,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
 )
 
-// wantAPIError fails unless err is an *admin.APIError with the status and code.
+// wantAPIError fails unless err is an *adminclient.APIError with the status and code.
 func wantAPIError(t *testing.T, what string, err error, status int, code string) {
 	t.Helper()
-	ae, ok := errors.AsType[*admin.APIError](err)
+	ae, ok := errors.AsType[*adminclient.APIError](err)
 	if !ok || ae.Status != status || ae.Code != code {
 		t.Errorf("%s error = %v, want an *APIError %d %s", what, err, status, code)
 	}

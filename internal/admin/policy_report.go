@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -130,25 +129,4 @@ func policyReport(f ledger.PolicyFilter, counts []ledger.PolicyCount) PolicyRepo
 		slices.Sort(out.Keys[i].Expected)
 	}
 	return out
-}
-
-// PolicyReport returns, for each key (or only keyID, when not empty), its
-// executions over [from, to) against what its policy expected. A zero to is
-// the server's now, a zero from a day before to.
-func (c *Client) PolicyReport(ctx context.Context, keyID string, from, to time.Time) (*PolicyReport, error) {
-	q := url.Values{}
-	if keyID != "" {
-		q.Set("key", keyID)
-	}
-	if !from.IsZero() {
-		q.Set("from", from.UTC().Format(time.RFC3339Nano))
-	}
-	if !to.IsZero() {
-		q.Set("to", to.UTC().Format(time.RFC3339Nano))
-	}
-	path := "/admin/usage/policy"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return fetch[PolicyReport](ctx, c, http.MethodGet, path, nil)
 }

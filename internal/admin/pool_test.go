@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/catalog"
 )
 
@@ -271,7 +272,7 @@ func TestPoolStatusAndNoPool(t *testing.T) {
 		t.Errorf("Status credential counts (-want +got):\n%s", diff)
 	}
 
-	c := admin.NewClient(newServer(t, admin.Options{Tokens: testTokens}), testToken)
+	c := adminclient.NewClient(newServer(t, admin.Options{Tokens: testTokens}), testToken)
 	_, err = c.Accounts(t.Context())
 	wantAPIError(t, "Accounts without a pool", err, http.StatusNotFound, "not_found")
 	_, err = c.SetCredential(t.Context(), "cred-1", "drain", false)

@@ -111,4 +111,16 @@ func parseIfMatch(h string) (int64, error) {
 }
 
 // etag is the ETag of a catalog version.
-func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// SplitList splits "a, b,,c" into [a b c]: the
+// lists of query parameters and command-line flags.
+func SplitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,11 +1,8 @@
 package admin
 
 import (
-	"context"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -78,7 +75,7 @@ func (s *server) cacheReport(w http.ResponseWriter, r *http.Request) error {
 	if !f.From.Before(f.To) {
 		return invalid("from %s is not before to %s", f.From.Format(time.RFC3339Nano), f.To.Format(time.RFC3339Nano))
 	}
-	for _, d := range splitList(q.Get("by")) {
+	for _, d := range SplitList(q.Get("by")) {
 		if !slices.Contains(f.By, ledger.Dimension(d)) {
 			f.By = append(f.By, ledger.Dimension(d))
 		}
@@ -132,19 +129,4 @@ func cacheRow(r ledger.CacheRow) CacheRow {
 type CacheQuery struct {
 	From, To time.Time
 	By       []ledger.Dimension
-}
-
-// CacheReport returns the cache report q asks for.
-func (c *Client) CacheReport(ctx context.Context, q CacheQuery) (*CacheReport, error) {
-	v := url.Values{}
-	setTime(v, "from", q.From)
-	setTime(v, "to", q.To)
-	if len(q.By) > 0 {
-		by := make([]string, len(q.By))
-		for i, d := range q.By {
-			by[i] = string(d)
-		}
-		v.Set("by", strings.Join(by, ","))
-	}
-	return fetch[CacheReport](ctx, c, http.MethodGet, withQuery("/admin/usage/cache", v), nil)
 }

@@ -79,9 +79,9 @@ type Expiry struct {
 	Never bool      `json:"never,omitempty"` // remove the expiry
 }
 
-// modelsBody is the body of PUT /admin/keys/{id}/models. Models is required;
+// ModelsBody is the body of PUT /admin/keys/{id}/models. Models is required;
 // an empty list allows every alias.
-type modelsBody struct {
+type ModelsBody struct {
 	Models *[]string `json:"models"`
 }
 

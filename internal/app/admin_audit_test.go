@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -22,15 +23,15 @@ func TestAdminTokensAndAuditLog(t *testing.T) {
 	h := newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
 	ctx := t.Context()
 	base := "http://" + h.gw.AdminAddr()
-	reader := admin.NewClient(base, testEnv["ADMIN_READ"])
-	deployer := admin.NewClient(base, testEnv["ADMIN_DEPLOY"])
-	operator := admin.NewClient(base, testEnv["ADMIN_TOKEN"])
+	reader := adminclient.NewClient(base, testEnv["ADMIN_READ"])
+	deployer := adminclient.NewClient(base, testEnv["ADMIN_DEPLOY"])
+	operator := adminclient.NewClient(base, testEnv["ADMIN_TOKEN"])
 
 	if _, err := reader.Accounts(ctx); err != nil {
 		t.Fatalf("read token: Accounts = %v", err)
 	}
 	_, err := reader.CreateKey(ctx, admin.KeySpec{Name: "x", Tenant: "web"})
-	if ae, ok := err.(*admin.APIError); !ok || ae.Status != http.StatusForbidden || ae.Code != "admin_forbidden" {
+	if ae, ok := err.(*adminclient.APIError); !ok || ae.Status != http.StatusForbidden || ae.Code != "admin_forbidden" {
 		t.Fatalf("read token: CreateKey = %v, want 403 admin_forbidden", err)
 	}
 
@@ -52,11 +53,11 @@ func TestAdminTokensAndAuditLog(t *testing.T) {
 		t.Fatalf("dry run of an unknown pool = %+v, %v; want web-2 skipped for it", preview, err)
 	}
 	_, err = operator.ApplyCatalog(ctx, []byte(h.catalog()), 0, false) // managed by the file: refused, and recorded
-	if ae, ok := err.(*admin.APIError); !ok || ae.Code != "catalog_read_only" {
+	if ae, ok := err.(*adminclient.APIError); !ok || ae.Code != "catalog_read_only" {
 		t.Fatalf("ApplyCatalog = %v, want catalog_read_only", err)
 	}
 
-	entries, err := reader.Audit(ctx, admin.AuditQuery{})
+	entries, err := reader.Audit(ctx, adminclient.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 )
 
 // Run executes one subcommand and returns the process exit code.
@@ -27,35 +27,32 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "demo-upstream":
 		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
-	case "keys", "apply", "status", "accounts", "credentials", "jobs", "usage", "audit", "billing":
-		return admin.RunCLI(ctx, args, stdout, stderr, os.Getenv)
+	case "check":
+		return checkCommand(args[1:], stdout, stderr, os.LookupEnv)
 	case "version":
 		fmt.Fprintln(stdout, "sluice", version())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return adminclient.RunCLI(ctx, []string{"help"}, stdout, stderr, os.Getenv)
 	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
-		return 2
+		// Every other command manages a running gateway through its admin
+		// API; the CLI knows them all and refuses an unknown one.
+		return adminclient.RunCLI(ctx, args, stdout, stderr, os.Getenv)
 	}
 }
 
+// usage is what this package's commands are; `sluice help` prints it and
+// then the admin commands' usage, once each.
 const usage = `usage: sluice <command> [flags]
 
-commands:
-  serve          run the gateway (no --config: built-in demo provider, embedded store)
-  apply -f FILE  apply a catalog to a running gateway through the admin API
-  keys …         create, list, show, disable, enable, revoke, rotate, expire virtual keys
-  accounts …     list upstream accounts (claims, queue, cooldown, probe, status); disable, enable
-  credentials …  list upstream credentials; disable, drain, enable, remove [--force]
-  jobs show ID   show an async job's binding and timeline
-  usage …        list usage records; policy: expected vs actual accounts per key
-  audit          list admin writes, newest first
-  billing …      billing accounts, top-ups, adjustments, refunds, statements, key bindings, prices, spend reports
-  status         show the running gateway's catalog status
-  demo-upstream  run the simulated upstream provider on its own
-  version        print the version
+  sluice serve [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--database URL] [--log-level LEVEL]
+                                 run the gateway (no --config: the last applied catalog, else the built-in demo)
+  sluice check --config FILE     validate a catalog offline, as serve would here: every problem listed, exit 1 if any
+  sluice demo-upstream [--listen ADDR] [--latency D] [--chunk-delay D]
+                                 run the simulated upstream provider on its own
+  sluice version
+
 `
 
 func version() string {

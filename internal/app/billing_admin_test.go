@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -64,13 +65,13 @@ func TestBillingOperatorTools(t *testing.T) {
 		t.Errorf("PUT of the catalog's account = %v, want billing_account_read_only", err)
 	}
 	// The sluice command runs the billing CLI.
-	t.Setenv(admin.EnvAdminToken, testEnv["ADMIN_TOKEN"])
+	t.Setenv(adminclient.EnvAdminToken, testEnv["ADMIN_TOKEN"])
 	var out, errOut bytes.Buffer
 	if code := app.Run(ctx, []string{"billing", "accounts", "--admin", "http://" + h.gw.AdminAddr()}, &out, &errOut); code != 0 ||
 		!regexp.MustCompile(`acme\s+standard\s+2\.00`).MatchString(out.String()) {
 		t.Errorf("sluice billing accounts: exit %d, %q %q; want acme's balance 2.00", code, out.String(), errOut.String())
 	}
-	prices, err := c.Prices(ctx, admin.PriceQuery{})
+	prices, err := c.Prices(ctx, adminclient.PriceQuery{})
 	if err != nil || len(prices) != 2 || !prices[0].InForce || prices[0].Source != "catalog" {
 		t.Errorf("prices = %+v, %v; want the catalog's cost and price, in force", prices, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
@@ -89,8 +90,8 @@ func (r *billedRun) start(name string) {
 	r.c.waitReady(r.gw)
 }
 
-func (r *billedRun) admin() *admin.Client {
-	return admin.NewClient("http://"+r.gw.admin, clusterAdminToken)
+func (r *billedRun) admin() *adminclient.Client {
+	return adminclient.NewClient("http://"+r.gw.admin, clusterAdminToken)
 }
 
 // chat sends one chat of alias one (a stream when stream is set) and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -125,7 +126,7 @@ func TestBillingStoredAccountsAndPrices(t *testing.T) {
 }
 
 // statementOf waits until account's statement has n entries and returns it.
-func statementOf(t *testing.T, c *admin.Client, account string, n int) *admin.Statement {
+func statementOf(t *testing.T, c *adminclient.Client, account string, n int) *admin.Statement {
 	t.Helper()
 	var st *admin.Statement
 	eventually(t, 5*time.Second, fmt.Sprintf("%d entries in %s's statement", n, account), func() bool {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -56,7 +56,7 @@ func TestApplyingAnEmptyCatalogNeedsForce(t *testing.T) {
 	}
 	t.Cleanup(func() { gw.Close() })
 	token := testEnv["ADMIN_TOKEN"]
-	cl := admin.NewClient("http://"+gw.AdminAddr(), token)
+	cl := adminclient.NewClient("http://"+gw.AdminAddr(), token)
 	before, err := cl.Status(t.Context())
 	if err != nil || len(before.Aliases) == 0 {
 		t.Fatalf("status = %+v, %v; want the demo's aliases", before, err)
@@ -75,7 +75,7 @@ func TestApplyingAnEmptyCatalogNeedsForce(t *testing.T) {
 	if err != nil || len(st.Aliases) != 0 {
 		t.Fatalf("forced apply = %+v, %v; want no aliases", st, err)
 	}
-	entries, err := cl.Audit(t.Context(), admin.AuditQuery{})
+	entries, err := cl.Audit(t.Context(), adminclient.AuditQuery{})
 	if err != nil || len(entries) == 0 || entries[0].Action != "catalog.apply_forced" || entries[0].Status != http.StatusOK {
 		t.Fatalf("audit = %+v, %v; want the forced apply first", entries, err)
 	}

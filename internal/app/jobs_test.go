@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
@@ -835,7 +836,7 @@ func TestOperatorSeesAJobsBinding(t *testing.T) {
 		return map[string]string{"SLUICE_ADMIN_URL": "http://" + h.gw.AdminAddr(), "SLUICE_ADMIN_TOKEN": testEnv["ADMIN_TOKEN"]}[k]
 	}
 	var out, errs strings.Builder
-	if code := admin.RunCLI(t.Context(), []string{"jobs", "show", v.ID, "--json"}, &out, &errs, env); code != 0 {
+	if code := adminclient.RunCLI(t.Context(), []string{"jobs", "show", v.ID, "--json"}, &out, &errs, env); code != 0 {
 		t.Fatalf("sluice jobs show = %d: %s", code, errs.String())
 	}
 	var j admin.JobState
@@ -848,7 +849,7 @@ func TestOperatorSeesAJobsBinding(t *testing.T) {
 		t.Errorf("job = %+v; want it bound to the credential of %s", j, sub.Key)
 	}
 	out.Reset()
-	if code := admin.RunCLI(t.Context(), []string{"jobs", "show", v.ID}, &out, &errs, env); code != 0 || !strings.Contains(out.String(), j.CredentialID) {
+	if code := adminclient.RunCLI(t.Context(), []string{"jobs", "show", v.ID}, &out, &errs, env); code != 0 || !strings.Contains(out.String(), j.CredentialID) {
 		t.Errorf("sluice jobs show (table) = %d %s", code, out.String())
 	}
 	if code, body := h.adminGet("/admin/jobs/video_nope"); code != 404 {

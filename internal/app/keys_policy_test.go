@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -48,8 +49,8 @@ var keySources = []struct {
 	}},
 }
 
-func (h *harness) adminClient() *admin.Client {
-	return admin.NewClient("http://"+h.gw.AdminAddr(), testEnv["ADMIN_TOKEN"])
+func (h *harness) adminClient() *adminclient.Client {
+	return adminclient.NewClient("http://"+h.gw.AdminAddr(), testEnv["ADMIN_TOKEN"])
 }
 
 // keysTemplate is accountsTemplate with its credentials and a pool of org-2.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
 )
@@ -55,7 +56,7 @@ func TestPolicyReportThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl := admin.NewClient("http://"+h.gw.AdminAddr(), testEnv["ADMIN_TOKEN"])
+	cl := adminclient.NewClient("http://"+h.gw.AdminAddr(), testEnv["ADMIN_TOKEN"])
 	from, to := served.Started.Add(-time.Minute), start.Add(time.Minute)
 	rep, err := cl.PolicyReport(t.Context(), "", from, to)
 	if err != nil {
@@ -96,8 +97,8 @@ func TestPolicyReportThroughTheServer(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	env := map[string]string{admin.EnvAdminURL: "http://" + h.gw.AdminAddr(), admin.EnvAdminToken: testEnv["ADMIN_TOKEN"]}
-	code := admin.RunCLI(t.Context(), []string{"usage", "policy", "pref", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)},
+	env := map[string]string{adminclient.EnvAdminURL: "http://" + h.gw.AdminAddr(), adminclient.EnvAdminToken: testEnv["ADMIN_TOKEN"]}
+	code := adminclient.RunCLI(t.Context(), []string{"usage", "policy", "pref", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)},
 		&out, &errOut, func(k string) string { return env[k] })
 	if code != 0 {
 		t.Fatalf("sluice usage policy pref = exit %d, stderr %q", code, errOut.String())

@@ -59,7 +59,7 @@ var translatorTable = map[upstream.Pair]func() adapter.Translator{
 
 	// The pairs without a direct translator meet at the hub, OpenAI chat
 	// (adapter.Chain): the caller's translator to chat, then chat's to the
-	// upstream. README's matrix says what each loses.
+	// upstream. docs/api-protocols.md's matrix says what each loses.
 	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolOpenAIResponses}: chained(openai.NewFromAnthropic, responses.NewFromOpenAI),
 	{Caller: sluice.ProtocolOpenAIResponses, Upstream: sluice.ProtocolAnthropic}: chained(openai.NewFromResponses, anthropic.NewFromOpenAI),
 	{Caller: sluice.ProtocolAnthropic, Upstream: sluice.ProtocolGemini}:          chained(openai.NewFromAnthropic, gemini.NewFromOpenAI),

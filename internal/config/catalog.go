@@ -2,7 +2,7 @@ package config
 
 import "github.com/sluicehq/sluice"
 
-// Catalog is the decoded YAML catalog (README, "Catalog reference") as plain data. Decode
+// Catalog is the decoded YAML catalog (docs/catalog-reference.md) as plain data. Decode
 // fills it strictly; Validate checks it. Nothing here is resolved: secrets
 // are still environment variable names and references are still IDs.
 type Catalog struct {

@@ -1,4 +1,4 @@
-// Package config decodes and validates the catalog YAML (README, "Catalog reference") into
+// Package config decodes and validates the catalog YAML (docs/catalog-reference.md) into
 // plain structs. It is the one path every catalog source takes before it is
 // compiled: Decode (strict: unknown fields are errors, with their line) →
 // ApplyDefaults → Validate (every problem at once, each with its path). Load

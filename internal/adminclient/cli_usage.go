@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"fmt"
 	"io"
 	"maps"
@@ -109,10 +111,10 @@ func (c *cli) usagePolicy(args []string) error {
 	t.row("KEY", "EXPECTED", "ACCOUNT", "CREDENTIAL", "EXECUTIONS", "ON EXPECTED", "FALLBACKS", "REASONS")
 	for _, k := range rep.Keys {
 		for _, a := range k.Accounts {
-			t.row(append([]string{k.KeyID, list(k.Expected, "*"), a.AccountID, a.CredentialID}, a.PolicyTally.cells()...)...)
+			t.row(append([]string{k.KeyID, list(k.Expected, "*"), a.AccountID, a.CredentialID}, tallyCells(&a.PolicyTally)...)...)
 		}
 		if len(k.Accounts) > 1 {
-			t.row(append([]string{k.KeyID, list(k.Expected, "*"), "(all)", ""}, k.PolicyTally.cells()...)...)
+			t.row(append([]string{k.KeyID, list(k.Expected, "*"), "(all)", ""}, tallyCells(&k.PolicyTally)...)...)
 		}
 	}
 	return t.flush()
@@ -122,14 +124,14 @@ func (c *cli) usagePolicy(args []string) error {
 // session-affinity hit rate by upstream account, alias and day.
 func (c *cli) usageCache(args []string) error {
 	cmd := c.command("usage cache", "[--from RFC3339] [--to RFC3339] [--by account,alias,day]")
-	var q CacheQuery
+	var q admin.CacheQuery
 	timeFlag(cmd, &q.From, "from", "requests started at or after `TIME` (RFC 3339; default: a day before --to)")
 	timeFlag(cmd, &q.To, "to", "… and before `TIME` (RFC 3339; default: now)")
 	by := cmd.fs.String("by", "account,alias", "group by these `DIMENSIONS`: account (upstream), alias, day")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	for _, d := range splitList(*by) {
+	for _, d := range admin.SplitList(*by) {
 		q.By = append(q.By, ledger.Dimension(d))
 	}
 	cl, err := cmd.client()
@@ -145,7 +147,7 @@ func (c *cli) usageCache(args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "Requests from %s to %s\n\n", when(rep.From), when(rep.To))
 	t := groupedTable(c.stdout, rep.By, "REQUESTS", "PROMPT", "CACHED", "CACHE WRITE", "CACHED SHARE", "HITS", "NEW", "MOVED", "HIT RATE")
-	cells := func(r CacheRow) []string {
+	cells := func(r admin.CacheRow) []string {
 		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.AccountID, ledger.ByAlias: r.Alias, ledger.ByDay: r.Day})
 		rate := "-"
 		if r.Affinity.HitRate != nil {
@@ -191,9 +193,9 @@ func groupCells(by []ledger.Dimension, values map[ledger.Dimension]string) []str
 // percent is a share as a percentage with one decimal, "87.5%".
 func percent(share float64) string { return strconv.FormatFloat(100*share, 'f', 1, 64) + "%" }
 
-// cells are the tally's table columns: executions, on expected, fallbacks
-// and the fallbacks by reason, "cooling 2, no_room 1".
-func (t *PolicyTally) cells() []string {
+// tallyCells are a tally's table columns: executions, on expected,
+// fallbacks and the fallbacks by reason, "cooling 2, no_room 1".
+func tallyCells(t *admin.PolicyTally) []string {
 	reasons := make([]string, 0, len(t.Reasons))
 	for _, r := range slices.Sorted(maps.Keys(t.Reasons)) {
 		reasons = append(reasons, fmt.Sprintf("%s %d", r, t.Reasons[r]))

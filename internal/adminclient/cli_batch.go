@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"fmt"
 	"maps"
 	"slices"
@@ -47,16 +49,16 @@ func (c *cli) keysBatch(sub string, args []string) error {
 	if *selector == "" {
 		return cmd.usage("--selector is required")
 	}
-	b := Batch{Selector: *selector, Operation: strings.ReplaceAll(sub, "-", "_"), DryRun: *dryRun}
+	b := admin.Batch{Selector: *selector, Operation: strings.ReplaceAll(sub, "-", "_"), DryRun: *dryRun}
 	if sf != nil {
 		change, err := sf.change(cmd)
 		if err != nil {
 			return err
 		}
 		switch {
-		case sub == "set-policy" && change.Policy != nil && change == (KeyChange{Policy: change.Policy}):
+		case sub == "set-policy" && change.Policy != nil && change == (admin.KeyChange{Policy: change.Policy}):
 			b.Policy = change.Policy
-		case sub == "set-limits" && change.Limits != nil && change == (KeyChange{Limits: change.Limits}):
+		case sub == "set-limits" && change.Limits != nil && change == (admin.KeyChange{Limits: change.Limits}):
 			b.Limits = change.Limits
 		default:
 			return cmd.usage("keys %s takes the flags %s, and no others", sub, batchSynopses[sub])
@@ -78,7 +80,7 @@ func (c *cli) keysBatch(sub string, args []string) error {
 
 // printBatch prints what a batch changed, or in a dry run would change:
 // after the first line, a dry run and the run it previews print the same.
-func (c *cli) printBatch(res *BatchResult) error {
+func (c *cli) printBatch(res *admin.BatchResult) error {
 	verb := "changed"
 	if res.DryRun {
 		verb = "would change (dry run; nothing was changed)"

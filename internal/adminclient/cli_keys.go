@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"cmp"
 	"flag"
 	"fmt"
@@ -56,7 +58,7 @@ func (c *cli) keys(args []string) error {
 
 func (c *cli) keysCreate(args []string) error {
 	cmd := c.command("keys create", "--name NAME --tenant TENANT [--models a,b] [--priority CLASS] [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending] "+settingsSynopsis)
-	var spec KeySpec
+	var spec admin.KeySpec
 	var models, expiresAt string
 	cmd.fs.StringVar(&spec.Name, "name", "", "the key's `NAME`, for people (required)")
 	cmd.fs.StringVar(&spec.Tenant, "tenant", "", "the `TENANT` usage belongs to (required)")
@@ -73,7 +75,7 @@ func (c *cli) keysCreate(args []string) error {
 	var k sluice.Key
 	change, err := sf.change(cmd)
 	if err == nil {
-		err = change.apply(&k)
+		err = change.Apply(&k)
 	}
 	if err != nil {
 		return err
@@ -89,7 +91,7 @@ func (c *cli) keysCreate(args []string) error {
 		}
 		spec.ExpiresAt = t
 	}
-	spec.Models = splitList(models)
+	spec.Models = admin.SplitList(models)
 	cl, err := cmd.client()
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func (c *cli) keyAction(args []string, action string) error {
 	if err != nil {
 		return err
 	}
-	var k *KeyRecord
+	var k *admin.KeyRecord
 	switch action {
 	case "show":
 		k, err = cl.Key(c.ctx, id)
@@ -164,7 +166,7 @@ func (c *cli) keysRotate(args []string) error {
 
 func (c *cli) keysExpire(args []string) error {
 	cmd := c.command("keys expire", "ID [--in 1h | --at RFC3339 | --never]")
-	var e Expiry
+	var e admin.Expiry
 	var at string
 	cmd.fs.StringVar(&e.In, "in", "", "expire after `DURATION` from now")
 	cmd.fs.StringVar(&at, "at", "", "expire at `TIME` (RFC 3339)")
@@ -196,7 +198,7 @@ func (c *cli) keysModels(args []string) error {
 	if err != nil {
 		return err
 	}
-	models := splitList(strings.Join(pos[1:], ","))
+	models := admin.SplitList(strings.Join(pos[1:], ","))
 	if *all == (len(models) > 0) {
 		return cmd.usage("name the aliases or pass --all (not both)")
 	}
@@ -231,13 +233,16 @@ func (c *cli) keysUpdate(args []string) error {
 		case "name":
 			change.Name = &name
 		case "models":
-			m := nonNil(splitList(models))
+			m := admin.SplitList(models)
+			if m == nil {
+				m = []string{} // the flag given empty: every alias
+			}
 			change.Models = &m
 		case "priority":
 			change.Priority = &priority
 		}
 	})
-	if change == (KeyChange{}) {
+	if change == (admin.KeyChange{}) {
 		return cmd.usage("nothing to change: name at least one field")
 	}
 	cl, err := cmd.client()
@@ -288,13 +293,13 @@ func newSettingsFlags(fs *flag.FlagSet) *settingsFlags {
 
 // change is the KeyChange of the settings flags given. --policy and the
 // flags of a policy replace the whole policy: a policy is one choice.
-func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
-	var c KeyChange
+func (sf *settingsFlags) change(cmd *command) (admin.KeyChange, error) {
+	var c admin.KeyChange
 	var err error
-	var p *KeyPolicy
-	policy := func() *KeyPolicy {
+	var p *admin.KeyPolicy
+	policy := func() *admin.KeyPolicy {
 		if p == nil {
-			p = &KeyPolicy{}
+			p = &admin.KeyPolicy{}
 		}
 		return p
 	}
@@ -311,7 +316,7 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 		case "policy":
 			policy().Mode = sluice.PolicyMode(val)
 		case "accounts":
-			policy().Accounts = splitList(val)
+			policy().Accounts = admin.SplitList(val)
 		case "pool":
 			policy().Pool = val
 		case "fallback":
@@ -321,7 +326,7 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 				err = fmt.Errorf("--wait: %w", err)
 			}
 		case "limits", "user-limits":
-			var l KeyLimits
+			var l admin.KeyLimits
 			l, err = limitsFlag(val)
 			if f.Name == "limits" {
 				c.Limits = &l
@@ -331,15 +336,15 @@ func (sf *settingsFlags) change(cmd *command) (KeyChange, error) {
 		case "task":
 			c.Task = &val
 		case "tasks":
-			c.Tasks = ptr(splitList(val))
+			c.Tasks = ptr(admin.SplitList(val))
 		case "paths":
-			c.Paths = ptr(splitList(val))
+			c.Paths = ptr(admin.SplitList(val))
 		case "service-tiers":
-			c.ServiceTiers = ptr(splitList(val))
+			c.ServiceTiers = ptr(admin.SplitList(val))
 		case "on-limit":
 			c.OnLimit = &val
 		case "assert":
-			c.Assert = ptr(splitList(val))
+			c.Assert = ptr(admin.SplitList(val))
 		}
 		if err != nil {
 			err = cmd.usage("--%s: %v", f.Name, err)
@@ -354,7 +359,7 @@ func ptr[T any](v T) *T { return &v }
 // pairs parses "a=1,b=2" into a map, each value read by parse.
 func pairs[V any](s string, parse func(string) (V, error)) (map[string]V, error) {
 	out := map[string]V{}
-	for _, f := range splitList(s) {
+	for _, f := range admin.SplitList(s) {
 		name, value, ok := strings.Cut(f, "=")
 		if !ok {
 			return nil, fmt.Errorf("%q is not name=value", f)
@@ -369,12 +374,12 @@ func pairs[V any](s string, parse func(string) (V, error)) (map[string]V, error)
 }
 
 // limitsFlag parses "rpm=60,max_inflight=2".
-func limitsFlag(s string) (KeyLimits, error) {
+func limitsFlag(s string) (admin.KeyLimits, error) {
 	m, err := pairs(s, strconv.Atoi)
 	if err != nil {
-		return KeyLimits{}, err
+		return admin.KeyLimits{}, err
 	}
-	var l KeyLimits
+	var l admin.KeyLimits
 	for name, n := range m {
 		switch name {
 		case "rpm":
@@ -386,14 +391,14 @@ func limitsFlag(s string) (KeyLimits, error) {
 		case "daily_tokens":
 			l.DailyTokens = n
 		default:
-			return KeyLimits{}, fmt.Errorf("unknown limit %q (want rpm, tpm, max_inflight, daily_tokens)", name)
+			return admin.KeyLimits{}, fmt.Errorf("unknown limit %q (want rpm, tpm, max_inflight, daily_tokens)", name)
 		}
 	}
 	return l, nil
 }
 
 // printIssued prints a created or rotated key with its plaintext, once.
-func (c *cli) printIssued(issued *IssuedKey, what string) error {
+func (c *cli) printIssued(issued *admin.IssuedKey, what string) error {
 	if c.json {
 		fmt.Fprintln(c.stderr, onceNote)
 		return c.printJSON(issued)
@@ -407,7 +412,7 @@ func (c *cli) printIssued(issued *IssuedKey, what string) error {
 }
 
 // printKey prints one key record.
-func (c *cli) printKey(k *KeyRecord) error {
+func (c *cli) printKey(k *admin.KeyRecord) error {
 	if c.json {
 		return c.printJSON(k)
 	}
@@ -446,7 +451,7 @@ func labelList(labels map[string]string) string {
 }
 
 // policyText shows a route policy in one line.
-func policyText(p KeyPolicy) string {
+func policyText(p admin.KeyPolicy) string {
 	out := string(cmp.Or(p.Mode, sluice.PolicyDefault))
 	if len(p.Accounts) > 0 {
 		out += " accounts=" + strings.Join(p.Accounts, ",")
@@ -464,7 +469,7 @@ func policyText(p KeyPolicy) string {
 }
 
 // limitsText shows limits as name=value, "-" when none.
-func limitsText(l KeyLimits) string {
+func limitsText(l admin.KeyLimits) string {
 	var out []string
 	for _, f := range [...]struct {
 		name string
@@ -482,17 +487,6 @@ func expires(t time.Time) string {
 		return "never"
 	}
 	return when(t)
-}
-
-// splitList splits "a, b,,c" into [a b c].
-func splitList(s string) []string {
-	var out []string
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // table aligns rows into columns.

@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -85,9 +87,9 @@ func (cmd *command) putEntitlements(sub string, args []string) error {
 	if err != nil {
 		return err
 	}
-	body := EntitlementsPut{DryRun: *dryRun}
+	body := admin.EntitlementsPut{DryRun: *dryRun}
 	if sub == "set" {
-		e := Entitlement{Tenant: pos[0], User: pos[1], Profile: pos[2], Pool: *pool}
+		e := admin.Entitlement{Tenant: pos[0], User: pos[1], Profile: pos[2], Pool: *pool}
 		for _, f := range []struct {
 			flag, value string
 			to          *time.Time
@@ -99,7 +101,7 @@ func (cmd *command) putEntitlements(sub string, args []string) error {
 				return cmd.usage("--%s %q is not an RFC 3339 time", f.flag, f.value)
 			}
 		}
-		body.Entitlements = []Entitlement{e}
+		body.Entitlements = []admin.Entitlement{e}
 	} else {
 		if *file == "" {
 			return cmd.usage("-f FILE is required")
@@ -125,13 +127,13 @@ func (cmd *command) putEntitlements(sub string, args []string) error {
 
 func (cmd *command) deleteEntitlements(args []string) error {
 	dryRun := cmd.fs.Bool("dry-run", false, "change nothing: say what would change")
-	pos, err := cmd.parse(args, 2, maxEntitlementsPerCall+1)
+	pos, err := cmd.parse(args, 2, admin.MaxEntitlementsPerCall+1)
 	if err != nil {
 		return err
 	}
-	body := EntitlementsDelete{DryRun: *dryRun}
+	body := admin.EntitlementsDelete{DryRun: *dryRun}
 	for _, u := range pos[1:] {
-		body.Users = append(body.Users, EndUserRef{Tenant: pos[0], User: u})
+		body.Users = append(body.Users, admin.EndUserRef{Tenant: pos[0], User: u})
 	}
 	cl, err := cmd.client()
 	if err != nil {
@@ -144,7 +146,7 @@ func (cmd *command) deleteEntitlements(args []string) error {
 	return cmd.printEntitlementsResult(res)
 }
 
-func (cmd *command) printEntitlementsResult(res *EntitlementsResult) error {
+func (cmd *command) printEntitlementsResult(res *admin.EntitlementsResult) error {
 	if cmd.json {
 		return cmd.printJSON(res)
 	}

@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -45,62 +47,62 @@ func NewClient(baseURL, token string) *Client {
 
 // CreateKey creates a virtual key. The answer holds its plaintext, which
 // the server never shows again.
-func (c *Client) CreateKey(ctx context.Context, spec KeySpec) (*IssuedKey, error) {
-	return fetch[IssuedKey](ctx, c, http.MethodPost, "/admin/keys", spec)
+func (c *Client) CreateKey(ctx context.Context, spec admin.KeySpec) (*admin.IssuedKey, error) {
+	return fetch[admin.IssuedKey](ctx, c, http.MethodPost, "/admin/keys", spec)
 }
 
 // ListKeys returns every stored key.
-func (c *Client) ListKeys(ctx context.Context) ([]KeyRecord, error) {
-	return fetchAll[KeyRecord](ctx, c, "/admin/keys")
+func (c *Client) ListKeys(ctx context.Context) ([]admin.KeyRecord, error) {
+	return fetchAll[admin.KeyRecord](ctx, c, "/admin/keys")
 }
 
 // Key returns the key with the ID.
-func (c *Client) Key(ctx context.Context, id string) (*KeyRecord, error) {
-	return fetch[KeyRecord](ctx, c, http.MethodGet, itemPath("keys", id, ""), nil)
+func (c *Client) Key(ctx context.Context, id string) (*admin.KeyRecord, error) {
+	return fetch[admin.KeyRecord](ctx, c, http.MethodGet, itemPath("keys", id, ""), nil)
 }
 
 // Disable stops the key from authenticating until it is enabled.
-func (c *Client) Disable(ctx context.Context, id string) (*KeyRecord, error) {
+func (c *Client) Disable(ctx context.Context, id string) (*admin.KeyRecord, error) {
 	return c.keyAction(ctx, id, "disable", nil)
 }
 
 // Enable makes a disabled or pending key active.
-func (c *Client) Enable(ctx context.Context, id string) (*KeyRecord, error) {
+func (c *Client) Enable(ctx context.Context, id string) (*admin.KeyRecord, error) {
 	return c.keyAction(ctx, id, "enable", nil)
 }
 
 // Revoke ends the key for good.
-func (c *Client) Revoke(ctx context.Context, id string) (*KeyRecord, error) {
+func (c *Client) Revoke(ctx context.Context, id string) (*admin.KeyRecord, error) {
 	return c.keyAction(ctx, id, "revoke", nil)
 }
 
 // Expire sets when the key stops working (see Expiry; the zero Expiry means now).
-func (c *Client) Expire(ctx context.Context, id string, e Expiry) (*KeyRecord, error) {
+func (c *Client) Expire(ctx context.Context, id string, e admin.Expiry) (*admin.KeyRecord, error) {
 	return c.keyAction(ctx, id, "expire", e)
 }
 
 // Rotate gives the key a new plaintext, returned this once; the old one
 // stops working at once.
-func (c *Client) Rotate(ctx context.Context, id string) (*IssuedKey, error) {
-	return fetch[IssuedKey](ctx, c, http.MethodPost, itemPath("keys", id, "rotate"), nil)
+func (c *Client) Rotate(ctx context.Context, id string) (*admin.IssuedKey, error) {
+	return fetch[admin.IssuedKey](ctx, c, http.MethodPost, itemPath("keys", id, "rotate"), nil)
 }
 
 // UpdateKey changes the fields of key id that c holds.
-func (c *Client) UpdateKey(ctx context.Context, id string, change KeyChange) (*KeyRecord, error) {
-	return fetch[KeyRecord](ctx, c, http.MethodPatch, itemPath("keys", id, ""), change)
+func (c *Client) UpdateKey(ctx context.Context, id string, change admin.KeyChange) (*admin.KeyRecord, error) {
+	return fetch[admin.KeyRecord](ctx, c, http.MethodPatch, itemPath("keys", id, ""), change)
 }
 
 // SetModels replaces the aliases the key may use; empty allows all.
-func (c *Client) SetModels(ctx context.Context, id string, models []string) (*KeyRecord, error) {
+func (c *Client) SetModels(ctx context.Context, id string, models []string) (*admin.KeyRecord, error) {
 	if models == nil {
 		models = []string{}
 	}
-	return fetch[KeyRecord](ctx, c, http.MethodPut, itemPath("keys", id, "models"), modelsBody{Models: &models})
+	return fetch[admin.KeyRecord](ctx, c, http.MethodPut, itemPath("keys", id, "models"), admin.ModelsBody{Models: &models})
 }
 
 // Status returns the serving catalog's status and key counts.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	return fetch[Status](ctx, c, http.MethodGet, "/admin/status", nil)
+func (c *Client) Status(ctx context.Context) (*admin.Status, error) {
+	return fetch[admin.Status](ctx, c, http.MethodGet, "/admin/status", nil)
 }
 
 // Catalog returns the YAML serving now and its version.
@@ -120,10 +122,10 @@ func (c *Client) Catalog(ctx context.Context) (doc []byte, version int64, err er
 // caller last saw (0 = no check); a stale one fails with status 412. A
 // catalog without models or keys replaces one that has them only with
 // force (409 catalog_emptied without).
-func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, force bool) (*CatalogStatus, error) {
+func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, force bool) (*admin.CatalogStatus, error) {
 	h := http.Header{"Content-Type": {"text/yaml"}}
 	if ifVersion > 0 {
-		h.Set("If-Match", etag(ifVersion))
+		h.Set("If-Match", admin.ETag(ifVersion))
 	}
 	path := "/admin/catalog"
 	if force {
@@ -133,7 +135,7 @@ func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, 
 	if err != nil {
 		return nil, err
 	}
-	var out CatalogStatus
+	var out admin.CatalogStatus
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, fmt.Errorf("decode catalog status: %w", err)
 	}
@@ -142,7 +144,7 @@ func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, 
 
 // Usage returns usage records started at or after since (zero: the server's
 // default, a day ago), at most limit (0: the server's default).
-func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]UsageRecord, error) {
+func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]admin.UsageRecord, error) {
 	q := url.Values{}
 	if !since.IsZero() {
 		q.Set("since", since.UTC().Format(time.RFC3339Nano))
@@ -154,33 +156,33 @@ func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]Usage
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	return fetchAll[UsageRecord](ctx, c, path)
+	return fetchAll[admin.UsageRecord](ctx, c, path)
 }
 
 // Accounts returns the state of every upstream account.
-func (c *Client) Accounts(ctx context.Context) ([]AccountState, error) {
-	return fetchAll[AccountState](ctx, c, "/admin/accounts")
+func (c *Client) Accounts(ctx context.Context) ([]admin.AccountState, error) {
+	return fetchAll[admin.AccountState](ctx, c, "/admin/accounts")
 }
 
 // Account returns the state of the account with the ID.
-func (c *Client) Account(ctx context.Context, id string) (*AccountState, error) {
-	return fetch[AccountState](ctx, c, http.MethodGet, itemPath("accounts", id, ""), nil)
+func (c *Client) Account(ctx context.Context, id string) (*admin.AccountState, error) {
+	return fetch[admin.AccountState](ctx, c, http.MethodGet, itemPath("accounts", id, ""), nil)
 }
 
 // SetAccount applies "disable" or "enable" to the account and returns its
 // new state. enable also re-enables an account a billing failure disabled.
-func (c *Client) SetAccount(ctx context.Context, id, action string) (*AccountState, error) {
-	return fetch[AccountState](ctx, c, http.MethodPost, itemPath("accounts", id, action), nil)
+func (c *Client) SetAccount(ctx context.Context, id, action string) (*admin.AccountState, error) {
+	return fetch[admin.AccountState](ctx, c, http.MethodPost, itemPath("accounts", id, action), nil)
 }
 
 // Credentials returns the state of every upstream credential.
-func (c *Client) Credentials(ctx context.Context) ([]CredentialState, error) {
-	return fetchAll[CredentialState](ctx, c, "/admin/credentials")
+func (c *Client) Credentials(ctx context.Context) ([]admin.CredentialState, error) {
+	return fetchAll[admin.CredentialState](ctx, c, "/admin/credentials")
 }
 
 // Credential returns the state of the credential with the ID.
-func (c *Client) Credential(ctx context.Context, id string) (*CredentialState, error) {
-	return fetch[CredentialState](ctx, c, http.MethodGet, itemPath("credentials", id, ""), nil)
+func (c *Client) Credential(ctx context.Context, id string) (*admin.CredentialState, error) {
+	return fetch[admin.CredentialState](ctx, c, http.MethodGet, itemPath("credentials", id, ""), nil)
 }
 
 // SetCredential applies "disable", "drain", "enable" or "remove" to the
@@ -188,12 +190,12 @@ func (c *Client) Credential(ctx context.Context, id string) (*CredentialState, e
 // claims fails with status 409 (credential_claims_held) unless it is
 // draining and force is set, which drops the work running on it. Only
 // remove looks at force.
-func (c *Client) SetCredential(ctx context.Context, id, action string, force bool) (*CredentialState, error) {
+func (c *Client) SetCredential(ctx context.Context, id, action string, force bool) (*admin.CredentialState, error) {
 	var in any
 	if force {
-		in = Removal{Force: true}
+		in = admin.Removal{Force: true}
 	}
-	return fetch[CredentialState](ctx, c, http.MethodPost, itemPath("credentials", id, action), in)
+	return fetch[admin.CredentialState](ctx, c, http.MethodPost, itemPath("credentials", id, action), in)
 }
 
 // itemPath is the path of one key, account or credential ("keys",
@@ -206,8 +208,8 @@ func itemPath(kind, id, action string) string {
 	return p
 }
 
-func (c *Client) keyAction(ctx context.Context, id, action string, in any) (*KeyRecord, error) {
-	return fetch[KeyRecord](ctx, c, http.MethodPost, itemPath("keys", id, action), in)
+func (c *Client) keyAction(ctx context.Context, id, action string, in any) (*admin.KeyRecord, error) {
+	return fetch[admin.KeyRecord](ctx, c, http.MethodPost, itemPath("keys", id, action), in)
 }
 
 // fetch calls the route and decodes its answer as a T.
@@ -278,7 +280,7 @@ func (c *Client) send(ctx context.Context, method, path string, h http.Header, b
 // apiError reads an error answer, in the envelope or not.
 func apiError(resp *http.Response, body []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode}
-	var env envelope
+	var env admin.ErrorEnvelope
 	if json.Unmarshal(body, &env) == nil && env.Error.Code != "" {
 		e.Code, e.Message = string(env.Error.Code), env.Error.Message
 		return e

@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -116,7 +118,7 @@ func (cmd *command) billingShow(args []string) error {
 	return cmd.printAccount(a)
 }
 
-func (cmd *command) printAccount(a *BillingAccount) error {
+func (cmd *command) printAccount(a *admin.BillingAccount) error {
 	if cmd.json {
 		return cmd.printJSON(a)
 	}
@@ -163,7 +165,7 @@ func (cmd *command) billingPut(args []string, create bool) error {
 	if err != nil {
 		return err
 	}
-	var spec BillingAccountSpec
+	var spec admin.BillingAccountSpec
 	cur, err := cl.BillingAccount(cmd.ctx, id)
 	var apiErr *APIError
 	switch {
@@ -243,7 +245,7 @@ func (cmd *command) billingBind(args []string, bind bool) error {
 		return err
 	}
 	if *selector != "" {
-		res, err := cl.Batch(cmd.ctx, Batch{Selector: *selector, Operation: BatchSetBillingAccount, BillingAccount: &account, DryRun: *dryRun})
+		res, err := cl.Batch(cmd.ctx, admin.Batch{Selector: *selector, Operation: admin.BatchSetBillingAccount, BillingAccount: &account, DryRun: *dryRun})
 		if err != nil {
 			return err
 		}
@@ -252,9 +254,9 @@ func (cmd *command) billingBind(args []string, bind bool) error {
 		}
 		return cmd.printBatch(res)
 	}
-	var out []*KeyRecord
+	var out []*admin.KeyRecord
 	for _, id := range pos {
-		k, err := cl.UpdateKey(cmd.ctx, id, KeyChange{BillingAccount: &account})
+		k, err := cl.UpdateKey(cmd.ctx, id, admin.KeyChange{BillingAccount: &account})
 		if err != nil {
 			return fmt.Errorf("key %s: %w", id, err)
 		}
@@ -294,7 +296,7 @@ func (cmd *command) billingPost(args []string, action string) error {
 	if *key == "" {
 		*key = "cli_" + rand.Text()
 	}
-	change := MoneyChange{Amount: amount, Reason: *reason}
+	change := admin.MoneyChange{Amount: amount, Reason: *reason}
 	post := cl.TopUp
 	if action == "adjust" {
 		post = cl.Adjust
@@ -333,14 +335,14 @@ func (cmd *command) billingRefund(args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := cl.Refund(cmd.ctx, pos[0], Refund{RequestID: pos[1], Reason: *reason})
+	p, err := cl.Refund(cmd.ctx, pos[0], admin.Refund{RequestID: pos[1], Reason: *reason})
 	if err != nil {
 		return err
 	}
 	return cmd.printPosted(p)
 }
 
-func (cmd *command) printPosted(p *Posted) error {
+func (cmd *command) printPosted(p *admin.Posted) error {
 	if cmd.json {
 		return cmd.printJSON(p)
 	}
@@ -425,7 +427,7 @@ func (cmd *command) billingPrices(args []string) error {
 }
 
 func (cmd *command) billingApplyPrice(args []string) error {
-	var spec PriceSpec
+	var spec admin.PriceSpec
 	cmd.fs.StringVar(&spec.Plan, "plan", "", "the price `PLAN` (a price: with --alias)")
 	cmd.fs.StringVar(&spec.Alias, "alias", "", "the `ALIAS` the plan sells")
 	cmd.fs.StringVar(&spec.Model, "model", "", "the upstream `MODEL` whose cost this is (a cost)")
@@ -476,7 +478,7 @@ func (cmd *command) billingReport(args []string) error {
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	for _, d := range splitList(*by) {
+	for _, d := range admin.SplitList(*by) {
 		q.By = append(q.By, ledger.Dimension(d))
 	}
 	cl, err := cmd.client()
@@ -492,7 +494,7 @@ func (cmd *command) billingReport(args []string) error {
 	}
 	fmt.Fprintf(cmd.stdout, "Billed requests from %s to %s, in %s\n\n", when(rep.From), when(rep.To), rep.Currency)
 	t := groupedTable(cmd.stdout, rep.By, "REQUESTS", "UNMEASURED", "TOKENS", "CACHED", "PRICE", "COST", "MARGIN")
-	cells := func(r SpendRow) []string {
+	cells := func(r admin.SpendRow) []string {
 		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID,
 			ledger.ByEndUser: r.EndUser, ledger.ByTaskType: r.TaskType, ledger.ByPool: r.Pool, ledger.ByAlias: r.Alias,
 			ledger.ByModel: r.Model, ledger.ByDay: r.Day})

@@ -1,4 +1,4 @@
-package admin
+package adminclient
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const (
 // --admin nor SLUICE_ADMIN_URL says otherwise.
 const DefaultAdminURL = "http://127.0.0.1:8081"
 
-const cliUsage = `usage:
+const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice keys create --name NAME --tenant TENANT [--models a,b] [--priority CLASS]
                      [--expires-in 24h | --expires-at RFC3339] [--id ID] [--pending] [SETTINGS]
   sluice keys update ID [--name NAME] [--models a,b] [--priority CLASS] [SETTINGS]
@@ -49,6 +49,7 @@ const cliUsage = `usage:
   sluice credentials list
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
+  sluice affinity show (--session S --alias A [--tenant T] | --seed HASH)   (the account a session is bound to)
   sluice jobs show ID                        (an async job: its binding and timeline)
   sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
@@ -107,7 +108,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, env fu
 		if ue.synopsis != "" {
 			fmt.Fprintf(stderr, "usage: sluice %s\n", ue.synopsis)
 		}
-		fmt.Fprintln(stderr, "run 'sluice keys help' for every admin command")
+		fmt.Fprintln(stderr, "run 'sluice help' for every command")
 		return 2
 	default:
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
@@ -155,6 +156,8 @@ func (c *cli) run(args []string) error {
 		return c.billingCommand(args[1:])
 	case "entitlements":
 		return c.entitlements(args[1:])
+	case "affinity":
+		return c.affinity(args[1:])
 	case "apply":
 		return c.apply(args[1:])
 	case "status":

@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -24,7 +26,7 @@ func (c *cli) accounts(args []string) error {
 	case "list":
 		return listItems(c, "accounts", args, (*Client).Accounts,
 			[]string{"ID", "SCOPE", "IN-FLIGHT/CAP", "WAITING", "COOLDOWN", "PROBE", "STATUS", "REASON"},
-			func(a AccountState) []string {
+			func(a admin.AccountState) []string {
 				return []string{a.ID, a.QuotaScope, strconv.Itoa(a.InFlight) + "/" + inFlightCap(a.Cap, "∞"),
 					strconv.Itoa(a.Waiting), when(a.CoolingUntil), dash(a.Probe), string(a.Status), dash(a.Reason)}
 			})
@@ -47,7 +49,7 @@ func (c *cli) credentials(args []string) error {
 	case "list":
 		return listItems(c, "credentials", args, (*Client).Credentials,
 			[]string{"ID", "ACCOUNT", "STATUS", "IN-FLIGHT", "COOLDOWN", "REASON"},
-			func(cr CredentialState) []string {
+			func(cr admin.CredentialState) []string {
 				return []string{cr.ID, cr.Account, string(cr.Status), strconv.Itoa(cr.InFlight), when(cr.CoolingUntil), dash(cr.Reason)}
 			})
 	case "show", "disable", "drain", "enable", "remove":
@@ -92,7 +94,7 @@ func (c *cli) accountAction(args []string, action string) error {
 	if err != nil {
 		return err
 	}
-	var a *AccountState
+	var a *admin.AccountState
 	if action == "show" {
 		a, err = cl.Account(c.ctx, id)
 	} else {
@@ -116,7 +118,7 @@ func (c *cli) accountAction(args []string, action string) error {
 
 // modelUnits describes an account's per-model units on one line:
 // "qwen-plus 1/2 cooling until …, qwen-max 0/∞".
-func modelUnits(ms []ModelUnitState) string {
+func modelUnits(ms []admin.ModelUnitState) string {
 	parts := make([]string, 0, len(ms))
 	for _, m := range ms {
 		s := m.Model + " " + strconv.Itoa(m.InFlight) + "/" + inFlightCap(m.Cap, "∞")
@@ -144,7 +146,7 @@ func (c *cli) credentialAction(args []string, action string) error {
 	if err != nil {
 		return err
 	}
-	var cr *CredentialState
+	var cr *admin.CredentialState
 	if action == "show" {
 		cr, err = cl.Credential(c.ctx, id)
 	} else {

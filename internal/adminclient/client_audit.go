@@ -1,6 +1,8 @@
-package admin
+package adminclient
 
 import (
+	"github.com/sluicehq/sluice/internal/admin"
+
 	"context"
 	"net/url"
 	"strconv"
@@ -17,7 +19,7 @@ type AuditQuery struct {
 }
 
 // Audit returns the audit entries q selects, newest first.
-func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]admin.AuditEntry, error) {
 	v := url.Values{}
 	if !q.Since.IsZero() {
 		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
@@ -35,5 +37,5 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) 
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}
-	return fetchAll[AuditEntry](ctx, c, path)
+	return fetchAll[admin.AuditEntry](ctx, c, path)
 }
