@@ -64,6 +64,8 @@ type Endpoint struct {
 	// URLs and credentials; the zero Host is the provider's own API or one
 	// compatible with it.
 	Host Host
+	// Headers change which of a caller's headers the endpoint is sent.
+	Headers HeaderRules
 }
 
 // Host is a cloud that hosts a provider's wire protocol (Azure OpenAI,
@@ -333,7 +335,8 @@ type KeySettings struct {
 	// may pick another of Tasks.
 	Task  string   `json:"task,omitempty" yaml:"task"`
 	Tasks []string `json:"tasks,omitempty" yaml:"tasks"`
-	// Paths are the API paths it may call (KeyPaths); empty = all.
+	// Paths are the API paths it may call (KeyPathNames); empty = all
+	// (or the catalog's server.default_key_paths, when it sets them).
 	Paths []string `json:"paths,omitempty" yaml:"paths"`
 	// ServiceTiers are the service_tier values a request may name; empty =
 	// any. A request that names none is always allowed.
@@ -381,7 +384,12 @@ const (
 )
 
 // KeyPaths are the names of the API paths a key may be scoped to
-// (Key.Paths), by the protocol each path speaks.
+// (Key.Paths), by the protocol each path speaks. A name covers every route
+// of its protocol: "responses" is OpenAI's /v1/responses and the ChatGPT
+// backend's /backend-api/codex/responses (where Codex posts), with their
+// compaction (…/compact) and the follow-ups of a stored response (GET and
+// DELETE …/{id}, POST …/{id}/cancel). KeyPathResponsesCompact names one
+// route alone.
 var KeyPaths = map[Protocol]string{
 	ProtocolOpenAIChat:       "chat",
 	ProtocolOpenAIEmbeddings: "embeddings",
@@ -391,6 +399,38 @@ var KeyPaths = map[Protocol]string{
 	ProtocolAnthropic:        "messages",
 	ProtocolGemini:           "gemini",
 	ProtocolGeminiEmbed:      "gemini_embeddings",
+}
+
+// KeyPathResponsesCompact names a Responses compaction alone (POST
+// /v1/responses/compact, /backend-api/codex/responses/compact), for a key
+// that may compact conversations but not create responses.
+const KeyPathResponsesCompact = "responses_compact"
+
+// KeyPathNames returns, sorted, every name Key.Paths may hold.
+func KeyPathNames() []string {
+	return slices.Sorted(func(yield func(string) bool) {
+		for _, name := range KeyPaths {
+			if !yield(name) {
+				return
+			}
+		}
+		yield(KeyPathResponsesCompact)
+	})
+}
+
+// MayCall reports whether the key's paths let it call a route of protocol
+// p (compact: a Responses compaction; see Request.Compact), and returns
+// the name that lets it, or that a refusal names (the protocol's). No
+// paths: every path.
+func (k *Key) MayCall(p Protocol, compact bool) (name string, ok bool) {
+	name = KeyPaths[p]
+	switch {
+	case len(k.Paths) == 0 || slices.Contains(k.Paths, name):
+		return name, true
+	case compact && p == ProtocolOpenAIResponses && slices.Contains(k.Paths, KeyPathResponsesCompact):
+		return KeyPathResponsesCompact, true
+	}
+	return name, false
 }
 
 // MaxTokensField names, for each protocol whose requests ask for output
@@ -540,9 +580,10 @@ type Request struct {
 	// Batch marks a Gemini batchEmbedContents request (its path names the
 	// method, not its body): the upstream is asked the same.
 	Batch bool
-	// Header is the caller's HTTP header, read only. Only what a protocol
-	// names is passed on (anthropic-version and anthropic-beta to an
-	// Anthropic upstream); nil when there was no caller's request.
+	// Header is the caller's HTTP header, read only. Only what the
+	// protocol lists (to an upstream that speaks it too) and the endpoint's
+	// HeaderRules allow is passed on; nil when there was no caller's
+	// request.
 	Header http.Header
 }
 

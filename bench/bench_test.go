@@ -47,7 +47,7 @@ endpoints:
     base_url: %[2]s
     protocols: [anthropic.messages]
 credentials:
-  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim, sim-claude]}
+  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim, sim-claude], max_inflight: 1000000}  # uncapped: the bench measures the gateway
 models:
   - alias: bench
     deployments:

@@ -294,7 +294,7 @@ endpoints:
     base_url: http://$UPSTREAM
     protocols: [openai.chat]
 credentials:
-  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim]}
+  - {id: sim-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim], max_inflight: 1000000}  # uncapped: the bench measures the gateway
 models:
   - alias: bench
     deployments:

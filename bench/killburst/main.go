@@ -136,7 +136,7 @@ func (g gateway) writeCatalog(upstream string) error {
 server: {listen: %q, admin_listen: "%s:%d", admin_token_env: ADMIN}
 database: {url: "sqlite://%s/sluice.db"}
 endpoints: [{id: up, base_url: "http://%s", protocols: [openai.chat]}]
-credentials: [{id: c1, secret_env: UP, endpoints: [up]}]
+credentials: [{id: c1, secret_env: UP, endpoints: [up], max_inflight: 1000000}]
 models: [{alias: fast, deployments: [{model: gpt-4o-mini, endpoints: [up]}]}]
 keys: [{id: k, tenant: t, secret_env: KEY}]
 `, g.listen, host, p+1, g.dir, upstream)

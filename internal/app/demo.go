@@ -54,7 +54,10 @@ func startDemo(log *slog.Logger) (*demo, error) {
 			{ID: "demo-gemini", BaseURL: d.url, Protocols: []string{"gemini.generate", "gemini.embed"}},
 			{ID: "demo-fal", BaseURL: d.url, Protocols: []string{"fal.queue"}},
 		},
-		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv,
+		// The simulated upstream has no limit of its own: the demo
+		// credential (its own account) takes many requests at once rather
+		// than the default 2, so that a tour's parallel requests run.
+		Credentials: []config.Credential{{ID: "demo-1", SecretEnv: demoCredentialEnv, MaxInflight: new(64),
 			Endpoints: []string{"demo-openai", "demo-anthropic", "demo-gemini", "demo-fal"}}},
 		// The generation aliases name no protocol: each answers OpenAI
 		// chat, Responses, Anthropic Messages and Gemini callers alike.

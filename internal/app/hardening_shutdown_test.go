@@ -41,8 +41,8 @@ database: {url: "sqlite://%s"}
 endpoints:
   - {id: ep-a, base_url: %s, protocols: [openai.chat]}
 credentials:
-  - {id: k1, secret_env: K1, endpoints: [ep-a], models: [m-one]}
-  - {id: k2, secret_env: K2, endpoints: [ep-a], models: [m-slow]}
+  - {id: k1, secret_env: K1, endpoints: [ep-a], models: [m-one], max_inflight: 64}
+  - {id: k2, secret_env: K2, endpoints: [ep-a], models: [m-slow], max_inflight: 64}
 models:
   - alias: one
     deployments: [{model: m-one, endpoints: [ep-a]}]

@@ -39,6 +39,7 @@ var testEnv = map[string]string{
 	"UP_A1": secretA1, "UP_A2": secretA2, "UP_B1": secretB1,
 	"KEY_WEB": keyWeb, "KEY_SCOPED": keyScoped, "ADMIN_TOKEN": "admin-token-for-tests",
 	"ADMIN_READ": "admin-read-token-for-tests", "ADMIN_DEPLOY": "admin-deploy-token-for-tests",
+	"KEY_CODEX": "sk-sluice-codex-KEY-3b7d1f5a9c2e4a6c8e", "KEY_COMPACT": "sk-sluice-compact-KEY-6f2a8c4e0b1d3f5a7c",
 }
 
 // catalogTemplate has two endpoints on two simulators: ep-a (two

@@ -36,14 +36,19 @@ func newMessagesHarness(t *testing.T) *harness {
 // model aliases given as YAML list items.
 func newProtocolHarness(t *testing.T, endpoint string, protocol sluice.Protocol, aliases string) *harness {
 	t.Helper()
-	template := strings.Replace(catalogTemplate, "credentials:\n", fmt.Sprintf(`  - id: %[1]s
+	return newHarnessWith(t, protocolTemplate(catalogTemplate, endpoint, protocol, aliases), "{backend: memory}", simulator.Options{})
+}
+
+// protocolTemplate is template (catalogTemplate or one of its variants)
+// with what newProtocolHarness adds to it.
+func protocolTemplate(template, endpoint string, protocol sluice.Protocol, aliases string) string {
+	template = strings.Replace(template, "credentials:\n", fmt.Sprintf(`  - id: %[1]s
     base_url: %%[3]s
     protocols: [%[2]s]
 credentials:
   - {id: cred-%[3]s, secret_env: UP_A1, endpoints: [%[1]s]}
 `, endpoint, protocol, strings.TrimPrefix(endpoint, "ep-")), 1)
-	template = strings.Replace(template, "keys:\n", aliases+"keys:\n", 1)
-	return newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
+	return strings.Replace(template, "keys:\n", aliases+"keys:\n", 1)
 }
 
 // lastRequest is the simulator's record of the last request it received.

@@ -243,7 +243,7 @@ func TestStrategiesDistributeAsTheySay(t *testing.T) {
 		}
 	})
 	t.Run("Weighted", func(t *testing.T) {
-		h := newPolicyHarness(t, "{backend: memory}", 0, 0, "weighted", 0)
+		h := newPolicyHarness(t, "{backend: memory}", 1000, 1000, "weighted", 0) // room for all: only the weights decide
 		const n = 200
 		for range n {
 			if code, _ := h.chatAs(keyWeb); code != http.StatusOK {

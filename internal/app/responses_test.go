@@ -19,7 +19,11 @@ import (
 // chat-on-resp, a chat alias on its Responses API.
 func newResponsesHarness(t *testing.T) *harness {
 	t.Helper()
-	return newProtocolHarness(t, "ep-resp", sluice.ProtocolOpenAIResponses, `  - alias: gpt-resp
+	return newProtocolHarness(t, "ep-resp", sluice.ProtocolOpenAIResponses, responsesAliases)
+}
+
+// responsesAliases are newResponsesHarness's aliases.
+const responsesAliases = `  - alias: gpt-resp
     protocol: openai.responses
     deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
   - alias: resp-on-chat
@@ -27,8 +31,7 @@ func newResponsesHarness(t *testing.T) *harness {
     deployments: [{model: gpt-4o-mini, endpoints: [ep-a]}]
   - alias: chat-on-resp
     deployments: [{model: gpt-4o-mini, endpoints: [ep-resp]}]
-`)
-}
+`
 
 // responsesUsage is the usage of a Responses answer.
 type responsesUsage struct {

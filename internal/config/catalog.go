@@ -75,6 +75,12 @@ type Server struct {
 	Timeouts   Timeouts            `yaml:"timeouts"` // defaults for every endpoint
 	Jobs       Jobs                `yaml:"jobs"`
 
+	// DefaultKeyPaths are the paths (keys[].paths names) of a key that
+	// lists none, the admin API's keys included: set, every key is denied
+	// the paths it does not list. Empty (the default): a key that lists no
+	// paths may call every path.
+	DefaultKeyPaths []string `yaml:"default_key_paths"`
+
 	// AdminTokens are named admin bearer tokens, each with a role. With
 	// neither these nor AdminTokenEnv, the admin token is
 	// $SLUICE_ADMIN_TOKEN, else one generated at startup.
@@ -162,6 +168,15 @@ type Endpoint struct {
 	Vertex *Vertex `yaml:"vertex"`
 	// Bedrock puts the endpoint on AWS Bedrock (aws.go).
 	Bedrock *Bedrock `yaml:"bedrock"`
+	// ForwardHeaders are more of the caller's headers the endpoint is
+	// sent, translated or not, beyond those its caller's protocol passes on
+	// to an upstream that speaks it (names; a trailing '*' is a prefix).
+	// DropHeaders are the caller's headers it is never sent, even those.
+	// Neither can pass what authenticates the caller, Sluice's own
+	// headers, the hop-by-hop ones or those Sluice sets
+	// (sluice.NeverForwarded).
+	ForwardHeaders []string `yaml:"forward_headers"`
+	DropHeaders    []string `yaml:"drop_headers"`
 }
 
 // Breaker tunes an endpoint's circuit breaker.
@@ -172,9 +187,12 @@ type Breaker struct {
 
 // Account is an upstream billing subject.
 type Account struct {
-	ID          string   `yaml:"id"`
-	QuotaScope  string   `yaml:"quota_scope"` // account (default) | credential
-	MaxInflight int      `yaml:"max_inflight"`
+	ID         string `yaml:"id"`
+	QuotaScope string `yaml:"quota_scope"` // account (default) | credential
+	// MaxInflight is how many of the account's requests may run at once:
+	// DefaultMaxInflight when unset; 0 is refused (a large number means
+	// uncapped). A pointer so that an explicit 0 is told from none.
+	MaxInflight *int     `yaml:"max_inflight"`
 	RPM         int      `yaml:"rpm"`
 	TPM         int      `yaml:"tpm"`
 	Cooldown    Cooldown `yaml:"cooldown"`
@@ -192,6 +210,26 @@ type Account struct {
 	BackgroundPause Duration `yaml:"background_pause"`
 }
 
+// Cap is the account's max_inflight (DefaultMaxInflight when unset).
+func (a *Account) Cap() int { return capOr(a.MaxInflight, DefaultMaxInflight) }
+
+// Cap is the credential's max_inflight: its own account's cap when it has
+// no account (DefaultMaxInflight when unset), else its inner limit (0 when
+// unset: none).
+func (c *Credential) Cap() int {
+	if c.Account == "" {
+		return capOr(c.MaxInflight, DefaultMaxInflight)
+	}
+	return capOr(c.MaxInflight, 0)
+}
+
+func capOr(n *int, def int) int {
+	if n == nil {
+		return def
+	}
+	return *n
+}
+
 // Cooldown bounds the backoff after a rate limit.
 type Cooldown struct {
 	Base Duration `yaml:"base"`
@@ -201,13 +239,17 @@ type Cooldown struct {
 // Credential is one upstream secret, by stable ID. Exactly one of SecretEnv,
 // SecretFile and OAuth says where the secret is.
 type Credential struct {
-	ID          string   `yaml:"id"`
-	Account     string   `yaml:"account"`
-	SecretEnv   string   `yaml:"secret_env"`
-	SecretFile  string   `yaml:"secret_file"`
-	Endpoints   []string `yaml:"endpoints"`
-	Models      []string `yaml:"models"`
-	MaxInflight int      `yaml:"max_inflight"`
+	ID         string   `yaml:"id"`
+	Account    string   `yaml:"account"`
+	SecretEnv  string   `yaml:"secret_env"`
+	SecretFile string   `yaml:"secret_file"`
+	Endpoints  []string `yaml:"endpoints"`
+	Models     []string `yaml:"models"`
+	// MaxInflight caps the credential's requests running at once. Under
+	// an account it is an inner limit (unset or 0: none); a credential
+	// without an account is its own account, and it is that account's cap,
+	// with the account's default and rule (see Account.MaxInflight).
+	MaxInflight *int `yaml:"max_inflight"`
 	// SubmitRPM bounds the requests sent on the credential per rolling
 	// minute, whatever its account allows: a guard against bursts on one
 	// upstream key. 0 = none.

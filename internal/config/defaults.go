@@ -6,6 +6,12 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
+// DefaultMaxInflight is the max_inflight of an upstream account that sets
+// none (a credential without an account included): a few requests at once,
+// so that one line left out does not send every request together and earn
+// a storm of 429s.
+const DefaultMaxInflight = 2
+
 const (
 	defaultMaxBodyBytes         = 4 << 20   // 4 MiB
 	defaultMaxInflightBodyBytes = 256 << 20 // 256 MiB
@@ -20,8 +26,10 @@ const (
 //     poll_interval, when larger), retention 24h;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
 //     open 30s;
-//   - accounts: quota_scope account, cooldown base 1s and max 60s (or base,
-//     when base alone is set above 60s);
+//   - accounts: quota_scope account, max_inflight 2 (DefaultMaxInflight),
+//     cooldown base 1s and max 60s (or base, when base alone is set above
+//     60s); credentials without an account: max_inflight 2, as their own
+//     account's;
 //   - models: protocol openai.chat, strategy round-robin; deployments: weight 1;
 //   - pools: strategy round-robin; keys: priority standard, policy mode default;
 //   - models and pools with strategy affinity: affinity ttl 1h, wait
@@ -81,9 +89,15 @@ func ApplyDefaults(c *Catalog) {
 	for i := range c.Accounts {
 		a := &c.Accounts[i]
 		setString(&a.QuotaScope, string(sluice.QuotaScopeAccount))
+		setCap(&a.MaxInflight)
 		setDuration(&a.Cooldown.Base, Duration(time.Second))
 		// A base above the default max alone is not a mistake worth an error.
 		setDuration(&a.Cooldown.Max, max(Duration(time.Minute), a.Cooldown.Base))
+	}
+	for i := range c.Credentials {
+		if cr := &c.Credentials[i]; cr.Account == "" {
+			setCap(&cr.MaxInflight)
+		}
 	}
 	for i := range c.Models {
 		m := &c.Models[i]
@@ -124,6 +138,14 @@ func inherit(t *Timeouts, from Timeouts) {
 func setString[S ~string](s *S, def S) {
 	if *s == "" {
 		*s = def
+	}
+}
+
+// setCap gives an unset max_inflight of an upstream account DefaultMaxInflight.
+func setCap(n **int) {
+	if *n == nil {
+		def := DefaultMaxInflight
+		*n = &def
 	}
 }
 

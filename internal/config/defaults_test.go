@@ -24,6 +24,11 @@ accounts:
   - id: org-2
     quota_scope: credential
     cooldown: {base: 2m}
+    max_inflight: 7
+credentials:
+  - {id: in-org, account: org-1}
+  - {id: own}
+  - {id: own-capped, max_inflight: 5}
 models:
   - alias: fast
     deployments:
@@ -78,8 +83,13 @@ keys:
 			{ID: "b", Timeouts: serverTimeouts, Breaker: Breaker{Failures: 2, Open: Duration(time.Minute)}},
 		},
 		Accounts: []Account{
-			{ID: "org-1", QuotaScope: "account", Cooldown: Cooldown{Base: Duration(time.Second), Max: Duration(time.Minute)}},
-			{ID: "org-2", QuotaScope: "credential", Cooldown: Cooldown{Base: Duration(2 * time.Minute), Max: Duration(2 * time.Minute)}},
+			{ID: "org-1", QuotaScope: "account", MaxInflight: new(2), Cooldown: Cooldown{Base: Duration(time.Second), Max: Duration(time.Minute)}},
+			{ID: "org-2", QuotaScope: "credential", MaxInflight: new(7), Cooldown: Cooldown{Base: Duration(2 * time.Minute), Max: Duration(2 * time.Minute)}},
+		},
+		Credentials: []Credential{
+			{ID: "in-org", Account: "org-1"}, // an inner limit: none unless set
+			{ID: "own", MaxInflight: new(2)}, // its own account's cap
+			{ID: "own-capped", MaxInflight: new(5)},
 		},
 		Models: []Model{
 			{Alias: "fast", Strategy: "round-robin", Deployments: []Deployment{

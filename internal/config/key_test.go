@@ -29,7 +29,7 @@ func TestValidateKeySameAsCatalog(t *testing.T) {
 		{"BadExpiry", func(k *Key) { k.ExpiresAt = "tomorrow" }, `expires_at: want an RFC 3339 time such as 2026-01-02T15:04:05Z, got "tomorrow"`},
 		{"BadLabelName", func(k *Key) { k.Labels = map[string]string{"a b": "x"} }, `labels.a b: name "a b" may contain only letters, digits, '.', '_' and '-'`},
 		{"LongLabelValue", func(k *Key) { k.Labels = map[string]string{"team": strings.Repeat("x", 257)} }, "labels.team: value is longer than 256 bytes"},
-		{"UnknownPath", func(k *Key) { k.Paths = []string{"chat", "images"} }, `paths[1]: must be one of [chat embeddings fal gemini gemini_embeddings messages responses videos], got "images"`},
+		{"UnknownPath", func(k *Key) { k.Paths = []string{"chat", "images"} }, `paths[1]: must be one of [chat embeddings fal gemini gemini_embeddings messages responses responses_compact videos], got "images"`},
 		{"EmptyServiceTier", func(k *Key) { k.ServiceTiers = []string{""} }, "service_tiers[0]: must not be empty"},
 		{"UnknownOnLimit", func(k *Key) { k.OnLimit = "drop" }, `on_limit: must be wait or refuse, got "drop"`},
 	}

@@ -124,6 +124,7 @@ func (v *validator) top() {
 		}
 	}
 	v.adminTokens()
+	v.keyPaths("server.default_key_paths", c.Server.DefaultKeyPaths)
 
 	if c.Server.ShutdownGrace < 0 {
 		v.addf("server.shutdown_grace", "must be > 0")
@@ -243,6 +244,7 @@ func (v *validator) endpoints() {
 		if e.Breaker.Failures <= 0 {
 			v.addf(at+".breaker.failures", "must be > 0")
 		}
+		v.endpointHeaders(at, e)
 		v.cloud(at, e)
 	}
 }
@@ -262,7 +264,8 @@ func (v *validator) accounts() {
 		default:
 			v.addf(at+".quota_scope", "must be account or credential, got %q", a.QuotaScope)
 		}
-		v.limits(at, a.MaxInflight, a.RPM, a.TPM)
+		v.accountCap(at, a.MaxInflight)
+		v.limits(at, 0, a.RPM, a.TPM) // max_inflight: accountCap
 		if a.Cooldown.Base > a.Cooldown.Max {
 			v.addf(at+".cooldown.base", "%s exceeds cooldown.max %s", a.Cooldown.Base.D(), a.Cooldown.Max.D())
 		}
@@ -276,7 +279,7 @@ func (v *validator) accounts() {
 			}
 			reserved += n
 		}
-		if reserved > 0 && (a.MaxInflight == 0 || reserved >= a.MaxInflight) {
+		if reserved > 0 && reserved >= a.Cap() {
 			v.addf(at+".reserve", "reserves %d slots; needs max_inflight above that", reserved)
 		}
 	}
@@ -310,12 +313,27 @@ func (v *validator) credentials() {
 				v.addf(fmt.Sprintf("%s.models[%d]", at, j), "must not be empty")
 			}
 		}
-		if cr.MaxInflight < 0 {
+		if cr.Account == "" {
+			v.accountCap(at, cr.MaxInflight)
+		} else if cr.Cap() < 0 {
 			v.addf(at+".max_inflight", "must be >= 0")
 		}
 	}
 	v.owners()
 	v.secretKey()
+}
+
+// accountCap checks the max_inflight of an upstream account (or of a
+// credential that is its own account) at path: unset takes the default,
+// and 0, which once meant uncapped, is refused rather than guessed at.
+func (v *validator) accountCap(at string, n *int) {
+	switch {
+	case n == nil:
+	case *n == 0:
+		v.addf(at+".max_inflight", "must be > 0; leave it out for the default (%d), or write a large number (e.g. 1000000) to mean uncapped", DefaultMaxInflight)
+	case *n < 0:
+		v.addf(at+".max_inflight", "must be > 0")
+	}
 }
 
 // endpointRefs checks a non-empty list of endpoint IDs that must exist.

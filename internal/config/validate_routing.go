@@ -217,12 +217,7 @@ func (v *validator) key(at string, k *Key) {
 			v.addf(field(at, "labels."+name), "%s", msg)
 		}
 	}
-	paths := slices.Sorted(maps.Values(sluice.KeyPaths))
-	for j, p := range k.Paths {
-		if !slices.Contains(paths, p) {
-			v.addf(fmt.Sprintf("%s[%d]", field(at, "paths"), j), "must be one of %v, got %q", paths, p)
-		}
-	}
+	v.keyPaths(field(at, "paths"), k.Paths)
 	for j, tier := range k.ServiceTiers {
 		if tier == "" {
 			v.addf(fmt.Sprintf("%s[%d]", field(at, "service_tiers"), j), "must not be empty")
@@ -233,6 +228,17 @@ func (v *validator) key(at string, k *Key) {
 	}
 	v.keyBilling(at, k)
 	v.assertions(at, k.Assert)
+}
+
+// keyPaths checks a list of key path names (keys[].paths,
+// server.default_key_paths) at path at.
+func (v *validator) keyPaths(at string, names []string) {
+	known := sluice.KeyPathNames()
+	for j, p := range names {
+		if !slices.Contains(known, p) {
+			v.addf(fmt.Sprintf("%s[%d]", at, j), "must be one of %v, got %q", known, p)
+		}
+	}
 }
 
 // field is the path of a field of the record at path at ("" for the top).

@@ -162,7 +162,11 @@ func TestValidate(t *testing.T) {
 
 		{"AccountDuplicateID", func(c *Catalog) { c.Accounts = append(c.Accounts, c.Accounts[0]) }, `accounts[1].id: duplicate id "org-1" (first at accounts[0])`},
 		{"AccountQuotaScope", func(c *Catalog) { c.Accounts[0].QuotaScope = "key" }, `accounts[0].quota_scope: must be account or credential, got "key"`},
-		{"AccountMaxInflight", func(c *Catalog) { c.Accounts[0].MaxInflight = -1 }, "accounts[0].max_inflight: must be >= 0"},
+		{"AccountMaxInflight", func(c *Catalog) { c.Accounts[0].MaxInflight = new(-1) }, "accounts[0].max_inflight: must be > 0"},
+		{"AccountMaxInflightZero", func(c *Catalog) { c.Accounts[0].MaxInflight = new(0) },
+			"accounts[0].max_inflight: must be > 0; leave it out for the default (2), or write a large number (e.g. 1000000) to mean uncapped"},
+		{"OwnAccountCredentialMaxInflightZero", func(c *Catalog) { c.Credentials[1].MaxInflight = new(0) },
+			"credentials[1].max_inflight: must be > 0; leave it out for the default (2)"},
 		{"AccountRPM", func(c *Catalog) { c.Accounts[0].RPM = -1 }, "accounts[0].rpm: must be >= 0"},
 		{"AccountTPM", func(c *Catalog) { c.Accounts[0].TPM = -1 }, "accounts[0].tpm: must be >= 0"},
 		{"AccountCooldownBaseAboveMax", func(c *Catalog) { c.Accounts[0].Cooldown.Base = c.Accounts[0].Cooldown.Max + 1 }, "accounts[0].cooldown.base: 30.000000001s exceeds cooldown.max 30s"},
@@ -180,7 +184,7 @@ func TestValidate(t *testing.T) {
 		{"CredentialFileMissing", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", missingFile }, "credentials[0].secret_file: open " + missingFile + ": no such file or directory"},
 		{"CredentialFileEmpty", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", emptyFile }, "credentials[0].secret_file: " + emptyFile + " is empty"},
 		{"CredentialFileIsDirectory", func(c *Catalog) { c.Credentials[0].SecretEnv, c.Credentials[0].SecretFile = "", dir }, "credentials[0].secret_file: read " + dir + ": is a directory"},
-		{"CredentialMaxInflight", func(c *Catalog) { c.Credentials[0].MaxInflight = -1 }, "credentials[0].max_inflight: must be >= 0"},
+		{"CredentialMaxInflight", func(c *Catalog) { c.Credentials[0].MaxInflight = new(-1) }, "credentials[0].max_inflight: must be >= 0"},
 
 		{"AliasDuplicate", func(c *Catalog) { c.Models[1].Alias = "fast" }, `models[1].alias: duplicate alias "fast" (first at models[0])`},
 		{"AliasMissing", func(c *Catalog) { c.Models[1].Alias = "" }, "models[1].alias: required"},
@@ -238,18 +242,34 @@ func TestValidate(t *testing.T) {
 		{"UserLimitNegative", func(c *Catalog) { c.Keys[0].UserLimits.RPM = -1 }, `keys[0].user_limits.rpm: must be >= 0`},
 		{"UnknownPriorityClass", func(c *Catalog) { c.Server.Priorities = map[string]Priority{"urgent": {}} }, `server.priorities.urgent: unknown priority class`},
 		{"ReserveForBackground", func(c *Catalog) {
-			c.Accounts[0].MaxInflight = 4
+			c.Accounts[0].MaxInflight = new(4)
 			c.Accounts[0].Reserve = map[string]int{"background": 1}
 		}, `accounts[0].reserve.background: only interactive and standard`},
 		{"ReserveNegative", func(c *Catalog) {
-			c.Accounts[0].MaxInflight = 4
+			c.Accounts[0].MaxInflight = new(4)
 			c.Accounts[0].Reserve = map[string]int{"interactive": -1}
 		}, `accounts[0].reserve.interactive: must be >= 0`},
 		{"ReserveAboveCap", func(c *Catalog) {
-			c.Accounts[0].MaxInflight = 2
+			c.Accounts[0].MaxInflight = new(2)
 			c.Accounts[0].Reserve = map[string]int{"interactive": 2}
 		}, `accounts[0].reserve: reserves 2 slots; needs max_inflight above that`},
 		{"KeyLimits", func(c *Catalog) { c.Keys[0].Limits.MaxInflight = -1 }, "keys[0].limits.max_inflight: must be >= 0"},
+		{"DefaultKeyPathsUnknown", func(c *Catalog) { c.Server.DefaultKeyPaths = []string{"chat", "images"} },
+			`server.default_key_paths[1]: must be one of [chat embeddings fal gemini gemini_embeddings messages responses responses_compact videos], got "images"`},
+		{"ForwardCallerKey", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x-stainless-*", "Authorization"} },
+			"endpoints[0].forward_headers[1]: Authorization is never forwarded: the caller's credentials to Sluice"},
+		{"ForwardGoogleKey", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x-goog-api-key"} }, "endpoints[0].forward_headers[0]: x-goog-api-key is never forwarded"},
+		{"ForwardSluiceHeaders", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"X-Sluice-*"} }, "endpoints[0].forward_headers[0]: X-Sluice-* is never forwarded"},
+		{"ForwardHopByHop", func(c *Catalog) { c.Endpoints[1].ForwardHeaders = []string{"connection"} }, "endpoints[1].forward_headers[0]: connection is never forwarded"},
+		{"ForwardContentLength", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"content-length"} }, "endpoints[0].forward_headers[0]: content-length is never forwarded"},
+		{"ForwardNotAName", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x team"} },
+			`endpoints[0].forward_headers[0]: "x team" is not a header name (a trailing * makes it a prefix: x-stainless-*)`},
+		{"ForwardStarInside", func(c *Catalog) { c.Endpoints[0].ForwardHeaders = []string{"x-*-id"} }, `endpoints[0].forward_headers[0]: "x-*-id" is not a header name`},
+		{"DropNeverForwarded", func(c *Catalog) { c.Endpoints[0].DropHeaders = []string{"x-api-key"} }, "endpoints[0].drop_headers[0]: x-api-key is never forwarded"},
+		{"HeadersOnJobsEndpoint", func(c *Catalog) {
+			c.Endpoints[1].Protocols, c.Endpoints[1].DropHeaders = []string{"openai.videos", "fal.queue"}, []string{"user-agent"}
+		}, "endpoints[1]: forward_headers and drop_headers change model requests; the job requests of [openai.videos fal.queue] send no caller's header"},
+		{"DropNotAName", func(c *Catalog) { c.Endpoints[0].DropHeaders = []string{""} }, `endpoints[0].drop_headers[0]: "" is not a header name`},
 		{"KeyTenantControl", func(c *Catalog) { c.Keys[0].Tenant = "acme\x07" }, `keys[0].tenant: "acme\a" may contain only letters, digits, '.', '_' and '-'`},
 		{"KeyTenantLong", func(c *Catalog) { c.Keys[0].Tenant = strings.Repeat("t", MaxID+1) }, `keys[0].tenant: is longer than 128 bytes`},
 		{"KeyNameLong", func(c *Catalog) { c.Keys[0].Name = strings.Repeat("n", 200<<10) }, `keys[0].name: is longer than 256 bytes`},
@@ -322,6 +342,12 @@ func TestValidateAccepts(t *testing.T) {
 		{"ListenEphemeralPorts", func(c *Catalog) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
 		{"ExpiresAtWithOffset", func(c *Catalog) { c.Keys[0].ExpiresAt = "2030-01-01T00:00:00+02:00" }},
 		{"NoAdminToken", func(c *Catalog) { c.Server.AdminTokenEnv = "" }},
+		{"DefaultKeyPaths", func(c *Catalog) { c.Server.DefaultKeyPaths = []string{"chat", "responses_compact"} }},
+		// A prefix wider than the never-forwarded headers forwards the rest.
+		{"ForwardHeaderPatterns", func(c *Catalog) {
+			c.Endpoints[0].ForwardHeaders = []string{"x-*", "*", "session_id", "X-Codex-Turn-Metadata"}
+		}},
+		{"DropHeaderPatterns", func(c *Catalog) { c.Endpoints[1].DropHeaders = []string{"user-agent", "x-stainless-*", "*"} }},
 		{"AdminTokensWithAdminTokenEnv", func(c *Catalog) {
 			c.Server.AdminTokens = []AdminToken{{ID: "dashboard", SecretEnv: "SLUICE_ADMIN_READ", Role: "read"}, {ID: "deploy", SecretFile: secretFile, Role: "write"}}
 		}},

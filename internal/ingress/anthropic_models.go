@@ -33,9 +33,10 @@ func (s *Server) anthropicModels(w http.ResponseWriter, r *http.Request, id stri
 		return
 	}
 	data := []anthropicModel{}
-	routes := s.live.Load().Routes
+	snap := s.live.Load()
+	routes, k := snap.Routes, snap.ScopedKey(p.Key)
 	for _, name := range routes.Names() {
-		if callable(p.Key, routes.Alias(name), sluice.ProtocolAnthropic) && (id == "" || id == name) {
+		if callable(k, routes.Alias(name), sluice.ProtocolAnthropic) && (id == "" || id == name) {
 			data = append(data, anthropicModel{Type: "model", ID: name, DisplayName: name, CreatedAt: time.Unix(0, 0).UTC()})
 		}
 	}

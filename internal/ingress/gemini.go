@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -304,12 +303,13 @@ func (s *Server) geminiModels(w http.ResponseWriter, r *http.Request) {
 	}
 	want := strings.TrimPrefix(call, "models/")
 	list := []geminiModelEntry{}
-	routes := s.live.Load().Routes
+	snap := s.live.Load()
+	routes, k := snap.Routes, snap.ScopedKey(p.Key)
 	for _, name := range routes.Names() {
 		a := routes.Alias(name)
 		var methods []string
 		for _, gp := range geminiProtocols {
-			if callable(p.Key, a, gp) {
+			if callable(k, a, gp) {
 				methods = append(methods, gemini.ModelMethods[gp]...)
 			}
 		}
@@ -342,7 +342,7 @@ func callable(k *sluice.Key, a *sluice.Alias, through ...sluice.Protocol) bool {
 		return false
 	}
 	for _, p := range through {
-		if a.Answers(p) && (len(k.Paths) == 0 || slices.Contains(k.Paths, sluice.KeyPaths[p])) {
+		if _, may := k.MayCall(p, false); a.Answers(p) && may {
 			return true
 		}
 	}

@@ -285,9 +285,10 @@ func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request, id string) 
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
-	routes := s.live.Load().Routes
+	snap := s.live.Load()
+	routes, k := snap.Routes, snap.ScopedKey(p.Key)
 	for _, name := range routes.Names() {
-		if callable(p.Key, routes.Alias(name), openAIProtocols...) && (id == "" || id == name) {
+		if callable(k, routes.Alias(name), openAIProtocols...) && (id == "" || id == name) {
 			list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "sluice"})
 		}
 	}

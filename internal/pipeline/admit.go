@@ -111,8 +111,8 @@ func (a *admission) scope(req *sluice.Request) error {
 	if !k.Allows(req.Model) {
 		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + req.Model}
 	}
-	if len(k.Paths) > 0 && !slices.Contains(k.Paths, sluice.KeyPaths[req.Protocol]) {
-		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + sluice.KeyPaths[req.Protocol]}
+	if path, ok := k.MayCall(req.Protocol, req.Compact); !ok {
+		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + path}
 	}
 	if req.ServiceTier != "" && len(k.ServiceTiers) > 0 && !slices.Contains(k.ServiceTiers, req.ServiceTier) {
 		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use service tier " + req.ServiceTier}

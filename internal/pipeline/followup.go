@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -39,8 +38,8 @@ func admitFollowUp(snap *Snapshot, k *sluice.Key, p sluice.Protocol, alias strin
 		return errKeyInactive
 	}
 	k = kp.key
-	if len(k.Paths) > 0 && !slices.Contains(k.Paths, sluice.KeyPaths[p]) {
-		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + sluice.KeyPaths[p]}
+	if path, ok := k.MayCall(p, false); !ok {
+		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not call " + path}
 	}
 	if alias != "" && !k.Allows(alias) {
 		return &sluice.Error{Code: sluice.CodeScopeDenied, Msg: "this key may not use model " + alias}

@@ -83,6 +83,13 @@ func (s *Snapshot) CheckKey(k *sluice.Key) error {
 // for the catalog's keys and the admin API's. It fails when the key's
 // policy names a pool or an account this catalog does not have.
 func (s *Snapshot) compileKeyPolicy(k *sluice.Key) (keyPolicy, error) {
+	if defaults := s.Catalog.Server.DefaultKeyPaths; len(k.Paths) == 0 && len(defaults) > 0 {
+		// The key as admission reads it; the keyring's (and the admin
+		// API's) keeps what was written, so a change of the defaults
+		// reaches it with the next catalog.
+		k = k.Clone()
+		k.Paths = defaults
+	}
 	kp := keyPolicy{key: k, task: k.Task, tasks: k.Tasks}
 	kp.assertUser, kp.assertProfile = asserts(k)
 	if l := k.UserLimits; l != (sluice.Limits{}) {
@@ -213,6 +220,16 @@ func (l *Live) publish() {
 	if l.keyring.catalog != nil {
 		l.cur.Store(l.keyring.catalog.withStored(l.keyring.stored, l.keyring.merged))
 	}
+}
+
+// ScopedKey returns key k with the scopes this snapshot judges its
+// requests by (server.default_key_paths included); k itself when the
+// snapshot does not know it. Read only.
+func (s *Snapshot) ScopedKey(k *sluice.Key) *sluice.Key {
+	if kp, ok := s.keys[k.ID]; ok && kp.key.Hash == k.Hash {
+		return kp.key
+	}
+	return k
 }
 
 // keyActive reports whether key k, as a request authenticated it, is as

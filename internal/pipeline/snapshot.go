@@ -141,7 +141,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		if err != nil {
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
 		}
-		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.MaxInflight,
+		cr := &sluice.Credential{ID: cc.ID, AccountID: cc.Account, Secret: secret, Endpoints: cc.Endpoints, Models: cc.Models, MaxInflight: cc.Cap(),
 			Headers: cc.Header(), Owner: sluice.Owner(cc.Owner)} // an oauth credential's Tokens are app's to give (package oauth)
 		if cr.AWS, err = cc.AccessKey(lookupEnv); err != nil {
 			return nil, fmt.Errorf("credentials[%d]: %w", i, err)
@@ -149,7 +149,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		if cr.AccountID == "" {
 			// A credential without an account is its own account.
 			cr.AccountID = cc.ID
-			s.Accounts[cc.ID] = &sluice.Account{ID: cc.ID, QuotaScope: sluice.QuotaScopeCredential, MaxInflight: cc.MaxInflight,
+			s.Accounts[cc.ID] = &sluice.Account{ID: cc.ID, QuotaScope: sluice.QuotaScopeCredential, MaxInflight: cc.Cap(),
 				Cooldown: sluice.Cooldown{Base: time.Second, Max: time.Minute}}
 		}
 		s.Credentials[cr.ID] = cr
@@ -346,6 +346,7 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 	}
 	return &sluice.Endpoint{
 		ID: e.ID, BaseURL: e.BaseURL, Protocols: ps, Models: e.Models, Host: e.Host(),
+		Headers: sluice.HeaderRules{Forward: sluice.NewHeaderSet(e.ForwardHeaders...), Drop: sluice.NewHeaderSet(e.DropHeaders...)},
 		Timeouts: sluice.Timeouts{
 			Connect: e.Timeouts.Connect.D(), FirstByte: e.Timeouts.FirstByte.D(),
 			Idle: e.Timeouts.Idle.D(), Total: e.Timeouts.Total.D(),
@@ -355,7 +356,7 @@ func compileEndpoint(e config.Endpoint) *sluice.Endpoint {
 
 func compileAccount(a config.Account) *sluice.Account {
 	return &sluice.Account{
-		ID: a.ID, QuotaScope: sluice.QuotaScope(a.QuotaScope), MaxInflight: a.MaxInflight, RPM: a.RPM, TPM: a.TPM,
+		ID: a.ID, QuotaScope: sluice.QuotaScope(a.QuotaScope), MaxInflight: a.Cap(), RPM: a.RPM, TPM: a.TPM,
 		Cooldown:        sluice.Cooldown{Base: a.Cooldown.Base.D(), Max: a.Cooldown.Max.D()},
 		BackgroundPause: a.BackgroundPause.D(),
 	}

@@ -12,13 +12,14 @@ import (
 
 // AnthropicMessages is the upstream side of Anthropic's Messages API: the
 // secret in x-api-key (an OAuth access token as a bearer token, with the
-// oauth beta flag), the caller's anthropic-version (2023-06-01 when it
-// sent none) and anthropic-beta passed on, usage in message_start and
+// oauth beta flag), anthropic-version 2023-06-01 unless the caller's
+// passed on (anthropic.PassHeaders says which), usage in message_start and
 // message_delta, and a stream of named events that ends with message_stop
 // (docs/protocols.md).
 var AnthropicMessages = &Dialect{
 	Path: anthropic.Path, CountPath: anthropic.CountPath, Authorize: anthropicAuth, AuthorizeToken: anthropicTokenAuth,
 	Prepare: prepareModel, Usage: anthropic.UsageValue, Event: anthropic.Event, CountAnswer: anthropic.CountAnswer,
+	Pass: sluice.NewHeaderSet(anthropic.PassHeaders...),
 }
 
 // AnthropicEnding ends a committed stream as Anthropic does: an "error"
@@ -29,11 +30,10 @@ var AnthropicEnding = endingOf("error", anthropic.Envelope)
 // names none.
 var anthropicVersion = []string{anthropic.Version}
 
-// anthropicAuth presents the secret as x-api-key and passes on the
-// caller's version and betas.
-func anthropicAuth(h, caller http.Header, secret string) {
+// anthropicAuth presents the secret as x-api-key, with an API version.
+func anthropicAuth(h, _ http.Header, secret string) {
 	h["X-Api-Key"] = []string{secret}
-	anthropicPassOn(h, caller)
+	setAnthropicVersion(h)
 }
 
 // oauthBeta is the beta flag with which Anthropic takes an OAuth access
@@ -42,10 +42,10 @@ func anthropicAuth(h, caller http.Header, secret string) {
 const oauthBeta = "oauth-2025-04-20"
 
 // anthropicTokenAuth presents an OAuth access token: a bearer token, with
-// oauthBeta added to the caller's betas.
-func anthropicTokenAuth(h, caller http.Header, token string) {
+// oauthBeta added to the betas passed on from the caller.
+func anthropicTokenAuth(h, _ http.Header, token string) {
 	h["Authorization"] = []string{"Bearer " + token}
-	anthropicPassOn(h, caller)
+	setAnthropicVersion(h)
 	betas := h["Anthropic-Beta"]
 	for _, v := range betas {
 		for b := range strings.SplitSeq(v, ",") {
@@ -54,19 +54,15 @@ func anthropicTokenAuth(h, caller http.Header, token string) {
 			}
 		}
 	}
-	// A new slice: betas is the caller's.
+	// A new slice: betas is the caller's, passed on.
 	h["Anthropic-Beta"] = []string{strings.Join(append(slices.Clone(betas), oauthBeta), ",")}
 }
 
-// anthropicPassOn passes on the caller's version (2023-06-01 when it sent
-// none) and betas.
-func anthropicPassOn(h, caller http.Header) {
-	h["Anthropic-Version"] = anthropicVersion
-	if v := caller["Anthropic-Version"]; len(v) > 0 {
-		h["Anthropic-Version"] = v
-	}
-	if v := caller["Anthropic-Beta"]; len(v) > 0 {
-		h["Anthropic-Beta"] = v
+// setAnthropicVersion asks for anthropicVersion unless the caller's
+// version was passed on.
+func setAnthropicVersion(h http.Header) {
+	if len(h["Anthropic-Version"]) == 0 {
+		h["Anthropic-Version"] = anthropicVersion
 	}
 }
 

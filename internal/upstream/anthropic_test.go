@@ -70,6 +70,7 @@ func TestAnthropicTokenAuthAddsTheOAuthBetaOnce(t *testing.T) {
 			caller["Anthropic-Beta"] = slices.Clone(tc.caller)
 		}
 		h := http.Header{}
+		passOn(h, caller, AnthropicMessages.Pass, &sluice.HeaderRules{}) // as execute does, before the credential
 		anthropicTokenAuth(h, caller, "tok")
 		if got := h["Anthropic-Beta"]; !slices.Equal(got, tc.want) || h.Get("Authorization") != "Bearer tok" || h.Get("X-Api-Key") != "" {
 			t.Errorf("caller betas %q: sent %v", tc.caller, h)

@@ -55,6 +55,12 @@ type Dialect struct {
 	// Event reads one event of a stream, as the protocol's package reads
 	// it (protocol.EventFunc says what it returns).
 	Event protocol.EventFunc
+	// Pass are the caller's headers passed on when the caller speaks the
+	// dialect's protocol too (none when its request is translated), as
+	// the protocol's package lists them (PassHeaders); an endpoint's
+	// sluice.HeaderRules change them (see passOn). A cloud's dialect
+	// (Hosted) has none: the cloud is not the provider's API.
+	Pass sluice.HeaderSet
 	// Stores says that the upstream stores the responses it answers, for
 	// follow-ups that name their id (Responses' previous_response_id): a
 	// passthrough reads the id (Attempt.StoredID) from the answer or the

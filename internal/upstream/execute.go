@@ -171,10 +171,15 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	}
 	h := hreq.Header
 	h["Content-Type"] = jsonContentType
-	h["User-Agent"] = userAgent
+	h["User-Agent"] = userAgent // unless the caller's is passed on
 	if req.Stream {
 		h["Accept"] = eventStream
 	}
+	pass := x.dialect.Pass
+	if x.tr != nil {
+		pass = sluice.HeaderSet{} // the caller's headers describe its protocol, not the upstream's
+	}
+	passOn(h, req.Header, pass, &e.Endpoint.Headers)
 	resp, secret, err := c.send(hreq, x.dialect, req.Header, e.Credential, e.Endpoint)
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)

@@ -18,7 +18,7 @@ import (
 // ending with the chunk that carries finishReason: Gemini sends no [DONE].
 var GeminiGenerate = &Dialect{
 	ModelPath: geminiGeneratePath, Authorize: geminiAuth, Prepare: prepareUnchanged,
-	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: gemini.CountAnswer,
+	Usage: gemini.UsageValue, Event: gemini.Event, CountAnswer: gemini.CountAnswer, Pass: geminiPass,
 }
 
 // GeminiEmbed is the upstream side of the Gemini API's embedContent and
@@ -26,7 +26,12 @@ var GeminiGenerate = &Dialect{
 // which follow the edge's model.
 var GeminiEmbed = &Dialect{
 	ModelPath: geminiEmbedPath, Authorize: geminiAuth, Prepare: prepareGeminiEmbed, Usage: gemini.UsageValue, Event: gemini.Event,
+	Pass: geminiPass,
 }
+
+// geminiPass is what the Gemini API's protocols pass on of a caller's
+// headers.
+var geminiPass = sluice.NewHeaderSet(gemini.PassHeaders...)
 
 // geminiGeneratePath is the path of req to model: generateContent,
 // streamGenerateContent?alt=sse or countTokens.

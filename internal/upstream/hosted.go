@@ -58,6 +58,7 @@ type Hosting struct {
 // Hosted returns base's dialect as hosting changes it.
 func Hosted(base *Dialect, hosting Hosting) *Dialect {
 	d := *base
+	d.Pass = sluice.HeaderSet{}
 	d.url = hosting.URL
 	if hosting.Authorize != nil {
 		d.Authorize = hosting.Authorize

@@ -3,6 +3,8 @@ package upstream
 import (
 	"net/http"
 
+	"github.com/sluicehq/sluice"
+
 	"github.com/sluicehq/sluice/internal/protocol/openai"
 )
 
@@ -13,11 +15,16 @@ import (
 var (
 	OpenAIChat = &Dialect{
 		Path: openai.ChatPath, Authorize: bearerAuth, Prepare: PrepareBody, Usage: openai.UsageValue, Event: openai.ChatEvent,
+		Pass: openAIPass,
 	}
 	OpenAIEmbeddings = &Dialect{
 		Path: openai.EmbeddingsPath, Authorize: bearerAuth, Prepare: PrepareBody, Usage: openai.UsageValue, Event: openai.ChatEvent,
+		Pass: openAIPass,
 	}
 )
+
+// openAIPass is what OpenAI's protocols pass on of a caller's headers.
+var openAIPass = sluice.NewHeaderSet(openai.PassHeaders...)
 
 // OpenAIVideos and FalQueue are the upstream sides of the job protocols
 // as far as the job engine (jobs.go) uses them: how a credential is

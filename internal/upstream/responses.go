@@ -15,7 +15,7 @@ import (
 var OpenAIResponses = &Dialect{
 	Path: openai.ResponsesPath, CompactPath: openai.CompactPath,
 	Authorize: bearerAuth, Prepare: prepareModel, Usage: openai.ResponsesUsageValue, Event: openai.ResponsesEvent,
-	Stores: true,
+	Stores: true, Pass: openAIPass,
 }
 
 // storedID is the id of the stored response an answer is ("object":
