@@ -43,32 +43,40 @@ const (
 	// CodeAuthThrottled: too many failed keys (or admin tokens) came from
 	// the caller's address; retry after the Retry-After.
 	CodeAuthThrottled Code = "access_auth_throttled"
+	// CodeBillingAccountSuspended: the key's billing account is suspended
+	// by an operator; nothing is served for it until it is resumed.
+	CodeBillingAccountSuspended Code = "billing_account_suspended"
+	// CodeTenantSuspended: the key's tenant is suspended by an operator;
+	// nothing is served for it until it is resumed.
+	CodeTenantSuspended Code = "tenant_suspended"
 )
 
 var codeStatus = map[Code]int{
-	CodeNoCredentials:        http.StatusUnauthorized,
-	CodeKeyUnbound:           http.StatusForbidden,
-	CodeCredentialInactive:   http.StatusForbidden,
-	CodeScopeDenied:          http.StatusForbidden,
-	CodeProfileDenied:        http.StatusForbidden,
-	CodeBillingExhausted:     http.StatusTooManyRequests,
-	CodeConcurrencyExceeded:  http.StatusTooManyRequests,
-	CodeCapacityWaitTimeout:  http.StatusTooManyRequests,
-	CodeAuthThrottled:        http.StatusTooManyRequests,
-	CodeBindingUnavailable:   http.StatusServiceUnavailable,
-	CodePriceUnavailable:     http.StatusServiceUnavailable,
-	CodeNoUpstreamAvailable:  http.StatusServiceUnavailable,
-	CodeModelNotFound:        http.StatusNotFound,
-	CodeInvalidRequest:       http.StatusBadRequest,
-	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeRequestTimeout:       http.StatusRequestTimeout,
-	CodeNotFound:             http.StatusNotFound,
-	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	CodeUpstreamTimeout:      http.StatusGatewayTimeout,
-	CodeUpstreamStreamFailed: http.StatusBadGateway,
-	CodeInternal:             http.StatusInternalServerError,
-	CodeStateUnavailable:     http.StatusServiceUnavailable,
-	CodeServerBusy:           http.StatusServiceUnavailable,
+	CodeNoCredentials:           http.StatusUnauthorized,
+	CodeKeyUnbound:              http.StatusForbidden,
+	CodeCredentialInactive:      http.StatusForbidden,
+	CodeScopeDenied:             http.StatusForbidden,
+	CodeProfileDenied:           http.StatusForbidden,
+	CodeBillingAccountSuspended: http.StatusForbidden,
+	CodeTenantSuspended:         http.StatusForbidden,
+	CodeBillingExhausted:        http.StatusTooManyRequests,
+	CodeConcurrencyExceeded:     http.StatusTooManyRequests,
+	CodeCapacityWaitTimeout:     http.StatusTooManyRequests,
+	CodeAuthThrottled:           http.StatusTooManyRequests,
+	CodeBindingUnavailable:      http.StatusServiceUnavailable,
+	CodePriceUnavailable:        http.StatusServiceUnavailable,
+	CodeNoUpstreamAvailable:     http.StatusServiceUnavailable,
+	CodeModelNotFound:           http.StatusNotFound,
+	CodeInvalidRequest:          http.StatusBadRequest,
+	CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeRequestTimeout:          http.StatusRequestTimeout,
+	CodeNotFound:                http.StatusNotFound,
+	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	CodeUpstreamTimeout:         http.StatusGatewayTimeout,
+	CodeUpstreamStreamFailed:    http.StatusBadGateway,
+	CodeInternal:                http.StatusInternalServerError,
+	CodeStateUnavailable:        http.StatusServiceUnavailable,
+	CodeServerBusy:              http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of the code; unknown codes are 500.

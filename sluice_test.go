@@ -27,13 +27,15 @@ func TestCredentialNeverLogsItsSecret(t *testing.T) {
 
 func TestEveryCodeHasOneStatus(t *testing.T) {
 	want := map[sluice.Code]int{
-		sluice.CodeNoCredentials:       http.StatusUnauthorized,
-		sluice.CodeScopeDenied:         http.StatusForbidden,
-		sluice.CodeCapacityWaitTimeout: http.StatusTooManyRequests,
-		sluice.CodeNoUpstreamAvailable: http.StatusServiceUnavailable,
-		sluice.CodeModelNotFound:       http.StatusNotFound,
-		sluice.CodeInvalidRequest:      http.StatusBadRequest,
-		sluice.CodeRequestTooLarge:     http.StatusRequestEntityTooLarge,
+		sluice.CodeNoCredentials:           http.StatusUnauthorized,
+		sluice.CodeScopeDenied:             http.StatusForbidden,
+		sluice.CodeCapacityWaitTimeout:     http.StatusTooManyRequests,
+		sluice.CodeNoUpstreamAvailable:     http.StatusServiceUnavailable,
+		sluice.CodeModelNotFound:           http.StatusNotFound,
+		sluice.CodeInvalidRequest:          http.StatusBadRequest,
+		sluice.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+		sluice.CodeBillingAccountSuspended: http.StatusForbidden,
+		sluice.CodeTenantSuspended:         http.StatusForbidden,
 	}
 	for code, status := range want {
 		if got := code.Status(); got != status {

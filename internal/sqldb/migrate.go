@@ -381,6 +381,21 @@ var migrations = []migration{{
 		`UPDATE billing_totals SET cost_micros = CASE WHEN cost_micros > 0 THEN 9223372036854775807 ELSE (-9223372036854775807 - 1) END
 			WHERE cost_micros >= 9223372036854775807 OR cost_micros <= (-9223372036854775807 - 1)`,
 	},
+}, {
+	version: 15,
+	name:    "suspended billing accounts and tenants",
+	stmts: []string{
+		// A billing account or tenant is suspended while its row exists;
+		// every replica reads the table with its keys, each second.
+		`CREATE TABLE suspensions (
+			kind     {{ordered_text}} NOT NULL, -- billing_account | tenant
+			id       {{ordered_text}} NOT NULL,
+			reason   TEXT NOT NULL,
+			since    BIGINT NOT NULL,
+			by_token TEXT NOT NULL, -- the admin token's ID
+			PRIMARY KEY (kind, id)
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

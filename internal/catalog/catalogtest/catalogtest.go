@@ -24,6 +24,7 @@ type Store interface {
 	catalog.Keys
 	catalog.Documents
 	catalog.Audit
+	catalog.Suspensions
 }
 
 // Run checks the behaviour every Store must have. open returns a new,
@@ -32,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Keys", func(t *testing.T) { runKeys(t, open) })
 	t.Run("Documents", func(t *testing.T) { runDocuments(t, open) })
 	t.Run("Audit", func(t *testing.T) { runAudit(t, open) })
+	t.Run("Suspensions", func(t *testing.T) { runSuspensions(t, open) })
 }
 
 // keyOpts compare keys as stored: instants, not locations, and a nil or

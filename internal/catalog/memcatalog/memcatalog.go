@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/catalog"
 )
 
-// Store implements catalog.Keys, catalog.Documents and catalog.Audit. The zero value is an
+// Store implements catalog.Keys, catalog.Documents, catalog.Audit and catalog.Suspensions. The zero value is an
 // empty store ready for use. It is safe for concurrent use.
 type Store struct {
 	mu      sync.Mutex
@@ -25,6 +25,8 @@ type Store struct {
 	doc     []byte                 // latest catalog document
 	version int64                  // of doc; 0 = none saved
 	audit   auditLog
+
+	suspensions suspensions
 }
 
 var (
