@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Code is a stable, public error code (README, "Errors"). Codes are API: add
+// Code is a stable, public error code (docs/errors.md). Codes are API: add
 // new ones, never rename one. Prefixes name the area at fault.
 type Code string
 
@@ -52,31 +52,33 @@ const (
 )
 
 var codeStatus = map[Code]int{
-	CodeNoCredentials:           http.StatusUnauthorized,
-	CodeKeyUnbound:              http.StatusForbidden,
-	CodeCredentialInactive:      http.StatusForbidden,
-	CodeScopeDenied:             http.StatusForbidden,
-	CodeProfileDenied:           http.StatusForbidden,
+	CodeNoCredentials:        http.StatusUnauthorized,
+	CodeKeyUnbound:           http.StatusForbidden,
+	CodeCredentialInactive:   http.StatusForbidden,
+	CodeScopeDenied:          http.StatusForbidden,
+	CodeProfileDenied:        http.StatusForbidden,
+	CodeBillingExhausted:     http.StatusTooManyRequests,
+	CodeConcurrencyExceeded:  http.StatusTooManyRequests,
+	CodeCapacityWaitTimeout:  http.StatusTooManyRequests,
+	CodeAuthThrottled:        http.StatusTooManyRequests,
+	CodeBindingUnavailable:   http.StatusServiceUnavailable,
+	CodePriceUnavailable:     http.StatusServiceUnavailable,
+	CodeNoUpstreamAvailable:  http.StatusServiceUnavailable,
+	CodeModelNotFound:        http.StatusNotFound,
+	CodeInvalidRequest:       http.StatusBadRequest,
+	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeRequestTimeout:       http.StatusRequestTimeout,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeUpstreamTimeout:      http.StatusGatewayTimeout,
+	CodeUpstreamStreamFailed: http.StatusBadGateway,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeStateUnavailable:     http.StatusServiceUnavailable,
+	CodeServerBusy:           http.StatusServiceUnavailable,
+
+	// Suspensions, refused at admission.
 	CodeBillingAccountSuspended: http.StatusForbidden,
 	CodeTenantSuspended:         http.StatusForbidden,
-	CodeBillingExhausted:        http.StatusTooManyRequests,
-	CodeConcurrencyExceeded:     http.StatusTooManyRequests,
-	CodeCapacityWaitTimeout:     http.StatusTooManyRequests,
-	CodeAuthThrottled:           http.StatusTooManyRequests,
-	CodeBindingUnavailable:      http.StatusServiceUnavailable,
-	CodePriceUnavailable:        http.StatusServiceUnavailable,
-	CodeNoUpstreamAvailable:     http.StatusServiceUnavailable,
-	CodeModelNotFound:           http.StatusNotFound,
-	CodeInvalidRequest:          http.StatusBadRequest,
-	CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
-	CodeRequestTimeout:          http.StatusRequestTimeout,
-	CodeNotFound:                http.StatusNotFound,
-	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
-	CodeUpstreamTimeout:         http.StatusGatewayTimeout,
-	CodeUpstreamStreamFailed:    http.StatusBadGateway,
-	CodeInternal:                http.StatusInternalServerError,
-	CodeStateUnavailable:        http.StatusServiceUnavailable,
-	CodeServerBusy:              http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of the code; unknown codes are 500.

@@ -27,13 +27,14 @@ func TestCredentialNeverLogsItsSecret(t *testing.T) {
 
 func TestEveryCodeHasOneStatus(t *testing.T) {
 	want := map[sluice.Code]int{
-		sluice.CodeNoCredentials:           http.StatusUnauthorized,
-		sluice.CodeScopeDenied:             http.StatusForbidden,
-		sluice.CodeCapacityWaitTimeout:     http.StatusTooManyRequests,
-		sluice.CodeNoUpstreamAvailable:     http.StatusServiceUnavailable,
-		sluice.CodeModelNotFound:           http.StatusNotFound,
-		sluice.CodeInvalidRequest:          http.StatusBadRequest,
-		sluice.CodeRequestTooLarge:         http.StatusRequestEntityTooLarge,
+		sluice.CodeNoCredentials:       http.StatusUnauthorized,
+		sluice.CodeScopeDenied:         http.StatusForbidden,
+		sluice.CodeCapacityWaitTimeout: http.StatusTooManyRequests,
+		sluice.CodeNoUpstreamAvailable: http.StatusServiceUnavailable,
+		sluice.CodeModelNotFound:       http.StatusNotFound,
+		sluice.CodeInvalidRequest:      http.StatusBadRequest,
+		sluice.CodeRequestTooLarge:     http.StatusRequestEntityTooLarge,
+
 		sluice.CodeBillingAccountSuspended: http.StatusForbidden,
 		sluice.CodeTenantSuspended:         http.StatusForbidden,
 	}

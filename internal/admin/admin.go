@@ -36,7 +36,8 @@ type Options struct {
 	// Audit receives one entry per admin write; nil keeps none (and GET
 	// /admin/audit answers 404).
 	Audit catalog.Audit
-	// Keys manages virtual keys; required.
+	// Keys manages virtual keys, and the suspensions of billing accounts
+	// and tenants (see Keyring.TrackSuspensions); required.
 	Keys *authn.Keyring
 	// Usage lists usage records; nil makes GET /admin/usage answer 404.
 	Usage ledger.Usage

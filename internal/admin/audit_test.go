@@ -5,40 +5,40 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
-	"github.com/sluicehq/sluice/internal/catalog"
 )
 
 // writeRequests is one request for each write route of the admin API,
 // against the harness with the key web-1. A write route missing here fails
 // TestAuditRecordsEveryWriteOnce: add its request, and it is checked too.
 var writeRequests = map[string]struct{ path, body string }{
-	"PUT /admin/catalog":                        {"/admin/catalog", "version: 1\nmodels: [fast, slow]\n"},
-	"POST /admin/keys":                          {"/admin/keys", `{"id":"new-1","name":"new","tenant":"web"}`},
-	"POST /admin/keys/{id}/disable":             {"/admin/keys/web-1/disable", ""},
-	"POST /admin/keys/{id}/enable":              {"/admin/keys/pending-1/enable", ""},
-	"POST /admin/keys/{id}/revoke":              {"/admin/keys/web-1/revoke", ""},
-	"POST /admin/keys/{id}/rotate":              {"/admin/keys/web-1/rotate", ""},
-	"POST /admin/keys/{id}/expire":              {"/admin/keys/web-1/expire", `{"in":"1h"}`},
-	"POST /admin/keys/batch":                    {"/admin/keys/batch", `{"selector":"team=web","operation":"disable"}`},
-	"PATCH /admin/keys/{id}":                    {"/admin/keys/web-1", `{"name":"renamed"}`},
-	"PUT /admin/keys/{id}/models":               {"/admin/keys/web-1/models", `{"models":["fast"]}`},
-	"POST /admin/accounts/{id}/disable":         {"/admin/accounts/acct-a/disable", ""},
-	"POST /admin/accounts/{id}/enable":          {"/admin/accounts/acct-b/enable", ""},
-	"POST /admin/credentials/{id}/disable":      {"/admin/credentials/cred-2/disable", ""},
-	"POST /admin/credentials/{id}/drain":        {"/admin/credentials/cred-2/drain", ""},
-	"POST /admin/credentials/{id}/enable":       {"/admin/credentials/cred-3/enable", ""},
-	"POST /admin/credentials/{id}/remove":       {"/admin/credentials/cred-2/remove", ""},
-	"PUT /admin/billing/accounts/{id}":          {"/admin/billing/accounts/new-acct", `{"plan":"standard"}`},
-	"POST /admin/billing/accounts/{id}/topup":   {"/admin/billing/accounts/cat-acct/topup", `{"amount":"10.00"}`},
-	"POST /admin/billing/accounts/{id}/adjust":  {"/admin/billing/accounts/cat-acct/adjust", `{"amount":"-1.50","reason":"goodwill"}`},
-	"POST /admin/billing/accounts/{id}/refund":  {"/admin/billing/accounts/cat-acct/refund", `{"request_id":"req-charged","reason":"bad answer"}`},
-	"POST /admin/billing/prices":                {"/admin/billing/prices", `{"kind":"price","plan":"standard","alias":"fast","input":"1.00"}`},
-	"PUT /admin/entitlements":                   {"/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"bob","profile":"paid"}]}`},
-	"DELETE /admin/entitlements":                {"/admin/entitlements", `{"users":[{"tenant":"web","user":"alice"}]}`},
+	"PUT /admin/catalog":                       {"/admin/catalog", "version: 1\nmodels: [fast, slow]\n"},
+	"POST /admin/keys":                         {"/admin/keys", `{"id":"new-1","name":"new","tenant":"web"}`},
+	"POST /admin/keys/{id}/disable":            {"/admin/keys/web-1/disable", ""},
+	"POST /admin/keys/{id}/enable":             {"/admin/keys/pending-1/enable", ""},
+	"POST /admin/keys/{id}/revoke":             {"/admin/keys/web-1/revoke", ""},
+	"POST /admin/keys/{id}/rotate":             {"/admin/keys/web-1/rotate", ""},
+	"POST /admin/keys/{id}/expire":             {"/admin/keys/web-1/expire", `{"in":"1h"}`},
+	"POST /admin/keys/batch":                   {"/admin/keys/batch", `{"selector":"team=web","operation":"disable"}`},
+	"PATCH /admin/keys/{id}":                   {"/admin/keys/web-1", `{"name":"renamed"}`},
+	"PUT /admin/keys/{id}/models":              {"/admin/keys/web-1/models", `{"models":["fast"]}`},
+	"POST /admin/accounts/{id}/disable":        {"/admin/accounts/acct-a/disable", ""},
+	"POST /admin/accounts/{id}/enable":         {"/admin/accounts/acct-b/enable", ""},
+	"POST /admin/credentials/{id}/disable":     {"/admin/credentials/cred-2/disable", ""},
+	"POST /admin/credentials/{id}/drain":       {"/admin/credentials/cred-2/drain", ""},
+	"POST /admin/credentials/{id}/enable":      {"/admin/credentials/cred-3/enable", ""},
+	"POST /admin/credentials/{id}/remove":      {"/admin/credentials/cred-2/remove", ""},
+	"PUT /admin/billing/accounts/{id}":         {"/admin/billing/accounts/new-acct", `{"plan":"standard"}`},
+	"POST /admin/billing/accounts/{id}/topup":  {"/admin/billing/accounts/cat-acct/topup", `{"amount":"10.00"}`},
+	"POST /admin/billing/accounts/{id}/adjust": {"/admin/billing/accounts/cat-acct/adjust", `{"amount":"-1.50","reason":"goodwill"}`},
+	"POST /admin/billing/accounts/{id}/refund": {"/admin/billing/accounts/cat-acct/refund", `{"request_id":"req-charged","reason":"bad answer"}`},
+	"POST /admin/billing/prices":               {"/admin/billing/prices", `{"kind":"price","plan":"standard","alias":"fast","input":"1.00"}`},
+	"PUT /admin/entitlements":                  {"/admin/entitlements", `{"entitlements":[{"tenant":"web","user":"bob","profile":"paid"}]}`},
+	"DELETE /admin/entitlements":               {"/admin/entitlements", `{"users":[{"tenant":"web","user":"alice"}]}`},
+
 	"POST /admin/billing/accounts/{id}/suspend": {"/admin/billing/accounts/cat-acct/suspend", `{"reason":"unpaid invoice"}`},
 	"POST /admin/billing/accounts/{id}/resume":  {"/admin/billing/accounts/cat-acct/resume", ""},
 	"POST /admin/tenants/{id}/suspend":          {"/admin/tenants/web/suspend", `{"reason":"abuse report"}`},
@@ -78,7 +78,7 @@ func auditHarness(t *testing.T) (*harness, []string) {
 // audit returns every entry of the harness's audit log, newest first.
 func (h *harness) auditLog(t *testing.T) []admin.AuditEntry {
 	t.Helper()
-	entries, err := h.client.Audit(t.Context(), admin.AuditQuery{Limit: 1000})
+	entries, err := h.client.Audit(t.Context(), adminclient.AuditQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +187,12 @@ func TestAuditFilters(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		give admin.AuditQuery
+		give adminclient.AuditQuery
 		want []string // actions and targets, newest first
 	}{
-		{"Action", admin.AuditQuery{Action: "keys.disable"}, []string{"keys.disable pending-1", "keys.disable web-1"}},
-		{"Target", admin.AuditQuery{Target: "web-1"}, []string{"keys.disable web-1", "keys.create web-1"}},
-		{"Limit", admin.AuditQuery{Limit: 1}, []string{"keys.disable pending-1"}},
+		{"Action", adminclient.AuditQuery{Action: "keys.disable"}, []string{"keys.disable pending-1", "keys.disable web-1"}},
+		{"Target", adminclient.AuditQuery{Target: "web-1"}, []string{"keys.disable web-1", "keys.create web-1"}},
+		{"Limit", adminclient.AuditQuery{Limit: 1}, []string{"keys.disable pending-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,10 @@
 // manages the life of virtual keys (create, disable, enable, revoke, rotate,
 // expire). Keys are stored only as a SHA-256 hash and a display prefix; the
 // plaintext exists once, in the answer to create or rotate. Lookups read an
-// in-memory index, never the store. It depends on package sluice and the
-// catalog.Keys interface only.
+// in-memory index, never the store. It also keeps the suspended billing
+// accounts and tenants in memory, read with the keys, and refuses every
+// token once that view is older than its bound (FailClosed). It depends on
+// package sluice and the catalog interfaces only.
 package authn
 
 import (
