@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Code is a stable, public error code (docs/errors.md). Codes are API: add
+// Code is a stable, public error code (README, "Errors"). Codes are API: add
 // new ones, never rename one. Prefixes name the area at fault.
 type Code string
 

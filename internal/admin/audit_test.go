@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
-	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog"
 )
 
 // writeRequests is one request for each write route of the admin API,
@@ -78,7 +79,7 @@ func auditHarness(t *testing.T) (*harness, []string) {
 // audit returns every entry of the harness's audit log, newest first.
 func (h *harness) auditLog(t *testing.T) []admin.AuditEntry {
 	t.Helper()
-	entries, err := h.client.Audit(t.Context(), adminclient.AuditQuery{Limit: 1000})
+	entries, err := h.client.Audit(t.Context(), admin.AuditQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +188,12 @@ func TestAuditFilters(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		give adminclient.AuditQuery
+		give admin.AuditQuery
 		want []string // actions and targets, newest first
 	}{
-		{"Action", adminclient.AuditQuery{Action: "keys.disable"}, []string{"keys.disable pending-1", "keys.disable web-1"}},
-		{"Target", adminclient.AuditQuery{Target: "web-1"}, []string{"keys.disable web-1", "keys.create web-1"}},
-		{"Limit", adminclient.AuditQuery{Limit: 1}, []string{"keys.disable pending-1"}},
+		{"Action", admin.AuditQuery{Action: "keys.disable"}, []string{"keys.disable pending-1", "keys.disable web-1"}},
+		{"Target", admin.AuditQuery{Target: "web-1"}, []string{"keys.disable web-1", "keys.create web-1"}},
+		{"Limit", admin.AuditQuery{Limit: 1}, []string{"keys.disable pending-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

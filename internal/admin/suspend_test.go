@@ -150,3 +150,42 @@ func isStatus(err error, status int) bool {
 	ae, ok := errors.AsType[*admin.APIError](err)
 	return ok && ae.Status == status
 }
+
+// TestCLISuspend runs the suspend and resume verbs of billing accounts,
+// tenants and upstream accounts against the admin API.
+func TestCLISuspend(t *testing.T) {
+	h, _ := auditHarness(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string // in stdout (stderr for a usage error)
+	}{
+		{"billing suspend", []string{"billing", "suspend", "cat-acct", "--reason", "unpaid invoice 9"}, 0, []string{"Suspended:", "by admin", "Reason:", "unpaid invoice 9"}},
+		{"billing suspend needs a reason", []string{"billing", "suspend", "cat-acct"}, 2, []string{"--reason is required", "usage: sluice billing suspend ID --reason TEXT"}},
+		{"billing resume", []string{"billing", "resume", "cat-acct"}, 0, []string{"Suspended:", "no"}},
+		{"tenants suspend", []string{"tenants", "suspend", "web", "--reason", "abuse"}, 0, []string{"Keys:", "2", "by admin", "abuse"}},
+		{"tenants list", []string{"tenants", "list"}, 0, []string{"ID", "SUSPENDED", "REASON", "idle", "earlier", "web", "abuse"}},
+		{"tenants resume", []string{"tenants", "resume", "web"}, 0, []string{"Suspended:", "no"}},
+		{"tenants show unknown", []string{"tenants", "show", "nobody"}, 1, []string{"not found"}},
+		{"accounts suspend", []string{"accounts", "suspend", "acct-a", "--reason", "contract ended"}, 0, []string{"disabled", "suspended by admin: contract ended"}},
+		{"accounts resume", []string{"accounts", "resume", "acct-a"}, 0, []string{"Status:", "active"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := h.runCLI(t, tt.args...)
+			out := stdout
+			if tt.wantCode != 0 {
+				out = stderr
+			}
+			if code != tt.wantCode {
+				t.Fatalf("exit %d (stdout %q, stderr %q), want %d", code, stdout, stderr, tt.wantCode)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output %q lacks %q", out, w)
+				}
+			}
+		})
+	}
+}
