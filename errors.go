@@ -43,6 +43,12 @@ const (
 	// CodeAuthThrottled: too many failed keys (or admin tokens) came from
 	// the caller's address; retry after the Retry-After.
 	CodeAuthThrottled Code = "access_auth_throttled"
+	// CodeBillingAccountSuspended: the key's billing account is suspended
+	// by an operator; nothing is served for it until it is resumed.
+	CodeBillingAccountSuspended Code = "billing_account_suspended"
+	// CodeTenantSuspended: the key's tenant is suspended by an operator;
+	// nothing is served for it until it is resumed.
+	CodeTenantSuspended Code = "tenant_suspended"
 )
 
 var codeStatus = map[Code]int{
@@ -69,6 +75,10 @@ var codeStatus = map[Code]int{
 	CodeInternal:             http.StatusInternalServerError,
 	CodeStateUnavailable:     http.StatusServiceUnavailable,
 	CodeServerBusy:           http.StatusServiceUnavailable,
+
+	// Suspensions, refused at admission.
+	CodeBillingAccountSuspended: http.StatusForbidden,
+	CodeTenantSuspended:         http.StatusForbidden,
 }
 
 // Status is the HTTP status of the code; unknown codes are 500.

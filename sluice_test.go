@@ -34,6 +34,9 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 		sluice.CodeModelNotFound:       http.StatusNotFound,
 		sluice.CodeInvalidRequest:      http.StatusBadRequest,
 		sluice.CodeRequestTooLarge:     http.StatusRequestEntityTooLarge,
+
+		sluice.CodeBillingAccountSuspended: http.StatusForbidden,
+		sluice.CodeTenantSuspended:         http.StatusForbidden,
 	}
 	for code, status := range want {
 		if got := code.Status(); got != status {

@@ -36,7 +36,8 @@ type Options struct {
 	// Audit receives one entry per admin write; nil keeps none (and GET
 	// /admin/audit answers 404).
 	Audit catalog.Audit
-	// Keys manages virtual keys; required.
+	// Keys manages virtual keys, and the suspensions of billing accounts
+	// and tenants (see Keyring.TrackSuspensions); required.
 	Keys *authn.Keyring
 	// Usage lists usage records; nil makes GET /admin/usage answer 404.
 	Usage ledger.Usage
@@ -289,6 +290,11 @@ type server struct {
 //	GET  /admin/entitlements?tenant=&user=&profile= []Entitlement
 //	PUT  /admin/entitlements            EntitlementsPut (up to 1000, all or none; dry_run) → EntitlementsResult
 //	DELETE /admin/entitlements          EntitlementsDelete (dry_run) → EntitlementsResult
+//	POST /admin/billing/accounts/{id}/suspend SuspendRequest → BillingAccount (also resume, without a body)
+//	GET  /admin/tenants                 []Tenant (keys and suspension of each)
+//	GET  /admin/tenants/{id}            Tenant
+//	POST /admin/tenants/{id}/suspend    SuspendRequest → Tenant (also resume, without a body)
+//	POST /admin/accounts/{id}/suspend   SuspendRequest → AccountState (disabled, with the reason; resume enables)
 //
 // Errors use the OpenAI envelope {"error":{"message","type","code"}}.
 func New(opts Options) http.Handler {
@@ -348,6 +354,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()
 	s.registerEntitlements()
+	s.registerSuspensions()
 	return s
 }
 

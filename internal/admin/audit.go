@@ -208,6 +208,7 @@ func (s *server) keyView(ctx context.Context, id string) (any, error) {
 // poolState is what an operator changes on an account or credential.
 type poolState struct {
 	Status sluice.UpstreamStatus `json:"status"`
+	Reason string                `json:"reason,omitempty"` // why, e.g. an operator's suspension
 }
 
 // poolView shows the status of an account or credential, or nil.
@@ -221,7 +222,7 @@ func poolView[T any](k poolKind[T]) func(s *server, ctx context.Context, id stri
 			return nil, err
 		}
 		if i := slices.IndexFunc(items, func(it T) bool { return k.id(it) == id }); i >= 0 {
-			return poolState{Status: k.status(items[i])}, nil
+			return poolState{Status: k.status(items[i]), Reason: k.reason(items[i])}, nil
 		}
 		return nil, nil
 	}

@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
+	"github.com/sluicehq/sluice/internal/catalog"
 )
 
 // writeRequests is one request for each write route of the admin API,
@@ -41,13 +43,29 @@ var writeRequests = map[string]struct{ path, body string }{
 
 	// A rollback to the version auditHarness stores.
 	"POST /admin/catalog/versions/{version}/rollback": {"/admin/catalog/versions/1/rollback", ""},
+
+	"POST /admin/billing/accounts/{id}/suspend": {"/admin/billing/accounts/cat-acct/suspend", `{"reason":"unpaid invoice"}`},
+	"POST /admin/billing/accounts/{id}/resume":  {"/admin/billing/accounts/cat-acct/resume", ""},
+	"POST /admin/tenants/{id}/suspend":          {"/admin/tenants/web/suspend", `{"reason":"abuse report"}`},
+	"POST /admin/tenants/{id}/resume":           {"/admin/tenants/idle/resume", ""},
+	"POST /admin/accounts/{id}/suspend":         {"/admin/accounts/acct-a/suspend", `{"reason":"contract ended"}`},
+	"POST /admin/accounts/{id}/resume":          {"/admin/accounts/acct-b/resume", ""},
 }
 
-// auditHarness is a harness with the keys web-1 (active) and pending-1.
-// It returns their plaintexts.
+// auditHarness is a harness with the keys web-1 (active) and pending-1,
+// and the billing account cat-acct and the tenant idle suspended. It
+// returns the keys' plaintexts.
 func auditHarness(t *testing.T) (*harness, []string) {
 	t.Helper()
 	h := newHarness(t)
+	for _, sp := range []catalog.Suspension{
+		{Kind: catalog.SuspendedBillingAccount, ID: "cat-acct", Reason: "earlier", Since: time.Now(), By: "admin"},
+		{Kind: catalog.SuspendedTenant, ID: "idle", Reason: "earlier", Since: time.Now(), By: "admin"},
+	} {
+		if err := h.keys.Suspend(t.Context(), sp); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var secrets []string
 	for _, spec := range []admin.KeySpec{
 		{ID: "web-1", Name: "web", Tenant: "web", KeySettings: admin.KeySettings{Labels: map[string]string{"team": "web"}}},

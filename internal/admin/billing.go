@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
@@ -111,6 +112,9 @@ type BillingAccount struct {
 	Available billing.Micros `json:"available"` // balance, plus the allowance with one
 	Spent     Spent          `json:"spent"`     // in the UTC day and month of Now
 	Now       time.Time      `json:"now"`
+	// Suspension is set while the account is suspended: its keys get 403
+	// billing_account_suspended.
+	Suspension *Suspension `json:"suspension,omitempty"`
 }
 
 // CycleState is where an account with an allowance stands in its cycle.
@@ -152,6 +156,9 @@ func (s *server) billingAccounts(ctx context.Context, b Billing) ([]BillingAccou
 		}
 	}
 	slices.SortFunc(out, func(a, b BillingAccount) int { return strings.Compare(a.ID, b.ID) })
+	for i := range out {
+		out[i].Suspension = s.suspensionOf(catalog.SuspendedBillingAccount, out[i].ID)
+	}
 	return out, nil
 }
 

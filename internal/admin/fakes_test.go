@@ -222,6 +222,7 @@ func newHarness(t *testing.T) *harness {
 		billing: newFakeBilling(t),
 		logs:    &syncBuffer{},
 	}
+	h.keys.TrackSuspensions(store)
 	h.handler = admin.New(admin.Options{
 		Tokens:  testTokens,
 		Audit:   store,

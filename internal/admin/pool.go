@@ -17,6 +17,7 @@ type poolKind[T any] struct {
 	list   func(Pool, context.Context) ([]T, error)
 	id     func(T) string
 	status func(T) sluice.UpstreamStatus
+	reason func(T) string
 	view   func(T) T
 }
 
@@ -26,6 +27,7 @@ var (
 		list:   Pool.Accounts,
 		id:     func(a AccountState) string { return a.ID },
 		status: func(a AccountState) sluice.UpstreamStatus { return a.Status },
+		reason: func(a AccountState) string { return a.Reason },
 		view:   accountView,
 	}
 	credentialKind = poolKind[CredentialState]{
@@ -33,6 +35,7 @@ var (
 		list:   Pool.Credentials,
 		id:     func(c CredentialState) string { return c.ID },
 		status: func(c CredentialState) sluice.UpstreamStatus { return c.Status },
+		reason: func(c CredentialState) string { return c.Reason },
 		view:   credentialView,
 	}
 )

@@ -46,6 +46,8 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
       SELECTOR: team=web,env!=prod,tier in (a,b),tier notin (c),canary,!canary
   sluice accounts list
   sluice accounts show|disable|enable ID
+  sluice accounts suspend ID --reason TEXT   (disabled with the reason; no new claims on any replica)
+  sluice accounts resume ID
   sluice credentials list
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
@@ -72,7 +74,13 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
                         [--video-second A] [--video-item A] [--effective-from RFC3339]
   sluice billing report [--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339]
                         [--account ID] [--key ID]   (price, cost and margin)
+  sluice billing suspend ACCOUNT --reason TEXT   (its keys get 403 billing_account_suspended)
+  sluice billing resume ACCOUNT
       AMOUNT: a decimal string of the catalog's currency, e.g. 25.00
+  sluice tenants list                        (tenants with keys, and suspended ones)
+  sluice tenants show ID
+  sluice tenants suspend ID --reason TEXT    (its keys get 403 tenant_suspended)
+  sluice tenants resume ID
   sluice entitlements list [--tenant T] [--user U] [--profile P]   (end users' quota profiles)
   sluice entitlements set TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]
   sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
@@ -158,6 +166,8 @@ func (c *cli) run(args []string) error {
 		return c.audit(args[1:])
 	case "billing":
 		return c.billingCommand(args[1:])
+	case "tenants":
+		return c.tenants(args[1:])
 	case "entitlements":
 		return c.entitlements(args[1:])
 	case "affinity":

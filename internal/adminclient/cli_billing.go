@@ -30,6 +30,8 @@ var billingSynopses = map[string]string{
 	"prices":      "[--kind price|cost] [--plan PLAN] [--alias ALIAS] [--model MODEL]",
 	"apply-price": "(--plan PLAN --alias ALIAS | --model MODEL) RATES [--effective-from RFC3339]",
 	"report":      "[--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339] [--account ID] [--key ID]",
+	"suspend":     suspendSynopsis,
+	"resume":      resumeSynopsis,
 }
 
 const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--overdraft AMOUNT] [--allowance AMOUNT [--cycle day|month]] [--budget-day AMOUNT] [--budget-month AMOUNT]"
@@ -37,7 +39,7 @@ const accountFlagsSynopsis = "[--max-inflight N] [--on-limit wait|refuse] [--ove
 // billingCommand runs "sluice billing …".
 func (c *cli) billingCommand(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing billing subcommand (accounts, show, create, update, bind, unbind, topup, adjust, refund, statement, prices, apply-price, report)"}
+		return usageError{msg: "missing billing subcommand (accounts, show, create, update, bind, unbind, topup, adjust, refund, statement, prices, apply-price, report, suspend, resume)"}
 	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("billing "+sub, billingSynopses[sub])
@@ -62,6 +64,8 @@ func (c *cli) billingCommand(args []string) error {
 		return cmd.billingApplyPrice(args)
 	case "report":
 		return cmd.billingReport(args)
+	case "suspend", "resume":
+		return cmd.billingSuspend(args, sub == "suspend")
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, cliUsage)
 		return nil
@@ -140,6 +144,10 @@ func (cmd *command) printAccount(a *admin.BillingAccount) error {
 	}
 	t.row("Available:", a.Available.String())
 	t.row("Budgets:", "day "+amountOrNone(a.Budgets.Day)+", month "+amountOrNone(a.Budgets.Month))
+	t.row("Suspended:", suspendedSince(a.Suspension))
+	if a.Suspension != nil {
+		t.row("Reason:", a.Suspension.Reason)
+	}
 	return t.flush()
 }
 

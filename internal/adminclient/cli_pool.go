@@ -19,7 +19,7 @@ var (
 // accounts runs "sluice accounts …".
 func (c *cli) accounts(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing accounts subcommand (list, show, disable, enable)"}
+		return usageError{msg: "missing accounts subcommand (list, show, disable, enable, suspend, resume)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -32,6 +32,8 @@ func (c *cli) accounts(args []string) error {
 			})
 	case "show", "disable", "enable":
 		return c.accountAction(args, sub)
+	case "suspend", "resume":
+		return c.accountSuspend(args, sub == "suspend")
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, cliUsage)
 		return nil
@@ -103,6 +105,11 @@ func (c *cli) accountAction(args []string, action string) error {
 	if err != nil {
 		return err
 	}
+	return c.printAccountState(a)
+}
+
+// printAccountState prints an upstream account's state.
+func (c *cli) printAccountState(a *admin.AccountState) error {
 	limit := inFlightCap(a.Cap, "unlimited")
 	if a.QuotaScope == string(sluice.QuotaScopeCredential) && a.Cap > 0 {
 		limit += " per credential"

@@ -75,7 +75,7 @@ func TestAdminTokensAndAuditLog(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if e := entries[3]; string(e.Before) != `{"cred-b1":{"status":"active"}}` || string(e.After) != `{"cred-b1":{"status":"draining"}}` {
+	if e := entries[3]; string(e.Before) != `{"cred-b1":{"status":"active"}}` || string(e.After) != `{"cred-b1":{"status":"draining","reason":"operator: drain"}}` {
 		t.Errorf("drain before %s after %s, want active → draining", e.Before, e.After)
 	}
 

@@ -152,7 +152,13 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		cat, doc, src.origin = g.demo.catalog, nil, "demo"
 		src.lookupEnv = g.demo.lookupEnv(o.LookupEnv)
 	}
-	g.keys = authn.NewKeyring(sqlcatalog.New(g.db))
+	stored := sqlcatalog.New(g.db)
+	g.keys = authn.NewKeyring(stored)
+	// Suspended billing accounts and tenants are read with the keys, and
+	// past server.key_staleness without a successful read, every key is
+	// refused rather than judged by an old view.
+	g.keys.TrackSuspensions(stored)
+	g.keys.FailClosed(func() time.Duration { return g.live.Load().Catalog.Server.KeyStaleness.D() })
 	// Keys of the admin API are checked against the catalog serving, and
 	// compiled into its snapshot on every change (the keyring refreshes
 	// every second), never on the request path.
@@ -196,7 +202,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
 		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
-		Entitlements: ents.view,
+		Entitlements: ents.view, Suspensions: g.keys,
 	})
 
 	srv := cat.Server
@@ -241,9 +247,12 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	// Statuses changed on another replica are seen here within a second.
 	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(run, ents.run)
+	keyRefreshFailed := g.metrics.WatchKeyStore(g.keys.RefreshedAt)
 	g.background(run, func(ctx context.Context) {
 		g.keys.Run(ctx, time.Second, func(err error) {
-			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err))
+			keyRefreshFailed.Inc()
+			o.Log.LogAttrs(ctx, slog.LevelWarn, "key refresh failed", slog.Any("err", err),
+				slog.Duration("key_store_age", time.Since(g.keys.RefreshedAt()).Round(time.Second)))
 		})
 	})
 	if o.ConfigPath != "" {

@@ -2,8 +2,10 @@
 // manages the life of virtual keys (create, disable, enable, revoke, rotate,
 // expire). Keys are stored only as a SHA-256 hash and a display prefix; the
 // plaintext exists once, in the answer to create or rotate. Lookups read an
-// in-memory index, never the store. It depends on package sluice and the
-// catalog.Keys interface only.
+// in-memory index, never the store. It also keeps the suspended billing
+// accounts and tenants in memory, read with the keys, and refuses every
+// token once that view is older than its bound (FailClosed). It depends on
+// package sluice and the catalog interfaces only.
 package authn
 
 import (
@@ -98,6 +100,11 @@ type Keyring struct {
 	// check and publish are set once, before use (see Follow).
 	check   func(*sluice.Key) error
 	publish func([]*sluice.Key)
+
+	suspensions catalog.Suspensions            // set once, before use (TrackSuspensions); nil = none
+	suspended   atomic.Pointer[suspensionView] // published with the keys
+	refreshed   atomic.Int64                   // Unix nanoseconds of the last successful refresh; 0 = none
+	staleness   func() time.Duration           // set once, before use (FailClosed); nil = never stale
 }
 
 // NewKeyring returns a Keyring over store, with no keys loaded; call Refresh.
@@ -107,6 +114,7 @@ func NewKeyring(store catalog.Keys) *Keyring {
 	kr.static.Store(&empty)
 	kr.stored.Store(&empty)
 	kr.byID.Store(&empty)
+	kr.suspended.Store(&suspensionView{})
 	return kr
 }
 
@@ -131,8 +139,13 @@ func (kr *Keyring) SetStatic(keys []*sluice.Key) {
 }
 
 // Authenticate maps a presented token to its principal. Every failure is the
-// same no_credentials error.
+// same no_credentials error, except that while the view is stale (see
+// FailClosed) every token is refused with state_unavailable.
 func (kr *Keyring) Authenticate(token string) (*sluice.Principal, error) {
+	now := kr.now()
+	if kr.stale(now) {
+		return nil, errStale
+	}
 	if token == "" {
 		return nil, errUnauthenticated
 	}
@@ -142,14 +155,14 @@ func (kr *Keyring) Authenticate(token string) (*sluice.Principal, error) {
 	if !ok {
 		k, ok = (*kr.static.Load())[string(hash)]
 	}
-	if !ok || k.EffectiveStatus(kr.now()) != sluice.KeyActive {
+	if !ok || k.EffectiveStatus(now) != sluice.KeyActive {
 		return nil, errUnauthenticated
 	}
 	return &sluice.Principal{Key: k}, nil
 }
 
-// Refresh re-reads every stored key, so changes made by another replica
-// become visible.
+// Refresh re-reads every stored key and suspension, so changes made by
+// another replica become visible.
 func (kr *Keyring) Refresh(ctx context.Context) error {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
@@ -161,6 +174,12 @@ func (kr *Keyring) refreshLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("refresh keys: %w", err)
 	}
+	suspended, err := kr.readSuspensions(ctx)
+	if err != nil {
+		return err
+	}
+	kr.suspended.Store(&suspended)
+	defer kr.refreshed.Store(kr.now().UnixNano())
 	if slices.EqualFunc(keys, kr.last, same) {
 		return nil // nothing to recompile: most refreshes find no change
 	}
@@ -185,7 +204,8 @@ func same(a, b *sluice.Key) bool {
 	return a.ID == b.ID && a.UpdatedAt.Equal(b.UpdatedAt) && a.Hash == b.Hash && a.Status == b.Status
 }
 
-// Run refreshes the stored keys every interval until ctx ends.
+// Run refreshes the stored keys and suspensions every interval until ctx
+// ends; onErr receives each failed refresh.
 func (kr *Keyring) Run(ctx context.Context, interval time.Duration, onErr func(error)) {
 	periodic.Run(ctx, interval, func(ctx context.Context) {
 		if err := kr.Refresh(ctx); err != nil && ctx.Err() == nil {

@@ -69,6 +69,11 @@ type Server struct {
 	// ShutdownGrace is how long running requests may go on after SIGTERM;
 	// streams still open then end with an error event. Default 60s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// KeyStaleness bounds how old this replica's view of the stored keys
+	// and suspensions (re-read from the database every second) may be:
+	// past it, every data-plane request gets 503 state_unavailable rather
+	// than be judged by an old view. Default 30s.
+	KeyStaleness Duration `yaml:"key_staleness"`
 	// Priorities tune each priority class by name (interactive, standard,
 	// background); a class left out waits up to WaitTimeout.
 	Priorities map[string]Priority `yaml:"priorities"`

@@ -21,7 +21,7 @@ const (
 //
 //   - server: listen 127.0.0.1:8080, admin_listen 127.0.0.1:8081,
 //     max_body_bytes 4 MiB, max_inflight_body_bytes 256 MiB (or
-//     max_body_bytes, when larger), body_timeout 30s, wait_timeout 30s, shutdown_grace 60s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
+//     max_body_bytes, when larger), body_timeout 30s, wait_timeout 30s, shutdown_grace 60s, key_staleness 30s, state.lease_ttl 30s, timeouts connect 5s, first_byte 60s, idle 30s,
 //     total 10m; jobs max_age 2h, poll_interval 2s, max_poll_interval 30s (or
 //     poll_interval, when larger), retention 24h;
 //   - endpoints: each unset timeout inherits the server's; breaker failures 5,
@@ -60,6 +60,7 @@ func ApplyDefaults(c *Catalog) {
 		s.WaitTimeout = Duration(30 * time.Second)
 	}
 	setDuration(&s.ShutdownGrace, Duration(60*time.Second))
+	setDuration(&s.KeyStaleness, Duration(30*time.Second))
 	setDuration(&s.Jobs.MaxAge, Duration(2*time.Hour))
 	setDuration(&s.Jobs.PollInterval, Duration(2*time.Second))
 	setDuration(&s.Jobs.MaxPollInterval, max(Duration(30*time.Second), s.Jobs.PollInterval))

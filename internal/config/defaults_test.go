@@ -61,6 +61,7 @@ keys:
 			BodyTimeout:          Duration(30 * time.Second),
 			WaitTimeout:          Duration(30 * time.Second),
 			ShutdownGrace:        Duration(time.Minute),
+			KeyStaleness:         Duration(30 * time.Second),
 			Timeouts:             serverTimeouts,
 			Jobs: Jobs{
 				MaxAge: Duration(2 * time.Hour), PollInterval: Duration(2 * time.Second),

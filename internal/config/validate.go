@@ -129,6 +129,9 @@ func (v *validator) top() {
 	if c.Server.ShutdownGrace < 0 {
 		v.addf("server.shutdown_grace", "must be > 0")
 	}
+	if c.Server.KeyStaleness < 0 {
+		v.addf("server.key_staleness", "must be > 0")
+	}
 
 	v.state()
 

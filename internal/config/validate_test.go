@@ -148,6 +148,7 @@ func TestValidate(t *testing.T) {
 		{"RedisURLFileScheme", func(c *Catalog) { c.State = State{Backend: "redis", Redis: Redis{URLFile: notRedisFile}} },
 			"state.redis.url_file: must be a redis://, rediss:// or unix:// URL"},
 		{"ShutdownGraceNegative", func(c *Catalog) { c.Server.ShutdownGrace = -1 }, "server.shutdown_grace: must be > 0"},
+		{"KeyStalenessNegative", func(c *Catalog) { c.Server.KeyStaleness = -1 }, "server.key_staleness: must be > 0"},
 
 		{"EndpointDuplicateID", func(c *Catalog) { c.Endpoints[1].ID = "openai-main" }, `endpoints[1].id: duplicate id "openai-main" (first at endpoints[0])`},
 		{"EndpointIDMissing", func(c *Catalog) { c.Endpoints[1].ID = "" }, "endpoints[1].id: required"},

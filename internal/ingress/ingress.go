@@ -390,6 +390,9 @@ func (s *Server) authenticate(r *http.Request, token string) (*sluice.Principal,
 	if err == nil {
 		return p, nil
 	}
+	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoCredentials}) {
+		return nil, err // not a wrong key (the key store is stale): nothing to throttle
+	}
 	source := authn.Source(r)
 	if wait, refused := s.throttle.Refused(source); refused {
 		return nil, &sluice.Error{Code: sluice.CodeAuthThrottled, RetryAfter: wait, Err: err,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -50,11 +51,16 @@ type admission struct {
 }
 
 // admit admits a request of key k (as ingress authenticated it) under
-// snap: its scopes and profile (Snapshot.admit), then billing (charge). On
-// an error the admission is still returned, as far as it got, for the
-// request's record.
+// snap: its scopes and profile (Snapshot.admit), then billing (charge). A
+// key whose billing account or tenant is suspended is refused before
+// anything else, so a suspended customer learns that first. On an error
+// the admission is still returned, as far as it got, for the request's
+// record.
 func (h *Handler) admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (admission, error) {
 	a, err := snap.admit(k, req, h.entitlements)
+	if serr := h.suspended(k); serr != nil {
+		return a, serr
+	}
 	if err != nil {
 		return a, err
 	}
@@ -174,7 +180,34 @@ func (a *admission) rebase(snap *Snapshot, now time.Time) error {
 	return nil
 }
 
+// Suspensions tells admission which billing accounts and tenants an
+// operator suspended. It is read on every request: it must answer from
+// memory. Safe for concurrent use.
+type Suspensions interface {
+	Suspended(kind catalog.SuspensionKind, id string) (catalog.Suspension, bool)
+}
+
+// suspended refuses a request of key k when its billing account or its
+// tenant is suspended. The reason is the operator's, not the caller's: it
+// stays in the admin API.
+func (h *Handler) suspended(k *sluice.Key) error {
+	if h.suspensions == nil {
+		return nil
+	}
+	if _, ok := h.suspensions.Suspended(catalog.SuspendedBillingAccount, k.BillingAccount); ok {
+		return errBillingAccountSuspended
+	}
+	if _, ok := h.suspensions.Suspended(catalog.SuspendedTenant, k.Tenant); ok {
+		return errTenantSuspended
+	}
+	return nil
+}
+
 var (
+	errBillingAccountSuspended = &sluice.Error{Code: sluice.CodeBillingAccountSuspended,
+		Msg: "the billing account of this API key is suspended; contact the operator"}
+	errTenantSuspended = &sluice.Error{Code: sluice.CodeTenantSuspended,
+		Msg: "the tenant of this API key is suspended; contact the operator"}
 	errKeyInactive = &sluice.Error{Code: sluice.CodeCredentialInactive, Msg: "this API key is no longer active"}
 	errKeyUnbound  = &sluice.Error{Code: sluice.CodeKeyUnbound, Msg: "this key's route policy names accounts or a pool that no longer exist"}
 )

@@ -38,6 +38,7 @@ type Handler struct {
 	log       *slog.Logger
 
 	entitlements *Entitlements // end users' entitlements to quota profiles (profiles.go)
+	suspensions  Suspensions   // suspended billing accounts and tenants (admit.go)
 }
 
 // Stages are the parts a Handler runs, built by app.
@@ -56,12 +57,15 @@ type Stages struct {
 	// Entitlements are the end users' entitlements to quota profiles, as
 	// app's refresh keeps them; nil = none.
 	Entitlements *Entitlements
+	// Suspensions are the suspended billing accounts and tenants, whose
+	// keys admission refuses; nil = none.
+	Suspensions Suspensions
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
 	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log,
-		entitlements: s.Entitlements}
+		entitlements: s.Entitlements, suspensions: s.Suspensions}
 }
 
 // Outcome is what the edge logs about a request that went through Serve.

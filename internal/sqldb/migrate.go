@@ -411,6 +411,21 @@ var migrations = []migration{{
 		)`,
 		`CREATE INDEX catalog_replicas_seen ON catalog_replicas (seen_at)`,
 	},
+}, {
+	version: 16,
+	name:    "suspended billing accounts and tenants",
+	stmts: []string{
+		// A billing account or tenant is suspended while its row exists;
+		// every replica reads the table with its keys, each second.
+		`CREATE TABLE suspensions (
+			kind     {{ordered_text}} NOT NULL, -- billing_account | tenant
+			id       {{ordered_text}} NOT NULL,
+			reason   TEXT NOT NULL,
+			since    BIGINT NOT NULL,
+			by_token TEXT NOT NULL, -- the admin token's ID
+			PRIMARY KEY (kind, id)
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -25,6 +25,7 @@ type Store interface {
 	catalog.Documents
 	catalog.Replicas
 	catalog.Audit
+	catalog.Suspensions
 }
 
 // Run checks the behaviour every Store must have. open returns a new,
@@ -35,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Versions", func(t *testing.T) { runVersions(t, open) })
 	t.Run("Replicas", func(t *testing.T) { runReplicas(t, open) })
 	t.Run("Audit", func(t *testing.T) { runAudit(t, open) })
+	t.Run("Suspensions", func(t *testing.T) { runSuspensions(t, open) })
 }
 
 // keyOpts compare keys as stored: instants, not locations, and a nil or

@@ -17,9 +17,9 @@ import (
 	"github.com/sluicehq/sluice/internal/catalog"
 )
 
-// Store implements catalog.Keys, catalog.Documents, catalog.Replicas and
-// catalog.Audit. The zero value is an empty store ready for use. It is safe
-// for concurrent use.
+// Store implements catalog.Keys, catalog.Documents, catalog.Replicas,
+// catalog.Audit and catalog.Suspensions. The zero value is an empty store
+// ready for use. It is safe for concurrent use.
 type Store struct {
 	mu       sync.Mutex
 	keys     map[string]*sluice.Key // by ID
@@ -27,6 +27,8 @@ type Store struct {
 	versions []catalog.CatalogVersion
 	replicas map[string]catalog.Replica // by ID
 	audit    auditLog
+
+	suspensions suspensions
 }
 
 var (
