@@ -259,6 +259,7 @@ func (at *attempts) ran(e *sluice.Edge, a upstream.Attempt, final bool) (done bo
 	if !a.Skipped {
 		at.out.route.stamp(&a.Exec)
 		at.out.Executions = append(at.out.Executions, a.Exec)
+		at.h.executions.Add(a.Exec.EndpointID, int(a.Class))
 		if a.Exec.Fallback != "" {
 			at.h.metrics.PolicyFallbacks.WithLabelValues(at.cur.key().ID, a.Exec.Fallback).Inc()
 		}

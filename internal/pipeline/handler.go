@@ -39,6 +39,9 @@ type Handler struct {
 	// queueWaits observes each request's wait for capacity, by class
 	// (index in sluice.Priorities); none without Metrics.
 	queueWaits metrics.ClassWaits
+	// executions counts upstream attempts by endpoint and failure class;
+	// none without Metrics.
+	executions *metrics.ExecutionCounts
 
 	entitlements *Entitlements // end users' entitlements to quota profiles (profiles.go)
 }
@@ -67,6 +70,11 @@ func NewHandler(s Stages) *Handler {
 		entitlements: s.Entitlements}
 	if s.Metrics != nil {
 		h.queueWaits = s.Metrics.ClassWaits(sluice.Priorities)
+		var classes []string
+		for c := upstream.ClassNone; c <= upstream.ClassCallerGone; c++ {
+			classes = append(classes, c.String())
+		}
+		h.executions = s.Metrics.ExecutionCounts(classes)
 	}
 	return h
 }
