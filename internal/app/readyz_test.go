@@ -14,7 +14,10 @@ import (
 // liveness probe must not kill a replica finishing its requests) until the
 // admin API stops after the drain.
 func TestReadyzTurnsUnreadyWhenTheDrainBegins(t *testing.T) {
-	h := newHarnessWith(t, catalogTemplate, "{backend: memory}", simulator.Options{Default: simulator.Behavior{Latency: 2 * time.Second}})
+	// The upstream answers after 2s, within the first-byte timeout: the
+	// drain begins while the request waits for it.
+	template := strings.Replace(catalogTemplate, "first_byte: 500ms", "first_byte: 10s", 1)
+	h := newHarnessWith(t, template, "{backend: memory}", simulator.Options{Default: simulator.Behavior{Latency: 2 * time.Second}})
 	probe := func(path string) int {
 		resp, err := http.Get("http://" + h.gw.AdminAddr() + path)
 		if err != nil {
