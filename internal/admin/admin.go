@@ -62,6 +62,11 @@ type Options struct {
 	// Metrics is served at GET /metrics without the admin token, for
 	// Prometheus scrapers; nil answers 404.
 	Metrics http.Handler
+	// Ready reports whether the data plane takes new requests: GET
+	// /readyz (no token) answers 204 while it does and 503 server_busy
+	// once the drain began, while GET /healthz answers 204 as long as the
+	// process serves. nil = always ready.
+	Ready func() bool
 	// Log receives one line per admin write and per failed request; nil
 	// discards them. Tokens and plaintext keys never reach it.
 	Log *slog.Logger
@@ -237,6 +242,7 @@ type server struct {
 	billing  Billing
 	affinity Affinity
 	metrics  http.Handler
+	ready    func() bool
 	log      *slog.Logger
 	throttle *authn.Throttle // failed tokens per client address
 	mux      *http.ServeMux
@@ -245,8 +251,8 @@ type server struct {
 	entitlements Entitlements
 }
 
-// New returns the admin API handler. Every route except GET /metrics and
-// GET /healthz requires "Authorization: Bearer <token>" with one of
+// New returns the admin API handler. Every route except GET /metrics,
+// GET /healthz and GET /readyz requires "Authorization: Bearer <token>" with one of
 // Options.Tokens; a read token may only GET. Every write is recorded in the
 // audit log (see record).
 //
@@ -309,6 +315,7 @@ func New(opts Options) http.Handler {
 		billing:  opts.Billing,
 		affinity: opts.Affinity,
 		metrics:  opts.Metrics,
+		ready:    opts.Ready,
 		log:      opts.Log,
 		throttle: authn.NewThrottle(failedTokens, failedTokenRefill, nil),
 		mux:      http.NewServeMux(),
@@ -358,14 +365,14 @@ func New(opts Options) http.Handler {
 	return s
 }
 
-// ServeHTTP serves /metrics and /healthz to anyone, then checks the token
+// ServeHTTP serves /metrics, /healthz and /readyz to anyone, then checks the token
 // before it routes, so an unauthenticated caller learns nothing about the
 // routes. An address that sent too many wrong tokens is answered 429
 // (access_auth_throttled) without a look at its token until its budget
 // refills, and only its failures that were looked at are logged.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/metrics", "/healthz":
+	case "/metrics", "/healthz", "/readyz":
 		s.public(w, r)
 		return
 	}
@@ -409,7 +416,14 @@ func (s *server) public(w http.ResponseWriter, r *http.Request) {
 		writeError(w, sluice.Errorf(sluice.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
 		return
 	}
-	if r.URL.Path == "/healthz" {
+	switch {
+	case r.URL.Path == "/healthz":
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case r.URL.Path == "/readyz" && s.ready != nil && !s.ready():
+		writeError(w, sluice.Errorf(sluice.CodeServerBusy, "draining: the gateway is shutting down and takes no new requests"))
+		return
+	case r.URL.Path == "/readyz":
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,7 +77,8 @@ type Gateway struct {
 	demo      *demo
 	dataPlane *http.Server
 	adminAPI  *http.Server
-	handlers  *handlers // the data plane's, counted for the drain
+	handlers  *handlers   // the data plane's, counted for the drain
+	draining  atomic.Bool // set when the drain begins: GET /readyz answers 503 from then on
 	// stopRequests cancels the context of every data-plane request; see drain.
 	stopRequests context.CancelCauseFunc
 	addr         string
@@ -184,6 +186,12 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	g.view = billing.NewView(g.totals, billingStale)
 	g.recorder.GuardWrites(g.view.Write) // the view learns which charges the store has
 	g.metrics.WatchUsageSetAside(g.recorder.SetAside)
+	g.metrics.WatchUsageBacklog(g.recorder.SpoolBytes, g.recorder.Pending)
+	g.metrics.WatchBillingBalances(func(yield func(string, int64)) {
+		for account, balance := range g.view.Balances() {
+			yield(account, int64(balance))
+		}
+	})
 	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -233,6 +241,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		Billing:  adminBilling{ledger, g},
 		Affinity: affinityBindings{g.live, shared},
 		Metrics:  promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}),
+		Ready:    func() bool { return !g.draining.Load() },
 		// Entitlements changed through any replica reach every replica's
 		// view within entitlementPoll.
 		Entitlements: ents,

@@ -35,6 +35,7 @@ func (g *Gateway) drain() error {
 	if g.dataPlane == nil {
 		return nil // Start failed before serving
 	}
+	g.draining.Store(true)
 	grace := g.live.Load().Catalog.Server.ShutdownGrace.D()
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down: draining requests",
 		slog.Duration("grace", grace), slog.Int64("requests", g.handlers.running.Load()))

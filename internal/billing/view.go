@@ -216,6 +216,24 @@ func (v *View) Fits(account string, credit, worst Micros) bool {
 	return fits(v.totals.Balances[account].Add(-v.balance[account]).Add(credit), worst)
 }
 
+// Balances returns every account's balance as Fits sees it, before
+// credit: the store's at the last read less the local charges and the
+// worst cases held. Accounts with neither a stored balance nor a local
+// charge are left out (their balance is 0). A copy, for metrics at scrape
+// time.
+func (v *View) Balances() map[string]Micros {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[string]Micros, len(v.totals.Balances)+len(v.balance))
+	for id, b := range v.totals.Balances {
+		out[id] = b
+	}
+	for id, local := range v.balance {
+		out[id] = out[id].Add(-local)
+	}
+	return out
+}
+
 // fits is admission's rule: left is positive and covers worst. So the
 // balance less the worst cases held never goes below −credit, and an
 // account at or below that admits nothing, not even a request that would

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -356,4 +357,28 @@ func cpuTime() time.Duration {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Balances lists what Balance says of every account with a stored
+// balance or a local charge or reservation, also one the store has
+// nothing of yet.
+func TestViewBalances(t *testing.T) {
+	v := NewView(&ledger{balance: 10 * Unit}, time.Minute)
+	if err := v.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v.Settle(Charge{RequestID: "r1", Account: "acme", Price: 3 * Unit, At: time.Now()})
+	if !v.Admit("r2", "beta", 5*Unit, 2*Unit) { // beta has no stored balance: its credit covers the worst case
+		t.Fatal("r2 refused")
+	}
+	got := v.Balances()
+	want := map[string]Micros{"acme": 7 * Unit, "beta": -2 * Unit}
+	if !maps.Equal(got, want) {
+		t.Errorf("Balances() = %v, want %v", got, want)
+	}
+	for id, b := range got {
+		if b != v.Balance(id) {
+			t.Errorf("Balances()[%s] = %s, Balance = %s", id, b, v.Balance(id))
+		}
+	}
 }

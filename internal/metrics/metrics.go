@@ -38,6 +38,9 @@ type Metrics struct {
 	// operator, so bounded (keys and end users never label it). Refusals
 	// by code are Requests' codes.
 	Spend *prometheus.CounterVec // billing_account, alias, kind
+	// QueueWaits is how long requests waited for capacity, by priority
+	// class; requests observe it through the ClassWaits made once.
+	QueueWaits *prometheus.HistogramVec // class
 	// spent caches Spend's counters by spendKey, as *spendSeries: every
 	// billed request adds to two, and WithLabelValues checks and hashes
 	// its labels and takes the vector's lock on each call.
@@ -102,7 +105,13 @@ func New() *Metrics {
 			Name: "sluice_billing_spend_micros_total",
 			Help: "What settled requests were charged (kind price, billing_account \"\" when none is billed) and cost upstream (kind cost), in micro-units of billing.currency, by billing account and alias.",
 		}, []string{"billing_account", "alias", "kind"}),
+		QueueWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_queue_wait_seconds",
+			Help:    "Time a request waited for upstream capacity, over all its attempts, until its last grant or until it gave up, by priority class.",
+			Buckets: queueWaitBuckets,
+		}, []string{"class"}),
 	}
+	m.Registry.MustRegister(m.QueueWaits)
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

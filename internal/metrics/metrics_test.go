@@ -38,3 +38,39 @@ func TestSpent(t *testing.T) {
 		t.Errorf("spend series = %v, want %v", got, want)
 	}
 }
+
+// ExecutionCounts count by endpoint and class, and export every class of
+// an endpoint once it had an attempt.
+func TestExecutionCounts(t *testing.T) {
+	m := New()
+	c := m.ExecutionCounts([]string{"ok", "rate"})
+	c.Add("ep-a", 0)
+	c.Add("ep-a", 0)
+	c.Add("ep-b", 1)
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "sluice_upstream_executions_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var id string
+			for _, l := range s.GetLabel() {
+				id += l.GetName() + "=" + l.GetValue() + " "
+			}
+			got[id] = s.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"class=ok endpoint=ep-a ":   2,
+		"class=rate endpoint=ep-a ": 0,
+		"class=ok endpoint=ep-b ":   0,
+		"class=rate endpoint=ep-b ": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("execution series = %v, want %v", got, want)
+	}
+}

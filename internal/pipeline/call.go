@@ -43,15 +43,19 @@ func (h *Handler) call(ctx context.Context, r *passage, try tryFunc) error {
 	start := time.Now() // when the first attempt began
 	at := &r.attempts
 	at.start(&r.adm, start)
+	var waited time.Duration // in the queue, over every ticket: observed once, however the request ends
+	defer func() { h.queueWaits.Observe(at.cur.class, waited) }()
 	for {
 		acq, until, sticky := at.ticket()
 		var claim *capacity.Claim
 		var err error
+		asked := time.Now()
 		if sticky {
 			claim, err = h.capacity.WaitOpen(ctx, acq, until, at.plan) // a cooling bound account is left at once
 		} else {
 			claim, err = h.capacity.Wait(ctx, acq, until, at.plan)
 		}
+		waited += time.Since(asked)
 		if err != nil {
 			if err = at.waitFailed(err, sticky, until); err != nil {
 				return err
@@ -255,6 +259,7 @@ func (at *attempts) ran(e *sluice.Edge, a upstream.Attempt, final bool) (done bo
 	if !a.Skipped {
 		at.out.route.stamp(&a.Exec)
 		at.out.Executions = append(at.out.Executions, a.Exec)
+		at.h.executions.Add(a.Exec.EndpointID, int(a.Class))
 		if a.Exec.Fallback != "" {
 			at.h.metrics.PolicyFallbacks.WithLabelValues(at.cur.key().ID, a.Exec.Fallback).Inc()
 		}

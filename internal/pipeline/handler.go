@@ -36,6 +36,12 @@ type Handler struct {
 	view      *billing.View
 	metrics   *metrics.Metrics
 	log       *slog.Logger
+	// queueWaits observes each request's wait for capacity, by class
+	// (index in sluice.Priorities); none without Metrics.
+	queueWaits metrics.ClassWaits
+	// executions counts upstream attempts by endpoint and failure class;
+	// none without Metrics.
+	executions *metrics.ExecutionCounts
 
 	entitlements *Entitlements // end users' entitlements to quota profiles (profiles.go)
 	suspensions  Suspensions   // suspended billing accounts and tenants (admit.go)
@@ -64,8 +70,17 @@ type Stages struct {
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	return &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log,
+	h := &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log,
 		entitlements: s.Entitlements, suspensions: s.Suspensions}
+	if s.Metrics != nil {
+		h.queueWaits = s.Metrics.ClassWaits(sluice.Priorities)
+		var classes []string
+		for c := upstream.ClassNone; c <= upstream.ClassCallerGone; c++ {
+			classes = append(classes, c.String())
+		}
+		h.executions = s.Metrics.ExecutionCounts(classes)
+	}
+	return h
 }
 
 // Outcome is what the edge logs about a request that went through Serve.

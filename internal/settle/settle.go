@@ -41,6 +41,9 @@ type Recorder struct {
 	guard   atomic.Pointer[Guard]
 	// setAsideCount counts the records the store refused (SetAside).
 	setAsideCount atomic.Int64
+	// held is how many records the writer holds, read from the queue and
+	// not yet stored (Pending).
+	held atomic.Int64
 }
 
 // Guard wraps every write of records to the store: write stores them, and
@@ -166,8 +169,19 @@ func (r *Recorder) run() {
 		if len(p.recs) >= maxPending {
 			queue = nil
 		}
+		r.held.Store(int64(len(p.recs)))
 	}
 }
+
+// Pending counts the records waiting in memory for the store: queued, or
+// held by the writer until the store takes them. Records on disk only (a
+// full queue's) are in SpoolBytes instead.
+func (r *Recorder) Pending() int64 { return int64(len(r.queue)) + r.held.Load() }
+
+// SpoolBytes is the size of the spool's segment files: records the store
+// does not have yet, and at most one segment (segmentBytes) of records it
+// has, deleted when that segment is full. 0 without a spool.
+func (r *Recorder) SpoolBytes() int64 { return r.spool.size() }
 
 // maxPending bounds the records held while the store refuses writes.
 const maxPending = 4 * queueSize

@@ -261,3 +261,51 @@ func TestLiveSpoolIsNotAdopted(t *testing.T) {
 		t.Errorf("the live spool's directory: %v", err)
 	}
 }
+
+// While the store is down, Pending counts the records waiting in memory
+// and SpoolBytes the segment files on disk; once it is back, nothing is
+// pending.
+func TestBacklogWhileTheStoreIsDown(t *testing.T) {
+	store, root := &flakyStore{}, t.TempDir()
+	store.setDown(true)
+	r := newRecorder(t, store, root, 8, 10*time.Millisecond)
+	defer r.Close()
+	for i := range 20 {
+		r.Record(t.Context(), record(i))
+	}
+	eventually(t, "20 records pending", func() bool { return r.Pending() == 20 })
+	segs, err := filepath.Glob(filepath.Join(root, writerPrefix+"*", "*"+segmentExt))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments = %v, %v; want some", segs, err)
+	}
+	var onDisk int64
+	for _, seg := range segs {
+		info, err := os.Stat(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk += info.Size()
+	}
+	if got := r.SpoolBytes(); got != onDisk || got == 0 {
+		t.Errorf("SpoolBytes = %d, want the %d bytes of the segment files", got, onDisk)
+	}
+	store.setDown(false)
+	eventually(t, "nothing pending", func() bool { return r.Pending() == 0 && store.stored(t) == 20 })
+}
+
+// Without a spool, the backlog is in memory only.
+func TestBacklogWithoutASpool(t *testing.T) {
+	store := &flakyStore{}
+	store.setDown(true)
+	r := newRecorder(t, store, "", 8, 10*time.Millisecond)
+	defer r.Close()
+	for i := range 5 {
+		r.Record(t.Context(), record(i))
+	}
+	eventually(t, "5 records pending", func() bool { return r.Pending() == 5 })
+	if got := r.SpoolBytes(); got != 0 {
+		t.Errorf("SpoolBytes = %d without a spool, want 0", got)
+	}
+	store.setDown(false)
+	eventually(t, "nothing pending", func() bool { return r.Pending() == 0 })
+}

@@ -305,6 +305,16 @@ func (s *spool) nextSpilled() *segment {
 	return seg
 }
 
+// size is the bytes in all of segs; 0 on a nil spool (no spool).
+func (s *spool) size() int64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
+}
+
 // setAsideName is the file under the spool directory, beside the writers'
 // directories, that keeps the records the store refused: frames as in a
 // segment, appended by every writer sharing the directory.
