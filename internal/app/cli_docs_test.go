@@ -32,7 +32,7 @@ func TestDocumentedCommandsExist(t *testing.T) {
 	}
 	pages, _ := filepath.Glob("../../docs/*.md")
 	pages = append(pages, "../../README.md")
-	mention := regexp.MustCompile("(?:^|[\\s`/$])sluice ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+	mention := regexp.MustCompile("(?:^|[\\s`$]|cmd/)sluice ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
 	seen := 0
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
