@@ -12,23 +12,7 @@ func TestSpent(t *testing.T) {
 	m.Spent("acme", "fast", 1500, 0)
 	m.Spent("acme", "fast", 500, 300)
 	m.Spent("", "slow", 0, 40) // cost only: no billing account
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "sluice_billing_spend_micros_total" {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			var id string
-			for _, l := range s.GetLabel() {
-				id += l.GetName() + "=" + l.GetValue() + " "
-			}
-			got[id] = s.GetCounter().GetValue()
-		}
-	}
+	got := counterSeries(t, m, "sluice_billing_spend_micros_total")
 	want := map[string]float64{
 		"alias=fast billing_account=acme kind=price ": 2000,
 		"alias=fast billing_account=acme kind=cost ":  300,
@@ -47,13 +31,29 @@ func TestExecutionCounts(t *testing.T) {
 	c.Add("ep-a", 0)
 	c.Add("ep-a", 0)
 	c.Add("ep-b", 1)
+	got := counterSeries(t, m, "sluice_upstream_executions_total")
+	want := map[string]float64{
+		"class=ok endpoint=ep-a ":   2,
+		"class=rate endpoint=ep-a ": 0,
+		"class=ok endpoint=ep-b ":   0,
+		"class=rate endpoint=ep-b ": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("execution series = %v, want %v", got, want)
+	}
+}
+
+// counterSeries gathers the counter family name: each series' value by its
+// labels, written "name=value " in label order.
+func counterSeries(t *testing.T, m *Metrics, name string) map[string]float64 {
+	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
 	for _, f := range families {
-		if f.GetName() != "sluice_upstream_executions_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, s := range f.GetMetric() {
@@ -64,13 +64,5 @@ func TestExecutionCounts(t *testing.T) {
 			got[id] = s.GetCounter().GetValue()
 		}
 	}
-	want := map[string]float64{
-		"class=ok endpoint=ep-a ":   2,
-		"class=rate endpoint=ep-a ": 0,
-		"class=ok endpoint=ep-b ":   0,
-		"class=rate endpoint=ep-b ": 1,
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("execution series = %v, want %v", got, want)
-	}
+	return got
 }
