@@ -106,6 +106,16 @@ type CatalogStatus struct {
 	Replica       string `json:"replica,omitempty"` // the ID of the replica that answered
 }
 
+// Tag is the catalog's version as its ETag and If-Match name it: the
+// stored version when one serves, which every replica on the database
+// numbers alike, else the serving snapshot's.
+func (st CatalogStatus) Tag() int64 {
+	if st.StoredVersion != 0 {
+		return st.StoredVersion
+	}
+	return st.Version
+}
+
 // ErrCatalogReadOnly is wrapped by Catalog.Apply when the catalog is managed
 // by something else (a file) and cannot be changed through the admin API.
 var ErrCatalogReadOnly = errors.New("catalog is read-only")

@@ -62,7 +62,7 @@ func (s *server) getCatalog(w http.ResponseWriter, _ *http.Request) error {
 	}
 	st := s.catalog.Status()
 	w.Header().Set("Content-Type", "text/yaml; charset=utf-8")
-	w.Header().Set("ETag", ETag(st.Version))
+	w.Header().Set("ETag", ETag(st.Tag()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(redactPasswords(st.Document))
 	return nil
@@ -105,7 +105,7 @@ func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.wrote(r.Context(), action, slog.Int64("version", st.Version), slog.Int64("if_version", ifVersion),
 		slog.Int("bytes", len(doc)))
-	w.Header().Set("ETag", ETag(st.Version))
+	w.Header().Set("ETag", ETag(st.Tag()))
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }

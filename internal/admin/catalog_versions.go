@@ -181,7 +181,7 @@ func (s *server) rollbackCatalog(w http.ResponseWriter, r *http.Request) error {
 		st.Aliases = []string{}
 	}
 	s.wrote(r.Context(), "catalog.rollback", slog.Int64("to", version), slog.Int64("stored_version", st.StoredVersion))
-	w.Header().Set("ETag", ETag(st.Version))
+	w.Header().Set("ETag", ETag(st.Tag()))
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }

@@ -124,7 +124,10 @@ func TestCLIStatusAndApply(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "version 2") {
 		t.Errorf("apply good = %d %q %q", code, out, errOut)
 	}
-	code, _, errOut = h.runCLI(t, "apply", "-f", good, "--if-match", "1")
+	if code, _, errOut = h.runCLI(t, "apply", "-f", good); code != 0 {
+		t.Errorf("apply without --if-match = %d %q", code, errOut)
+	}
+	code, _, errOut = h.runCLI(t, "apply", "-f", good, "--if-match", "1") // stored version 2 serves now
 	if code != 1 || !strings.Contains(errOut, "catalog_version_conflict") {
 		t.Errorf("apply stale = %d, stderr %q; want exit 1, catalog_version_conflict", code, errOut)
 	}

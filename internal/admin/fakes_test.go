@@ -70,8 +70,8 @@ func (f *fakeCatalog) apply(ctx context.Context, next catalog.CatalogVersion, if
 	switch {
 	case f.readOnly:
 		return admin.CatalogStatus{}, fmt.Errorf("catalog is managed by /etc/sluice.yaml: %w", admin.ErrCatalogReadOnly)
-	case ifVersion != 0 && ifVersion != f.st.Version:
-		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", f.st.Version, ifVersion, catalog.ErrConflict)
+	case ifVersion != 0 && ifVersion != f.st.Tag():
+		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", f.st.Tag(), ifVersion, catalog.ErrConflict)
 	case bytes.Contains(doc, []byte("invalid")):
 		return admin.CatalogStatus{}, &admin.InvalidCatalogError{Err: errors.Join(
 			errors.New("models[0].alias: required"),

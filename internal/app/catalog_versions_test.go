@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -271,6 +272,23 @@ func TestCatalogVersionsOnSQLite(t *testing.T) {
 		}
 	}
 	f.within(time.Now().Add(time.Second), "lists both", []int{0}, func(i int) bool { return len(f.status(i).Replicas) == 2 })
+
+	// If-Match names the stored version, which both replicas number
+	// alike: what was read from one cannot overwrite an apply made through
+	// the other.
+	_, seen, err := f.client(0).Catalog(t.Context())
+	if err != nil || seen != 3 {
+		t.Fatalf("catalog ETag = %d, %v; want the stored version 3", seen, err)
+	}
+	f.apply(1, f.base+withSmart) // version 4, through the other replica
+	_, err = f.client(0).ApplyCatalog(t.Context(), []byte(f.base), seen, false)
+	if apiErr, ok := errors.AsType[*adminclient.APIError](err); !ok || apiErr.Code != "catalog_version_conflict" {
+		t.Errorf("apply with If-Match %d after version 4 = %v, want 412 catalog_version_conflict", seen, err)
+	}
+	f.within(time.Now(), "serves version 4", []int{0}, func(i int) bool { return f.status(i).StoredVersion == 4 })
+	if _, err := f.client(0).ApplyCatalog(t.Context(), []byte(f.base), 4, false); err != nil {
+		t.Errorf("apply with If-Match 4 = %v, want it stored", err)
+	}
 }
 
 // TestFileCatalogWinsOverTheStore: a gateway whose catalog is a file does

@@ -215,13 +215,21 @@ func (s *catalogSource) writable() error {
 
 // save checks next.Doc against this replica (its environment, the serving
 // catalog), stores it as the next version and makes it serve. ifVersion is
-// the serving snapshot's version the operator saw (0 = no check).
+// the version the operator saw (0 = no check), as CatalogStatus.Tag gives
+// it: while a stored version serves, the database checks it against its
+// latest version as it saves, so an operator who read the catalog from one
+// replica cannot overwrite an apply made through another.
 func (s *catalogSource) save(ctx context.Context, next catalog.CatalogVersion, ifVersion int64, force bool) (admin.CatalogStatus, error) {
 	if err := s.writable(); err != nil {
 		return admin.CatalogStatus{}, err
 	}
 	s.mu.Lock()
-	if ifVersion != 0 && ifVersion != s.live.Load().Version {
+	storedIf := int64(0)
+	switch {
+	case ifVersion == 0:
+	case s.stored != 0:
+		storedIf = ifVersion
+	case ifVersion != s.live.Load().Version:
 		s.mu.Unlock()
 		return admin.CatalogStatus{}, fmt.Errorf("catalog version is %d, not %d: %w", s.live.Load().Version, ifVersion, catalog.ErrConflict)
 	}
@@ -231,7 +239,7 @@ func (s *catalogSource) save(ctx context.Context, next catalog.CatalogVersion, i
 	}
 	var saved catalog.CatalogVersion
 	if err == nil {
-		saved, err = s.docs.SaveCatalog(ctx, next, 0)
+		saved, err = s.docs.SaveCatalog(ctx, next, storedIf)
 	}
 	if err == nil {
 		if err = s.install(c, next.Doc, "store", saved.Version); err != nil {
