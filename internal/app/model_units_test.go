@@ -110,14 +110,6 @@ func (g *modelGate) failNext(model string, status int, body string) {
 	g.fail[model] = gateFailure{status, body}
 }
 
-// failed reports whether model's failure has been answered.
-func (g *modelGate) failed(model string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, pending := g.fail[model]
-	return !pending
-}
-
 func (g *modelGate) count(model string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -180,7 +172,10 @@ func TestModelScoped429CoolsOnlyThatModel(t *testing.T) {
 			}
 			plus <- time.Since(start)
 		}()
-		eventually(t, time.Second, "the per-model 429", func() bool { return gate.failed("qwen-plus") })
+		eventually(t, time.Second, "qwen-plus cooling after its 429", func() bool {
+			a := h.accounts(t)["dash-main"]
+			return len(a.Models) == 2 && !a.Models[1].CoolingUntil.IsZero()
+		})
 		for range 5 { // the same account serves max at once meanwhile
 			t0 := time.Now()
 			if s, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("max")); s != 200 {
@@ -216,7 +211,11 @@ func TestModelScoped429CoolsOnlyThatModel(t *testing.T) {
 			defer close(limited)
 			h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("plus"))
 		}()
-		eventually(t, time.Second, "the account-wide 429", func() bool { return gate.failed("qwen-plus") })
+		// The gate has answered before the gateway has read the answer:
+		// wait for the account to show its cooldown.
+		eventually(t, time.Second, "the account cooling after its 429", func() bool {
+			return !h.accounts(t)["dash-main"].CoolingUntil.IsZero()
+		})
 		t0, maxBefore := time.Now(), gate.count("qwen-max")
 		if s, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatFor("max")); s != 200 {
 			t.Fatalf("max after an account-wide 429 = %d %s, want 200 once the account reopens", s, body)

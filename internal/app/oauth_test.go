@@ -146,9 +146,15 @@ func TestOAuthCredentialServesEveryRequestKindWithItsHeaders(t *testing.T) {
 		}
 		return token
 	}
-	if code, _, body := g.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
-		t.Fatalf("chat = %d %s", code, body)
-	}
+	// The simulator counts the refresh before the gateway holds the token,
+	// and until it does chat falls back to cred-static: send until cred-oauth
+	// serves.
+	eventually(t, 5*time.Second, "chat served by cred-oauth", func() bool {
+		if code, _, body := g.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+			t.Fatalf("chat = %d %s", code, body)
+		}
+		return len(g.sim.Requests()) > 0
+	})
 	first := checkOAuth(last(t, g.sim, "/v1/chat/completions"))
 
 	messages := func(path string) {
