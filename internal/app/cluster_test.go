@@ -250,7 +250,10 @@ func TestClusterRateLimitCoolsTheAccountOnEveryReplica(t *testing.T) {
 // ahead of it had not claimed yet.
 func TestClusterReopenedAccountUsesItsWholeCap(t *testing.T) {
 	const (
-		latency = 150 * time.Millisecond
+		// Long enough that a wake-up crossing replicas through Redis on a
+		// busy machine (tens of ms) stays well inside the latency of
+		// difference between serving two at a time and one at a time.
+		latency = 400 * time.Millisecond
 		waiters = 6
 	)
 	c := newCluster(t, latency)

@@ -20,7 +20,9 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 			tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, priority: background}\n  - {id: ui, tenant: web, secret_env: KEY_UI, priority: interactive}\n", 1)
 			h := w.harness(t, tpl, state, simAccounts())
 			for _, id := range []string{"k1", "k2", "k3"} {
-				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: 300 * time.Millisecond})
+				// Long enough that the fills still run while the test queues
+				// every request and reads the queue's views on a busy machine.
+				h.simA.SetKey(upstreamKey(id), simulator.Behavior{Account: "org-1", Latency: time.Second})
 			}
 			send := func(key, tag string, hdr map[string]string) {
 				if status, body := h.ask(t.Context(), w.caller, key, "one", tag, hdr); status != http.StatusOK {
@@ -36,6 +38,8 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 				wg.Go(func() { send(testEnv["KEY_BG"], tag, map[string]string{"X-Sluice-Priority": "interactive"}) })
 			}
 			eventually(t, 2*time.Second, "background queued", func() bool { return h.accounts(t)["org-1"].WaitingByClass["background"] == 3 })
+			wg.Go(func() { send(testEnv["KEY_UI"], "ui-1", nil) })
+			eventually(t, 2*time.Second, "interactive queued", func() bool { return h.accounts(t)["org-1"].WaitingByClass["interactive"] == 1 })
 			if a := h.accounts(t)["org-1"]; a.WaitingByTenant["batch"] != 3 || a.OldestWaitByClass["background"].IsZero() {
 				t.Errorf("queue view = %+v, want 3 waiting for tenant batch and the oldest background arrival", a)
 			}
@@ -43,7 +47,6 @@ func TestInteractiveOvertakesWaitingBackground(t *testing.T) {
 				!strings.Contains(m, `sluice_account_queue_oldest_wait_seconds{account="org-1",class="background"}`) {
 				t.Errorf("metrics lack the queue's depth by tenant or its oldest wait")
 			}
-			wg.Go(func() { send(testEnv["KEY_UI"], "ui-1", nil) })
 			wg.Wait()
 			var order []string
 			for _, r := range h.simA.Requests() {

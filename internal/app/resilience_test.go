@@ -126,7 +126,10 @@ func TestNoFailoverAfterTheFirstByte(t *testing.T) {
 
 func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	eachWire(t, wires, func(t *testing.T, w wire) {
-		h := w.harness(t, catalogTemplate, "{backend: memory}", simulator.Options{})
+		// Open for 1s, not the template's 300ms: the three requests while
+		// open must all fall inside it on a machine slowed by other work.
+		const open = time.Second
+		h := w.harness(t, strings.Replace(catalogTemplate, "open: 300ms", "open: 1s", 1), "{backend: memory}", simulator.Options{})
 		ask := func() (int, string) { return h.ask(t.Context(), w.caller, keyWeb, "fast", "hello there", nil) }
 		h.simA.SetKey(secretA1, simulator.Behavior{FailStatus: 500})
 		h.simA.SetKey(secretA2, simulator.Behavior{FailStatus: 500})
@@ -154,7 +157,7 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 		// After the open period one probe goes to ep-a; it succeeds and closes it.
 		h.simA.SetKey(secretA1, simulator.Behavior{})
 		h.simA.SetKey(secretA2, simulator.Behavior{})
-		time.Sleep(350 * time.Millisecond)
+		time.Sleep(open + 50*time.Millisecond)
 		ask()
 		if n := len(h.simA.Requests()); n != seen+1 {
 			t.Fatalf("ep-a calls after the open period = %d, want exactly one probe (%d)", n, seen+1)

@@ -76,7 +76,10 @@ func record(id int) sluice.UsageRecord {
 // eventually polls cond for up to 5 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	// Generous: tens of thousands of records replayed under the race
+	// detector on a busy machine take seconds; a passing test waits no
+	// longer than its condition.
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -378,18 +378,21 @@ func TestReapIsBounded(t *testing.T) {
 func TestRenew(t *testing.T) {
 	s := newTestBackend(t).replica()
 	a := req("t1", cand("u", 1, "c"))
-	a.LeaseTTL = 100 * time.Millisecond
+	// Renewed every 100ms for 400ms, each renewal good for 400ms: the
+	// lease outlives its first TTL with 300ms to spare for a busy machine.
+	const ttl = 400 * time.Millisecond
+	a.LeaseTTL = ttl
 	acquire(t, s, a)
 	for range 4 {
-		time.Sleep(50 * time.Millisecond)
-		if err := s.Renew(t.Context(), "dom", []string{"t1", "unknown"}, 100*time.Millisecond); err != nil {
+		time.Sleep(ttl / 4)
+		if err := s.Renew(t.Context(), "dom", []string{"t1", "unknown"}, ttl); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if g := acquire(t, s, req("t2", cand("u", 1, "c"))); g.Granted {
 		t.Fatalf("t2 = %+v while t1 is renewed, want queued", g)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(ttl + ttl/2)
 	if err := s.Renew(t.Context(), "dom", []string{"t1"}, time.Second); err != nil {
 		t.Fatal(err)
 	}
