@@ -144,7 +144,8 @@ func (at *attempts) ticket() (acq store.Acquire, until time.Time, sticky bool) {
 // plan is the capacity engine's plan (capacity.Plan), called before every
 // try to claim, so a request that waits sees credentials added or disabled
 // meanwhile: a reload rebases the admission on the new catalog and routes
-// again (a key no longer active stops the request). It sets current to the
+// again (a key no longer active stops the request, and so does its tenant
+// or billing account suspended meanwhile). It sets current to the
 // edges offered, in order, and returns their candidates: the edges the
 // policy and the affinity let the request wait for now, less those ruled
 // out or out of service.
@@ -159,6 +160,10 @@ func (at *attempts) plan() (string, []store.Candidate) {
 		at.affinity.rerouted()
 	}
 	a := &at.cur
+	if err := h.suspended(a.key()); err != nil { // suspended while it waited: it is not served
+		at.stopped = err
+		return "", nil
+	}
 	rp := a.follow
 	h.order(at.ctx, a.snap, at.req, rp, at.affinity, at.edges, at.failed)
 	at.current = at.current[:0]

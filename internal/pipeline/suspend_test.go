@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,5 +118,85 @@ keys:
 	}
 	if claims.acquires.Load() == 0 || len(sim.Requests()) != 1 {
 		t.Errorf("a served key: %d claims asked, %d upstream requests; want some and 1", claims.acquires.Load(), len(sim.Requests()))
+	}
+}
+
+// switchedSuspensions suspends the tenants set in it, changed while
+// requests wait.
+type switchedSuspensions struct {
+	mu      sync.Mutex
+	tenants map[string]bool
+}
+
+func (s *switchedSuspensions) suspend(tenant string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tenants[tenant] = true
+}
+
+func (s *switchedSuspensions) Suspended(kind catalog.SuspensionKind, id string) (catalog.Suspension, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kind == catalog.SuspendedTenant && s.tenants[id] {
+		return catalog.Suspension{Kind: kind, ID: id, Reason: "test"}, true
+	}
+	return catalog.Suspension{}, false
+}
+
+// TestSuspensionStopsWaitingRequests: a request of a tenant suspended
+// while it waits for a full credential is refused with the suspension
+// when a slot frees, and never goes upstream.
+func TestSuspensionStopsWaitingRequests(t *testing.T) {
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() { sim.Close(); srv.Close() })
+	snap := compileCatalog(t, `version: 1
+endpoints: [{id: ep, base_url: `+srv.URL+`, protocols: [openai.chat]}]
+credentials: [{id: c1, secret_env: UP, endpoints: [ep], max_inflight: 1}]
+models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
+keys: [{id: web, tenant: web, secret_env: K1}]
+`, testSecrets)
+	sim.SetKey("sk-secret-value-UP", simulator.Behavior{Latency: 300 * time.Millisecond})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	claims := &countedClaims{Store: memstore.New()}
+	live := &Live{}
+	live.Swap(snap)
+	suspensions := &switchedSuspensions{tenants: map[string]bool{}}
+	h := NewHandler(Stages{
+		Live: live, Capacity: capacity.New(claims, claims, "r", time.Minute, log), Statuses: capacity.NewStatuses(claims, log),
+		Caller: upstream.New(log, &upstream.Protocols{Dialects: map[sluice.Protocol]*upstream.Dialect{sluice.ProtocolOpenAIChat: upstream.OpenAIChat}, Endings: map[sluice.Protocol]*upstream.Ending{sluice.ProtocolOpenAIChat: upstream.OpenAIEnding}}, func(string) upstream.BreakerSettings { return upstream.BreakerSettings{Failures: 5, Open: time.Minute} }, nil),
+		Usage:  &records{}, Log: log, Suspensions: suspensions,
+	})
+	key := snap.StaticKeys[0]
+	serve := func(id string) error {
+		req := &sluice.Request{ID: id, Protocol: sluice.ProtocolOpenAIChat, Model: "fast",
+			Body: []byte(`{"model":"fast","messages":[{"role":"user","content":"hi"}]}`), Received: time.Now()}
+		_, err := h.Serve(t.Context(), httptest.NewRecorder(), req, &sluice.Principal{Key: key})
+		return err
+	}
+	var wg sync.WaitGroup
+	var first, waiting error
+	wg.Go(func() { first = serve("r-first") })
+	for deadline := time.Now().Add(2 * time.Second); sim.InFlight() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never reached the upstream")
+		}
+	}
+	wg.Go(func() { waiting = serve("r-waiting") })
+	for deadline := time.Now().Add(2 * time.Second); claims.acquires.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never asked for a claim")
+		}
+	}
+	suspensions.suspend("web")
+	wg.Wait()
+	if first != nil {
+		t.Errorf("the request served before the suspension = %v, want served", first)
+	}
+	if se, ok := errors.AsType[*sluice.Error](waiting); !ok || se.Code != sluice.CodeTenantSuspended {
+		t.Errorf("the request waiting when its tenant was suspended = %v, want %s", waiting, sluice.CodeTenantSuspended)
+	}
+	if n := len(sim.Requests()); n != 1 {
+		t.Errorf("the upstream saw %d requests, want 1: the waiting one must not go", n)
 	}
 }
