@@ -298,7 +298,7 @@ type server struct {
 //	POST /admin/keys/batch              Batch (selector, operation, dry_run) → BatchResult
 //	PATCH /admin/keys/{id}              KeyChange → KeyRecord (every field of a key; a catalog key answers 409 key_read_only)
 //	GET  /admin/accounts                []AccountState
-//	GET  /admin/accounts/{id}           AccountState
+//	GET  /admin/accounts/{id}           AccountState, with its Picture (UpstreamPicture) on a gateway with a usage database
 //	POST /admin/accounts/{id}/disable   AccountState (also enable)
 //	GET  /admin/credentials             []CredentialState
 //	GET  /admin/credentials/{id}        CredentialState
