@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,31 @@ func TestLimitedBy(t *testing.T) {
 				t.Errorf("verdict = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// sluice accounts show prints the picture: each credential now, then each
+// window's verdict and counts, a row per credential and one for the account.
+func TestCLIAccountsShowPicture(t *testing.T) {
+	h := newHarness(t)
+	h.usage.upstream = map[time.Duration][]ledger.UpstreamRow{
+		15 * time.Minute: rows(row("cred-1", sluice.ExecutionRate, 3, 0, 0), row("cred-2", sluice.ExecutionOK, 4, 1000, 250),
+			row("cred-2", sluice.ExecutionEndpoint, 1, 0, 0)),
+	}
+	code, out, errOut := h.runCLI(t, "accounts", "show", "acct-a")
+	if code != 0 {
+		t.Fatalf("accounts show exit = %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		`Last 15m \(.*\): limited by credential`,
+		`cred-1\s+3\s+0\s+3\s+-\s+0\.0%\s+0ms`, // 3 throttled, nothing served
+		`cred-2\s+5\s+4\s+0\s+endpoint 1\s+25\.0%\s+100ms`,
+		`\(account\)\s+8\s+4\s+3\s+endpoint 1\s+25\.0%\s+100ms`,
+		`Last 24h \(.*\): limited by -`,
+		`cred-2\s+active\s+0\s+-\s+-`, // now: status, in flight, cooling until, cooled
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("accounts show lacks %s:\n%s", want, out)
+		}
 	}
 }
