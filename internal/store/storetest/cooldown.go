@@ -100,7 +100,7 @@ func testBackoffWithoutRetryAfter(t *testing.T, f *fixture) {
 		{"level reset by the success", limited, false, baseCool, 1},
 		{"retry-after capped at Max", store.Outcome{RateLimited: true, RetryAfter: 100 * maxD}, true, maxD, 2},
 	}
-	var open time.Time      // when the current cooldown ends, by the test's clock
+	var open time.Time       // when the current cooldown ends, by the test's clock
 	var cooled time.Duration // the cooldowns set so far: each began after the last ended
 	for i, st := range steps {
 		sleepPast(open)
