@@ -85,6 +85,14 @@ func TestUpstreamPicture(t *testing.T) {
 		if got := executions("k7", "rate"); got == "0" {
 			t.Error("k7's rate-limited executions = 0 after its 429s")
 		}
+		// Labels and views name credentials by ID, never by secret.
+		_, view := h.adminGet("/admin/accounts/org-c")
+		_, metrics := h.adminGet("/metrics")
+		for _, secret := range []string{k6, k7} {
+			if strings.Contains(view, secret) || strings.Contains(metrics, secret) {
+				t.Errorf("the account's view or the metrics carry the upstream secret %s", secret)
+			}
+		}
 	})
 }
 
