@@ -107,7 +107,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, cr := range creds {
 		g(c.credentialInFlight, float64(cr.InFlight), cr.ID)
 		g(c.credentialStatus, 1, cr.ID, string(cr.Status), cr.Reason)
-		if scope, ok := scopes[cr.Account]; ok && scope == string(sluice.QuotaScopeCredential) {
+		if scopes[cr.Account] == string(sluice.QuotaScopeCredential) { // else its account's unit cools, counted above
 			cooled(cr.CooledSeconds, cr.Account, cr.ID, "")
 		}
 	}
