@@ -182,6 +182,15 @@ type AccountState struct {
 	Credentials     []string              `json:"credentials"`
 	// Models are the account's per-model units (accounts[].models), by model.
 	Models []ModelUnitState `json:"models,omitempty"`
+	// CooledSeconds sums the cooldowns set on the account (quota_scope
+	// account; 0 for quota_scope credential, whose credentials cool each
+	// on its own) since the shared store's state began: seconds,
+	// cluster-wide, each moment counted once.
+	CooledSeconds float64 `json:"cooled_seconds"`
+	// Picture is what the account's executions in the usage database
+	// say, over fixed windows: only GET /admin/accounts/{id} has it, and
+	// only on a gateway with a usage database.
+	Picture *UpstreamPicture `json:"picture,omitempty"`
 }
 
 // ModelUnitState is one per-model unit under an account: its claims and
@@ -193,6 +202,9 @@ type ModelUnitState struct {
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 	Level        int       `json:"backoff_level"`
 	Probe        string    `json:"probe,omitempty"`
+	// CooledSeconds sums the cooldowns set on the model's unit (see
+	// AccountState.CooledSeconds).
+	CooledSeconds float64 `json:"cooled_seconds"`
 }
 
 // CredentialState is an upstream credential as the operator sees it: never
@@ -209,6 +221,9 @@ type CredentialState struct {
 	// Owner is the tenant (and end user) whose own key it is (BYOK): it
 	// serves only their requests. Absent: a platform credential.
 	Owner *CredentialOwner `json:"owner,omitempty"`
+	// CooledSeconds sums the cooldowns set on the credential's own unit
+	// (quota_scope credential; 0 otherwise: see AccountState.CooledSeconds).
+	CooledSeconds float64 `json:"cooled_seconds"`
 }
 
 // CredentialOwner is the owner of a BYOK credential.
@@ -283,7 +298,7 @@ type server struct {
 //	POST /admin/keys/batch              Batch (selector, operation, dry_run) → BatchResult
 //	PATCH /admin/keys/{id}              KeyChange → KeyRecord (every field of a key; a catalog key answers 409 key_read_only)
 //	GET  /admin/accounts                []AccountState
-//	GET  /admin/accounts/{id}           AccountState
+//	GET  /admin/accounts/{id}           AccountState, with its Picture (UpstreamPicture) on a gateway with a usage database
 //	POST /admin/accounts/{id}/disable   AccountState (also enable)
 //	GET  /admin/credentials             []CredentialState
 //	GET  /admin/credentials/{id}        CredentialState

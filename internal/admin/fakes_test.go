@@ -106,6 +106,11 @@ type fakeUsage struct {
 	gotFilter ledger.PolicyFilter
 	cacheRows []ledger.CacheRow // what CacheReport returns
 	gotCache  ledger.CacheFilter
+	// upstream is what UpstreamReport returns, by the filter's span
+	// (To - From); upstreamErr, its error.
+	upstream    map[time.Duration][]ledger.UpstreamRow
+	upstreamErr error
+	gotUpstream []ledger.UpstreamFilter
 }
 
 func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error {
@@ -140,6 +145,13 @@ func (f *fakeUsage) CacheReport(_ context.Context, filter ledger.CacheFilter) ([
 	defer f.mu.Unlock()
 	f.gotCache = filter
 	return f.cacheRows, nil
+}
+
+func (f *fakeUsage) UpstreamReport(_ context.Context, filter ledger.UpstreamFilter) ([]ledger.UpstreamRow, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotUpstream = append(f.gotUpstream, filter)
+	return f.upstream[filter.To.Sub(filter.From)], f.upstreamErr
 }
 
 // setCacheRows sets what CacheReport returns.

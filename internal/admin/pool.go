@@ -19,6 +19,9 @@ type poolKind[T any] struct {
 	status func(T) sluice.UpstreamStatus
 	reason func(T) string
 	view   func(T) T
+	// detail adds to an item shown what only its own GET shows (a
+	// listing leaves it out); nil for none.
+	detail func(*server, context.Context, T) (T, error)
 }
 
 var (
@@ -29,6 +32,7 @@ var (
 		status: func(a AccountState) sluice.UpstreamStatus { return a.Status },
 		reason: func(a AccountState) string { return a.Reason },
 		view:   accountView,
+		detail: (*server).accountPicture,
 	}
 	credentialKind = poolKind[CredentialState]{
 		name:   "credential",
@@ -67,7 +71,8 @@ func listAll[T any](s *server, k poolKind[T]) func(http.ResponseWriter, *http.Re
 	}
 }
 
-// showOne handles GET /admin/accounts/{id} and GET /admin/credentials/{id}.
+// showOne handles GET /admin/accounts/{id} and GET /admin/credentials/{id},
+// with the kind's detail.
 // It finds the item in the full list, which is cheap at the scale of a
 // catalog and keeps Pool small.
 func showOne[T any](s *server, k poolKind[T]) func(http.ResponseWriter, *http.Request) error {
@@ -84,7 +89,13 @@ func showOne[T any](s *server, k poolKind[T]) func(http.ResponseWriter, *http.Re
 		if i < 0 {
 			return poolError(k.name, id, catalog.ErrNotFound)
 		}
-		writeJSON(w, http.StatusOK, k.view(items[i]))
+		v := k.view(items[i])
+		if k.detail != nil {
+			if v, err = k.detail(s, r.Context(), v); err != nil {
+				return err
+			}
+		}
+		writeJSON(w, http.StatusOK, v)
 		return nil
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/sluicehq/sluice"
@@ -114,13 +116,65 @@ func (c *cli) printAccountState(a *admin.AccountState) error {
 	if a.QuotaScope == string(sluice.QuotaScopeCredential) && a.Cap > 0 {
 		limit += " per credential"
 	}
-	return c.printFields(a, [][2]string{
+	err := c.printFields(a, [][2]string{
 		{"ID", a.ID}, {"Quota scope", a.QuotaScope}, {"Status", string(a.Status)}, {"Reason", dash(a.Reason)},
 		{"Since", when(a.Since)}, {"In flight", strconv.Itoa(a.InFlight)}, {"Cap", limit},
 		{"Waiting", strconv.Itoa(a.Waiting)}, {"Cooling until", when(a.CoolingUntil)},
-		{"Backoff level", strconv.Itoa(a.Level)}, {"Probe", dash(a.Probe)}, {"Credentials", list(a.Credentials, "none")},
-		{"Models", modelUnits(a.Models)},
+		{"Backoff level", strconv.Itoa(a.Level)}, {"Probe", dash(a.Probe)}, {"Cooled", seconds(a.CooledSeconds)},
+		{"Credentials", list(a.Credentials, "none")}, {"Models", modelUnits(a.Models)},
 	})
+	if err != nil || c.json || a.Picture == nil {
+		return err
+	}
+	return c.printPicture(a.Picture)
+}
+
+// printPicture prints an account's upstream picture: its credentials now,
+// then a table per window, one row per credential and one for the account.
+func (c *cli) printPicture(p *admin.UpstreamPicture) error {
+	fmt.Fprintln(c.stdout)
+	t := newTable(c.stdout)
+	t.row("CREDENTIAL", "STATUS", "IN-FLIGHT", "COOLING UNTIL", "COOLED")
+	for _, cr := range p.Credentials {
+		t.row(cr.ID, string(cr.Status), strconv.Itoa(cr.InFlight), when(cr.CoolingUntil), seconds(cr.CooledSeconds))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if p.Error != "" {
+		fmt.Fprintf(c.stdout, "\nExecutions: %s\n", p.Error)
+	}
+	for _, w := range p.Windows {
+		fmt.Fprintf(c.stdout, "\nLast %s (%s to %s): limited by %s\n", w.Window, when(w.From), when(w.To), dash(w.Limited))
+		t := newTable(c.stdout)
+		t.row("CREDENTIAL", "EXECUTIONS", "OK", "RATE-LIMITED", "OTHER FAILURES", "CACHED SHARE", "MEAN OK")
+		for _, cr := range w.Credentials {
+			t.row(pictureRow(cr.ID, cr.UpstreamCounts)...)
+		}
+		t.row(pictureRow("(account)", w.Account)...)
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pictureRow is the row of a credential's (or the account's) counts.
+func pictureRow(name string, n admin.UpstreamCounts) []string {
+	failed := make([]string, 0, len(n.Failed))
+	for _, status := range slices.Sorted(maps.Keys(n.Failed)) {
+		failed = append(failed, status+" "+strconv.FormatInt(n.Failed[status], 10))
+	}
+	return []string{name, strconv.FormatInt(n.Executions, 10), strconv.FormatInt(n.OK, 10), strconv.FormatInt(n.RateLimited, 10),
+		list(failed, "-"), strconv.FormatFloat(100*n.CachedShare, 'f', 1, 64) + "%", strconv.FormatFloat(n.MeanOKMillis, 'f', 0, 64) + "ms"}
+}
+
+// seconds formats a count of seconds, "-" for none.
+func seconds(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(s, 'f', 1, 64) + "s"
 }
 
 // modelUnits describes an account's per-model units on one line:

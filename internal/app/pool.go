@@ -115,13 +115,13 @@ func (p *pool) Accounts(ctx context.Context) ([]admin.AccountState, error) {
 			as.Waiting = max(as.Waiting, u.Waiting)
 			mergeQueue(&as, u)
 			if a.QuotaScope == sluice.QuotaScopeAccount {
-				as.CoolingUntil, as.Level, as.Probe = u.CoolingUntil, u.Level, u.Probe
+				as.CoolingUntil, as.Level, as.Probe, as.CooledSeconds = u.CoolingUntil, u.Level, u.Probe, u.Cooled.Seconds()
 			}
 		}
 		for _, m := range snap.ModelUnits(a.ID) {
 			u := byUnit[m.Unit.ID]
 			as.Models = append(as.Models, admin.ModelUnitState{Model: m.Model, Cap: m.Unit.Cap, InFlight: u.InFlight,
-				CoolingUntil: u.CoolingUntil, Level: u.Level, Probe: u.Probe})
+				CoolingUntil: u.CoolingUntil, Level: u.Level, Probe: u.Probe, CooledSeconds: u.Cooled.Seconds()})
 		}
 		out = append(out, as)
 	}
@@ -177,7 +177,7 @@ func (p *pool) Credentials(ctx context.Context) ([]admin.CredentialState, error)
 		cs := admin.CredentialState{ID: cr.ID, Account: cr.AccountID, Status: st.State, Reason: st.Reason, Since: st.Since,
 			InFlight: inflight[cr.ID], Endpoints: cr.Endpoints}
 		if c := snap.CredentialCandidate(cr); c.Unit.ID == "credential:"+cr.ID {
-			cs.CoolingUntil = cooling[c.Unit.ID].CoolingUntil
+			cs.CoolingUntil, cs.CooledSeconds = cooling[c.Unit.ID].CoolingUntil, cooling[c.Unit.ID].Cooled.Seconds()
 		}
 		if !cr.Owner.Platform() {
 			cs.Owner = &admin.CredentialOwner{Tenant: cr.Owner.Tenant, User: cr.Owner.User}

@@ -19,6 +19,7 @@ type poolCollector struct {
 	accountInFlight, accountCap, accountWaiting, accountCooling, accountProbe, accountStatus *prometheus.Desc
 	accountOldest, accountTenantWaiting                                                      *prometheus.Desc
 	credentialInFlight, credentialStatus                                                     *prometheus.Desc
+	cooled                                                                                   *prometheus.Desc
 }
 
 func newPoolCollector(p *pool, log *slog.Logger) *poolCollector {
@@ -37,13 +38,16 @@ func newPoolCollector(p *pool, log *slog.Logger) *poolCollector {
 		accountStatus:        d("sluice_account_status", "1 for the account's status.", "account", "status"),
 		credentialInFlight:   d("sluice_credential_inflight", "Claims held by the credential (all replicas).", "credential"),
 		credentialStatus:     d("sluice_credential_status", "1 for the credential's status, with the reason it has it.", "credential", "status", "reason"),
+		cooled: d("sluice_upstream_cooldown_seconds_total",
+			"Seconds of cooldown set by rate limits, by the unit that cooled: an account (credential and model \"\"), a credential of a quota_scope credential account, or a model of an account. Each rate limit adds, as it lands, the time it moved the unit's cooldown end. Read from the shared store: every replica reports the cluster's value.",
+			"account", "credential", "model"),
 	}
 }
 
 // Describe sends every descriptor.
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accountInFlight, c.accountCap, c.accountWaiting, c.accountOldest, c.accountTenantWaiting, c.accountCooling,
-		c.accountProbe, c.accountStatus, c.credentialInFlight, c.credentialStatus} {
+		c.accountProbe, c.accountStatus, c.credentialInFlight, c.credentialStatus, c.cooled} {
 		ch <- d
 	}
 }
@@ -60,7 +64,12 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	cooled := func(seconds float64, account, credential, model string) {
+		ch <- prometheus.MustNewConstMetric(c.cooled, prometheus.CounterValue, seconds, account, credential, model)
+	}
+	scopes := make(map[string]string, len(accounts)) // account → quota scope
 	for _, a := range accounts {
+		scopes[a.ID] = a.QuotaScope
 		g(c.accountInFlight, float64(a.InFlight), a.ID)
 		g(c.accountCap, float64(a.Cap), a.ID)
 		for _, class := range sluice.Priorities {
@@ -83,6 +92,12 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			g(c.accountProbe, 1, a.ID, a.Probe)
 		}
 		g(c.accountStatus, 1, a.ID, string(a.Status))
+		if a.QuotaScope == string(sluice.QuotaScopeAccount) {
+			cooled(a.CooledSeconds, a.ID, "", "")
+		}
+		for _, m := range a.Models {
+			cooled(m.CooledSeconds, a.ID, "", m.Model)
+		}
 	}
 	creds, err := c.pool.Credentials(ctx)
 	if err != nil {
@@ -92,5 +107,8 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, cr := range creds {
 		g(c.credentialInFlight, float64(cr.InFlight), cr.ID)
 		g(c.credentialStatus, 1, cr.ID, string(cr.Status), cr.Reason)
+		if scopes[cr.Account] == string(sluice.QuotaScopeCredential) { // else its account's unit cools, counted above
+			cooled(cr.CooledSeconds, cr.Account, cr.ID, "")
+		}
 	}
 }

@@ -37,6 +37,10 @@ type Usage interface {
 	// CacheRow), in the order of CompareCacheRows: one row per group
 	// that holds an execution.
 	CacheReport(ctx context.Context, f CacheFilter) ([]CacheRow, error)
+	// UpstreamReport sums the executions f selects by credential and
+	// status, in the order of CompareUpstreamRows: one row per pair that
+	// holds an execution.
+	UpstreamReport(ctx context.Context, f UpstreamFilter) ([]UpstreamRow, error)
 }
 
 // ErrRecordRefused is RecordUsage's error when the store refused the

@@ -18,7 +18,7 @@ type Metrics struct {
 
 	Requests        *prometheus.CounterVec   // protocol, code
 	RequestDuration *prometheus.HistogramVec // protocol, stream
-	Executions      *prometheus.CounterVec   // endpoint, class
+	Executions      *prometheus.CounterVec   // endpoint, account, credential, class
 	Tokens          *prometheus.CounterVec   // alias, kind
 	BreakerState    *prometheus.GaugeVec     // endpoint: 0 closed, 1 open, 2 half-open
 	CatalogReloads  *prometheus.CounterVec   // result: ok | error
@@ -41,6 +41,11 @@ type Metrics struct {
 	// QueueWaits is how long requests waited for capacity, by priority
 	// class; requests observe it through the ClassWaits made once.
 	QueueWaits *prometheus.HistogramVec // class
+	// UpstreamTokens sums the measured prompt tokens of upstream
+	// attempts, and of them those read from the upstream's prompt cache,
+	// by account and credential: the cached share of each is a ratio of
+	// two of its series.
+	UpstreamTokens *prometheus.CounterVec // account, credential, kind: prompt | cached
 	// spent caches Spend's counters by spendKey, as *spendSeries: every
 	// billed request adds to two, and WithLabelValues checks and hashes
 	// its labels and takes the vector's lock on each call.
@@ -69,8 +74,11 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
 		}, []string{"protocol", "stream"}),
 		Executions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_upstream_executions_total", Help: "Upstream attempts, by endpoint and outcome class.",
-		}, []string{"endpoint", "class"}),
+			Name: "sluice_upstream_executions_total", Help: "Upstream attempts, by endpoint, account, credential and outcome class (ok, rate, auth, billing, endpoint, request, caller_gone).",
+		}, []string{"endpoint", "account", "credential", "class"}),
+		UpstreamTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_upstream_tokens_total", Help: "Measured prompt tokens of upstream attempts (kind prompt), and of them those read from the upstream's prompt cache (kind cached), by account and credential.",
+		}, []string{"account", "credential", "kind"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_tokens_total", Help: "Tokens measured, by alias and kind (prompt, completion, cached, reasoning).",
 		}, []string{"alias", "kind"}),
@@ -112,7 +120,7 @@ func New() *Metrics {
 		}, []string{"class"}),
 	}
 	m.Registry.MustRegister(m.QueueWaits)
-	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.Tokens, m.BreakerState,
+	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Affinity = newAffinity()

@@ -23,23 +23,47 @@ func TestSpent(t *testing.T) {
 	}
 }
 
-// ExecutionCounts count by endpoint and class, and export every class of
-// an endpoint once it had an attempt.
+// ExecutionCounts count by endpoint, account, credential and class, and
+// export every class of a source once it had an attempt; tokens add up by
+// account and credential, over the credential's endpoints.
 func TestExecutionCounts(t *testing.T) {
 	m := New()
 	c := m.ExecutionCounts([]string{"ok", "rate"})
-	c.Add("ep-a", 0)
-	c.Add("ep-a", 0)
-	c.Add("ep-b", 1)
+	c.Add(Attempt{Endpoint: "ep-a", Account: "org", Credential: "k1", Class: 0, PromptTokens: 100, CachedTokens: 60})
+	c.Add(Attempt{Endpoint: "ep-b", Account: "org", Credential: "k1", Class: 0, PromptTokens: 50})
+	c.Add(Attempt{Endpoint: "ep-a", Account: "org", Credential: "k2", Class: 1})
 	got := counterSeries(t, m, "sluice_upstream_executions_total")
 	want := map[string]float64{
-		"class=ok endpoint=ep-a ":   2,
-		"class=rate endpoint=ep-a ": 0,
-		"class=ok endpoint=ep-b ":   0,
-		"class=rate endpoint=ep-b ": 1,
+		"account=org class=ok credential=k1 endpoint=ep-a ":   1,
+		"account=org class=rate credential=k1 endpoint=ep-a ": 0,
+		"account=org class=ok credential=k1 endpoint=ep-b ":   1,
+		"account=org class=rate credential=k1 endpoint=ep-b ": 0,
+		"account=org class=ok credential=k2 endpoint=ep-a ":   0,
+		"account=org class=rate credential=k2 endpoint=ep-a ": 1,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("execution series = %v, want %v", got, want)
+	}
+	got = counterSeries(t, m, "sluice_upstream_tokens_total")
+	want = map[string]float64{
+		"account=org credential=k1 kind=prompt ": 150,
+		"account=org credential=k1 kind=cached ": 60,
+		"account=org credential=k2 kind=prompt ": 0,
+		"account=org credential=k2 kind=cached ": 0,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("token series = %v, want %v", got, want)
+	}
+}
+
+// An attempt counts itself without allocating, once its source has had
+// one: the request path pays a map read and two or three atomic adds.
+func TestExecutionCountsAddAllocatesNothing(t *testing.T) {
+	c := New().ExecutionCounts([]string{"ok", "rate"})
+	a := Attempt{Endpoint: "ep-a", Account: "org", Credential: "k1", Class: 1, PromptTokens: 10, CachedTokens: 5}
+	c.Add(a)
+	if n := testing.AllocsPerRun(100, func() { c.Add(a) }); n != 0 {
+		t.Errorf("Add allocates %v times per attempt, want 0", n)
 	}
 }
 

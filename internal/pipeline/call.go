@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/capacity"
+	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -264,7 +265,7 @@ func (at *attempts) ran(e *sluice.Edge, a upstream.Attempt, final bool) (done bo
 	if !a.Skipped {
 		at.out.route.stamp(&a.Exec)
 		at.out.Executions = append(at.out.Executions, a.Exec)
-		at.h.executions.Add(a.Exec.EndpointID, int(a.Class))
+		at.h.executions.Add(attemptCounted(&a.Exec, a.Class))
 		if a.Exec.Fallback != "" {
 			at.h.metrics.PolicyFallbacks.WithLabelValues(at.cur.key().ID, a.Exec.Fallback).Inc()
 		}
@@ -342,6 +343,17 @@ func (h *Handler) run(inflight *atomic.Int64, try tryFunc, e *sluice.Edge, claim
 	inflight.Add(1)
 	defer inflight.Add(-1)
 	return try(e, claim, start)
+}
+
+// attemptCounted is what the metrics count of the execution x, which
+// ended in class: where it ran, and the prompt tokens it was measured to
+// use.
+func attemptCounted(x *sluice.Execution, class upstream.Class) metrics.Attempt {
+	a := metrics.Attempt{Endpoint: x.EndpointID, Account: x.AccountID, Credential: x.CredentialID, Class: int(class)}
+	if x.Usage.Measured {
+		a.PromptTokens, a.CachedTokens = x.Usage.PromptTokens, x.Usage.CachedTokens
+	}
+	return a
 }
 
 // attemptRoute is what the route policy says of the running attempt.

@@ -323,6 +323,14 @@ type UnitState struct {
 	CoolingUntil   time.Time // zero when not cooling
 	Level          int       // backoff level
 	Probe          string    // "", "available" (cooldown over, probe not taken) or "in_flight"
+	// Cooled sums the cooldowns the unit's rate limits have set since the
+	// store has known it: each rate limit adds the time it moved
+	// CoolingUntil forward (from now, or from the end of the cooldown
+	// already running), at once. It never decreases while the store
+	// keeps its state (a unit that has cooled is never forgotten), so it
+	// reads as a counter of the unit's time closed by cooldowns. The wait
+	// for the probe after CoolingUntil is not in it.
+	Cooled time.Duration
 	// EffectiveCap is the hidden concurrency cap learned from rate limits
 	// (AIMD, see Claims); 0 = none, Cap applies.
 	EffectiveCap int

@@ -198,6 +198,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 	})
 
 	t.Run("CacheReport", func(t *testing.T) { runCache(t, open) })
+	t.Run("UpstreamReport", func(t *testing.T) { runUpstream(t, open) })
 
 	t.Run("ConcurrentWritesAreSafe", func(t *testing.T) {
 		u := open(t)

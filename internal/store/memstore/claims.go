@@ -332,6 +332,7 @@ func (u *unit) settle(out store.Outcome, base, ceiling time.Duration, wasProbe b
 			cool = min(cool, ceiling)
 		}
 		if end := now.Add(cool); end.After(u.until) {
+			u.cooled += end.Sub(latest(u.until, now)) // the part of the cooldown not already counted
 			u.until = end
 		}
 		u.level++

@@ -40,6 +40,7 @@ type unit struct {
 	leases  map[*lease]struct{}
 	soonest time.Time          // no lease of the unit expires before it
 	until   time.Time          // cooling until; zero = open, past = probe mode
+	cooled  time.Duration      // the cooldowns set so far, summed (store.UnitState.Cooled)
 	level   int                // backoff level
 	probe   string             // lease ID of the probe in flight, or ""
 	waiting map[string]int     // tickets listing the unit, by queue

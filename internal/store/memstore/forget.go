@@ -69,7 +69,7 @@ func (d *domain) forget(now time.Time) {
 		u.lapsing = false
 		d.reap(u, now)
 		switch {
-		case !u.idle(), !u.until.IsZero() || u.level > 0 || u.ecap > 0: // an ID that is also a unit's keeps its cooldown
+		case !u.idle(), !u.until.IsZero() || u.level > 0 || u.ecap > 0 || u.cooled > 0: // an ID that is also a unit's keeps its cooldown; one that ever cooled, its sum
 		case u.lapses().After(now):
 			d.forgetLater(u)
 		default:

@@ -73,7 +73,7 @@ func (d *domain) sweep(q *queue, now time.Time) {
 }
 
 func (u *unit) state(now time.Time) store.UnitState {
-	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, EffectiveCap: u.ecap, CoolingUntil: u.until, Level: u.level}
+	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, EffectiveCap: u.ecap, CoolingUntil: u.until, Level: u.level, Cooled: u.cooled}
 	for _, n := range u.waiting {
 		st.Waiting += n
 	}

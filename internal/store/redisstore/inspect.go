@@ -27,19 +27,20 @@ func (s *Store) Units(ctx context.Context, domain string, ids []string) ([]store
 	out := make([]store.UnitState, len(ids))
 	p := unitsReply{v: v}
 	for i, id := range ids {
-		var r [9 + store.Classes + 1]int64 // see lua/units.lua
+		var r [10 + store.Classes + 1]int64 // see lua/units.lua
 		for j := range r {
 			r[j] = p.int()
 		}
-		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3]), EffectiveCap: int(r[8])}
+		u := store.UnitState{ID: id, InFlight: int(r[0]), Cap: int(r[1]), Level: int(r[3]), EffectiveCap: int(r[8]),
+			Cooled: time.Duration(r[9]) * time.Millisecond}
 		for c := range store.Classes {
 			u.WaitingByClass[c] = int(r[5+c])
 			u.Waiting += int(r[5+c])
-			if ms := r[9+c]; ms != 0 {
+			if ms := r[10+c]; ms != 0 {
 				u.OldestByClass[c] = time.UnixMilli(ms)
 			}
 		}
-		for range r[9+store.Classes] {
+		for range r[10+store.Classes] {
 			if p.err != nil {
 				break
 			}

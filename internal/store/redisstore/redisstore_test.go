@@ -241,7 +241,8 @@ func TestCooldownAndProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = s.Units(t.Context(), "dom", []string{"u"})
-	if want := (store.UnitState{ID: "u", Cap: 2}); !reflect.DeepEqual(st[0], want) {
+	// Open again, with the two cooldowns (150ms and 200ms) counted.
+	if want := (store.UnitState{ID: "u", Cap: 2, Cooled: 350 * time.Millisecond}); !reflect.DeepEqual(st[0], want) {
 		t.Errorf("after a good probe: %+v, want %+v", st[0], want)
 	}
 }

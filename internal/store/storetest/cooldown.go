@@ -100,7 +100,8 @@ func testBackoffWithoutRetryAfter(t *testing.T, f *fixture) {
 		{"level reset by the success", limited, false, baseCool, 1},
 		{"retry-after capped at Max", store.Outcome{RateLimited: true, RetryAfter: 100 * maxD}, true, maxD, 2},
 	}
-	var open time.Time // when the current cooldown ends, by the test's clock
+	var open time.Time       // when the current cooldown ends, by the test's clock
+	var cooled time.Duration // the cooldowns set so far: each began after the last ended
 	for i, st := range steps {
 		sleepPast(open)
 		ticket := fmt.Sprintf("t%d", i)
@@ -120,6 +121,28 @@ func testBackoffWithoutRetryAfter(t *testing.T, f *fixture) {
 		}
 		within(t, st.name+": CoolingUntil", us.CoolingUntil, before.Add(st.cool), after.Add(st.cool))
 		open = after.Add(st.cool)
+		if cooled += st.cool; us.Cooled != cooled {
+			t.Errorf("%s: Cooled = %v, want %v (the cooldowns set so far)", st.name, us.Cooled, cooled)
+		}
+	}
+}
+
+// testCooledCountsOverlapOnce: a rate limit that lands while its unit is
+// cooling adds to Cooled only the time it moves the cooldown's end; one
+// that ends sooner than the running cooldown adds nothing.
+func testCooledCountsOverlapOnce(t *testing.T, f *fixture) {
+	c := f.cand(f.unit("u", 3), "c", 0)
+	for _, ticket := range []string{"t0", "t1", "t2"} {
+		mustGrant(t, f.s, f.req(ticket, c))
+	}
+	first, _ := f.release(f.s, "t0", store.Outcome{RateLimited: true, RetryAfter: time.Second})
+	_, last := f.release(f.s, "t1", store.Outcome{RateLimited: true, RetryAfter: time.Second})
+	f.release(f.s, "t2", store.Outcome{RateLimited: true, RetryAfter: 10 * time.Millisecond})
+	us := f.unitState(f.s, "u")
+	// The second moved the end by the time between the two releases, at
+	// most last-first; the third did not move it.
+	if lo, hi := time.Second, time.Second+last.Sub(first)+2*clockSlop; us.Cooled < lo || us.Cooled > hi {
+		t.Errorf("Cooled = %v after two overlapping 1s cooldowns and a shorter one, want within [%v, %v]", us.Cooled, lo, hi)
 	}
 }
 

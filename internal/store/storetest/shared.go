@@ -227,7 +227,7 @@ func testInspector(t *testing.T, f *fixture) {
 
 	f.release(f.s, "t3", store.Outcome{Success: true})
 	us = f.unitState(f.s, "u")
-	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0},
+	wantU = store.UnitState{ID: u.ID, InFlight: 0, Cap: 2, Waiting: 1, WaitingByClass: [store.Classes]int{1, 0, 0}, Cooled: cool,
 		OldestByClass: [store.Classes]time.Time{us.OldestByClass[0]}, WaitingByTenant: map[string]int{"": 1}}
 	if us.OldestByClass[0].IsZero() {
 		t.Errorf("open again: OldestByClass[0] zero with 1 waiting")

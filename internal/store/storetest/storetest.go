@@ -51,6 +51,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) func() Stores) {
 		{"FIFO", testFIFO},
 		{"Cooldown", testCooldown},
 		{"BackoffWithoutRetryAfter", testBackoffWithoutRetryAfter},
+		{"CooledCountsOverlapOnce", testCooledCountsOverlapOnce},
 		{"ProbeHolderDies", testProbeHolderDies},
 		{"ProbeSucceededKeepsLease", testProbeSucceededKeepsLease},
 		{"CooldownIsPerUnit", testCooldownIsPerUnit},

@@ -18,6 +18,9 @@ local function settle(u, base, max, probe, now, limited, retry_after, success, v
       d = max
     end
     if now + d > untl then
+      -- cooled sums the cooldowns set (store.UnitState.Cooled): the part
+      -- of this one not already counted.
+      redis.call('HINCRBY', K_UNIT, u .. '\0cooled', string.format('%d', now + d - math.max(untl, now)))
       untl = now + d
     end
     redis.call('HSET', K_UNIT, fu, string.format('%d', untl), fl, itoa(level + 1))

@@ -1,6 +1,7 @@
--- units: reap, then report each unit as 9 integers: in flight, cap,
+-- units: reap, then report each unit as 10 integers: in flight, cap,
 -- cooling until (ms, 0 = none), level, probe (0 none, 1 available,
--- 2 in flight), waiting of class 0, 1 and 2, effective cap (0 = none);
+-- 2 in flight), waiting of class 0, 1 and 2, effective cap (0 = none),
+-- cooled (ms, the cooldowns set so far);
 -- then the queue visibility: 3 integers, the arrival (Redis ms, 0 = none)
 -- of the oldest live queued ticket of class 0, 1 and 2 listing the unit,
 -- then k, the number of tenants, and k × (tenant, count) of the live
@@ -57,7 +58,7 @@ local out = {}
 for i = 2, #ARGV do
   local u = ARGV[i]
   local v = redis.call('HMGET', K_UNIT, u .. '\0n', u .. '\0cap', u .. '\0until', u .. '\0level', u .. '\0probe',
-    u .. '\0w0', u .. '\0w1', u .. '\0w2', u .. '\0ecap')
+    u .. '\0w0', u .. '\0w1', u .. '\0w2', u .. '\0ecap', u .. '\0cooled')
   local untl = tonumber(v[3]) or 0
   local probe = 0
   if v[5] then
@@ -74,6 +75,7 @@ for i = 2, #ARGV do
   out[#out + 1] = tonumber(v[7]) or 0
   out[#out + 1] = tonumber(v[8]) or 0
   out[#out + 1] = tonumber(v[9]) or 0
+  out[#out + 1] = tonumber(v[10]) or 0
   visibility(u, out)
 end
 return out
