@@ -9,6 +9,7 @@ package events
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -220,6 +221,9 @@ func (e Encoder) Events(rec *sluice.UsageRecord) []Event {
 // of them are published then.
 func jobEvents(base Event, j *sluice.JobUsage) []Event {
 	section := Job{State: string(j.State), SubmittedAt: j.Submitted, EndedAt: j.Ended, Seconds: j.Seconds}
+	if math.IsNaN(j.Seconds) || math.IsInf(j.Seconds, 0) {
+		section.Seconds = 0 // JSON has no such number, and an event that cannot be encoded would never leave the spool
+	}
 	if !j.Running.IsZero() {
 		running := j.Running
 		section.RunningAt = &running
