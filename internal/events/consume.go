@@ -248,10 +248,10 @@ func (c *Consumer) step(ctx context.Context) (int, error) {
 	for msg := range batch.Messages() {
 		d, err := decode(msg)
 		if err != nil {
-			// Delivering it again would fail again: set it aside for
-			// good, with a reason the server reports as an advisory.
+			// Delivering it again would fail again: end its delivery for
+			// good (plain Term: servers before 2.10.4 ignore a reason).
 			c.log.LogAttrs(ctx, slog.LevelError, "events: consume: message dropped", slog.String("subject", msg.Subject()), slog.Any("err", err))
-			_ = msg.TermWithReason(err.Error())
+			_ = msg.Term()
 			continue
 		}
 		evs = append(evs, d)
