@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -81,6 +82,27 @@ const (
 	DefaultEventsDurable       = "sluice-reporting"
 	defaultDuplicateWindow     = Duration(15 * time.Minute)
 )
+
+// LoadEvents reads the events section of a catalog document, for a
+// process that needs no more of it (sluice consume): the document is
+// decoded strictly, as always, but only the events section is defaulted
+// and validated, so that none of the gateway's secrets need be present.
+func LoadEvents(doc []byte, lookupEnv func(string) (string, bool)) (*Events, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	c, err := Decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	applyEventsDefaults(&c.Events)
+	v := &validator{c: c, lookupEnv: lookupEnv}
+	v.events()
+	if err := errors.Join(v.errs...); err != nil {
+		return nil, err
+	}
+	return &c.Events, nil
+}
 
 func applyEventsDefaults(e *Events) {
 	if n := e.NATS; n != nil {
