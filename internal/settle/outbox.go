@@ -39,6 +39,9 @@ const publishTimeout = 5 * time.Second
 // spool. It reports whether none is left. Without an outbox p.stored is
 // always empty.
 func (r *Recorder) publish(p *pending) bool {
+	if len(p.stored) > 0 && time.Now().Before(r.retryPublish) {
+		return false // the stream refused a moment ago: wait for the next tick
+	}
 	done := 0
 	for done < len(p.stored) {
 		n := min(r.batch, len(p.stored)-done)
@@ -72,14 +75,27 @@ func (r *Recorder) publishAll(recs []sluice.UsageRecord) error {
 	return nil
 }
 
-// publishBatch publishes one batch, logging a failure.
+// publishRetry is how long the writer waits after the stream refused a
+// batch before it tries again, however often batches are stored meanwhile.
+const publishRetry = time.Second
+
+// publishBatch publishes one batch. The first failure of an outage is
+// logged, and its end; the failures between are counted by the outbox.
 func (r *Recorder) publishBatch(recs []sluice.UsageRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	err := r.outbox.Publish(ctx, recs)
-	if err != nil {
-		r.log.LogAttrs(ctx, slog.LevelWarn, "usage events not published yet: event stream unavailable; their records stay in the spool",
-			slog.Int("records", len(recs)), slog.Any("err", err))
+	switch {
+	case err != nil:
+		r.retryPublish = time.Now().Add(publishRetry)
+		if !r.publishFailing {
+			r.publishFailing = true
+			r.log.LogAttrs(ctx, slog.LevelWarn, "usage events not published: event stream unavailable; their records stay in the spool until it is back",
+				slog.Int("records", len(recs)), slog.Any("err", err))
+		}
+	case r.publishFailing:
+		r.publishFailing = false
+		r.log.LogAttrs(ctx, slog.LevelInfo, "usage events published again")
 	}
 	return err
 }

@@ -52,6 +52,10 @@ type Recorder struct {
 	// replayStored is the spilled segment whose records the store took
 	// while the outbox refused them: its replay is not written again.
 	replayStored *segment
+	// publishFailing is set while the outbox refuses, and retryPublish is
+	// when to try it again. The writer's alone.
+	publishFailing bool
+	retryPublish   time.Time
 }
 
 // Guard wraps every write of records to the store: write stores them, and
