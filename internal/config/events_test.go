@@ -71,3 +71,22 @@ func TestValidateEvents(t *testing.T) {
 		})
 	}
 }
+
+// LoadEvents checks the events section only: a catalog whose credentials'
+// variables are not set here still gives its events section, defaulted.
+func TestLoadEventsReadsOnlyItsSection(t *testing.T) {
+	doc := baseYAML + "events:\n  nats: {url: nats://127.0.0.1:4222}\n  consumer: {url_env: REPORTS_URL}\n"
+	ev, err := LoadEvents([]byte(doc), lookup(map[string]string{"REPORTS_URL": "postgres://127.0.0.1/reports"}))
+	if err != nil {
+		t.Fatalf("LoadEvents = %v", err)
+	}
+	if ev.NATS.Stream != DefaultEventsStream || ev.Consumer.Durable != DefaultEventsDurable {
+		t.Errorf("LoadEvents = %+v, %+v; want the defaults applied", *ev.NATS, ev.Consumer)
+	}
+	if _, err := LoadEvents([]byte(doc), lookup(nil)); err == nil || !strings.Contains(err.Error(), "events.consumer.url_env: environment variable REPORTS_URL is not set") {
+		t.Errorf("LoadEvents without REPORTS_URL = %v", err)
+	}
+	if _, err := LoadEvents([]byte(doc+"bogus: 1\n"), lookup(nil)); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("LoadEvents with an unknown field = %v, want it refused", err)
+	}
+}
