@@ -43,7 +43,7 @@ type Recorder struct {
 	// setAsideCount counts the records the store refused (SetAside).
 	setAsideCount atomic.Int64
 	// held is how many records the writer holds, read from the queue and
-	// not yet stored or not yet published (Pending).
+	// not yet stored (Pending).
 	held atomic.Int64
 	// outbox, if set, publishes every stored record before its segment
 	// may go (WithOutbox); unpublished counts those waiting for it.
@@ -191,13 +191,13 @@ func (r *Recorder) run() {
 		if p.len() >= maxPending {
 			queue = nil
 		}
-		r.held.Store(int64(p.len()))
+		r.held.Store(int64(len(p.recs)))
 	}
 }
 
 // Pending counts the records waiting in memory for the store: queued, or
-// held by the writer until the store takes them (and, with an outbox,
-// until it has published them: Unpublished of them). Records on disk only (a
+// held by the writer until the store takes them. Those the store has and
+// an outbox does not are Unpublished. Records on disk only (a
 // full queue's) are in SpoolBytes instead.
 func (r *Recorder) Pending() int64 { return int64(len(r.queue)) + r.held.Load() }
 
@@ -206,7 +206,8 @@ func (r *Recorder) Pending() int64 { return int64(len(r.queue)) + r.held.Load() 
 // has, deleted when that segment is full. 0 without a spool.
 func (r *Recorder) SpoolBytes() int64 { return r.spool.size() }
 
-// maxPending bounds the records held while the store refuses writes.
+// maxPending bounds the records held while the store (or the outbox)
+// refuses writes.
 const maxPending = 4 * queueSize
 
 // write stores what is pending, then publishes what is stored (with an
@@ -219,8 +220,9 @@ func (r *Recorder) write(p *pending) bool {
 	return r.publish(p) && stored
 }
 
-// storePending writes p.recs to the store and reports whether it took them. Then
-// they are done, or, with an outbox, wait in p.stored to be published.
+// storePending writes p.recs to the store and reports whether it took
+// them. Then they are done, or, with an outbox, wait in p.stored to be
+// published.
 func (r *Recorder) storePending(p *pending) bool {
 	if len(p.recs) == 0 {
 		return true
