@@ -625,13 +625,16 @@ type Execution struct {
 	AccountID    string
 	EndpointID   string
 	Model        string
-	Status       ExecutionStatus
-	HTTPStatus   int
-	Error        string // internal cause, safe for logs (no secrets)
-	Started      time.Time
-	FirstByte    time.Duration // 0 if none arrived
-	Duration     time.Duration
-	Usage        Usage
+	// Protocol is what was spoken to the endpoint (the edge's): the
+	// record's own protocol, or the one Sluice translated it to.
+	Protocol   Protocol
+	Status     ExecutionStatus
+	HTTPStatus int
+	Error      string // internal cause, safe for logs (no secrets)
+	Started    time.Time
+	FirstByte  time.Duration // 0 if none arrived
+	Duration   time.Duration
+	Usage      Usage
 	// Expected are the accounts the key's route policy meant the request
 	// for (strict, preferred); empty when any account would do.
 	Expected []string

@@ -179,7 +179,11 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		return upstream.BreakerSettings{Failures: f, Open: open}
 	}, g.breakerChanged)
 	ledger := sqlledger.New(g.db)
-	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond); err != nil {
+	outbox, err := g.eventsOutbox(cat, o.LookupEnv, id)
+	if err != nil {
+		return nil, err
+	}
+	if g.recorder, err = settle.NewRecorder(ledger, o.Log, spoolDir(cat.Database.SpoolDir, dbURL), 256, 200*time.Millisecond, outbox...); err != nil {
 		return nil, err
 	}
 	g.totals = newLedgerTotals(ledger, g.live)

@@ -68,6 +68,13 @@ type oauthGateway struct {
 
 func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator) string) *oauthGateway {
 	t.Helper()
+	return startOAuthGatewayWith(t, refreshToken, "")
+}
+
+// startOAuthGatewayWith is startOAuthGateway with more top-level sections
+// (YAML) at the end of its catalog.
+func startOAuthGatewayWith(t *testing.T, refreshToken func(sim *simulator.Simulator) string, more string) *oauthGateway {
+	t.Helper()
 	g := &oauthGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{}), other: simulator.New(simulator.Options{})}
 	srv, otherSrv := httptest.NewServer(g.sim), httptest.NewServer(g.other)
 	t.Cleanup(func() { g.sim.Close(); g.other.Close(); srv.Close(); otherSrv.Close() })
@@ -80,7 +87,7 @@ func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator)
 	write("secret-key", "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n")
 	write("refresh-token", refreshToken(g.sim)+"\n")
 	g.cfgPath = filepath.Join(dir, "catalog.yaml")
-	write("catalog.yaml", fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL))
+	write("catalog.yaml", fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL)+more)
 	gw, err := app.Start(t.Context(), app.Options{
 		ConfigPath: g.cfgPath,
 		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

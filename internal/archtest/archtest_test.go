@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"internal/adminclient"},
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
-	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth"},
+	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth", "internal/events"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/metrics"},
 	{"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/responses"},
@@ -42,7 +42,7 @@ var layers = [][]string{
 // implementations may be imported by app (and tests) only.
 var implementations = []string{
 	"internal/catalog/memcatalog", "internal/catalog/sqlcatalog",
-	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth",
+	"internal/ledger/memledger", "internal/ledger/sqlledger", "internal/sqldb", "internal/simulator", "internal/oauth", "internal/events",
 	"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded",
 	"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/openai", "internal/adapter/responses",
 }

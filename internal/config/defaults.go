@@ -38,7 +38,9 @@ const (
 //   - billing: currency USD (when the section sets anything); accounts
 //     max_inflight 1, on_limit wait;
 //   - state: backend memory; database: url sqlite://data/sluice.db (unless
-//     url_env or url_file is set).
+//     url_env or url_file is set);
+//   - events (when nats is set): stream SLUICE_USAGE, subject_prefix
+//     sluice.usage, duplicate_window 15m; consumer durable sluice-reporting.
 //
 // Version has no default. Values that are set, even invalid ones such as a
 // negative weight, are left for Validate to report. ApplyDefaults is
@@ -75,6 +77,7 @@ func ApplyDefaults(c *Catalog) {
 		Total:     Duration(10 * time.Minute),
 	})
 	setString(&c.State.Backend, "memory")
+	applyEventsDefaults(&c.Events)
 	if d := &c.Database; d.URLEnv == "" && d.URLFile == "" {
 		setString(&d.URL, "sqlite://data/sluice.db")
 	}

@@ -47,6 +47,8 @@ func loadFull(t *testing.T) *Catalog {
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
 		"SLUICE_DATABASE_URL":    "postgres://sluice:db-password@127.0.0.1:5432/sluice?sslmode=disable",
 		"SLUICE_SECRET_KEY":      "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=",
+		"SLUICE_NATS_TOKEN":      "nats-token-0001",
+		"SLUICE_REPORTING_URL":   "postgres://reports:reports-password@127.0.0.1:5432/reports?sslmode=disable",
 	})
 	c, err := Load(data, env)
 	if err != nil {
@@ -73,6 +75,7 @@ func TestFullExample(t *testing.T) {
 	alternatives := map[string]bool{
 		"database.url": true, "database.url_file": true, "state.redis.url": true, "state.redis.url_env": true,
 		"server.secret_key_file": true, "credentials.oauth.client_secret_env": true,
+		"events.nats.creds_file": true, "events.consumer.url": true, "events.consumer.url_file": true,
 	}
 	var unset []string
 	for path, set := range fieldsSet(reflect.ValueOf(*written), "") {

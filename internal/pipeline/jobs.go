@@ -414,7 +414,7 @@ func (h *Handler) endJob(ctx context.Context, snap *Snapshot, job store.Job, st 
 func jobUsage(job *store.Job) sluice.UsageRecord {
 	exec := sluice.Execution{
 		EdgeID: job.EdgeID, CredentialID: job.CredentialID, AccountID: job.AccountID, EndpointID: job.EndpointID,
-		Model: job.Model, Status: sluice.ExecutionOK, HTTPStatus: http.StatusOK,
+		Model: job.Model, Protocol: sluice.Protocol(job.Protocol), Status: sluice.ExecutionOK, HTTPStatus: http.StatusOK,
 		Started: job.Submitted, Duration: job.Ended.Sub(job.Submitted),
 	}
 	if !job.Running.IsZero() {

@@ -28,9 +28,10 @@ const (
 	// request settled, never lost), version 4 the cache-write tokens at the
 	// end of every usage and the record's affinity placement at its end,
 	// version 5 each execution's credential owner (BYOK) after its
-	// fallback, version 6 the record's quota profile at its end; older
-	// payloads still decode, without them.
-	recordVersion = 6
+	// fallback, version 6 the record's quota profile at its end, version 7
+	// each execution's upstream protocol after its owner; older payloads
+	// still decode, without them.
+	recordVersion = 7
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -85,6 +86,7 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 		b = appendString(b, e.Fallback)
 		b = appendString(b, e.Owner.Tenant)
 		b = appendString(b, e.Owner.User)
+		b = appendString(b, string(e.Protocol))
 	}
 	b = appendBool(b, r.Job != nil)
 	if j := r.Job; j != nil {
@@ -222,6 +224,9 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 			}
 			if version >= 5 {
 				e.Owner = sluice.Owner{Tenant: d.string(), User: d.string()}
+			}
+			if version >= 7 {
+				e.Protocol = sluice.Protocol(d.string())
 			}
 		}
 	} else if n > 0 {

@@ -26,7 +26,7 @@ func fullRecord(id string) sluice.UsageRecord {
 				HTTPStatus: 429, Error: "upstream answered 429", Started: start, FirstByte: 10 * time.Millisecond, Duration: 11 * time.Millisecond,
 				Expected: []string{"org-1", "org-3"}},
 			{EdgeID: "k2/ep/m", CredentialID: "k2", AccountID: "org-2", EndpointID: "ep", Model: "m", Status: sluice.ExecutionOK,
-				HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used,
+				Protocol: sluice.ProtocolAnthropic, HTTPStatus: 200, Started: start.Add(time.Second), FirstByte: 20 * time.Millisecond, Duration: time.Second, Usage: used,
 				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate", Owner: sluice.Owner{Tenant: "acme", User: "bob"}},
 		},
 		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
@@ -98,10 +98,38 @@ func asVersion4(rec sluice.UsageRecord) sluice.UsageRecord {
 	return rec
 }
 
-// asVersion5 is rec as a version 5 payload holds it: no quota profile.
+// asVersion5 is rec as a version 5 payload holds it: no quota profile,
+// nor what version 6 lacks.
 func asVersion5(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec = asVersion6(rec)
 	rec.Profile = ""
 	return rec
+}
+
+// asVersion6 is rec as a version 6 payload holds it: executions without
+// their upstream protocol.
+func asVersion6(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.Executions = slices.Clone(rec.Executions)
+	for i := range rec.Executions {
+		rec.Executions[i].Protocol = ""
+	}
+	return rec
+}
+
+// testdata/v6-record.frame is fullRecord("r1") as the encoder of version 6
+// wrote it, before executions carried their upstream protocol.
+func TestVersion6FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v6-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 6 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(asVersion6(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 6 record differs (-want +got):\n%s", diff)
+	}
 }
 
 // testdata/v5-record.frame is fullRecord("r1") as the encoder of version 5

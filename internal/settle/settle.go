@@ -1,9 +1,10 @@
 // Package settle finishes a request after its answer: it writes the usage
 // record (with every execution) through a batching writer so the request
 // path never waits on the database, keeping each record in a local spool
-// until the database has it, and counts what could not be kept. Later
-// issues add claim release and ledger entries here. It depends on package
-// sluice and the ledger.Usage interface only.
+// until the database has it (and, with an Outbox, until an event stream
+// has its events), and counts what could not be kept. It depends on package
+// sluice and the ledger.Usage interface only; the event stream is behind
+// the Outbox interface.
 package settle
 
 import (
@@ -44,6 +45,17 @@ type Recorder struct {
 	// held is how many records the writer holds, read from the queue and
 	// not yet stored (Pending).
 	held atomic.Int64
+	// outbox, if set, publishes every stored record before its segment
+	// may go (WithOutbox); unpublished counts those waiting for it.
+	outbox      Outbox
+	unpublished atomic.Int64
+	// replayStored is the spilled segment whose records the store took
+	// while the outbox refused them: its replay is not written again.
+	replayStored *segment
+	// publishFailing is set while the outbox refuses, and retryPublish is
+	// when to try it again. The writer's alone.
+	publishFailing bool
+	retryPublish   time.Time
 }
 
 // Guard wraps every write of records to the store: write stores them, and
@@ -71,8 +83,11 @@ const queueSize = 4096
 // ("" for none); records left there by a process that died are replayed
 // into the store in the background. The spool is the store's own: two
 // stores must not share one spool directory.
-func NewRecorder(store ledger.Usage, log *slog.Logger, spoolDir string, batch int, interval time.Duration) (*Recorder, error) {
+func NewRecorder(store ledger.Usage, log *slog.Logger, spoolDir string, batch int, interval time.Duration, opts ...Option) (*Recorder, error) {
 	r := &Recorder{store: store, log: log, queue: make(chan queued, queueSize), batch: batch, every: interval, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(r)
+	}
 	if spoolDir != "" {
 		var err error
 		if r.spool, err = openSpool(spoolDir, log); err != nil {
@@ -127,11 +142,18 @@ func (r *Recorder) Close() {
 	<-r.done
 }
 
-// pending are the records the writer holds, with their segments.
+// pending are the records the writer holds, with their segments: recs
+// on their way to the store, then (with an outbox) stored on their way to
+// the outbox.
 type pending struct {
-	recs []sluice.UsageRecord
-	segs []*segment
+	recs       []sluice.UsageRecord
+	segs       []*segment
+	stored     []sluice.UsageRecord
+	storedSegs []*segment
 }
+
+// len counts the records held, stored or not.
+func (p *pending) len() int { return len(p.recs) + len(p.stored) }
 
 func (p *pending) add(q queued) {
 	p.recs = append(p.recs, q.rec)
@@ -166,7 +188,7 @@ func (r *Recorder) run() {
 		// records on disk (and pushes back on callers with unspooled ones)
 		// instead of memory growing without limit.
 		queue = r.queue
-		if len(p.recs) >= maxPending {
+		if p.len() >= maxPending {
 			queue = nil
 		}
 		r.held.Store(int64(len(p.recs)))
@@ -174,7 +196,8 @@ func (r *Recorder) run() {
 }
 
 // Pending counts the records waiting in memory for the store: queued, or
-// held by the writer until the store takes them. Records on disk only (a
+// held by the writer until the store takes them. Those the store has and
+// an outbox does not are Unpublished. Records on disk only (a
 // full queue's) are in SpoolBytes instead.
 func (r *Recorder) Pending() int64 { return int64(len(r.queue)) + r.held.Load() }
 
@@ -183,20 +206,36 @@ func (r *Recorder) Pending() int64 { return int64(len(r.queue)) + r.held.Load() 
 // has, deleted when that segment is full. 0 without a spool.
 func (r *Recorder) SpoolBytes() int64 { return r.spool.size() }
 
-// maxPending bounds the records held while the store refuses writes.
+// maxPending bounds the records held while the store (or the outbox)
+// refuses writes.
 const maxPending = 4 * queueSize
 
-// write stores what is pending and reports whether the store took it. On
-// failure all of it stays pending (records are idempotent by request ID,
-// so writing them again later is safe).
+// write stores what is pending, then publishes what is stored (with an
+// outbox), and reports whether nothing is left. On failure the records stay
+// pending (records are idempotent by request ID, and events by their IDs,
+// so writing them again later is safe). The two are tried independently:
+// a stream that is down does not hold back the database, nor the reverse.
 func (r *Recorder) write(p *pending) bool {
+	stored := r.storePending(p)
+	return r.publish(p) && stored
+}
+
+// storePending writes p.recs to the store and reports whether it took
+// them. Then they are done, or, with an outbox, wait in p.stored to be
+// published.
+func (r *Recorder) storePending(p *pending) bool {
 	if len(p.recs) == 0 {
 		return true
 	}
 	if err := r.put(p.recs); err != nil {
 		return false
 	}
-	r.spool.stored(p.segs)
+	if r.outbox == nil {
+		r.spool.stored(p.segs)
+	} else {
+		p.stored = append(p.stored, p.recs...)
+		p.storedSegs = append(p.storedSegs, p.segs...)
+	}
 	clear(p.recs) // drop references to the stored records' strings
 	p.recs, p.segs = p.recs[:0], p.segs[:0]
 	return true
@@ -292,9 +331,14 @@ func (r *Recorder) replay() (empty bool) {
 			r.log.LogAttrs(context.Background(), slog.LevelWarn, "usage spool: torn frame at the end of a segment skipped",
 				slog.String("segment", seg.path), slog.Int("bytes", unread))
 		}
-		if len(recs) > 0 && r.put(recs) != nil {
+		if len(recs) > 0 && r.replayStored != seg && r.put(recs) != nil {
 			return false
 		}
+		if err := r.publishAll(recs); err != nil {
+			r.replayStored = seg
+			return false
+		}
+		r.replayStored = nil
 		r.spool.replayed(seg)
 	}
 	return false
@@ -315,15 +359,13 @@ func (r *Recorder) finish(p *pending) {
 	for !(r.write(p) && r.replay()) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	var lost int
-	for _, seg := range p.segs {
-		if seg == nil {
-			lost++
-		}
-	}
-	if lost > 0 {
+	if lost := notOnDisk(p.segs); lost > 0 {
 		r.dropped.Add(int64(lost))
 		r.log.LogAttrs(context.Background(), slog.LevelError, "usage records lost at shutdown: store unavailable",
+			slog.Int("records", lost))
+	}
+	if lost := notOnDisk(p.storedSegs); lost > 0 {
+		r.log.LogAttrs(context.Background(), slog.LevelError, "usage events lost at shutdown: event stream unavailable (the database has their records)",
 			slog.Int("records", lost))
 	}
 	if left := r.spool.close(); left > 0 {
@@ -334,3 +376,13 @@ func (r *Recorder) finish(p *pending) {
 
 // drainTimeout bounds how long Close waits for an unavailable store.
 const drainTimeout = 5 * time.Second
+
+// notOnDisk counts the records of segs that no segment holds.
+func notOnDisk(segs []*segment) (n int) {
+	for _, seg := range segs {
+		if seg == nil {
+			n++
+		}
+	}
+	return n
+}

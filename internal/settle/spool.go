@@ -47,7 +47,7 @@ type segment struct {
 	path    string
 	bytes   int64
 	records int  // appended
-	written int  // of those, stored from the writer's memory
+	written int  // of those, done from the writer's memory: stored, and published when there is an outbox
 	sealed  bool // no more appends: done once its records are stored
 	spilled bool // some records are on disk only: the writer replays the file
 }
@@ -250,8 +250,9 @@ func (s *spool) spill(seg *segment) {
 	seg.spilled = true
 }
 
-// stored counts records the writer stored from memory, by their segments
-// (nil for a record not on disk), and deletes segments now done.
+// stored counts records the writer is done with from memory (stored, and
+// published when there is an outbox), by their segments (nil for a record
+// not on disk), and deletes segments now done.
 func (s *spool) stored(segs []*segment) {
 	if s == nil {
 		return
@@ -266,7 +267,7 @@ func (s *spool) stored(segs []*segment) {
 	s.collect()
 }
 
-// collect deletes the sealed segments whose records are all stored from
+// collect deletes the sealed segments whose records are all done from
 // memory. Callers hold mu.
 func (s *spool) collect() {
 	s.segs = slices.DeleteFunc(s.segs, func(seg *segment) bool {
@@ -335,7 +336,7 @@ func (s *spool) setAside(rec *sluice.UsageRecord) (string, error) {
 	return path, errors.Join(err, f.Close())
 }
 
-// replayed deletes a spilled segment whose records are all stored.
+// replayed deletes a spilled segment whose records are all done.
 func (s *spool) replayed(seg *segment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

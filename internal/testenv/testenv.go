@@ -1,7 +1,9 @@
 // Package testenv gives tests the real servers they run against: a
 // PostgreSQL schema of their own, a Redis address, a Redis Cluster started
 // from the installed redis-server and shared by the tests of a process
-// (RedisCluster), and a private redis-server a test may kill (StartRedis).
+// (RedisCluster), a private redis-server a test may kill (StartRedis), the
+// shared NATS server with JetStream (NATS) and a private nats-server a test
+// may kill and start again (StartNATS).
 // A server that is not reachable skips the test with the reason, except when
 // CI=true, where it fails it: CI must run every store against a real server.
 //

@@ -107,7 +107,7 @@ func countLocally(w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, an
 func newExecution(e *sluice.Edge) sluice.Execution {
 	return sluice.Execution{
 		EdgeID: e.ID, CredentialID: e.Credential.ID, AccountID: e.Account.ID, EndpointID: e.Endpoint.ID,
-		Model: e.Model, Started: time.Now(), Owner: e.Credential.Owner,
+		Model: e.Model, Protocol: e.Protocol, Started: time.Now(), Owner: e.Credential.Owner,
 	}
 }
 
