@@ -35,6 +35,11 @@ type Store struct {
 	// price_versions that this Store has met: the writer looks one up
 	// there only the first time. Replaced whole, never changed.
 	versions atomic.Pointer[map[string]int64]
+
+	// For tests of Retain: records per transaction (0: retainBatch), and
+	// what runs after each transaction commits.
+	retainBatch int
+	afterBatch  func()
 }
 
 var (

@@ -1,0 +1,178 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// dayColumns are the tables PostgreSQL partitions by UTC day (migration
+// 17), each with the column of microseconds it is partitioned on. Every
+// such table has a partition per day, named table_YYYYMMDD, and a default
+// partition, table_default, for rows of a day that has none: an insert
+// never fails for want of a partition.
+var dayColumns = map[string]string{
+	"usage_records":  "started_at",
+	"executions":     "started_at",
+	"ledger_charges": "at",
+	"audit_log":      "at",
+}
+
+// DaysAhead is how many days after today PartitionAhead creates partitions
+// for: a week of ticks of the job that calls it may fail before rows start
+// going to the default partition.
+const DaysAhead = 7
+
+// partitionLock is the PostgreSQL advisory lock key that serialises the
+// creation of partitions between replicas.
+const partitionLock int64 = migrationLock + 1
+
+// Partition is one day partition of a table.
+type Partition struct {
+	Table string    // the partitioned table
+	Name  string    // the partition's own table
+	Day   time.Time // the UTC day whose rows it holds
+}
+
+// PartitionedByDay reports whether the tables of dayColumns are
+// partitioned: on PostgreSQL. SQLite has no partitions, and its history is
+// removed by deleting rows.
+func (db *DB) PartitionedByDay() bool { return db.d == &postgresDialect }
+
+// PartitionAhead creates, for every partitioned table, the partitions of
+// the UTC days from now's through DaysAhead days later that do not exist
+// yet. It does nothing on SQLite.
+func (db *DB) PartitionAhead(ctx context.Context, now time.Time) error {
+	day := utcDay(now)
+	for _, table := range slices.Sorted(maps.Keys(dayColumns)) {
+		if err := db.AddPartitions(ctx, table, day, day.AddDate(0, 0, DaysAhead)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddPartitions creates the partitions of table for the UTC days from
+// through to that do not exist yet, each in a transaction of its own,
+// moving into it any rows of its day that the default partition holds
+// (PostgreSQL refuses a partition for rows the default has). It does
+// nothing on SQLite.
+func (db *DB) AddPartitions(ctx context.Context, table string, from, to time.Time) error {
+	col, ok := dayColumns[table]
+	if !ok {
+		return fmt.Errorf("partitions: %s is not partitioned by day", table)
+	}
+	if !db.PartitionedByDay() {
+		return nil
+	}
+	for day := utcDay(from); !day.After(to); day = day.AddDate(0, 0, 1) {
+		if err := db.addPartition(ctx, table, col, day); err != nil {
+			return fmt.Errorf("partition %s of %s: %w", day.Format(time.DateOnly), table, err)
+		}
+	}
+	return nil
+}
+
+// addPartition creates the day's partition of table unless it exists.
+// The partition is made apart and then attached, which locks the parent
+// table less than CREATE TABLE … PARTITION OF: writers go on inserting.
+func (db *DB) addPartition(ctx context.Context, table, col string, day time.Time) error {
+	name := partitionName(table, day)
+	lo := day.UnixMicro()
+	hi := day.AddDate(0, 0, 1).UnixMicro()
+	return db.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, partitionLock); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass(?) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
+			return err
+		}
+		// Names are made here of a table of dayColumns and digits, never
+		// of input; quoted all the same.
+		for _, stmt := range []string{
+			fmt.Sprintf(`CREATE TABLE %q (LIKE %q INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, name, table),
+			fmt.Sprintf(`WITH moved AS (DELETE FROM %q WHERE %s >= %d AND %s < %d RETURNING *) INSERT INTO %q SELECT * FROM moved`,
+				table+"_default", col, lo, col, hi, name),
+			fmt.Sprintf(`ALTER TABLE %q ATTACH PARTITION %q FOR VALUES FROM (%d) TO (%d)`, table, name, lo, hi),
+		} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Partitions returns the day partitions of table, oldest first (not its
+// default partition); none on SQLite.
+func (r runner) Partitions(ctx context.Context, table string) ([]Partition, error) {
+	if _, ok := dayColumns[table]; !ok {
+		return nil, fmt.Errorf("partitions: %s is not partitioned by day", table)
+	}
+	if r.d != &postgresDialect {
+		return nil, nil
+	}
+	rows, err := r.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = to_regclass(?)`, table)
+	if err != nil {
+		return nil, fmt.Errorf("partitions of %s: %w", table, err)
+	}
+	defer rows.Close()
+	var out []Partition
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", table, err)
+		}
+		day, err := time.Parse("20060102", strings.TrimPrefix(name, table+"_"))
+		if err != nil {
+			continue // the default partition
+		}
+		out = append(out, Partition{Table: table, Name: name, Day: day})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("partitions of %s: %w", table, err)
+	}
+	slices.SortFunc(out, func(a, b Partition) int { return a.Day.Compare(b.Day) })
+	return out, nil
+}
+
+// DropPartition drops p, its rows with it, when tx commits.
+func (tx *Tx) DropPartition(ctx context.Context, p Partition) error {
+	if p.Name != partitionName(p.Table, p.Day) {
+		return fmt.Errorf("drop partition: %q is not the partition of %s for %s", p.Name, p.Table, p.Day.Format(time.DateOnly))
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`DROP TABLE %q`, p.Name)); err != nil {
+		return fmt.Errorf("drop partition %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// TryLock takes the advisory lock key for the rest of tx and reports
+// whether it got it: false when another transaction holds it. It does
+// not wait. On SQLite it is always true: tx holds the database's write
+// lock already.
+func (tx *Tx) TryLock(ctx context.Context, key int64) (bool, error) {
+	if tx.d != &postgresDialect {
+		return true, nil
+	}
+	var got bool
+	err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(?)`, key).Scan(&got)
+	return got, err
+}
+
+// partitionName is the name of table's partition for day: the name
+// migration 17 gave the partitions it made.
+func partitionName(table string, day time.Time) string {
+	return table + "_" + day.UTC().Format("20060102")
+}
+
+// utcDay is the start of t's UTC day.
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
