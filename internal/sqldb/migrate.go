@@ -491,27 +491,23 @@ var migrations = []migration{{
 	},
 	postgres: []string{
 		// Each table is rebuilt partitioned by UTC day on its time column
-		// (microseconds): a partition per day that holds rows and for today
-		// and the next 7 days, a default partition for rows of any other
-		// day, the rows copied, the old table dropped. Keys and indexes
-		// are added once the rows are in. A key of a partitioned table
-		// must hold its partition column, so a foreign key can no longer
-		// name a request or an audit entry alone: those are dropped, and
-		// retention removes the dependent rows itself.
+		// (microseconds), its rows copied to its default partition, the old
+		// table dropped; keys and indexes are added once the rows are in.
+		// The day partitions are made after, one per transaction, by
+		// PartitionDays, which moves the default partition's rows into
+		// them: made here, in the one transaction of the migration, a
+		// database of years would hold a lock per partition and index at
+		// once, past max_locks_per_transaction. A key of a partitioned
+		// table must hold its partition column, so a foreign key can no
+		// longer name a request or an audit entry alone: those are
+		// dropped, and retention removes the dependent rows itself.
 		`CREATE FUNCTION pg_temp.partition_by_day(tbl text, col text) RETURNS void LANGUAGE plpgsql AS $$
 		DECLARE
-			old  text := tbl || '_unpartitioned';
-			d    bigint;
-			today bigint := floor(extract(epoch FROM now()) / 86400);
+			old text := tbl || '_unpartitioned';
 		BEGIN
 			EXECUTE format('ALTER TABLE %I RENAME TO %I', tbl, old);
 			EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (%I)', tbl, old, col);
 			EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', tbl || '_default', tbl);
-			FOR d IN EXECUTE format('SELECT DISTINCT floor(%I / 86400000000.0)::bigint FROM %I
-					UNION SELECT generate_series(%s, %s) ORDER BY 1', col, old, today, today + 7) LOOP
-				EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)',
-					tbl || '_' || to_char(to_timestamp(d * 86400) AT TIME ZONE 'UTC', 'YYYYMMDD'), tbl, d * 86400000000, (d + 1) * 86400000000);
-			END LOOP;
 			EXECUTE format('INSERT INTO %I SELECT * FROM %I', tbl, old);
 			EXECUTE format('DROP TABLE %I', old);
 		END $$`,

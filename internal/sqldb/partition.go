@@ -21,7 +21,7 @@ var dayColumns = map[string]string{
 	"audit_log":      "at",
 }
 
-// DaysAhead is how many days after today PartitionAhead creates partitions
+// DaysAhead is how many days after today PartitionDays creates partitions
 // for: a week of ticks of the job that calls it may fail before rows start
 // going to the default partition.
 const DaysAhead = 7
@@ -42,17 +42,51 @@ type Partition struct {
 // removed by deleting rows.
 func (db *DB) PartitionedByDay() bool { return db.d == &postgresDialect }
 
-// PartitionAhead creates, for every partitioned table, the partitions of
-// the UTC days from now's through DaysAhead days later that do not exist
-// yet. It does nothing on SQLite.
-func (db *DB) PartitionAhead(ctx context.Context, now time.Time) error {
-	day := utcDay(now)
+// PartitionDays creates, for every partitioned table, the partitions that
+// do not exist yet of the UTC days from now's through DaysAhead days
+// later, and of every day the default partition holds rows of (moving
+// them in): the rows migration 17 copied there, and those written for a
+// day without a partition since. It does nothing on SQLite.
+func (db *DB) PartitionDays(ctx context.Context, now time.Time) error {
+	if !db.PartitionedByDay() {
+		return nil
+	}
+	today := utcDay(now)
 	for _, table := range slices.Sorted(maps.Keys(dayColumns)) {
-		if err := db.AddPartitions(ctx, table, day, day.AddDate(0, 0, DaysAhead)); err != nil {
+		days, err := db.defaultDays(ctx, table)
+		if err != nil {
 			return err
+		}
+		for i := range DaysAhead + 1 {
+			days = append(days, today.AddDate(0, 0, i))
+		}
+		for _, day := range days {
+			if err := db.AddPartitions(ctx, table, day, day); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// defaultDays are the UTC days the default partition of table holds rows of.
+func (db *DB) defaultDays(ctx context.Context, table string) ([]time.Time, error) {
+	// Floored, in numeric: a time before 1970 (a zero time.Time) is in
+	// the day before the one integer division would truncate it to.
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT DISTINCT floor(%s::numeric / 86400000000)::bigint FROM %q`, dayColumns[table], table+"_default"))
+	if err != nil {
+		return nil, fmt.Errorf("days of %s_default: %w", table, err)
+	}
+	defer rows.Close()
+	var days []time.Time
+	for rows.Next() {
+		var day int64
+		if err := rows.Scan(&day); err != nil {
+			return nil, fmt.Errorf("days of %s_default: %w", table, err)
+		}
+		days = append(days, time.Unix(day*86400, 0).UTC())
+	}
+	return days, rows.Err()
 }
 
 // AddPartitions creates the partitions of table for the UTC days from

@@ -563,27 +563,44 @@ func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.Spend
 		return nil, err
 	}
 	dims := slices.Compact(slices.Sorted(slices.Values(f.By)))
-	var out []ledger.SpendRow
-	oldest, err := s.oldestRecord(ctx)
+	queries, err := s.spendQueries(ctx, f, dims)
 	if err != nil {
 		return nil, fmt.Errorf("spend: %w", err)
+	}
+	var out []ledger.SpendRow
+	for _, q := range queries {
+		if out, err = s.spend(ctx, out, dims, q); err != nil {
+			return nil, fmt.Errorf("spend: %w", err)
+		}
+	}
+	out = mergeSpend(out)
+	slices.SortFunc(out, ledger.CompareSpendRows) // in Go: the database's collation may order text otherwise
+	return out, nil
+}
+
+// query is an SQL query and its arguments.
+type query struct {
+	sql  string
+	args []any
+}
+
+// spendQueries are the queries of a spend report: of the records held,
+// unless the range ends before the oldest of them, and of the roll-ups.
+func (s *Store) spendQueries(ctx context.Context, f ledger.SpendFilter, dims []ledger.Dimension) ([]query, error) {
+	var out []query
+	oldest, err := s.oldestRecord(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if !oldest.IsZero() && (f.To.IsZero() || oldest.Before(f.To)) {
 		from := f.From
 		if from.Before(oldest) {
 			from = oldest
 		}
-		if out, err = s.spend(ctx, out, spendRecords, dims, f, "started_at", timeBound(from), timeBound(f.To)); err != nil {
-			return nil, fmt.Errorf("spend: %w", err)
-		}
+		out = append(out, spendQuery(spendRecords, dims, f, "started_at", timeBound(from), timeBound(f.To)))
 	}
 	// Roll-up rows count in the range when their day starts in it.
-	if out, err = s.spend(ctx, out, spendRollups, dims, f, "day", dayBound(f.From), dayBound(f.To)); err != nil {
-		return nil, fmt.Errorf("spend: %w", err)
-	}
-	out = mergeSpend(out)
-	slices.SortFunc(out, ledger.CompareSpendRows) // in Go: the database's collation may order text otherwise
-	return out, nil
+	return append(out, spendQuery(spendRollups, dims, f, "day", dayBound(f.From), dayBound(f.To))), nil
 }
 
 // oldestRecord is the start of the oldest record held; zero with none.
@@ -617,10 +634,9 @@ func dayBound(t time.Time) *int64 {
 	return &day
 }
 
-// spend runs f's query on src, with col between lo (inclusive) and hi
-// (exclusive) where they are not nil, and appends its rows to out.
-func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, src spendSource, dims []ledger.Dimension, f ledger.SpendFilter,
-	col string, lo, hi *int64) ([]ledger.SpendRow, error) {
+// spendQuery is f's query of src, with col between lo (inclusive) and hi
+// (exclusive) where they are not nil.
+func spendQuery(src spendSource, dims []ledger.Dimension, f ledger.SpendFilter, col string, lo, hi *int64) query {
 	var cols, groups []string
 	for _, d := range dims {
 		c := src.columns[d]
@@ -641,12 +657,17 @@ func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, src spendSourc
 			where, args = append(where, c.col+" = ?"), append(args, c.want)
 		}
 	}
-	query := `SELECT ` + strings.Join(append(slices.Clone(cols), src.sums...), ", ") + ` FROM ` + src.table + ` WHERE ` + strings.Join(where, " AND ")
+	q := `SELECT ` + strings.Join(append(slices.Clone(cols), src.sums...), ", ") + ` FROM ` + src.table + ` WHERE ` + strings.Join(where, " AND ")
 	if len(groups) > 0 {
-		query += ` GROUP BY ` + strings.Join(groups, ", ")
+		q += ` GROUP BY ` + strings.Join(groups, ", ")
 	}
-	query += ` HAVING COUNT(*) > 0` // without groups, no records is no row, not a row of zeros
-	rows, err := s.db.Query(ctx, query, args...)
+	q += ` HAVING COUNT(*) > 0` // without groups, no records is no row, not a row of zeros
+	return query{q, args}
+}
+
+// spend runs q, grouped by dims, and appends its rows to out.
+func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.Dimension, q query) ([]ledger.SpendRow, error) {
+	rows, err := s.db.Query(ctx, q.sql, q.args...)
 	if err != nil {
 		return nil, err
 	}
