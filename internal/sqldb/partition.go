@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -186,19 +187,6 @@ func (tx *Tx) DropPartition(ctx context.Context, p Partition) error {
 	return nil
 }
 
-// TryLock takes the advisory lock key for the rest of tx and reports
-// whether it got it: false when another transaction holds it. It does
-// not wait. On SQLite it is always true: tx holds the database's write
-// lock already.
-func (tx *Tx) TryLock(ctx context.Context, key int64) (bool, error) {
-	if tx.d != &postgresDialect {
-		return true, nil
-	}
-	var got bool
-	err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(?)`, key).Scan(&got)
-	return got, err
-}
-
 // partitionName is the name of table's partition for day: the name
 // migration 17 gave the partitions it made.
 func partitionName(table string, day time.Time) string {
@@ -209,4 +197,83 @@ func partitionName(table string, day time.Time) string {
 func utcDay(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// ErrLocked is what DropDays and InBatches return when another
+// transaction (another replica) holds their lock: it is doing the work.
+var ErrLocked = errors.New("another transaction holds the lock")
+
+// DropDays drops the partitions of table whose UTC day ends by cutoff,
+// oldest first, each in a transaction of its own that first takes the
+// advisory lock key (without waiting: ErrLocked when another holds it)
+// and runs keep, which copies what must outlive the partition's rows. It
+// does nothing on SQLite.
+func (db *DB) DropDays(ctx context.Context, table string, cutoff time.Time, key int64, keep func(*Tx, Partition) error) error {
+	parts, err := db.Partitions(ctx, table)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.Day.AddDate(0, 0, 1).After(cutoff) {
+			return nil
+		}
+		err := db.InTx(ctx, func(tx *Tx) error {
+			if err := tx.lock(ctx, key); err != nil {
+				return err
+			}
+			if err := keep(tx, p); err != nil {
+				return err
+			}
+			return tx.DropPartition(ctx, p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InBatches runs step in transactions of its own, each of which first
+// takes the advisory lock key as DropDays does, until step reports that
+// it did less than a whole batch; after, if not nil, runs once each has
+// committed. A batch per transaction lets other writers in between: on
+// SQLite a transaction holds the database's one write lock.
+func (db *DB) InBatches(ctx context.Context, key int64, step func(*Tx) (last bool, err error), after func()) error {
+	for {
+		var last bool
+		err := db.InTx(ctx, func(tx *Tx) error {
+			if err := tx.lock(ctx, key); err != nil {
+				return err
+			}
+			var err error
+			last, err = step(tx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if after != nil {
+			after()
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// lock takes the advisory lock key for the rest of tx, or returns
+// ErrLocked when another transaction holds it. On SQLite it does nothing:
+// tx holds the database's write lock already.
+func (tx *Tx) lock(ctx context.Context, key int64) error {
+	if tx.d != &postgresDialect {
+		return nil
+	}
+	var got bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(?)`, key).Scan(&got); err != nil {
+		return err
+	}
+	if !got {
+		return ErrLocked
+	}
+	return nil
 }

@@ -21,9 +21,6 @@ const retainLock int64 = 0x736c75696365 + 16 // "sluice" + 16
 // write lock, never waits long.
 const retainBatch = 1000
 
-// errRetainBusy stops Retain when another replica holds retainLock.
-var errRetainBusy = errors.New("another replica is removing records")
-
 // rollupKey are the columns a roll-up row groups records by, besides
 // their UTC day.
 const rollupKey = `tenant, key_id, billing_account, alias, model, pool, task_type, billed`
@@ -88,154 +85,74 @@ func keepCharges(from string) string {
 // fails leaves each day or batch either done or untouched; the next call
 // goes on.
 func (s *Store) Retain(ctx context.Context, cutoff time.Time) (removed int64, err error) {
-	n, err := s.dropDays(ctx, cutoff)
-	removed += n
+	err = s.dropDays(ctx, cutoff, &removed)
 	if err == nil {
-		n, err = s.deleteBefore(ctx, cutoff)
-		removed += n
+		err = s.deleteBefore(ctx, cutoff, &removed)
 	}
-	if errors.Is(err, errRetainBusy) {
-		return removed, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sqldb.ErrLocked) {
 		return removed, fmt.Errorf("retain usage: %w", err)
 	}
 	return removed, nil
 }
 
 // dropDays drops the partitions of usage_records and executions whose
-// day ends by cutoff. An execution starts with or after its request, so
-// the executions of a day's partition belong to records of that day or
-// before: gone, or going with it.
-func (s *Store) dropDays(ctx context.Context, cutoff time.Time) (removed int64, err error) {
-	if !s.db.PartitionedByDay() {
-		return 0, nil
-	}
-	days, err := s.db.Partitions(ctx, "usage_records")
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range days {
-		if p.Day.AddDate(0, 0, 1).After(cutoff) {
-			break
-		}
-		// The day's charges go to its partition of ledger_charges, made
-		// first: in a transaction of its own, as every partition is.
+// day ends by cutoff, adding the records it drops to removed. An
+// execution starts with or after its request, so the executions of a
+// day's partition belong to records of that day or before: gone, or going
+// with it.
+func (s *Store) dropDays(ctx context.Context, cutoff time.Time, removed *int64) error {
+	err := s.db.DropDays(ctx, "usage_records", cutoff, retainLock, func(tx *sqldb.Tx, p sqldb.Partition) error {
+		// Charges go to the day's partition of ledger_charges, made
+		// first (it may not exist for a day before the job ran).
 		if err := s.db.AddPartitions(ctx, "ledger_charges", p.Day, p.Day); err != nil {
-			return removed, err
+			return err
 		}
-		err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-			if got, err := tx.TryLock(ctx, retainLock); err != nil || !got {
-				return cmp.Or(err, errRetainBusy)
-			}
-			from := fmt.Sprintf(`%q WHERE TRUE`, p.Name)
-			if _, err := tx.Exec(ctx, rollUp(from)); err != nil {
+		from := fmt.Sprintf(`%q WHERE TRUE`, p.Name)
+		var n int64
+		for _, stmt := range []string{rollUp(from), keepCharges(from),
+			fmt.Sprintf(`DELETE FROM job_usage WHERE request_id IN (SELECT request_id FROM %q)`, p.Name)} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, keepCharges(from)); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`DELETE FROM job_usage WHERE request_id IN (SELECT request_id FROM %q)`, p.Name)); err != nil {
-				return err
-			}
-			var n int64
-			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n); err != nil {
-				return err
-			}
-			if err := tx.DropPartition(ctx, p); err != nil {
-				return err
-			}
-			removed += n
-			return nil
-		})
-		if err != nil {
-			return removed, err
 		}
-	}
-	execs, err := s.db.Partitions(ctx, "executions")
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n); err != nil {
+			return err
+		}
+		*removed += n
+		return nil
+	})
 	if err != nil {
-		return removed, err
+		return err
 	}
-	for _, p := range execs {
-		if p.Day.AddDate(0, 0, 1).After(cutoff) {
-			break
-		}
-		err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-			if got, err := tx.TryLock(ctx, retainLock); err != nil || !got {
-				return cmp.Or(err, errRetainBusy)
-			}
-			return tx.DropPartition(ctx, p)
-		})
-		if err != nil {
-			return removed, err
-		}
-	}
-	return removed, nil
+	return s.db.DropDays(ctx, "executions", cutoff, retainLock, func(*sqldb.Tx, sqldb.Partition) error { return nil })
 }
 
-// deleteBefore deletes the records started before cutoff, s.batch (or
-// retainBatch) at a time, each batch in a transaction of its own.
-func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time) (removed int64, err error) {
-	batch := s.retainBatch
-	if batch <= 0 {
-		batch = retainBatch
-	}
-	for {
-		var n int
-		err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-			if got, err := tx.TryLock(ctx, retainLock); err != nil || !got {
-				return cmp.Or(err, errRetainBusy)
+// deleteBefore deletes the records started before cutoff, s.retainBatch
+// (or retainBatch) at a time, adding them to removed.
+func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time, removed *int64) error {
+	batch := cmp.Or(s.retainBatch, retainBatch)
+	return s.db.InBatches(ctx, retainLock, func(tx *sqldb.Tx) (last bool, err error) {
+		ids, err := tx.Column(ctx, `SELECT request_id FROM usage_records WHERE started_at < ? ORDER BY started_at, request_id LIMIT ?`,
+			cutoff.UnixMicro(), batch)
+		if err != nil || len(ids) == 0 {
+			return true, err
+		}
+		// started_at repeats the bound so that PostgreSQL looks only in
+		// the partitions before cutoff.
+		in := `started_at < ? AND request_id IN ` + sqldb.Placeholders(1, len(ids))
+		args := append([]any{cutoff.UnixMicro()}, ids...)
+		for _, stmt := range []string{
+			rollUp(`usage_records WHERE ` + in),
+			keepCharges(`usage_records WHERE ` + in),
+			`DELETE FROM executions WHERE request_id IN (SELECT request_id FROM usage_records WHERE ` + in + `)`,
+			`DELETE FROM job_usage WHERE request_id IN (SELECT request_id FROM usage_records WHERE ` + in + `)`,
+			`DELETE FROM usage_records WHERE ` + in,
+		} {
+			if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+				return false, err
 			}
-			ids, err := oldest(ctx, tx, cutoff, batch)
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			n = len(ids)
-			// started_at repeats the bound so that PostgreSQL looks only in
-			// the partitions before cutoff.
-			in := `started_at < ? AND request_id IN ` + sqldb.Placeholders(1, len(ids))
-			args := append([]any{cutoff.UnixMicro()}, ids...)
-			for _, stmt := range []string{
-				rollUp(`usage_records WHERE ` + in),
-				keepCharges(`usage_records WHERE ` + in),
-				`DELETE FROM executions WHERE request_id IN (SELECT request_id FROM usage_records WHERE ` + in + `)`,
-				`DELETE FROM job_usage WHERE request_id IN (SELECT request_id FROM usage_records WHERE ` + in + `)`,
-				`DELETE FROM usage_records WHERE ` + in,
-			} {
-				if _, err := tx.Exec(ctx, stmt, args...); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return removed, err
 		}
-		removed += int64(n)
-		if s.afterBatch != nil {
-			s.afterBatch()
-		}
-		if n < batch {
-			return removed, nil
-		}
-	}
-}
-
-// oldest returns the IDs of the first n records started before cutoff.
-func oldest(ctx context.Context, tx *sqldb.Tx, cutoff time.Time, n int) ([]any, error) {
-	rows, err := tx.Query(ctx, `SELECT request_id FROM usage_records WHERE started_at < ? ORDER BY started_at, request_id LIMIT ?`,
-		cutoff.UnixMicro(), n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []any
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+		*removed += int64(len(ids))
+		return len(ids) < batch, nil
+	}, s.afterBatch)
 }
