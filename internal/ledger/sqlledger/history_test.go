@@ -185,7 +185,7 @@ func TestSpendBeyondRetentionHasNoEndUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []ledger.SpendRow{
-			{Requests: 4, Tokens: 60, Price: 1000, Cost: 400},              // 4 days rolled up
+			{Requests: 4, Tokens: 60, Price: 1000, Cost: 400},               // 4 days rolled up
 			{EndUser: "u7", Requests: 1, Tokens: 15, Price: 250, Cost: 100}, // the last day's record
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
