@@ -1,0 +1,150 @@
+package sqldb_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/catalog/sqlcatalog"
+	"github.com/sluicehq/sluice/internal/ledger"
+	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
+	"github.com/sluicehq/sluice/internal/sqldb"
+	"github.com/sluicehq/sluice/internal/sqldb/sqldbtest"
+)
+
+// historyView is what migration 17 must keep of a database.
+type historyView struct {
+	Usage     []sluice.UsageRecord
+	Statement []ledger.Entry
+	Balances  ledger.Balances
+	Audit     []catalog.AuditEntry
+}
+
+func viewHistory(t *testing.T, db *sqldb.DB, at time.Time) historyView {
+	t.Helper()
+	ctx := t.Context()
+	s := sqlledger.New(db)
+	var v historyView
+	var err error
+	if v.Usage, err = s.ListUsage(ctx, time.Time{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v.Statement, err = s.Statement(ctx, "acme", time.Time{}, time.Time{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v.Balances, err = s.Balances(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	if v.Audit, err = sqlcatalog.New(db).ListAudit(ctx, catalog.AuditFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestHistoryByDayMigratesInPlace upgrades a database written by the
+// build before migration 17 — records over two days with executions and
+// a job, charges, a top-up, audit entries with targets — and finds every
+// row where it was: on PostgreSQL, in the default partition of its now
+// partitioned table, then, once PartitionDays has run, in the partition
+// of its day. Written again after the upgrade, the records change nothing;
+// an audit entry appended takes the next ID.
+func TestHistoryByDayMigratesInPlace(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		u := url(t)
+		ctx := t.Context()
+		day := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+		recs := []sluice.UsageRecord{{
+			RequestID: "r1", KeyID: "k1", Tenant: "web", Status: 200, Started: day.Add(10 * time.Hour),
+			Usage:      sluice.Usage{PromptTokens: 10, TotalTokens: 12, Measured: true},
+			Executions: []sluice.Execution{{EdgeID: "e1", Started: day.Add(10 * time.Hour)}, {EdgeID: "e2", Started: day.Add(10*time.Hour + time.Second)}},
+			Billing:    &sluice.Charge{Account: "acme", Plan: "std", Price: 1500, Cost: 300},
+		}, {
+			RequestID: "video_1", KeyID: "k1", Tenant: "web", Status: 200, Started: day.Add(30 * time.Hour),
+			Job:        &sluice.JobUsage{State: "completed", Submitted: day.Add(30 * time.Hour), Ended: day.Add(31 * time.Hour), Seconds: 8},
+			Executions: []sluice.Execution{{EdgeID: "e1", Started: day.Add(30 * time.Hour)}},
+			Billing:    &sluice.Charge{Account: "acme", Plan: "std", Price: 700},
+		}}
+		old, err := sqldb.OpenAt(ctx, u, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlledger.New(old).RecordUsage(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sqlledger.New(old).Post(ctx, ledger.Entry{Account: "acme", RequestID: "inv-1", Kind: ledger.EntryTopUp,
+			Amount: 5000, Admin: "ops", At: day}); err != nil {
+			t.Fatal(err)
+		}
+		// As the build before appended them: ID MAX(id) + 1.
+		for id, at := range map[int64]time.Time{1: day.Add(time.Hour), 2: day.Add(26 * time.Hour)} {
+			if _, err := old.Exec(ctx, `INSERT INTO audit_log (id, at, token_id, remote, method, path, action, targets, status, error)
+				VALUES (?, ?, 'ops', '', 'POST', '/admin/keys', 'key.create', '["k1"]', 201, '')`, id, at.UnixMicro()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Exec(ctx, `INSERT INTO audit_targets (entry_id, target) VALUES (?, 'k1')`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Read by this build, whose statement reads ledger_charges too,
+		// which the old schema lacks: the statement is written out.
+		want := historyView{Statement: []ledger.Entry{
+			{Account: "acme", RequestID: "inv-1", Kind: ledger.EntryTopUp, Amount: 5000, Admin: "ops", At: day},
+			{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -1500, At: day.Add(10 * time.Hour)},
+			{Account: "acme", RequestID: "video_1", Kind: ledger.EntryCharge, Amount: -700, At: day.Add(30 * time.Hour)},
+		}}
+		if want.Usage, err = sqlledger.New(old).ListUsage(ctx, time.Time{}, 0); err == nil {
+			want.Balances, err = sqlledger.New(old).Balances(ctx, day.Add(30*time.Hour))
+		}
+		if err == nil {
+			want.Audit, err = sqlcatalog.New(old).ListAudit(ctx, catalog.AuditFilter{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+
+		db := sqldbtest.Open(t, u)
+		if diff := cmp.Diff(want, viewHistory(t, db, day.Add(30*time.Hour))); diff != "" {
+			t.Errorf("after the upgrade (-before +after):\n%s", diff)
+		}
+		if db.PartitionedByDay() {
+			for _, table := range []string{"usage_records", "executions", "ledger_charges", "audit_log"} {
+				var partitioned bool
+				if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass(?))`,
+					table).Scan(&partitioned); err != nil {
+					t.Fatal(err)
+				}
+				if !partitioned {
+					t.Errorf("%s is not partitioned after the upgrade", table)
+				}
+			}
+			if err := db.PartitionDays(ctx, day); err != nil {
+				t.Fatal(err)
+			}
+			for table, want := range map[string]int{"usage_records_20261103": 1, "usage_records_20261104": 1, "executions_20261103": 2,
+				"executions_20261104": 1, "audit_log_20261103": 1, "audit_log_20261104": 1, "usage_records_default": 0,
+				"executions_default": 0, "audit_log_default": 0} {
+				var n int
+				if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != want {
+					t.Errorf("%s holds %d rows, want %d", table, n, want)
+				}
+			}
+		}
+		if err := sqlledger.New(db).RecordUsage(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, viewHistory(t, db, day.Add(30*time.Hour))); diff != "" {
+			t.Errorf("after the records were written again (-before +after):\n%s", diff)
+		}
+		e := &catalog.AuditEntry{At: day.Add(40 * time.Hour), Action: "key.revoke", Status: 200}
+		if err := sqlcatalog.New(db).AppendAudit(ctx, e); err != nil || e.ID != 3 {
+			t.Errorf("AppendAudit after the upgrade = ID %d, %v; want 3", e.ID, err)
+		}
+	})
+}
