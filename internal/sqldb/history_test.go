@@ -1,6 +1,7 @@
 package sqldb_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/sqldb/sqldbtest"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // historyView is what migration 17 must keep of a database.
@@ -147,4 +149,44 @@ func TestHistoryByDayMigratesInPlace(t *testing.T) {
 			t.Errorf("AppendAudit after the upgrade = ID %d, %v; want 3", e.ID, err)
 		}
 	})
+}
+
+// BenchmarkRecordUsageOnPostgreSQL writes batches of 256 billed records of
+// one execution each, as the usage writer does, to PostgreSQL with the
+// schema before migration 17 (unpartitioned) and after it (partitioned by
+// day, the partitions made): ns/op is per record, and is mostly the
+// database server's time, which runs beside the benchmark.
+func BenchmarkRecordUsageOnPostgreSQL(b *testing.B) {
+	for _, version := range []int64{16, 17} {
+		b.Run(map[int64]string{16: "unpartitioned", 17: "partitioned"}[version], func(b *testing.B) {
+			db, err := sqldb.OpenAt(b.Context(), testenv.Postgres(b), version)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			if err := db.PartitionDays(b.Context(), time.Now()); version == 17 && err != nil {
+				b.Fatal(err)
+			}
+			s := sqlledger.New(db)
+			const batch = 256
+			recs := make([]sluice.UsageRecord, batch)
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if n%batch == 0 && n > 0 {
+					if err := s.RecordUsage(b.Context(), recs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				now := time.Now()
+				recs[n%batch] = sluice.UsageRecord{
+					RequestID: fmt.Sprintf("req_%d", n), KeyID: "bench", Tenant: "bench", Alias: "bench", Protocol: sluice.ProtocolOpenAIChat,
+					Status: 200, Started: now, Latency: 40 * time.Millisecond, Usage: sluice.Usage{PromptTokens: 146, TotalTokens: 246, Measured: true},
+					Executions: []sluice.Execution{{EdgeID: "sim-1/sim/gpt-4o-mini", Model: "gpt-4o-mini", Status: sluice.ExecutionOK, Started: now}},
+					Billing:    &sluice.Charge{Account: "bench", Plan: "standard", Price: 427600, Cost: 81900},
+				}
+				n++
+			}
+		})
+	}
 }
