@@ -31,6 +31,13 @@ const DaysAhead = 7
 // creation of partitions between replicas.
 const partitionLock int64 = migrationLock + 1
 
+// ddlLockTimeout bounds how long a partition's DDL waits for its table's
+// lock. Dropping a partition locks the partitioned table exclusively: a
+// DROP waiting behind a long report would hold every insert queued behind
+// it, so it gives up instead (its transaction rolls back, whole) and the
+// next run of the job tries again.
+const ddlLockTimeout = `SET LOCAL lock_timeout = '2s'`
+
 // Partition is one day partition of a table.
 type Partition struct {
 	Table string    // the partitioned table
@@ -122,6 +129,9 @@ func (db *DB) addPartition(ctx context.Context, table, col string, day time.Time
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, partitionLock); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, ddlLockTimeout); err != nil {
+			return err
+		}
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT to_regclass(?) IS NOT NULL`, name).Scan(&exists); err != nil || exists {
 			return err
@@ -206,57 +216,68 @@ var ErrLocked = errors.New("another transaction holds the lock")
 // DropDays drops the partitions of table whose UTC day ends by cutoff,
 // oldest first, each in a transaction of its own that first takes the
 // advisory lock key (without waiting: ErrLocked when another holds it)
-// and runs keep, which copies what must outlive the partition's rows. It
-// does nothing on SQLite.
-func (db *DB) DropDays(ctx context.Context, table string, cutoff time.Time, key int64, keep func(*Tx, Partition) error) error {
+// and runs keep, which copies what must outlive the partition's rows and
+// says how many they are. It returns the sum of what keep said in the
+// transactions that committed. It does nothing on SQLite.
+func (db *DB) DropDays(ctx context.Context, table string, cutoff time.Time, key int64, keep func(*Tx, Partition) (int64, error)) (int64, error) {
 	parts, err := db.Partitions(ctx, table)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var total int64
 	for _, p := range parts {
 		if p.Day.AddDate(0, 0, 1).After(cutoff) {
-			return nil
+			break
 		}
-		err := db.InTx(ctx, func(tx *Tx) error {
-			if err := tx.lock(ctx, key); err != nil {
-				return err
-			}
-			if err := keep(tx, p); err != nil {
-				return err
-			}
-			return tx.DropPartition(ctx, p)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// InBatches runs step in transactions of its own, each of which first
-// takes the advisory lock key as DropDays does, until step reports that
-// it did less than a whole batch; after, if not nil, runs once each has
-// committed. A batch per transaction lets other writers in between: on
-// SQLite a transaction holds the database's one write lock.
-func (db *DB) InBatches(ctx context.Context, key int64, step func(*Tx) (last bool, err error), after func()) error {
-	for {
-		var last bool
+		var n int64
 		err := db.InTx(ctx, func(tx *Tx) error {
 			if err := tx.lock(ctx, key); err != nil {
 				return err
 			}
 			var err error
-			last, err = step(tx)
+			if n, err = keep(tx, p); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, ddlLockTimeout); err != nil {
+				return err
+			}
+			return tx.DropPartition(ctx, p)
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// InBatches runs step in transactions of their own, each of which first
+// takes the advisory lock key as DropDays does, until step reports that
+// it did less than a whole batch of size rows; after, if not nil, runs
+// once each has committed. It returns the sum of the rows step did in the
+// transactions that committed. A batch per transaction lets other writers
+// in between: on SQLite a transaction holds the database's one write lock.
+func (db *DB) InBatches(ctx context.Context, key int64, size int, step func(*Tx) (rows int, err error), after func()) (int64, error) {
+	var total int64
+	for {
+		var n int
+		err := db.InTx(ctx, func(tx *Tx) error {
+			if err := tx.lock(ctx, key); err != nil {
+				return err
+			}
+			var err error
+			n, err = step(tx)
 			return err
 		})
 		if err != nil {
-			return err
+			return total, err
 		}
+		total += int64(n)
 		if after != nil {
 			after()
 		}
-		if last {
-			return nil
+		if n < size {
+			return total, nil
 		}
 	}
 }

@@ -23,13 +23,10 @@ const auditBatch = 1000
 // entry on SQLite, is deleted auditBatch at a time. Another replica's
 // RetainAudit meanwhile returns at once, having removed nothing.
 func (s *Store) RetainAudit(ctx context.Context, cutoff time.Time) (removed int64, err error) {
-	err = s.db.DropDays(ctx, "audit_log", cutoff, auditRetainLock, func(tx *sqldb.Tx, p sqldb.Partition) error {
+	removed, err = s.db.DropDays(ctx, "audit_log", cutoff, auditRetainLock, func(tx *sqldb.Tx, p sqldb.Partition) (int64, error) {
 		var n int64
-		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n); err != nil {
-			return err
-		}
-		removed += n
-		return nil
+		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n)
+		return n, err
 	})
 	if err == nil && s.db.PartitionedByDay() {
 		// The targets of the entries dropped: every ID below the lowest
@@ -39,21 +36,22 @@ func (s *Store) RetainAudit(ctx context.Context, cutoff time.Time) (removed int6
 	}
 	if err == nil {
 		batch := cmp.Or(s.auditBatch, auditBatch)
-		err = s.db.InBatches(ctx, auditRetainLock, func(tx *sqldb.Tx) (bool, error) {
+		var n int64
+		n, err = s.db.InBatches(ctx, auditRetainLock, batch, func(tx *sqldb.Tx) (int, error) {
 			ids, err := tx.Column(ctx, `SELECT id FROM audit_log WHERE at < ? ORDER BY at, id LIMIT ?`, cutoff.UnixMicro(), batch)
 			if err != nil || len(ids) == 0 {
-				return true, err
+				return 0, err
 			}
 			in := sqldb.Placeholders(1, len(ids))
 			if _, err := tx.Exec(ctx, `DELETE FROM audit_targets WHERE entry_id IN `+in, ids...); err != nil {
-				return false, err
+				return 0, err
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM audit_log WHERE at < ? AND id IN `+in, append([]any{cutoff.UnixMicro()}, ids...)...); err != nil {
-				return false, err
+				return 0, err
 			}
-			removed += int64(len(ids))
-			return len(ids) < batch, nil
+			return len(ids), nil
 		}, nil)
+		removed += n
 	}
 	if err != nil && !errors.Is(err, sqldb.ErrLocked) {
 		return removed, fmt.Errorf("retain audit log: %w", err)

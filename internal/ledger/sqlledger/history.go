@@ -85,9 +85,11 @@ func keepCharges(from string) string {
 // fails leaves each day or batch either done or untouched; the next call
 // goes on.
 func (s *Store) Retain(ctx context.Context, cutoff time.Time) (removed int64, err error) {
-	err = s.dropDays(ctx, cutoff, &removed)
+	removed, err = s.dropDays(ctx, cutoff)
 	if err == nil {
-		err = s.deleteBefore(ctx, cutoff, &removed)
+		var n int64
+		n, err = s.deleteBefore(ctx, cutoff)
+		removed += n
 	}
 	if err != nil && !errors.Is(err, sqldb.ErrLocked) {
 		return removed, fmt.Errorf("retain usage: %w", err)
@@ -96,46 +98,44 @@ func (s *Store) Retain(ctx context.Context, cutoff time.Time) (removed int64, er
 }
 
 // dropDays drops the partitions of usage_records and executions whose
-// day ends by cutoff, adding the records it drops to removed. An
+// day ends by cutoff, and returns how many records it dropped. An
 // execution starts with or after its request, so the executions of a
 // day's partition belong to records of that day or before: gone, or going
 // with it.
-func (s *Store) dropDays(ctx context.Context, cutoff time.Time, removed *int64) error {
-	err := s.db.DropDays(ctx, "usage_records", cutoff, retainLock, func(tx *sqldb.Tx, p sqldb.Partition) error {
+func (s *Store) dropDays(ctx context.Context, cutoff time.Time) (int64, error) {
+	removed, err := s.db.DropDays(ctx, "usage_records", cutoff, retainLock, func(tx *sqldb.Tx, p sqldb.Partition) (int64, error) {
 		// Charges go to the day's partition of ledger_charges, made
 		// first (it may not exist for a day before the job ran).
 		if err := s.db.AddPartitions(ctx, "ledger_charges", p.Day, p.Day); err != nil {
-			return err
+			return 0, err
 		}
 		from := fmt.Sprintf(`%q WHERE TRUE`, p.Name)
-		var n int64
 		for _, stmt := range []string{rollUp(from), keepCharges(from),
 			fmt.Sprintf(`DELETE FROM job_usage WHERE request_id IN (SELECT request_id FROM %q)`, p.Name)} {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n); err != nil {
-			return err
-		}
-		*removed += n
-		return nil
+		var n int64
+		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %q`, p.Name)).Scan(&n)
+		return n, err
 	})
 	if err != nil {
-		return err
+		return removed, err
 	}
-	return s.db.DropDays(ctx, "executions", cutoff, retainLock, func(*sqldb.Tx, sqldb.Partition) error { return nil })
+	_, err = s.db.DropDays(ctx, "executions", cutoff, retainLock, func(*sqldb.Tx, sqldb.Partition) (int64, error) { return 0, nil })
+	return removed, err
 }
 
 // deleteBefore deletes the records started before cutoff, s.retainBatch
-// (or retainBatch) at a time, adding them to removed.
-func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time, removed *int64) error {
+// (or retainBatch) at a time, and returns how many.
+func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time) (int64, error) {
 	batch := cmp.Or(s.retainBatch, retainBatch)
-	return s.db.InBatches(ctx, retainLock, func(tx *sqldb.Tx) (last bool, err error) {
+	return s.db.InBatches(ctx, retainLock, batch, func(tx *sqldb.Tx) (int, error) {
 		ids, err := tx.Column(ctx, `SELECT request_id FROM usage_records WHERE started_at < ? ORDER BY started_at, request_id LIMIT ?`,
 			cutoff.UnixMicro(), batch)
 		if err != nil || len(ids) == 0 {
-			return true, err
+			return 0, err
 		}
 		// started_at repeats the bound so that PostgreSQL looks only in
 		// the partitions before cutoff.
@@ -149,10 +149,9 @@ func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time, removed *int
 			`DELETE FROM usage_records WHERE ` + in,
 		} {
 			if _, err := tx.Exec(ctx, stmt, args...); err != nil {
-				return false, err
+				return 0, err
 			}
 		}
-		*removed += int64(len(ids))
-		return len(ids) < batch, nil
+		return len(ids), nil
 	}, s.afterBatch)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/sqldb/sqldbtest"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // historyDay is the first of the days TestRetain writes records on.
@@ -271,4 +272,76 @@ func rowCount(t *testing.T, db *sqldb.DB, from string, args ...any) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRetainInterruptedLosesNothing stops a Retain after its first batch
+// (the database going away mid-run looks the same to it): what it did is
+// done, what it did not is untouched, statements and reports read as
+// before, and the next Retain finishes without counting anything twice.
+// The records have no partitions, so PostgreSQL deletes them in batches
+// too.
+func TestRetainInterruptedLosesNothing(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, url func(testing.TB) string) {
+		s := sqlledger.New(sqldbtest.Open(t, url(t)))
+		if err := s.RecordUsage(t.Context(), historyRecords()); err != nil {
+			t.Fatal(err)
+		}
+		want := viewLedger(t, s)
+		ctx, cancel := context.WithCancel(t.Context())
+		s.SetRetainBatch(5, cancel)
+		cutoff := historyDay.AddDate(0, 0, 3)
+		removed, err := s.Retain(ctx, cutoff)
+		if err == nil || removed != 5 {
+			t.Fatalf("interrupted Retain = %d, %v; want 5 and an error", removed, err)
+		}
+		if diff := cmp.Diff(want, viewLedger(t, s)); diff != "" {
+			t.Errorf("after an interrupted Retain (-before +after):\n%s", diff)
+		}
+		s.SetRetainBatch(5, nil)
+		if removed, err := s.Retain(t.Context(), cutoff); err != nil || removed != 7 {
+			t.Errorf("next Retain = %d, %v; want the other 7", removed, err)
+		}
+		if diff := cmp.Diff(want, viewLedger(t, s)); diff != "" {
+			t.Errorf("after the next Retain (-before +after):\n%s", diff)
+		}
+	})
+}
+
+// TestRetainGivesWayToALongReader holds a long transaction reading
+// usage_records on PostgreSQL: dropping a partition would queue every
+// insert behind it, so Retain gives up (after the lock timeout, 2s),
+// having removed nothing, and succeeds once the reader is done.
+func TestRetainGivesWayToALongReader(t *testing.T) {
+	ctx := t.Context()
+	db := sqldbtest.Open(t, testenv.Postgres(t))
+	s := sqlledger.New(db)
+	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddPartitions(ctx, "usage_records", historyDay, historyDay.AddDate(0, 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	reading, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- db.InTx(ctx, func(tx *sqldb.Tx) error {
+			if _, err := tx.Exec(ctx, `LOCK TABLE usage_records IN ACCESS SHARE MODE`); err != nil {
+				return err
+			}
+			close(reading)
+			<-release
+			return nil
+		})
+	}()
+	<-reading
+	removed, err := s.Retain(ctx, historyDay.AddDate(0, 0, 3))
+	if err == nil || removed != 0 {
+		t.Errorf("Retain beside a long reader = %d, %v; want 0 and the lock timeout", removed, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := s.Retain(ctx, historyDay.AddDate(0, 0, 3)); err != nil || removed != 12 {
+		t.Errorf("Retain after the reader = %d, %v; want 12", removed, err)
+	}
 }
