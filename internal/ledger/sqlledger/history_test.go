@@ -345,3 +345,31 @@ func TestRetainGivesWayToALongReader(t *testing.T) {
 		t.Errorf("Retain after the reader = %d, %v; want 12", removed, err)
 	}
 }
+
+// TestRetainLeavesTheWorkToTheReplicaDoingIt holds Retain's lock in a
+// transaction of its own, as another replica's Retain would: this one
+// returns at once, removing nothing and reporting no failure.
+func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
+	ctx := t.Context()
+	db := sqldbtest.Open(t, testenv.Postgres(t))
+	s := sqlledger.New(db)
+	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
+		t.Fatal(err)
+	}
+	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, sqlledger.RetainLock); err != nil {
+			return err
+		}
+		removed, err := s.Retain(ctx, historyDay.AddDate(0, 0, 3))
+		if err != nil || removed != 0 {
+			t.Errorf("Retain while another holds its lock = %d, %v; want 0, nil", removed, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rowCount(t, db, "usage_records"); n != 20 {
+		t.Errorf("%d records left, want all 20", n)
+	}
+}
