@@ -17,17 +17,17 @@ import (
 const retainLock int64 = 0x736c75696365 + 16 // "sluice" + 16
 
 // retainBatch is how many records one transaction of Retain deletes:
-// small enough that the usage writer, which SQLite makes wait for the
-// write lock, never waits long.
+// few enough that the usage writer, waiting for SQLite's one write lock
+// meanwhile, never waits long.
 const retainBatch = 1000
 
 // rollupKey are the columns a roll-up row groups records by, besides
 // their UTC day.
 const rollupKey = `tenant, key_id, billing_account, alias, model, pool, task_type, billed`
 
-// rollupSums are the roll-up's counts and sums, in the order of their
-// columns in rollupColumns. Tokens are those of measured usage, as
-// reports count them.
+// rollupSums are the columns of a roll-up row's counts and sums, each
+// with what it adds up of the records. Tokens are those of measured usage,
+// as reports count them.
 var rollupSums = []struct{ column, sum string }{
 	{"requests", `COUNT(*)`},
 	{"errors", `SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END)`},
