@@ -190,3 +190,51 @@ func BenchmarkRecordUsageOnPostgreSQL(b *testing.B) {
 		})
 	}
 }
+
+// TestPartitionMadeWhileTheWriterWrites makes the partition of a day
+// while a writer records requests of that day, which went to the default
+// partition until then: the partition is made, every record is stored
+// once, and none is left in the default partition.
+func TestPartitionMadeWhileTheWriterWrites(t *testing.T) {
+	ctx := t.Context()
+	db := sqldbtest.Open(t, testenv.Postgres(t))
+	s := sqlledger.New(db)
+	day := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	stop, done := make(chan struct{}), make(chan error)
+	written := 0
+	go func() {
+		defer close(done)
+		for ; ; written++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := sluice.UsageRecord{RequestID: fmt.Sprintf("r%05d", written), Status: 200, Started: day.Add(time.Duration(written) * time.Second)}
+			if err := s.RecordUsage(ctx, []sluice.UsageRecord{r}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // some records in the default partition first
+	err := db.AddPartitions(ctx, "usage_records", day, day)
+	time.Sleep(100 * time.Millisecond) // and some after
+	close(stop)
+	if werr := <-done; werr != nil {
+		t.Fatalf("writer: %v", werr)
+	}
+	if err != nil {
+		t.Fatalf("AddPartitions beside the writer: %v", err)
+	}
+	var inDay, inDefault int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM usage_records_20260201`).Scan(&inDay); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM usage_records_default`).Scan(&inDefault); err != nil {
+		t.Fatal(err)
+	}
+	if inDay != written || inDefault != 0 || written == 0 {
+		t.Errorf("%d records written: %d in the day's partition, %d in the default one", written, inDay, inDefault)
+	}
+}

@@ -118,9 +118,8 @@ func (db *DB) AddPartitions(ctx context.Context, table string, from, to time.Tim
 	return nil
 }
 
-// addPartition creates the day's partition of table unless it exists.
-// The partition is made apart and then attached, which locks the parent
-// table less than CREATE TABLE … PARTITION OF: writers go on inserting.
+// addPartition creates the day's partition of table unless it exists:
+// made apart, its rows moved out of the default partition, then attached.
 func (db *DB) addPartition(ctx context.Context, table, col string, day time.Time) error {
 	name := partitionName(table, day)
 	lo := day.UnixMicro()
@@ -140,6 +139,13 @@ func (db *DB) addPartition(ctx context.Context, table, col string, day time.Time
 		// of input; quoted all the same.
 		for _, stmt := range []string{
 			fmt.Sprintf(`CREATE TABLE %q (LIKE %q INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, name, table),
+			// Inserts wait (for the few milliseconds of this transaction)
+			// and the ones running finish first: an insert that routed a
+			// row of the day to the default partition before the new one is
+			// attached would fail (a data error, which the usage writer
+			// would take for a bad record), or make the attach fail. Once
+			// this commits, the inserts waiting route by the new partitions.
+			fmt.Sprintf(`LOCK TABLE %q IN SHARE ROW EXCLUSIVE MODE`, table),
 			fmt.Sprintf(`WITH moved AS (DELETE FROM %q WHERE %s >= %d AND %s < %d RETURNING *) INSERT INTO %q SELECT * FROM moved`,
 				table+"_default", col, lo, col, hi, name),
 			fmt.Sprintf(`ALTER TABLE %q ATTACH PARTITION %q FOR VALUES FROM (%d) TO (%d)`, table, name, lo, hi),

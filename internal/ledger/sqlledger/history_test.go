@@ -373,3 +373,68 @@ func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 		t.Errorf("%d records left, want all 20", n)
 	}
 }
+
+// TestRetainWaitsForARecordOfTheDayBeingWritten writes a record of a day
+// that retention removes, in a transaction left open while Retain runs:
+// Retain waits for it, and the record's charge and spend are kept, not
+// dropped with the partition uncounted.
+func TestRetainWaitsForARecordOfTheDayBeingWritten(t *testing.T) {
+	ctx := t.Context()
+	db := sqldbtest.Open(t, testenv.Postgres(t))
+	s := sqlledger.New(db)
+	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddPartitions(ctx, "usage_records", historyDay, historyDay.AddDate(0, 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	late := historyRecords()[0]
+	late.RequestID = "late"
+	ready, commit, written := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		written <- db.InTx(ctx, func(tx *sqldb.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, protocol, stream, status, code,
+				started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
+				billed, billing_account, price_micros) VALUES ('late', 'k1', 'web', 'fast', '', FALSE, 200, '', ?, 0, 0, 0, 0, 0, 0, 0, FALSE,
+				TRUE, 'acme', 1500)`, late.Started.UnixMicro()); err != nil {
+				return err
+			}
+			close(ready)
+			<-commit
+			return nil
+		})
+	}()
+	<-ready
+	retained := make(chan error)
+	go func() {
+		_, err := s.Retain(ctx, historyDay.AddDate(0, 0, 1))
+		retained <- err
+	}()
+	// Retain is waiting for the writer's lock before the writer commits.
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(commit)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-retained; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.Entries(ctx, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Amount != -1500 {
+		t.Errorf("entries of the late record after retention = %v, want its charge", entries)
+	}
+	spend, err := s.Spend(ctx, ledger.SpendFilter{Account: "acme", To: historyDay.AddDate(0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spend) != 1 || spend[0].Requests != 3 {
+		t.Errorf("spend of acme on the day removed = %+v, want its 2 records and the late one", spend)
+	}
+}
