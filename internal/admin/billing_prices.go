@@ -194,6 +194,7 @@ type SpendReport struct {
 type SpendRow struct {
 	Account    string         `json:"account,omitempty"`
 	KeyID      string         `json:"key_id,omitempty"`
+	Tenant     string         `json:"tenant,omitempty"`
 	EndUser    string         `json:"end_user,omitempty"`
 	TaskType   string         `json:"task_type,omitempty"`
 	Pool       string         `json:"pool,omitempty"`
@@ -209,17 +210,17 @@ type SpendRow struct {
 	Margin     billing.Micros `json:"margin"` // price − cost
 }
 
-// spend handles GET /admin/billing/spend?by=&from=&to=&account=&key=. by
-// is a comma-separated list of account, key, end_user, task_type, pool,
-// alias, model and day (none: one row); from defaults to the start of
-// this UTC month.
+// spend handles GET /admin/billing/spend?by=&from=&to=&account=&key=&tenant=.
+// by is a comma-separated list of account, key, tenant, end_user,
+// task_type, pool, alias, model and day (none: one row); from defaults to
+// the start of this UTC month.
 func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.ledger()
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	f := ledger.SpendFilter{From: ledger.Month(s.now()), Account: q.Get("account"), KeyID: q.Get("key")}
+	f := ledger.SpendFilter{From: ledger.Month(s.now()), Account: q.Get("account"), KeyID: q.Get("key"), Tenant: q.Get("tenant")}
 	if err := parseTime(q, "from", &f.From); err != nil {
 		return err
 	}
@@ -232,7 +233,7 @@ func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if err := f.Validate(); err != nil {
-		return invalid("by: %s (want account, key, end_user, task_type, pool, alias, model, day)", err.Error())
+		return invalid("by: %s (want account, key, tenant, end_user, task_type, pool, alias, model, day)", err.Error())
 	}
 	rows, err := b.Spend(r.Context(), f)
 	if err != nil {
@@ -240,7 +241,7 @@ func (s *server) spend(w http.ResponseWriter, r *http.Request) error {
 	}
 	rep := SpendReport{Currency: b.Declared().Currency, From: f.From, To: utc(f.To), By: nonNil(f.By), Rows: make([]SpendRow, 0, len(rows))}
 	for _, row := range rows {
-		v := SpendRow{Account: row.Account, KeyID: row.KeyID, EndUser: row.EndUser, TaskType: row.TaskType, Pool: row.Pool,
+		v := SpendRow{Account: row.Account, KeyID: row.KeyID, Tenant: row.Tenant, EndUser: row.EndUser, TaskType: row.TaskType, Pool: row.Pool,
 			Alias: row.Alias, Model: row.Model, Requests: row.Requests, Unmeasured: row.Unmeasured, Tokens: row.Tokens,
 			Cached: row.CachedTokens, Price: row.Price, Cost: row.Cost, Margin: row.Margin()}
 		if !row.Day.IsZero() {

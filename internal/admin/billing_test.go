@@ -302,7 +302,7 @@ func TestSpendReport(t *testing.T) {
 	ctx := t.Context()
 	day := time.Now().UTC().Truncate(time.Hour)
 	rec := func(id, alias, user, task string, price, cost int64) sluice.UsageRecord {
-		return sluice.UsageRecord{RequestID: id, KeyID: "web-1", Alias: alias, Started: day, Status: 200, EndUser: user, TaskType: task,
+		return sluice.UsageRecord{RequestID: id, KeyID: "web-1", Tenant: map[string]string{"fast": "web"}[alias], Alias: alias, Started: day, Status: 200, EndUser: user, TaskType: task,
 			Usage:   sluice.Usage{PromptTokens: 10, CachedTokens: 4, TotalTokens: 12, Measured: true},
 			Billing: &sluice.Charge{Account: "cat-acct", Plan: "standard", Price: price, Cost: cost}}
 	}
@@ -333,6 +333,14 @@ func TestSpendReport(t *testing.T) {
 	resp, body = h.do(t, http.MethodGet, "/admin/billing/spend?by=end_user,task_type,day", testReadToken, "")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `{"end_user":"alice","task_type":"parse","day":"`+d+`","requests":2,"unmeasured":0,"tokens":24,"cached_tokens":8,"price":"0.005","cost":"0.0015","margin":"0.0035"}`) {
 		t.Errorf("spend by end_user,task_type,day = %d %s; want alice's parses in one row", resp.StatusCode, body)
+	}
+	// One tenant's.
+	rep, err = h.client.Spend(ctx, adminclient.SpendQuery{From: day, Tenant: "web", By: []ledger.Dimension{ledger.ByTenant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []admin.SpendRow{{Tenant: "web", Requests: 2, Tokens: 24, Cached: 8, Price: 5_000, Cost: 1_500, Margin: 3_500}}; !cmp.Equal(want, rep.Rows) {
+		t.Errorf("spend of tenant web = %+v, want %+v", rep.Rows, want)
 	}
 	resp, body = h.do(t, http.MethodGet, "/admin/billing/spend?by=colour", testReadToken, "")
 	if resp.StatusCode != http.StatusBadRequest {

@@ -77,7 +77,7 @@ func TestCLIBilling(t *testing.T) {
 		"price standard/fast@"+from+" applied: input 0.80, output 3.20")
 	wantIn(run("billing", "prices", "--alias", "fast"), "standard/fast", "0.60", "in force", "catalog", "0.80", "api")
 	started := time.Now().UTC()
-	if err := h.billing.RecordUsage(t.Context(), []sluice.UsageRecord{{RequestID: "r1", KeyID: "web-1", Alias: "fast", Started: started, Status: 200,
+	if err := h.billing.RecordUsage(t.Context(), []sluice.UsageRecord{{RequestID: "r1", KeyID: "web-1", Tenant: "web", Alias: "fast", Started: started, Status: 200,
 		EndUser: "alice", TaskType: "parse", Usage: sluice.Usage{TotalTokens: 30, CachedTokens: 20, Measured: true},
 		Billing: &sluice.Charge{Account: "acme", Price: 3_000, Cost: 1_000}}}); err != nil {
 		t.Fatal(err)
@@ -90,6 +90,14 @@ func TestCLIBilling(t *testing.T) {
 	if !regexp.MustCompile(`END_USER\s+TASK_TYPE\s+DAY\s+REQUESTS`).MatchString(out) ||
 		!regexp.MustCompile(`alice\s+parse\s+`+started.Format(time.DateOnly)+`\s+1\s+0\s+30\s+20\s+0\.003`).MatchString(out) {
 		t.Errorf("billing report by end user, task type and day =\n%s", out)
+	}
+
+	out = run("billing", "report", "--tenant", "web", "--by", "tenant")
+	if !regexp.MustCompile(`TENANT\s+REQUESTS`).MatchString(out) || !regexp.MustCompile(`web\s+1\s+0\s+30\s+20\s+0\.003`).MatchString(out) {
+		t.Errorf("billing report of tenant web =\n%s", out)
+	}
+	if out := run("billing", "report", "--tenant", "mobile"); strings.Contains(out, "0.003") {
+		t.Errorf("billing report of tenant mobile counts web's request:\n%s", out)
 	}
 
 	for _, args := range [][]string{

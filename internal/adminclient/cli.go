@@ -72,8 +72,8 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice billing apply-price (--plan PLAN --alias ALIAS | --model MODEL) [--input A] [--output A]
                         [--cache-read A] [--cache-write A] [--reasoning A] [--request A]
                         [--video-second A] [--video-item A] [--effective-from RFC3339]
-  sluice billing report [--by account,key,end_user,alias,model,day] [--from RFC3339] [--to RFC3339]
-                        [--account ID] [--key ID]   (price, cost and margin)
+  sluice billing report [--by account,key,tenant,end_user,alias,model,day] [--from RFC3339] [--to RFC3339]
+                        [--account ID] [--key ID] [--tenant ID]   (price, cost and margin)
   sluice billing suspend ACCOUNT --reason TEXT   (its keys get 403 billing_account_suspended)
   sluice billing resume ACCOUNT
       AMOUNT: a decimal string of the catalog's currency, e.g. 25.00

@@ -480,9 +480,10 @@ func (cmd *command) billingReport(args []string) error {
 	var q SpendQuery
 	timeFlag(cmd, &q.From, "from", "requests started at or after `TIME` (RFC 3339; default: the start of this UTC month)")
 	timeFlag(cmd, &q.To, "to", "… and before `TIME` (RFC 3339)")
-	by := cmd.fs.String("by", "account", "group by these `DIMENSIONS`: account, key, end_user, task_type, pool, alias, model, day")
+	by := cmd.fs.String("by", "account", "group by these `DIMENSIONS`: account, key, tenant, end_user, task_type, pool, alias, model, day")
 	cmd.fs.StringVar(&q.Account, "account", "", "only this billing `ACCOUNT`")
 	cmd.fs.StringVar(&q.KeyID, "key", "", "only this key (`ID`)")
+	cmd.fs.StringVar(&q.Tenant, "tenant", "", "only the keys of this `TENANT`")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -503,7 +504,7 @@ func (cmd *command) billingReport(args []string) error {
 	fmt.Fprintf(cmd.stdout, "Billed requests from %s to %s, in %s\n\n", when(rep.From), when(rep.To), rep.Currency)
 	t := groupedTable(cmd.stdout, rep.By, "REQUESTS", "UNMEASURED", "TOKENS", "CACHED", "PRICE", "COST", "MARGIN")
 	cells := func(r admin.SpendRow) []string {
-		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID,
+		out := groupCells(rep.By, map[ledger.Dimension]string{ledger.ByAccount: r.Account, ledger.ByKey: r.KeyID, ledger.ByTenant: r.Tenant,
 			ledger.ByEndUser: r.EndUser, ledger.ByTaskType: r.TaskType, ledger.ByPool: r.Pool, ledger.ByAlias: r.Alias,
 			ledger.ByModel: r.Model, ledger.ByDay: r.Day})
 		return append(out, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Unmeasured, 10), strconv.FormatInt(r.Tokens, 10),

@@ -108,6 +108,7 @@ type SpendQuery struct {
 	From, To time.Time
 	Account  string
 	KeyID    string
+	Tenant   string
 	By       []ledger.Dimension
 }
 
@@ -121,6 +122,9 @@ func (c *Client) Spend(ctx context.Context, q SpendQuery) (*admin.SpendReport, e
 	}
 	if q.KeyID != "" {
 		v.Set("key", q.KeyID)
+	}
+	if q.Tenant != "" {
+		v.Set("tenant", q.Tenant)
 	}
 	if len(q.By) > 0 {
 		by := make([]string, len(q.By))

@@ -257,6 +257,8 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	})
 	g.background(run, func(ctx context.Context) { _ = handler.RunJobPoller(ctx) })
 	g.startBilling(ctx, run)
+	g.startHistory(run, &history{db: g.db, usage: ledger, audit: sqlcatalog.New(g.db), log: o.Log,
+		retention: func() config.Retention { return g.live.Load().Catalog.Database.Retention }})
 	// Statuses changed on another replica are seen here within a second.
 	g.background(run, func(ctx context.Context) { g.statuses.Run(ctx, 500*time.Millisecond) })
 	g.background(run, ents.run)

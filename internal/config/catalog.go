@@ -158,6 +158,8 @@ type Database struct {
 	// database. Default: next to an SQLite file (its path + "-spool"),
 	// else data/spool; none for an SQLite database in memory.
 	SpoolDir string `yaml:"spool_dir"`
+	// Retention is how long usage records and audit entries are kept.
+	Retention Retention `yaml:"retention"`
 }
 
 // Endpoint is an upstream base URL with its protocols.

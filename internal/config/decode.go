@@ -263,7 +263,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 
 // ownMessage are the scalar types whose UnmarshalYAML explains a bad value
 // better than "want …, got …".
-var ownMessage = map[reflect.Type]bool{reflect.TypeFor[Duration](): true, reflect.TypeFor[Money](): true}
+var ownMessage = map[reflect.Type]bool{reflect.TypeFor[Duration](): true, reflect.TypeFor[Money](): true, reflect.TypeFor[Days](): true}
 
 // isMerge reports whether a mapping key is the merge key "<<", as yaml.v3 decides it.
 func isMerge(k *yaml.Node) bool {

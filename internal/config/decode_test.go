@@ -67,6 +67,21 @@ var decodeTests = []struct {
 		want: `line 2: accounts[0].cooldown.base: want a duration such as "30s"`,
 	},
 	{
+		name: "RetentionInHours",
+		give: "database:\n  retention: {usage: 36h}\n",
+		want: `line 2: database.retention.usage: invalid number of days "36h" (want whole days such as "90d"; "0" keeps forever)`,
+	},
+	{
+		name: "RetentionWithoutUnit",
+		give: "database:\n  retention:\n    audit: 400\n",
+		want: `line 3: database.retention.audit: invalid number of days "400" (want whole days such as "90d"; "0" keeps forever)`,
+	},
+	{
+		name: "RetentionNegative",
+		give: "database:\n  retention: {usage: -1d}\n",
+		want: `line 2: database.retention.usage: "-1d": want 0 to 36500d`,
+	},
+	{
 		name: "StringForInteger",
 		give: "server:\n  max_body_bytes: lots\n",
 		want: `line 2: server.max_body_bytes: want an integer, got "lots"`,

@@ -361,6 +361,7 @@ type Dimension string
 const (
 	ByAccount  Dimension = "account" // billing account
 	ByKey      Dimension = "key"
+	ByTenant   Dimension = "tenant" // the tenant of the request's key
 	ByEndUser  Dimension = "end_user"
 	ByTaskType Dimension = "task_type" // the task type the request ran as
 	ByPool     Dimension = "pool"      // the pool its upstream capacity came from
@@ -370,12 +371,17 @@ const (
 )
 
 // SpendFilter selects billed usage records by start (From <= Started < To,
-// zero ends open), billing account and key ("" = all), and says what to
-// group them by (none: one row for everything).
+// zero ends open), billing account, key and tenant ("" = all), and says
+// what to group them by (none: one row for everything).
+//
+// A store that keeps records for a time only (sqlledger's Retain) counts
+// those it removed by their UTC day, as a whole: in a range when the
+// day starts within it, under no end user ("").
 type SpendFilter struct {
 	From, To time.Time
 	Account  string
 	KeyID    string
+	Tenant   string
 	By       []Dimension
 }
 
@@ -383,7 +389,7 @@ type SpendFilter struct {
 func (f *SpendFilter) Validate() error {
 	for _, d := range f.By {
 		switch d {
-		case ByAccount, ByKey, ByEndUser, ByTaskType, ByPool, ByAlias, ByModel, ByDay:
+		case ByAccount, ByKey, ByTenant, ByEndUser, ByTaskType, ByPool, ByAlias, ByModel, ByDay:
 		default:
 			return fmt.Errorf("spend: unknown dimension %q", d)
 		}
@@ -394,10 +400,10 @@ func (f *SpendFilter) Validate() error {
 // SpendRow is one group of a spend report. The dimensions it was not
 // grouped by are empty (Day zero).
 type SpendRow struct {
-	Account, KeyID, EndUser, TaskType, Pool, Alias, Model string
-	Day                                                   time.Time
-	Requests                                              int64 // billed records
-	Unmeasured                                            int64 // of Requests, those whose usage could not be measured (never charged)
+	Account, KeyID, Tenant, EndUser, TaskType, Pool, Alias, Model string
+	Day                                                           time.Time
+	Requests                                                      int64 // billed records
+	Unmeasured                                                    int64 // of Requests, those whose usage could not be measured (never charged)
 	// Tokens and CachedTokens sum the measured usage of the records
 	// (sluice.Usage TotalTokens and CachedTokens): all they used, and of
 	// their prompts what was read from the upstream's prompt cache.
@@ -408,18 +414,18 @@ type SpendRow struct {
 // Margin is what the platform kept: price − cost.
 func (r *SpendRow) Margin() billing.Micros { return r.Price.Add(-r.Cost) }
 
-// CompareSpendRows orders rows by account, key, end user, task type,
-// pool, alias, model and day: the order Spend returns.
+// CompareSpendRows orders rows by account, key, tenant, end user, task
+// type, pool, alias, model and day: the order Spend returns.
 func CompareSpendRows(a, b SpendRow) int {
-	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.EndUser, b.EndUser),
+	return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.EndUser, b.EndUser),
 		cmp.Compare(a.TaskType, b.TaskType), cmp.Compare(a.Pool, b.Pool),
 		cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.Model, b.Model), a.Day.Compare(b.Day))
 }
 
-// Selects reports whether f selects a record of keyID started at started
-// (its account is checked apart).
-func (f *SpendFilter) Selects(keyID string, started time.Time) bool {
-	return PolicyFilter{KeyID: f.KeyID, From: f.From, To: f.To}.Selects(keyID, started)
+// Selects reports whether f selects a record of keyID and tenant started
+// at started (its account is checked apart).
+func (f *SpendFilter) Selects(keyID, tenant string, started time.Time) bool {
+	return (f.Tenant == "" || tenant == f.Tenant) && PolicyFilter{KeyID: f.KeyID, From: f.From, To: f.To}.Selects(keyID, started)
 }
 
 // ModelOf is the upstream model a record is reported under: its last

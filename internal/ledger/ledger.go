@@ -17,8 +17,12 @@ import (
 
 // Usage stores usage records. Safe for concurrent use.
 type Usage interface {
-	// RecordUsage writes the records idempotently by RequestID: writing a
-	// record whose RequestID is already stored changes nothing. A record's
+	// RecordUsage writes the records idempotently: writing again a record
+	// that is stored (its RequestID, and its Started, which the record
+	// fixes when it is made and the spool keeps to the nanosecond)
+	// changes nothing. Records of one RequestID with other starts are not
+	// the same record (request IDs are unique): a store partitioned by
+	// day (sqlledger on PostgreSQL) may keep each. A record's
 	// charge (see Billing) is written in the same transaction: a record is
 	// stored with its charge or not at all, and charged once. An error
 	// that is ErrRecordRefused says the store refused what the records

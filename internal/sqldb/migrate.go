@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type migration struct {
 	version int64
 	name    string
 	stmts   []string
+	// postgres runs after stmts on PostgreSQL only: what SQLite has no
+	// form of (declarative partitioning).
+	postgres []string
 }
 
 // migrations are applied in order. A released migration is never edited: a
@@ -428,6 +432,107 @@ var migrations = []migration{{
 	},
 }, {
 	version: 17,
+	name:    "history by day: charges kept apart from records, daily roll-ups, partitions on PostgreSQL",
+	stmts: []string{
+		// The charges of records that retention removed: a charge entry
+		// is kept as long as its billing account, its record only as long
+		// as database.retention.usage. Rows are moved here from
+		// usage_records in the transaction that removes their records, so
+		// a charge is in exactly one of the two tables.
+		`CREATE TABLE ledger_charges (
+			request_id    {{ordered_text}} NOT NULL,
+			account       {{ordered_text}} NOT NULL,
+			amount_micros BIGINT NOT NULL, -- negative, as the entry's
+			at            BIGINT NOT NULL, -- the record's started_at
+			PRIMARY KEY (request_id, at)
+		)`,
+		`CREATE INDEX ledger_charges_statement ON ledger_charges (account, at)`,
+		// What the records of one UTC day added up to, per key, tenant,
+		// billing account, alias, model, pool, task type and whether they
+		// were billed: written as retention removes the records, so a
+		// record is counted in exactly one of usage_records and this
+		// table. Tokens are those of measured usage, as reports count them.
+		`CREATE TABLE usage_rollups (
+			day                BIGINT NOT NULL, -- days since the Unix epoch
+			tenant             {{ordered_text}} NOT NULL,
+			key_id             {{ordered_text}} NOT NULL,
+			billing_account    {{ordered_text}} NOT NULL,
+			alias              {{ordered_text}} NOT NULL,
+			model              {{ordered_text}} NOT NULL,
+			pool               {{ordered_text}} NOT NULL,
+			task_type          {{ordered_text}} NOT NULL,
+			billed             BOOLEAN NOT NULL,
+			requests           BIGINT NOT NULL,
+			errors             BIGINT NOT NULL, -- status >= 400
+			unmeasured         BIGINT NOT NULL, -- charges refused for want of measured usage
+			prompt_tokens      BIGINT NOT NULL,
+			completion_tokens  BIGINT NOT NULL,
+			cached_tokens      BIGINT NOT NULL,
+			cache_write_tokens BIGINT NOT NULL,
+			total_tokens       BIGINT NOT NULL,
+			price_micros       BIGINT NOT NULL,
+			cost_micros        BIGINT NOT NULL,
+			PRIMARY KEY (day, tenant, key_id, billing_account, alias, model, pool, task_type, billed)
+		)`,
+		`CREATE INDEX usage_rollups_tenant ON usage_rollups (tenant, day)`,
+		`CREATE INDEX usage_rollups_account ON usage_rollups (billing_account, day)`,
+		// Retention removes an audit entry's targets by its ID.
+		`CREATE INDEX audit_targets_entry ON audit_targets (entry_id)`,
+		// The last audit entry ID handed out. An entry took MAX(id) + 1,
+		// and a concurrent append that took the same one failed on the
+		// primary key; partitioned, the key must hold the time too, and no
+		// longer refuses a second entry of one ID. Taking the ID from this
+		// row locks it until the entry commits.
+		`CREATE TABLE audit_next (
+			one BOOLEAN NOT NULL PRIMARY KEY, -- the one row: TRUE
+			id  BIGINT NOT NULL
+		)`,
+		`INSERT INTO audit_next (one, id) SELECT TRUE, COALESCE(MAX(id), 0) FROM audit_log`,
+	},
+	postgres: []string{
+		// Each table is rebuilt partitioned by UTC day on its time column
+		// (microseconds), its rows copied to its default partition, the old
+		// table dropped; keys and indexes are added once the rows are in.
+		// The day partitions are made after, one per transaction, by
+		// PartitionDays, which moves the default partition's rows into
+		// them: made here, in the one transaction of the migration, a
+		// database of years would hold a lock per partition and index at
+		// once, past max_locks_per_transaction. A key of a partitioned
+		// table must hold its partition column, so a foreign key can no
+		// longer name a request or an audit entry alone: those are
+		// dropped, and retention removes the dependent rows itself.
+		`CREATE FUNCTION pg_temp.partition_by_day(tbl text, col text) RETURNS void LANGUAGE plpgsql AS $$
+		DECLARE
+			old text := tbl || '_unpartitioned';
+		BEGIN
+			EXECUTE format('ALTER TABLE %I RENAME TO %I', tbl, old);
+			EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (%I)', tbl, old, col);
+			EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', tbl || '_default', tbl);
+			EXECUTE format('INSERT INTO %I SELECT * FROM %I', tbl, old);
+			EXECUTE format('DROP TABLE %I', old);
+		END $$`,
+		`ALTER TABLE job_usage DROP CONSTRAINT job_usage_request_id_fkey`,
+		`ALTER TABLE audit_targets DROP CONSTRAINT audit_targets_entry_id_fkey`,
+		`SELECT pg_temp.partition_by_day('executions', 'started_at')`, // first: its foreign key names usage_records
+		`SELECT pg_temp.partition_by_day('usage_records', 'started_at')`,
+		`SELECT pg_temp.partition_by_day('ledger_charges', 'at')`,
+		`SELECT pg_temp.partition_by_day('audit_log', 'at')`,
+		// A record written twice is the same record: the settlement that
+		// made it fixed its start, which the spool keeps to the
+		// nanosecond, so (request_id, started_at) still stores it once.
+		`ALTER TABLE usage_records ADD PRIMARY KEY (request_id, started_at)`,
+		`CREATE INDEX usage_records_started ON usage_records (started_at, request_id)`,
+		`CREATE INDEX usage_records_charges ON usage_records (billing_account, started_at)
+			WHERE billed AND price_micros > 0 AND NOT unmeasured`,
+		`ALTER TABLE executions ADD PRIMARY KEY (request_id, seq, started_at)`,
+		`ALTER TABLE ledger_charges ADD PRIMARY KEY (request_id, at)`,
+		`CREATE INDEX ledger_charges_statement ON ledger_charges (account, at)`,
+		`ALTER TABLE audit_log ADD PRIMARY KEY (id, at)`,
+		`CREATE INDEX audit_log_at ON audit_log (at)`,
+		`DROP FUNCTION pg_temp.partition_by_day`,
+	},
+}, {
+	version: 18,
 	name:    "executions by account and start",
 	stmts: []string{
 		// The upstream picture of an account (GET /admin/accounts/{id})
@@ -470,7 +575,11 @@ func (db *DB) migrate(ctx context.Context, version int64) error {
 			if m.version <= current || m.version > version {
 				continue
 			}
-			for _, stmt := range m.stmts {
+			stmts := m.stmts
+			if db.d == &postgresDialect {
+				stmts = append(slices.Clip(stmts), m.postgres...)
+			}
+			for _, stmt := range stmts {
 				if _, err := tx.Exec(ctx, db.d.types.Replace(stmt)); err != nil {
 					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 				}

@@ -275,3 +275,23 @@ func (d *dialect) rebind(query string) string {
 	}
 	return b.String()
 }
+
+// Column runs a query of one column and returns its values as the driver
+// reads them, to be passed back as arguments of another statement (the
+// IDs of rows to delete).
+func (r runner) Column(ctx context.Context, query string, args ...any) ([]any, error) {
+	rows, err := r.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []any
+	for rows.Next() {
+		var v any
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

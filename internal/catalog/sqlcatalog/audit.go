@@ -16,21 +16,14 @@ var _ catalog.Audit = (*Store)(nil)
 
 const auditColumns = `id, at, token_id, remote, method, path, action, targets, status, error, before_state, after_state`
 
-// AppendAudit stores e and sets e.ID, the next number after the highest
-// stored one.
+// AppendAudit stores e and sets e.ID, the next number after the last one
+// handed out (audit_next, locked until the entry commits: concurrent
+// appends take their IDs one after the other).
 func (s *Store) AppendAudit(ctx context.Context, e *catalog.AuditEntry) error {
-	for {
-		err := s.insertAudit(ctx, e)
-		if sqldb.IsUniqueViolation(err) {
-			// A concurrent append (PostgreSQL) took the ID this one read; it
-			// has committed, so the retry reads a higher one.
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("append audit entry %s: %w", e.Action, err)
-		}
-		return nil
+	if err := s.insertAudit(ctx, e); err != nil {
+		return fmt.Errorf("append audit entry %s: %w", e.Action, err)
 	}
+	return nil
 }
 
 func (s *Store) insertAudit(ctx context.Context, e *catalog.AuditEntry) error {
@@ -44,7 +37,7 @@ func (s *Store) insertAudit(ctx context.Context, e *catalog.AuditEntry) error {
 	}
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		var id int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM audit_log`).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, `UPDATE audit_next SET id = id + 1 RETURNING id`).Scan(&id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

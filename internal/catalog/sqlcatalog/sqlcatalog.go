@@ -25,6 +25,9 @@ import (
 // sharing one database.
 type Store struct {
 	db *sqldb.DB
+	// auditBatch is RetainAudit's entries per transaction (0:
+	// auditBatch), set by tests.
+	auditBatch int
 }
 
 var (

@@ -417,11 +417,13 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		day2 := day1.AddDate(0, 0, 1)
 		unmeasured := rec("u", "acme", "k1", "", "fast", "mini", day2, 0, 0)
 		unmeasured.Billing.Unmeasured = true
+		mobile := rec("d", "globex", "k3", "", "fast", "mini", day2, 700, 400)
+		mobile.Tenant = "mobile"
 		record(t, s,
 			rec("a", "acme", "k1", "alice", "fast", "mini", day1.Add(time.Hour), 1000, 400),
 			rec("b", "acme", "k2", "bob", "fast", "mini", day1.Add(2*time.Hour), 3000, 1000),
 			rec("c", "acme", "k1", "alice", "smart", "big", day2, 5000, 4500),
-			rec("d", "globex", "k3", "", "fast", "mini", day2, 700, 400),
+			mobile,
 			unmeasured,
 		)
 		row := func(account, key, user, alias, model string, day time.Time, requests, unmeasured int64, price, cost billing.Micros) ledger.SpendRow {
@@ -453,6 +455,13 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			}},
 			{"OneKeyInARange", ledger.SpendFilter{KeyID: "k1", From: day1, To: day2, By: []ledger.Dimension{ledger.ByKey}}, []ledger.SpendRow{
 				row("", "k1", "", "", "", time.Time{}, 1, 0, 1000, 400),
+			}},
+			{"ByTenant", ledger.SpendFilter{By: []ledger.Dimension{ledger.ByTenant}}, []ledger.SpendRow{
+				withTenant("mobile", row("", "", "", "", "", time.Time{}, 1, 0, 700, 400)),
+				withTenant("web", row("", "", "", "", "", time.Time{}, 4, 1, 9000, 5900)),
+			}},
+			{"OneTenantByAccount", ledger.SpendFilter{Tenant: "mobile", By: []ledger.Dimension{ledger.ByAccount}}, []ledger.SpendRow{
+				row("globex", "", "", "", "", time.Time{}, 1, 0, 700, 400),
 			}},
 			{"NothingSelected", ledger.SpendFilter{Account: "nobody"}, nil},
 		}
@@ -593,6 +602,11 @@ func RunBilling(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			t.Errorf("stored prices in a Table: Price = %s, %v; want %s", p.Version(), ok, v1.Version())
 		}
 	})
+}
+
+func withTenant(tenant string, r ledger.SpendRow) ledger.SpendRow {
+	r.Tenant = tenant
+	return r
 }
 
 // day1 is a UTC midnight.

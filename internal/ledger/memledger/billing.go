@@ -217,7 +217,7 @@ func (s *Store) Spend(_ context.Context, f ledger.SpendFilter) ([]ledger.SpendRo
 	defer s.mu.Unlock()
 	for _, r := range s.recs {
 		c := r.Billing
-		if c == nil || (f.Account != "" && c.Account != f.Account) || !f.Selects(r.KeyID, r.Started) {
+		if c == nil || (f.Account != "" && c.Account != f.Account) || !f.Selects(r.KeyID, r.Tenant, r.Started) {
 			continue
 		}
 		g := group(&r, f.By)
@@ -252,6 +252,8 @@ func group(r *sluice.UsageRecord, dims []ledger.Dimension) ledger.SpendRow {
 			g.Account = r.Billing.Account
 		case ledger.ByKey:
 			g.KeyID = r.KeyID
+		case ledger.ByTenant:
+			g.Tenant = r.Tenant
 		case ledger.ByEndUser:
 			g.EndUser = r.EndUser
 		case ledger.ByTaskType:

@@ -45,6 +45,13 @@ const (
 	statementCharges = `SELECT ` + chargeColumns + ` FROM usage_records
 		WHERE billing_account = ? AND started_at >= ? AND started_at < ? AND ` + isCharge + `
 		ORDER BY started_at, request_id LIMIT ?`
+	// keptColumns are a row of ledger_charges as its charge entry: the
+	// charge of a record that retention removed (see Retain), and
+	// statementKept the first LIMIT of an account's in a time window. A
+	// charge is in one of usage_records and ledger_charges, never both.
+	keptColumns   = `request_id, 'charge', account, amount_micros, '', '', at`
+	statementKept = `SELECT ` + keptColumns + ` FROM ledger_charges
+		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id LIMIT ?`
 )
 
 // addTotals is the upsert that adds n rows of amounts to billing_totals,
@@ -436,8 +443,8 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
-	// The posted entries and the charges, each the first limit of its own
-	// in its own index, merged here: the database would compare their text
+	// The posted entries, the charges and the charges kept after their
+	// records, each the first limit of its own in its own index, merged here: the database would compare their text
 	// by each table's collation.
 	posted, err := s.entries(ctx, nil, `SELECT `+entryColumns+` FROM ledger_entries
 		WHERE account = ? AND at >= ? AND at < ? ORDER BY at, request_id, kind LIMIT ?`, account, lo, hi, limit)
@@ -446,6 +453,9 @@ func (s *Store) Statement(ctx context.Context, account string, from, to time.Tim
 	}
 	out, err := s.entries(ctx, posted, statementCharges, account, lo, hi, limit)
 	if err != nil {
+		return nil, fmt.Errorf("statement: %w", err)
+	}
+	if out, err = s.entries(ctx, out, statementKept, account, lo, hi, limit); err != nil {
 		return nil, fmt.Errorf("statement: %w", err)
 	}
 	slices.SortFunc(out, ledger.CompareEntries)
@@ -462,6 +472,9 @@ func (s *Store) Entries(ctx context.Context, requestID string) ([]ledger.Entry, 
 	out, err := s.entries(ctx, posted, `SELECT `+chargeColumns+` FROM usage_records
 		WHERE request_id = ? AND billing_account <> '' AND `+isCharge, requestID)
 	if err != nil {
+		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
+	}
+	if out, err = s.entries(ctx, out, `SELECT `+keptColumns+` FROM ledger_charges WHERE request_id = ?`, requestID); err != nil {
 		return nil, fmt.Errorf("entries of %s: %w", requestID, err)
 	}
 	slices.SortFunc(out, func(a, b ledger.Entry) int { return cmp.Compare(a.Kind, b.Kind) })
@@ -489,56 +502,176 @@ func (s *Store) entries(ctx context.Context, out []ledger.Entry, query string, a
 	return out, rows.Err()
 }
 
-// spendColumn is the column of usage_records each dimension groups by.
-var spendColumn = map[ledger.Dimension]string{
-	ledger.ByAccount:  "billing_account",
-	ledger.ByKey:      "key_id",
-	ledger.ByEndUser:  "end_user",
-	ledger.ByTaskType: "task_type",
-	ledger.ByPool:     "pool",
-	ledger.ByAlias:    "alias",
-	ledger.ByModel:    "model",
-	ledger.ByDay:      "started_at / 86400000000", // days since the Unix epoch
+// spendSource is a table Spend reads, and how: the records still held
+// (spendRecords), or the roll-ups of those Retain removed (spendRollups).
+// A record is in exactly one of them. Both name the columns of billed,
+// billing_account, key_id and tenant alike.
+type spendSource struct {
+	table string
+	// columns are what each dimension groups by; a constant for one the
+	// table does not know.
+	columns map[ledger.Dimension]string
+	// sums are the SpendRow's Requests, Unmeasured, Tokens, CachedTokens,
+	// Price and Cost.
+	sums []string
 }
 
+var (
+	spendRecords = spendSource{
+		table: "usage_records",
+		columns: map[ledger.Dimension]string{
+			ledger.ByAccount:  "billing_account",
+			ledger.ByKey:      "key_id",
+			ledger.ByTenant:   "tenant",
+			ledger.ByEndUser:  "end_user",
+			ledger.ByTaskType: "task_type",
+			ledger.ByPool:     "pool",
+			ledger.ByAlias:    "alias",
+			ledger.ByModel:    "model",
+			ledger.ByDay:      "started_at / 86400000000", // days since the Unix epoch
+		},
+		sums: []string{`COUNT(*)`, `SUM(CASE WHEN unmeasured THEN 1 ELSE 0 END)`,
+			`CAST(SUM(CASE WHEN measured THEN total_tokens ELSE 0 END) AS BIGINT)`, `CAST(SUM(CASE WHEN measured THEN cached_tokens ELSE 0 END) AS BIGINT)`,
+			`CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`},
+	}
+	spendRollups = spendSource{
+		table: "usage_rollups",
+		columns: map[ledger.Dimension]string{
+			ledger.ByAccount:  "billing_account",
+			ledger.ByKey:      "key_id",
+			ledger.ByTenant:   "tenant",
+			ledger.ByEndUser:  "''", // not rolled up: as many as requests, nearly
+			ledger.ByTaskType: "task_type",
+			ledger.ByPool:     "pool",
+			ledger.ByAlias:    "alias",
+			ledger.ByModel:    "model",
+			ledger.ByDay:      "day",
+		},
+		sums: []string{`CAST(SUM(requests) AS BIGINT)`, `CAST(SUM(unmeasured) AS BIGINT)`, `CAST(SUM(total_tokens) AS BIGINT)`,
+			`CAST(SUM(cached_tokens) AS BIGINT)`, `CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`},
+	}
+)
+
 // Spend groups the selected billed records in the database, so one row per
-// group comes back however many records the range holds.
+// group comes back however many records the range holds. Records still
+// held are read from the start of the oldest of them (none before it: on
+// PostgreSQL, only the partitions of the range), and those Retain removed
+// from their roll-ups, by whole UTC days (see ledger.SpendFilter); the two
+// are added up per group.
 func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.SpendRow, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	dims := slices.Compact(slices.Sorted(slices.Values(f.By)))
-	var cols []string
-	for _, d := range dims {
-		cols = append(cols, spendColumn[d])
-	}
-	where, args := []string{"billed = ?"}, []any{true}
-	if !f.From.IsZero() {
-		where, args = append(where, "started_at >= ?"), append(args, f.From.UnixMicro())
-	}
-	if !f.To.IsZero() {
-		where, args = append(where, "started_at < ?"), append(args, f.To.UnixMicro())
-	}
-	if f.Account != "" {
-		where, args = append(where, "billing_account = ?"), append(args, f.Account)
-	}
-	if f.KeyID != "" {
-		where, args = append(where, "key_id = ?"), append(args, f.KeyID)
-	}
-	query := `SELECT ` + strings.Join(append(slices.Clone(cols), `COUNT(*)`, `SUM(CASE WHEN unmeasured THEN 1 ELSE 0 END)`,
-		`CAST(SUM(CASE WHEN measured THEN total_tokens ELSE 0 END) AS BIGINT)`, `CAST(SUM(CASE WHEN measured THEN cached_tokens ELSE 0 END) AS BIGINT)`,
-		`CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`), ", ") +
-		` FROM usage_records WHERE ` + strings.Join(where, " AND ")
-	if len(cols) > 0 {
-		query += ` GROUP BY ` + strings.Join(cols, ", ")
-	}
-	query += ` HAVING COUNT(*) > 0` // without groups, no records is no row, not a row of zeros
-	rows, err := s.db.Query(ctx, query, args...)
+	queries, err := s.spendQueries(ctx, f, dims)
 	if err != nil {
 		return nil, fmt.Errorf("spend: %w", err)
 	}
-	defer rows.Close()
 	var out []ledger.SpendRow
+	for _, q := range queries {
+		if out, err = s.spend(ctx, out, dims, q); err != nil {
+			return nil, fmt.Errorf("spend: %w", err)
+		}
+	}
+	out = mergeSpend(out)
+	slices.SortFunc(out, ledger.CompareSpendRows) // in Go: the database's collation may order text otherwise
+	return out, nil
+}
+
+// query is an SQL query and its arguments.
+type query struct {
+	sql  string
+	args []any
+}
+
+// spendQueries are the queries of a spend report: of the records held,
+// unless the range ends before the oldest of them, and of the roll-ups.
+func (s *Store) spendQueries(ctx context.Context, f ledger.SpendFilter, dims []ledger.Dimension) ([]query, error) {
+	var out []query
+	oldest, err := s.oldestRecord(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !oldest.IsZero() && (f.To.IsZero() || oldest.Before(f.To)) {
+		from := f.From
+		if from.Before(oldest) {
+			from = oldest
+		}
+		out = append(out, spendQuery(spendRecords, dims, f, "started_at", timeBound(from), timeBound(f.To)))
+	}
+	// Roll-up rows count in the range when their day starts in it.
+	return append(out, spendQuery(spendRollups, dims, f, "day", dayBound(f.From), dayBound(f.To))), nil
+}
+
+// oldestRecord is the start of the oldest record held; zero with none.
+func (s *Store) oldestRecord(ctx context.Context) (time.Time, error) {
+	var us sql.NullInt64
+	if err := s.db.QueryRow(ctx, `SELECT MIN(started_at) FROM usage_records`).Scan(&us); err != nil || !us.Valid {
+		return time.Time{}, err
+	}
+	return time.UnixMicro(us.Int64).UTC(), nil
+}
+
+// timeBound is t in microseconds, and nil for the zero time (an open end).
+func timeBound(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	us := t.UnixMicro()
+	return &us
+}
+
+// dayBound is the first UTC day (days since the Unix epoch) starting at
+// or after t, and nil for the zero time.
+func dayBound(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	day := epochDay(t)
+	if ledger.Day(t).Before(t) {
+		day++
+	}
+	return &day
+}
+
+// spendQuery is f's query of src, with col between lo (inclusive) and hi
+// (exclusive) where they are not nil.
+func spendQuery(src spendSource, dims []ledger.Dimension, f ledger.SpendFilter, col string, lo, hi *int64) query {
+	var cols, groups []string
+	for _, d := range dims {
+		c := src.columns[d]
+		cols = append(cols, c)
+		if !strings.HasPrefix(c, "'") {
+			groups = append(groups, c) // PostgreSQL refuses to group by a constant
+		}
+	}
+	where, args := []string{"billed = ?"}, []any{true}
+	if lo != nil {
+		where, args = append(where, col+" >= ?"), append(args, *lo)
+	}
+	if hi != nil {
+		where, args = append(where, col+" < ?"), append(args, *hi)
+	}
+	for _, c := range [...]struct{ col, want string }{{"billing_account", f.Account}, {"key_id", f.KeyID}, {"tenant", f.Tenant}} {
+		if c.want != "" {
+			where, args = append(where, c.col+" = ?"), append(args, c.want)
+		}
+	}
+	q := `SELECT ` + strings.Join(append(slices.Clone(cols), src.sums...), ", ") + ` FROM ` + src.table + ` WHERE ` + strings.Join(where, " AND ")
+	if len(groups) > 0 {
+		q += ` GROUP BY ` + strings.Join(groups, ", ")
+	}
+	q += ` HAVING COUNT(*) > 0` // without groups, no records is no row, not a row of zeros
+	return query{q, args}
+}
+
+// spend runs q, grouped by dims, and appends its rows to out.
+func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.Dimension, q query) ([]ledger.SpendRow, error) {
+	rows, err := s.db.Query(ctx, q.sql, q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			r    ledger.SpendRow
@@ -546,21 +679,39 @@ func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.Spend
 			dest []any
 		)
 		for _, d := range dims {
-			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID,
+			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID, ledger.ByTenant: &r.Tenant,
 				ledger.ByEndUser: &r.EndUser, ledger.ByTaskType: &r.TaskType, ledger.ByPool: &r.Pool, ledger.ByAlias: &r.Alias,
 				ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
 		}
 		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Tokens, &r.CachedTokens, &r.Price, &r.Cost)...); err != nil {
-			return nil, fmt.Errorf("spend: %w", err)
+			return nil, err
 		}
 		if slices.Contains(dims, ledger.ByDay) {
 			r.Day = time.Unix(day*86400, 0).UTC()
 		}
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("spend: %w", err)
+	return out, rows.Err()
+}
+
+// mergeSpend adds up the rows of one group: a group may have rows from
+// both sources.
+func mergeSpend(rows []ledger.SpendRow) []ledger.SpendRow {
+	index := make(map[ledger.SpendRow]int, len(rows)) // the row's dimensions → position in out
+	out := rows[:0]
+	for _, r := range rows {
+		g := r
+		g.Requests, g.Unmeasured, g.Tokens, g.CachedTokens, g.Price, g.Cost = 0, 0, 0, 0, 0, 0
+		i, ok := index[g]
+		if !ok {
+			index[g] = len(out)
+			out = append(out, r)
+			continue
+		}
+		m := &out[i]
+		m.Requests, m.Unmeasured = m.Requests+r.Requests, m.Unmeasured+r.Unmeasured
+		m.Tokens, m.CachedTokens = m.Tokens+r.Tokens, m.CachedTokens+r.CachedTokens
+		m.Price, m.Cost = m.Price.Add(r.Price), m.Cost.Add(r.Cost)
 	}
-	slices.SortFunc(out, ledger.CompareSpendRows) // in Go: the database's collation may order text otherwise
-	return out, nil
+	return out
 }

@@ -35,6 +35,11 @@ type Store struct {
 	// price_versions that this Store has met: the writer looks one up
 	// there only the first time. Replaced whole, never changed.
 	versions atomic.Pointer[map[string]int64]
+
+	// For tests of Retain: records per transaction (0: retainBatch), and
+	// what runs after each transaction commits.
+	retainBatch int
+	afterBatch  func()
 }
 
 var (
@@ -156,9 +161,13 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 	for i := range shapes {
 		var err error
 		// RETURNING tells which records were new: only their executions are
-		// written, so a record written twice never gains executions.
+		// written, so a record written twice never gains executions. The
+		// conflict names no columns: the key is request_id on SQLite, and
+		// (request_id, started_at) where PostgreSQL partitions the table
+		// by day, which a record written again repeats (its start is fixed
+		// when it is made).
 		st.records[i], err = s.db.Prepare(ctx, `INSERT INTO usage_records (`+recordInsertColumns+`) VALUES `+
-			sqldb.Placeholders(1<<i, recordParams)+` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`)
+			sqldb.Placeholders(1<<i, recordParams)+` ON CONFLICT DO NOTHING RETURNING request_id`)
 		if err != nil {
 			return nil, err
 		}
