@@ -209,7 +209,8 @@ func TestCLIKeySettings(t *testing.T) {
 	code, _, errOut := h.runCLI(t, "keys", "create", "--name", "full", "--tenant", "web", "--id", "full",
 		"--labels", "team=search,env=prod", "--policy", "preferred", "--accounts", "org-1", "--fallback", "any", "--wait", "2s",
 		"--limits", "rpm=60,tpm=6000,max_inflight=2,daily_tokens=100000", "--user-limits", "rpm=6,max_inflight=1",
-		"--task", "chat", "--tasks", "batch", "--paths", "chat", "--service-tiers", "flex", "--on-limit", "refuse", "--assert", "user,profile")
+		"--task", "chat", "--tasks", "batch", "--paths", "chat", "--service-tiers", "flex", "--on-limit", "refuse", "--assert", "user,profile",
+		"--trace-content", "true")
 	if code != 0 {
 		t.Fatalf("keys create exit = %d, stderr %q", code, errOut)
 	}

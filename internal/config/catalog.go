@@ -20,6 +20,7 @@ type Catalog struct {
 	TaskTypes   []TaskType   `yaml:"task_types"`
 	Billing     Billing      `yaml:"billing"`
 	Profiles    []Profile    `yaml:"profiles"` // quota profiles for end users (profiles.go)
+	Telemetry   Telemetry    `yaml:"telemetry"`
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")

@@ -47,6 +47,7 @@ func loadFull(t *testing.T) *Catalog {
 		"SLUICE_KEY_AUDIT":       "sk-sluice-audit-0001",
 		"SLUICE_DATABASE_URL":    "postgres://sluice:db-password@127.0.0.1:5432/sluice?sslmode=disable",
 		"SLUICE_SECRET_KEY":      "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=",
+		"OTLP_AUTH":              "Bearer otlp-token-0001",
 	})
 	c, err := Load(data, env)
 	if err != nil {

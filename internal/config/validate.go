@@ -55,6 +55,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.billing()
 	v.keys()
 	v.tenants()
+	v.telemetry()
 	return errors.Join(v.errs...)
 }
 
