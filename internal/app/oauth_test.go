@@ -66,7 +66,7 @@ type oauthGateway struct {
 	sim, other *simulator.Simulator
 }
 
-func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator) string) *oauthGateway {
+func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator) string, opts ...func(*app.Options)) *oauthGateway {
 	t.Helper()
 	g := &oauthGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{}), other: simulator.New(simulator.Options{})}
 	srv, otherSrv := httptest.NewServer(g.sim), httptest.NewServer(g.other)
@@ -81,11 +81,15 @@ func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator)
 	write("refresh-token", refreshToken(g.sim)+"\n")
 	g.cfgPath = filepath.Join(dir, "catalog.yaml")
 	write("catalog.yaml", fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL))
-	gw, err := app.Start(t.Context(), app.Options{
+	o := app.Options{
 		ConfigPath: g.cfgPath,
 		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		LookupEnv:  func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
+	}
+	for _, change := range opts {
+		change(&o)
+	}
+	gw, err := app.Start(t.Context(), o)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
