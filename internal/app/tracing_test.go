@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
@@ -264,6 +270,222 @@ func noSecretIn(t *testing.T, s tracetest.SpanStub) {
 	for _, secret := range []string{secretA1, secretA2, secretB1, keyWeb, keyTraced, "Bearer"} {
 		if strings.Contains(text, secret) {
 			t.Errorf("span %q holds a secret (%.12s…)", s.Name, secret)
+		}
+	}
+}
+
+// collector is an OTLP/HTTP receiver of traces: it decodes each export
+// (ExportTraceServiceRequest, protobuf) and keeps its spans. With hang
+// set, every export waits until the test ends, as a collector that stopped
+// answering does.
+type collector struct {
+	srv  *httptest.Server
+	hang chan struct{} // nil: answer at once
+
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	service []string // service.name of each span's resource
+	auth    []string // Authorization of each export
+	entered int      // exports received, answered or not
+}
+
+func newCollector(t *testing.T, hang bool) *collector {
+	c := &collector{}
+	if hang {
+		c.hang = make(chan struct{})
+	}
+	c.srv = httptest.NewServer(http.HandlerFunc(c.export))
+	t.Cleanup(c.srv.Close)
+	if hang {
+		t.Cleanup(func() { close(c.hang) }) // before the server's Close, which waits for the exports
+	}
+	return c
+}
+
+func (c *collector) export(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	var req coltrace.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &req)
+	}
+	c.mu.Lock()
+	c.entered++
+	c.auth = append(c.auth, r.Header.Get("Authorization"))
+	for _, rs := range req.ResourceSpans {
+		name := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.Key == "service.name" {
+				name = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				c.spans = append(c.spans, s)
+				c.service = append(c.service, name)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if c.hang != nil {
+		<-c.hang
+		return
+	}
+	if err != nil || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		http.Error(w, fmt.Sprintf("path %s, content type %s: %v", r.URL.Path, r.Header.Get("Content-Type"), err), http.StatusBadRequest)
+		return
+	}
+	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
+
+func (c *collector) received() (spans []*tracepb.Span, service, auth []string, entered int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.spans), slices.Clone(c.service), slices.Clone(c.auth), c.entered
+}
+
+// collectedHarness is a gateway on catalogTemplate exporting its traces to
+// c over OTLP/HTTP, with an Authorization header from $OTLP_AUTH.
+func collectedHarness(t *testing.T, c *collector) *harness {
+	t.Helper()
+	template := catalogTemplate[:strings.Index(catalogTemplate, "endpoints:")] +
+		"telemetry:\n  otlp: {endpoint: " + c.srv.URL + ", headers_env: {Authorization: OTLP_AUTH}}\n" +
+		catalogTemplate[strings.Index(catalogTemplate, "endpoints:"):]
+	return newHarnessOn(t, template, "{backend: memory}", simulator.Options{}, simulator.Options{}, func(o *app.Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if k == "OTLP_AUTH" {
+				return "Bearer otlp-token-for-tests", true
+			}
+			v, ok := testEnv[k]
+			return v, ok
+		}
+	})
+}
+
+// TestTracesReachAnOTLPCollector sends a request's spans to a collector
+// over OTLP/HTTP: the gateway's Close sends what its batch still holds.
+func TestTracesReachAnOTLPCollector(t *testing.T) {
+	c := newCollector(t, false)
+	h := collectedHarness(t, c)
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+		t.Fatalf("chat = %d %s", code, body)
+	}
+	if spans, _, _, _ := c.received(); len(spans) != 0 {
+		t.Fatalf("%d spans exported before the batch's timeout; the test would not show the flush at Close", len(spans))
+	}
+	if err := h.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	spans, service, auth, _ := c.received()
+	if len(auth) == 0 || auth[0] != "Bearer otlp-token-for-tests" {
+		t.Errorf("exports' Authorization %q, want $OTLP_AUTH's value", auth)
+	}
+	var server, client *tracepb.Span
+	for i, s := range spans {
+		if service[i] != "sluice" {
+			t.Errorf("span %q of service %q, want sluice", s.Name, service[i])
+		}
+		switch s.Kind {
+		case tracepb.Span_SPAN_KIND_SERVER:
+			server = s
+		case tracepb.Span_SPAN_KIND_CLIENT:
+			client = s
+		}
+	}
+	if server == nil || client == nil {
+		t.Fatalf("collector got %d spans, want the request's and its attempt's", len(spans))
+	}
+	if server.Name != "chat fast" || string(client.ParentSpanId) != string(server.SpanId) || string(client.TraceId) != string(server.TraceId) {
+		t.Errorf("spans %q and %q: want the attempt a child of \"chat fast\"", server.Name, client.Name)
+	}
+	want := map[*tracepb.Span]map[string]string{
+		server: {"gen_ai.request.model": "fast", "gen_ai.operation.name": "chat", "sluice.key_id": "web", "sluice.tenant": "web"},
+		client: {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.provider.name": "openai", "sluice.endpoint_id": "ep-a"},
+	}
+	for s, attrs := range want {
+		got := map[string]string{}
+		for _, kv := range s.Attributes {
+			got[kv.Key] = kv.GetValue().GetStringValue()
+		}
+		for k, v := range attrs {
+			if got[k] != v {
+				t.Errorf("span %q: %s = %q, want %q", s.Name, k, got[k], v)
+			}
+		}
+		if _, ok := got["gen_ai.usage.output_tokens"]; !ok {
+			t.Errorf("span %q has no gen_ai.usage.output_tokens", s.Name)
+		}
+	}
+}
+
+// TestHangingCollectorNeverHoldsRequests: requests are answered while an
+// export hangs, and the gateway's Close does not wait for it forever.
+func TestHangingCollectorNeverHoldsRequests(t *testing.T) {
+	c := newCollector(t, true)
+	h := collectedHarness(t, c)
+	chat := func(n int) {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range n / 8 {
+					if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+						t.Errorf("chat = %d %s", code, body)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// 600 spans: a full batch (512) is exported at once, and hangs.
+	chat(304)
+	eventually(t, 10*time.Second, "an export in flight", func() bool { _, _, _, n := c.received(); return n > 0 })
+	chat(200) // answered, each of them, while the export hangs
+	if _, _, _, n := c.received(); n != 1 {
+		t.Errorf("%d exports received; want the one still hanging", n)
+	}
+	if err := h.gw.Close(); err != nil {
+		t.Errorf("Close with a hanging collector: %v", err)
+	}
+	if !strings.Contains(h.logs.String(), "spans not sent at shutdown") {
+		t.Error("the spans a hanging collector did not take were not logged at shutdown")
+	}
+}
+
+// TestNoOAuthTokenInSpans: an oauth credential's access and refresh
+// tokens and its static headers' values reach no span, nor does the
+// caller's key.
+func TestNoOAuthTokenInSpans(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	g := startOAuthGateway(t, func(sim *simulator.Simulator) string { return sim.NewRefreshToken(simulator.Behavior{}, time.Hour) },
+		func(o *app.Options) { o.Spans = sdktrace.NewSimpleSpanProcessor(spans) })
+	eventually(t, 5*time.Second, "chat served by cred-oauth", func() bool {
+		if code, _, body := g.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+			t.Fatalf("chat = %d %s", code, body)
+		}
+		return len(g.sim.Requests()) > 0
+	})
+	token, _ := strings.CutPrefix(last(t, g.sim, "/v1/chat/completions").Header.Get("Authorization"), "Bearer ")
+	if !strings.HasPrefix(token, "sim-oat-") {
+		t.Fatalf("the upstream got Authorization %q, want the oauth access token", token)
+	}
+	eventually(t, 5*time.Second, "the attempt on cred-oauth traced", func() bool {
+		for _, s := range spans.GetSpans() {
+			if attr(s, "sluice.credential_id").AsString() == "cred-oauth" {
+				return true
+			}
+		}
+		return false
+	})
+	secret := regexp.MustCompile(`sim-o(a|r)t-[0-9a-f]+|[a-z]+-HEADER-[0-9a-f]{4}|` + regexp.QuoteMeta(keyWeb))
+	for _, s := range spans.GetSpans() {
+		text := s.Name + " " + s.Status.Description
+		for _, kv := range s.Attributes {
+			text += " " + kv.Value.Emit()
+		}
+		if found := secret.FindString(text); found != "" {
+			t.Errorf("span %q holds a secret: %.12s…", s.Name, found)
 		}
 	}
 }
