@@ -50,7 +50,9 @@ func (t *Tracer) Request(ctx context.Context, w http.ResponseWriter, req *sluice
 	if t == nil {
 		return ctx, w
 	}
-	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(req.Header))
+	if _, ok := req.Header["Traceparent"]; ok { // canonical, as net/http stores it: no lookup to canonicalise
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	op := operation(req.Protocol, req.CountTokens)
 	ctx, span := t.tracer.Start(ctx, op.Value.AsString()+" "+req.Model, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(req.Received),
@@ -101,25 +103,26 @@ func (t *Tracer) Settled(ctx context.Context, rec *sluice.UsageRecord) {
 	if r == nil {
 		return
 	}
-	s := r.span
-	s.SetAttributes(attrKeyID.String(rec.KeyID), attrTenant.String(rec.Tenant), attrPriority.String(rec.Priority),
+	kv := make([]attribute.KeyValue, 0, 16) // one slice for one SetAttributes: each call allocates its own
+	kv = append(kv, attrKeyID.String(rec.KeyID), attrTenant.String(rec.Tenant), attrPriority.String(rec.Priority),
 		attrAttempts.Int(len(rec.Executions)))
 	if rec.Status != 0 {
-		s.SetAttributes(semconv.HTTPResponseStatusCode(rec.Status))
+		kv = append(kv, semconv.HTTPResponseStatusCode(rec.Status))
 	}
 	if rec.Code != "" {
-		s.SetAttributes(attrErrorCode.String(string(rec.Code)), semconv.ErrorTypeKey.String(string(rec.Code)))
+		kv = append(kv, attrErrorCode.String(string(rec.Code)), semconv.ErrorTypeKey.String(string(rec.Code)))
 	}
-	if rec.Status >= 500 {
-		s.SetStatus(codes.Error, string(rec.Code)) // a 4xx is the caller's: the server span's status stays unset
-	}
-	setUsage(s, &rec.Usage)
+	kv = appendUsage(kv, &rec.Usage)
 	if n := len(rec.Executions); n > 0 {
 		x := &rec.Executions[n-1]
-		s.SetAttributes(attrAccount.String(x.AccountID), attrCredential.String(x.CredentialID), attrEndpoint.String(x.EndpointID))
+		kv = append(kv, attrAccount.String(x.AccountID), attrCredential.String(x.CredentialID), attrEndpoint.String(x.EndpointID))
 		if x.Fallback != "" {
-			s.SetAttributes(attrFallback.String(x.Fallback))
+			kv = append(kv, attrFallback.String(x.Fallback))
 		}
+	}
+	r.span.SetAttributes(kv...)
+	if rec.Status >= 500 {
+		r.span.SetStatus(codes.Error, string(rec.Code)) // a 4xx is the caller's: the server span's status stays unset
 	}
 }
 
@@ -132,16 +135,17 @@ func (t *Tracer) End(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	s := r.span
-	s.SetAttributes(attrQueueWait.Float64(r.waited.Seconds()))
+	kv := make([]attribute.KeyValue, 0, 4)
+	kv = append(kv, attrQueueWait.Float64(r.waited.Seconds()))
 	if r.model != "" {
-		s.SetAttributes(semconv.GenAIResponseModel(r.model))
+		kv = append(kv, semconv.GenAIResponseModel(r.model))
 	}
 	if r.content {
 		text, cut := bounded(r.out.head)
-		s.SetAttributes(attrCompletion.String(text), attrCompletionCut.Bool(cut || r.out.written > int64(len(r.out.head))))
+		kv = append(kv, attrCompletion.String(text), attrCompletionCut.Bool(cut || r.out.written > int64(len(r.out.head))))
 	}
-	s.End()
+	r.span.SetAttributes(kv...)
+	r.span.End()
 }
 
 // Attempt is the span of one attempt on an upstream; its zero value (no
@@ -160,18 +164,20 @@ func (t *Tracer) Attempt(ctx context.Context, e *sluice.Edge) (context.Context, 
 	}
 	r := requestOf(ctx)
 	op := operation(e.Protocol, false)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
-	if r != nil {
-		r.tried++
-		opts = append(opts, trace.WithAttributes(op, provider(e), semconv.GenAIRequestModel(e.Model),
-			attrAttempt.Int(r.tried), attrQueueWait.Float64(r.wait.Seconds()),
-			attrAccount.String(e.Account.ID), attrCredential.String(e.Credential.ID), attrEndpoint.String(e.Endpoint.ID)))
-		opts = append(opts, trace.WithAttributes(server(e.Endpoint.BaseURL)...))
-		if r.fallback != "" {
-			opts = append(opts, trace.WithAttributes(attrFallback.String(r.fallback)))
-		}
+	kind := trace.WithSpanKind(trace.SpanKindClient)
+	if r == nil { // the request is not recorded: its attempt only carries the trace upstream
+		ctx, span := t.tracer.Start(ctx, op.Value.AsString()+" "+e.Model, kind)
+		return ctx, Attempt{span: span}
 	}
-	ctx, span := t.tracer.Start(ctx, op.Value.AsString()+" "+e.Model, opts...)
+	r.tried++
+	kv := make([]attribute.KeyValue, 0, 12)
+	kv = append(kv, op, provider(e), semconv.GenAIRequestModel(e.Model), attrAttempt.Int(r.tried), attrQueueWait.Float64(r.wait.Seconds()),
+		attrAccount.String(e.Account.ID), attrCredential.String(e.Credential.ID), attrEndpoint.String(e.Endpoint.ID))
+	kv = append(kv, t.server(e.Endpoint.BaseURL)...)
+	if r.fallback != "" {
+		kv = append(kv, attrFallback.String(r.fallback))
+	}
+	ctx, span := t.tracer.Start(ctx, op.Value.AsString()+" "+e.Model, kind, trace.WithAttributes(kv...))
 	return ctx, Attempt{span: span, r: r}
 }
 
@@ -183,54 +189,68 @@ func (a Attempt) End(x *sluice.Execution, class string, err error) {
 		return
 	}
 	s := a.span
-	if s.IsRecording() {
-		if x.HTTPStatus != 0 {
-			s.SetAttributes(semconv.HTTPResponseStatusCode(x.HTTPStatus))
-		}
-		if x.FirstByte > 0 {
-			s.SetAttributes(attrFirstByte.Float64(x.FirstByte.Seconds()))
-		}
-		setUsage(s, &x.Usage)
-		if a.r != nil && a.r.out.head != nil && a.r.model == "" {
-			// This attempt answered the caller: its answer names the model.
-			a.r.model = responseModel(a.r.out.head)
-			if a.r.model != "" {
-				s.SetAttributes(semconv.GenAIResponseModel(a.r.model))
-			}
-		}
-		if class != "ok" {
-			s.SetAttributes(attrErrorClass.String(class), semconv.ErrorTypeKey.String(class))
-			msg := ""
-			if err != nil {
-				msg = err.Error()
-			}
-			s.SetStatus(codes.Error, msg)
+	if a.r == nil || !s.IsRecording() {
+		s.End()
+		return
+	}
+	kv := make([]attribute.KeyValue, 0, 12)
+	if x.HTTPStatus != 0 {
+		kv = append(kv, semconv.HTTPResponseStatusCode(x.HTTPStatus))
+	}
+	if x.FirstByte > 0 {
+		kv = append(kv, attrFirstByte.Float64(x.FirstByte.Seconds()))
+	}
+	kv = appendUsage(kv, &x.Usage)
+	if a.r.out.head != nil && a.r.model == "" {
+		// This attempt answered the caller: its answer names the model.
+		if a.r.model = responseModel(a.r.out.head); a.r.model != "" {
+			kv = append(kv, semconv.GenAIResponseModel(a.r.model))
 		}
 	}
+	if class != "ok" {
+		kv = append(kv, attrErrorClass.String(class), semconv.ErrorTypeKey.String(class))
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		s.SetStatus(codes.Error, msg)
+	}
+	s.SetAttributes(kv...)
 	s.End()
 }
 
-// setUsage records measured usage u on s in the conventions' terms:
-// input tokens include those read from and written to the prompt cache,
-// output tokens include reasoning.
-func setUsage(s trace.Span, u *sluice.Usage) {
+// appendUsage appends measured usage u in the conventions' terms: input
+// tokens include those read from and written to the prompt cache, output
+// tokens include reasoning.
+func appendUsage(kv []attribute.KeyValue, u *sluice.Usage) []attribute.KeyValue {
 	if !u.Measured {
-		return
+		return kv
 	}
-	s.SetAttributes(semconv.GenAIUsageInputTokens(int(u.PromptTokens)), semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
+	kv = append(kv, semconv.GenAIUsageInputTokens(int(u.PromptTokens)), semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
 	if u.CachedTokens > 0 {
-		s.SetAttributes(semconv.GenAIUsageCacheReadInputTokens(int(u.CachedTokens)))
+		kv = append(kv, semconv.GenAIUsageCacheReadInputTokens(int(u.CachedTokens)))
 	}
 	if u.CacheWriteTokens > 0 {
-		s.SetAttributes(semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheWriteTokens)))
+		kv = append(kv, semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheWriteTokens)))
 	}
 	if u.ReasoningTokens > 0 {
-		s.SetAttributes(semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)))
+		kv = append(kv, semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)))
 	}
+	return kv
 }
 
-// server is server.address and server.port of an endpoint's base URL.
-func server(baseURL string) []attribute.KeyValue {
+// server is server.address and server.port of an endpoint's base URL,
+// parsed once per URL.
+func (t *Tracer) server(baseURL string) []attribute.KeyValue {
+	if kv, ok := t.servers.Load(baseURL); ok {
+		return kv.([]attribute.KeyValue)
+	}
+	kv := serverOf(baseURL)
+	t.servers.Store(baseURL, kv)
+	return kv
+}
+
+func serverOf(baseURL string) []attribute.KeyValue {
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Host == "" {
 		return nil

@@ -216,3 +216,36 @@ func TestBoundedCutsAtARune(t *testing.T) {
 		t.Errorf("bounded(short) = %q, %v", text, cut)
 	}
 }
+
+// BenchmarkRequestTraced is the hooks of a traced request with one
+// attempt, spans batched to an exporter that drops them: what tracing at
+// sample 1 costs the request path, before export.
+//
+//	go test -run '^$' -bench RequestTraced -benchmem ./internal/telemetry/
+func BenchmarkRequestTraced(b *testing.B) {
+	tr, err := NewWith(b.Context(), sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter()), 1, Service{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tr.Close() })
+	req := testRequest(http.Header{})
+	answer := []byte(`{"id":"x","model":"gpt-4o-mini-2024-07-18","choices":[{"message":{"content":"hello"}}],"usage":{}}`)
+	rec := &sluice.UsageRecord{KeyID: "web", Tenant: "web", Status: 200, Usage: sluice.Usage{Measured: true, PromptTokens: 12, CompletionTokens: 5},
+		Executions: []sluice.Execution{{AccountID: "a1", CredentialID: "c1", EndpointID: "ep"}}}
+	x := &rec.Executions[0]
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, rw := tr.Request(b.Context(), w, req, testKey)
+		tr.Granted(ctx, time.Millisecond, "")
+		actx, span := tr.Attempt(ctx, testEdge)
+		h := http.Header{}
+		Inject(actx, h)
+		rw.Write(answer)
+		span.End(x, "ok", nil)
+		tr.Waited(ctx, time.Millisecond)
+		tr.Settled(ctx, rec)
+		tr.End(ctx)
+		w.Body.Reset()
+	}
+}

@@ -31,6 +31,7 @@ import (
 type Tracer struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
+	servers  sync.Map // an endpoint's base URL → its server.address and server.port
 }
 
 // Service names this process in the traces' resource.
