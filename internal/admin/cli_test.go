@@ -242,4 +242,13 @@ func TestCLIKeySettings(t *testing.T) {
 	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--limits", "rpm"); code != 2 || !strings.Contains(errOut, "--limits") {
 		t.Errorf("keys update --limits rpm = %d, %q; want a usage error naming --limits", code, errOut)
 	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--trace-content", "maybe"); code != 2 || !strings.Contains(errOut, "--trace-content") {
+		t.Errorf("keys update --trace-content maybe = %d, %q; want a usage error naming --trace-content", code, errOut)
+	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--trace-content", "false"); code != 0 {
+		t.Errorf("keys update --trace-content false = %d, %q", code, errOut)
+	}
+	if k, _ := h.client.Key(t.Context(), "full"); k.TraceContent {
+		t.Error("trace_content still on after keys update --trace-content false")
+	}
 }

@@ -258,7 +258,7 @@ func (c *cli) keysUpdate(args []string) error {
 
 // settingsSynopsis lists the flags of settingsFlags.
 const settingsSynopsis = "[--labels k=v,…] [--policy MODE] [--accounts a,b] [--pool ID] [--fallback POOL|any] [--wait DURATION] " +
-	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse] [--assert user,profile]"
+	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse] [--assert user,profile] [--trace-content true|false]"
 
 // settingsFlags are the flags of what a key carries besides its name,
 // tenant and life cycle, for keys create and keys update. Each is a string
