@@ -191,14 +191,14 @@ func TestContentOnlyForKeysThatAskIt(t *testing.T) {
 
 func TestResponseModel(t *testing.T) {
 	for give, want := range map[string]string{
-		`{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[]}`:                                    "gpt-4o-mini",
-		"data: {\"id\":\"c\",\"model\" : \"gpt-4o\",\"choices\":[]}\n\n":                                            "gpt-4o",
+		`{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[]}`:                                   "gpt-4o-mini",
+		"data: {\"id\":\"c\",\"model\" : \"gpt-4o\",\"choices\":[]}\n\n":                                             "gpt-4o",
 		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"claude\"}}\n": "claude",
-		`{"candidates":[],"modelVersion":"gemini-2.5-flash"}`:                                                         "gemini-2.5-flash",
+		`{"candidates":[],"modelVersion":"gemini-2.5-flash"}`:                                                        "gemini-2.5-flash",
 		`{"choices":[{"message":{"content":"the \"model\": \"fake\""}}],"model":"real"}`:                             "real",
-		`{"choices":[{"message":{"content":"model"}}],"usage":{}}`:                                                    "",
-		`{"model":null,"x":{"model":"inner"}}`:                                                                        "inner",
-		`{"error":{"message":"no"}}`:                                                                                  "",
+		`{"choices":[{"message":{"content":"model"}}],"usage":{}}`:                                                   "",
+		`{"model":null,"x":{"model":"inner"}}`:                                                                       "inner",
+		`{"error":{"message":"no"}}`:                                                                                 "",
 	} {
 		if got := responseModel([]byte(give)); got != want {
 			t.Errorf("responseModel(%s) = %q, want %q", give, got, want)
