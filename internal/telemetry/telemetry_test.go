@@ -103,7 +103,7 @@ func TestSpansOfARequest(t *testing.T) {
 	attrs := func(s tracetest.SpanStub) map[string]string {
 		m := map[string]string{}
 		for _, kv := range s.Attributes {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		return m
 	}
@@ -180,7 +180,7 @@ func TestContentOnlyForKeysThatAskIt(t *testing.T) {
 	for i, s := range got {
 		text := ""
 		for _, kv := range s.Attributes {
-			text += kv.Value.Emit()
+			text += kv.Value.String()
 		}
 		traced := i == len(got)-1 // the second request's span
 		if strings.Contains(text, "a secret plan") != traced || strings.Contains(text, "the plan\"") != traced {
