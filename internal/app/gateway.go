@@ -216,6 +216,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if g.tracer, err = startTracing(ctx, &cat.Telemetry, o, id); err != nil {
 		return nil, err
 	}
+	src.tracing = &cat.Telemetry
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
 		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Tracer: g.tracer, Log: o.Log,

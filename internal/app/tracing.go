@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"reflect"
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/telemetry"
@@ -25,5 +26,14 @@ func startTracing(ctx context.Context, t *config.Telemetry, o Options, replica s
 func (g *Gateway) closeTracing() {
 	if err := g.tracer.Close(); err != nil {
 		g.log.LogAttrs(context.Background(), slog.LevelWarn, "spans not sent at shutdown", slog.Any("err", err))
+	}
+}
+
+// warnTracingChange says so when catalog c, which now serves, has another
+// telemetry section than the one tracing started with: the section is read
+// at startup only, and tracing goes on as it started until a restart.
+func (s *catalogSource) warnTracingChange(c *config.Catalog) {
+	if s.tracing != nil && !reflect.DeepEqual(*s.tracing, c.Telemetry) {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "the catalog's telemetry section changed; tracing keeps its settings until a restart")
 	}
 }

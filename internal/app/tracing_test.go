@@ -489,3 +489,20 @@ func TestNoOAuthTokenInSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestTelemetryChangeTakesARestart: a reload that changes the telemetry
+// section serves, and says the change waits for a restart.
+func TestTelemetryChangeTakesARestart(t *testing.T) {
+	h, _ := tracedHarness(t, catalogTemplate)
+	const warning = "the catalog's telemetry section changed"
+	h.writeCatalog(h.catalog() + "# the telemetry section unchanged\n")
+	eventually(t, 5*time.Second, "the first reload", func() bool { return strings.Contains(h.logs.String(), `"catalog loaded"`) })
+	if strings.Contains(h.logs.String(), warning) {
+		t.Error("a reload that left the telemetry section as it was warned of a change")
+	}
+	h.writeCatalog(h.catalog() + "telemetry: {otlp: {endpoint: \"http://127.0.0.1:4318\"}, sample: 0.5}\n")
+	eventually(t, 5*time.Second, "the warning", func() bool { return strings.Contains(h.logs.String(), warning) })
+	if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, chatBody); code != 200 {
+		t.Fatalf("chat after the reload = %d %s", code, body)
+	}
+}

@@ -163,12 +163,15 @@ func (t *Tracer) Attempt(ctx context.Context, e *sluice.Edge) (context.Context, 
 		return ctx, Attempt{}
 	}
 	r := requestOf(ctx)
-	op := operation(e.Protocol, false)
 	kind := trace.WithSpanKind(trace.SpanKindClient)
-	if r == nil { // the request is not recorded: its attempt only carries the trace upstream
-		ctx, span := t.tracer.Start(ctx, op.Value.AsString()+" "+e.Model, kind)
+	if r == nil {
+		// The request is sampled out, and so is its attempt (its child):
+		// the span only carries the trace's context upstream, and its name
+		// is never seen.
+		ctx, span := t.tracer.Start(ctx, "attempt", kind)
 		return ctx, Attempt{span: span}
 	}
+	op := operation(e.Protocol, false)
 	r.tried++
 	kv := make([]attribute.KeyValue, 0, 12)
 	kv = append(kv, op, provider(e), semconv.GenAIRequestModel(e.Model), attrAttempt.Int(r.tried), attrQueueWait.Float64(r.wait.Seconds()),
