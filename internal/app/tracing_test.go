@@ -144,6 +144,9 @@ func TestTraceOfEachRequest(t *testing.T) {
 			"sluice.key_id": "web", "sluice.tenant": "web", "http.response.status_code": "200", "sluice.attempts": "1",
 			"sluice.endpoint_id": "ep-a", "sluice.queue_wait": "*",
 		})
+		if got := attr(tr.server, "gen_ai.response.time_to_first_chunk"); stream != (got.Type() == attribute.FLOAT64 && got.AsFloat64() > 0) {
+			t.Errorf("gen_ai.response.time_to_first_chunk = %s on a request with stream %v; want it on streams alone", got.String(), stream)
+		}
 		if tr.server.Name != "chat fast" || tr.server.SpanKind != trace.SpanKindServer {
 			t.Errorf("request span %q kind %v, want \"chat fast\", server", tr.server.Name, tr.server.SpanKind)
 		}

@@ -113,6 +113,9 @@ func (t *Tracer) Settled(ctx context.Context, rec *sluice.UsageRecord) {
 		kv = append(kv, attrErrorCode.String(string(rec.Code)), semconv.ErrorTypeKey.String(string(rec.Code)))
 	}
 	kv = appendUsage(kv, &rec.Usage)
+	if rec.Stream && rec.TTFT > 0 {
+		kv = append(kv, semconv.GenAIResponseTimeToFirstChunk(rec.TTFT.Seconds()))
+	}
 	if n := len(rec.Executions); n > 0 {
 		x := &rec.Executions[n-1]
 		kv = append(kv, attrAccount.String(x.AccountID), attrCredential.String(x.CredentialID), attrEndpoint.String(x.EndpointID))
