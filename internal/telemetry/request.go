@@ -32,6 +32,9 @@ type request struct {
 	wait            time.Duration // the running attempt's own wait
 	fallback        string        // the running attempt's fallback reason
 	model           string        // gen_ai.response.model, once read from the answer
+	// settled are the attributes Settled found, set with End's: the SDK
+	// copies a span's attributes at each SetAttributes, so one call is cheaper.
+	settled []attribute.KeyValue
 }
 
 type requestKey struct{}
@@ -103,7 +106,7 @@ func (t *Tracer) Settled(ctx context.Context, rec *sluice.UsageRecord) {
 	if r == nil {
 		return
 	}
-	kv := make([]attribute.KeyValue, 0, 16) // one slice for one SetAttributes: each call allocates its own
+	kv := make([]attribute.KeyValue, 0, 20) // room for End's too
 	kv = append(kv, attrKeyID.String(rec.KeyID), attrTenant.String(rec.Tenant), attrPriority.String(rec.Priority),
 		attrAttempts.Int(len(rec.Executions)))
 	if rec.Status != 0 {
@@ -123,7 +126,7 @@ func (t *Tracer) Settled(ctx context.Context, rec *sluice.UsageRecord) {
 			kv = append(kv, attrFallback.String(x.Fallback))
 		}
 	}
-	r.span.SetAttributes(kv...)
+	r.settled = kv
 	if rec.Status >= 500 {
 		r.span.SetStatus(codes.Error, string(rec.Code)) // a 4xx is the caller's: the server span's status stays unset
 	}
@@ -138,8 +141,7 @@ func (t *Tracer) End(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	kv := make([]attribute.KeyValue, 0, 4)
-	kv = append(kv, attrQueueWait.Float64(r.waited.Seconds()))
+	kv := append(r.settled, attrQueueWait.Float64(r.waited.Seconds()))
 	if r.model != "" {
 		kv = append(kv, semconv.GenAIResponseModel(r.model))
 	}
