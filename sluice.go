@@ -352,6 +352,10 @@ type KeySettings struct {
 	// user it names selects that user's entitlement) and "profile"
 	// (X-Sluice-Profile); nil = neither.
 	Assert []string `json:"assert,omitempty" yaml:"assert"`
+	// TraceContent puts the prompt and the completion of its requests in
+	// their traces (docs/tracing.md), each up to a bound; false (the
+	// default): no text of a request or an answer is ever traced.
+	TraceContent bool `json:"trace_content,omitempty" yaml:"trace_content"`
 }
 
 // Clone returns a copy of s that shares no slice or map with it.

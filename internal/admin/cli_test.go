@@ -209,7 +209,8 @@ func TestCLIKeySettings(t *testing.T) {
 	code, _, errOut := h.runCLI(t, "keys", "create", "--name", "full", "--tenant", "web", "--id", "full",
 		"--labels", "team=search,env=prod", "--policy", "preferred", "--accounts", "org-1", "--fallback", "any", "--wait", "2s",
 		"--limits", "rpm=60,tpm=6000,max_inflight=2,daily_tokens=100000", "--user-limits", "rpm=6,max_inflight=1",
-		"--task", "chat", "--tasks", "batch", "--paths", "chat", "--service-tiers", "flex", "--on-limit", "refuse", "--assert", "user,profile")
+		"--task", "chat", "--tasks", "batch", "--paths", "chat", "--service-tiers", "flex", "--on-limit", "refuse", "--assert", "user,profile",
+		"--trace-content", "true")
 	if code != 0 {
 		t.Fatalf("keys create exit = %d, stderr %q", code, errOut)
 	}
@@ -240,5 +241,14 @@ func TestCLIKeySettings(t *testing.T) {
 	}
 	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--limits", "rpm"); code != 2 || !strings.Contains(errOut, "--limits") {
 		t.Errorf("keys update --limits rpm = %d, %q; want a usage error naming --limits", code, errOut)
+	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--trace-content", "maybe"); code != 2 || !strings.Contains(errOut, "--trace-content") {
+		t.Errorf("keys update --trace-content maybe = %d, %q; want a usage error naming --trace-content", code, errOut)
+	}
+	if code, _, errOut := h.runCLI(t, "keys", "update", "full", "--trace-content", "false"); code != 0 {
+		t.Errorf("keys update --trace-content false = %d, %q", code, errOut)
+	}
+	if k, _ := h.client.Key(t.Context(), "full"); k.TraceContent {
+		t.Error("trace_content still on after keys update --trace-content false")
 	}
 }

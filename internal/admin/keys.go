@@ -244,6 +244,7 @@ type KeyChange struct {
 	// keep the account they were admitted with.
 	BillingAccount *string   `json:"billing_account,omitempty"`
 	Assert         *[]string `json:"assert,omitempty"`
+	TraceContent   *bool     `json:"trace_content,omitempty"`
 }
 
 // apply makes the change to k.

@@ -95,11 +95,12 @@ func TestKeyChangeReplacesEachField(t *testing.T) {
 		Labels: map[string]string{"a": "b"}, Limits: sluice.Limits{RPM: 1}, Tasks: []string{"x"}, OnLimit: "wait"}}
 	want := sluice.KeySettings{Policy: KeyPolicy{Mode: "pool", Pool: "p"}, Limits: KeyLimits{}, UserLimits: KeyLimits{TPM: 9},
 		Task: "chat", Tasks: []string{}, Paths: []string{"chat"}, ServiceTiers: []string{"flex"}, OnLimit: "refuse",
-		BillingAccount: "acme", Assert: []string{"user"}, Labels: map[string]string{}}
+		BillingAccount: "acme", Assert: []string{"user"}, Labels: map[string]string{}, TraceContent: true}
 	name, models, priority := " new ", []string{"b"}, "background"
 	c := KeyChange{Name: &name, Models: &models, Priority: &priority, Labels: &want.Labels, Policy: &want.Policy,
 		Limits: &want.Limits, UserLimits: &want.UserLimits, Task: &want.Task, Tasks: &want.Tasks, Paths: &want.Paths,
-		ServiceTiers: &want.ServiceTiers, OnLimit: &want.OnLimit, BillingAccount: &want.BillingAccount, Assert: &want.Assert}
+		ServiceTiers: &want.ServiceTiers, OnLimit: &want.OnLimit, BillingAccount: &want.BillingAccount, Assert: &want.Assert,
+		TraceContent: &want.TraceContent}
 	if err := c.Apply(k); err != nil {
 		t.Fatal(err)
 	}

@@ -228,7 +228,7 @@ var everySetting = admin.KeySettings{
 	Limits:     admin.KeyLimits{RPM: 60, TPM: 6000, MaxInflight: 2, DailyTokens: 100000},
 	UserLimits: admin.KeyLimits{RPM: 6, MaxInflight: 1},
 	Task:       "chat", Tasks: []string{"batch"}, Paths: []string{"chat"}, ServiceTiers: []string{"flex"}, OnLimit: "refuse",
-	Assert: []string{"user", "profile"},
+	Assert: []string{"user", "profile"}, TraceContent: true,
 }
 
 func TestKeyCarriesEverySetting(t *testing.T) {

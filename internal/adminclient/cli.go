@@ -34,6 +34,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
         --labels k=v,… --policy MODE --accounts a,b --pool ID --fallback POOL|any --wait DURATION
         --limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N --user-limits … --task T --tasks a,b
         --paths chat,embeddings,videos,fal --service-tiers a,b --on-limit wait|refuse
+        --assert user,profile --trace-content true|false
   sluice keys list
   sluice keys show ID
   sluice keys disable|enable|revoke|rotate ID

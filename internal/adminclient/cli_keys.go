@@ -258,7 +258,7 @@ func (c *cli) keysUpdate(args []string) error {
 
 // settingsSynopsis lists the flags of settingsFlags.
 const settingsSynopsis = "[--labels k=v,…] [--policy MODE] [--accounts a,b] [--pool ID] [--fallback POOL|any] [--wait DURATION] " +
-	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse] [--assert user,profile]"
+	"[--limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N] [--user-limits …] [--task T] [--tasks a,b] [--paths chat,…] [--service-tiers a,b] [--on-limit wait|refuse] [--assert user,profile] [--trace-content true|false]"
 
 // settingsFlags are the flags of what a key carries besides its name,
 // tenant and life cycle, for keys create and keys update. Each is a string
@@ -285,6 +285,7 @@ func newSettingsFlags(fs *flag.FlagSet) *settingsFlags {
 		{"service-tiers", "service_tier `VALUES` a request may name ('' = any)"},
 		{"on-limit", "at the key's own max_inflight: wait or refuse (`ACTION`)"},
 		{"assert", "what the key may `ASSERT`: user (its end user selects the user's entitlement), profile (X-Sluice-Profile) ('' = neither)"},
+		{"trace-content", "whether traces record the key's prompts and completions: true or false (`BOOL`)"},
 	} {
 		sf.values[f[0]] = fs.String(f[0], "", f[1])
 	}
@@ -345,6 +346,10 @@ func (sf *settingsFlags) change(cmd *command) (admin.KeyChange, error) {
 			c.OnLimit = &val
 		case "assert":
 			c.Assert = ptr(admin.SplitList(val))
+		case "trace-content":
+			var on bool
+			on, err = strconv.ParseBool(val)
+			c.TraceContent = &on
 		}
 		if err != nil {
 			err = cmd.usage("--%s: %v", f.Name, err)
@@ -435,6 +440,7 @@ func (c *cli) printKey(k *admin.KeyRecord) error {
 	t.row("Service tiers:", list(k.ServiceTiers, "* (any)"))
 	t.row("On limit:", k.OnLimit)
 	t.row("Asserts:", list(k.Assert, "-"))
+	t.row("Trace content:", strconv.FormatBool(k.TraceContent))
 	t.row("Prefix:", k.Prefix)
 	t.row("Created:", when(k.CreatedAt))
 	t.row("Updated:", when(k.UpdatedAt))

@@ -38,6 +38,7 @@ type catalogSource struct {
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	tokens    *credentialTokens // nil: oauth credentials get no tokens (no database yet)
+	tracing   *config.Telemetry // the section tracing started with; nil until it has
 	// capacity moves the claims in flight to their accounts' new capacity
 	// domains after an edit (capacity.Engine.Rehome); nil until it exists,
 	// after the first catalog.
@@ -108,6 +109,7 @@ func (s *catalogSource) reload(doc []byte, origin string, stored int64) error {
 		return err
 	}
 	s.lastErr = nil
+	s.warnTracingChange(c)
 	s.metrics.CatalogReloads.WithLabelValues("ok").Inc()
 	s.metrics.CatalogFailing.Set(0)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "catalog loaded",

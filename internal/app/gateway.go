@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
@@ -42,6 +43,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store/memstore"
 	"github.com/sluicehq/sluice/internal/store/redisstore"
 	"github.com/sluicehq/sluice/internal/store/sqlstore"
+	"github.com/sluicehq/sluice/internal/telemetry"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -55,6 +57,9 @@ type Options struct {
 	LookupEnv   func(string) (string, bool)
 	Banner      io.Writer     // where the startup banner goes (stdout); nil = nowhere
 	ReloadEvery time.Duration // how often the catalog file is checked for changes; default 1s
+	// Spans receives the spans of every request, with telemetry's sample,
+	// in place of telemetry.otlp's collector (tests); nil = the catalog's.
+	Spans sdktrace.SpanProcessor
 }
 
 // Gateway is a running Sluice. Close stops it.
@@ -73,6 +78,7 @@ type Gateway struct {
 	statuses  *capacity.Statuses
 	closers   []func() error // shared-state clients, closed last
 	metrics   *metrics.Metrics
+	tracer    *telemetry.Tracer // nil: tracing off
 	catalog   *catalogSource
 	demo      *demo
 	dataPlane *http.Server
@@ -211,9 +217,13 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 	if err := ents.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("read entitlements: %w", err)
 	}
+	if g.tracer, err = startTracing(ctx, &cat.Telemetry, o, id); err != nil {
+		return nil, err
+	}
+	src.tracing = &cat.Telemetry
 	handler := pipeline.NewHandler(pipeline.Stages{
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
-		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Log: o.Log,
+		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Tracer: g.tracer, Log: o.Log,
 		Entitlements: ents.view, Suspensions: g.keys,
 	})
 
@@ -329,6 +339,7 @@ func (g *Gateway) close() error {
 		}
 		cancel()
 	}
+	g.closeTracing() // every span has ended
 	g.cancel()
 	g.wg.Wait()
 	if g.recorder != nil {

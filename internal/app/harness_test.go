@@ -142,8 +142,9 @@ func newHarnessWith(t *testing.T, template, state string, simA simulator.Options
 	return newHarnessOn(t, template, state, simA, simulator.Options{})
 }
 
-// newHarnessOn is newHarnessWith with simB built from simB's options.
-func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Options) *harness {
+// newHarnessOn is newHarnessWith with simB built from simB's options;
+// each of opts changes the gateway's options before it starts.
+func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Options, opts ...func(*app.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &syncBuffer{}, template: template, state: state}
 	h.simA = simulator.New(simA)
@@ -154,12 +155,16 @@ func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Opt
 	h.dbPath = filepath.Join(dir, "sluice.db")
 	h.cfgPath = filepath.Join(dir, "catalog.yaml")
 	h.writeCatalog(h.catalog())
-	gw, err := app.Start(t.Context(), app.Options{
+	o := app.Options{
 		ConfigPath:  h.cfgPath,
 		Log:         slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		LookupEnv:   func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
 		ReloadEvery: 20 * time.Millisecond,
-	})
+	}
+	for _, change := range opts {
+		change(&o)
+	}
+	gw, err := app.Start(t.Context(), o)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

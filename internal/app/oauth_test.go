@@ -66,14 +66,14 @@ type oauthGateway struct {
 	sim, other *simulator.Simulator
 }
 
-func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator) string) *oauthGateway {
+func startOAuthGateway(t *testing.T, refreshToken func(sim *simulator.Simulator) string, opts ...func(*app.Options)) *oauthGateway {
 	t.Helper()
-	return startOAuthGatewayWith(t, refreshToken, "")
+	return startOAuthGatewayWith(t, refreshToken, "", opts...)
 }
 
 // startOAuthGatewayWith is startOAuthGateway with more top-level sections
-// (YAML) at the end of its catalog.
-func startOAuthGatewayWith(t *testing.T, refreshToken func(sim *simulator.Simulator) string, more string) *oauthGateway {
+// (YAML) at the end of its catalog. opts change the gateway's options.
+func startOAuthGatewayWith(t *testing.T, refreshToken func(sim *simulator.Simulator) string, more string, opts ...func(*app.Options)) *oauthGateway {
 	t.Helper()
 	g := &oauthGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{}), other: simulator.New(simulator.Options{})}
 	srv, otherSrv := httptest.NewServer(g.sim), httptest.NewServer(g.other)
@@ -88,11 +88,15 @@ func startOAuthGatewayWith(t *testing.T, refreshToken func(sim *simulator.Simula
 	write("refresh-token", refreshToken(g.sim)+"\n")
 	g.cfgPath = filepath.Join(dir, "catalog.yaml")
 	write("catalog.yaml", fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL)+more)
-	gw, err := app.Start(t.Context(), app.Options{
+	o := app.Options{
 		ConfigPath: g.cfgPath,
 		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		LookupEnv:  func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	})
+	}
+	for _, change := range opts {
+		change(&o)
+	}
+	gw, err := app.Start(t.Context(), o)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

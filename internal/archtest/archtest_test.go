@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"internal/pipeline"},
 	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth", "internal/events"},
 	{"internal/upstream", "internal/capacity"},
-	{"internal/breaker", "internal/metrics"},
+	{"internal/breaker", "internal/metrics", "internal/telemetry"},
 	{"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/responses"},
 	{"internal/adapter/openai"},
 	{"internal/adapter"},

@@ -21,6 +21,7 @@ type Catalog struct {
 	Billing     Billing      `yaml:"billing"`
 	Profiles    []Profile    `yaml:"profiles"` // quota profiles for end users (profiles.go)
 	Events      Events       `yaml:"events"`   // usage events on NATS JetStream (events.go)
+	Telemetry   Telemetry    `yaml:"telemetry"`
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")

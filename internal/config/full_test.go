@@ -49,6 +49,7 @@ func loadFull(t *testing.T) *Catalog {
 		"SLUICE_SECRET_KEY":      "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=",
 		"SLUICE_NATS_TOKEN":      "nats-token-0001",
 		"SLUICE_REPORTING_URL":   "postgres://reports:reports-password@127.0.0.1:5432/reports?sslmode=disable",
+		"OTLP_AUTH":              "Bearer otlp-token-0001",
 	})
 	c, err := Load(data, env)
 	if err != nil {

@@ -56,6 +56,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.keys()
 	v.tenants()
 	v.events()
+	v.telemetry()
 	return errors.Join(v.errs...)
 }
 

@@ -45,7 +45,7 @@ func (h *Handler) call(ctx context.Context, r *passage, try tryFunc) error {
 	at := &r.attempts
 	at.start(&r.adm, start)
 	var waited time.Duration // in the queue, over every ticket: observed once, however the request ends
-	defer func() { h.queueWaits.Observe(at.cur.class, waited) }()
+	defer func() { h.queueWaits.Observe(at.cur.class, waited); h.tracer.Waited(ctx, waited) }()
 	for {
 		acq, until, sticky := at.ticket()
 		var claim *capacity.Claim
@@ -70,6 +70,7 @@ func (h *Handler) call(ctx context.Context, r *passage, try tryFunc) error {
 		e := at.current[claim.Index]
 		h.affinityGranted(ctx, at.cur.snap, r.req, r.affinity, e)
 		at.grant(e)
+		h.tracer.Granted(ctx, waited, at.out.route.fallback)
 		a, final := h.run(at.cur.snap.Routes.InFlight(e.Account.ID), try, e, claim, start)
 		if done, err := at.ran(e, a, final); done {
 			return err
@@ -405,7 +406,9 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluic
 		// long stream ends.
 		hooks.Committed = func() { claim.ProbeSucceeded(ctx) }
 	}
-	return h.caller.Execute(ctx, w, req, e, start, hooks)
+	actx, span := h.tracer.Attempt(ctx, e)
+	defer func() { span.End(&a.Exec, a.Class.String(), a.Err) }()
+	return h.caller.Execute(actx, w, req, e, start, hooks)
 }
 
 // failure is an attempt that rules edges out for the rest of the request.

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/telemetry"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
 
@@ -35,6 +36,7 @@ type Handler struct {
 	inspector store.Inspector // the capacity store's view, for affinity's placement
 	view      *billing.View
 	metrics   *metrics.Metrics
+	tracer    *telemetry.Tracer // nil: tracing off
 	log       *slog.Logger
 	// queueWaits observes each request's wait for capacity, by class
 	// (index in sluice.Priorities); none without Metrics.
@@ -59,6 +61,7 @@ type Stages struct {
 	Inspector store.Inspector // read by affinity's placement
 	Billing   *billing.View   // the balances admission reads (a catalog with billing)
 	Metrics   *metrics.Metrics
+	Tracer    *telemetry.Tracer // nil: tracing off
 	Log       *slog.Logger
 	// Entitlements are the end users' entitlements to quota profiles, as
 	// app's refresh keeps them; nil = none.
@@ -70,7 +73,7 @@ type Stages struct {
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
-	h := &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, log: s.Log,
+	h := &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, tracer: s.Tracer, log: s.Log,
 		entitlements: s.Entitlements, suspensions: s.Suspensions}
 	if s.Metrics != nil {
 		h.queueWaits = s.Metrics.ClassWaits(sluice.Priorities)
@@ -133,6 +136,8 @@ func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p 
 // nothing was written and the caller of Serve renders the error in the
 // caller's protocol.
 func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.Request, p *sluice.Principal) (Outcome, error) {
+	ctx, w = h.tracer.Request(ctx, w, req, p.Key)
+	defer h.tracer.End(ctx)
 	var r passage
 	h.begin(ctx, &r, req, p)
 	// An answer's usage is recorded (and safe) before its last bytes reach
@@ -282,5 +287,6 @@ func (h *Handler) settle(ctx context.Context, r *passage, out Outcome, callErr e
 	} else if errors.Is(callErr, context.Canceled) && !out.Committed {
 		rec.Status = 499
 	}
+	h.tracer.Settled(ctx, &rec)
 	h.usage.Record(ctx, rec)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/adapter"
 	"github.com/sluicehq/sluice/internal/jsonfield"
+	"github.com/sluicehq/sluice/internal/telemetry"
 )
 
 // maxErrorBody bounds what Sluice holds of an upstream's error answer,
@@ -180,6 +181,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		pass = sluice.HeaderSet{} // the caller's headers describe its protocol, not the upstream's
 	}
 	passOn(h, req.Header, pass, &e.Endpoint.Headers)
+	telemetry.Inject(ctx, h) // the attempt's own trace context, never the caller's
 	resp, secret, err := c.send(hreq, x.dialect, req.Header, e.Credential, e.Endpoint)
 	if err != nil {
 		a.Class, a.Err = failureOf(ctx, actx, err)

@@ -80,6 +80,7 @@ func newKey(id string) *sluice.Key {
 			OnLimit:        sluice.OnLimitRefuse,
 			BillingAccount: "acme",
 			Assert:         []string{"user", "profile"},
+			TraceContent:   true,
 		},
 		Budgets: sluice.Budgets{Day: 5_000_000, Month: 100_000_000},
 	}
