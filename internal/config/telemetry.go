@@ -77,6 +77,13 @@ func (v *validator) telemetry() {
 		if t.OTLP.Protocol != "" || len(t.OTLP.HeadersEnv) > 0 || t.Sample != nil {
 			v.addf(at+".otlp.endpoint", "required when the telemetry section sets anything else (tracing is off without it)")
 		}
+		// A catalog key's trace_content would do nothing; keys made through
+		// the admin API may carry it as a standing permission.
+		for i, k := range v.c.Keys {
+			if k.TraceContent {
+				v.addf(fmt.Sprintf("keys[%d].trace_content", i), "needs telemetry.otlp.endpoint: tracing is off")
+			}
+		}
 		return
 	}
 	// The URL is not quoted back: it might carry user info.

@@ -84,3 +84,15 @@ func TestTelemetryHeadersFromEnvironment(t *testing.T) {
 		t.Errorf("Headers with an unset variable = %v, want an error naming it", err)
 	}
 }
+
+func TestTraceContentNeedsTracing(t *testing.T) {
+	_, err := Load([]byte(`version: 1
+endpoints: [{id: ep, base_url: "http://127.0.0.1:1", protocols: [openai.chat]}]
+credentials: [{id: c1, secret_env: UP, endpoints: [ep]}]
+models: [{alias: fast, deployments: [{model: m, endpoints: [ep]}]}]
+keys: [{id: web, tenant: web, secret_env: K1, trace_content: true}]
+`), func(string) (string, bool) { return "x", true })
+	if err == nil || !strings.Contains(err.Error(), "keys[0].trace_content") {
+		t.Errorf("trace_content on a catalog key with tracing off: %v, want an error naming the field", err)
+	}
+}
