@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -46,83 +45,32 @@ func NATS(t testing.TB) string {
 // the same address and directory: a NATS that goes away and comes back
 // with the streams it had.
 type NATSServer struct {
-	Addr string // host:port
-
-	t    testing.TB
+	restartable
 	bin  string
 	dir  string
-	port int
 	name string // its server_name, so that a start can tell it answers and not another server
-
-	mu   sync.Mutex
-	proc *process // nil while killed
 }
 
 // StartNATS starts a private nats-server with JetStream for t, killed when
 // t ends. Without nats-server the test is skipped, except under CI=true.
 func StartNATS(t testing.TB) *NATSServer {
 	t.Helper()
-	s := &NATSServer{t: t, bin: natsServerBinary(t), dir: t.TempDir(), name: "sluice-test-" + strings.ToLower(rand.Text()[:10])}
-	t.Cleanup(s.Kill)
-	var errs []error
-	for range startAttempts {
-		ports, err := freePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.port = ports[0]
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-		if s.proc, err = s.start(); err == nil {
-			return s
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("nats-server: %v", errors.Join(errs...))
-	return nil
+	s := &NATSServer{bin: natsServerBinary(t), dir: t.TempDir(), name: "sluice-test-" + strings.ToLower(rand.Text()[:10])}
+	s.restartable = restartable{t: t, what: "nats-server", start: s.start}
+	s.first()
+	return s
 }
 
 // URL is the server's nats:// URL.
 func (s *NATSServer) URL() string { return "nats://" + s.Addr }
 
-// Start starts the server again on its address and storage directory and
-// waits until it answers. It does nothing while the server runs.
-func (s *NATSServer) Start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return
-	}
-	proc, err := s.start()
-	if err != nil {
-		s.t.Fatalf("nats-server: %v", err)
-	}
-	s.proc = proc
-}
-
-// Kill stops the server with SIGKILL and waits until it has exited. It
-// does nothing while it is stopped.
-func (s *NATSServer) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		s.proc.kill()
-		s.proc = nil
-	}
-}
-
 // start runs nats-server on s's port and directory and waits until it
 // answers there as itself; the process is gone on error.
 func (s *NATSServer) start() (*process, error) {
-	cmd, err := spawn(s.bin, "-js", "-sd", s.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-n", s.name)
+	p, err := launch(s.bin, "-js", "-sd", s.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-n", s.name)
 	if err != nil {
 		return nil, fmt.Errorf("start on %s: %w", s.Addr, err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	for {

@@ -28,15 +28,9 @@ const startTimeout = 10 * time.Second
 // that the test may kill and start again on the same address: a Redis
 // that goes away and comes back empty.
 type RedisServer struct {
-	Addr string // host:port
-
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
-
-	mu   sync.Mutex
-	proc *process // nil while killed
+	restartable
+	bin string
+	dir string
 }
 
 // startAttempts is how many times a server or cluster is started on fresh
@@ -46,67 +40,17 @@ const startAttempts = 3
 
 // StartRedis starts a private standalone redis-server for t, stopped when
 // t ends. Without redis-server the test is skipped, except under CI=true.
+// Its Start starts it again, empty.
 func StartRedis(t testing.TB) *RedisServer {
 	t.Helper()
-	s := &RedisServer{t: t, bin: redisServerBinary(t), dir: t.TempDir()}
-	t.Cleanup(s.Kill)
-	var errs []error
-	for range startAttempts {
-		ports, err := freePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.port = ports[0]
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-		if s.proc, err = startServer(s.bin, s.port, s.dir); err == nil {
-			return s
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("redis-server: %v", errors.Join(errs...))
-	return nil
+	s := &RedisServer{bin: redisServerBinary(t), dir: t.TempDir()}
+	s.restartable = restartable{t: t, what: "redis-server", start: func() (*process, error) { return startServer(s.bin, s.port, s.dir) }}
+	s.first()
+	return s
 }
 
 // URL is the server's redis:// URL.
 func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
-
-// Start starts the server again, empty, on its address and waits until it
-// answers PING. It does nothing while the server runs.
-func (s *RedisServer) Start() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return
-	}
-	proc, err := startServer(s.bin, s.port, s.dir)
-	if err != nil {
-		s.t.Fatalf("redis-server: %v", err)
-	}
-	s.proc = proc
-}
-
-// Kill stops the server with SIGKILL and waits until it has exited, so its
-// clients see connections refused. It does nothing while it is stopped.
-func (s *RedisServer) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		s.proc.kill()
-		s.proc = nil
-	}
-}
-
-// process is a redis-server started here.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once it has exited
-}
-
-func (p *process) kill() {
-	p.cmd.Process.Kill()
-	<-p.exited
-}
 
 // startServer starts redis-server on port with extra flags and waits until
 // it answers on that port — it, not another server that took the port
@@ -114,15 +58,10 @@ func (p *process) kill() {
 // process ID is somebody else's. Either way the process is gone on error.
 func startServer(bin string, port int, dir string, extra ...string) (*process, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd, err := spawn(bin, append(serverArgs(port, dir), extra...)...)
+	p, err := launch(bin, append(serverArgs(port, dir), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("start on %s: %w", addr, err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := p.waitReady(ctx, addr); err != nil {
