@@ -30,7 +30,10 @@ import (
 const keyTraced = "sk-sluice-codex-KEY-3b7d1f5a9c2e4a6c8e" // testEnv's KEY_CODEX
 
 // tracedCatalog is catalogTemplate with a key that has trace_content.
-const tracedCatalog = catalogTemplate + "  - {id: traced, tenant: lab, secret_env: KEY_CODEX, trace_content: true}\n"
+// Its telemetry section turns tracing on (a key may carry trace_content
+// only then); tracedHarness sends the spans to memory, not to the endpoint.
+const tracedCatalog = catalogTemplate + "  - {id: traced, tenant: lab, secret_env: KEY_CODEX, trace_content: true}\n" +
+	"telemetry: {otlp: {endpoint: \"http://127.0.0.1:9\"}}\n"
 
 // tracedHarness is a gateway on template whose spans go to an in-memory
 // exporter, each as it ends.
