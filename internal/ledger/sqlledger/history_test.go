@@ -313,14 +313,7 @@ func TestRetainInterruptedLosesNothing(t *testing.T) {
 // having removed nothing, and succeeds once the reader is done.
 func TestRetainGivesWayToALongReader(t *testing.T) {
 	ctx := t.Context()
-	db := sqldbtest.Open(t, testenv.Postgres(t))
-	s := sqlledger.New(db)
-	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.AddPartitions(ctx, "usage_records", historyDay, historyDay.AddDate(0, 0, 4)); err != nil {
-		t.Fatal(err)
-	}
+	db, s := historyOnPostgres(t, true)
 	reading, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
 		done <- db.InTx(ctx, func(tx *sqldb.Tx) error {
@@ -351,11 +344,7 @@ func TestRetainGivesWayToALongReader(t *testing.T) {
 // returns at once, removing nothing and reporting no failure.
 func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 	ctx := t.Context()
-	db := sqldbtest.Open(t, testenv.Postgres(t))
-	s := sqlledger.New(db)
-	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
-		t.Fatal(err)
-	}
+	db, s := historyOnPostgres(t, false)
 	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, sqlledger.RetainLock); err != nil {
 			return err
@@ -380,14 +369,7 @@ func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 // dropped with the partition uncounted.
 func TestRetainWaitsForARecordOfTheDayBeingWritten(t *testing.T) {
 	ctx := t.Context()
-	db := sqldbtest.Open(t, testenv.Postgres(t))
-	s := sqlledger.New(db)
-	if err := s.RecordUsage(ctx, historyRecords()); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.AddPartitions(ctx, "usage_records", historyDay, historyDay.AddDate(0, 0, 4)); err != nil {
-		t.Fatal(err)
-	}
+	db, s := historyOnPostgres(t, true)
 	late := historyRecords()[0]
 	late.RequestID = "late"
 	ready, commit, written := make(chan struct{}), make(chan struct{}), make(chan error)
@@ -437,4 +419,22 @@ func TestRetainWaitsForARecordOfTheDayBeingWritten(t *testing.T) {
 	if len(spend) != 1 || spend[0].Requests != 3 {
 		t.Errorf("spend of acme on the day removed = %+v, want its 2 records and the late one", spend)
 	}
+}
+
+// historyOnPostgres is a ledger on PostgreSQL holding historyRecords, and
+// with partitioned, the partitions of their days (else they wait in the
+// default partition).
+func historyOnPostgres(t *testing.T, partitioned bool) (*sqldb.DB, *sqlledger.Store) {
+	t.Helper()
+	db := sqldbtest.Open(t, testenv.Postgres(t))
+	s := sqlledger.New(db)
+	if err := s.RecordUsage(t.Context(), historyRecords()); err != nil {
+		t.Fatal(err)
+	}
+	if partitioned {
+		if err := db.AddPartitions(t.Context(), "usage_records", historyDay, historyDay.AddDate(0, 0, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, s
 }
