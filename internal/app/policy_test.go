@@ -268,7 +268,11 @@ func TestStrictPolicyHoldsAcrossTwoGateways(t *testing.T) {
 	var wg sync.WaitGroup
 	codes := make([]int, 2)
 	wg.Go(func() { codes[0], _ = h.chatAs(keyStrict) })
-	eventually(t, 2*time.Second, "org-1 answers 429 through the first gateway", func() bool { return h.upstream429s() > 0 })
+	// The upstream answers before the gateway has read the 429: wait for
+	// the account to show its cooldown, as the second gateway will see it.
+	eventually(t, 2*time.Second, "org-1 cooling after its 429 through the first gateway", func() bool {
+		return !h.accounts(t)["org-1"].CoolingUntil.IsZero()
+	})
 	wg.Go(func() {
 		codes[1], _ = call(t, http.MethodPost, "http://"+second.Addr()+"/v1/chat/completions", "Bearer "+keyStrict, chatBody, nil)
 	})
