@@ -267,3 +267,32 @@ func chooseLanguage(t *testing.T, ctx context.Context, lang string) {
 	run(t, ctx, "choose "+lang, chromedp.SetValue(chromedp.CSS(`#lang`), lang))
 	eval[bool](t, ctx, `document.getElementById('lang').dispatchEvent(new Event('change'))`)
 }
+
+// axeScript is axe-core, installed by .ci/run (npm ci in testdata/axe).
+const axeScript = "testdata/axe/node_modules/axe-core/axe.min.js"
+
+// checkA11y runs axe-core on the page as it shows now and fails the test
+// on any serious or critical violation of WCAG 2 A/AA or axe's best
+// practices. Without axe-core installed it only logs, unless CI=true.
+func checkA11y(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	src, err := os.ReadFile(axeScript)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("axe-core is required under CI=true: %v (npm ci --prefix internal/console/testdata/axe)", err)
+		}
+		t.Logf("no accessibility check of %s: axe-core not installed (npm ci --prefix internal/console/testdata/axe)", page)
+		return
+	}
+	// Evaluated through the DevTools protocol, which the page's
+	// Content-Security-Policy does not govern.
+	if !eval[bool](t, ctx, `typeof axe !== 'undefined'`) {
+		eval[bool](t, ctx, string(src)+"\n;true")
+	}
+	found := eval[string](t, ctx, `axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})
+		.then(r => JSON.stringify(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+			.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))))`)
+	if found != "[]" {
+		t.Errorf("axe-core on %s: serious or critical violations: %s", page, found)
+	}
+}

@@ -16,8 +16,10 @@ func TestBrowserSignInLanguagesAndSignOut(t *testing.T) {
 	g := startGateway(t)
 	ctx := newBrowser(t)
 
-	run(t, ctx, "wrong token", chromedp.Navigate(g.consoleURL("")), chromedp.WaitVisible(chromedp.CSS(`#token`)),
-		chromedp.SendKeys(chromedp.CSS(`#token`), "not-a-token"), chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)))
+	run(t, ctx, "open", chromedp.Navigate(g.consoleURL("")), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	checkA11y(t, ctx, "sign-in")
+	shot(t, ctx, "signin-en")
+	run(t, ctx, "wrong token", chromedp.SendKeys(chromedp.CSS(`#token`), "not-a-token"), chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)))
 	waitText(t, ctx, "#signin-error", "not an admin token", testWait)
 
 	eval[string](t, ctx, `document.getElementById('token').value = ''`)
@@ -25,6 +27,7 @@ func TestBrowserSignInLanguagesAndSignOut(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#nav a[aria-current="page"]`)))
 	waitText(t, ctx, "#who", "operator", testWait)
 	waitText(t, ctx, "#page h1", "Overview", testWait)
+	checkA11y(t, ctx, "overview")
 
 	stored := eval[string](t, ctx, `JSON.stringify(localStorage)+JSON.stringify(sessionStorage)+document.cookie`)
 	if strings.Contains(stored, writeToken) || strings.Contains(stored, "sluice_console") {
