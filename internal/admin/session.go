@@ -137,7 +137,7 @@ func (s *server) serveSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 		if ok {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "console sign-out", slog.String("token_id", t.id))
 		}
@@ -176,7 +176,7 @@ func (s *server) signIn(w http.ResponseWriter, r *http.Request) {
 	rand.Read(nonce[:])
 	c := sessionClaims{Token: t.id, Expires: s.now().Add(SessionTTL).Unix(), Nonce: hex.EncodeToString(nonce[:])}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: t.sessionCookieValue(c), Path: "/", MaxAge: int(SessionTTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "console sign-in", slog.String("token_id", t.id), slog.String("role", string(t.role)),
 		slog.String("remote", r.RemoteAddr))
 	s.writeSession(w, t, c)
@@ -184,4 +184,11 @@ func (s *server) signIn(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) writeSession(w http.ResponseWriter, t token, c sessionClaims) {
 	writeJSON(w, http.StatusOK, sessionInfo{TokenID: t.id, Role: t.role, CSRF: t.csrf(c.Nonce), ExpiresAt: time.Unix(c.Expires, 0).UTC()})
+}
+
+// overTLS reports whether the browser reached the console over HTTPS:
+// directly, or through a proxy that says so. Believing the header costs
+// nothing: it can only keep a cookie off plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }

@@ -111,6 +111,20 @@ func TestConsoleSession(t *testing.T) {
 	}
 }
 
+func TestConsoleCookieIsSecureBehindHTTPS(t *testing.T) {
+	h := newHarness(t)
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/console/session", strings.NewReader(`{"token":"`+testToken+`"}`))
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) != 1 || !resp.Cookies()[0].Secure {
+		t.Errorf("cookies %v behind an HTTPS proxy, want one Secure cookie", resp.Cookies())
+	}
+}
+
 func TestConsoleReadSessionCannotWrite(t *testing.T) {
 	h := newHarness(t)
 	_, cookie, csrf := signIn(t, h.url, testReadToken)
