@@ -229,7 +229,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	run(t, ctx, "settle before "+name, chromedp.Sleep(300*time.Millisecond))
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
