@@ -131,8 +131,8 @@ func IsCJK(r rune) bool {
 const MaxTokenEstimate = 1 << 40
 
 // TokenEstimate is how many characters of each script make a token. An
-// alias may set its own (its models' tokenizers); the zero value means
-// DefaultTokenEstimate.
+// alias may set its own (its models' tokenizers); a field left zero takes
+// DefaultTokenEstimate's.
 type TokenEstimate struct {
 	CharsPerToken    float64 // characters other than CJK per token
 	CJKCharsPerToken float64 // CJK characters per token
@@ -142,10 +142,14 @@ type TokenEstimate struct {
 // token.
 var DefaultTokenEstimate = TokenEstimate{CharsPerToken: 4, CJKCharsPerToken: 1}
 
-// orDefault is e, or DefaultTokenEstimate when e is the zero value.
+// orDefault is e with DefaultTokenEstimate's value for each field that is
+// not positive (an alias may set one and leave the other).
 func (e TokenEstimate) orDefault() TokenEstimate {
-	if e == (TokenEstimate{}) {
-		return DefaultTokenEstimate
+	if !(e.CharsPerToken > 0) {
+		e.CharsPerToken = DefaultTokenEstimate.CharsPerToken
+	}
+	if !(e.CJKCharsPerToken > 0) {
+		e.CJKCharsPerToken = DefaultTokenEstimate.CJKCharsPerToken
 	}
 	return e
 }

@@ -44,6 +44,8 @@ func TestTokenEstimatePrompt(t *testing.T) {
 		{sluice.TokenEstimate{}, sluice.TextSize{CJK: 300}, 300},
 		{sluice.TokenEstimate{}, sluice.TextSize{Chars: 40, CJK: 30}, 40},
 		{sluice.TokenEstimate{CharsPerToken: 2, CJKCharsPerToken: 0.5}, sluice.TextSize{Chars: 40, CJK: 30}, 80},
+		{sluice.TokenEstimate{CJKCharsPerToken: 0.5}, sluice.TextSize{Chars: 40, CJK: 30}, 70}, // the other field defaults
+		{sluice.TokenEstimate{CharsPerToken: 2}, sluice.TextSize{Chars: 40, CJK: 30}, 50},
 		{sluice.TokenEstimate{CharsPerToken: 0.1, CJKCharsPerToken: 0.1}, sluice.TextSize{Chars: 1 << 62}, sluice.MaxTokenEstimate},
 	}
 	for _, tt := range tests {
@@ -82,8 +84,10 @@ func FuzzReserve(f *testing.F) {
 	f.Add(0, 0, int64(0), 4.0, 1.0)
 	f.Add(1<<62, 1<<62, int64(9223372036854775807), 0.1, 0.1)
 	f.Add(400, 9, int64(512), 3.5, 0.8)
+	f.Add(400, 9, int64(512), 0.0, 0.5)
 	f.Fuzz(func(t *testing.T, chars, cjk int, output int64, perToken, cjkPerToken float64) {
-		if chars < 0 || cjk < 0 || output < 0 || !(perToken >= 0.1 && perToken <= 20) || !(cjkPerToken >= 0.1 && cjkPerToken <= 20) {
+		if chars < 0 || cjk < 0 || output < 0 || !(perToken == 0 || perToken >= 0.1 && perToken <= 20) ||
+			!(cjkPerToken == 0 || cjkPerToken >= 0.1 && cjkPerToken <= 20) {
 			return // what MeasureText, Parse and the catalog never make
 		}
 		req := &sluice.Request{Text: sluice.TextSize{Chars: chars, CJK: cjk}, Output: output,
