@@ -41,6 +41,11 @@ type Options struct {
 	Keys *authn.Keyring
 	// Usage lists usage records; nil makes GET /admin/usage answer 404.
 	Usage ledger.Usage
+	// QueueWaits estimates the quantiles qs of the queue waits this
+	// replica observed since it started, and how many it observed (see
+	// metrics.QueueWaitQuantiles); nil leaves them out of GET
+	// /admin/usage/summary.
+	QueueWaits func(qs []float64) (observed uint64, waits []time.Duration)
 	// Catalog is the running gateway's catalog; nil makes the catalog
 	// routes answer 404 and status report no catalog.
 	Catalog Catalog
@@ -274,6 +279,7 @@ type server struct {
 	now      func() time.Time
 
 	entitlements Entitlements
+	queueWaits   func(qs []float64) (uint64, []time.Duration)
 }
 
 // New returns the admin API handler. Every route except GET /metrics,
@@ -347,6 +353,7 @@ func New(opts Options) http.Handler {
 		now:      time.Now,
 	}
 	s.entitlements = opts.Entitlements
+	s.queueWaits = opts.QueueWaits
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -379,6 +386,7 @@ func New(opts Options) http.Handler {
 		s.write("POST /admin/credentials/{id}/"+action, "credentials."+action, credentialByPath, s.setCredential(action))
 	}
 	s.read("GET /admin/usage", s.listUsage)
+	s.read("GET /admin/usage/summary", s.usageSummary)
 	s.read("GET /admin/usage/policy", s.policyReport)
 	s.read("GET /admin/usage/cache", s.cacheReport)
 	s.read("GET /admin/audit", s.listAudit)

@@ -42,6 +42,7 @@ var cliVerbs = map[string]string{
 	"POST /admin/credentials/{id}/enable":             "sluice credentials show|disable|drain|enable",
 	"POST /admin/credentials/{id}/remove":             "sluice credentials remove",
 	"GET /admin/usage":                                "sluice usage list",
+	"GET /admin/usage/summary":                        "sluice usage summary",
 	"GET /admin/usage/policy":                         "sluice usage policy",
 	"GET /admin/usage/cache":                          "sluice usage cache",
 	"GET /admin/audit":                                "sluice audit",
