@@ -52,7 +52,8 @@ type Options struct {
 	// Pool shows and maintains upstream accounts and credentials; nil makes
 	// the account and credential routes answer 404.
 	Pool Pool
-	// Jobs finds async job bindings; nil makes GET /admin/jobs/{id} answer 404.
+	// Jobs finds and lists async job bindings; nil makes GET /admin/jobs
+	// and /admin/jobs/{id} answer 404.
 	Jobs Jobs
 	// Billing is the ledger of billing accounts, prices and balances, and
 	// what the catalog declares of them; nil makes the billing routes
@@ -390,6 +391,7 @@ func New(opts Options) http.Handler {
 	s.read("GET /admin/usage/policy", s.policyReport)
 	s.read("GET /admin/usage/cache", s.cacheReport)
 	s.read("GET /admin/audit", s.listAudit)
+	s.read("GET /admin/jobs", s.listJobs)
 	s.read("GET /admin/jobs/{id}", s.showJob)
 	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()

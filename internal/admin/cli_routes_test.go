@@ -46,6 +46,7 @@ var cliVerbs = map[string]string{
 	"GET /admin/usage/policy":                         "sluice usage policy",
 	"GET /admin/usage/cache":                          "sluice usage cache",
 	"GET /admin/audit":                                "sluice audit",
+	"GET /admin/jobs":                                 "sluice jobs list",
 	"GET /admin/jobs/{id}":                            "sluice jobs show",
 	"GET /admin/affinity":                             "sluice affinity show",
 	"GET /admin/billing/accounts":                     "sluice billing accounts",
