@@ -1,0 +1,106 @@
+package console_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// chat sends one chat request through the data plane with key and returns
+// the status and body of the answer.
+func chat(t *testing.T, g *consoleGateway, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+g.gw.Addr()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hello"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// topUp puts money on billing account acme, which key web is billed to:
+// without it, every chat request of the key is refused.
+func topUp(t *testing.T, g *consoleGateway) {
+	t.Helper()
+	if status, body := adminCall(t, g, "POST", "/admin/billing/accounts/acme/topup", writeToken, `{"amount":"100"}`,
+		http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {"console-test-topup"}}); status != http.StatusOK && status != http.StatusCreated {
+		t.Fatalf("top up acme: %d %s", status, body)
+	}
+}
+
+// TestBrowserAccountsShowCooldownLiveAndDrain: a 429 from the upstream on
+// a chat request cools both accounts, which the open page shows without a
+// reload, counting down, and then shows ready again when the cooldown
+// ends; draining a credential through its button and the confirmation
+// shows it draining, as the admin API says it is.
+func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
+	g := startGateway(t)
+	topUp(t, g)
+	ctx := newBrowser(t)
+	signIn(t, ctx, g, writeToken)
+	visit(t, ctx, "accounts", `[data-account="org-a"] .state`)
+	waitText(t, ctx, `[data-account="org-a"] .state`, "ready", testWait)
+	waitText(t, ctx, `[data-credential="cred-a1"]`, "active", testWait)
+	// A marker on the document: a reload would drop it.
+	eval[bool](t, ctx, `window.notReloaded = true`)
+
+	for _, secret := range []string{upstreamA1, upstreamA2, upstreamB1} {
+		g.sim.SetKey(secret, simulator.Behavior{FailStatus: 429, RetryAfter: 3 * time.Second})
+	}
+	if status, body := chat(t, g, keyWeb); status != http.StatusTooManyRequests && status < 500 {
+		t.Fatalf("chat with every upstream answering 429 = %d %s, want a failure", status, body)
+	}
+	waitText(t, ctx, `[data-account="org-a"] .state`, "cooling down", 3*time.Second)
+	waitText(t, ctx, `[data-account="org-a"] .countdown`, "left", time.Second)
+	checkA11y(t, ctx, "accounts")
+	for _, secret := range []string{upstreamA1, upstreamA2, upstreamB1} {
+		g.sim.SetKey(secret, simulator.Behavior{})
+	}
+	waitText(t, ctx, `[data-account="org-a"] .state`, "ready", 10*time.Second)
+	if got := eval[string](t, ctx, `(document.querySelector('[data-account="org-a"] .countdown')||{}).textContent`); got != "" {
+		t.Errorf("a ready account still counts down: %q", got)
+	}
+	if !eval[bool](t, ctx, `window.notReloaded === true`) {
+		t.Error("the page reloaded to show the cooldown")
+	}
+
+	run(t, ctx, "drain cred-a1", chromedp.Click(chromedp.CSS(`[data-credential="cred-a1"] button[aria-label="Drain cred-a1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
+	waitText(t, ctx, `dialog.confirm`, "Drain credential cred-a1", testWait)
+	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	waitText(t, ctx, `[data-credential="cred-a1"]`, "draining", 3*time.Second)
+	if _, body := adminCall(t, g, "GET", "/admin/credentials/cred-a1", writeToken, "", nil); !strings.Contains(body, `"status":"draining"`) {
+		t.Errorf("after the drain the admin API shows cred-a1 as %s", body)
+	}
+	shot(t, ctx, "accounts-en")
+
+	chooseLanguage(t, ctx, "zh")
+	waitText(t, ctx, `[data-credential="cred-a1"]`, "排空中", testWait)
+	waitText(t, ctx, `[data-account="org-b"] .state`, "可用", testWait)
+	shot(t, ctx, "accounts-zh")
+	chooseLanguage(t, ctx, "en")
+}
+
+// TestBrowserAccountsReadOnlyHasNoActions: a read-only session sees the
+// accounts and credentials but no action.
+func TestBrowserAccountsReadOnlyHasNoActions(t *testing.T) {
+	g := startGateway(t)
+	ctx := newBrowser(t)
+	signIn(t, ctx, g, readToken)
+	visit(t, ctx, "accounts", `[data-credential="cred-b1"]`)
+	waitText(t, ctx, `[data-credential="cred-b1"]`, "active", testWait)
+	if n := eval[int](t, ctx, `[...document.querySelectorAll('#page button')].filter(b => b.offsetParent !== null).length`); n != 0 {
+		t.Errorf("a read-only session sees %d buttons on the accounts page", n)
+	}
+}
