@@ -298,7 +298,7 @@ type server struct {
 //	GET  /admin/catalog/versions/{version}/diff?from=A  unified diff from A (default: the version before)
 //	POST /admin/catalog/versions/{version}/rollback     CatalogStatus: stores a new version with its document
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
-//	GET  /admin/keys                    []KeyRecord
+//	GET  /admin/keys[?selector=]        []KeyRecord (those whose labels match the selector)
 //	GET  /admin/keys/{id}               KeyRecord
 //	POST /admin/keys/{id}/disable       KeyRecord (also enable, revoke)
 //	POST /admin/keys/{id}/rotate        IssuedKey
