@@ -101,6 +101,9 @@ func TestBrowserKeysFilterAndBatch(t *testing.T) {
 	if !eval[bool](t, ctx, `document.getElementById('batch-apply').disabled`) {
 		t.Fatal("Apply is enabled before a preview")
 	}
+	if shown := eval[[]string](t, ctx, `[...document.querySelectorAll('form.key-form legend')].filter(e => e.offsetParent !== null).map(e => e.textContent)`); len(shown) != 1 || shown[0] != "Limits" {
+		t.Errorf("for set_limits the batch form shows the groups %q, want only Limits", shown)
+	}
 	run(t, ctx, "preview", chromedp.Click(chromedp.CSS(`#batch-preview-button`)))
 	waitText(t, ctx, "#batch-summary", "2 keys would change", testWait)
 	waitText(t, ctx, "#batch-preview table", `"rpm":60`, testWait)

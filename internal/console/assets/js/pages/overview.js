@@ -33,6 +33,10 @@ function micros(s) {
   return String(s).startsWith('-') ? -v : v;
 }
 
+// WIDTH is each bucket's span in milliseconds; buckets start at multiples
+// of it (UTC).
+const WIDTH = { minute: 60e3, hour: 3600e3, day: 86400e3 };
+
 const sum = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
 
 function stat(label, value, id) {
@@ -68,10 +72,21 @@ export default {
       const errors = sum(s.errors);
       const buckets = sum0.buckets.map((b) => ({ ...b, x: Date.parse(b.start) }));
       const xLabel = sum0.bucket === 'day' ? (v) => fmt.day(v) : (v) => fmt.time(v);
-      const series = (name, f) => ({ name, points: buckets.map((b) => ({ x: b.x, y: f(b) })) });
+      // The charts span the whole window: the intervals without a request
+      // (the summary leaves them out) are drawn as zeros.
+      const width = WIDTH[sum0.bucket];
+      const byStart = new Map(buckets.map((b) => [b.x, b]));
+      const timeline = [];
+      for (let x = Math.floor(Date.parse(sum0.since) / width) * width; x < Date.parse(sum0.until); x += width) {
+        timeline.push(byStart.get(x) || { x, requests: 0, errors: {}, prompt_tokens: 0, completion_tokens: 0, spend: '0', latency_p50_ms: 0, latency_p95_ms: 0, latency_p99_ms: 0 });
+      }
+      const series = (name, f) => ({ name, points: timeline.map((b) => ({ x: b.x, y: f(b) })) });
       const chart = (title, list, yLabel) => h('figure', { class: 'overview-chart' },
         h('figcaption', {}, title), lineChart(list, { title, xLabel, yLabel, empty: t('overview.no_requests') }), legend(list));
       const money = (m) => fmt.money(m, sum0.currency);
+      // The spend axis without the currency sign, which the caption names:
+      // amounts of a few micro-units are long enough.
+      const spendTick = (m) => fmt.number(m / 1e6, 6);
       const q = sum0.queue_wait_this_replica_since_start;
       const codes = Object.entries(s.errors).sort((a, b) => b[1] - a[1]);
       const open = Boolean(usage.querySelector('details[open]')); // a refresh keeps the table open
@@ -89,7 +104,7 @@ export default {
           chart(t('overview.chart.requests'), [series(t('overview.requests'), (b) => b.requests), series(t('overview.errors'), (b) => sum(b.errors))], (v) => fmt.number(v)),
           chart(t('overview.chart.latency'), [series('p50', (b) => b.latency_p50_ms), series('p95', (b) => b.latency_p95_ms), series('p99', (b) => b.latency_p99_ms)], (v) => fmt.duration(v)),
           chart(t('overview.chart.tokens'), [series(t('overview.prompt_tokens'), (b) => b.prompt_tokens), series(t('overview.completion_tokens'), (b) => b.completion_tokens)], (v) => fmt.number(v)),
-          chart(t('overview.chart.spend'), [series(t('overview.spend'), (b) => micros(b.spend))], (v) => money(v))),
+          chart(t('overview.chart.spend', { currency: sum0.currency }), [series(t('overview.spend'), (b) => micros(b.spend))], spendTick)),
         codes.length ? table(t('overview.errors_by_code'), [t('overview.code'), t('overview.count')], codes.map(([c, n]) => [c, fmt.number(n)]), { id: 'overview-errors' }) : null,
         h('details', { open }, h('summary', {}, t('overview.buckets_show')),
           table(t('overview.buckets'), [t('overview.bucket_start'), t('overview.requests'), t('overview.errors'), t('overview.prompt_tokens'),
