@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -74,6 +76,25 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	if !eval[bool](t, ctx, `window.notReloaded === true`) {
 		t.Error("the page reloaded to show the cooldown")
 	}
+
+	// The upstream picture of org-a counts the 429s its credentials got, as
+	// the admin API does.
+	var account struct {
+		Picture struct {
+			Windows []struct {
+				Account struct {
+					RateLimited int `json:"rate_limited"`
+				} `json:"account"`
+			} `json:"windows"`
+		} `json:"picture"`
+	}
+	_, body := adminCall(t, g, "GET", "/admin/accounts/org-a", writeToken, "", nil)
+	if err := json.Unmarshal([]byte(body), &account); err != nil || len(account.Picture.Windows) == 0 || account.Picture.Windows[0].Account.RateLimited == 0 {
+		t.Fatalf("org-a's picture after the 429s: %s (%v)", body, err)
+	}
+	run(t, ctx, "open the picture", chromedp.Click(chromedp.CSS(`[data-account="org-a"] details summary`)))
+	waitText(t, ctx, `[data-account="org-a"] .picture tbody tr:first-child td:nth-child(6)`, fmt.Sprint(account.Picture.Windows[0].Account.RateLimited), testWait)
+	waitText(t, ctx, `[data-account="org-a"] .picture tbody tr:first-child`, "15m", testWait)
 
 	run(t, ctx, "drain cred-a1", chromedp.Click(chromedp.CSS(`[data-credential="cred-a1"] button[aria-label="Drain cred-a1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
