@@ -50,7 +50,8 @@ func topUp(t *testing.T, g *consoleGateway) {
 // a chat request cools both accounts, which the open page shows without a
 // reload, counting down, and then shows ready again when the cooldown
 // ends; draining a credential through its button and the confirmation
-// shows it draining, as the admin API says it is.
+// shows it draining, as the admin API says it is; an account suspended
+// with a reason shows suspended with it, and ready once resumed.
 func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	g := startGateway(t)
 	topUp(t, g)
@@ -109,7 +110,18 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	if _, body := adminCall(t, g, "GET", "/admin/credentials/cred-a1", writeToken, "", nil); !strings.Contains(body, `"status":"draining"`) {
 		t.Errorf("after the drain the admin API shows cred-a1 as %s", body)
 	}
+	run(t, ctx, "suspend org-b", chromedp.SendKeys(chromedp.CSS(`#suspend-org-b`), "invoice disputed"),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Suspend org-b"]`)), chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
+	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	waitText(t, ctx, `[data-account="org-b"] .state`, "suspended", 3*time.Second)
+	waitText(t, ctx, `[data-account="org-b"] .reason`, "invoice disputed", time.Second)
+	if _, body := adminCall(t, g, "GET", "/admin/accounts/org-b", writeToken, "", nil); !strings.Contains(body, `"status":"disabled"`) {
+		t.Errorf("after the suspension the admin API shows org-b as %s", body)
+	}
 	shot(t, ctx, "accounts-en")
+	run(t, ctx, "resume org-b", chromedp.Click(chromedp.CSS(`button[aria-label="Resume org-b"]`)), chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
+	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	waitText(t, ctx, `[data-account="org-b"] .state`, "ready", 3*time.Second)
 
 	chooseLanguage(t, ctx, "zh")
 	waitText(t, ctx, `[data-credential="cred-a1"]`, "排空中", testWait)

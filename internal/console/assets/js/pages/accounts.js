@@ -155,7 +155,7 @@ export default {
       const credBody = h('tbody');
       const credRows = new Map();
       const picture = h('div', { class: 'picture' });
-      const reason = h('input', { type: 'text', maxlength: 500, class: 'reason' });
+      const reason = h('input', { type: 'text', maxlength: 500 });
       const suspendField = h('div', { class: 'field write-only' }, h('label', { for: `suspend-${id}` }, t('accounts.suspend_reason')), reason);
       reason.id = `suspend-${id}`;
       const acctButton = (key, question, action, cls) => h('button', { type: 'button', class: `write-only ${cls || ''}`,
