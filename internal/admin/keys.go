@@ -98,10 +98,13 @@ func (e *Expiry) time(now time.Time) (time.Time, error) {
 	return now.UTC(), nil
 }
 
-// listKeys handles GET /admin/keys.
+// listKeys handles GET /admin/keys[?selector=team=web,…].
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	keys, err := s.keys.List(r.Context())
 	if err != nil {
+		return err
+	}
+	if keys, err = selectedKeys(r, keys); err != nil {
 		return err
 	}
 	now := s.now()

@@ -104,7 +104,8 @@ func (c *cli) keysCreate(args []string) error {
 }
 
 func (c *cli) keysList(args []string) error {
-	cmd := c.command("keys list", "")
+	cmd := c.command("keys list", "[--selector team=web,env!=prod]")
+	selector := cmd.fs.String("selector", "", "only the keys whose labels match the label `SELECTOR`")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -112,7 +113,12 @@ func (c *cli) keysList(args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, err := cl.ListKeys(c.ctx)
+	var keys []admin.KeyRecord
+	if *selector != "" {
+		keys, err = cl.SelectKeys(c.ctx, *selector)
+	} else {
+		keys, err = cl.ListKeys(c.ctx)
+	}
 	if err != nil {
 		return err
 	}
