@@ -4,18 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -135,30 +130,6 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 var modelUnitsCatalog = strings.Replace(consoleCatalog,
 	"{id: org-a, max_inflight: 4, cooldown: {base: 2s, max: 4s}}",
 	"{id: org-a, max_inflight: 4, cooldown: {base: 2s, max: 4s}, models: {gpt-4o-mini: {max_inflight: 3}}}", 1)
-
-// startGatewayOf starts a gateway of catalog (consoleCatalog's format),
-// as startGateway does.
-func startGatewayOf(t *testing.T, catalog string) *consoleGateway {
-	t.Helper()
-	sim := simulator.New(simulator.Options{})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(func() { sim.Close(); srv.Close() })
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, catalog, filepath.Join(dir, "sluice.db"), srv.URL), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	gw, err := app.Start(t.Context(), app.Options{
-		ConfigPath: cfg,
-		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		LookupEnv:  func(k string) (string, bool) { v, ok := consoleEnv[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { gw.Close() })
-	return &consoleGateway{gw: gw, sim: sim}
-}
 
 // TestBrowserAccountsReadOnlyHasNoActions: a read-only session sees the
 // accounts, their per-model units and credentials, but no action.

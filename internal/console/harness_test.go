@@ -94,12 +94,20 @@ type consoleGateway struct {
 // startGateway starts the gateway of consoleCatalog.
 func startGateway(t *testing.T) *consoleGateway {
 	t.Helper()
+	return startGatewayOf(t, consoleCatalog)
+}
+
+// startGatewayOf starts a gateway on catalog, a variant of consoleCatalog
+// (%s: the SQLite file, then the simulator's URL), in front of a simulator
+// of its own.
+func startGatewayOf(t *testing.T, catalog string) *consoleGateway {
+	t.Helper()
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, consoleCatalog, filepath.Join(dir, "sluice.db"), srv.URL), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, catalog, filepath.Join(dir, "sluice.db"), srv.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	gw, err := app.Start(t.Context(), app.Options{
