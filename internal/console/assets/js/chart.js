@@ -13,7 +13,7 @@ function s(tag, attrs, ...children) {
 
 const W = 640;
 const H = 200;
-const PAD = { l: 56, r: 12, t: 12, b: 28 };
+const PAD = { l: 72, r: 12, t: 12, b: 28 };
 
 // scale maps [d0, d1] onto [r0, r1].
 function scale(d0, d1, r0, r1) {
@@ -45,7 +45,8 @@ export function lineChart(series, opts) {
   }
   for (let i = 0; i <= 4; i++) {
     const v = x0 + ((x1 - x0) * i) / 4;
-    svg.append(s('text', { x: X(v), y: H - 8, 'text-anchor': 'middle', class: 'tick' }, opts.xLabel(v)));
+    const anchor = i === 0 ? 'start' : i === 4 ? 'end' : 'middle'; // the ends stay inside the chart
+    svg.append(s('text', { x: X(v), y: H - 8, 'text-anchor': anchor, class: 'tick' }, opts.xLabel(v)));
   }
   series.forEach((ser, i) => {
     const cls = `series s${i % 6}`;
