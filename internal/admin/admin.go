@@ -42,13 +42,19 @@ type Options struct {
 	Keys *authn.Keyring
 	// Usage lists usage records; nil makes GET /admin/usage answer 404.
 	Usage ledger.Usage
+	// QueueWaits estimates the quantiles qs of the queue waits this
+	// replica observed since it started, and how many it observed (see
+	// metrics.QueueWaitQuantiles); nil leaves them out of GET
+	// /admin/usage/summary.
+	QueueWaits func(qs []float64) (observed uint64, waits []time.Duration)
 	// Catalog is the running gateway's catalog; nil makes the catalog
 	// routes answer 404 and status report no catalog.
 	Catalog Catalog
 	// Pool shows and maintains upstream accounts and credentials; nil makes
 	// the account and credential routes answer 404.
 	Pool Pool
-	// Jobs finds async job bindings; nil makes GET /admin/jobs/{id} answer 404.
+	// Jobs finds and lists async job bindings; nil makes GET /admin/jobs
+	// and /admin/jobs/{id} answer 404.
 	Jobs Jobs
 	// Billing is the ledger of billing accounts, prices and balances, and
 	// what the catalog declares of them; nil makes the billing routes
@@ -276,6 +282,7 @@ type server struct {
 	now      func() time.Time
 
 	entitlements Entitlements
+	queueWaits   func(qs []float64) (uint64, []time.Duration)
 }
 
 // New returns the admin API handler. Every route except GET /metrics,
@@ -350,6 +357,7 @@ func New(opts Options) http.Handler {
 		now:      time.Now,
 	}
 	s.entitlements = opts.Entitlements
+	s.queueWaits = opts.QueueWaits
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -382,9 +390,11 @@ func New(opts Options) http.Handler {
 		s.write("POST /admin/credentials/{id}/"+action, "credentials."+action, credentialByPath, s.setCredential(action))
 	}
 	s.read("GET /admin/usage", s.listUsage)
+	s.read("GET /admin/usage/summary", s.usageSummary)
 	s.read("GET /admin/usage/policy", s.policyReport)
 	s.read("GET /admin/usage/cache", s.cacheReport)
 	s.read("GET /admin/audit", s.listAudit)
+	s.read("GET /admin/jobs", s.listJobs)
 	s.read("GET /admin/jobs/{id}", s.showJob)
 	s.read("GET /admin/affinity", s.affinityBinding)
 	s.registerBilling()

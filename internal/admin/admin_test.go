@@ -266,7 +266,7 @@ func TestUsage(t *testing.T) {
 			{EdgeID: "c2/e1/m", Status: sluice.ExecutionOK, HTTPStatus: 200, Started: started, FirstByte: 200 * time.Millisecond, Duration: time.Second},
 		},
 	}})
-	recs, err := h.client.Usage(t.Context(), started.Add(-time.Minute), 5)
+	recs, err := h.client.Usage(t.Context(), admin.UsageQuery{Since: started.Add(-time.Minute), Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,9 +281,8 @@ func TestUsage(t *testing.T) {
 	if r.Usage.TotalTokens != 15 || r.Executions[0].Status != sluice.ExecutionRate {
 		t.Errorf("record = %+v", r)
 	}
-	since, limit := h.usage.got()
-	if limit != 5 || !since.Equal(started.Add(-time.Minute)) {
-		t.Errorf("ListUsage got since %v limit %d, want %v 5", since, limit, started.Add(-time.Minute))
+	if f, _ := h.usage.got(); f.Limit != 5 || !f.Since.Equal(started.Add(-time.Minute)) {
+		t.Errorf("ListUsage got since %v limit %d, want %v 5", f.Since, f.Limit, started.Add(-time.Minute))
 	}
 }
 

@@ -3,18 +3,8 @@ package admin
 import (
 	"log/slog"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sluicehq/sluice"
-)
-
-// Usage listing bounds: GET /admin/usage without since shows the last day,
-// and never more than maxUsage records.
-const (
-	defaultUsageWindow = 24 * time.Hour
-	defaultUsageLimit  = 100
-	maxUsage           = 10000
 )
 
 // status handles GET /admin/status.
@@ -107,36 +97,5 @@ func (s *server) applyCatalog(w http.ResponseWriter, r *http.Request) error {
 		slog.Int("bytes", len(doc)))
 	w.Header().Set("ETag", ETag(st.Tag()))
 	writeJSON(w, http.StatusOK, st)
-	return nil
-}
-
-// listUsage handles GET /admin/usage?since=<RFC3339>&limit=N: records
-// started at or after since (default: a day ago), oldest first, at most
-// limit (default 100, at most 10000).
-func (s *server) listUsage(w http.ResponseWriter, r *http.Request) error {
-	if s.usage == nil {
-		return sluice.Errorf(sluice.CodeNotFound, "this gateway records no usage")
-	}
-	q := r.URL.Query()
-	since := s.now().Add(-defaultUsageWindow)
-	if err := parseTime(q, "since", &since); err != nil {
-		return err
-	}
-	n := defaultUsageLimit
-	if v := q.Get("limit"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxUsage {
-			return invalid("limit %q is not a number from 1 to %d", v, maxUsage)
-		}
-	}
-	recs, err := s.usage.ListUsage(r.Context(), since, n)
-	if err != nil {
-		return err
-	}
-	out := make([]UsageRecord, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, usageRecord(rec))
-	}
-	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -101,8 +101,8 @@ type fakeUsage struct {
 	mu        sync.Mutex
 	recs      []sluice.UsageRecord
 	counts    []ledger.PolicyCount
-	gotSince  time.Time
-	gotLimit  int
+	gotUsage  ledger.UsageFilter
+	gotBucket ledger.Bucket
 	gotFilter ledger.PolicyFilter
 	cacheRows []ledger.CacheRow // what CacheReport returns
 	gotCache  ledger.CacheFilter
@@ -120,17 +120,30 @@ func (f *fakeUsage) RecordUsage(_ context.Context, recs []sluice.UsageRecord) er
 	return nil
 }
 
-func (f *fakeUsage) ListUsage(_ context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error) {
+func (f *fakeUsage) ListUsage(_ context.Context, filter ledger.UsageFilter) ([]sluice.UsageRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.gotSince, f.gotLimit = since, limit
+	f.gotUsage = filter
 	var out []sluice.UsageRecord
 	for _, r := range f.recs {
-		if !r.Started.Before(since) && (limit <= 0 || len(out) < limit) {
+		if filter.Selects(&r) && (filter.Limit <= 0 || len(out) < filter.Limit) {
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeUsage) SummarizeUsage(_ context.Context, filter ledger.UsageFilter, bucket ledger.Bucket) (ledger.UsageSummary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotUsage, f.gotBucket = filter, bucket
+	sum := ledger.NewSummarizer(bucket)
+	for _, r := range f.recs {
+		if filter.Selects(&r) {
+			sum.Add(&r)
+		}
+	}
+	return sum.Summary(), nil
 }
 
 func (f *fakeUsage) CountExecutions(_ context.Context, filter ledger.PolicyFilter) ([]ledger.PolicyCount, error) {
@@ -182,11 +195,12 @@ func (f *fakeUsage) filter() ledger.PolicyFilter {
 	return f.gotFilter
 }
 
-// got returns the arguments of the last ListUsage.
-func (f *fakeUsage) got() (time.Time, int) {
+// got returns the filter of the last ListUsage or SummarizeUsage, and the
+// bucket of the last SummarizeUsage.
+func (f *fakeUsage) got() (ledger.UsageFilter, ledger.Bucket) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.gotSince, f.gotLimit
+	return f.gotUsage, f.gotBucket
 }
 
 // syncBuffer collects log output written by server goroutines.

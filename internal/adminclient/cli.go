@@ -53,8 +53,11 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice credentials show|disable|drain|enable ID
   sluice credentials remove ID [--force]   (--force: only while draining; drops its running work)
   sluice affinity show (--session S --alias A [--tenant T] | --seed HASH)   (the account a session is bound to)
+  sluice jobs list [--since RFC3339] [--state S] [--tenant T] [--key ID] [--limit N]   (async jobs, newest first)
   sluice jobs show ID                        (an async job: its binding and timeline)
-  sluice usage list [--since RFC3339] [--limit N]   (each execution with its expected accounts and fallback)
+  sluice usage list [--since RFC3339] [--until RFC3339] [--tenant T] [--key ID] [--alias A] [--model M]
+      [--end-user U] [--task-type T] [--code C|ok] [--limit N] [--csv]   (each execution with its expected accounts and fallback)
+  sluice usage summary [--bucket minute|hour|day] [the filters of usage list]   (requests, errors, tokens, spend, latency by bucket)
   sluice usage policy [KEY_ID] [--from RFC3339] [--to RFC3339]   (expected vs actual accounts per key)
   sluice usage cache [--from RFC3339] [--to RFC3339] [--by account,alias,day]   (prompt-cache tokens, affinity hit rate)
   sluice audit [--since RFC3339] [--action ACTION] [--target ID] [--limit N]   (admin writes, newest first)

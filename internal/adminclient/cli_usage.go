@@ -17,12 +17,14 @@ import (
 // usageCommand runs "sluice usage …".
 func (c *cli) usageCommand(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing usage subcommand (list, policy, cache)"}
+		return usageError{msg: "missing usage subcommand (list, summary, policy, cache)"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "list":
 		return c.usageList(args)
+	case "summary":
+		return c.usageSummary(args)
 	case "policy":
 		return c.usagePolicy(args)
 	case "cache":
@@ -34,13 +36,34 @@ func (c *cli) usageCommand(args []string) error {
 	return usageError{msg: fmt.Sprintf("unknown usage subcommand %q", sub)}
 }
 
+// usageFlags defines the flags of a UsageQuery's window and filters.
+func usageFlags(cmd *command, q *admin.UsageQuery) {
+	timeFlag(cmd, &q.Since, "since", "records started at or after `TIME` (RFC 3339; default: a day before --until)")
+	timeFlag(cmd, &q.Until, "until", "… and before `TIME` (RFC 3339; default: now)")
+	for _, f := range []struct {
+		name, help string
+		value      *string
+	}{
+		{"tenant", "of this `TENANT`", &q.Tenant},
+		{"key", "of this key `ID`", &q.KeyID},
+		{"alias", "of this model `ALIAS`", &q.Alias},
+		{"model", "served by this upstream `MODEL`", &q.Model},
+		{"end-user", "of this `END_USER`", &q.EndUser},
+		{"task-type", "of this `TASK_TYPE`", &q.TaskType},
+		{"code", "that ended with this error `CODE` (ok: without one)", &q.Code},
+	} {
+		cmd.fs.StringVar(f.value, f.name, "", "only records "+f.help)
+	}
+}
+
 // usageList runs "sluice usage list": one row per execution, the request's
-// columns on its first.
+// columns on its first; with --csv, the server's CSV, a row per record.
 func (c *cli) usageList(args []string) error {
-	cmd := c.command("usage list", "[--since RFC3339] [--limit N]")
-	var since time.Time
-	timeFlag(cmd, &since, "since", "records started at or after `TIME` (RFC 3339; default: a day ago)")
-	limit := cmd.fs.Int("limit", 0, "at most `N` records (default 100)")
+	cmd := c.command("usage list", "[--since RFC3339] [--until RFC3339] [--tenant T] [--key ID] [--alias A] [--model M] [--end-user U] [--task-type T] [--code C] [--limit N] [--csv]")
+	var q admin.UsageQuery
+	usageFlags(cmd, &q)
+	cmd.fs.IntVar(&q.Limit, "limit", 0, "at most `N` records (default 100, at most 10000)")
+	asCSV := cmd.fs.Bool("csv", false, "print the records as CSV, as GET /admin/usage?format=csv answers")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -48,7 +71,10 @@ func (c *cli) usageList(args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, err := cl.Usage(c.ctx, since, *limit)
+	if *asCSV {
+		return cl.UsageCSV(c.ctx, q, c.stdout)
+	}
+	recs, err := cl.Usage(c.ctx, q)
 	if err != nil {
 		return err
 	}
@@ -74,6 +100,54 @@ func (c *cli) usageList(args []string) error {
 		}
 	}
 	return t.flush()
+}
+
+// usageSummary runs "sluice usage summary": requests, errors, tokens,
+// spend and latency per bucket of the window, and in all.
+func (c *cli) usageSummary(args []string) error {
+	cmd := c.command("usage summary", "[--bucket minute|hour|day] [--since RFC3339] [--until RFC3339] [filters as usage list]")
+	var q admin.UsageQuery
+	usageFlags(cmd, &q)
+	bucket := cmd.fs.String("bucket", "", "`minute`, hour or day (default: the narrowest giving at most 500 buckets)")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	sum, err := cl.UsageSummary(c.ctx, q, ledger.Bucket(*bucket))
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(sum)
+	}
+	fmt.Fprintf(c.stdout, "Requests from %s to %s by %s\n\n", when(sum.Since), when(sum.Until), sum.Bucket)
+	t := newTable(c.stdout)
+	t.row("START", "REQUESTS", "ERRORS", "PROMPT", "COMPLETION", "CACHED", "SPEND "+sum.Currency, "P50 MS", "P95 MS", "P99 MS", "TTFT P50 MS")
+	cells := func(start string, st admin.UsageStats) []string {
+		var errs int64
+		for _, n := range st.Errors {
+			errs += n
+		}
+		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+		return []string{start, strconv.FormatInt(st.Requests, 10), strconv.FormatInt(errs, 10), strconv.FormatInt(st.PromptTokens, 10),
+			strconv.FormatInt(st.CompletionTokens, 10), strconv.FormatInt(st.CachedTokens, 10), st.Spend.String(),
+			f(st.LatencyP50MS), f(st.LatencyP95MS), f(st.LatencyP99MS), f(st.TTFTP50MS)}
+	}
+	for _, b := range sum.Buckets {
+		t.row(cells(when(*b.Start), b)...)
+	}
+	t.row(cells("(total)", sum.Total)...)
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if w := sum.QueueWaitThisReplicaSinceStart; w != nil {
+		fmt.Fprintf(c.stdout, "\nQueue wait on this replica since it started (%d requests): p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n",
+			w.Observed, w.P50MS, w.P95MS, w.P99MS)
+	}
+	return nil
 }
 
 // usagePolicy runs "sluice usage policy": per key, where its executions ran

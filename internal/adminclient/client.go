@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // maxAnswer bounds how much of an admin answer the client reads.
@@ -142,21 +143,33 @@ func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, 
 	return &out, nil
 }
 
-// Usage returns usage records started at or after since (zero: the server's
-// default, a day ago), at most limit (0: the server's default).
-func (c *Client) Usage(ctx context.Context, since time.Time, limit int) ([]admin.UsageRecord, error) {
-	q := url.Values{}
-	if !since.IsZero() {
-		q.Set("since", since.UTC().Format(time.RFC3339Nano))
+// Usage returns the usage records q selects, oldest first.
+func (c *Client) Usage(ctx context.Context, q admin.UsageQuery) ([]admin.UsageRecord, error) {
+	return fetchAll[admin.UsageRecord](ctx, c, withQuery("/admin/usage", q.Values()))
+}
+
+// UsageCSV writes the usage records q selects to w as CSV (see
+// admin.UsageCSVColumns).
+func (c *Client) UsageCSV(ctx context.Context, q admin.UsageQuery, w io.Writer) error {
+	v := q.Values()
+	v.Set("format", "csv")
+	_, body, err := c.send(ctx, http.MethodGet, withQuery("/admin/usage", v), nil, nil)
+	if err != nil {
+		return err
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
+	_, err = w.Write(body)
+	return err
+}
+
+// UsageSummary returns what the usage records q selects add up to, by
+// bucket ("" lets the server choose by the window).
+func (c *Client) UsageSummary(ctx context.Context, q admin.UsageQuery, bucket ledger.Bucket) (*admin.UsageSummary, error) {
+	v := q.Values()
+	v.Del("limit")
+	if bucket != "" {
+		v.Set("bucket", string(bucket))
 	}
-	path := "/admin/usage"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return fetchAll[admin.UsageRecord](ctx, c, path)
+	return fetch[admin.UsageSummary](ctx, c, http.MethodGet, withQuery("/admin/usage/summary", v), nil)
 }
 
 // Accounts returns the state of every upstream account.

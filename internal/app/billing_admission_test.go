@@ -200,7 +200,7 @@ func TestBillingPriceFixedAtAdmission(t *testing.T) {
 	}
 	var prices []int64
 	eventually(t, 5*time.Second, "both records", func() bool {
-		recs, err := l.ListUsage(t.Context(), time.Time{}, 0)
+		recs, err := l.ListUsage(t.Context(), ledger.UsageFilter{})
 		prices = prices[:0]
 		for _, r := range recs {
 			if r.Billing != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -182,7 +183,7 @@ func setAsideOne(t *testing.T, h *harness, url, spool, rule string) {
 		}
 	}
 	eventually(t, 10*time.Second, "the 48 other records written", func() bool {
-		recs, err := l.ListUsage(context.Background(), time.Time{}, 0)
+		recs, err := l.ListUsage(context.Background(), ledger.UsageFilter{})
 		return err == nil && len(recs) == 48
 	})
 	if _, metrics := h.adminGet("/metrics"); !strings.Contains(metrics, "sluice_usage_records_set_aside_total 1") {

@@ -176,7 +176,7 @@ func (r *billedRun) killAndCheck(dbURL string) {
 	}
 	defer db.Close()
 	store := sqlledger.New(db)
-	recs, err := store.ListUsage(t.Context(), time.Time{}, 0)
+	recs, err := store.ListUsage(t.Context(), ledger.UsageFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func (r *billedRun) killAndCheck(dbURL string) {
 	t.Logf("at the kill the store had %d of the %d records; the restart replays the rest from the spool", len(recs), sent)
 	r.start("restarted")
 	for deadline := time.Now().Add(20 * time.Second); len(recs) < sent && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if recs, err = store.ListUsage(t.Context(), time.Time{}, 0); err != nil {
+		if recs, err = store.ListUsage(t.Context(), ledger.UsageFilter{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,7 +297,7 @@ func TestDatabaseOutageChargesEachRequestOnce(t *testing.T) {
 	defer db.Close()
 	sent := r.sent()
 	eventually(t, 15*time.Second, "the spooled records written after the outage", func() bool {
-		recs, err := sqlledger.New(db).ListUsage(t.Context(), time.Time{}, 0)
+		recs, err := sqlledger.New(db).ListUsage(t.Context(), ledger.UsageFilter{})
 		return err == nil && len(recs) == sent
 	})
 	// Billed requests are admitted again, and the run goes on to 1,000.

@@ -259,6 +259,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		// Entitlements changed through any replica reach every replica's
 		// view within entitlementPoll.
 		Entitlements: ents,
+		QueueWaits:   g.metrics.QueueWaitQuantiles,
 	}), context.Background())
 	g.background(run, func(ctx context.Context) {
 		if err := g.capacity.Run(ctx); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -183,7 +184,7 @@ func (g *shutdownGateway) usage(t *testing.T) map[string]sluice.UsageRecord {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	recs, err := sqlledger.New(db).ListUsage(t.Context(), time.Time{}, 0)
+	recs, err := sqlledger.New(db).ListUsage(t.Context(), ledger.UsageFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

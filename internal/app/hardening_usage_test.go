@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -117,7 +118,7 @@ func killAndCount(t *testing.T, dir, database, dbURL string) {
 	defer db.Close()
 	stored := 0
 	for deadline := time.Now().Add(5 * time.Second); stored < served && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		recs, err := sqlledger.New(db).ListUsage(t.Context(), time.Time{}, 0)
+		recs, err := sqlledger.New(db).ListUsage(t.Context(), ledger.UsageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/app"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -668,7 +669,7 @@ func TestGatewayOnPostgres(t *testing.T) {
 	defer db.Close()
 	var recs []usageRecord
 	eventually(t, 5*time.Second, "three usage records in PostgreSQL", func() bool {
-		recs, err = sqlledger.New(db).ListUsage(t.Context(), time.Time{}, 0)
+		recs, err = sqlledger.New(db).ListUsage(t.Context(), ledger.UsageFilter{})
 		return err == nil && len(recs) == 3
 	})
 	var chat, job bool

@@ -80,7 +80,7 @@ func TestPolicyReportThroughTheServer(t *testing.T) {
 		t.Errorf("PolicyReport(pref, before its requests) = %+v, %v; want no keys", rep, err)
 	}
 
-	recs, err := cl.Usage(t.Context(), from, 0)
+	recs, err := cl.Usage(t.Context(), admin.UsageQuery{Since: from})
 	if err != nil {
 		t.Fatal(err)
 	}

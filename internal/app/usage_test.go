@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/sqldb"
@@ -26,7 +27,7 @@ func (h *harness) usage(t *testing.T, n int) []usageRecord {
 	store := sqlledger.New(db)
 	var recs []usageRecord
 	eventually(t, 5*time.Second, "usage records written", func() bool {
-		recs, err = store.ListUsage(t.Context(), time.Time{}, 0)
+		recs, err = store.ListUsage(t.Context(), ledger.UsageFilter{})
 		return err == nil && len(recs) >= n
 	})
 	return recs

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/memledger"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/settle"
@@ -135,7 +136,7 @@ func TestOutboxLosesAndDoublesNothingWhenNATSDies(t *testing.T) {
 		}
 	}
 	stored := func() int {
-		recs, err := store.ListUsage(t.Context(), time.Time{}, 0)
+		recs, err := store.ListUsage(t.Context(), ledger.UsageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

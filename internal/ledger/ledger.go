@@ -29,9 +29,12 @@ type Usage interface {
 	// hold, and would refuse them again; any other, that it could not
 	// write them now.
 	RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error
-	// ListUsage returns records started at or after since, oldest first, at
-	// most limit of them (limit <= 0 means no limit), executions included.
-	ListUsage(ctx context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error)
+	// ListUsage returns the records f selects, oldest first (ties by
+	// RequestID), at most f.Limit of them, executions included.
+	ListUsage(ctx context.Context, f UsageFilter) ([]sluice.UsageRecord, error)
+	// SummarizeUsage adds up the records f selects (f.Limit aside) by
+	// bucket of their start; bucket must be valid (see Bucket.Width).
+	SummarizeUsage(ctx context.Context, f UsageFilter, bucket Bucket) (UsageSummary, error)
 	// CountExecutions counts the executions of the records that f selects,
 	// one PolicyCount per distinct (key, account, credential, expected,
 	// fallback), ordered by key, account, credential, expected, fallback.

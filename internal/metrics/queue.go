@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // queueWaitBuckets run from "no wait" to past the longest class wait an
@@ -33,3 +34,52 @@ func (w ClassWaits) Observe(class int, d time.Duration) {
 		w[class].Observe(d.Seconds())
 	}
 }
+
+// QueueWaitQuantiles estimates the quantiles qs (each from 0 to 1) of the
+// queue waits this process observed since it started, every class
+// together, as PromQL's histogram_quantile does: linearly within the
+// bucket that holds each, the largest finite bound past the last. It
+// returns how many waits were observed, and no quantiles without any.
+func (m *Metrics) QueueWaitQuantiles(qs []float64) (observed uint64, waits []time.Duration) {
+	bounds := queueWaitBuckets
+	counts := make([]uint64, len(bounds)) // cumulative, every class summed
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		m.QueueWaits.Collect(ch)
+		close(ch)
+	}()
+	for metric := range ch {
+		var d dto.Metric
+		if err := metric.Write(&d); err != nil || d.Histogram == nil {
+			continue
+		}
+		observed += d.Histogram.GetSampleCount()
+		for i, b := range d.Histogram.Bucket {
+			counts[i] += b.GetCumulativeCount()
+		}
+	}
+	if observed == 0 {
+		return 0, nil
+	}
+	for _, q := range qs {
+		waits = append(waits, bucketQuantile(q, bounds, counts, observed))
+	}
+	return observed, waits
+}
+
+// bucketQuantile is the q quantile of observed values counted in
+// cumulative buckets with upper bounds.
+func bucketQuantile(q float64, bounds []float64, cumulative []uint64, observed uint64) time.Duration {
+	rank := q * float64(observed)
+	lower, below := 0.0, 0.0
+	for i, upper := range bounds {
+		n := float64(cumulative[i])
+		if n >= rank && n > below {
+			return seconds(lower + (upper-lower)*(rank-below)/(n-below))
+		}
+		lower, below = upper, n
+	}
+	return seconds(bounds[len(bounds)-1])
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

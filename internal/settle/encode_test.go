@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // fullRecord sets every field, so a field the encoding forgets shows.
@@ -222,7 +223,7 @@ func TestReplaysASpoolOfBothVersions(t *testing.T) {
 	r := newRecorder(t, store, root, 16, 10*time.Millisecond)
 	defer r.Close()
 	eventually(t, "2 replayed records", func() bool { return store.stored(t) == 2 })
-	got, err := store.ListUsage(t.Context(), time.Time{}, 0)
+	got, err := store.ListUsage(t.Context(), ledger.UsageFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func (f *flakyStore) RecordUsage(ctx context.Context, recs []sluice.UsageRecord)
 
 // stored counts the distinct records in the store.
 func (f *flakyStore) stored(t *testing.T) int {
-	recs, err := f.ListUsage(t.Context(), time.Time{}, 0)
+	recs, err := f.ListUsage(t.Context(), ledger.UsageFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func viewHistory(t *testing.T, db *sqldb.DB, at time.Time) historyView {
 	s := sqlledger.New(db)
 	var v historyView
 	var err error
-	if v.Usage, err = s.ListUsage(ctx, time.Time{}, 0); err != nil {
+	if v.Usage, err = s.ListUsage(ctx, ledger.UsageFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	if v.Statement, err = s.Statement(ctx, "acme", time.Time{}, time.Time{}, 0); err != nil {
@@ -97,7 +97,7 @@ func TestHistoryByDayMigratesInPlace(t *testing.T) {
 			{Account: "acme", RequestID: "r1", Kind: ledger.EntryCharge, Amount: -1500, At: day.Add(10 * time.Hour)},
 			{Account: "acme", RequestID: "video_1", Kind: ledger.EntryCharge, Amount: -700, At: day.Add(30 * time.Hour)},
 		}}
-		if want.Usage, err = sqlledger.New(old).ListUsage(ctx, time.Time{}, 0); err == nil {
+		if want.Usage, err = sqlledger.New(old).ListUsage(ctx, ledger.UsageFilter{}); err == nil {
 			want.Balances, err = sqlledger.New(old).Balances(ctx, day.Add(30*time.Hour))
 		}
 		if err == nil {

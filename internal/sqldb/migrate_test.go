@@ -119,7 +119,7 @@ func TestPriceVersionsByID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := store.ListUsage(ctx, time.Time{}, 0)
+		recs, err := store.ListUsage(ctx, ledger.UsageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,10 @@ type DB struct {
 	pool *sql.DB
 }
 
+// Postgres reports whether db is PostgreSQL (else SQLite), for the few
+// queries a store writes only for one of them.
+func (db *DB) Postgres() bool { return db.d == &postgresDialect }
+
 // Tx is a transaction begun by DB.InTx. Like DB, it takes queries with ?
 // placeholders. It must not be used after the function it was passed to returns.
 type Tx struct {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,4 +106,29 @@ type Jobs interface {
 	// DeleteJob forgets the job (the upstream deleted it): later calls see
 	// ErrJobNotFound. Deleting an unknown ID does nothing.
 	DeleteJob(ctx context.Context, id string) error
+	// ListJobs returns the jobs f selects, newest first (by Queued, ties
+	// by ID), at most f.Limit of them.
+	ListJobs(ctx context.Context, f JobFilter) ([]Job, error)
+}
+
+// JobFilter selects jobs: queued at or after Since (zero: any time), in
+// State, of Tenant and of KeyID ("" = any). Limit bounds how many are
+// listed (<= 0: no bound).
+type JobFilter struct {
+	Since  time.Time
+	State  sluice.JobState
+	Tenant string
+	KeyID  string
+	Limit  int
+}
+
+// Selects reports whether f selects j.
+func (f *JobFilter) Selects(j *Job) bool {
+	return (f.Since.IsZero() || !j.Queued.Before(f.Since)) && (f.State == "" || j.State == f.State) &&
+		(f.Tenant == "" || j.Tenant == f.Tenant) && (f.KeyID == "" || j.KeyID == f.KeyID)
+}
+
+// CompareJobsNewestFirst orders jobs as ListJobs returns them.
+func CompareJobsNewestFirst(a, b Job) int {
+	return cmp.Or(b.Queued.Compare(a.Queued), cmp.Compare(a.ID, b.ID))
 }

@@ -202,6 +202,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 
 	t.Run("CacheReport", func(t *testing.T) { runCache(t, open) })
 	t.Run("UpstreamReport", func(t *testing.T) { runUpstream(t, open) })
+	t.Run("Filters", func(t *testing.T) { runFilters(t, open) })
+	t.Run("Summary", func(t *testing.T) { runSummary(t, open) })
 
 	t.Run("ConcurrentWritesAreSafe", func(t *testing.T) {
 		u := open(t)
@@ -323,7 +325,7 @@ func record(t *testing.T, u ledger.Usage, recs ...sluice.UsageRecord) {
 
 func list(t *testing.T, u ledger.Usage, since time.Time, limit int) []sluice.UsageRecord {
 	t.Helper()
-	got, err := u.ListUsage(t.Context(), since, limit)
+	got, err := u.ListUsage(t.Context(), ledger.UsageFilter{Since: since, Limit: limit})
 	if err != nil {
 		t.Fatalf("ListUsage(%v, %d) = %v", since, limit, err)
 	}

@@ -8,10 +8,10 @@ package memledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/billing"
@@ -59,13 +59,13 @@ func (s *Store) RecordUsage(_ context.Context, recs []sluice.UsageRecord) error 
 	return nil
 }
 
-// ListUsage returns copies of the records started at or after since, oldest
-// first (ties by RequestID), at most limit of them (limit <= 0 means no limit).
-func (s *Store) ListUsage(_ context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error) {
+// ListUsage returns copies of the records f selects, oldest first (ties by
+// RequestID), at most f.Limit of them.
+func (s *Store) ListUsage(_ context.Context, f ledger.UsageFilter) ([]sluice.UsageRecord, error) {
 	s.mu.Lock()
 	var out []sluice.UsageRecord
 	for _, r := range s.recs {
-		if !r.Started.Before(since) {
+		if f.Selects(&r) {
 			out = append(out, clone(r))
 		}
 	}
@@ -73,8 +73,8 @@ func (s *Store) ListUsage(_ context.Context, since time.Time, limit int) ([]slui
 	slices.SortFunc(out, func(a, b sluice.UsageRecord) int {
 		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.RequestID, b.RequestID))
 	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
 	}
 	return out, nil
 }
@@ -122,4 +122,20 @@ func clone(r sluice.UsageRecord) sluice.UsageRecord {
 		r.Billing = &charge
 	}
 	return r
+}
+
+// SummarizeUsage adds up the records f selects.
+func (s *Store) SummarizeUsage(_ context.Context, f ledger.UsageFilter, bucket ledger.Bucket) (ledger.UsageSummary, error) {
+	if bucket.Width() == 0 {
+		return ledger.UsageSummary{}, fmt.Errorf("usage summary: unknown bucket %q", bucket)
+	}
+	sum := ledger.NewSummarizer(bucket)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		if f.Selects(&r) {
+			sum.Add(&r)
+		}
+	}
+	return sum.Summary(), nil
 }

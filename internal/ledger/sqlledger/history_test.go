@@ -143,7 +143,7 @@ func TestRetainKeepsBalancesStatementsAndReports(t *testing.T) {
 		if diff := cmp.Diff(want, viewLedger(t, s)); diff != "" {
 			t.Errorf("after Retain (-before +after):\n%s", diff)
 		}
-		left, err := s.ListUsage(ctx, time.Time{}, 0)
+		left, err := s.ListUsage(ctx, ledger.UsageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

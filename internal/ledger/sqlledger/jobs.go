@@ -30,16 +30,20 @@ func (w *writer) insertJobs(ctx context.Context, recs []sluice.UsageRecord, inse
 	return nil
 }
 
-// attachJobs loads the job parts of recs, which are ordered by start, by
-// the same start range as attachExecutions.
+// attachJobs loads the job parts of recs by their IDs, as
+// attachExecutions does.
 func (s *Store) attachJobs(ctx context.Context, recs []sluice.UsageRecord) error {
+	return byChunks(recs, func(chunk []sluice.UsageRecord, ids []any) error {
+		return s.attachJobChunk(ctx, chunk, ids)
+	})
+}
+
+func (s *Store) attachJobChunk(ctx context.Context, recs []sluice.UsageRecord, ids []any) error {
 	byID := make(map[string]*sluice.UsageRecord, len(recs))
 	for i := range recs {
 		byID[recs[i].RequestID] = &recs[i]
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+jobColumns+` FROM job_usage
-		WHERE request_id IN (SELECT request_id FROM usage_records WHERE started_at >= ? AND started_at <= ?)`,
-		recs[0].Started.UnixMicro(), recs[len(recs)-1].Started.UnixMicro())
+	rows, err := s.db.Query(ctx, `SELECT `+jobColumns+` FROM job_usage WHERE request_id IN `+idList(len(ids)), ids...)
 	if err != nil {
 		return fmt.Errorf("list job usage: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"math/bits"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -349,11 +350,11 @@ func firstOfEach(recs []sluice.UsageRecord) []sluice.UsageRecord {
 	return out
 }
 
-// ListUsage returns records started at or after since, oldest first (ties
-// by RequestID), at most limit of them (limit <= 0 means no limit),
-// executions included in the order they ran.
-func (s *Store) ListUsage(ctx context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error) {
-	recs, err := s.listRecords(ctx, since, limit)
+// ListUsage returns the records f selects, oldest first (ties by
+// RequestID), at most f.Limit of them, executions included in the order
+// they ran.
+func (s *Store) ListUsage(ctx context.Context, f ledger.UsageFilter) ([]sluice.UsageRecord, error) {
+	recs, err := s.listRecords(ctx, f)
 	if err != nil || len(recs) == 0 {
 		return recs, err
 	}
@@ -366,12 +367,47 @@ func (s *Store) ListUsage(ctx context.Context, since time.Time, limit int) ([]sl
 	return recs, nil
 }
 
-func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]sluice.UsageRecord, error) {
+// usageWhere is the WHERE clause (without the keyword) of the records f
+// selects, and its arguments. Its time bounds come first, so the planner
+// reads usage_records_started (and, on PostgreSQL, only the day
+// partitions of the range); the rest filter what the range holds.
+func usageWhere(f ledger.UsageFilter) (string, []any) {
+	where, args := []string{"started_at >= ?"}, []any{f.Since.UnixMicro()}
+	if f.Since.IsZero() {
+		where, args = where[:0], args[:0]
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "started_at < ?"), append(args, f.Until.UnixMicro())
+	}
+	for _, c := range []struct{ column, value string }{
+		{"tenant", f.Tenant}, {"key_id", f.KeyID}, {"alias", f.Alias}, {"model", f.Model},
+		{"end_user", f.EndUser}, {"task_type", f.TaskType},
+	} {
+		if c.value != "" {
+			where, args = append(where, c.column+" = ?"), append(args, c.value)
+		}
+	}
+	switch f.Code {
+	case "":
+	case ledger.CodeOK:
+		where = append(where, "code = ''")
+	default:
+		where, args = append(where, "code = ?"), append(args, f.Code)
+	}
+	if len(where) == 0 {
+		return "TRUE", nil
+	}
+	return strings.Join(where, " AND "), args
+}
+
+func (s *Store) listRecords(ctx context.Context, f ledger.UsageFilter) ([]sluice.UsageRecord, error) {
+	limit := f.Limit
 	if limit <= 0 {
 		limit = math.MaxInt64 // one query for both dialects: neither needs LIMIT ALL / -1 then
 	}
+	where, args := usageWhere(f)
 	rows, err := s.db.Query(ctx, selectRecords+`
-		WHERE started_at >= ? ORDER BY started_at, request_id LIMIT ?`, since.UnixMicro(), limit)
+		WHERE `+where+` ORDER BY started_at, request_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
@@ -404,20 +440,50 @@ func (s *Store) listRecords(ctx context.Context, since time.Time, limit int) ([]
 	return recs, nil
 }
 
-// attachExecutions loads the executions of recs, which are ordered by start.
-// It selects by the records' start range rather than by a second LIMIT:
-// a record committed between the two queries could shift a LIMIT's window,
-// but only adds rows to a range, and those are ignored. Every record in
-// recs was committed with its executions, so all of them are seen.
+// attachExecutions loads the executions of recs, which are ordered by
+// start, a chunk of records at a time. It names the records by ID: a
+// filtered page may hold a few records of a long range, whose other
+// executions it must not read. No execution starts before its record, so
+// the first record's start bounds them, and on PostgreSQL skips the day
+// partitions before it.
 func (s *Store) attachExecutions(ctx context.Context, recs []sluice.UsageRecord) error {
+	return byChunks(recs, func(chunk []sluice.UsageRecord, ids []any) error {
+		return s.attachExecutionChunk(ctx, chunk, ids)
+	})
+}
+
+// idsPerQuery bounds the request IDs one query names: far below the
+// parameters a statement may hold on SQLite (32,766) and PostgreSQL (65,535).
+const idsPerQuery = 1000
+
+// byChunks calls load with recs a chunk of at most idsPerQuery at a time,
+// and the chunk's request IDs.
+func byChunks(recs []sluice.UsageRecord, load func(chunk []sluice.UsageRecord, ids []any) error) error {
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), idsPerQuery)]
+		ids := make([]any, len(chunk))
+		for i := range chunk {
+			ids[i] = chunk[i].RequestID
+		}
+		if err := load(chunk, ids); err != nil {
+			return err
+		}
+		recs = recs[len(chunk):]
+	}
+	return nil
+}
+
+// idList is the placeholders of an IN list of n values.
+func idList(n int) string { return "(" + strings.Repeat("?, ", n-1) + "?)" }
+
+func (s *Store) attachExecutionChunk(ctx context.Context, recs []sluice.UsageRecord, ids []any) error {
 	byID := make(map[string]*sluice.UsageRecord, len(recs))
 	for i := range recs {
 		byID[recs[i].RequestID] = &recs[i]
 	}
 	rows, err := s.db.Query(ctx, `SELECT `+execColumns+` FROM executions
-		WHERE request_id IN (SELECT request_id FROM usage_records WHERE started_at >= ? AND started_at <= ?)
-		ORDER BY request_id, seq`,
-		recs[0].Started.UnixMicro(), recs[len(recs)-1].Started.UnixMicro())
+		WHERE started_at >= ? AND request_id IN `+idList(len(ids))+` ORDER BY request_id, seq`,
+		append([]any{recs[0].Started.UnixMicro()}, ids...)...)
 	if err != nil {
 		return fmt.Errorf("list executions: %w", err)
 	}

@@ -51,7 +51,7 @@ func TestClosedDatabaseReturnsErrors(t *testing.T) {
 		if err := s.RecordUsage(t.Context(), []sluice.UsageRecord{{RequestID: "r"}}); err == nil {
 			t.Error("RecordUsage = nil, want an error")
 		}
-		if _, err := s.ListUsage(t.Context(), time.Time{}, 0); err == nil {
+		if _, err := s.ListUsage(t.Context(), ledger.UsageFilter{}); err == nil {
 			t.Error("ListUsage = nil error, want an error")
 		}
 	})
@@ -85,7 +85,7 @@ func TestBatchesOfEverySize(t *testing.T) {
 				t.Fatalf("RecordUsage(%d records) = %v", len(batch), err)
 			}
 		}
-		got, err := s.ListUsage(t.Context(), time.Time{}, 0)
+		got, err := s.ListUsage(t.Context(), ledger.UsageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,8 @@ import (
 //
 //	P{jobs:N}:job:<id>  HASH  rec → JSON store.Job, ended → 0/1; expires at Job.Expires
 //	P{jobs:N}:due       ZSET  job ID → next background poll (unix ms), jobs not ended only
+//	P{jobs:N}:all       ZSET  job ID → queued (unix ms), every job: ListJobs reads it, and
+//	                          drops the IDs whose record has expired
 //
 // with N = FNV-1a(id) mod jobShards. DueJobs looks at every shard, in one
 // pipelined round trip per primary. The layout before the shards kept
@@ -42,6 +44,7 @@ func (s *Store) jobKey(id string) string {
 	return s.shardTag(jobShard(id)) + "job:" + id
 }
 func (s *Store) dueKey(n int) string { return s.shardTag(n) + "due" }
+func (s *Store) allKey(n int) string { return s.shardTag(n) + "all" }
 
 // jobArgs are the keys and arguments of job_create and job_update.
 func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
@@ -52,18 +55,19 @@ func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: job %s: %w", j.ID, err)
 	}
-	keys, args := s.jobRecordArgs(j.ID, string(rec), j.Done(), j.NextPoll, j.Expires)
+	keys, args := s.jobRecordArgs(j.ID, string(rec), j.Done(), j.NextPoll, j.Expires, j.Queued)
 	return keys, args, nil
 }
 
 // jobRecordArgs are jobArgs for a record already encoded.
-func (s *Store) jobRecordArgs(id, rec string, ended bool, nextPoll, expires time.Time) ([]string, []any) {
+func (s *Store) jobRecordArgs(id, rec string, ended bool, nextPoll, expires, queued time.Time) ([]string, []any) {
 	var expiresMs int64
 	if !expires.IsZero() {
 		expiresMs = max(expires.UnixMilli(), 1)
 	}
-	keys := []string{s.jobKey(id), s.dueKey(jobShard(id))}
-	return keys, []any{id, rec, flag(ended), nextPoll.UnixMilli(), expiresMs}
+	n := jobShard(id)
+	keys := []string{s.jobKey(id), s.dueKey(n), s.allKey(n)}
+	return keys, []any{id, rec, flag(ended), nextPoll.UnixMilli(), expiresMs, queued.UnixMilli()}
 }
 
 // CreateJob stores a new job binding.
@@ -247,12 +251,103 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.jobKey(id))
 		p.ZRem(ctx, s.dueKey(jobShard(id)), id)
+		p.ZRem(ctx, s.allKey(jobShard(id)), id)
 		return nil
 	})
 	if err != nil {
 		return unavailable("delete job "+id, err)
 	}
 	return nil
+}
+
+// ListJobs reads every shard's set of jobs queued since f.Since, newest
+// first, in one pipelined round trip, then the records of the IDs in that
+// order, a page at a time, until f.Limit of them are selected. The IDs
+// whose record has expired are dropped from the sets.
+func (s *Store) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
+	from := "-inf"
+	if !f.Since.IsZero() {
+		from = strconv.FormatInt(f.Since.UnixMilli(), 10)
+	}
+	cmds := make([]*redis.ZSliceCmd, jobShards)
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n := range jobShards {
+			cmds[n] = p.ZRangeByScoreWithScores(ctx, s.allKey(n), &redis.ZRangeBy{Min: from, Max: "+inf"})
+		}
+		return nil
+	}); err != nil {
+		return nil, unavailable("list jobs", err)
+	}
+	var ids []redis.Z
+	for _, c := range cmds {
+		ids = append(ids, c.Val()...)
+	}
+	slices.SortFunc(ids, func(a, b redis.Z) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Member.(string), b.Member.(string)))
+	})
+	var out []store.Job
+	const page = 500
+	for len(ids) > 0 && (f.Limit <= 0 || len(out) < f.Limit) {
+		chunk := ids[:min(len(ids), page)]
+		ids = ids[len(chunk):]
+		jobs, err := s.readJobs(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for i := range jobs {
+			if f.Selects(&jobs[i]) {
+				out = append(out, jobs[i])
+			}
+		}
+	}
+	slices.SortFunc(out, store.CompareJobsNewestFirst) // IDs of one millisecond may order otherwise
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// readJobs reads the records of ids, dropping from the sets of every job
+// those whose record has expired.
+func (s *Store) readJobs(ctx context.Context, ids []redis.Z) ([]store.Job, error) {
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, z := range ids {
+			cmds[i] = p.HGet(ctx, s.jobKey(z.Member.(string)), "rec")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("list jobs", err)
+	}
+	var (
+		jobs []store.Job
+		gone []string
+	)
+	for i, c := range cmds {
+		id := ids[i].Member.(string)
+		raw, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			gone = append(gone, id)
+			continue
+		}
+		j, err := decodeJob(id, raw)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	if len(gone) > 0 {
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, id := range gone {
+				p.ZRem(ctx, s.allKey(jobShard(id)), id)
+			}
+			return nil
+		}); err != nil {
+			return nil, unavailable("list jobs", err)
+		}
+	}
+	return jobs, nil
 }
 
 func decodeJob(id, raw string) (store.Job, error) {
@@ -336,7 +431,11 @@ func (s *Store) migrateJob(ctx context.Context, legacy, id string) (bool, error)
 	if d := ttl.Val(); d > 0 {
 		expires = time.Now().Add(d)
 	}
-	keys, args := s.jobRecordArgs(id, raw, v[1] == "1", time.UnixMilli(int64(next.Val())), expires)
+	j, err := decodeJob(id, raw)
+	if err != nil {
+		return false, err
+	}
+	keys, args := s.jobRecordArgs(id, raw, v[1] == "1", time.UnixMilli(int64(next.Val())), expires, j.Queued)
 	if _, err := jobCreateScript.Run(ctx, s.rdb, keys, args...).Int(); err != nil { // 0: moved by another replica
 		return false, unavailable("migrate job "+id, err)
 	}

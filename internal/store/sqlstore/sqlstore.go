@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -169,6 +170,39 @@ func (s *Jobs) DueJobs(ctx context.Context, now time.Time, hold time.Duration, l
 		}
 	}
 	return jobs, nil
+}
+
+// ListJobs reads the live jobs and selects them in Go: their fields are
+// in the JSON record, and a gateway holds few jobs (one per video, until
+// it expires).
+func (s *Jobs) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, record FROM job_bindings WHERE `+live, time.Now().UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Job
+	for rows.Next() {
+		var id, record string
+		if err := rows.Scan(&id, &record); err != nil {
+			return nil, fmt.Errorf("sqlstore: list jobs: %w", err)
+		}
+		j, err := decode(id, record)
+		if err != nil {
+			return nil, err
+		}
+		if f.Selects(&j) {
+			out = append(out, j)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: list jobs: %w", err)
+	}
+	slices.SortFunc(out, store.CompareJobsNewestFirst)
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
 }
 
 // DeleteJob forgets the job binding.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -26,6 +28,7 @@ func RunJobs(t *testing.T, newBackend func(t *testing.T) func() store.Jobs) {
 		{"Due", testJobsDue},
 		{"Expires", testJobExpires},
 		{"Delete", testJobDelete},
+		{"List", testJobList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,5 +244,58 @@ func testJobDelete(t *testing.T, f *jobFixture) {
 	}
 	if err := f.s.DeleteJob(t.Context(), f.name("none")); err != nil {
 		t.Errorf("DeleteJob(unknown) = %v, want nil", err)
+	}
+}
+
+// testJobList: ListJobs selects by queued time, state, tenant and key,
+// newest first, limited after selecting, from every replica; a deleted
+// or expired job is not listed.
+func testJobList(t *testing.T, f *jobFixture) {
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	job := func(short string, queued time.Duration, tenant string, state sluice.JobState) store.Job {
+		j := f.job(short, base.Add(time.Hour))
+		j.Queued, j.Tenant, j.State = base.Add(queued), tenant, state
+		return j
+	}
+	other := job("other-key", 0, "t1", "queued")
+	other.KeyID = f.name("key-2")
+	expiring := job("expiring", -time.Minute, "t1", "queued")
+	expiring.Expires = time.Now().Add(300 * time.Millisecond)
+	for _, j := range []store.Job{
+		job("a", -3*time.Minute, "t1", "queued"), job("b", -2*time.Minute, "t2", "in_progress"),
+		job("c", -time.Minute, "t1", "completed"), job("deleted", -30*time.Second, "t1", "queued"), other, expiring,
+	} {
+		f.createJob(j)
+	}
+	if err := f.s.DeleteJob(t.Context(), f.name("deleted")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300*time.Millisecond + clockSlop)
+	key := f.name("key")
+	for _, c := range []struct {
+		name string
+		f    store.JobFilter
+		want []string
+	}{
+		{"Key", store.JobFilter{KeyID: key}, []string{"c", "b", "a"}},
+		{"Since", store.JobFilter{KeyID: key, Since: base.Add(-2 * time.Minute)}, []string{"c", "b"}},
+		{"State", store.JobFilter{KeyID: key, State: "queued"}, []string{"a"}},
+		{"Tenant", store.JobFilter{KeyID: key, Tenant: "t1"}, []string{"c", "a"}},
+		{"Limit", store.JobFilter{KeyID: key, Tenant: "t1", Limit: 1}, []string{"c"}},
+		{"OtherKey", store.JobFilter{KeyID: f.name("key-2")}, []string{"other-key"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			jobs, err := f.newReplica().ListJobs(t.Context(), c.f)
+			if err != nil {
+				t.Fatalf("ListJobs: %v", err)
+			}
+			var got []string
+			for _, j := range jobs {
+				got = append(got, strings.TrimPrefix(j.ID, f.prefix))
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("ListJobs(%+v) = %v, want %v", c.f, got, c.want)
+			}
+		})
 	}
 }
