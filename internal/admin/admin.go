@@ -330,6 +330,7 @@ type server struct {
 //	GET  /admin/entitlements?tenant=&user=&profile= []Entitlement
 //	PUT  /admin/entitlements            EntitlementsPut (up to 1000, all or none; dry_run) → EntitlementsResult
 //	DELETE /admin/entitlements          EntitlementsDelete (dry_run) → EntitlementsResult
+//	GET  /admin/profiles                []Profile (the serving catalog's quota profiles)
 //	POST /admin/billing/accounts/{id}/suspend SuspendRequest → BillingAccount (also resume, without a body)
 //	GET  /admin/tenants                 []Tenant (keys and suspension of each)
 //	GET  /admin/tenants/{id}            Tenant

@@ -89,6 +89,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice entitlements set TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]
   sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
   sluice entitlements delete TENANT USER [USER…] [--dry-run]
+  sluice entitlements profiles               (the catalog's quota profiles: limits, pool, default for which tenants)
   sluice apply -f FILE [--if-match VERSION] [--force]
   sluice catalog history [--limit N]         (stored catalog versions: who, when, lines changed)
   sluice catalog show [VERSION]              (its YAML, passwords redacted; no VERSION: the one serving)
