@@ -17,10 +17,10 @@ import (
 )
 
 // startStoredGateway starts a gateway without a catalog file, on a
-// database of its own, and applies consoleCatalog to it through PUT
-// /admin/catalog (the demo serves until then), then a second version
-// whose org-b takes 3 in flight: versions 1 and 2, the second serving.
-func startStoredGateway(t *testing.T) *consoleGateway {
+// database of its own, and applies each version (made from consoleCatalog
+// as filled for it) through PUT /admin/catalog, so that they are stored
+// versions 1, 2 …, the last serving. The demo serves until the first.
+func startStoredGateway(t *testing.T, versions ...func(doc string) string) *consoleGateway {
 	t.Helper()
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
@@ -43,20 +43,26 @@ func startStoredGateway(t *testing.T) *consoleGateway {
 	t.Cleanup(func() { gw.Close() })
 	g := &consoleGateway{gw: gw, sim: sim}
 	doc := fmt.Sprintf(consoleCatalog, db, srv.URL)
-	for i, d := range []string{doc, strings.Replace(doc, "{id: org-b, max_inflight: 2", "{id: org-b, max_inflight: 3", 1)} {
-		if status, body := adminCall(t, g, "PUT", "/admin/catalog", writeToken, d, nil); status != http.StatusOK {
+	for i, version := range versions {
+		if status, body := adminCall(t, g, "PUT", "/admin/catalog", writeToken, version(doc), nil); status != http.StatusOK {
 			t.Fatalf("apply catalog version %d: %d %s", i+1, status, body)
 		}
 	}
 	return g
 }
 
+// asIs is consoleCatalog unchanged.
+func asIs(doc string) string { return doc }
+
 // TestBrowserCatalogStoredVersions: on a gateway whose catalog is stored,
-// the page lists both versions, shows a version's document and the diff
+// consoleCatalog then the same with org-b taking 3 in flight, the page
+// lists both versions, shows a version's document and the diff
 // between them, and rolls back to version 1 (after a confirmation), which
 // the status then serves as version 3.
 func TestBrowserCatalogStoredVersions(t *testing.T) {
-	g := startStoredGateway(t)
+	g := startStoredGateway(t, asIs, func(doc string) string {
+		return strings.Replace(doc, "{id: org-b, max_inflight: 2", "{id: org-b, max_inflight: 3", 1)
+	})
 	ctx := newBrowser(t)
 	signIn(t, ctx, g, writeToken)
 	visit(t, ctx, "catalog", "#catalog-versions")
