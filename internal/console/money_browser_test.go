@@ -105,6 +105,7 @@ func TestBrowserMoneyTopUpSuspendResume(t *testing.T) {
 	waitText(t, ctx, "#money-status", "已暂停", testWait)
 	shot(t, ctx, "money-account-zh")
 	chooseLanguage(t, ctx, "en")
+	waitText(t, ctx, "#money-status", "Suspended", testWait)
 
 	run(t, ctx, "resume", chromedp.WaitVisible(chromedp.CSS(`#money-resume`)), chromedp.Click(chromedp.CSS(`#money-resume`)))
 	confirmYes(t, ctx)

@@ -84,7 +84,7 @@ async function overview(root, ctx, money) {
   });
 
   const list = await api.get('/admin/billing/prices');
-  fill(prices, table(t('money.prices'),
+  fill(prices, table(t('money.prices_caption'),
     [t('money.kind'), t('money.plan'), t('money.alias_or_model'), t('money.version'), t('money.input'),
       t('money.output'), t('money.cache_read'), t('money.request'), t('money.source'), t('money.in_force')],
     list.map((p) => [
@@ -142,7 +142,13 @@ async function detail(root, ctx, id, money) {
   const path = `/admin/billing/accounts/${encodeURIComponent(id)}`;
   const facts = h('div', { id: 'money-account' });
   const statement = h('div', {});
+  // The suspension controls stay put while the facts are redrawn, so a
+  // reason being typed is kept.
+  const reasonBox = h('input', { id: 'money-suspend-reason', type: 'text', maxlength: 500 });
+  const reasonField = field(t('money.suspend_reason'), reasonBox);
+  const button = h('div', { class: 'actions' });
   root.append(h('p', {}, h('a', { href: '#/money' }, t('money.back'))), h('h1', {}, t('money.account_title', { id })), facts);
+  if (ctx.canWrite) root.append(h('div', { class: 'write-only money-suspend' }, reasonField, button));
   if (ctx.canWrite) root.append(h('div', { class: 'write-only money-forms' }, writeForms(ctx, path, money, () => refresh())));
   root.append(h('h2', {}, t('money.statement')), statement);
 
@@ -164,11 +170,17 @@ async function detail(root, ctx, id, money) {
       [t('money.status'), h('span', { id: 'money-status' }, suspendedBadge(t, a),
         a.suspension ? ` ${t('money.suspension', { reason: a.suspension.reason, by: a.suspension.by, since: fmt.date(a.suspension.since) })}` : '')],
     ];
-    const actions = ctx.canWrite ? h('div', { class: 'actions write-only' }, a.suspension
-      ? h('button', { type: 'button', id: 'money-resume', onclick: () => resume() }, t('money.resume'))
-      : h('button', { type: 'button', class: 'danger', id: 'money-suspend', onclick: () => suspend() }, t('money.suspend'))) : null;
-    fill(facts, h('dl', { class: 'facts' }, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])), actions);
-    fill(statement, table(t('money.statement'),
+    // Redrawn only when the suspension changed, so focus on it stays.
+    const state = a.suspension ? 'suspended' : 'active';
+    if (button.dataset.state !== state) {
+      button.dataset.state = state;
+      reasonField.hidden = Boolean(a.suspension);
+      fill(button, a.suspension
+        ? h('button', { type: 'button', id: 'money-resume', onclick: () => resume() }, t('money.resume'))
+        : h('button', { type: 'button', class: 'danger', id: 'money-suspend', onclick: () => suspend() }, t('money.suspend')));
+    }
+    fill(facts, h('dl', { class: 'facts' }, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+    fill(statement, table(t('money.statement_caption'),
       [t('money.at'), t('money.entry_kind'), t('money.amount'), t('money.request_id'), t('money.reason'), t('money.admin')],
       st.entries.slice().reverse().map((e) => [fmt.date(e.at), entryKind(t, e.kind),
         money(e.amount), h('code', {}, e.request_id), e.reason || '—', e.admin || '—']), { id: 'money-statement' }),
@@ -176,7 +188,6 @@ async function detail(root, ctx, id, money) {
       st.truncated ? ` ${t('money.truncated')}` : ''));
   }
 
-  const reasonBox = h('input', { id: 'money-suspend-reason', type: 'text', maxlength: 500 });
   async function suspend() {
     const reason = reasonBox.value.trim();
     if (!reason) { ctx.toast(t('money.reason_needed'), 'error'); reasonBox.focus(); return; }
@@ -191,7 +202,6 @@ async function detail(root, ctx, id, money) {
     try { await fn(); ctx.toast(done); } catch (e) { ctx.toast(e.message, 'error'); }
     await refresh();
   }
-  if (ctx.canWrite) facts.after(h('div', { class: 'write-only' }, field(t('money.suspend_reason'), reasonBox)));
   ctx.every(5000, refresh);
 }
 
