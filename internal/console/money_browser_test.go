@@ -115,8 +115,24 @@ func TestBrowserMoneyTopUpSuspendResume(t *testing.T) {
 	visit(t, ctx, "money", "#money-accounts")
 	waitText(t, ctx, "#money-accounts", "Active", testWait)
 	waitText(t, ctx, "#money-spend", "acme", testWait) // the chats served were charged to it
+	// By day: today's row, drawn as a chart of price, cost and margin.
+	run(t, ctx, "spend by day", chromedp.SetValue(chromedp.CSS(`#spend-by`), "day"))
+	eval[bool](t, ctx, `document.getElementById('spend-by').dispatchEvent(new Event('change'))`)
+	waitText(t, ctx, "#money-spend", time.Now().UTC().Format(time.DateOnly), testWait)
+	if !eval[bool](t, ctx, `!!document.querySelector('svg.chart circle, svg.chart path.series')`) {
+		t.Error("spend by day draws no chart")
+	}
 	chooseLanguage(t, ctx, "zh")
 	waitText(t, ctx, "#page h1", "计费", testWait)
 	shot(t, ctx, "money-zh")
 	chooseLanguage(t, ctx, "en")
+	waitText(t, ctx, "#page h1", "Money", testWait)
+
+	// A read-only session sees the account, and no control that writes.
+	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	signIn(t, ctx, g, readToken)
+	visit(t, ctx, "money/acme", "#money-statement")
+	if n := eval[int](t, ctx, `document.querySelectorAll('#page form, #money-suspend, #money-resume, #money-suspend-reason').length`); n != 0 {
+		t.Errorf("a read-only session's money page shows %d write controls, want none", n)
+	}
 }
