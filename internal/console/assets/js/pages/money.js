@@ -16,6 +16,14 @@ export function micros(amount) {
   return neg ? -v : v;
 }
 
+// idempotencyKey names one submission. crypto.randomUUID exists only in
+// secure contexts, and an admin listener is often plain HTTP on a private
+// address; getRandomValues exists everywhere.
+function idempotencyKey() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')}`;
+}
+
 const account = () => decodeURIComponent(location.hash.split('/')[2] || '');
 
 const SPEND_BY = ['account', 'key', 'alias', 'model', 'day'];
@@ -212,11 +220,11 @@ async function detail(root, ctx, id, money) {
 function writeForms(ctx, path, money, changed) {
   const { t, api } = ctx;
   const form = (kind, title, label, fields, body, question) => {
-    let key = crypto.randomUUID();
+    let key = idempotencyKey();
     const submit = h('button', { type: 'submit', class: 'primary', id: `money-${kind}-submit` }, label);
     const el = h('form', { class: 'card', id: `money-${kind}` }, h('h2', {}, title), fields, h('div', { class: 'actions' }, submit));
     // Another change is another submission: it gets a key of its own.
-    el.addEventListener('input', () => { key = crypto.randomUUID(); });
+    el.addEventListener('input', () => { key = idempotencyKey(); });
     el.addEventListener('submit', async (e) => {
       e.preventDefault();
       if (submit.disabled) return;
@@ -224,7 +232,7 @@ function writeForms(ctx, path, money, changed) {
       try {
         if (!await ctx.confirm(question())) return;
         const r = await api.post(`${path}/${kind === 'adjustment' ? 'adjust' : kind}`, body(), { 'Idempotency-Key': key });
-        key = crypto.randomUUID();
+        key = idempotencyKey();
         el.reset();
         ctx.toast(r.applied ? t('money.posted', { balance: money(r.balance) }) : t('money.posted_before', { balance: money(r.balance) }));
         await changed();
