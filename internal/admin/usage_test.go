@@ -128,6 +128,9 @@ func TestUsageSummary(t *testing.T) {
 			t.Errorf("window %v: bucket %v, %v; want %s", window, sum, err, want)
 		}
 	}
+	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Since: usageDay.Add(-24 * time.Hour), Until: usageDay}, ledger.BucketMinute); err != nil {
+		t.Errorf("a day by minute: %v", err)
+	}
 	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Tenant: "web"}, ledger.BucketDay); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +162,7 @@ func TestUsageParameters(t *testing.T) {
 		{"/admin/usage?limit=10001", "limit"},
 		{"/admin/usage?format=xml", "format"},
 		{"/admin/usage/summary?bucket=week", "bucket"},
-		{"/admin/usage/summary?bucket=minute&since=2026-03-01T00:00:00Z&until=2026-03-02T00:00:00Z", "bucket"},
+		{"/admin/usage/summary?bucket=minute&since=2026-03-01T00:00:00Z&until=2026-03-02T00:01:00Z", "bucket"},
 		{"/admin/usage/summary?since=2020-01-01T00:00:00Z&until=2026-03-01T00:00:00Z", "bucket"},
 		{"/admin/usage/summary?until=now", "until"},
 	} {

@@ -10,9 +10,11 @@ import (
 
 // Year is a synthetic history of usage for LoadYear, on PostgreSQL: PerDay
 // records a day for Days days from Start (a UTC midnight), spread evenly
-// over each day's first 86,000 seconds. Record g has the key
-// key-(g % Keys) of tenant-(g % Keys / (Keys / Tenants)), and is billed to
-// the account of the same number, acct-…, unless g % UnbilledEvery is 0;
+// over each day's first 86,000 seconds. Record g has the key key-k, with k
+// = g × 7919 % Keys (a prime: neighbouring records, and so every day, use
+// keys from all over the range), of tenant-(k / (Keys / Tenants)), and is
+// billed to the account of the same number, acct-…, unless g %
+// UnbilledEvery is 0;
 // one in fifty is refused (429 capacity_wait_timeout); aliases fast, slow
 // and vision (models gpt-4o-mini, gpt-4o, gpt-4o) take turns, and so do
 // 997 end users and three task types.
@@ -48,11 +50,11 @@ func LoadYear(tb testing.TB, db *sqldb.DB, y Year) {
 	if _, err := db.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, model, protocol, stream, status, code,
 			started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
 			billed, billing_account, price_micros, cost_micros, end_user, task_type)
-		SELECT 'r' || g, 'key-' || (g % ?), 'tenant-' || (g % ? / ?), a.alias, a.model, 'openai.chat', FALSE,
+		SELECT 'r' || g, 'key-' || (g * 7919 % ?), 'tenant-' || (g * 7919 % ? / ?), a.alias, a.model, 'openai.chat', FALSE,
 			CASE WHEN g % 50 = 0 THEN 429 ELSE 200 END, CASE WHEN g % 50 = 0 THEN 'capacity_wait_timeout' ELSE '' END,
 			?::bigint + (g / ?) * 86400000000 + (g % ?) * (86000000000 / ?), 900000, 300000,
 			100 + g % 50, 20, g % 40, 0, 120 + g % 50, TRUE,
-			g % ? <> 0, CASE WHEN g % ? <> 0 THEN 'acct-' || (g % ? / ?) ELSE '' END,
+			g % ? <> 0, CASE WHEN g % ? <> 0 THEN 'acct-' || (g * 7919 % ? / ?) ELSE '' END,
 			CASE WHEN g % ? <> 0 THEN 1000 + g % 100 ELSE 0 END, CASE WHEN g % ? <> 0 THEN 300 ELSE 0 END,
 			'user-' || (g % 997), a.task
 		FROM generate_series(0, ?::bigint - 1) g
