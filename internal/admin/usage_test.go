@@ -48,6 +48,9 @@ func TestUsageFilters(t *testing.T) {
 	if len(recs) != 1 || recs[0].RequestID != "r1" {
 		t.Fatalf("Usage = %+v, want r1 alone", recs)
 	}
+	if r := recs[0]; r.Model != "gpt-4o-mini" || r.EndUser != q.EndUser || r.TaskType != "chat" || r.BillingAccount != "acme" || r.Price != 1234 {
+		t.Errorf("record r1 = %+v, want its model, end user, task type and charge", r)
+	}
 	got, _ := h.usage.got()
 	want := ledger.UsageFilter{Since: q.Since, Until: q.Until, Tenant: "web", KeyID: "k1", Alias: "fast", Model: "gpt-4o-mini",
 		EndUser: "alice, \"the\" user", TaskType: "chat", Code: "ok", Limit: 7}
