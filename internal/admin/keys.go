@@ -2,13 +2,16 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
 )
 
 // createKey handles POST /admin/keys.
@@ -98,9 +101,50 @@ func (e *Expiry) time(now time.Time) (time.Time, error) {
 	return now.UTC(), nil
 }
 
-// listKeys handles GET /admin/keys.
+// Key pages: GET /admin/keys with limit or after answers defaultKeysPage
+// keys, or limit, at most maxKeysPage.
+const (
+	defaultKeysPage = 100
+	maxKeysPage     = 1000
+)
+
+// Headers of GET /admin/keys: how many keys there are in all, and, when a
+// page leaves some out, the after= that asks for the next page.
+const (
+	TotalCountHeader = "X-Total-Count"
+	NextAfterHeader  = "X-Next-After"
+)
+
+// listKeys handles GET /admin/keys[?limit=N][&after=ID]: every key, or
+// with limit or after a page of them (limit default 100) after the key
+// ID, in the same order: the catalog's keys by ID, then the stored ones
+// by creation.
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.keys.List(r.Context())
+	q := r.URL.Query()
+	var (
+		keys  []*sluice.Key
+		total int
+		err   error
+	)
+	if !q.Has("limit") && !q.Has("after") {
+		keys, err = s.keys.List(r.Context())
+		total = len(keys)
+	} else {
+		var limit int
+		if limit, err = parseLimit(q.Get("limit"), defaultKeysPage, maxKeysPage); err != nil {
+			return err
+		}
+		after := q.Get("after")
+		// One more than the page tells whether another page follows.
+		keys, total, err = s.keys.ListAfter(r.Context(), after, limit+1)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return invalid("after %q is not the ID of a key", after)
+		}
+		if len(keys) > limit {
+			keys = keys[:limit]
+			w.Header().Set(NextAfterHeader, keys[limit-1].ID)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -109,6 +153,7 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	for _, k := range keys {
 		out = append(out, keyRecord(k, now))
 	}
+	w.Header().Set(TotalCountHeader, strconv.Itoa(total))
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -103,8 +103,12 @@ func (c *cli) keysCreate(args []string) error {
 	return c.printIssued(issued, "created")
 }
 
+// keysList runs "sluice keys list": every key, or with --limit or --after
+// one page of them, and where the next page starts.
 func (c *cli) keysList(args []string) error {
-	cmd := c.command("keys list", "")
+	cmd := c.command("keys list", "[--limit N] [--after ID]")
+	limit := cmd.fs.Int("limit", 0, "list a page of at most `N` keys (at most 1000) rather than every key")
+	after := cmd.fs.String("after", "", "start the page after the key `ID` (the last of the previous page)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -112,7 +116,17 @@ func (c *cli) keysList(args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, err := cl.ListKeys(c.ctx)
+	var (
+		keys  []admin.KeyRecord
+		total int
+		next  string
+		paged = *limit > 0 || *after != ""
+	)
+	if paged {
+		keys, total, next, err = cl.KeysPage(c.ctx, *after, cmp.Or(*limit, 100))
+	} else {
+		keys, err = cl.ListKeys(c.ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,7 +138,15 @@ func (c *cli) keysList(args []string) error {
 	for _, k := range keys {
 		t.row(k.ID, k.Name, k.Tenant, string(k.Status), k.Priority, list(k.Models, "*"), expires(k.ExpiresAt), k.Prefix, k.Source)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil || !paged {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "\n%d keys in all", total)
+	if next != "" {
+		fmt.Fprintf(c.stdout, "; next page: --after %s", next)
+	}
+	fmt.Fprintln(c.stdout)
+	return nil
 }
 
 // keyAction runs "keys show|disable|enable|revoke ID".
