@@ -40,7 +40,7 @@ func TestBrowserUsageFiltersAndCSV(t *testing.T) {
 	waitText(t, ctx, "#usage-records caption", "(3)", testWait)
 	waitText(t, ctx, "#usage-records", "batch", testWait)
 	waitText(t, ctx, "#usage-records", "gpt-4o-mini", testWait)
-	if n := eval[int](t, ctx, `[...document.querySelectorAll('#usage-records tbody tr')].filter(r => r.cells[2].textContent === 'web' && r.cells[4].textContent === 'fast').length`); n != 2 {
+	if n := eval[int](t, ctx, `[...document.querySelectorAll('#usage-records tbody tr')].filter(r => r.cells[2].textContent === 'web' && r.cells[6].textContent === 'fast').length`); n != 2 {
 		t.Errorf("records of key web on alias fast shown: %d, want 2", n)
 	}
 	waitText(t, ctx, "#usage-cache", "org-", testWait)

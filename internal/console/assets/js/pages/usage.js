@@ -5,6 +5,7 @@
 // route (#/usage/key=web&alias=fast), so a filtered view can be reloaded
 // and shared.
 import { h, fill, field, table } from '../dom.js';
+import { micros } from './money.js';
 
 const RANGES = { '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
 const TEXT_FILTERS = ['tenant', 'key', 'alias', 'model', 'end_user', 'task_type', 'code'];
@@ -75,14 +76,14 @@ export default {
     fill(stats, stat(t('usage.records'), fmt.number(list.length)), stat(t('usage.errors'), fmt.number(errors)),
       stat(t('usage.prompt_tokens'), fmt.number(prompt)), stat(t('usage.cached_share'), fmt.percent(prompt ? cached / prompt : null)));
 
-    const modelOf = (r) => (r.executions.length ? r.executions[r.executions.length - 1].model : '—');
     fill(records, table(t('usage.records_caption', { n: fmt.number(list.length) }),
-      [t('usage.started'), t('usage.request_id'), t('usage.key'), t('usage.tenant'), t('usage.alias'), t('usage.model'),
-        t('usage.status'), t('usage.code'), t('usage.prompt_tokens'), t('usage.completion_tokens'), t('usage.cached_tokens'),
-        t('usage.latency'), t('usage.ttft')],
-      list.slice().reverse().map((r) => [fmt.date(r.started), h('code', {}, r.request_id), r.key_id, r.tenant, r.alias, modelOf(r),
-        String(r.status), r.code || t('usage.ok'), fmt.number(r.usage.prompt_tokens), fmt.number(r.usage.completion_tokens),
-        fmt.number(r.usage.cached_tokens), fmt.duration(r.latency_ms), r.ttft_ms ? fmt.duration(r.ttft_ms) : '—']),
+      [t('usage.started'), t('usage.request_id'), t('usage.key'), t('usage.tenant'), t('usage.end_user'), t('usage.task_type'),
+        t('usage.alias'), t('usage.model'), t('usage.status'), t('usage.code'), t('usage.prompt_tokens'), t('usage.completion_tokens'),
+        t('usage.cached_tokens'), t('usage.latency'), t('usage.ttft'), t('usage.price')],
+      list.slice().reverse().map((r) => [fmt.date(r.started), h('code', {}, r.request_id), r.key_id, r.tenant, r.end_user || '—',
+        r.task_type || '—', r.alias, r.model || '—', String(r.status), r.code || t('usage.ok'), fmt.number(r.usage.prompt_tokens),
+        fmt.number(r.usage.completion_tokens), fmt.number(r.usage.cached_tokens), fmt.duration(r.latency_ms),
+        r.ttft_ms ? fmt.duration(r.ttft_ms) : '—', r.billing_account ? fmt.money(micros(r.price || '0')) : '—']),
       { id: 'usage-records' }),
     list.length === LIMIT ? h('p', { class: 'muted' }, t('usage.limited', { n: fmt.number(LIMIT) })) : null);
 
