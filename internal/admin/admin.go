@@ -298,7 +298,7 @@ type server struct {
 //	GET  /admin/catalog/versions/{version}/diff?from=A  unified diff from A (default: the version before)
 //	POST /admin/catalog/versions/{version}/rollback     CatalogStatus: stores a new version with its document
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
-//	GET  /admin/keys[?selector=]        []KeyRecord (those whose labels match the selector)
+//	GET  /admin/keys?selector=&limit=&after=  []KeyRecord: every key (matching the selector), or a page (X-Total-Count, X-Next-After)
 //	GET  /admin/keys/{id}               KeyRecord
 //	POST /admin/keys/{id}/disable       KeyRecord (also enable, revoke)
 //	POST /admin/keys/{id}/rotate        IssuedKey
@@ -313,10 +313,12 @@ type server struct {
 //	GET  /admin/credentials/{id}        CredentialState
 //	POST /admin/credentials/{id}/drain  CredentialState (also disable, enable)
 //	POST /admin/credentials/{id}/remove Removal (optional) → CredentialState
-//	GET  /admin/usage?since=&limit=     []UsageRecord
+//	GET  /admin/usage?since=&until=&tenant=&key=&alias=&model=&end_user=&task_type=&code=&limit=&format=csv []UsageRecord, or CSV
+//	GET  /admin/usage/summary?bucket=&since=&until=&(the filters of /admin/usage) UsageSummary
 //	GET  /admin/usage/policy?key=&from=&to= PolicyReport: expected vs actual accounts per key
 //	GET  /admin/usage/cache?from=&to=&by= CacheReport: prompt-cache tokens and affinity hit rate per account, alias, day
 //	GET  /admin/audit?since=&action=&target=&limit= []AuditEntry, newest first
+//	GET  /admin/jobs?since=&state=&tenant=&key=&limit= []JobState, newest first
 //	GET  /admin/affinity?session=&alias=&tenant= AffinityBinding (or ?seed=): a session-affinity binding
 //	GET  /admin/billing/accounts        []BillingAccount (the catalog's and the stored, with balance and spend)
 //	GET  /admin/billing/accounts/{id}   BillingAccount
@@ -330,6 +332,7 @@ type server struct {
 //	GET  /admin/entitlements?tenant=&user=&profile= []Entitlement
 //	PUT  /admin/entitlements            EntitlementsPut (up to 1000, all or none; dry_run) → EntitlementsResult
 //	DELETE /admin/entitlements          EntitlementsDelete (dry_run) → EntitlementsResult
+//	GET  /admin/profiles                []Profile (the serving catalog's quota profiles)
 //	POST /admin/billing/accounts/{id}/suspend SuspendRequest → BillingAccount (also resume, without a body)
 //	GET  /admin/tenants                 []Tenant (keys and suspension of each)
 //	GET  /admin/tenants/{id}            Tenant

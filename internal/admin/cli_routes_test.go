@@ -70,6 +70,7 @@ var cliVerbs = map[string]string{
 	"GET /admin/entitlements":                         "sluice entitlements list",
 	"PUT /admin/entitlements":                         "sluice entitlements put",
 	"DELETE /admin/entitlements":                      "sluice entitlements delete",
+	"GET /admin/profiles":                             "sluice entitlements profiles",
 }
 
 // TestEveryAdminRouteHasACLIVerb: a route added without a command fails

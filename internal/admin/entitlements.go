@@ -24,6 +24,9 @@ type Entitlements interface {
 	// CheckEntitlement returns what is wrong with e in the serving
 	// catalog (a profile or pool it lacks), or nil.
 	CheckEntitlement(e store.Entitlement) error
+	// Profiles returns the serving catalog's quota profiles and its
+	// tenants (whose default_profile names one).
+	Profiles() ([]config.Profile, []config.Tenant)
 }
 
 // Entitlement is an end user's entitlement as the admin API shows and
@@ -81,6 +84,7 @@ func (s *server) registerEntitlements() {
 	s.read("GET /admin/entitlements", s.listEntitlements)
 	s.write("PUT /admin/entitlements", "entitlements.put", selfNoted, s.putEntitlements)
 	s.write("DELETE /admin/entitlements", "entitlements.delete", selfNoted, s.deleteEntitlements)
+	s.read("GET /admin/profiles", s.listProfiles)
 }
 
 var errNoEntitlements = sluice.Errorf(sluice.CodeNotFound, "this gateway keeps no entitlements")

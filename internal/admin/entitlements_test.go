@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/adminclient"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog/memcatalog"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/store/memstore"
 )
@@ -32,6 +34,18 @@ func (*catalogEntitlements) CheckEntitlement(e store.Entitlement) error {
 		errs = append(errs, fmt.Errorf("pool: unknown pool %q", e.Pool))
 	}
 	return errors.Join(errs...)
+}
+
+// Profiles are free (one in flight, 10 RPM, one parse in flight and 20 a
+// day), the default of tenant acme, and paid (priority bonus 1, through
+// the pool premium).
+func (*catalogEntitlements) Profiles() ([]config.Profile, []config.Tenant) {
+	return []config.Profile{
+			{ID: "free", UserLimits: config.Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]config.TaskLimits{"parse": {MaxInflight: 1, DailyRequests: 20}}},
+			{ID: "paid", PriorityBonus: 1, Pool: "premium"},
+		}, []config.Tenant{
+			{ID: "web"}, {ID: "acme", DefaultProfile: "free"},
+		}
 }
 
 // harnessEntitlements are the harness's: web/alice is entitled to free.
@@ -130,7 +144,27 @@ func TestEntitlementsBulk(t *testing.T) {
 	}
 }
 
-// TestCLIEntitlements sets, lists and deletes entitlements with the CLI.
+// TestProfiles: GET /admin/profiles shows the serving catalog's profiles
+// with their limits, task limits, bonus and pool, and the tenants each is
+// the default of.
+func TestProfiles(t *testing.T) {
+	cl, _, _ := newEntitlementsServer(t)
+	got, err := cl.Profiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []admin.Profile{
+		{ID: "free", UserLimits: config.Limits{MaxInflight: 1, RPM: 10}, TaskLimits: map[string]admin.TaskLimits{"parse": {MaxInflight: 1, DailyRequests: 20}},
+			DefaultFor: []string{"acme"}},
+		{ID: "paid", TaskLimits: map[string]admin.TaskLimits{}, PriorityBonus: 1, Pool: "premium", DefaultFor: []string{}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("profiles = %+v, want %+v", got, want)
+	}
+}
+
+// TestCLIEntitlements sets, lists and deletes entitlements, and lists the
+// profiles, with the CLI.
 func TestCLIEntitlements(t *testing.T) {
 	_, _, url := newEntitlementsServer(t)
 	run := func(args ...string) (int, string, string) {
@@ -160,6 +194,12 @@ func TestCLIEntitlements(t *testing.T) {
 	}
 	if code, out, errOut := run("entitlements", "delete", "acme", "ann", "bob"); code != 0 || !strings.Contains(out, "deleted 2") {
 		t.Fatalf("delete = %d, %q, %q", code, out, errOut)
+	}
+	code, out, _ = run("entitlements", "profiles")
+	for _, want := range []string{"free", "parse(inflight 1, day 20)", "acme", "paid", "premium"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("profiles = %d, %q; want %q in it", code, out, want)
+		}
 	}
 	if code, _, errOut := run("entitlements", "set", "acme", "bob"); code != 2 || !strings.Contains(errOut, "missing argument") {
 		t.Errorf("set without a profile = %d, %q; want a usage error", code, errOut)

@@ -2,13 +2,16 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/catalog"
 )
 
 // createKey handles POST /admin/keys.
@@ -98,19 +101,81 @@ func (e *Expiry) time(now time.Time) (time.Time, error) {
 	return now.UTC(), nil
 }
 
-// listKeys handles GET /admin/keys[?selector=team=web,…].
+// Key pages: GET /admin/keys with limit or after answers defaultKeysPage
+// keys, or limit, at most maxKeysPage.
+const (
+	defaultKeysPage = 100
+	maxKeysPage     = 1000
+)
+
+// Headers of GET /admin/keys: how many keys there are in all (that match
+// the selector, with one), and, when a page leaves some out, the after=
+// that asks for the next page.
+const (
+	TotalCountHeader = "X-Total-Count"
+	NextAfterHeader  = "X-Next-After"
+)
+
+// listKeys handles GET /admin/keys[?selector=team=web,…][&limit=N][&after=ID]:
+// every key (whose labels match the selector), or with limit or after a
+// page of them (limit default 100) after the key ID, in the same order:
+// the catalog's keys by ID, then the stored ones by creation.
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.keys.List(r.Context())
+	q := r.URL.Query()
+	paged := q.Has("limit") || q.Has("after")
+	limit, err := parseLimit(q.Get("limit"), defaultKeysPage, maxKeysPage)
 	if err != nil {
 		return err
 	}
-	if keys, err = selectedKeys(r, keys); err != nil {
-		return err
+	after := q.Get("after")
+	var (
+		keys  []*sluice.Key
+		total int
+		next  string
+	)
+	switch {
+	case q.Has("selector"):
+		// No index holds labels: every key is read, and a page is cut
+		// from those that match.
+		if keys, err = s.keys.List(r.Context()); err != nil {
+			return err
+		}
+		if keys, err = selectedKeys(q.Get("selector"), keys); err != nil {
+			return err
+		}
+		total = len(keys)
+		if paged {
+			if keys, next, err = pageAfter(keys, after, limit); err != nil {
+				return err
+			}
+		}
+	case paged:
+		// One more than the page tells whether another page follows.
+		keys, total, err = s.keys.ListAfter(r.Context(), after, limit+1)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return invalid("after %q is not the ID of a key", after)
+		}
+		if err != nil {
+			return err
+		}
+		if len(keys) > limit {
+			keys = keys[:limit]
+			next = keys[limit-1].ID
+		}
+	default:
+		if keys, err = s.keys.List(r.Context()); err != nil {
+			return err
+		}
+		total = len(keys)
 	}
 	now := s.now()
 	out := make([]KeyRecord, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, keyRecord(k, now))
+	}
+	w.Header().Set(TotalCountHeader, strconv.Itoa(total))
+	if next != "" {
+		w.Header().Set(NextAfterHeader, next)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

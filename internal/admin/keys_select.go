@@ -1,20 +1,16 @@
 package admin
 
 import (
-	"net/http"
+	"slices"
 
 	"github.com/sluicehq/sluice"
 )
 
-// selectedKeys keeps the keys whose labels match the request's ?selector=
-// (the grammar of POST /admin/keys/batch), so that a list shows exactly the
-// keys a batch on the same selector would touch; without one, every key.
-func selectedKeys(r *http.Request, keys []*sluice.Key) ([]*sluice.Key, error) {
-	q := r.URL.Query()
-	if !q.Has("selector") {
-		return keys, nil
-	}
-	sel, err := parseSelector(q.Get("selector"))
+// selectedKeys keeps the keys whose labels match selector (the grammar of
+// POST /admin/keys/batch), so that a list shows exactly the keys a batch
+// on the same selector would touch.
+func selectedKeys(selector string, keys []*sluice.Key) ([]*sluice.Key, error) {
+	sel, err := parseSelector(selector)
 	if err != nil {
 		return nil, err
 	}
@@ -25,4 +21,22 @@ func selectedKeys(r *http.Request, keys []*sluice.Key) ([]*sluice.Key, error) {
 		}
 	}
 	return out, nil
+}
+
+// pageAfter is the page of at most limit keys after the key ID after ("":
+// from the first), and the after of the next page ("" when none follows).
+func pageAfter(keys []*sluice.Key, after string, limit int) (page []*sluice.Key, next string, err error) {
+	from := 0
+	if after != "" {
+		i := slices.IndexFunc(keys, func(k *sluice.Key) bool { return k.ID == after })
+		if i < 0 {
+			return nil, "", invalid("after %q is not the ID of a key that matches the selector", after)
+		}
+		from = i + 1
+	}
+	page = keys[from:min(from+limit, len(keys))]
+	if from+limit < len(keys) {
+		next = page[len(page)-1].ID
+	}
+	return page, next, nil
 }

@@ -52,3 +52,32 @@ func TestListKeysBySelector(t *testing.T) {
 		t.Errorf("keys list --selector = %d %q (stderr %q), want a header and web-1", code, out, errOut)
 	}
 }
+
+// TestListKeysBySelectorInPages: a selector with limit pages through the
+// matching keys only, counting them in X-Total-Count.
+func TestListKeysBySelectorInPages(t *testing.T) {
+	h := batchHarness(t)
+	var got []string
+	after, pages := "", 0
+	for {
+		keys, total, next, err := h.client.KeysPage(t.Context(), "team=web", after, 3)
+		if err != nil || total != 4 {
+			t.Fatalf("KeysPage(team=web, %q, 3) total %d, %v; want the 4 that match", after, total, err)
+		}
+		for _, k := range keys {
+			got = append(got, k.ID)
+		}
+		pages++
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	slices.Sort(got)
+	if want := []string{"cat-1", "web-1", "web-2", "web-3"}; pages != 2 || !slices.Equal(got, want) {
+		t.Errorf("pages of 3 of team=web: %v in %d pages, want %v in 2", got, pages, want)
+	}
+	if resp, body := h.do(t, http.MethodGet, "/admin/keys?selector=team%3Dweb&after=api-1", testToken, ""); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("after a key the selector does not match = %d %s, want 400", resp.StatusCode, body)
+	}
+}

@@ -276,3 +276,61 @@ func TestCatalogKeysAreListedReadOnly(t *testing.T) {
 	_, err = h.client.Disable(ctx, "from-catalog")
 	wantAPIError(t, "Disable(catalog key)", err, http.StatusConflict, "key_read_only")
 }
+
+// TestListKeysPages: pages of GET /admin/keys walk the whole list in its
+// order, with the total and the next page's after; without limit or
+// after it still answers every key.
+func TestListKeysPages(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"k1", "k2", "k3", "k4", "k5"} {
+		if _, err := h.client.CreateKey(t.Context(), admin.KeySpec{ID: id, Name: id, Tenant: "web"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := h.client.ListKeys(t.Context())
+	if err != nil || len(all) != 5 {
+		t.Fatalf("ListKeys = %d keys, %v; want 5", len(all), err)
+	}
+	var walked []string
+	after := ""
+	for range 5 {
+		keys, total, next, err := h.client.KeysPage(t.Context(), "", after, 2)
+		if err != nil || total != 5 {
+			t.Fatalf("KeysPage(%q, 2) total %d, %v; want 5", after, total, err)
+		}
+		for _, k := range keys {
+			walked = append(walked, k.ID)
+		}
+		if next == "" {
+			break
+		}
+		if next != keys[len(keys)-1].ID {
+			t.Errorf("next page after %q, want the page's last key %s", next, keys[len(keys)-1].ID)
+		}
+		after = next
+	}
+	var want []string
+	for _, k := range all {
+		want = append(want, k.ID)
+	}
+	if !cmp.Equal(walked, want) {
+		t.Errorf("pages walked %v, want %v", walked, want)
+	}
+	resp, _ := h.do(t, http.MethodGet, "/admin/keys", testToken, "")
+	if got := resp.Header.Get(admin.TotalCountHeader); got != "5" || resp.Header.Get(admin.NextAfterHeader) != "" {
+		t.Errorf("GET /admin/keys: total %q, next %q; want 5 and none", got, resp.Header.Get(admin.NextAfterHeader))
+	}
+	for _, c := range []struct{ path, names string }{
+		{"/admin/keys?after=nobody", "after"}, {"/admin/keys?limit=0", "limit"}, {"/admin/keys?limit=1001", "limit"},
+	} {
+		resp, body := h.do(t, http.MethodGet, c.path, testToken, "")
+		if e := decodeError(t, body); resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, c.names+" ") {
+			t.Errorf("GET %s = %d %+v, want 400 naming %s", c.path, resp.StatusCode, e.Error, c.names)
+		}
+	}
+	code, out, errOut := h.runCLI(t, "keys", "list", "--limit", "2", "--after", want[1])
+	if code != 0 || !strings.Contains(out, want[2]) || strings.Contains(out, want[1]+" ") ||
+		!strings.Contains(out, "5 keys in all; next page: --after "+want[3]) {
+		t.Errorf("keys list --limit 2 --after %s = %d\n%s%s", want[1], code, out, errOut)
+	}
+}

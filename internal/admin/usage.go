@@ -21,9 +21,12 @@ const (
 	defaultUsageWindow = 24 * time.Hour
 	defaultUsageLimit  = 100
 	maxUsage           = 10000
-	// maxBuckets bounds the buckets of one usage summary: a window of a
-	// year by minute would be half a million rows.
-	maxBuckets = 500
+	// maxBuckets bounds the buckets of one usage summary, a day by minute:
+	// a year by minute would be half a million rows. Without a bucket the
+	// summary takes the narrowest that gives at most defaultBuckets, what
+	// a chart shows legibly.
+	maxBuckets     = 24 * 60
+	defaultBuckets = 500
 )
 
 // UsageQuery selects usage records for GET /admin/usage and
@@ -234,7 +237,7 @@ type QueueWaits struct {
 
 // usageSummary handles GET /admin/usage/summary: the UsageQuery's window
 // (default: the last day) by bucket=minute|hour|day (default: the
-// narrowest that cuts it into at most maxBuckets).
+// narrowest that cuts it into at most defaultBuckets; at most maxBuckets).
 func (s *server) usageSummary(w http.ResponseWriter, r *http.Request) error {
 	if s.usage == nil {
 		return sluice.Errorf(sluice.CodeNotFound, "this gateway records no usage")
@@ -249,7 +252,7 @@ func (s *server) usageSummary(w http.ResponseWriter, r *http.Request) error {
 	bucket := ledger.Bucket(q.Get("bucket"))
 	if bucket == "" {
 		for _, b := range []ledger.Bucket{ledger.BucketMinute, ledger.BucketHour, ledger.BucketDay} {
-			if bucket = b; buckets(window, b) <= maxBuckets {
+			if bucket = b; buckets(window, b) <= defaultBuckets {
 				break
 			}
 		}

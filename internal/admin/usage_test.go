@@ -48,6 +48,9 @@ func TestUsageFilters(t *testing.T) {
 	if len(recs) != 1 || recs[0].RequestID != "r1" {
 		t.Fatalf("Usage = %+v, want r1 alone", recs)
 	}
+	if r := recs[0]; r.Model != "gpt-4o-mini" || r.EndUser != q.EndUser || r.TaskType != "chat" || r.BillingAccount != "acme" || r.Price != 1234 {
+		t.Errorf("record r1 = %+v, want its model, end user, task type and charge", r)
+	}
 	got, _ := h.usage.got()
 	want := ledger.UsageFilter{Since: q.Since, Until: q.Until, Tenant: "web", KeyID: "k1", Alias: "fast", Model: "gpt-4o-mini",
 		EndUser: "alice, \"the\" user", TaskType: "chat", Code: "ok", Limit: 7}
@@ -128,6 +131,9 @@ func TestUsageSummary(t *testing.T) {
 			t.Errorf("window %v: bucket %v, %v; want %s", window, sum, err, want)
 		}
 	}
+	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Since: usageDay.Add(-24 * time.Hour), Until: usageDay}, ledger.BucketMinute); err != nil {
+		t.Errorf("a day by minute: %v", err)
+	}
 	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Tenant: "web"}, ledger.BucketDay); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +165,7 @@ func TestUsageParameters(t *testing.T) {
 		{"/admin/usage?limit=10001", "limit"},
 		{"/admin/usage?format=xml", "format"},
 		{"/admin/usage/summary?bucket=week", "bucket"},
-		{"/admin/usage/summary?bucket=minute&since=2026-03-01T00:00:00Z&until=2026-03-02T00:00:00Z", "bucket"},
+		{"/admin/usage/summary?bucket=minute&since=2026-03-01T00:00:00Z&until=2026-03-02T00:01:00Z", "bucket"},
 		{"/admin/usage/summary?since=2020-01-01T00:00:00Z&until=2026-03-01T00:00:00Z", "bucket"},
 		{"/admin/usage/summary?until=now", "until"},
 	} {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // KeyRecord is a virtual key as the admin API shows it: never its hash or
@@ -134,6 +136,12 @@ type UsageRecord struct {
 	Executions []ExecutionRecord `json:"executions"`
 	Job        *JobRecord        `json:"job,omitempty"`      // on the record of an async job
 	Affinity   string            `json:"affinity,omitempty"` // session-affinity placement: hit, new, moved
+	Model      string            `json:"model,omitempty"`    // the upstream model that served it: its last execution's
+	EndUser    string            `json:"end_user,omitempty"`
+	TaskType   string            `json:"task_type,omitempty"`
+	// On a billed record: its billing account, and what it was charged.
+	BillingAccount string         `json:"billing_account,omitempty"`
+	Price          billing.Micros `json:"price,omitzero"`
 }
 
 // JobRecord is what the usage record of an async job adds: how it ended and
@@ -194,6 +202,10 @@ func usageRecord(r sluice.UsageRecord) UsageRecord {
 		Stream: r.Stream, Status: r.Status, Code: r.Code, Started: utc(r.Started),
 		LatencyMS: ms(r.Latency), TTFTMS: ms(r.TTFT), Usage: tokenUsage(r.Usage),
 		Executions: make([]ExecutionRecord, 0, len(r.Executions)), Affinity: r.Affinity,
+		Model: ledger.ModelOf(&r), EndUser: r.EndUser, TaskType: r.TaskType,
+	}
+	if c := r.Billing; c != nil {
+		out.BillingAccount, out.Price = c.Account, billing.Micros(c.Price)
 	}
 	for _, e := range r.Executions {
 		out.Executions = append(out.Executions, ExecutionRecord{

@@ -35,7 +35,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
         --limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N --user-limits … --task T --tasks a,b
         --paths chat,embeddings,videos,fal --service-tiers a,b --on-limit wait|refuse
         --assert user,profile --trace-content true|false
-  sluice keys list [--selector team=web,env!=prod]
+  sluice keys list [--selector team=web,env!=prod] [--limit N] [--after ID]
   sluice keys show ID
   sluice keys disable|enable|revoke|rotate ID
   sluice keys expire ID [--in 1h | --at RFC3339 | --never]   (default: now)
@@ -89,6 +89,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
   sluice entitlements set TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]
   sluice entitlements put -f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})
   sluice entitlements delete TENANT USER [USER…] [--dry-run]
+  sluice entitlements profiles               (the catalog's quota profiles: limits, pool, default for which tenants)
   sluice apply -f FILE [--if-match VERSION] [--force]
   sluice catalog history [--limit N]         (stored catalog versions: who, when, lines changed)
   sluice catalog show [VERSION]              (its YAML, passwords redacted; no VERSION: the one serving)

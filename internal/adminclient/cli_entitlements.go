@@ -6,21 +6,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // entitlementSynopses are the usage lines of "sluice entitlements".
 var entitlementSynopses = map[string]string{
-	"list":   "[--tenant T] [--user U] [--profile P]",
-	"set":    "TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]",
-	"put":    "-f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})",
-	"delete": "TENANT USER [USER…] [--dry-run]",
+	"list":     "[--tenant T] [--user U] [--profile P]",
+	"set":      "TENANT USER PROFILE [--pool POOL] [--from RFC3339] [--until RFC3339] [--dry-run]",
+	"put":      "-f FILE [--dry-run]   (FILE: a JSON array of {tenant, user, profile, pool, valid_from, valid_until})",
+	"delete":   "TENANT USER [USER…] [--dry-run]",
+	"profiles": "",
 }
 
-// entitlements runs "sluice entitlements list|set|put|delete".
+// entitlements runs "sluice entitlements list|set|put|delete|profiles".
 func (c *cli) entitlements(args []string) error {
 	if len(args) == 0 {
-		return usageError{msg: "missing subcommand: list, set, put or delete"}
+		return usageError{msg: "missing subcommand: list, set, put, delete or profiles"}
 	}
 	sub, args := args[0], args[1:]
 	synopsis, ok := entitlementSynopses[sub]
@@ -33,6 +37,8 @@ func (c *cli) entitlements(args []string) error {
 		return cmd.listEntitlements(args)
 	case "delete":
 		return cmd.deleteEntitlements(args)
+	case "profiles":
+		return cmd.listProfiles(args)
 	}
 	return cmd.putEntitlements(sub, args)
 }
@@ -165,4 +171,40 @@ func openTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// listProfiles runs "profiles": the quota profiles entitlements name.
+func (cmd *command) listProfiles(args []string) error {
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	cl, err := cmd.client()
+	if err != nil {
+		return err
+	}
+	ps, err := cl.Profiles(cmd.ctx)
+	if err != nil {
+		return err
+	}
+	if cmd.json {
+		return cmd.printJSON(ps)
+	}
+	t := newTable(cmd.stdout)
+	t.row("PROFILE", "IN FLIGHT", "RPM", "TPM", "TOKENS/DAY", "TASKS", "BONUS", "POOL", "DEFAULT FOR")
+	for _, p := range ps {
+		tasks := make([]string, 0, len(p.TaskLimits))
+		for task, l := range p.TaskLimits {
+			tasks = append(tasks, fmt.Sprintf("%s(inflight %d, day %d)", task, l.MaxInflight, l.DailyRequests))
+		}
+		slices.Sort(tasks)
+		n := func(v int) string { // 0 is no limit
+			if v == 0 {
+				return "-"
+			}
+			return strconv.Itoa(v)
+		}
+		t.row(p.ID, n(p.UserLimits.MaxInflight), n(p.UserLimits.RPM), n(p.UserLimits.TPM), n(p.UserLimits.DailyTokens),
+			orDash(strings.Join(tasks, " ")), strconv.Itoa(p.PriorityBonus), orDash(p.Pool), orDash(strings.Join(p.DefaultFor, ",")))
+	}
+	return t.flush()
 }

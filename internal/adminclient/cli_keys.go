@@ -103,9 +103,14 @@ func (c *cli) keysCreate(args []string) error {
 	return c.printIssued(issued, "created")
 }
 
+// keysList runs "sluice keys list": every key (whose labels match
+// --selector), or with --limit or --after one page of them, and where the
+// next page starts.
 func (c *cli) keysList(args []string) error {
-	cmd := c.command("keys list", "[--selector team=web,env!=prod]")
+	cmd := c.command("keys list", "[--selector team=web,env!=prod] [--limit N] [--after ID]")
 	selector := cmd.fs.String("selector", "", "only the keys whose labels match the label `SELECTOR`")
+	limit := cmd.fs.Int("limit", 0, "list a page of at most `N` keys (at most 1000) rather than every key")
+	after := cmd.fs.String("after", "", "start the page after the key `ID` (the last of the previous page)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -113,10 +118,18 @@ func (c *cli) keysList(args []string) error {
 	if err != nil {
 		return err
 	}
-	var keys []admin.KeyRecord
-	if *selector != "" {
+	var (
+		keys  []admin.KeyRecord
+		total int
+		next  string
+		paged = *limit > 0 || *after != ""
+	)
+	switch {
+	case paged:
+		keys, total, next, err = cl.KeysPage(c.ctx, *selector, *after, cmp.Or(*limit, 100))
+	case *selector != "":
 		keys, err = cl.SelectKeys(c.ctx, *selector)
-	} else {
+	default:
 		keys, err = cl.ListKeys(c.ctx)
 	}
 	if err != nil {
@@ -130,7 +143,15 @@ func (c *cli) keysList(args []string) error {
 	for _, k := range keys {
 		t.row(k.ID, k.Name, k.Tenant, string(k.Status), k.Priority, list(k.Models, "*"), expires(k.ExpiresAt), k.Prefix, k.Source)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil || !paged {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "\n%d keys in all", total)
+	if next != "" {
+		fmt.Fprintf(c.stdout, "; next page: --after %s", next)
+	}
+	fmt.Fprintln(c.stdout)
+	return nil
 }
 
 // keyAction runs "keys show|disable|enable|revoke ID".

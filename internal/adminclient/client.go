@@ -57,6 +57,32 @@ func (c *Client) ListKeys(ctx context.Context) ([]admin.KeyRecord, error) {
 	return fetchAll[admin.KeyRecord](ctx, c, "/admin/keys")
 }
 
+// KeysPage returns up to limit keys in ListKeys' order after the key ID
+// after ("" = from the first) — of those whose labels match selector,
+// unless it is "" — how many there are in all, and the after of the next
+// page ("" when none follows).
+func (c *Client) KeysPage(ctx context.Context, selector, after string, limit int) (keys []admin.KeyRecord, total int, next string, err error) {
+	v := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		v.Set("after", after)
+	}
+	if selector != "" {
+		v.Set("selector", selector)
+	}
+	path := withQuery("/admin/keys", v)
+	resp, body, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return nil, 0, "", fmt.Errorf("decode GET %s: %w", path, err)
+	}
+	if total, err = strconv.Atoi(resp.Header.Get(admin.TotalCountHeader)); err != nil {
+		return nil, 0, "", fmt.Errorf("GET %s: %s: %w", path, admin.TotalCountHeader, err)
+	}
+	return keys, total, resp.Header.Get(admin.NextAfterHeader), nil
+}
+
 // Key returns the key with the ID.
 func (c *Client) Key(ctx context.Context, id string) (*admin.KeyRecord, error) {
 	return fetch[admin.KeyRecord](ctx, c, http.MethodGet, itemPath("keys", id, ""), nil)

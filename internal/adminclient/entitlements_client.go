@@ -38,3 +38,12 @@ func (c *Client) PutEntitlements(ctx context.Context, body admin.EntitlementsPut
 func (c *Client) DeleteEntitlements(ctx context.Context, body admin.EntitlementsDelete) (*admin.EntitlementsResult, error) {
 	return fetch[admin.EntitlementsResult](ctx, c, http.MethodDelete, "/admin/entitlements", body)
 }
+
+// Profiles lists the serving catalog's quota profiles.
+func (c *Client) Profiles(ctx context.Context) ([]admin.Profile, error) {
+	out, err := fetch[[]admin.Profile](ctx, c, http.MethodGet, "/admin/profiles", nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}

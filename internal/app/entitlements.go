@@ -78,3 +78,9 @@ func (e *entitlements) run(ctx context.Context) {
 		}
 	})
 }
+
+// Profiles returns the serving catalog's quota profiles and tenants.
+func (e *entitlements) Profiles() ([]config.Profile, []config.Tenant) {
+	c := e.live.Load().Catalog
+	return c.Profiles, c.Tenants
+}

@@ -383,6 +383,28 @@ func (kr *Keyring) List(ctx context.Context) ([]*sluice.Key, error) {
 	return append(static, stored...), nil
 }
 
+// ListAfter returns up to limit keys in List's order from the one after
+// the key with the ID after ("": from the first), and how many keys List
+// would return: the static keys from memory, the stored ones a page at a
+// time from the store. It returns an error wrapping catalog.ErrNotFound
+// when no key has the ID after.
+func (kr *Keyring) ListAfter(ctx context.Context, after string, limit int) ([]*sluice.Key, int, error) {
+	static := slices.Collect(maps.Values(*kr.static.Load()))
+	slices.SortFunc(static, func(a, b *sluice.Key) int { return strings.Compare(a.ID, b.ID) })
+	var page []*sluice.Key // the static keys of the page, before any stored one
+	storedAfter := after
+	if i := slices.IndexFunc(static, func(k *sluice.Key) bool { return k.ID == after }); after == "" || i >= 0 {
+		end := min(i+1+limit, len(static)) // i is -1 for after ""
+		page = static[i+1 : end : end]
+		storedAfter = ""
+	}
+	stored, total, err := kr.store.ListKeysAfter(ctx, storedAfter, max(limit-len(page), 0))
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(page, stored...), len(static) + total, nil
+}
+
 func (kr *Keyring) update(ctx context.Context, id string, change func(*sluice.Key) error) (*sluice.Key, error) {
 	if kr.staticKey(id) != nil {
 		return nil, fmt.Errorf("key %s is %w: change it there", id, ErrStatic)

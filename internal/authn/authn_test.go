@@ -2,6 +2,7 @@ package authn
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,47 @@ func TestCatalogKeysAreListedAndReadOnly(t *testing.T) {
 	}
 	if _, _, err := kr.Create(ctx, sluice.Key{ID: "web"}); !errors.Is(err, catalog.ErrConflict) {
 		t.Errorf("Create(a catalog key's ID) error = %v, want ErrConflict", err)
+	}
+}
+
+// TestListAfterPagesStaticThenStored: pages of ListAfter walk List's
+// order, the catalog's keys first, across the seam, with List's total.
+func TestListAfterPagesStaticThenStored(t *testing.T) {
+	ctx := t.Context()
+	kr, _ := newKeyring(t)
+	kr.SetStatic([]*sluice.Key{{ID: "web", Hash: Hash("s-web"), Static: true}, {ID: "cli", Hash: Hash("s-cli"), Static: true}})
+	for _, id := range []string{"k1", "k2", "k3"} {
+		if _, _, err := kr.Create(ctx, sluice.Key{ID: id, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var walked []string
+	for after, pages := "", 0; pages < 10; pages++ {
+		keys, total, err := kr.ListAfter(ctx, after, 2)
+		if err != nil || total != 5 {
+			t.Fatalf("ListAfter(%q, 2) = %v, total %d, %v; want total 5", after, keys, total, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		for _, k := range keys {
+			walked = append(walked, k.ID)
+		}
+		after = keys[len(keys)-1].ID
+	}
+	all, err := kr.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, k := range all {
+		want = append(want, k.ID)
+	}
+	if !slices.Equal(walked, want) || len(want) != 5 {
+		t.Errorf("pages of 2 walked %v, want List's %v", walked, want)
+	}
+	if _, _, err := kr.ListAfter(ctx, "none", 2); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("ListAfter(unknown) = %v, want ErrNotFound", err)
 	}
 }
 

@@ -32,6 +32,11 @@ type Keys interface {
 	LoadKey(ctx context.Context, id string) (*sluice.Key, error)
 	// ListKeys returns every stored key, ordered by CreatedAt then ID.
 	ListKeys(ctx context.Context) ([]*sluice.Key, error)
+	// ListKeysAfter returns up to limit stored keys in ListKeys' order,
+	// from the one after the key with the ID after ("": from the first),
+	// and how many keys are stored. It returns ErrNotFound when no key has
+	// the ID after.
+	ListKeysAfter(ctx context.Context, after string, limit int) (keys []*sluice.Key, total int, err error)
 }
 
 // Documents stores every catalog document applied through the admin API as

@@ -30,7 +30,9 @@ type Usage interface {
 	// write them now.
 	RecordUsage(ctx context.Context, recs []sluice.UsageRecord) error
 	// ListUsage returns the records f selects, oldest first (ties by
-	// RequestID), at most f.Limit of them, executions included.
+	// RequestID), at most f.Limit of them, executions included. A store
+	// may rely on no execution starting before its record (a request's
+	// attempts follow its arrival; a job's run, its submit).
 	ListUsage(ctx context.Context, f UsageFilter) ([]sluice.UsageRecord, error)
 	// SummarizeUsage adds up the records f selects (f.Limit aside) by
 	// bucket of their start; bucket must be valid (see Bucket.Width).

@@ -541,6 +541,18 @@ var migrations = []migration{{
 		// one more index entry per execution inserted.
 		`CREATE INDEX executions_account_started ON executions (account_id, started_at)`,
 	},
+}, {
+	version: 19,
+	name:    "usage records by key and start, on PostgreSQL",
+	postgres: []string{
+		// GET /admin/usage?key= (a key's page of the console) reads a key's
+		// records of a window: without this, every record of the window
+		// (30 days of a million records a year: over 20 ms, more under
+		// load). It costs the usage writer one more index entry per
+		// record; SQLite, a single node's store of far fewer records,
+		// does without it, and its writer without the cost.
+		`CREATE INDEX usage_records_key_started ON usage_records (key_id, started_at)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -232,6 +232,40 @@ func runKeys(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("ListKeysAfterPagesInListOrder", func(t *testing.T) {
+		s := open(t)
+		for _, k := range []struct {
+			id     string
+			minute int
+		}{{"c", 2}, {"b", 1}, {"d", 1}, {"a", 3}, {"a0", 1}} {
+			key := newKey(k.id)
+			key.CreatedAt = at(k.minute)
+			mustSaveKey(t, s, key)
+		}
+		for _, c := range []struct {
+			after string
+			limit int
+			want  []string
+		}{
+			{"", 2, []string{"a0", "b"}}, {"b", 2, []string{"d", "c"}}, {"c", 10, []string{"a"}}, {"a", 10, nil},
+		} {
+			keys, total, err := s.ListKeysAfter(t.Context(), c.after, c.limit)
+			if err != nil {
+				t.Fatalf("ListKeysAfter(%q, %d) = %v", c.after, c.limit, err)
+			}
+			var ids []string
+			for _, k := range keys {
+				ids = append(ids, k.ID)
+			}
+			if !cmp.Equal(c.want, ids) || total != 5 {
+				t.Errorf("ListKeysAfter(%q, %d) = %v, total %d; want %v, 5", c.after, c.limit, ids, total, c.want)
+			}
+		}
+		if _, _, err := s.ListKeysAfter(t.Context(), "none", 10); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("ListKeysAfter(unknown) = %v, want ErrNotFound", err)
+		}
+	})
+
 	t.Run("CallerCannotMutateStoredKeys", func(t *testing.T) {
 		s := open(t)
 		saved := newKey("k1")

@@ -85,6 +85,21 @@ func (s *Store) ListKeys(context.Context) ([]*sluice.Key, error) {
 	return keys, nil
 }
 
+// ListKeysAfter returns copies of the limit keys after the key with the
+// ID after, in ListKeys' order, and how many there are.
+func (s *Store) ListKeysAfter(ctx context.Context, after string, limit int) ([]*sluice.Key, int, error) {
+	keys, _ := s.ListKeys(ctx)
+	from := 0
+	if after != "" {
+		i := slices.IndexFunc(keys, func(k *sluice.Key) bool { return k.ID == after })
+		if i < 0 {
+			return nil, 0, fmt.Errorf("key %s: %w", after, catalog.ErrNotFound)
+		}
+		from = i + 1
+	}
+	return keys[from:min(from+limit, len(keys))], len(keys), nil
+}
+
 // SaveCatalog stores a copy of next.Doc as the next version if the current
 // version is ifVersion (0 = no check); otherwise it returns ErrConflict.
 func (s *Store) SaveCatalog(_ context.Context, next catalog.CatalogVersion, ifVersion int64) (catalog.CatalogVersion, error) {

@@ -151,7 +151,12 @@ func (s *Store) LoadKey(ctx context.Context, id string) (*sluice.Key, error) {
 
 // ListKeys returns every stored key, ordered by CreatedAt then ID.
 func (s *Store) ListKeys(ctx context.Context) ([]*sluice.Key, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id`)
+	return s.queryKeys(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id`)
+}
+
+// queryKeys runs query, which selects keyColumns, and reads its keys.
+func (s *Store) queryKeys(ctx context.Context, query string, args ...any) ([]*sluice.Key, error) {
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -168,6 +173,34 @@ func (s *Store) ListKeys(ctx context.Context) ([]*sluice.Key, error) {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
 	return keys, nil
+}
+
+// ListKeysAfter reads one page of keys from the index keys_created,
+// (created_at, id): the keys after the one named, whose place in that
+// order its start and ID give.
+func (s *Store) ListKeysAfter(ctx context.Context, after string, limit int) ([]*sluice.Key, int, error) {
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM keys`).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list keys: %w", err)
+	}
+	query, args := `SELECT `+keyColumns+` FROM keys ORDER BY created_at, id LIMIT ?`, []any{limit}
+	if after != "" {
+		var created int64
+		err := s.db.QueryRow(ctx, `SELECT created_at FROM keys WHERE id = ?`, after).Scan(&created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, fmt.Errorf("key %s: %w", after, catalog.ErrNotFound)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("list keys: %w", err)
+		}
+		query, args = `SELECT `+keyColumns+` FROM keys WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+			[]any{created, after, limit}
+	}
+	keys, err := s.queryKeys(ctx, query, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return keys, total, nil
 }
 
 // scanKey reads the keyColumns of one row.

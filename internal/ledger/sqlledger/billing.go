@@ -604,9 +604,41 @@ func (s *Store) spendQueries(ctx context.Context, f ledger.SpendFilter, dims []l
 }
 
 // oldestRecord is the start of the oldest record held; zero with none.
+// On PostgreSQL it asks the default partition and the day partitions,
+// oldest first, until one holds a record: MIN over the whole table would
+// be planned over every partition (a year: over 50 ms a call).
 func (s *Store) oldestRecord(ctx context.Context) (time.Time, error) {
+	if !s.db.PartitionedByDay() {
+		return s.minStarted(ctx, "usage_records")
+	}
+	parts, err := s.db.Partitions(ctx, "usage_records")
+	if err != nil {
+		return time.Time{}, err
+	}
+	oldest, err := s.minStarted(ctx, "usage_records_default")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, p := range parts {
+		if !oldest.IsZero() && oldest.Before(p.Day) {
+			break // the default partition holds an older record than any day's
+		}
+		first, err := s.minStarted(ctx, p.Name)
+		if err != nil || !first.IsZero() {
+			if oldest.IsZero() || first.Before(oldest) {
+				oldest = first
+			}
+			return oldest, err
+		}
+	}
+	return oldest, nil
+}
+
+// minStarted is the start of the oldest record in table (usage_records
+// or one of its partitions, by their names in sqldb); zero with none.
+func (s *Store) minStarted(ctx context.Context, table string) (time.Time, error) {
 	var us sql.NullInt64
-	if err := s.db.QueryRow(ctx, `SELECT MIN(started_at) FROM usage_records`).Scan(&us); err != nil || !us.Valid {
+	if err := s.db.QueryRow(ctx, fmt.Sprintf(`SELECT MIN(started_at) FROM %q`, table)).Scan(&us); err != nil || !us.Valid {
 		return time.Time{}, err
 	}
 	return time.UnixMicro(us.Int64).UTC(), nil

@@ -1,7 +1,6 @@
 package sqlledger
 
 import (
-	"context"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,7 +29,7 @@ const recordsPerDay = 1000
 // yearOfUsage opens a PostgreSQL schema of its own with a partition per
 // day of 2025 and fills it with recordsPerDay records a day, 20 keys of 5
 // tenants and 5 billing accounts, nine in ten billed, one in fifty
-// refused: written by the database (generate_series), not row by row.
+// refused (see sqldbtest.Year), and a top-up.
 func yearOfUsage(tb testing.TB) (*Store, *sqldb.DB) {
 	tb.Helper()
 	if testing.Short() {
@@ -38,56 +37,16 @@ func yearOfUsage(tb testing.TB) (*Store, *sqldb.DB) {
 	}
 	ctx := tb.Context()
 	db := sqldbtest.Open(tb, testenv.Postgres(tb))
-	// Dropped here a partition at a time: dropping the schema at once
-	// would lock every partition and index in one transaction, more than
-	// PostgreSQL's lock table holds.
-	tb.Cleanup(func() { dropPartitions(tb, db) })
+	tb.Cleanup(func() { sqldbtest.DropPartitions(tb, db) })
 	// The records have no executions: a partition of executions per
 	// day would add 20 s of DDL to the test and nothing to what it shows.
-	if err := db.AddPartitions(ctx, "usage_records", yearStart, yearEnd.AddDate(0, 0, -1)); err != nil {
-		tb.Fatal(err)
-	}
-	const n = 365 * recordsPerDay
-	if _, err := db.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, model, protocol, stream, status, code,
-			started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
-			billed, billing_account, price_micros, cost_micros)
-		SELECT 'r' || g, 'key-' || (g % 20), 'tenant-' || (g % 20 / 4), a.alias, a.model, 'openai.chat', FALSE,
-			CASE WHEN g % 50 = 0 THEN 429 ELSE 200 END, CASE WHEN g % 50 = 0 THEN 'capacity_wait_timeout' ELSE '' END,
-			?::bigint + (g / ?) * 86400000000 + (g % ?) * 86000000, 900000, 300000,
-			100 + g % 50, 20, g % 40, 0, 120 + g % 50, TRUE,
-			g % 10 <> 0, CASE WHEN g % 10 <> 0 THEN 'acct-' || (g % 20 / 4) ELSE '' END,
-			CASE WHEN g % 10 <> 0 THEN 1000 + g % 100 ELSE 0 END, CASE WHEN g % 10 <> 0 THEN 300 ELSE 0 END
-		FROM generate_series(0, ?::bigint - 1) g
-		JOIN (VALUES (0, 'fast', 'gpt-4o-mini'), (1, 'slow', 'gpt-4o'), (2, 'vision', 'gpt-4o')) a(i, alias, model) ON a.i = g % 3`,
-		yearStart.UnixMicro(), recordsPerDay, recordsPerDay, n); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.Exec(ctx, `ANALYZE usage_records`); err != nil {
-		tb.Fatal(err)
-	}
+	sqldbtest.LoadYear(tb, db, sqldbtest.Year{Start: yearStart, Days: 365, PerDay: recordsPerDay, Keys: 20, Tenants: 5, UnbilledEvery: 10})
 	s := New(db)
 	if _, err := s.Post(ctx, ledger.Entry{Account: "acct-1", RequestID: "inv-1", Kind: ledger.EntryTopUp, Amount: 50_000_000,
 		Admin: "ops", At: yearStart.AddDate(0, 2, 0)}); err != nil {
 		tb.Fatal(err)
 	}
 	return s, db
-}
-
-func dropPartitions(tb testing.TB, db *sqldb.DB) {
-	ctx := context.WithoutCancel(tb.Context())
-	for _, table := range []string{"usage_records", "executions", "ledger_charges"} {
-		parts, err := db.Partitions(ctx, table)
-		if err != nil {
-			tb.Error(err)
-			return
-		}
-		for _, p := range parts {
-			if _, err := db.Exec(ctx, `DROP TABLE `+p.Name); err != nil {
-				tb.Error(err)
-				return
-			}
-		}
-	}
 }
 
 // monthlyReport is a tenant's spend in the month starting at month, by

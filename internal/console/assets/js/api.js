@@ -18,9 +18,9 @@ export class ApiError extends Error {
 let onSignedOut = () => {};
 export function whenSignedOut(fn) { onSignedOut = fn; }
 
-// call sends method path with body (an object, sent as JSON) and returns
-// the decoded answer (null for 204). headers adds request headers.
-export async function call(method, path, body, headers) {
+// send sends method path with body (an object, sent as JSON) and returns
+// the answer's text; an answer that is not 2xx throws an ApiError.
+async function send(method, path, body, headers) {
   const h = { Accept: 'application/json', ...(headers || {}) };
   if (method !== 'GET' && method !== 'HEAD') h['X-Sluice-CSRF'] = csrf;
   const init = { method, headers: h, credentials: 'same-origin' };
@@ -29,17 +29,27 @@ export async function call(method, path, body, headers) {
     init.body = JSON.stringify(body);
   }
   const r = await fetch(path, init);
-  if (r.status === 204) return null;
-  const text = await r.text();
-  let data = null;
-  try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+  const text = r.status === 204 ? '' : await r.text();
   if (!r.ok) {
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { data = null; }
     const e = (data && data.error) || {};
     if (r.status === 401 && path !== '/console/session') onSignedOut();
     throw new ApiError(r.status, e.code || String(r.status), e.message || text || r.statusText);
   }
-  return data;
+  return text;
 }
+
+// call sends method path with body (an object, sent as JSON) and returns
+// the decoded answer (null for 204 or an answer that is not JSON).
+// headers adds request headers.
+export async function call(method, path, body, headers) {
+  const text = await send(method, path, body, headers);
+  try { return text ? JSON.parse(text) : null; } catch { return null; }
+}
+
+// text gets path's answer as text (the catalog's YAML, a diff).
+export const text = (path) => send('GET', path, undefined, { Accept: 'text/plain, text/yaml, */*' });
 
 export const get = (path) => call('GET', path);
 export const post = (path, body, headers) => call('POST', path, body, headers);
