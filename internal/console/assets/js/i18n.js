@@ -69,6 +69,15 @@ export const fmt = {
     if (x === null || x === undefined || Number.isNaN(x)) return '—';
     return new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: digits ?? 1 }).format(x);
   },
+  // micros reads an amount the API writes as decimal text ("12.5", "-0.25")
+  // into integer micro-units, exactly; null for no amount.
+  micros(amount) {
+    if (amount === null || amount === undefined || amount === '') return null;
+    const s = String(amount);
+    const [whole, frac = ''] = s.replace(/^[-+]/, '').split('.');
+    const v = Number(whole) * 1e6 + Number(`${frac}000000`.slice(0, 6));
+    return s.startsWith('-') ? -v : v;
+  },
   // money formats micro-units of currency (Sluice keeps money as integers
   // of millionths).
   money(micros, currency) {

@@ -2,19 +2,9 @@
 // account's statement with top-up, adjustment, refund, suspend and resume,
 // the price versions, and spend with its margin by a chosen dimension.
 // #/money lists; #/money/<account> shows one account.
+import { fmt } from '../i18n.js';
 import { h, fill, field, table } from '../dom.js';
 import { lineChart, legend, meter } from '../chart.js';
-
-// The admin API writes amounts as decimal strings of the currency
-// ("12.5", "-0.000125"); fmt.money takes integer micro-units.
-export function micros(amount) {
-  if (amount === null || amount === undefined || amount === '') return null;
-  const s = String(amount);
-  const neg = s.startsWith('-');
-  const [whole, frac = ''] = s.replace(/^[-+]/, '').split('.');
-  const v = Number(whole) * 1e6 + Number(`${frac}000000`.slice(0, 6));
-  return neg ? -v : v;
-}
 
 // idempotencyKey names one submission. crypto.randomUUID exists only in
 // secure contexts, and an admin listener is often plain HTTP on a private
@@ -52,7 +42,7 @@ export default {
     // report names; asked of the last minute, it sums next to nothing.
     const lately = new Date(Date.now() - 60000).toISOString();
     const currency = (await api.get(`/admin/billing/spend${api.query({ from: lately })}`)).currency;
-    const money = (v) => fmt.money(micros(v), currency);
+    const money = (v) => fmt.money(fmt.micros(v), currency);
     const id = account();
     if (id) await detail(root, ctx, id, money);
     else await overview(root, ctx, money);
@@ -121,12 +111,12 @@ async function overview(root, ctx, money) {
 function spendView(ctx, rep, dim, money) {
   const { t, fmt } = ctx;
   const name = (r) => (dim === 'key' ? r.key_id : r[dim]) || '—';
-  const most = Math.max(0, ...rep.rows.map((r) => micros(r.price)));
+  const most = Math.max(0, ...rep.rows.map((r) => fmt.micros(r.price)));
   let chart;
   if (dim === 'day') {
     const series = ['price', 'cost', 'margin'].map((k) => ({
       name: t(`money.${k}`),
-      points: rep.rows.map((r) => ({ x: Date.parse(`${r.day}T00:00:00Z`), y: micros(r[k]) / 1e6 })),
+      points: rep.rows.map((r) => ({ x: Date.parse(`${r.day}T00:00:00Z`), y: fmt.micros(r[k]) / 1e6 })),
     }));
     chart = h('div', {}, lineChart(series, {
       title: t('money.spend_chart'), empty: t('money.no_spend'), xLabel: (x) => fmt.day(x),
@@ -135,7 +125,7 @@ function spendView(ctx, rep, dim, money) {
   }
   const rows = rep.rows.map((r) => [name(r), fmt.number(r.requests), fmt.number(r.tokens),
     fmt.percent(r.tokens ? r.cached_tokens / r.tokens : null), money(r.price), money(r.cost), money(r.margin),
-    dim === 'day' ? null : meter(micros(r.price), most, t('money.share_of', { name: name(r) }))]);
+    dim === 'day' ? null : meter(fmt.micros(r.price), most, t('money.share_of', { name: name(r) }))]);
   const headers = [byName(t, dim), t('money.requests'), t('money.tokens'), t('money.cached_share'),
     t('money.price'), t('money.cost'), t('money.margin')];
   if (dim !== 'day') headers.push(t('money.bar'));

@@ -3,6 +3,7 @@
 // its numbers in a table too) and what is serving now (catalog version,
 // replicas, how many keys, accounts and credentials are in each status).
 // It refreshes every few seconds in place.
+import { fmt } from '../i18n.js';
 import { fill, h, table } from '../dom.js';
 import { legend, lineChart } from '../chart.js';
 
@@ -23,14 +24,6 @@ function windowText(t, id) {
     case '7d': return t('overview.window.7d');
     default: return t('overview.window.30d');
   }
-}
-
-// micros reads an amount the API writes as decimal text ("12.5") into
-// integer micro-units, exactly.
-function micros(s) {
-  const [whole, frac = ''] = String(s || '0').replace('-', '').split('.');
-  const v = Number(whole) * 1e6 + Number((frac + '000000').slice(0, 6));
-  return String(s).startsWith('-') ? -v : v;
 }
 
 // WIDTH is each bucket's span in milliseconds; buckets start at multiples
@@ -95,7 +88,7 @@ export default {
           stat(t('overview.requests'), fmt.number(s.requests), 'stat-requests'),
           stat(t('overview.errors'), `${fmt.number(errors)} (${fmt.percent(s.requests ? errors / s.requests : 0)})`, 'stat-errors'),
           stat(t('overview.tokens'), fmt.number(s.prompt_tokens + s.completion_tokens), 'stat-tokens'),
-          stat(t('overview.spend'), money(micros(s.spend)), 'stat-spend'),
+          stat(t('overview.spend'), money(fmt.micros(s.spend)), 'stat-spend'),
           stat(t('overview.latency'), `${fmt.duration(s.latency_p50_ms)} / ${fmt.duration(s.latency_p95_ms)} / ${fmt.duration(s.latency_p99_ms)}`, 'stat-latency'),
           stat(t('overview.ttft'), fmt.duration(s.ttft_p50_ms), 'stat-ttft'),
           stat(t('overview.queue_wait'), q ? `${fmt.duration(q.p50_ms)} / ${fmt.duration(q.p95_ms)} / ${fmt.duration(q.p99_ms)}` : '—', 'stat-queue')),
@@ -104,13 +97,13 @@ export default {
           chart(t('overview.chart.requests'), [series(t('overview.requests'), (b) => b.requests), series(t('overview.errors'), (b) => sum(b.errors))], (v) => fmt.number(v)),
           chart(t('overview.chart.latency'), [series('p50', (b) => b.latency_p50_ms), series('p95', (b) => b.latency_p95_ms), series('p99', (b) => b.latency_p99_ms)], (v) => fmt.duration(v)),
           chart(t('overview.chart.tokens'), [series(t('overview.prompt_tokens'), (b) => b.prompt_tokens), series(t('overview.completion_tokens'), (b) => b.completion_tokens)], (v) => fmt.number(v)),
-          chart(t('overview.chart.spend', { currency: sum0.currency }), [series(t('overview.spend'), (b) => micros(b.spend))], spendTick)),
+          chart(t('overview.chart.spend', { currency: sum0.currency }), [series(t('overview.spend'), (b) => fmt.micros(b.spend))], spendTick)),
         codes.length ? table(t('overview.errors_by_code'), [t('overview.code'), t('overview.count')], codes.map(([c, n]) => [c, fmt.number(n)]), { id: 'overview-errors' }) : null,
         h('details', { open }, h('summary', {}, t('overview.buckets_show')),
           table(t('overview.buckets'), [t('overview.bucket_start'), t('overview.requests'), t('overview.errors'), t('overview.prompt_tokens'),
             t('overview.completion_tokens'), t('overview.spend'), 'p50', 'p95', 'p99'],
           buckets.map((b) => [sum0.bucket === 'day' ? fmt.day(b.x) : fmt.date(b.x), fmt.number(b.requests), fmt.number(sum(b.errors)), fmt.number(b.prompt_tokens),
-            fmt.number(b.completion_tokens), money(micros(b.spend)), fmt.duration(b.latency_p50_ms), fmt.duration(b.latency_p95_ms), fmt.duration(b.latency_p99_ms)]),
+            fmt.number(b.completion_tokens), money(fmt.micros(b.spend)), fmt.duration(b.latency_p50_ms), fmt.duration(b.latency_p95_ms), fmt.duration(b.latency_p99_ms)]),
           { id: 'overview-buckets' })));
     }
 

@@ -4,8 +4,8 @@
 // policies expected; and the same records as CSV. The filters live in the
 // route (#/usage/key=web&alias=fast), so a filtered view can be reloaded
 // and shared.
+import { fmt } from '../i18n.js';
 import { h, fill, field, table } from '../dom.js';
-import { micros } from './money.js';
 
 const RANGES = { '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
 const TEXT_FILTERS = ['tenant', 'key', 'alias', 'model', 'end_user', 'task_type', 'code'];
@@ -83,7 +83,7 @@ export default {
       list.slice().reverse().map((r) => [fmt.date(r.started), h('code', {}, r.request_id), r.key_id, r.tenant, r.end_user || '—',
         r.task_type || '—', r.alias, r.model || '—', String(r.status), r.code || t('usage.ok'), fmt.number(r.usage.prompt_tokens),
         fmt.number(r.usage.completion_tokens), fmt.number(r.usage.cached_tokens), fmt.duration(r.latency_ms),
-        r.ttft_ms ? fmt.duration(r.ttft_ms) : '—', r.billing_account ? fmt.money(micros(r.price || '0')) : '—']),
+        r.ttft_ms ? fmt.duration(r.ttft_ms) : '—', r.billing_account ? fmt.money(fmt.micros(r.price || '0')) : '—']),
       { id: 'usage-records' }),
     list.length === LIMIT ? h('p', { class: 'muted' }, t('usage.limited', { n: fmt.number(LIMIT) })) : null);
 
