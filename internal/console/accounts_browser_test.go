@@ -118,11 +118,7 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
 	waitText(t, ctx, `[data-account="org-b"] .state`, "ready", 3*time.Second)
 
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, `[data-credential="cred-a1"]`, "排空中", testWait)
-	waitText(t, ctx, `[data-account="org-b"] .state`, "可用", testWait)
-	shot(t, ctx, "accounts-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "accounts", `[data-credential="cred-a1"]`, "排空中", `[data-account="org-b"] .state`, "可用")
 }
 
 // modelUnitsCatalog is consoleCatalog with a per-model unit of three

@@ -88,10 +88,7 @@ func TestBrowserCatalogStoredVersions(t *testing.T) {
 		t.Errorf("serving catalog after the rollback to 1 has not version 1's org-b:\n%s", doc)
 	}
 
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#catalog-status", "已存储版本 3", testWait)
-	shot(t, ctx, "catalog-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "catalog", "#catalog-status", "已存储版本 3")
 }
 
 // TestBrowserCatalogFromFileRefusesRollback: the test gateway reads its

@@ -53,11 +53,7 @@ func TestBrowserEntitlementsAndProfiles(t *testing.T) {
 	checkA11y(t, ctx, "entitlements")
 	shot(t, ctx, "entitlements-en")
 
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#page h1", "权益与配额方案", testWait)
-	waitText(t, ctx, "#entitlements-list", "alice", testWait)
-	shot(t, ctx, "entitlements-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "entitlements", "#page h1", "权益与配额方案", "#entitlements-list", "alice")
 	waitText(t, ctx, "#entitlements-list caption", "Entitlements (1)", testWait)
 
 	run(t, ctx, "remove", chromedp.WaitVisible(chromedp.CSS(`#entitlements-list button.danger`)),

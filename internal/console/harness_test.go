@@ -304,3 +304,16 @@ func checkA11y(t *testing.T, ctx context.Context, page string) {
 		t.Errorf("axe-core on %s: serious or critical violations: %s", page, found)
 	}
 }
+
+// inChinese switches the page to Chinese, waits until each selector of
+// shows (pairs of a selector and the text it must contain) shows its text,
+// saves the screenshot <name>-zh, and switches back to English.
+func inChinese(t *testing.T, ctx context.Context, name string, shows ...string) {
+	t.Helper()
+	chooseLanguage(t, ctx, "zh")
+	for i := 0; i+1 < len(shows); i += 2 {
+		waitText(t, ctx, shows[i], shows[i+1], testWait)
+	}
+	shot(t, ctx, name+"-zh")
+	chooseLanguage(t, ctx, "en")
+}

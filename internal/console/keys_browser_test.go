@@ -128,10 +128,7 @@ func TestBrowserKeysFilterAndBatch(t *testing.T) {
 		t.Errorf("the batch on team=batch changed key web: %s", rec)
 	}
 
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#page h1", "批量修改", testWait)
-	shot(t, ctx, "keys-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "keys", "#page h1", "批量修改")
 }
 
 // TestBrowserKeysReadOnlyHasNoWriteControls: a read-only session sees the

@@ -101,10 +101,7 @@ func TestBrowserMoneyTopUpSuspendResume(t *testing.T) {
 		t.Errorf("a suspended account's chat answered 403 %s, want the code billing_account_suspended", body)
 	}
 
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#money-status", "已暂停", testWait)
-	shot(t, ctx, "money-account-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "money-account", "#money-status", "已暂停")
 	waitText(t, ctx, "#money-status", "Suspended", testWait)
 
 	run(t, ctx, "resume", chromedp.WaitVisible(chromedp.CSS(`#money-resume`)), chromedp.Click(chromedp.CSS(`#money-resume`)))
@@ -122,10 +119,7 @@ func TestBrowserMoneyTopUpSuspendResume(t *testing.T) {
 	if !eval[bool](t, ctx, `!!document.querySelector('svg.chart circle, svg.chart path.series')`) {
 		t.Error("spend by day draws no chart")
 	}
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#page h1", "计费", testWait)
-	shot(t, ctx, "money-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "money", "#page h1", "计费")
 	waitText(t, ctx, "#page h1", "Money", testWait)
 
 	// A read-only session sees the account, and no control that writes.

@@ -63,8 +63,5 @@ func TestBrowserOverviewCountsRequests(t *testing.T) {
 	waitText(t, ctx, "#overview-counts", "active: 3", testWait) // the credentials
 	checkA11y(t, ctx, "overview")
 	shot(t, ctx, "overview-en")
-	chooseLanguage(t, ctx, "zh")
-	waitText(t, ctx, "#overview-usage", "请求数", testWait)
-	shot(t, ctx, "overview-zh")
-	chooseLanguage(t, ctx, "en")
+	inChinese(t, ctx, "overview", "#overview-usage", "请求数")
 }
