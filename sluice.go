@@ -277,6 +277,8 @@ type Alias struct {
 	// MaxOutputTokens refuses a request asking for more output (its
 	// MaxTokens) than the alias's models give; 0 = no limit.
 	MaxOutputTokens int64
+	// Estimate is how its models' tokenizers count; zero = the default.
+	Estimate TokenEstimate
 }
 
 // Answers reports whether a caller of protocol p may call the alias.
@@ -553,8 +555,16 @@ type Request struct {
 	Task         string // the task type the caller declared (X-Sluice-Task); "" = the key's
 	ServiceTier  string // the body's "service_tier"; "" = none named
 	User         string // the end user: X-Sluice-User, else the body's "user" (Anthropic: metadata.user_id; Responses: safety_identifier, else user)
-	Tokens       int    // estimated tokens (prompt + allowed output), reserved against TPM limits
 	MaxTokens    int64  // the output asked for: the larger of max_tokens and max_completion_tokens (Responses: max_output_tokens); 0 = not set
+	// Text is the size of the body by script, and Output the output
+	// tokens it may use (MaxTokens, or a default when it sets none; 0 for
+	// embeddings): with Estimate, what it reserves against token limits
+	// (Reserve).
+	Text   TextSize
+	Output int64
+	// Estimate is its alias's token estimate, set at admission; the zero
+	// value is DefaultTokenEstimate.
+	Estimate TokenEstimate
 	// Profile is the quota profile the caller asserts (X-Sluice-Profile);
 	// "" = none. Admission resolves the one the request runs under.
 	Profile string
@@ -590,10 +600,6 @@ type Request struct {
 	// request.
 	Header http.Header
 }
-
-// EstimatePromptTokens is Sluice's estimate of the tokens of a prompt of
-// n bytes: about four bytes a token, JSON syntax included, so it errs high.
-func EstimatePromptTokens(n int) int64 { return int64(n/4 + 1) }
 
 // Usage is what one request consumed upstream. Measured is false when the
 // upstream reported nothing (for example a stream cut before its last chunk).

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/authn"
 	"github.com/sluicehq/sluice/internal/catalog"
+	"github.com/sluicehq/sluice/internal/console"
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
@@ -277,6 +278,7 @@ type server struct {
 	log      *slog.Logger
 	throttle *authn.Throttle // failed tokens per client address
 	mux      *http.ServeMux
+	console  http.Handler // the web console's files, under /console/
 	now      func() time.Time
 
 	entitlements Entitlements
@@ -296,7 +298,7 @@ type server struct {
 //	GET  /admin/catalog/versions/{version}/diff?from=A  unified diff from A (default: the version before)
 //	POST /admin/catalog/versions/{version}/rollback     CatalogStatus: stores a new version with its document
 //	POST /admin/keys                    create (KeySpec) → 201 IssuedKey
-//	GET  /admin/keys?limit=&after=      []KeyRecord: every key, or a page (X-Total-Count, X-Next-After)
+//	GET  /admin/keys?selector=&limit=&after= []KeyRecord: every key whose labels match, or a page (X-Total-Count, X-Next-After)
 //	GET  /admin/keys/{id}               KeyRecord
 //	POST /admin/keys/{id}/disable       KeyRecord (also enable, revoke)
 //	POST /admin/keys/{id}/rotate        IssuedKey
@@ -353,6 +355,7 @@ func New(opts Options) http.Handler {
 		log:      opts.Log,
 		throttle: authn.NewThrottle(failedTokens, failedTokenRefill, nil),
 		mux:      http.NewServeMux(),
+		console:  console.Handler(),
 		now:      time.Now,
 	}
 	s.entitlements = opts.Entitlements
@@ -408,9 +411,20 @@ func New(opts Options) http.Handler {
 // (access_auth_throttled) without a look at its token until its budget
 // refills, and only its failures that were looked at are logged.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/metrics", "/healthz", "/readyz":
+	switch p := r.URL.Path; {
+	case p == "/metrics", p == "/healthz", p == "/readyz":
 		s.public(w, r)
+		return
+	case p == sessionPath:
+		s.serveSession(w, r)
+		return
+	case p == "/console":
+		http.Redirect(w, r, console.Prefix, http.StatusMovedPermanently)
+		return
+	case strings.HasPrefix(p, console.Prefix):
+		// The page itself holds nothing secret: it signs in before it asks
+		// the API for anything.
+		s.console.ServeHTTP(w, r)
 		return
 	}
 	source := authn.Source(r)
@@ -419,7 +433,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Msg: "too many failed admin tokens from this address; retry after the Retry-After"})
 		return
 	}
-	by, ok := s.authorize(r)
+	by, ok, csrfOK := s.authorize(r)
 	if !ok {
 		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr)}
 		if n := s.throttle.Failed(source); n > 0 {
@@ -436,6 +450,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.unrouted(w, r)
 	case readOnly(r.Method):
 		s.mux.ServeHTTP(w, r)
+	case !csrfOK:
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "console write without its CSRF token refused", slog.String("token_id", by.id),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+		writeError(w, &sluice.Error{Code: CodeForbidden, Msg: "a write through a console session needs the session's " + csrfHeader + " header"})
 	case by.role != RoleWrite:
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin write refused to a read token", slog.String("token_id", by.id),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))

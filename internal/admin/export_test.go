@@ -1,6 +1,9 @@
 package admin
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // Routes returns the pattern and the audit action ("" for a read) of every
 // route of h, a handler New returned, in the order New registered them.
@@ -11,3 +14,6 @@ func Routes(h http.Handler) [][2]string {
 	}
 	return out
 }
+
+// SetClock makes h, a handler New returned, read the time from now.
+func SetClock(h http.Handler, now func() time.Time) { h.(*server).now = now }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,45 +109,53 @@ const (
 	maxKeysPage     = 1000
 )
 
-// Headers of GET /admin/keys: how many keys there are in all, and, when a
-// page leaves some out, the after= that asks for the next page.
+// Headers of GET /admin/keys: how many keys there are in all (that the
+// selector selects), and, when a page leaves some out, the after= that
+// asks for the next page.
 const (
 	TotalCountHeader = "X-Total-Count"
 	NextAfterHeader  = "X-Next-After"
 )
 
-// listKeys handles GET /admin/keys[?limit=N][&after=ID]: every key, or
-// with limit or after a page of them (limit default 100) after the key
-// ID, in the same order: the catalog's keys by ID, then the stored ones
-// by creation.
+// listKeys handles GET /admin/keys[?selector=team=web,…][&limit=N][&after=ID]:
+// every key whose labels match the selector (without one, every key), or
+// with limit or after a page of them (limit default 100) after the key ID,
+// in the same order: the catalog's keys by ID, then the stored ones by
+// creation. Without a selector a page is read from the database a page at
+// a time; with one, the keys are selected from the whole list.
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	paged := q.Has("limit") || q.Has("after")
+	limit, err := parseLimit(q.Get("limit"), defaultKeysPage, maxKeysPage)
+	if err != nil {
+		return err
+	}
+	after := q.Get("after")
 	var (
 		keys  []*sluice.Key
 		total int
-		err   error
 	)
-	if !q.Has("limit") && !q.Has("after") {
-		keys, err = s.keys.List(r.Context())
-		total = len(keys)
-	} else {
-		var limit int
-		if limit, err = parseLimit(q.Get("limit"), defaultKeysPage, maxKeysPage); err != nil {
-			return err
-		}
-		after := q.Get("after")
+	if paged && !q.Has("selector") {
 		// One more than the page tells whether another page follows.
 		keys, total, err = s.keys.ListAfter(r.Context(), after, limit+1)
-		if errors.Is(err, catalog.ErrNotFound) {
-			return invalid("after %q is not the ID of a key", after)
+	} else {
+		if keys, err = s.keys.List(r.Context()); err == nil {
+			keys, err = selectedKeys(r, keys)
 		}
-		if len(keys) > limit {
-			keys = keys[:limit]
-			w.Header().Set(NextAfterHeader, keys[limit-1].ID)
+		total = len(keys)
+		if err == nil && paged {
+			keys, err = keysAfter(keys, after, limit+1)
 		}
+	}
+	if errors.Is(err, catalog.ErrNotFound) {
+		return invalid("after %q is not the ID of a key the list holds", after)
 	}
 	if err != nil {
 		return err
+	}
+	if paged && len(keys) > limit {
+		keys = keys[:limit]
+		w.Header().Set(NextAfterHeader, keys[limit-1].ID)
 	}
 	now := s.now()
 	out := make([]KeyRecord, 0, len(keys))
@@ -156,6 +165,20 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set(TotalCountHeader, strconv.Itoa(total))
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// keysAfter is at most n of keys from the one after the key ID after (""
+// = from the first); catalog.ErrNotFound when keys has no such key.
+func keysAfter(keys []*sluice.Key, after string, n int) ([]*sluice.Key, error) {
+	from := 0
+	if after != "" {
+		i := slices.IndexFunc(keys, func(k *sluice.Key) bool { return k.ID == after })
+		if i < 0 {
+			return nil, catalog.ErrNotFound
+		}
+		from = i + 1
+	}
+	return keys[from:min(from+n, len(keys))], nil
 }
 
 // showKey handles GET /admin/keys/{id}.

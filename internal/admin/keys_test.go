@@ -294,7 +294,7 @@ func TestListKeysPages(t *testing.T) {
 	var walked []string
 	after := ""
 	for range 5 {
-		keys, total, next, err := h.client.KeysPage(t.Context(), after, 2)
+		keys, total, next, err := h.client.KeysPage(t.Context(), "", after, 2)
 		if err != nil || total != 5 {
 			t.Fatalf("KeysPage(%q, 2) total %d, %v; want 5", after, total, err)
 		}

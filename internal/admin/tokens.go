@@ -43,13 +43,27 @@ func compileTokens(tokens []Token) []token {
 	return out
 }
 
-// authorize finds the token the request presents. Both sides are hashed
+// authorize finds the token the request presents: a bearer token, or else
+// a console session's (see session.go). A write through a session must
+// carry its CSRF token: csrfOK is false when it does not.
+func (s *server) authorize(r *http.Request) (t token, ok, csrfOK bool) {
+	if tok, present := bearer(r); present {
+		t, ok = s.match(tok)
+		return t, ok, true
+	}
+	t, claims, ok := s.session(r)
+	if !ok {
+		return token{}, false, false
+	}
+	return t, true, readOnly(r.Method) || sessionWriteAllowed(r, t, claims)
+}
+
+// match finds the admin token whose secret is tok. Both sides are hashed
 // first and every token is compared, so that neither the comparison's time
 // nor an early length mismatch tells a caller how long a token is or which
 // one came close.
-func (s *server) authorize(r *http.Request) (token, bool) {
-	tok, ok := bearer(r)
-	if !ok {
+func (s *server) match(tok string) (token, bool) {
+	if tok == "" {
 		return token{}, false
 	}
 	sum := sha256.Sum256([]byte(tok))

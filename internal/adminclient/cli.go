@@ -35,7 +35,7 @@ const cliUsage = `admin commands (a running gateway, through its admin API):
         --limits rpm=N,tpm=N,max_inflight=N,daily_tokens=N --user-limits … --task T --tasks a,b
         --paths chat,embeddings,videos,fal --service-tiers a,b --on-limit wait|refuse
         --assert user,profile --trace-content true|false
-  sluice keys list [--limit N] [--after ID]
+  sluice keys list [--selector team=web,env!=prod] [--limit N] [--after ID]
   sluice keys show ID
   sluice keys disable|enable|revoke|rotate ID
   sluice keys expire ID [--in 1h | --at RFC3339 | --never]   (default: now)

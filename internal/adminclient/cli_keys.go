@@ -103,10 +103,12 @@ func (c *cli) keysCreate(args []string) error {
 	return c.printIssued(issued, "created")
 }
 
-// keysList runs "sluice keys list": every key, or with --limit or --after
-// one page of them, and where the next page starts.
+// keysList runs "sluice keys list": every key (with --selector, those
+// whose labels match), or with --limit or --after one page of them, and
+// where the next page starts.
 func (c *cli) keysList(args []string) error {
-	cmd := c.command("keys list", "[--limit N] [--after ID]")
+	cmd := c.command("keys list", "[--selector team=web,env!=prod] [--limit N] [--after ID]")
+	selector := cmd.fs.String("selector", "", "only the keys whose labels match the label `SELECTOR`")
 	limit := cmd.fs.Int("limit", 0, "list a page of at most `N` keys (at most 1000) rather than every key")
 	after := cmd.fs.String("after", "", "start the page after the key `ID` (the last of the previous page)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
@@ -122,9 +124,12 @@ func (c *cli) keysList(args []string) error {
 		next  string
 		paged = *limit > 0 || *after != ""
 	)
-	if paged {
-		keys, total, next, err = cl.KeysPage(c.ctx, *after, cmp.Or(*limit, 100))
-	} else {
+	switch {
+	case paged:
+		keys, total, next, err = cl.KeysPage(c.ctx, *selector, *after, cmp.Or(*limit, 100))
+	case *selector != "":
+		keys, err = cl.SelectKeys(c.ctx, *selector)
+	default:
 		keys, err = cl.ListKeys(c.ctx)
 	}
 	if err != nil {

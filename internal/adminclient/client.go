@@ -58,12 +58,15 @@ func (c *Client) ListKeys(ctx context.Context) ([]admin.KeyRecord, error) {
 }
 
 // KeysPage returns up to limit keys in ListKeys' order after the key ID
-// after ("" = from the first), how many keys there are in all, and the
-// after of the next page ("" when none follows).
-func (c *Client) KeysPage(ctx context.Context, after string, limit int) (keys []admin.KeyRecord, total int, next string, err error) {
+// after ("" = from the first), of those whose labels match selector ("" =
+// every key), how many keys there are in all, and the after of the next
+// page ("" when none follows).
+func (c *Client) KeysPage(ctx context.Context, selector, after string, limit int) (keys []admin.KeyRecord, total int, next string, err error) {
 	v := url.Values{"limit": {strconv.Itoa(limit)}}
-	if after != "" {
-		v.Set("after", after)
+	for name, value := range map[string]string{"selector": selector, "after": after} {
+		if value != "" {
+			v.Set(name, value)
+		}
 	}
 	path := withQuery("/admin/keys", v)
 	resp, body, err := c.send(ctx, http.MethodGet, path, nil, nil)

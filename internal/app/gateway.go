@@ -365,7 +365,8 @@ func (g *Gateway) banner(w io.Writer, generatedToken string) {
 	if w == nil {
 		return
 	}
-	fmt.Fprintf(w, "sluice %s\n  data plane  http://%s/v1\n  admin       http://%s (metrics at /metrics)\n", version(), g.addr, g.admin)
+	fmt.Fprintf(w, "sluice %s\n  data plane  http://%s/v1\n  admin       http://%s (metrics at /metrics)\n  console     http://%s/console/ (sign in with an admin token)\n",
+		version(), g.addr, g.admin, g.admin)
 	if generatedToken != "" {
 		fmt.Fprintf(w, "  admin token %s (generated; set SLUICE_ADMIN_TOKEN to choose one)\n", generatedToken)
 	}

@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"internal/adapter"},
 	{"internal/protocol/anthropic", "internal/protocol/gemini", "internal/protocol/openai"},
 	{"internal/protocol"},
-	{"internal/sse", "internal/jsonfield", "internal/jsonvalid"},
+	{"internal/sse", "internal/jsonfield", "internal/jsonvalid", "internal/console"},
 	{"internal/config"},
 	{"internal/catalog/memcatalog", "internal/catalog/sqlcatalog", "internal/ledger/memledger", "internal/ledger/sqlledger",
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded"},

@@ -330,6 +330,13 @@ func (o *OAuth) Set() bool {
 		o.ClientSecretEnv != "" || o.ClientSecretFile != "" || o.ServiceAccountFile != ""
 }
 
+// TokenEstimate is how many characters of each script make a token;
+// 0 = the default.
+type TokenEstimate struct {
+	CharsPerToken    float64 `yaml:"chars_per_token"`     // default 4
+	CJKCharsPerToken float64 `yaml:"cjk_chars_per_token"` // default 1
+}
+
 // Model is a public alias with its deployments.
 type Model struct {
 	Alias string `yaml:"alias"`
@@ -344,6 +351,11 @@ type Model struct {
 	// anthropic.messages: max_tokens; openai.responses:
 	// max_output_tokens); 0 = no limit. Not for embeddings and jobs.
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
+	// TokenEstimate tunes how a request's tokens are estimated before it
+	// runs (reserved against token limits, bounding its cost), for models
+	// whose tokenizers count differently; absent = 4 characters a token,
+	// 1 CJK character a token.
+	TokenEstimate TokenEstimate `yaml:"token_estimate"`
 	// Strategy orders the edges of each priority tier: round-robin
 	// (default) | weighted | fill-first | least-inflight | affinity.
 	Strategy string `yaml:"strategy"`

@@ -51,6 +51,8 @@ func (v *validator) models() {
 		case m.MaxOutputTokens > 0 && len(callers) == 1 && sluice.MaxTokensField[callers[0]] == "":
 			v.addf(at+".max_output_tokens", "%s requests ask for no output tokens", callers[0])
 		}
+		v.perToken(at+".token_estimate.chars_per_token", m.TokenEstimate.CharsPerToken)
+		v.perToken(at+".token_estimate.cjk_chars_per_token", m.TokenEstimate.CJKCharsPerToken)
 		if len(m.Deployments) == 0 {
 			v.addf(at+".deployments", "must list at least one deployment")
 		}
@@ -290,3 +292,12 @@ func (v *validator) policy(at string, p *Policy) {
 // FallbackAny is the fallback of a preferred policy that may use every
 // account of the alias.
 const FallbackAny = "any"
+
+// perToken checks a token estimate's characters per token: 0 (the
+// default), or from 0.1 to 20 (no tokenizer is outside that; a typo such as
+// 400 would make every reservation a rounding error).
+func (v *validator) perToken(at string, chars float64) {
+	if chars != 0 && !(chars >= 0.1 && chars <= 20) {
+		v.addf(at, "must be from 0.1 to 20 characters per token (absent: the default)")
+	}
+}

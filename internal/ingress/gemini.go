@@ -109,7 +109,7 @@ func readGemini(r *http.Request, body []byte) (*sluice.Request, error) {
 		return nil, err
 	}
 	req.MaxTokens = f.MaxTokens
-	req.Tokens = f.estimate(p, len(body))
+	req.Text, req.Output = sluice.MeasureText(body), f.output(p)
 	if method == gemini.MethodCount {
 		_ = counting(req)
 	}

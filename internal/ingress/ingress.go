@@ -136,7 +136,7 @@ func (s *Server) serveCount(w *recorder, r *http.Request, p sluice.Protocol, id 
 // counting makes req a token count: nothing is generated or billed, so no
 // tokens are reserved.
 func counting(req *sluice.Request) error {
-	req.CountTokens, req.Stream, req.MaxTokens, req.Tokens = true, false, 0, 0
+	req.CountTokens, req.Stream, req.MaxTokens, req.Output = true, false, 0, 0
 	return nil
 }
 

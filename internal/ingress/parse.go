@@ -33,32 +33,19 @@ type fields struct {
 // max_tokens; the reservation is corrected to the measured usage after.
 const defaultOutputTokens = 512
 
-// maxEstimate caps a request's token estimate. A reservation is compared
-// with token limits, so what matters is that it never overflows (max_tokens
-// 9223372036854775807 once wrapped it to nothing reserved) and that it
-// stays above any limit one could configure: a request asking for more than
-// a whole window is then refused or runs alone, never beside others. 2^40
-// tokens is far past any budget and far from overflowing an int64 sum.
-const maxEstimate = 1 << 40
-
-// estimate is the tokens a request is expected to use, reserved against
-// token-per-minute limits before the call: about four bytes of prompt per
-// token (JSON syntax included, so it errs high) plus the output allowed,
-// saturating at maxEstimate. Parse refuses negative max_tokens.
-func (f *fields) estimate(p sluice.Protocol, bodyLen int) int {
-	prompt := promptEstimate(bodyLen)
+// output is the output tokens a request reserves: what it asks for, or
+// defaultOutputTokens when it sets no limit, at most MaxTokenEstimate;
+// embeddings produce none. Parse refuses negative max_tokens.
+func (f *fields) output(p sluice.Protocol) int64 {
 	if p == sluice.ProtocolOpenAIEmbeddings || p == sluice.ProtocolGeminiEmbed {
-		return int(prompt)
+		return 0
 	}
 	out := max(f.MaxTokens, f.MaxCompletionTokens)
 	if out <= 0 {
 		out = defaultOutputTokens
 	}
-	return int(prompt + min(out, maxEstimate-prompt))
+	return min(out, sluice.MaxTokenEstimate)
 }
-
-// promptEstimate is the tokens of a prompt of bodyLen bytes, saturating.
-func promptEstimate(bodyLen int) int64 { return min(sluice.EstimatePromptTokens(bodyLen), maxEstimate) }
 
 // checkUser refuses an end-user name (body "user" or X-Sluice-User) that
 // could not be a state key as it is, by the rule of the catalog's and the
@@ -100,8 +87,9 @@ func Parse(p sluice.Protocol, body []byte) (*sluice.Request, error) {
 		IncludeUsage: f.IncludeUsage,
 		User:         cmp.Or(f.SafetyIdentifier, f.User),
 		Body:         body,
-		Tokens:       f.estimate(p, len(body)),
 		MaxTokens:    max(f.MaxTokens, f.MaxCompletionTokens),
+		Text:         sluice.MeasureText(body),
+		Output:       f.output(p),
 		ServiceTier:  f.ServiceTier,
 		// Responses' state and cache hints, for routing that keeps them.
 		PromptCacheKey:     f.PromptCacheKey,

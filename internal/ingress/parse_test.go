@@ -343,53 +343,39 @@ func FuzzScanMatchesDecode(f *testing.F) {
 	})
 }
 
+// TestTokenEstimate: Parse measures the body's text by script and the
+// output the request may use, which Reserve adds up.
 func TestTokenEstimate(t *testing.T) {
 	body := `{"model":"m","max_completion_tokens":100,"messages":[{"role":"user","content":"` + strings.Repeat("x", 400) + `"}]}`
 	req, err := Parse(sluice.ProtocolOpenAIChat, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(body)/4 + 1 + 100; req.Tokens != want {
-		t.Errorf("Tokens = %d, want %d (prompt bytes/4 + max_completion_tokens)", req.Tokens, want)
+	if req.Text != (sluice.TextSize{Chars: len(body)}) || req.Output != 100 {
+		t.Errorf("Text %+v, Output %d; want %d characters and 100", req.Text, req.Output, len(body))
+	}
+	if want := (len(body)+3)/4 + 100; req.Reserve() != want {
+		t.Errorf("Reserve() = %d, want %d (prompt characters/4 + max_completion_tokens)", req.Reserve(), want)
+	}
+	zh := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"请用一句话介绍北京"}]}`
+	req, _ = Parse(sluice.ProtocolOpenAIChat, []byte(zh))
+	if req.Text.CJK != 9 || req.Reserve() != (len(zh)-27+3)/4+9+10 {
+		t.Errorf("Chinese prompt: Text %+v, Reserve() = %d; want 9 CJK characters counted a token each", req.Text, req.Reserve())
 	}
 	req, _ = Parse(sluice.ProtocolOpenAIChat, []byte(`{"model":"m"}`))
-	if req.Tokens != 13/4+1+defaultOutputTokens {
-		t.Errorf("Tokens without max_tokens = %d, want the default output reserved", req.Tokens)
+	if req.Output != defaultOutputTokens {
+		t.Errorf("Output without max_tokens = %d, want the default %d reserved", req.Output, defaultOutputTokens)
+	}
+	req, _ = Parse(sluice.ProtocolOpenAIEmbeddings, []byte(`{"model":"m","input":"hello"}`))
+	if req.Output != 0 {
+		t.Errorf("embeddings Output = %d, want none", req.Output)
 	}
 	// max_tokens at the top of int64 once wrapped the sum to a negative
 	// number, which reserved nothing.
 	req, _ = Parse(sluice.ProtocolOpenAIChat, []byte(`{"model":"m","max_tokens":9223372036854775807}`))
-	if req.Tokens != maxEstimate {
-		t.Errorf("Tokens with the largest max_tokens = %d, want the cap %d", req.Tokens, maxEstimate)
+	if req.Reserve() != sluice.MaxTokenEstimate {
+		t.Errorf("Reserve() with the largest max_tokens = %d, want the cap %d", req.Reserve(), sluice.MaxTokenEstimate)
 	}
-}
-
-// FuzzEstimate checks the estimate saturates: it covers the prompt and the
-// output asked for (or the default), up to maxEstimate, and never more.
-func FuzzEstimate(f *testing.F) {
-	f.Add(int64(0), int64(0), 10)
-	f.Add(int64(9223372036854775807), int64(0), 100)
-	f.Add(int64(100), int64(9223372036854775807), 1<<30)
-	f.Add(int64(maxEstimate), int64(1), 1<<62)
-	f.Fuzz(func(t *testing.T, maxTokens, maxCompletion int64, bodyLen int) {
-		if maxTokens < 0 || maxCompletion < 0 || bodyLen < 0 {
-			return // Parse refuses negative max_tokens; a body has a length
-		}
-		fl := fields{MaxTokens: maxTokens, MaxCompletionTokens: maxCompletion}
-		out := max(maxTokens, maxCompletion)
-		if out == 0 {
-			out = defaultOutputTokens
-		}
-		for _, p := range []sluice.Protocol{sluice.ProtocolOpenAIChat, sluice.ProtocolOpenAIEmbeddings} {
-			got := int64(fl.estimate(p, bodyLen))
-			if got <= 0 || got > maxEstimate || got < min(int64(bodyLen/4), maxEstimate) {
-				t.Fatalf("estimate(%s, %d) with max_tokens %d, %d = %d: want the prompt covered, within (0, %d]", p, bodyLen, maxTokens, maxCompletion, got, int64(maxEstimate))
-			}
-			if p == sluice.ProtocolOpenAIChat && got < min(out, maxEstimate) {
-				t.Fatalf("estimate(%d) with max_tokens %d, %d = %d: want the output %d covered", bodyLen, maxTokens, maxCompletion, got, out)
-			}
-		}
-	})
 }
 
 func BenchmarkParse(b *testing.B) {

@@ -58,6 +58,9 @@ type admission struct {
 // record.
 func (h *Handler) admit(snap *Snapshot, k *sluice.Key, req *sluice.Request) (admission, error) {
 	a, err := snap.admit(k, req, h.entitlements)
+	if a.alias != nil {
+		req.Estimate = a.alias.Estimate
+	}
 	if serr := h.suspended(k); serr != nil {
 		return a, serr
 	}

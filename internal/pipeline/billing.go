@@ -324,10 +324,11 @@ func (h *Handler) granted(c *charging, req *sluice.Request) error {
 }
 
 // worstCase is what req may cost at most: its estimated prompt and all the
-// output it allows (req.Tokens is their sum), at the fixed price.
+// output it allows (req.Reserve() is their sum), at the fixed price.
 func (c *charging) worstCase(req *sluice.Request) billing.Micros {
-	prompt := min(sluice.EstimatePromptTokens(len(req.Body)), int64(req.Tokens))
-	u := sluice.Usage{PromptTokens: prompt, CompletionTokens: int64(req.Tokens) - prompt, Measured: true}
+	reserved := int64(req.Reserve())
+	prompt := min(req.PromptEstimate(), reserved)
+	u := sluice.Usage{PromptTokens: prompt, CompletionTokens: reserved - prompt, Measured: true}
 	return c.price.Rates.Charge(u, nil)
 }
 

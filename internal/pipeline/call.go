@@ -136,7 +136,7 @@ func (at *attempts) ticket() (acq store.Acquire, until time.Time, sticky bool) {
 	}
 	k := a.key()
 	acq = store.Acquire{
-		Ticket: req.ID + "." + strconv.Itoa(at.tickets), Queue: req.Model, Class: a.class, Tokens: req.Tokens,
+		Ticket: req.ID + "." + strconv.Itoa(at.tickets), Queue: req.Model, Class: a.class, Tokens: req.Reserve(),
 		Tenant: k.Tenant, Weight: a.snap.Weight(k.Tenant),
 	}
 	at.tickets++

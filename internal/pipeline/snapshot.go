@@ -164,7 +164,8 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		if strategies[m.Alias], err = strategyOf(m.Strategy, m.Affinity); err != nil {
 			return nil, fmt.Errorf("models[%s]: %w", m.Alias, err)
 		}
-		a := &sluice.Alias{Name: m.Alias, MaxOutputTokens: m.MaxOutputTokens}
+		a := &sluice.Alias{Name: m.Alias, MaxOutputTokens: m.MaxOutputTokens,
+			Estimate: sluice.TokenEstimate{CharsPerToken: m.TokenEstimate.CharsPerToken, CJKCharsPerToken: m.TokenEstimate.CJKCharsPerToken}}
 		for _, d := range m.Deployments {
 			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
 		}

@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"strconv"
 	"time"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice"
 )
 
 // MaxCompletionTokens caps the words of one answer, whatever the request
@@ -153,16 +156,28 @@ func forEachText(content json.RawMessage, fn func(string)) {
 	}
 }
 
-// countWords counts runs of non-space bytes.
+// countWords counts a text's tokens as the simulator models them: a token
+// per run of non-space bytes, and a token per CJK character (a Chinese
+// sentence has no spaces, but a tokenizer spends about a token on each of
+// its characters). Text without CJK is counted without decoding it.
 func countWords(s string) int {
 	n := 0
 	in := false
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		if s[i] >= utf8.RuneSelf {
+			if r, size := utf8.DecodeRuneInString(s[i:]); sluice.IsCJK(r) {
+				n++
+				in = false
+				i += size
+				continue
+			}
+		}
 		sp := s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'
 		if !sp && !in {
 			n++
 		}
 		in = !sp
+		i++
 	}
 	return n
 }

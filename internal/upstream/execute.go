@@ -91,7 +91,7 @@ func countLocally(w http.ResponseWriter, req *sluice.Request, e *sluice.Edge, an
 	a := Attempt{Exec: newExecution(e), Local: true, Committed: true, TTFT: time.Since(callStart)}
 	a.Exec.Status = sluice.ExecutionOK
 	hooks.ending(a)
-	body := answer(sluice.EstimatePromptTokens(len(req.Body)))
+	body := answer(req.PromptEstimate())
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
