@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -402,7 +403,64 @@ func (s *Store) MigrateJobs(ctx context.Context) (int, error) {
 	if err := node.Del(ctx, legacy+"due").Err(); err != nil {
 		return moved, unavailable("migrate jobs", err)
 	}
-	return moved, nil
+	return moved, s.indexJobs(ctx)
+}
+
+// indexJobs adds to the sets of every job (P{jobs:N}:all) the jobs that
+// an earlier version wrote without them, so that ListJobs lists them. It
+// scans every primary's keys, so it runs once per prefix: a marker key
+// records that it did. Jobs that a replica of an earlier version writes
+// afterwards, during a rolling upgrade, are followed but not listed.
+func (s *Store) indexJobs(ctx context.Context) error {
+	marker := s.shardTag(0) + "all-indexed"
+	switch n, err := s.rdb.Exists(ctx, marker).Result(); {
+	case err != nil:
+		return unavailable("index jobs", err)
+	case n == 1:
+		return nil
+	}
+	index := func(ctx context.Context, node *redis.Client) error {
+		var ids []redis.Z
+		iter := node.Scan(ctx, 0, s.prefix+"{jobs:*}:job:*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if _, id, ok := strings.Cut(iter.Val(), "}:job:"); ok {
+				ids = append(ids, redis.Z{Member: id})
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return unavailable("index jobs", err)
+		}
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), 500)]
+			ids = ids[len(chunk):]
+			jobs, err := s.readJobs(ctx, chunk)
+			if err != nil {
+				return err
+			}
+			if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, j := range jobs {
+					p.ZAddNX(ctx, s.allKey(jobShard(j.ID)), redis.Z{Score: float64(j.Queued.UnixMilli()), Member: j.ID})
+				}
+				return nil
+			}); err != nil {
+				return unavailable("index jobs", err)
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, index)
+	} else if c, ok := s.rdb.(*redis.Client); ok {
+		err = index(ctx, c)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.Set(ctx, marker, "1", 0).Err(); err != nil {
+		return unavailable("index jobs", err)
+	}
+	return nil
 }
 
 // migrateJob moves one legacy job: its record, end flag and expiry, and

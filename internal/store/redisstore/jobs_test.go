@@ -113,4 +113,31 @@ func TestMigrateJobs(t *testing.T) {
 	if n, err := s.MigrateJobs(ctx); err != nil || n != 0 {
 		t.Errorf("second MigrateJobs = %d, %v; want 0", n, err)
 	}
+	if jobs, err := s.ListJobs(ctx, store.JobFilter{}); err != nil || len(jobs) != 2 {
+		t.Errorf("ListJobs after the migration = %v, %v; want both jobs", jobs, err)
+	}
+}
+
+// TestMigrateJobsIndexesJobsOfEarlierVersions: jobs an earlier version
+// wrote in their shards, without the set of every job, are listed after
+// MigrateJobs, which indexes them once.
+func TestMigrateJobsIndexesJobsOfEarlierVersions(t *testing.T) {
+	s := clusterReplica(t, testPrefix())
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	old := store.Job{ID: "old", KeyID: "k", State: "in_progress", Queued: now.Add(-time.Minute), Expires: now.Add(time.Hour)}
+	rec, _ := json.Marshal(old)
+	if err := s.rdb.HSet(ctx, s.jobKey(old.ID), "rec", rec, "ended", flag(false)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := s.ListJobs(ctx, store.JobFilter{}); err != nil || len(jobs) != 0 {
+		t.Fatalf("ListJobs before = %v, %v; want none (not indexed yet)", jobs, err)
+	}
+	if _, err := s.MigrateJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.ListJobs(ctx, store.JobFilter{Since: now.Add(-time.Hour)})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != old.ID || !jobs[0].Queued.Equal(old.Queued) {
+		t.Errorf("ListJobs after MigrateJobs = %v, %v; want the old job", jobs, err)
+	}
 }
