@@ -64,11 +64,22 @@ func scanEmails(dst []span, text string, d int) []span {
 			}
 			end++
 		}
-		if start < i && dots > 0 && tld >= 2 && isAlnum(at(text, i+1)) {
+		if start < i && dots > 0 && tld >= 2 && isAlnum(at(text, i+1)) && !fileName(text[i+1:end]) {
 			dst = append(dst, span{start, end, d})
 		}
 		from = max(i+1, end)
 	}
+}
+
+// fileName reports whether an e-mail's domain is a file's name
+// (logo@2x.png), by the extensions that come up in code.
+func fileName(domain string) bool {
+	ext := domain[strings.LastIndexByte(domain, '.')+1:]
+	switch strings.ToLower(ext) {
+	case "png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "js", "css", "json", "txt", "md", "go", "py":
+		return true
+	}
+	return false
 }
 
 func emailLocal(c byte) bool {

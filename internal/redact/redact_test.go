@@ -47,7 +47,7 @@ func TestDetectors(t *testing.T) {
 	}{
 		{"email", "write to alice.smith+tag@example.co.uk today", []string{"alice.smith+tag@example.co.uk"}},
 		{"email", "请联系张三：zhang.san@163.com，谢谢", []string{"zhang.san@163.com"}},
-		{"email", "a@b.c, @user, user@localhost, x@1.2, name@domain.", nil},
+		{"email", "a@b.c, @user, user@localhost, x@1.2, name@domain., logo@2x.png", nil},
 		{"email", "two: a.b@x.io and c_d@y.org.", []string{"a.b@x.io", "c_d@y.org"}},
 		{"email", `import "github.com/foo@v1.2.3"`, nil},
 
