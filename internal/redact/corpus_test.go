@@ -253,16 +253,30 @@ func controlLines(n int) []string {
 	makers := []func() string{
 		func() string { return "commit " + hex(40) + " merged" },
 		func() string { return "sha256:" + hex(64) },
-		func() string { return fmt.Sprintf("request id %s-%s-%s-%s-%s", hex(8), hex(4), hex(4), hex(4), hex(12)) },
+		func() string {
+			return fmt.Sprintf("request id %s-%s-%s-%s-%s", hex(8), hex(4), hex(4), hex(4), hex(12))
+		},
 		func() string {
 			return fmt.Sprintf("v%d.%d.%d released on %d-%02d-%02d", r.IntN(20), r.IntN(50), r.IntN(100), 2000+r.IntN(30), 1+r.IntN(12), 1+r.IntN(28))
 		},
-		func() string { return fmt.Sprintf("订单号%d，金额%d.%02d元", 2e10+r.IntN(1e10), r.IntN(10000), r.IntN(100)) },
-		func() string { return fmt.Sprintf("Order #%d-%04d total $%d.%02d", 20240000+r.IntN(10000), r.IntN(10000), r.IntN(5000), r.IntN(100)) },
-		func() string { return fmt.Sprintf("ts=%d latency=%dms", 1_600_000_000_000+r.Int64N(2e11), r.IntN(5000)) },
-		func() string { return fmt.Sprintf("x := compute(%d, %d.%d) // %d%%", r.IntN(1e6), r.IntN(100), r.IntN(1000), r.IntN(100)) },
-		func() string { return fmt.Sprintf("at %02d:%02d:%02d.%03d worker-%d finished job %d", r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(64), r.IntN(1e7)) },
-		func() string { return fmt.Sprintf("第%d行：变量count%d的值是%d", r.IntN(500), r.IntN(10), r.IntN(1e9)) },
+		func() string {
+			return fmt.Sprintf("订单号%d，金额%d.%02d元", 2e10+r.IntN(1e10), r.IntN(10000), r.IntN(100))
+		},
+		func() string {
+			return fmt.Sprintf("Order #%d-%04d total $%d.%02d", 20240000+r.IntN(10000), r.IntN(10000), r.IntN(5000), r.IntN(100))
+		},
+		func() string {
+			return fmt.Sprintf("ts=%d latency=%dms", 1_600_000_000_000+r.Int64N(2e11), r.IntN(5000))
+		},
+		func() string {
+			return fmt.Sprintf("x := compute(%d, %d.%d) // %d%%", r.IntN(1e6), r.IntN(100), r.IntN(1000), r.IntN(100))
+		},
+		func() string {
+			return fmt.Sprintf("at %02d:%02d:%02d.%03d worker-%d finished job %d", r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(64), r.IntN(1e7))
+		},
+		func() string {
+			return fmt.Sprintf("第%d行：变量count%d的值是%d", r.IntN(500), r.IntN(10), r.IntN(1e9))
+		},
 	}
 	lines := make([]string, n)
 	for i := range lines {
