@@ -112,6 +112,15 @@ func TestMaskIsConsistentWithinASession(t *testing.T) {
 	}
 }
 
+func TestRestoreJSONEscapesValues(t *testing.T) {
+	p := policy(t, Spec{Patterns: []PatternSpec{{Name: "quoted", Regex: `say "[a-z]+"`, Action: "mask"}}})
+	s := p.NewSession()
+	out, _ := s.Apply(`they say "hi"`)
+	if got := s.RestoreJSON(`{"text":"` + out + `"}`); got != `{"text":"they say \"hi\""}` {
+		t.Errorf("RestoreJSON = %s", got)
+	}
+}
+
 func TestBlockAndLogLeaveTheText(t *testing.T) {
 	p := policy(t, Spec{Detectors: map[string]string{"card": "block", "email": "log"}})
 	s := p.NewSession()

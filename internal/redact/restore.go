@@ -1,10 +1,20 @@
 package redact
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Restore replaces the session's placeholders in text with the values they
 // stand for. Text without one is returned as it is, without allocating.
-func (s *Session) Restore(text string) string {
+func (s *Session) Restore(text string) string { return s.restore(text, false) }
+
+// RestoreJSON is Restore for JSON text, where a placeholder stands inside
+// a string literal: each value is written escaped for one (an operator
+// pattern may match a quote or a backslash).
+func (s *Session) RestoreJSON(text string) string { return s.restore(text, true) }
+
+func (s *Session) restore(text string, inJSON bool) string {
 	if len(s.values) == 0 {
 		return text
 	}
@@ -27,6 +37,10 @@ func (s *Session) Restore(text string) string {
 			continue
 		}
 		b.WriteString(text[last:open])
+		if inJSON {
+			quoted, _ := json.Marshal(value) // a string always marshals
+			value = string(quoted[1 : len(quoted)-1])
+		}
 		b.WriteString(value)
 		last = open + close + 1
 		i = last
