@@ -96,6 +96,9 @@ func TestRedactionMasksAndRestores(t *testing.T) {
 			})
 		}
 	}
+	if logs := h.logs.String(); strings.Contains(logs, plantedEmail) || strings.Contains(logs, plantedPhone) {
+		t.Errorf("a masked value reached the logs:\n%s", logs)
+	}
 	_, metrics := h.adminGet("/metrics")
 	if !strings.Contains(metrics, `sluice_redaction_findings_total{action="mask",detector="email"} 8`) ||
 		!strings.Contains(metrics, `sluice_redaction_findings_total{action="mask",detector="phone"} 8`) || strings.Contains(metrics, plantedEmail) {

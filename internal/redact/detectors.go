@@ -95,6 +95,15 @@ const (
 	mobileNumber
 )
 
+// minDigits is the fewest digits a number of the kind has: shorter runs
+// are not tried at all, which spares most numbers in prose.
+func (k numberKind) minDigits() int {
+	if k == cardNumber {
+		return 13
+	}
+	return 11
+}
+
 func (k numberKind) is(digits []byte, sizes []int) bool {
 	if k == cardNumber {
 		return len(digits) >= 13 && len(digits) <= 19 && cardGroups(sizes) && cardPrefix(digits) && luhn(digits)
@@ -153,6 +162,13 @@ func groupedNumbers(dst []span, text, seps string, d int, accept numberKind) []s
 }
 
 func tryGroups(dst []span, text string, bounds [][2]int, d int, accept numberKind) []span {
+	total := 0
+	for _, g := range bounds {
+		total += g[1] - g[0]
+	}
+	if total < accept.minDigits() {
+		return dst
+	}
 	var digits [40]byte
 	var sizes [maxGroups]int
 	for a := 0; a < len(bounds); a++ {
@@ -474,6 +490,9 @@ func scanAPIKeys(dst []span, text string, d int) []span {
 func tokenByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
 
 func apiKey(t string) bool {
+	if len(t) < 15 { // the shortest key matched (xoxb-…) has 15
+		return false
+	}
 	rest := func(prefix string, min int) bool {
 		return strings.HasPrefix(t, prefix) && len(t)-len(prefix) >= min && hasDigit(t[len(prefix):])
 	}
