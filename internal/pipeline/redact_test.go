@@ -120,6 +120,18 @@ func TestRestorerStreams(t *testing.T) {
 	}
 }
 
+func TestRestorerWithoutWriteHeader(t *testing.T) {
+	s := maskEmails(t)
+	s.Apply("x@y.io")
+	rec := httptest.NewRecorder()
+	r := newRestorer(rec, s, sluice.ProtocolOpenAIChat)
+	r.Header().Set("Content-Type", "text/event-stream")
+	r.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"[EMAIL_1]\"}}]}\n\n"))
+	if got, want := rec.Body.String(), "data: {\"choices\":[{\"delta\":{\"content\":\"x@y.io\"}}]}\n\n"; got != want {
+		t.Errorf("an event written before any WriteHeader: got %q, want %q at once", got, want)
+	}
+}
+
 func TestRestorerJSON(t *testing.T) {
 	s := maskEmails(t)
 	s.Apply("x@y.io")

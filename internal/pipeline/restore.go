@@ -25,6 +25,7 @@ type restorer struct {
 	protocol sluice.Protocol
 	stream   *redact.Stream
 	sse      bool
+	headed   bool   // WriteHeader was called
 	pending  []byte // a stream's bytes short of a whole event; a JSON answer's bytes
 	// lastDelta is the stream's last text event, copied, to carry a
 	// held fragment out when the stream moves on to another kind of event.
@@ -43,6 +44,10 @@ func (r *restorer) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // WriteHeader drops the upstream's Content-Length: restored values make
 // the answer longer than the one it measured.
 func (r *restorer) WriteHeader(code int) {
+	if r.headed {
+		return
+	}
+	r.headed = true
 	h := r.Header()
 	h.Del("Content-Length")
 	r.sse = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
@@ -52,6 +57,9 @@ func (r *restorer) WriteHeader(code int) {
 func (r *restorer) Write(b []byte) (int, error) {
 	if r.failed != nil {
 		return 0, r.failed
+	}
+	if !r.headed {
+		r.WriteHeader(http.StatusOK)
 	}
 	r.pending = append(r.pending, b...)
 	if !r.sse {
