@@ -315,16 +315,9 @@ func scanPhones(dst []span, text string, d int) []span {
 		}
 		i += 1 + n
 	}
-	intl := len(dst)
-	dst = groupedNumbers(dst, text, " -", d, mobileNumber)
-	// a mobile number written after + is already an international one
-	kept := dst[:intl]
-	for _, sp := range dst[intl:] {
-		if before(text, sp.start) != '+' && !(sp.start >= 2 && text[sp.start-1] == ' ' && text[sp.start-2] == '+') {
-			kept = append(kept, sp)
-		}
-	}
-	return kept
+	// A mobile number after +86 is found again here, from its 86: the
+	// international span starts earlier and wins the overlap (Policy.find).
+	return groupedNumbers(dst, text, " -", d, mobileNumber)
 }
 
 // cnMobile reports whether n is a mainland-China mobile number, bare or

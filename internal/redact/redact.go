@@ -255,7 +255,7 @@ func (s *Session) Apply(text string) (string, []Finding) {
 				s.blocked = name
 			}
 		case Mask:
-			if b.Cap() == 0 {
+			if b.Cap() == 0 { // the first masked value: b's capacity marks it
 				b.Grow(len(text) + 16)
 			}
 			b.WriteString(text[last:sp.start])
