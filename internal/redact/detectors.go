@@ -86,136 +86,9 @@ func emailLocal(c byte) bool {
 	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
 }
 
-// numberKind is what groupedNumbers looks for. (A kind, not a func value:
-// a slice passed to a func value escapes, and scanning must not allocate.)
-type numberKind uint8
-
-const (
-	cardNumber numberKind = iota
-	mobileNumber
-)
-
-// minDigits is the fewest digits a number of the kind has: shorter runs
-// are not tried at all, which spares most numbers in prose.
-func (k numberKind) minDigits() int {
-	if k == cardNumber {
-		return 13
-	}
-	return 11
-}
-
-func (k numberKind) is(digits []byte, sizes []int) bool {
-	if k == cardNumber {
-		return len(digits) >= 13 && len(digits) <= 19 && cardGroups(sizes) && cardPrefix(digits) && luhn(digits)
-	}
-	return cnMobile(digits, sizes)
-}
-
-// maxGroups bounds the digit groups of one grouped number a scanner
-// considers; a longer run is split.
-const maxGroups = 8
-
-// groupedNumbers offers accept every number in text written as groups of
-// digits split by single separators from seps (one kind per number) and
-// not glued to a word: for each run of groups it tries the longest numbers
-// first, from each group on, so "No. 12 4111 1111 1111 1111 2024" offers
-// the card in the middle. When it is one, the span is appended to dst
-// and the search goes on after it.
-func groupedNumbers(dst []span, text, seps string, d int, accept numberKind) []span {
-	var bounds [maxGroups][2]int
-	for i := 0; i < len(text); {
-		if !isDigit(text[i]) {
-			i++
-			continue
-		}
-		n, sep := 0, byte(0)
-		for j := i; n < maxGroups; {
-			start := j
-			for j < len(text) && isDigit(text[j]) {
-				j++
-			}
-			bounds[n] = [2]int{start, j}
-			n++
-			if c := at(text, j); strings.IndexByte(seps, c) < 0 || (sep != 0 && c != sep) || !isDigit(at(text, j+1)) {
-				break
-			}
-			sep = text[j]
-			j++
-		}
-		end := bounds[n-1][1]
-		if wordByte(before(text, i)) || wordByte(at(text, end)) {
-			// glued to a word at an end: that end's group is not part of a number
-			lo, hi := 0, n
-			if wordByte(before(text, i)) {
-				lo = 1
-			}
-			if wordByte(at(text, end)) {
-				hi = n - 1
-			}
-			dst = tryGroups(dst, text, bounds[lo:max(lo, hi)], d, accept)
-		} else {
-			dst = tryGroups(dst, text, bounds[:n], d, accept)
-		}
-		i = end
-	}
-	return dst
-}
-
-func tryGroups(dst []span, text string, bounds [][2]int, d int, accept numberKind) []span {
-	total := 0
-	for _, g := range bounds {
-		total += g[1] - g[0]
-	}
-	if total < accept.minDigits() {
-		return dst
-	}
-	var digits [40]byte
-	var sizes [maxGroups]int
-	for a := 0; a < len(bounds); a++ {
-		for b := len(bounds) - 1; b >= a; b-- {
-			nd, ng := 0, 0
-			for _, g := range bounds[a : b+1] {
-				if nd+g[1]-g[0] > len(digits) {
-					nd = len(digits) + 1
-					break
-				}
-				nd += copy(digits[nd:], text[g[0]:g[1]])
-				sizes[ng] = g[1] - g[0]
-				ng++
-			}
-			if nd <= len(digits) && accept.is(digits[:nd], sizes[:ng]) {
-				dst = append(dst, span{bounds[a][0], bounds[b][1], d})
-				a = b
-				break
-			}
-		}
-	}
-	return dst
-}
-
-// scanCNIDs finds mainland-China resident ID numbers: 17 digits and a
-// check character (a digit or X) by ISO 7064 MOD 11-2, with a plausible
-// birth month and day.
-func scanCNIDs(dst []span, text string, d int) []span {
-	for i := 0; i+18 <= len(text); i++ {
-		if !isDigit(text[i]) || wordByte(before(text, i)) {
-			continue
-		}
-		j := i
-		for j < len(text) && j-i < 18 && isDigit(text[j]) {
-			j++
-		}
-		if j-i == 17 && (at(text, j) == 'X' || at(text, j) == 'x') {
-			j++
-		}
-		if j-i == 18 && !wordByte(at(text, j)) && validCNID(text[i:j]) {
-			dst = append(dst, span{i, j, d})
-		}
-		i = max(i, j-1)
-	}
-	return dst
-}
-
+// validCNID checks an 18-character mainland-China resident ID number: 17
+// digits and a check character (a digit or X) by ISO 7064 MOD 11-2, with a
+// plausible birth month and day.
 var cnIDWeights = [17]int{7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2}
 
 func validCNID(s string) bool {
@@ -237,14 +110,6 @@ func validCNID(s string) bool {
 		last = 'X'
 	}
 	return last == check
-}
-
-// scanCards finds payment card numbers: 13 to 19 digits, in groups split by
-// single spaces or dashes, passing Luhn and starting like a card issuer's
-// number (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
-// Mir), so that timestamps and order numbers rarely match.
-func scanCards(dst []span, text string, d int) []span {
-	return groupedNumbers(dst, text, " -", d, cardNumber)
 }
 
 // cardGroups reports whether a card number's groups are laid out as cards
@@ -297,12 +162,11 @@ func luhn(digits []byte) bool {
 	return sum%10 == 0
 }
 
-// scanPhones finds mainland-China mobile numbers (1[3-9] and nine more
-// digits, as one run or 3-4-4, optionally after +86 or 86) and
-// international numbers written with a leading + (a country code and 8 to
-// 15 digits in all, in groups split by spaces, dashes, dots or a
-// parenthesised area code).
-func scanPhones(dst []span, text string, d int) []span {
+// scanIntlPhones finds international phone numbers written with a
+// leading + (a country code and 8 to 15 digits in all, in groups split by
+// spaces, dashes, dots or a parenthesised area code); scanNumbers finds
+// mainland-China mobile numbers written without it.
+func scanIntlPhones(dst []span, text string, d int) []span {
 	for i := strings.IndexByte(text, '+'); i >= 0; {
 		if isDigit(at(text, i+1)) && at(text, i+1) != '0' && !wordByte(before(text, i)) {
 			if end := intlPhone(text, i+1); end > 0 {
@@ -315,9 +179,7 @@ func scanPhones(dst []span, text string, d int) []span {
 		}
 		i += 1 + n
 	}
-	// A mobile number after +86 is found again here, from its 86: the
-	// international span starts earlier and wins the overlap (Policy.find).
-	return groupedNumbers(dst, text, " -", d, mobileNumber)
+	return dst
 }
 
 // cnMobile reports whether n is a mainland-China mobile number, bare or
@@ -369,26 +231,6 @@ func intlPhone(text string, i int) int {
 		return 0
 	}
 	return end
-}
-
-// scanIPv4s finds dotted quads of 0–255 without leading zeros that are not
-// part of a longer dotted run (a version number like 1.2.3.4.5).
-func scanIPv4s(dst []span, text string, d int) []span {
-	for i := 0; i < len(text); i++ {
-		if !isDigit(text[i]) || wordByte(before(text, i)) || before(text, i) == '.' {
-			continue
-		}
-		end, ok := dottedQuad(text, i)
-		if ok && !wordByte(at(text, end)) && !(at(text, end) == '.' && isDigit(at(text, end+1))) {
-			dst = append(dst, span{i, end, d})
-			i = end - 1
-			continue
-		}
-		for i+1 < len(text) && isDigit(text[i+1]) {
-			i++
-		}
-	}
-	return dst
 }
 
 func dottedQuad(text string, i int) (int, bool) {

@@ -10,7 +10,7 @@ package redact
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -55,7 +55,8 @@ const (
 )
 
 // detector is a built-in detector: its catalog name, its placeholder
-// label, and its scanner, which appends the spans it finds to dst.
+// label, and its scanner, which appends the spans it finds to dst (nil
+// for those found by Policy.scanNumbers alone).
 type detector struct {
 	name, label string
 	scan        func(dst []span, text string, d int) []span
@@ -63,11 +64,11 @@ type detector struct {
 
 var detectors = [builtins]detector{
 	Email:  {"email", "EMAIL", scanEmails},
-	CNID:   {"cn_id", "CN_ID", scanCNIDs},
-	Card:   {"card", "CARD", scanCards},
+	CNID:   {"cn_id", "CN_ID", nil},
+	Card:   {"card", "CARD", nil},
 	IBAN:   {"iban", "IBAN", scanIBANs},
-	Phone:  {"phone", "PHONE", scanPhones},
-	IPv4:   {"ipv4", "IP", scanIPv4s},
+	Phone:  {"phone", "PHONE", scanIntlPhones},
+	IPv4:   {"ipv4", "IP", nil},
 	IPv6:   {"ipv6", "IP", scanIPv6s},
 	APIKey: {"api_key", "API_KEY", scanAPIKeys},
 }
@@ -300,8 +301,9 @@ func (s *Session) placeholder(label, value string) string {
 func (p *Policy) find(text string) []span {
 	var spans []span
 	if candidate(text) {
+		spans = p.scanNumbers(spans, text)
 		for i, d := range detectors {
-			if p.actions[i] != None {
+			if d.scan != nil && p.actions[i] != None {
 				spans = d.scan(spans, text, i)
 			}
 		}
@@ -314,15 +316,14 @@ func (p *Policy) find(text string) []span {
 	if len(spans) < 2 {
 		return spans
 	}
-	sort.SliceStable(spans, func(i, j int) bool {
-		a, b := spans[i], spans[j]
+	slices.SortFunc(spans, func(a, b span) int {
 		if a.start != b.start {
-			return a.start < b.start
+			return a.start - b.start
 		}
 		if a.end != b.end {
-			return a.end > b.end
+			return b.end - a.end
 		}
-		return a.det < b.det
+		return a.det - b.det
 	})
 	kept := spans[:1]
 	for _, sp := range spans[1:] {
