@@ -69,9 +69,11 @@ func (s *Snapshot) redactionPolicy(a *admission) *redact.Policy {
 // "content[].text" cover both forms of a message's content). Embeddings and
 // jobs are not redacted.
 var textPaths = map[sluice.Protocol][][]string{
-	sluice.ProtocolOpenAIChat:      paths("messages[].content", "messages[].content[].text"),
-	sluice.ProtocolAnthropic:       paths("system", "system[].text", "messages[].content", "messages[].content[].text"),
-	sluice.ProtocolOpenAIResponses: paths("instructions", "input", "input[].content", "input[].content[].text"),
+	sluice.ProtocolOpenAIChat: paths("messages[].content", "messages[].content[].text"),
+	sluice.ProtocolAnthropic: paths("system", "system[].text", "messages[].content", "messages[].content[].text",
+		"messages[].content[].content", "messages[].content[].content[].text"), // the last two: tool results
+	sluice.ProtocolOpenAIResponses: paths("instructions", "input", "input[].content", "input[].content[].text",
+		"input[].output"), // a function call's output
 	sluice.ProtocolGemini: paths("contents[].parts[].text", "systemInstruction.parts[].text",
 		"system_instruction.parts[].text"),
 }
