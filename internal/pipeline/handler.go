@@ -117,8 +117,8 @@ type passage struct {
 // begin starts r, the request req of principal p, with the stages before
 // the call, in order: admit (scopes, profile, class, billing), redaction of
 // its text (redact.go), the stored response it continues, route, session
-// affinity. r.err is set when one refuses the request. (r is the caller's, so that it can stay on the
-// caller's stack.)
+// affinity. r.err is set when one refuses the request. (r is the caller's,
+// so that it can stay on the caller's stack.)
 func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
 	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
 	snap := h.live.Load() // one catalog for the whole request
