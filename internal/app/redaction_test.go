@@ -160,3 +160,29 @@ func grepLines(text, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestRedactionUnion: a request gets the union of its key's, tenant's and
+// alias's policies, the strictest action winning — here the tenant's mask
+// for every key of the tenant, and the alias only-a's block on top.
+func TestRedactionUnion(t *testing.T) {
+	template := strings.Replace(catalogTemplate, "  - alias: only-a\n", "  - alias: only-a\n    redaction: no-email\n", 1) + `tenants:
+  - {id: web, redaction: mask-email}
+redaction:
+  - {id: mask-email, detectors: {email: mask}}
+  - {id: no-email, detectors: {email: block}}
+`
+	h := newHarnessWith(t, template, "{backend: memory}", simulator.Options{})
+	for _, key := range []string{keyWeb, keyScoped} {
+		if status, _ := h.ask(t.Context(), chatCaller, key, "fast", "mail "+plantedEmail, nil); status != http.StatusOK {
+			t.Fatalf("status %d", status)
+		}
+		if sent := string(lastRequest(t, h.simA).Body); strings.Contains(sent, plantedEmail) || !strings.Contains(sent, "[EMAIL_1]") {
+			t.Errorf("a key of tenant web: the upstream got %s; want the address masked", sent)
+		}
+	}
+	before := len(h.simA.Requests())
+	status, body := h.ask(t.Context(), chatCaller, keyWeb, "only-a", "mail "+plantedEmail, nil)
+	if code, _ := chatCaller.errorCode(body); status != http.StatusBadRequest || code != "sensitive_data_blocked" || len(h.simA.Requests()) != before {
+		t.Errorf("alias only-a: %d %s; want its block to win over the tenant's mask, nothing sent", status, body)
+	}
+}
