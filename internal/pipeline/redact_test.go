@@ -137,6 +137,14 @@ func TestRestorerWithoutWriteHeader(t *testing.T) {
 	}
 }
 
+func TestRestorerLeavesAnAnswerNeverBegun(t *testing.T) {
+	rec := httptest.NewRecorder()
+	newRestorer(rec, maskEmails(t), sluice.ProtocolOpenAIChat).finish()
+	if rec.Flushed || rec.Body.Len() > 0 {
+		t.Error("finish wrote or flushed an answer no attempt began")
+	}
+}
+
 func TestRestorerJSON(t *testing.T) {
 	s := maskEmails(t)
 	s.Apply("x@y.io")

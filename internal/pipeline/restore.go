@@ -80,8 +80,12 @@ func (r *restorer) Write(b []byte) (int, error) {
 }
 
 // finish sends what is held: a JSON answer, restored; a stream's held
-// fragment and any bytes short of an event.
+// fragment and any bytes short of an event. An answer never begun is left
+// alone: the caller of Serve writes its error.
 func (r *restorer) finish() {
+	if !r.headed {
+		return
+	}
 	if !r.sse {
 		if len(r.pending) > 0 {
 			r.write([]byte(r.session.RestoreJSON(string(r.pending))))
