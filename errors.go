@@ -49,6 +49,10 @@ const (
 	// CodeTenantSuspended: the key's tenant is suspended by an operator;
 	// nothing is served for it until it is resumed.
 	CodeTenantSuspended Code = "tenant_suspended"
+	// CodeSensitiveDataBlocked: a redaction policy that applies to the
+	// request blocks a kind of value its text holds; the message names
+	// the detector, never the value. Nothing was sent upstream.
+	CodeSensitiveDataBlocked Code = "sensitive_data_blocked"
 )
 
 var codeStatus = map[Code]int{
@@ -66,6 +70,7 @@ var codeStatus = map[Code]int{
 	CodeNoUpstreamAvailable:  http.StatusServiceUnavailable,
 	CodeModelNotFound:        http.StatusNotFound,
 	CodeInvalidRequest:       http.StatusBadRequest,
+	CodeSensitiveDataBlocked: http.StatusBadRequest,
 	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
 	CodeRequestTimeout:       http.StatusRequestTimeout,
 	CodeNotFound:             http.StatusNotFound,

@@ -89,6 +89,19 @@ var featuresOff = []featureOff{
 			"pools:\n  - {id: shared, accounts: [other-acct], max_inflight: 4, strategy: fill-first}\n" +
 			"task_types:\n  - {id: batch, pool: shared}\n",
 	},
+	{
+		// Redaction policies on another key, another tenant and another
+		// alias: every detector and an operator pattern, restored.
+		name:        "redaction",
+		endpoints:   otherEndpoint,
+		credentials: "  - {id: other-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim-other]}\n",
+		models:      otherAlias + "    redaction: pii\n",
+		keys:        "  - {id: other-redacted, tenant: other, secret_env: BENCH_OTHER_KEY_1, redaction: pii}\n",
+		sections: "tenants:\n  - {id: other, redaction: pii}\n" +
+			"redaction:\n  - id: pii\n    restore: true\n" +
+			"    detectors: {email: mask, phone: mask, cn_id: block, card: block, iban: block, ipv4: log, ipv6: log, api_key: mask}\n" +
+			"    patterns: [{name: ticket, regex: 'T-[0-9]+', action: log}]\n",
+	},
 }
 
 // catalog is catalogTemplate with f's additions.

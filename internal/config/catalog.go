@@ -22,6 +22,7 @@ type Catalog struct {
 	Profiles    []Profile    `yaml:"profiles"` // quota profiles for end users (profiles.go)
 	Events      Events       `yaml:"events"`   // usage events on NATS JetStream (events.go)
 	Telemetry   Telemetry    `yaml:"telemetry"`
+	Redaction   []Redaction  `yaml:"redaction"` // sensitive-data policies (redaction.go)
 }
 
 // TaskType is a kind of work (for example "summarize" or "batch-embed")
@@ -52,6 +53,9 @@ type Tenant struct {
 	// DefaultProfile is the quota profile (profiles[].id) of the tenant's
 	// end users who have no entitlement valid now; "" = none.
 	DefaultProfile string `yaml:"default_profile"`
+	// Redaction is the sensitive-data policy (redaction[].id) applied to
+	// the requests of every key of the tenant; "" = none.
+	Redaction string `yaml:"redaction"`
 }
 
 // Server configures the listeners and request-wide limits.
@@ -361,6 +365,9 @@ type Model struct {
 	Strategy string `yaml:"strategy"`
 	// Affinity tunes strategy affinity (and is refused with another).
 	Affinity Affinity `yaml:"affinity"`
+	// Redaction is the sensitive-data policy (redaction[].id) applied to
+	// every request for the alias; "" = none.
+	Redaction string `yaml:"redaction"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -402,6 +409,9 @@ type Key struct {
 	// Budgets bound what the key is billed per UTC day and month; the
 	// catalog is the only place that sets a key's.
 	Budgets Budgets `yaml:"budgets"`
+	// Redaction is the sensitive-data policy (redaction[].id) applied to
+	// the key's requests; "" = none. Catalog only, like Budgets.
+	Redaction string `yaml:"redaction"`
 }
 
 // Policy is a key's route policy.

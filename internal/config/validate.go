@@ -57,6 +57,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.tenants()
 	v.events()
 	v.telemetry()
+	v.redactions()
 	return errors.Join(v.errs...)
 }
 

@@ -46,6 +46,10 @@ type Metrics struct {
 	// by account and credential: the cached share of each is a ratio of
 	// two of its series.
 	UpstreamTokens *prometheus.CounterVec // account, credential, kind: prompt | cached
+	// RedactionFindings counts the values redaction policies found in
+	// requests, by detector (a built-in's name or an operator pattern's,
+	// both bounded by the catalog) and action; never a value.
+	RedactionFindings *prometheus.CounterVec // detector, action: mask | block | log
 	// spent caches Spend's counters by spendKey, as *spendSeries: every
 	// billed request adds to two, and WithLabelValues checks and hashes
 	// its labels and takes the vector's lock on each call.
@@ -113,6 +117,10 @@ func New() *Metrics {
 			Name: "sluice_billing_spend_micros_total",
 			Help: "What settled requests were charged (kind price, billing_account \"\" when none is billed) and cost upstream (kind cost), in micro-units of billing.currency, by billing account and alias.",
 		}, []string{"billing_account", "alias", "kind"}),
+		RedactionFindings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_redaction_findings_total",
+			Help: "Sensitive values redaction policies found in request text, by detector and action (mask, block, log).",
+		}, []string{"detector", "action"}),
 		QueueWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sluice_queue_wait_seconds",
 			Help:    "Time a request waited for upstream capacity, over all its attempts, until its last grant or until it gave up, by priority class.",
@@ -121,7 +129,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.QueueWaits)
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
-		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend,
+		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend, m.RedactionFindings,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Affinity = newAffinity()
 	m.Registry.MustRegister(m.Affinity.collectors()...)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/redact"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/telemetry"
 	"github.com/sluicehq/sluice/internal/upstream"
@@ -107,18 +108,24 @@ type passage struct {
 	// happened while it waited (its attempts rebase a copy of their own).
 	adm admission
 	err error // why it ended without an answer
+	// restore is the redaction session whose masked values its answer
+	// gets back (redact.go); nil for none.
+	restore *redact.Session
 	attempts
 }
 
 // begin starts r, the request req of principal p, with the stages before
-// the call, in order: admit (scopes, profile, class, billing), the stored
-// response it continues, route, session affinity. r.err is set when one
-// refuses the request. (r is the caller's, so that it can stay on the
-// caller's stack.)
+// the call, in order: admit (scopes, profile, class, billing), redaction of
+// its text (redact.go), the stored response it continues, route, session
+// affinity. r.err is set when one refuses the request. (r is the caller's,
+// so that it can stay on the caller's stack.)
 func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
 	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
 	snap := h.live.Load() // one catalog for the whole request
 	r.adm, r.err = h.admit(snap, p.Key, req)
+	if r.err == nil {
+		r.restore, r.err = h.redact(&r.adm, req)
+	}
 	if r.err == nil {
 		r.pin, r.err = h.previousResponse(ctx, p.Key, req)
 	}
@@ -155,9 +162,18 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 				recorded = true
 			},
 		}
+		answer := w
+		var restoring *restorer
+		if r.restore != nil {
+			restoring = newRestorer(w, r.restore, req.Protocol)
+			answer = restoring
+		}
 		r.err = h.call(ctx, &r, func(e *sluice.Edge, claim *capacity.Claim, start time.Time) (upstream.Attempt, bool) {
-			return h.execute(ctx, w, req, e, start, claim, hooks), false
+			return h.execute(ctx, answer, req, e, start, claim, hooks), false
 		})
+		if restoring != nil {
+			restoring.finish()
+		}
 	}
 	if !recorded {
 		h.settle(ctx, &r, r.out, r.err)

@@ -68,6 +68,9 @@ type Snapshot struct {
 	submitUnits map[string]store.Unit
 
 	profiles profiles // quota profiles and tenants' defaults (profiles.go)
+	// redaction are the sensitive-data policies by key, tenant and alias
+	// (redact.go); nil when the catalog attaches none.
+	redaction *redactions
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -196,6 +199,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		s.pools[p.ID] = compiledPool{accounts: p.Accounts, strategy: st}
 	}
 	if err := s.compileTaskPolicy(c); err != nil {
+		return nil, err
+	}
+	if err := s.compileRedactions(c); err != nil {
 		return nil, err
 	}
 	s.compileSubmitRates(c)

@@ -1,8 +1,6 @@
 package gemini
 
 import (
-	"bytes"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/protocol"
@@ -71,35 +69,7 @@ func finished(candidates []byte) bool {
 // known to be well-formed (part of a value Members checked); anything else
 // than an array has none.
 func eachElement(arr []byte, fn func(elem []byte)) {
-	if len(arr) < 2 || arr[0] != '[' {
-		return
-	}
-	depth, inString, escaped, start := 0, false, false, 1
-	for i := 1; i < len(arr); i++ {
-		c := arr[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-		case depth > 0 && (c == '}' || c == ']'):
-			depth--
-		case depth == 0 && (c == ',' || c == ']'):
-			if elem := bytes.TrimSpace(arr[start:i]); len(elem) > 0 {
-				fn(elem)
-			}
-			start = i + 1
-		}
-	}
+	jsonfield.Elements(arr, func(start, end int) { fn(arr[start:end]) })
 }
 
 // blocked reports whether a promptFeedback names a blockReason.
