@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/adminclient"
+	"github.com/sluicehq/sluice/internal/ledger"
 )
 
 // errorBody is the OpenAI error envelope.
@@ -266,7 +267,7 @@ func TestUsage(t *testing.T) {
 			{EdgeID: "c2/e1/m", Status: sluice.ExecutionOK, HTTPStatus: 200, Started: started, FirstByte: 200 * time.Millisecond, Duration: time.Second},
 		},
 	}})
-	recs, err := h.client.Usage(t.Context(), admin.UsageQuery{Since: started.Add(-time.Minute), Limit: 5})
+	recs, err := h.client.Usage(t.Context(), ledger.UsageFilter{Since: started.Add(-time.Minute), Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

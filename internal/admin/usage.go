@@ -29,60 +29,47 @@ const (
 	defaultBuckets = 500
 )
 
-// UsageQuery selects usage records for GET /admin/usage and
-// /admin/usage/summary: those started in [Since, Until) (zero Since: a day
-// before Until; zero Until: now, open for the list) whose other fields are
-// those named ("" = any). Model is the upstream model that served the
-// request (its last execution's); Code an error code, or "ok" for the
-// records without one. Limit bounds the list (0: 100).
-type UsageQuery struct {
-	Since, Until time.Time
-	Tenant       string
-	KeyID        string
-	Alias        string
-	Model        string
-	EndUser      string
-	TaskType     string
-	Code         string
-	Limit        int
-}
-
-// usageParams are the query parameters of a UsageQuery's fields that are
-// text, and where each goes in a ledger.UsageFilter.
+// usageParams are the query parameters of GET /admin/usage and
+// /admin/usage/summary that name a text field of the ledger.UsageFilter
+// they select by (besides since, until and limit): the records started in
+// [since, until) (no since: a day before until; no until: now, open for
+// the list) whose fields are those named. model is the upstream model
+// that served the request (its last execution's); code an error code, or
+// "ok" for the records without one.
 var usageParams = []struct {
 	name  string
-	query func(*UsageQuery) *string
 	field func(*ledger.UsageFilter) *string
 }{
-	{"tenant", func(q *UsageQuery) *string { return &q.Tenant }, func(f *ledger.UsageFilter) *string { return &f.Tenant }},
-	{"key", func(q *UsageQuery) *string { return &q.KeyID }, func(f *ledger.UsageFilter) *string { return &f.KeyID }},
-	{"alias", func(q *UsageQuery) *string { return &q.Alias }, func(f *ledger.UsageFilter) *string { return &f.Alias }},
-	{"model", func(q *UsageQuery) *string { return &q.Model }, func(f *ledger.UsageFilter) *string { return &f.Model }},
-	{"end_user", func(q *UsageQuery) *string { return &q.EndUser }, func(f *ledger.UsageFilter) *string { return &f.EndUser }},
-	{"task_type", func(q *UsageQuery) *string { return &q.TaskType }, func(f *ledger.UsageFilter) *string { return &f.TaskType }},
-	{"code", func(q *UsageQuery) *string { return &q.Code }, func(f *ledger.UsageFilter) *string { return &f.Code }},
+	{"tenant", func(f *ledger.UsageFilter) *string { return &f.Tenant }},
+	{"key", func(f *ledger.UsageFilter) *string { return &f.KeyID }},
+	{"alias", func(f *ledger.UsageFilter) *string { return &f.Alias }},
+	{"model", func(f *ledger.UsageFilter) *string { return &f.Model }},
+	{"end_user", func(f *ledger.UsageFilter) *string { return &f.EndUser }},
+	{"task_type", func(f *ledger.UsageFilter) *string { return &f.TaskType }},
+	{"code", func(f *ledger.UsageFilter) *string { return &f.Code }},
 }
 
-// Values is q as query parameters, for a client.
-func (q UsageQuery) Values() url.Values {
+// UsageValues is f as the query parameters of GET /admin/usage, for a
+// client.
+func UsageValues(f ledger.UsageFilter) url.Values {
 	v := url.Values{}
-	for name, t := range map[string]time.Time{"since": q.Since, "until": q.Until} {
+	for name, t := range map[string]time.Time{"since": f.Since, "until": f.Until} {
 		if !t.IsZero() {
 			v.Set(name, t.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	for _, p := range usageParams {
-		if s := *p.query(&q); s != "" {
+		if s := *p.field(&f); s != "" {
 			v.Set(p.name, s)
 		}
 	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
+	if f.Limit > 0 {
+		v.Set("limit", strconv.Itoa(f.Limit))
 	}
 	return v
 }
 
-// usageFilter reads the UsageQuery of q (Limit aside). until is its
+// usageFilter reads the filter of q (Limit aside). until is its
 // default end: zero leaves the list open, now closes a summary's window.
 func usageFilter(q url.Values, until time.Time, now time.Time) (ledger.UsageFilter, error) {
 	f := ledger.UsageFilter{Until: until}
@@ -102,7 +89,7 @@ func usageFilter(q url.Values, until time.Time, now time.Time) (ledger.UsageFilt
 	return f, nil
 }
 
-// listUsage handles GET /admin/usage: the records the UsageQuery selects,
+// listUsage handles GET /admin/usage: the records the parameters select,
 // oldest first, as JSON, or as CSV with format=csv or Accept: text/csv.
 func (s *server) listUsage(w http.ResponseWriter, r *http.Request) error {
 	if s.usage == nil {
@@ -235,7 +222,7 @@ type QueueWaits struct {
 	P99MS    float64 `json:"p99_ms"`
 }
 
-// usageSummary handles GET /admin/usage/summary: the UsageQuery's window
+// usageSummary handles GET /admin/usage/summary: the filter's window
 // (default: the last day) by bucket=minute|hour|day (default: the
 // narrowest that cuts it into at most defaultBuckets; at most maxBuckets).
 func (s *server) usageSummary(w http.ResponseWriter, r *http.Request) error {

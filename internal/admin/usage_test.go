@@ -39,7 +39,7 @@ func usageHarness(t *testing.T) *harness {
 // records it selects come back.
 func TestUsageFilters(t *testing.T) {
 	h := usageHarness(t)
-	q := admin.UsageQuery{Since: usageDay.Add(-time.Hour), Until: usageDay.Add(time.Hour), Tenant: "web", KeyID: "k1", Alias: "fast",
+	q := ledger.UsageFilter{Since: usageDay.Add(-time.Hour), Until: usageDay.Add(time.Hour), Tenant: "web", KeyID: "k1", Alias: "fast",
 		Model: "gpt-4o-mini", EndUser: "alice, \"the\" user", TaskType: "chat", Code: "ok", Limit: 7}
 	recs, err := h.client.Usage(t.Context(), q)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestUsageFilters(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ListUsage filter (-want +got):\n%s", diff)
 	}
-	if recs, err = h.client.Usage(t.Context(), admin.UsageQuery{Since: usageDay.Add(-time.Hour), Code: string(sluice.CodeCapacityWaitTimeout)}); err != nil ||
+	if recs, err = h.client.Usage(t.Context(), ledger.UsageFilter{Since: usageDay.Add(-time.Hour), Code: string(sluice.CodeCapacityWaitTimeout)}); err != nil ||
 		len(recs) != 1 || recs[0].RequestID != "r2" {
 		t.Errorf("Usage by code = %+v, %v; want r2", recs, err)
 	}
@@ -108,7 +108,7 @@ func TestUsageCSV(t *testing.T) {
 // bucket chosen by the window, and this replica's queue waits.
 func TestUsageSummary(t *testing.T) {
 	h := usageHarness(t)
-	sum, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Since: usageDay.Add(-time.Hour), Until: usageDay.Add(time.Hour)}, "")
+	sum, err := h.client.UsageSummary(t.Context(), ledger.UsageFilter{Since: usageDay.Add(-time.Hour), Until: usageDay.Add(time.Hour)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +126,15 @@ func TestUsageSummary(t *testing.T) {
 	}
 	for window, want := range map[time.Duration]ledger.Bucket{
 		500 * time.Minute: ledger.BucketMinute, 501 * time.Minute: ledger.BucketHour, 30 * 24 * time.Hour: ledger.BucketDay} {
-		sum, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Since: usageDay.Add(-window), Until: usageDay}, "")
+		sum, err := h.client.UsageSummary(t.Context(), ledger.UsageFilter{Since: usageDay.Add(-window), Until: usageDay}, "")
 		if err != nil || sum.Bucket != want {
 			t.Errorf("window %v: bucket %v, %v; want %s", window, sum, err, want)
 		}
 	}
-	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Since: usageDay.Add(-24 * time.Hour), Until: usageDay}, ledger.BucketMinute); err != nil {
+	if _, err := h.client.UsageSummary(t.Context(), ledger.UsageFilter{Since: usageDay.Add(-24 * time.Hour), Until: usageDay}, ledger.BucketMinute); err != nil {
 		t.Errorf("a day by minute: %v", err)
 	}
-	if _, err := h.client.UsageSummary(t.Context(), admin.UsageQuery{Tenant: "web"}, ledger.BucketDay); err != nil {
+	if _, err := h.client.UsageSummary(t.Context(), ledger.UsageFilter{Tenant: "web"}, ledger.BucketDay); err != nil {
 		t.Fatal(err)
 	}
 	if f, b := h.usage.got(); f.Tenant != "web" || b != ledger.BucketDay || f.Until.Sub(f.Since) != 24*time.Hour {
@@ -146,7 +146,7 @@ func TestUsageSummary(t *testing.T) {
 			return 40, []time.Duration{time.Millisecond, 20 * time.Millisecond, 300 * time.Millisecond}
 		}})
 	h.client = adminclient.NewClient(url, testToken)
-	if sum, err = h.client.UsageSummary(t.Context(), admin.UsageQuery{}, ""); err != nil {
+	if sum, err = h.client.UsageSummary(t.Context(), ledger.UsageFilter{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(&admin.QueueWaits{Observed: 40, P50MS: 1, P95MS: 20, P99MS: 300}, sum.QueueWaitThisReplicaSinceStart); diff != "" {

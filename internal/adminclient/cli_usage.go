@@ -36,8 +36,8 @@ func (c *cli) usageCommand(args []string) error {
 	return usageError{msg: fmt.Sprintf("unknown usage subcommand %q", sub)}
 }
 
-// usageFlags defines the flags of a UsageQuery's window and filters.
-func usageFlags(cmd *command, q *admin.UsageQuery) {
+// usageFlags defines the flags of a usage filter's window and fields.
+func usageFlags(cmd *command, q *ledger.UsageFilter) {
 	timeFlag(cmd, &q.Since, "since", "records started at or after `TIME` (RFC 3339; default: a day before --until)")
 	timeFlag(cmd, &q.Until, "until", "… and before `TIME` (RFC 3339; default: now)")
 	for _, f := range []struct {
@@ -60,7 +60,7 @@ func usageFlags(cmd *command, q *admin.UsageQuery) {
 // columns on its first; with --csv, the server's CSV, a row per record.
 func (c *cli) usageList(args []string) error {
 	cmd := c.command("usage list", "[--since RFC3339] [--until RFC3339] [--tenant T] [--key ID] [--alias A] [--model M] [--end-user U] [--task-type T] [--code C] [--limit N] [--csv]")
-	var q admin.UsageQuery
+	var q ledger.UsageFilter
 	usageFlags(cmd, &q)
 	cmd.fs.IntVar(&q.Limit, "limit", 0, "at most `N` records (default 100, at most 10000)")
 	asCSV := cmd.fs.Bool("csv", false, "print the records as CSV, as GET /admin/usage?format=csv answers")
@@ -106,7 +106,7 @@ func (c *cli) usageList(args []string) error {
 // spend and latency per bucket of the window, and in all.
 func (c *cli) usageSummary(args []string) error {
 	cmd := c.command("usage summary", "[--bucket minute|hour|day] [--since RFC3339] [--until RFC3339] [filters as usage list]")
-	var q admin.UsageQuery
+	var q ledger.UsageFilter
 	usageFlags(cmd, &q)
 	bucket := cmd.fs.String("bucket", "", "`minute`, hour or day (default: the narrowest giving at most 500 buckets)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {

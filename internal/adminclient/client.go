@@ -170,14 +170,14 @@ func (c *Client) ApplyCatalog(ctx context.Context, doc []byte, ifVersion int64, 
 }
 
 // Usage returns the usage records q selects, oldest first.
-func (c *Client) Usage(ctx context.Context, q admin.UsageQuery) ([]admin.UsageRecord, error) {
-	return fetchAll[admin.UsageRecord](ctx, c, withQuery("/admin/usage", q.Values()))
+func (c *Client) Usage(ctx context.Context, q ledger.UsageFilter) ([]admin.UsageRecord, error) {
+	return fetchAll[admin.UsageRecord](ctx, c, withQuery("/admin/usage", admin.UsageValues(q)))
 }
 
 // UsageCSV writes the usage records q selects to w as CSV (see
 // admin.UsageCSVColumns).
-func (c *Client) UsageCSV(ctx context.Context, q admin.UsageQuery, w io.Writer) error {
-	v := q.Values()
+func (c *Client) UsageCSV(ctx context.Context, q ledger.UsageFilter, w io.Writer) error {
+	v := admin.UsageValues(q)
 	v.Set("format", "csv")
 	_, body, err := c.send(ctx, http.MethodGet, withQuery("/admin/usage", v), nil, nil)
 	if err != nil {
@@ -189,8 +189,8 @@ func (c *Client) UsageCSV(ctx context.Context, q admin.UsageQuery, w io.Writer) 
 
 // UsageSummary returns what the usage records q selects add up to, by
 // bucket ("" lets the server choose by the window).
-func (c *Client) UsageSummary(ctx context.Context, q admin.UsageQuery, bucket ledger.Bucket) (*admin.UsageSummary, error) {
-	v := q.Values()
+func (c *Client) UsageSummary(ctx context.Context, q ledger.UsageFilter, bucket ledger.Bucket) (*admin.UsageSummary, error) {
+	v := admin.UsageValues(q)
 	v.Del("limit")
 	if bucket != "" {
 		v.Set("bucket", string(bucket))

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/adminclient"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
 	"github.com/sluicehq/sluice/internal/sqldb"
 )
@@ -80,7 +81,7 @@ func TestPolicyReportThroughTheServer(t *testing.T) {
 		t.Errorf("PolicyReport(pref, before its requests) = %+v, %v; want no keys", rep, err)
 	}
 
-	recs, err := cl.Usage(t.Context(), admin.UsageQuery{Since: from})
+	recs, err := cl.Usage(t.Context(), ledger.UsageFilter{Since: from})
 	if err != nil {
 		t.Fatal(err)
 	}
