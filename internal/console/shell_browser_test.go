@@ -47,6 +47,12 @@ func TestBrowserSignInLanguagesAndSignOut(t *testing.T) {
 
 	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#token`)))
 	run(t, ctx, "reload signed out", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	// Signed out, the language can still be chosen, and the navigation
+	// is gone.
+	if eval[bool](t, ctx, `document.getElementById('nav').offsetParent !== null || document.getElementById('signout').offsetParent !== null`) {
+		t.Error("signed out, the navigation or the sign-out button still shows")
+	}
+	inChinese(t, ctx, "signin", "#signin h1", "登录 Sluice")
 }
 
 // TestBrowserReadOnlySessionCannotWrite: a read token's session shows no

@@ -71,7 +71,11 @@ async function show() {
   const id = route();
   const page = { id, timers: [], disposed: false };
   current = page;
-  const root = fill($('page'), h('p', { class: 'loading' }, t('shell.loading')));
+  // Each showing draws into an element of its own: an answer that reaches
+  // a page after the user left draws into a detached element, never
+  // beside the next page.
+  const root = h('div', {}, h('p', { class: 'loading' }, t('shell.loading')));
+  fill($('page'), root);
   const ctx = {
     api,
     t,
@@ -108,7 +112,7 @@ function signedIn(s) {
   api.setCSRF(s.csrf);
   document.body.classList.toggle('readonly', s.role !== 'write');
   $('signin').hidden = true;
-  $('bar').hidden = false;
+  $('bar').classList.remove('out');
   show();
 }
 
@@ -116,7 +120,7 @@ function signedOut() {
   dispose();
   session = null;
   api.setCSRF('');
-  $('bar').hidden = true;
+  $('bar').classList.add('out');
   fill($('page'));
   $('signin').hidden = false;
   $('token').value = '';
@@ -125,6 +129,7 @@ function signedOut() {
 
 async function switchLanguage(next) {
   await load(next);
+  $('toast').className = 'toast'; // a message in the other language goes
   remember('lang', next);
   translate(document);
   if (session) show();
