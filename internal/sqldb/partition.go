@@ -125,7 +125,7 @@ func (db *DB) addPartition(ctx context.Context, table, col string, day time.Time
 	lo := day.UnixMicro()
 	hi := day.AddDate(0, 0, 1).UnixMicro()
 	return db.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, partitionLock); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+AdvisoryKey+`)`, partitionLock); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, ddlLockTimeout); err != nil {
@@ -219,6 +219,13 @@ func utcDay(t time.Time) time.Time {
 // transaction (another replica) holds their lock: it is doing the work.
 var ErrLocked = errors.New("another transaction holds the lock")
 
+// AdvisoryKey is the PostgreSQL advisory lock of the key its parameter
+// names, in the schema the connection uses: advisory locks are the whole
+// database's, and Sluice's tables are one schema's, so two deployments (or
+// two tests) in their own schemas of one database must not wait for each
+// other's migrations, partitions or retention.
+const AdvisoryKey = `hashtextextended(current_schema() || '/' || CAST(CAST(? AS BIGINT) AS TEXT), 0)`
+
 // DropDays drops the partitions of table whose UTC day ends by cutoff,
 // oldest first, each in a transaction of its own that first takes the
 // advisory lock key (without waiting: ErrLocked when another holds it)
@@ -296,7 +303,7 @@ func (tx *Tx) lock(ctx context.Context, key int64) error {
 		return nil
 	}
 	var got bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(?)`, key).Scan(&got); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+AdvisoryKey+`)`, key).Scan(&got); err != nil {
 		return err
 	}
 	if !got {

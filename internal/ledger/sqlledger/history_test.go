@@ -346,7 +346,7 @@ func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 	ctx := t.Context()
 	db, s := historyOnPostgres(t, false)
 	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, sqlledger.RetainLock); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+sqldb.AdvisoryKey+`)`, sqlledger.RetainLock); err != nil {
 			return err
 		}
 		removed, err := s.Retain(ctx, historyDay.AddDate(0, 0, 3))
