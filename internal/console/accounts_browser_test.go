@@ -3,7 +3,6 @@ package console_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,23 +12,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/simulator"
 )
-
-// chat sends one chat request through the data plane with key and returns
-// the status and body of the answer.
-func chat(t *testing.T, g *consoleGateway, key string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+g.gw.Addr()+"/v1/chat/completions",
-		strings.NewReader(`{"model":"fast","messages":[{"role":"user","content":"hello"}]}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // topUp puts money on billing account acme, which key web is billed to:
 // without it, every chat request of the key is refused.
@@ -61,7 +43,7 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	for _, secret := range []string{upstreamA1, upstreamA2, upstreamB1} {
 		g.sim.SetKey(secret, simulator.Behavior{FailStatus: 429, RetryAfter: 3 * time.Second})
 	}
-	if status, body := chat(t, g, keyWeb); status != http.StatusTooManyRequests && status < 500 {
+	if status, body := chat(t, g, keyWeb, "fast"); status != http.StatusTooManyRequests && status < 500 {
 		t.Fatalf("chat with every upstream answering 429 = %d %s, want a failure", status, body)
 	}
 	waitText(t, ctx, `[data-account="org-a"] .state`, "cooling down", 3*time.Second)
@@ -100,14 +82,14 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	run(t, ctx, "drain cred-a1", chromedp.Click(chromedp.CSS(`[data-credential="cred-a1"] button[aria-label="Drain cred-a1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
 	waitText(t, ctx, `dialog.confirm`, "Drain credential cred-a1", testWait)
-	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	confirmYes(t, ctx)
 	waitText(t, ctx, `[data-credential="cred-a1"]`, "draining", 3*time.Second)
 	if _, body := adminCall(t, g, "GET", "/admin/credentials/cred-a1", writeToken, "", nil); !strings.Contains(body, `"status":"draining"`) {
 		t.Errorf("after the drain the admin API shows cred-a1 as %s", body)
 	}
 	run(t, ctx, "suspend org-b", chromedp.SendKeys(chromedp.CSS(`#suspend-org-b`), "invoice disputed"),
 		chromedp.Click(chromedp.CSS(`button[aria-label="Suspend org-b"]`)), chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
-	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	confirmYes(t, ctx)
 	waitText(t, ctx, `[data-account="org-b"] .state`, "suspended", 3*time.Second)
 	waitText(t, ctx, `[data-account="org-b"] .reason`, "invoice disputed", time.Second)
 	if _, body := adminCall(t, g, "GET", "/admin/accounts/org-b", writeToken, "", nil); !strings.Contains(body, `"status":"disabled"`) {
@@ -115,7 +97,7 @@ func TestBrowserAccountsShowCooldownLiveAndDrain(t *testing.T) {
 	}
 	shot(t, ctx, "accounts-en")
 	run(t, ctx, "resume org-b", chromedp.Click(chromedp.CSS(`button[aria-label="Resume org-b"]`)), chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
-	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	confirmYes(t, ctx)
 	waitText(t, ctx, `[data-account="org-b"] .state`, "ready", 3*time.Second)
 
 	inChinese(t, ctx, "accounts", `[data-credential="cred-a1"]`, "排空中", `[data-account="org-b"] .state`, "可用")

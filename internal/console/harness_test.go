@@ -317,3 +317,27 @@ func inChinese(t *testing.T, ctx context.Context, name string, shows ...string) 
 	shot(t, ctx, name+"-zh")
 	chooseLanguage(t, ctx, "en")
 }
+
+// chat sends one chat completion for alias through the data plane with
+// key, returning the status and the body of the answer.
+func chat(t *testing.T, g *consoleGateway, key, alias string) (int, string) {
+	t.Helper()
+	body := `{"model":"` + alias + `","messages":[{"role":"user","content":"hello"}]}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+g.gw.Addr()+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// confirmYes answers the console's confirmation dialog with yes.
+func confirmYes(t *testing.T, ctx context.Context) {
+	t.Helper()
+	run(t, ctx, "confirm", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.primary`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+}

@@ -36,7 +36,7 @@ func TestBrowserKeysCreateUseEditRotate(t *testing.T) {
 	if !strings.HasPrefix(secret, "sk-") {
 		t.Fatalf("the page shows %q as the new key", secret)
 	}
-	if status, body := chat(t, g, secret); status != http.StatusOK {
+	if status, body := chat(t, g, secret, "fast"); status != http.StatusOK {
 		t.Fatalf("chat with the key created in the console = %d %s, want 200", status, body)
 	}
 	_, rec := adminCall(t, g, "GET", "/admin/keys/ui-key", writeToken, "", nil)
@@ -60,10 +60,10 @@ func TestBrowserKeysCreateUseEditRotate(t *testing.T) {
 	waitText(t, ctx, "dialog.confirm", "Rotate key ui-key", testWait)
 	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)), chromedp.WaitVisible(chromedp.CSS(`#new-secret`)))
 	rotated := eval[string](t, ctx, `document.getElementById('new-secret').textContent`)
-	if status, _ := chat(t, g, rotated); rotated == secret || status != http.StatusOK {
+	if status, _ := chat(t, g, rotated, "fast"); rotated == secret || status != http.StatusOK {
 		t.Errorf("chat with the rotated key = %d (same secret: %v), want 200 with a new one", status, rotated == secret)
 	}
-	if status, _ := chat(t, g, secret); status != http.StatusUnauthorized {
+	if status, _ := chat(t, g, secret, "fast"); status != http.StatusUnauthorized {
 		t.Errorf("chat with the key before its rotation = %d, want 401", status)
 	}
 
@@ -117,7 +117,7 @@ func TestBrowserKeysFilterAndBatch(t *testing.T) {
 	shot(t, ctx, "keys-batch-en")
 
 	run(t, ctx, "apply", chromedp.Click(chromedp.CSS(`#batch-apply`)), chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)))
-	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+	confirmYes(t, ctx)
 	waitText(t, ctx, "#batch-summary", "Applied: 2 keys changed", testWait)
 	for _, id := range []string{"b-1", "b-2"} {
 		if _, rec := adminCall(t, g, "GET", "/admin/keys/"+id, writeToken, "", nil); !strings.Contains(rec, `"limits":{"rpm":60}`) {

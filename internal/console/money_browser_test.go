@@ -1,9 +1,7 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,24 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// sendChat sends one chat completion for alias through the data plane with
-// key, returning the status and the body.
-func sendChat(t *testing.T, g *consoleGateway, key, alias string) (int, string) {
-	t.Helper()
-	body := `{"model": "` + alias + `", "messages": [{"role": "user", "content": "hello"}]}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+g.gw.Addr()+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = io.Copy(&b, resp.Body)
-	return resp.StatusCode, b.String()
-}
-
 // waitChat sends chats until one answers want (suspensions reach
 // admission at the next refresh of the keyring, within a second or two),
 // and returns that answer's body.
@@ -37,7 +17,7 @@ func waitChat(t *testing.T, g *consoleGateway, want int) string {
 	t.Helper()
 	deadline := time.Now().Add(testWait)
 	for {
-		status, body := sendChat(t, g, keyWeb, "fast")
+		status, body := chat(t, g, keyWeb, "fast")
 		if status == want {
 			return body
 		}
@@ -46,13 +26,6 @@ func waitChat(t *testing.T, g *consoleGateway, want int) string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// confirmYes answers the console's confirmation dialog with yes.
-func confirmYes(t *testing.T, ctx context.Context) {
-	t.Helper()
-	run(t, ctx, "confirm", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.primary`)),
-		chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
 }
 
 // TestBrowserMoneyTopUpSuspendResume: the accounts list shows acme; on its

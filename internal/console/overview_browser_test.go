@@ -18,14 +18,14 @@ func TestBrowserOverviewCountsRequests(t *testing.T) {
 	g := startGateway(t)
 	topUp(t, g)
 	for range 3 {
-		if status, body := chat(t, g, keyWeb); status != http.StatusOK {
+		if status, body := chat(t, g, keyWeb, "fast"); status != http.StatusOK {
 			t.Fatalf("chat = %d %s", status, body)
 		}
 	}
 	for _, secret := range []string{upstreamA1, upstreamA2, upstreamB1} {
 		g.sim.SetKey(secret, simulator.Behavior{FailStatus: http.StatusInternalServerError})
 	}
-	if status, _ := chat(t, g, keyWeb); status == http.StatusOK {
+	if status, _ := chat(t, g, keyWeb, "fast"); status == http.StatusOK {
 		t.Fatal("chat with every upstream failing = 200")
 	}
 	var summary struct {

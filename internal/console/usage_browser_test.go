@@ -26,11 +26,11 @@ func TestBrowserUsageFiltersAndCSV(t *testing.T) {
 		t.Fatalf("top up acme: %d %s", status, body)
 	}
 	for range 2 {
-		if status, body := sendChat(t, g, keyWeb, "fast"); status != http.StatusOK {
+		if status, body := chat(t, g, keyWeb, "fast"); status != http.StatusOK {
 			t.Fatalf("chat as web: %d %s", status, body)
 		}
 	}
-	if status, body := sendChat(t, g, issued.Key, "fast"); status != http.StatusOK {
+	if status, body := chat(t, g, issued.Key, "fast"); status != http.StatusOK {
 		t.Fatalf("chat as batch: %d %s", status, body)
 	}
 
