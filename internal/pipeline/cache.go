@@ -166,7 +166,8 @@ func (h *Handler) lookup(ctx context.Context, u *cacheUse) *respcache.Entry {
 }
 
 // replay answers the caller with e: its content type, then its chunks in
-// order, each flushed, as the original caller received them.
+// order, each flushed as the original caller received them (the last by
+// the end of the answer: a whole answer goes out in one write).
 func replay(w http.ResponseWriter, e *respcache.Entry) {
 	hd := w.Header()
 	hd.Set("Content-Type", e.ContentType)
@@ -176,11 +177,13 @@ func replay(w http.ResponseWriter, e *respcache.Entry) {
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	for _, c := range e.Chunks {
+	for i, c := range e.Chunks {
 		if _, err := w.Write(c); err != nil {
 			return // the caller is gone; the hit is billed as an answer begun
 		}
-		_ = rc.Flush()
+		if i < len(e.Chunks)-1 {
+			_ = rc.Flush()
+		}
 	}
 }
 
