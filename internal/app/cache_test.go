@@ -192,3 +192,50 @@ func TestCacheSharedOnRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheHitCharges: a hit is billed as its cache's charge says, from the
+// original answer's usage — full: what the miss was charged; none:
+// nothing; cached_rate: every prompt token at the cache-read rate — and
+// costs nothing upstream; what it saved is counted.
+func TestCacheHitCharges(t *testing.T) {
+	const (
+		input, output, cacheRead = 1_000_000, 2_000_000, 100_000 // micro-units per million tokens
+		costInput, costOutput    = 500_000, 1_000_000
+	)
+	for _, charge := range []string{"full", "none", "cached_rate"} {
+		t.Run(charge, func(t *testing.T) {
+			doc := strings.Replace(billingDoc("max_inflight: 4", "", ""), "  - alias: fast\n", "  - alias: fast\n    cache: {ttl: 1m, charge: "+charge+"}\n", 1)
+			doc = strings.Replace(doc, `{alias: fast, request: "1.00",`, `{alias: fast, input: "1.00", output: "2.00", cache_read: "0.10",`, 1)
+			doc = strings.Replace(doc, `{model: gpt-4o-mini, request: "0.25",`, `{model: gpt-4o-mini, input: "0.50", output: "1.00",`, 1)
+			h := newHarnessWith(t, doc, "{backend: memory}", simulator.Options{})
+			topUp(t, h, ledgerOf(t, h), "acme", "100.00")
+			body := deterministic(chatCaller, "fast", "what does this cost", false)
+			for _, want := range []string{"miss", "hit"} {
+				if got := h.cached(t, chatCaller, false, body, nil); got.status != http.StatusOK || got.cache != want {
+					t.Fatalf("%d X-Sluice-Cache %q: %s; want 200 %s", got.status, got.cache, got.body, want)
+				}
+			}
+			recs := h.usage(t, 2)
+			miss, hit := recs[0], recs[1]
+			if miss.Billing == nil || hit.Billing == nil || !hit.CacheHit {
+				t.Fatalf("records %+v, %+v: want both billed, the second a hit", miss, hit)
+			}
+			u := miss.Usage
+			want := map[string]int64{
+				"full":        miss.Billing.Price,
+				"none":        0,
+				"cached_rate": (u.PromptTokens*cacheRead + u.CompletionTokens*output) / 1_000_000,
+			}[charge]
+			if hit.Billing.Price != want || hit.Billing.Cost != 0 || hit.Billing.Account != "acme" {
+				t.Errorf("hit charged %+v; want price %d (miss: %+v, usage %+v), cost 0", *hit.Billing, want, *miss.Billing, u)
+			}
+			if u.PromptTokens == 0 || miss.Billing.Price != (u.PromptTokens*input+u.CompletionTokens*output)/1_000_000 {
+				t.Errorf("miss charged %+v for usage %+v", *miss.Billing, u)
+			}
+			saved := (u.PromptTokens*costInput + u.CompletionTokens*costOutput) / 1_000_000
+			if _, metrics := h.adminGet("/metrics"); !strings.Contains(metrics, fmt.Sprintf(`sluice_cache_saved_micros_total{alias="fast"} %d`, saved)) {
+				t.Errorf("want %d saved:\n%s", saved, grepLines(metrics, "sluice_cache"))
+			}
+		})
+	}
+}
