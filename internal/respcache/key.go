@@ -4,12 +4,10 @@
 package respcache
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/sluicehq/sluice"
 )
@@ -43,50 +41,45 @@ type Request struct {
 var ErrNotObject = errors.New("respcache: the body is not a JSON object")
 
 // Key returns the hex SHA-256 of r in canonical form — its body with the
-// ignored members removed and every object's members sorted, numbers
-// kept as written — and whether the request is deterministic: its
+// ignored members removed and every object's members sorted, strings and
+// numbers kept as written — and whether the request is deterministic: its
 // temperature (Gemini: generationConfig.temperature) is present and zero.
 func Key(r *Request) (key string, deterministic bool, err error) {
-	d := json.NewDecoder(bytes.NewReader(r.Body))
-	d.UseNumber()
-	var body map[string]any
-	if err := d.Decode(&body); err != nil || body == nil {
+	body := skipSpace(r.Body)
+	if len(body) == 0 || body[0] != '{' {
 		return "", false, ErrNotObject
 	}
-	for _, name := range ignored {
-		delete(body, name)
+	var temperature, config []byte
+	c := canon{out: make([]byte, 0, len(body)), top: func(name, value []byte) {
+		switch string(name) {
+		case "temperature":
+			temperature = value
+		case "generationConfig", "generation_config":
+			config = value
+		}
+	}}
+	rest, err := c.value(body, 0)
+	if err != nil || len(skipSpace(rest)) > 0 {
+		return "", false, errSyntax
 	}
-	canonical, err := json.Marshal(body) // a map's members are marshalled sorted, recursively
-	if err != nil {
-		return "", false, err
+	if temperature == nil {
+		temperature = memberOf(config, "temperature")
 	}
 	h := sha256.New()
-	for _, part := range []string{r.Tenant, r.Alias, string(r.Protocol), strconv.FormatBool(r.Stream), strconv.FormatBool(r.IncludeUsage), r.Variant} {
-		h.Write(strconv.AppendInt(nil, int64(len(part)), 10)) // length-prefixed: no two tuples hash alike
-		h.Write([]byte{':'})
+	var n [binary.MaxVarintLen64]byte
+	for _, part := range []string{r.Tenant, r.Alias, string(r.Protocol), r.Variant} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(part)))]) // length-prefixed: no two tuples hash alike
 		h.Write([]byte(part))
 	}
-	h.Write(canonical)
-	return hex.EncodeToString(h.Sum(nil)), zeroTemperature(body), nil
+	h.Write([]byte{flag(r.Stream), flag(r.IncludeUsage)})
+	h.Write(c.out)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])), isZero(temperature), nil
 }
 
-// zeroTemperature reports whether body asks for temperature 0: at its top
-// level, or in Gemini's generation config (either spelling).
-func zeroTemperature(body map[string]any) bool {
-	t, ok := body["temperature"]
-	if !ok {
-		for _, name := range []string{"generationConfig", "generation_config"} {
-			if gc, isObj := body[name].(map[string]any); isObj {
-				if t, ok = gc["temperature"]; ok {
-					break
-				}
-			}
-		}
+func flag(b bool) byte {
+	if b {
+		return 1
 	}
-	n, isNum := t.(json.Number)
-	if !ok || !isNum {
-		return false
-	}
-	f, err := n.Float64()
-	return err == nil && f == 0
+	return 0
 }
