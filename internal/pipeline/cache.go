@@ -83,7 +83,8 @@ func cacheable(req *sluice.Request) bool {
 	return slices.Contains(sluice.Generation, req.Protocol) && !req.Compact && !req.CountTokens && !req.Batch
 }
 
-// startCache returns the request's use of its cache, or nil when it has
+// startCache returns the use a request that Serve answers makes of its
+// cache, or nil when it has
 // none or may not use it: a request that is not deterministic (unless
 // forced), one whose caller says Cache-Control: no-store, one whose
 // answer gets masked values restored (its answer is its own), and a
@@ -94,9 +95,13 @@ func (h *Handler) startCache(a *admission, req *sluice.Request, restoring bool) 
 		return nil
 	}
 	noStore, noCache := cacheControl(req.Header)
+	if !cacheable(req) || noStore || restoring || background(req) {
+		h.countCache(cacheBypass)
+		return nil
+	}
 	key, deterministic, err := respcache.Key(&respcache.Request{Tenant: a.key().Tenant, Alias: a.model, Protocol: req.Protocol,
 		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Variant: req.Header.Get("Anthropic-Beta"), Body: req.Body})
-	if err != nil || !cacheable(req) || noStore || restoring || (!deterministic && !c.Force) || background(req) {
+	if err != nil || (!deterministic && !c.Force) {
 		h.countCache(cacheBypass)
 		return nil
 	}

@@ -134,8 +134,7 @@ type passage struct {
 // begin starts r, the request req of principal p, with the stages before
 // the call, in order: admit (scopes, profile, class, billing), redaction of
 // its text (redact.go), the stored response it continues, route, session
-// affinity, then the response cache it may use. r.err is set when one
-// refuses the request. (r is the caller's,
+// affinity. r.err is set when one refuses the request. (r is the caller's,
 // so that it can stay on the caller's stack.)
 func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
 	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
@@ -152,7 +151,6 @@ func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p 
 	}
 	if r.err == nil {
 		r.affinity = h.startAffinity(ctx, &r.adm, req, r.pin)
-		r.cache = h.startCache(&r.adm, req, r.restore != nil)
 	}
 }
 
@@ -173,11 +171,18 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	// before its first byte reaches the caller, so no answer leaves an id
 	// the caller holds and Sluice does not.
 	recorded := false
-	if r.err == nil && r.cache != nil {
+	if r.err == nil {
+		r.cache = h.startCache(&r.adm, req, r.restore != nil)
+	}
+	// A request its response cache answers is settled as a hit, then
+	// replayed (recorded first, like any answer); a miss's answer is
+	// captured on its way to the caller and kept once the call ends
+	// (cache.go).
+	if r.cache != nil {
 		if e := h.lookup(ctx, r.cache); e != nil {
-			replay(w, e)
 			r.out.Status, r.out.Committed, r.out.TTFT = http.StatusOK, true, time.Since(req.Received)
 			h.settle(ctx, &r, r.out, nil)
+			replay(w, e)
 			return r.out, nil
 		}
 		w.Header().Set(CacheHeader, "miss")
