@@ -84,11 +84,11 @@ func cacheable(req *sluice.Request) bool {
 }
 
 // startCache returns the use a request that Serve answers makes of its
-// cache, or nil when it has
-// none or may not use it: a request that is not deterministic (unless
-// forced), one whose caller says Cache-Control: no-store, one whose
-// answer gets masked values restored (its answer is its own), and a
-// Responses request that runs in the background.
+// cache, or nil when it has none or may not use it: a request that is not
+// deterministic (unless forced), one whose caller says Cache-Control:
+// no-store, one whose answer gets masked values restored (its answer is
+// its own), and a Responses request that runs in the background. (A redis
+// cache always has its backend: validation requires state.backend: redis.)
 func (h *Handler) startCache(a *admission, req *sluice.Request, restoring bool) *cacheUse {
 	c := a.snap.cacheOf(a)
 	if c == nil || h.caches.Memory == nil {
