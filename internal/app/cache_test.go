@@ -239,3 +239,37 @@ func TestCacheHitCharges(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheFailedLeaderReleasesFollowers: when the call the followers wait
+// for fails, they go upstream themselves rather than share its failure.
+func TestCacheFailedLeaderReleasesFollowers(t *testing.T) {
+	h := newHarnessWith(t, cacheTemplate("{ttl: 1m}"), "{backend: memory}", simulator.Options{})
+	fail := simulator.Behavior{FailStatus: http.StatusBadRequest, Latency: 400 * time.Millisecond} // a request failure: no failover
+	for _, s := range []string{secretA1, secretA2} {
+		h.simA.SetKey(s, fail)
+	}
+	body := deterministic(chatCaller, "fast", "the leader fails", false)
+	leader := make(chan cacheAnswer, 1)
+	go func() { leader <- h.cached(t, chatCaller, false, body, nil) }()
+	eventually(t, 2*time.Second, "the leader upstream", func() bool { return len(h.simA.Requests()) == 1 })
+	for _, s := range []string{secretA1, secretA2} {
+		h.simA.SetKey(s, simulator.Behavior{})
+	}
+	var wg sync.WaitGroup
+	followers := make([]cacheAnswer, 4)
+	for i := range followers {
+		wg.Go(func() { followers[i] = h.cached(t, chatCaller, false, body, nil) })
+	}
+	if got := <-leader; got.status != http.StatusBadRequest {
+		t.Errorf("leader: %d, want the upstream's 400", got.status)
+	}
+	wg.Wait()
+	for i, f := range followers {
+		if f.status != http.StatusOK || f.cache != "miss" {
+			t.Errorf("follower %d: %d X-Sluice-Cache %q; want 200 miss (its own call)", i, f.status, f.cache)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 5 {
+		t.Errorf("the upstream was asked %d times, want 5: the leader's and each follower's", n)
+	}
+}
