@@ -684,6 +684,10 @@ type UsageRecord struct {
 	// Affinity is the request's session-affinity placement (Placement*);
 	// "" when it had none (no seed, or not strategy affinity).
 	Affinity string
+	// CacheHit marks a request answered from the response cache
+	// (docs/cache.md): it has no execution and used no upstream tokens;
+	// Billing is what the cache's charge makes of the original answer.
+	CacheHit bool
 	// Billing is what the request was charged, fixed at admission (account,
 	// plan, price versions) and settled from its measured usage; nil for a
 	// request of an unbilled key or deployment. The ledger writes the charge

@@ -102,6 +102,14 @@ var featuresOff = []featureOff{
 			"    detectors: {email: mask, phone: mask, cn_id: block, card: block, iban: block, ipv4: log, ipv6: log, api_key: mask}\n" +
 			"    patterns: [{name: ticket, regex: 'T-[0-9]+', action: log}]\n",
 	},
+	{
+		// Response caches on another alias and on another key, forced.
+		name:        "cache",
+		endpoints:   otherEndpoint,
+		credentials: "  - {id: other-1, secret_env: BENCH_UPSTREAM_SECRET, endpoints: [sim-other]}\n",
+		models:      otherAlias + "    cache: {ttl: 1m}\n",
+		keys:        "  - {id: other-cached, tenant: other, secret_env: BENCH_OTHER_KEY_1, cache: {ttl: 1h, force: true, charge: none}}\n",
+	},
 }
 
 // catalog is catalogTemplate with f's additions.

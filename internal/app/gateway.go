@@ -36,6 +36,7 @@ import (
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/oauth"
 	"github.com/sluicehq/sluice/internal/pipeline"
+	"github.com/sluicehq/sluice/internal/respcache"
 	"github.com/sluicehq/sluice/internal/settle"
 	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/store"
@@ -202,7 +203,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 			yield(account, int64(balance))
 		}
 	})
-	shared, jobs, err := g.openState(ctx, cat.State, o.LookupEnv)
+	shared, jobs, responses, err := g.openState(ctx, cat.State, o.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +226,7 @@ func Start(ctx context.Context, o Options) (_ *Gateway, err error) {
 		Live: g.live, Capacity: g.capacity, Statuses: g.statuses, Affinity: shared, Inspector: shared,
 		Caller: g.caller, Usage: spendMetered{g.recorder, g.metrics}, Jobs: jobs, Billing: g.view, Metrics: g.metrics, Tracer: g.tracer, Log: o.Log,
 		Entitlements: ents.view, Suspensions: g.keys,
+		Caches: pipeline.Caches{Memory: respcache.NewMemory(cacheMemoryEntries, cacheMemoryBytes), Redis: responses},
 	})
 
 	srv := cat.Server
@@ -405,24 +407,25 @@ type sharedState interface {
 
 // openState opens the configured shared-state backend and the job bindings:
 // for one process, memory and the database (so that a restart can still
-// follow its jobs); for replicas that share accounts, Redis for both.
-func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func(string) (string, bool)) (sharedState, store.Jobs, error) {
+// follow its jobs); for replicas that share accounts, Redis for both, and
+// for the response cache's shared backend (nil without Redis).
+func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func(string) (string, bool)) (sharedState, store.Jobs, respcache.Backend, error) {
 	if st.Backend != "redis" {
-		return memstore.New(), sqlstore.New(g.db), nil
+		return memstore.New(), sqlstore.New(g.db), nil, nil
 	}
 	u, err := st.Redis.LoadURL(lookupEnv)
 	if err != nil {
-		return nil, nil, fmt.Errorf("state.redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("state.redis: %w", err)
 	}
 	client, err := redisClient(u, st.Redis.Cluster)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("connect to redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect to redis: %w", err)
 	}
 	prefix := st.Redis.Prefix
 	if prefix == "" {
@@ -434,25 +437,32 @@ func (g *Gateway) openState(ctx context.Context, st config.State, lookupEnv func
 	// first request.
 	if err := s.Load(pctx); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("load the capacity functions into redis (Redis 7 or later is needed): %w", err)
+		return nil, nil, nil, fmt.Errorf("load the capacity functions into redis (Redis 7 or later is needed): %w", err)
 	}
 	if n, err := s.MigrateJobs(pctx); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("move job bindings to their shards: %w", err)
+		return nil, nil, nil, fmt.Errorf("move job bindings to their shards: %w", err)
 	} else if n > 0 {
 		g.log.LogAttrs(ctx, slog.LevelInfo, "moved job bindings to their shards", slog.Int("jobs", n))
 	}
 	g.closers = append(g.closers, s.Close, client.Close)
 	if st.Degraded != config.DegradedLocal {
-		return s, s, nil // fail closed: 503 state_unavailable while Redis is unreachable
+		return s, s, s.Responses(), nil // fail closed: 503 state_unavailable while Redis is unreachable
 	}
 	ds := degraded.New(s, memstore.New(), degraded.Options{
 		Replicas: st.Replicas, Ping: func(ctx context.Context) error { return client.Ping(ctx).Err() },
 		Log: g.log, Changed: g.degradedMetrics(),
 	})
 	g.closers = append(g.closers, ds.Close)
-	return ds, s, nil // job bindings stay on Redis: a job is followed only where it is shared
+	return ds, s, s.Responses(), nil // job bindings stay on Redis: a job is followed only where it is shared
 }
+
+// The memory backend's bounds, on each replica: entries and answer bytes
+// (the least recently used go first).
+const (
+	cacheMemoryEntries = 10_000
+	cacheMemoryBytes   = 256 << 20
+)
 
 // degradedMetrics registers the metrics of state.degraded: local and
 // returns what updates them at each transition.

@@ -35,7 +35,7 @@ var layers = [][]string{
 		"internal/store/memstore", "internal/store/redisstore", "internal/store/sqlstore", "internal/store/degraded"},
 	{"internal/sqldb"},
 	{"internal/catalog", "internal/ledger", "internal/store"},
-	{"internal/billing", "internal/periodic", "internal/redact"},
+	{"internal/billing", "internal/periodic", "internal/redact", "internal/respcache"},
 	{""}, // package sluice
 }
 

@@ -368,6 +368,9 @@ type Model struct {
 	// Redaction is the sensitive-data policy (redaction[].id) applied to
 	// every request for the alias; "" = none.
 	Redaction string `yaml:"redaction"`
+	// Cache serves repeated identical requests for the alias from stored
+	// answers; nil = off.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Deployment maps an alias to an upstream model on some endpoints.
@@ -412,6 +415,10 @@ type Key struct {
 	// Redaction is the sensitive-data policy (redaction[].id) applied to
 	// the key's requests; "" = none. Catalog only, like Budgets.
 	Redaction string `yaml:"redaction"`
+	// Cache serves the key's repeated identical requests from stored
+	// answers, in place of its alias's cache; nil = the alias's. Catalog
+	// only, like Budgets.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Policy is a key's route policy.

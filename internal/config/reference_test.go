@@ -50,6 +50,7 @@ var sharedBlocks = map[reflect.Type]string{
 	reflect.TypeFor[Timeouts]():         "timeouts",
 	reflect.TypeFor[Affinity]():         "affinity",
 	reflect.TypeFor[Budgets]():          "budgets",
+	reflect.TypeFor[Cache]():            "cache",
 	reflect.TypeFor[billing.RateText](): "rates",
 }
 

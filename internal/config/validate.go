@@ -58,6 +58,7 @@ func ValidateServing(c *Catalog, lookupEnv func(string) (string, bool), serves S
 	v.events()
 	v.telemetry()
 	v.redactions()
+	v.caches()
 	return errors.Join(v.errs...)
 }
 

@@ -77,7 +77,8 @@ type Request struct {
 	UpstreamProtocol string `json:"upstream_protocol,omitempty"`
 	FallbackReason   string `json:"fallback_reason,omitempty"`
 	Affinity         string `json:"affinity,omitempty"`
-	Billed           bool   `json:"billed,omitempty"` // a charge event follows
+	Billed           bool   `json:"billed,omitempty"`    // a charge event follows
+	CacheHit         bool   `json:"cache_hit,omitempty"` // answered from the response cache: no execution
 }
 
 // Execution is one attempt's section.
@@ -177,7 +178,7 @@ func (e Encoder) Events(rec *sluice.UsageRecord) []Event {
 	req.Request = &Request{
 		Status: rec.Status, Code: string(rec.Code), StartedAt: rec.Started,
 		LatencyMS: rec.Latency.Milliseconds(), TTFTMS: rec.TTFT.Milliseconds(), Usage: usage(rec.Usage),
-		Executions: len(rec.Executions), Affinity: rec.Affinity, Billed: rec.Billing != nil,
+		Executions: len(rec.Executions), Affinity: rec.Affinity, Billed: rec.Billing != nil, CacheHit: rec.CacheHit,
 	}
 	if n := len(rec.Executions); n > 0 {
 		last := &rec.Executions[n-1]

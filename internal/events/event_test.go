@@ -37,7 +37,7 @@ func fullRecord() sluice.UsageRecord {
 				Expected: []string{"org-1", "org-3"}, Fallback: "failed:rate", Owner: sluice.Owner{Tenant: "acme", User: "bob"}},
 		},
 		Job:     &sluice.JobUsage{State: sluice.JobCompleted, Submitted: start, Running: start.Add(2 * time.Second), Ended: start.Add(time.Minute), Seconds: 8.5},
-		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit,
+		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit, CacheHit: true,
 		Profile: "paid",
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2026-01-01T00:00:00Z",
 			CostVersion: "m@2026-01-01T00:00:00Z", Price: 1234, Cost: 321, Unmeasured: true},

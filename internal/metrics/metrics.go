@@ -50,6 +50,15 @@ type Metrics struct {
 	// requests, by detector (a built-in's name or an operator pattern's,
 	// both bounded by the catalog) and action; never a value.
 	RedactionFindings *prometheus.CounterVec // detector, action: mask | block | log
+	// CacheRequests counts the requests whose key or alias has a response
+	// cache, by result: hit, miss (looked up, not found), bypass (not
+	// cacheable: not deterministic, Cache-Control, a restored redaction).
+	CacheRequests *prometheus.CounterVec // result
+	// CacheStoredBytes counts the answer bytes the response cache stored;
+	// CacheSaved what the upstream would have been paid for the answers
+	// hits replayed, by alias.
+	CacheStoredBytes prometheus.Counter
+	CacheSaved       *prometheus.CounterVec // alias
 	// spent caches Spend's counters by spendKey, as *spendSeries: every
 	// billed request adds to two, and WithLabelValues checks and hashes
 	// its labels and takes the vector's lock on each call.
@@ -121,6 +130,18 @@ func New() *Metrics {
 			Name: "sluice_redaction_findings_total",
 			Help: "Sensitive values redaction policies found in request text, by detector and action (mask, block, log).",
 		}, []string{"detector", "action"}),
+		CacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_cache_requests_total",
+			Help: "Requests of keys and aliases with a response cache, by result: hit, miss, bypass (not cacheable).",
+		}, []string{"result"}),
+		CacheStoredBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_cache_stored_bytes_total",
+			Help: "Answer bytes the response cache stored.",
+		}),
+		CacheSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_cache_saved_micros_total",
+			Help: "What the upstream would have been paid for the answers cache hits replayed, in micro-units of billing.currency, by alias (0 without a cost for the model).",
+		}, []string{"alias"}),
 		QueueWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sluice_queue_wait_seconds",
 			Help:    "Time a request waited for upstream capacity, over all its attempts, until its last grant or until it gave up, by priority class.",
@@ -130,6 +151,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.QueueWaits)
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend, m.RedactionFindings,
+		m.CacheRequests, m.CacheStoredBytes, m.CacheSaved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Affinity = newAffinity()
 	m.Registry.MustRegister(m.Affinity.collectors()...)

@@ -343,7 +343,7 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 	if c == nil {
 		return nil
 	}
-	local := billing.Charge{RequestID: req.ID, Key: c.key, Tenant: c.tenant, Pool: c.pool, Task: c.task, At: c.received, Budgeted: c.budgeted}
+	local := c.local(req)
 	defer func() { v.Settle(local) }() // also drops a reservation of a request that never ran
 	if len(out.Executions) == 0 || c.job {
 		return nil
@@ -369,6 +369,11 @@ func (c *charging) settle(v *billing.View, table *billing.Table, req *sluice.Req
 	rec.Unmeasured = !billing.Measured(out.Usage, job) && (out.Committed || job != nil)
 	local.Account, rec.Price = c.account.id, int64(local.Price)
 	return rec
+}
+
+// local is the charge of req that the view counts, before its amounts.
+func (c *charging) local(req *sluice.Request) billing.Charge {
+	return billing.Charge{RequestID: req.ID, Key: c.key, Tenant: c.tenant, Pool: c.pool, Task: c.task, At: c.received, Budgeted: c.budgeted}
 }
 
 // costTable is the table costs are read from; nil (no costs) without billing.

@@ -9,11 +9,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/billing"
 	"github.com/sluicehq/sluice/internal/capacity"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/redact"
+	"github.com/sluicehq/sluice/internal/respcache"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/telemetry"
 	"github.com/sluicehq/sluice/internal/upstream"
@@ -48,6 +51,12 @@ type Handler struct {
 
 	entitlements *Entitlements // end users' entitlements to quota profiles (profiles.go)
 	suspensions  Suspensions   // suspended billing accounts and tenants (admit.go)
+
+	caches  Caches            // the response cache's backends (cache.go)
+	flights respcache.Flights // identical misses in flight on this replica
+	// cacheCounts are sluice_cache_requests_total's series by result
+	// (cacheHit, cacheMiss, cacheBypass); nil without Metrics.
+	cacheCounts []prometheus.Counter
 }
 
 // Stages are the parts a Handler runs, built by app.
@@ -70,13 +79,19 @@ type Stages struct {
 	// Suspensions are the suspended billing accounts and tenants, whose
 	// keys admission refuses; nil = none.
 	Suspensions Suspensions
+	// Caches are the response cache's backends; without Memory, the
+	// catalog's cache settings are ignored.
+	Caches Caches
 }
 
 // NewHandler assembles a Handler from its stages.
 func NewHandler(s Stages) *Handler {
 	h := &Handler{live: s.Live, capacity: s.Capacity, statuses: s.Statuses, caller: s.Caller, usage: s.Usage, jobs: s.Jobs, affinity: s.Affinity, inspector: s.Inspector, view: s.Billing, metrics: s.Metrics, tracer: s.Tracer, log: s.Log,
-		entitlements: s.Entitlements, suspensions: s.Suspensions}
+		entitlements: s.Entitlements, suspensions: s.Suspensions, caches: s.Caches}
 	if s.Metrics != nil {
+		for _, result := range []string{"hit", "miss", "bypass"} {
+			h.cacheCounts = append(h.cacheCounts, s.Metrics.CacheRequests.WithLabelValues(result))
+		}
 		h.queueWaits = s.Metrics.ClassWaits(sluice.Priorities)
 		var classes []string
 		for c := upstream.ClassNone; c <= upstream.ClassCallerGone; c++ {
@@ -111,6 +126,8 @@ type passage struct {
 	// restore is the redaction session whose masked values its answer
 	// gets back (redact.go); nil for none.
 	restore *redact.Session
+	// cache is its use of the response cache (cache.go); nil for none.
+	cache *cacheUse
 	attempts
 }
 
@@ -155,6 +172,24 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	// the caller holds and Sluice does not.
 	recorded := false
 	if r.err == nil {
+		r.cache = h.startCache(&r.adm, req, r.restore != nil)
+	}
+	// A request its response cache answers is settled as a hit, then
+	// replayed (recorded first, like any answer); a miss's answer is
+	// captured on its way to the caller and kept once the call ends
+	// (cache.go).
+	if r.cache != nil {
+		if e := h.lookup(ctx, r.cache); e != nil {
+			r.out.Status, r.out.Committed, r.out.TTFT = http.StatusOK, true, time.Since(req.Received)
+			h.settle(ctx, &r, r.out, nil)
+			replay(w, e)
+			return r.out, nil
+		}
+		w.Header().Set(CacheHeader, "miss")
+		r.cache.capture = &capture{ResponseWriter: w, limit: r.cache.settings.EntryBytes()}
+		w = r.cache.capture
+	}
+	if r.err == nil {
 		hooks := upstream.Hooks{
 			Stored: func(a upstream.Attempt) { h.bindResponse(ctx, &r.adm, req, a) },
 			Ending: func(a upstream.Attempt) {
@@ -173,6 +208,9 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 		})
 		if restoring != nil {
 			restoring.finish()
+		}
+		if r.cache != nil {
+			h.keep(ctx, r.cache, &r)
 		}
 	}
 	if !recorded {
@@ -290,6 +328,7 @@ func (h *Handler) settle(ctx context.Context, r *passage, out Outcome, callErr e
 	}
 	h.countCached(req, out.Executions)
 	a := &r.adm
+	hit := r.cache != nil && r.cache.hit != nil
 	rec.TaskType, rec.Profile, rec.Priority = a.task, a.profile, sluice.Priorities[a.class]
 	if a.policy != nil { // nil for a request refused before its policy was known
 		rec.Pool = a.policy.pool
@@ -297,7 +336,13 @@ func (h *Handler) settle(ctx context.Context, r *passage, out Outcome, callErr e
 			rec.Pool = a.policy.fallbackPool
 		}
 	}
-	rec.Billing = a.charging.settle(h.view, a.snap.billing.costTable(), req, &out, nil)
+	if hit {
+		rec.CacheHit = true
+		rec.Billing = a.charging.hitCharge(h.view, req, r.cache.hit, r.cache.settings.Charge)
+		h.saved(a.snap.billing.costTable(), req, r.cache.hit)
+	} else {
+		rec.Billing = a.charging.settle(h.view, a.snap.billing.costTable(), req, &out, nil)
+	}
 	if se, ok := errors.AsType[*sluice.Error](callErr); ok && !out.Committed {
 		rec.Code, rec.Status = se.Code, se.Code.Status()
 	} else if errors.Is(callErr, context.Canceled) && !out.Committed {

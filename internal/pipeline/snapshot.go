@@ -71,6 +71,9 @@ type Snapshot struct {
 	// redaction are the sensitive-data policies by key, tenant and alias
 	// (redact.go); nil when the catalog attaches none.
 	redaction *redactions
+	// cache is the response cache's settings by key and alias (cache.go);
+	// nil when the catalog sets none.
+	cache *caches
 }
 
 // keyPolicy is a key compiled against the snapshot: the key as the
@@ -204,6 +207,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 	if err := s.compileRedactions(c); err != nil {
 		return nil, err
 	}
+	s.compileCaches(c)
 	s.compileSubmitRates(c)
 	for _, k := range c.Keys {
 		s.limited = s.limited || k.UserLimits != (config.Limits{})

@@ -29,9 +29,10 @@ const (
 	// end of every usage and the record's affinity placement at its end,
 	// version 5 each execution's credential owner (BYOK) after its
 	// fallback, version 6 the record's quota profile at its end, version 7
-	// each execution's upstream protocol after its owner; older payloads
-	// still decode, without them.
-	recordVersion = 7
+	// each execution's upstream protocol after its owner, version 8 the
+	// record's cache hit at its end; older payloads still decode, without
+	// them.
+	recordVersion = 8
 	// maxFrame bounds a frame's announced length: anything longer is a
 	// corrupt header, not a record.
 	maxFrame = 16 << 20
@@ -112,6 +113,7 @@ func appendRecord(b []byte, r *sluice.UsageRecord) []byte {
 	}
 	b = appendString(b, r.Affinity)
 	b = appendString(b, r.Profile)
+	b = appendBool(b, r.CacheHit)
 	return b
 }
 
@@ -247,6 +249,9 @@ func decodeRecord(payload []byte) (sluice.UsageRecord, error) {
 	}
 	if version >= 6 {
 		r.Profile = d.string()
+	}
+	if version >= 8 {
+		r.CacheHit = d.bool()
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail()

@@ -32,7 +32,7 @@ func fullRecord(id string) sluice.UsageRecord {
 		},
 		Job:     &sluice.JobUsage{State: "completed", Submitted: start, Ended: start.Add(time.Minute), Seconds: 8.5},
 		EndUser: "user-7", TaskType: "section_generation", Pool: "paid", Priority: "interactive", Affinity: sluice.PlacementHit,
-		Profile: "paid",
+		Profile: "paid", CacheHit: true,
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2026-01-01T00:00:00Z",
 			CostVersion: "m@2026-01-01T00:00:00Z", Price: 1234, Cost: 321, Unmeasured: true},
 	}
@@ -107,14 +107,37 @@ func asVersion5(rec sluice.UsageRecord) sluice.UsageRecord {
 	return rec
 }
 
+// asVersion7 is rec as a version 7 payload holds it: no cache hit.
+func asVersion7(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec.CacheHit = false
+	return rec
+}
+
 // asVersion6 is rec as a version 6 payload holds it: executions without
-// their upstream protocol.
+// their upstream protocol, nor what version 7 lacks.
 func asVersion6(rec sluice.UsageRecord) sluice.UsageRecord {
+	rec = asVersion7(rec)
 	rec.Executions = slices.Clone(rec.Executions)
 	for i := range rec.Executions {
 		rec.Executions[i].Protocol = ""
 	}
 	return rec
+}
+
+// testdata/v7-record.frame is fullRecord("r1") as the encoder of version 7
+// wrote it, before records marked cache hits.
+func TestVersion7FrameDecodes(t *testing.T) {
+	old, err := os.ReadFile("testdata/v7-record.frame")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, unread := decodeFrames(old)
+	if unread != 0 || len(got) != 1 {
+		t.Fatalf("decodeFrames(version 7 frame) = %d records, %d bytes unread; want 1, 0", len(got), unread)
+	}
+	if diff := cmp.Diff(asVersion7(fullRecord("r1")), got[0]); diff != "" {
+		t.Errorf("decoded version 7 record differs (-want +got):\n%s", diff)
+	}
 }
 
 // testdata/v6-record.frame is fullRecord("r1") as the encoder of version 6

@@ -553,6 +553,14 @@ var migrations = []migration{{
 		// does without it, and its writer without the cost.
 		`CREATE INDEX usage_records_key_started ON usage_records (key_id, started_at)`,
 	},
+}, {
+	version: 20,
+	name:    "the response cache's hits on usage records",
+	stmts: []string{
+		// A request answered from the response cache: no execution, no
+		// upstream tokens, billed as its cache's charge says.
+		`ALTER TABLE usage_records ADD COLUMN cache_hit BOOLEAN NOT NULL DEFAULT FALSE`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

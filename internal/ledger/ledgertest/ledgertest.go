@@ -306,6 +306,7 @@ func newRecord(id string, minute int) sluice.UsageRecord {
 		Pool:      "paid",
 		Priority:  "interactive",
 		Affinity:  sluice.PlacementMoved,
+		CacheHit:  true,
 		Billing: &sluice.Charge{Account: "acme", Plan: "standard", PriceVersion: "standard/fast@2025-01-01T00:00:00Z",
 			CostVersion: "gpt-4o-mini@2025-01-01T00:00:00Z", Price: 1234, Cost: 321},
 		Executions: []sluice.Execution{

@@ -58,7 +58,7 @@ const (
 	// back joined to their versions.
 	recordHead = `request_id, key_id, tenant, alias, protocol, stream, status, code, started_at, latency_us, ttft_us, ` + usageColumns +
 		`, end_user, task_type, pool, priority, billed, billing_account, price_plan, `
-	recordTail = `, price_micros, cost_micros, unmeasured, affinity, profile`
+	recordTail = `, price_micros, cost_micros, unmeasured, affinity, profile, cache_hit`
 	// model is written, never read back: it is the last execution's, kept
 	// on the record for reports by model.
 	recordInsertColumns = recordHead + `price_version_id, cost_version_id` + recordTail + `, model`
@@ -69,7 +69,7 @@ const (
 
 // Parameters per row of each table: the columns above.
 const (
-	recordParams = 33
+	recordParams = 34
 	execParams   = 24
 )
 
@@ -276,7 +276,7 @@ func (w *writer) insertRecords(ctx context.Context, recs []sluice.UsageRecord) (
 				u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens, u.Measured, u.CacheWriteTokens,
 				r.EndUser, r.TaskType, r.Pool, r.Priority, r.Billing != nil, w.boxes.account.of(c.Account), w.boxes.plan.of(c.Plan),
 				priceVersion, costVersion,
-				c.Price, c.Cost, c.Unmeasured, r.Affinity, r.Profile, ledger.ModelOf(r))
+				c.Price, c.Cost, c.Unmeasured, r.Affinity, r.Profile, r.CacheHit, ledger.ModelOf(r))
 		}
 		if err := w.returned(ctx, shape, args, index, inserted); err != nil {
 			return nil, err
@@ -423,7 +423,7 @@ func (s *Store) listRecords(ctx context.Context, f ledger.UsageFilter) ([]sluice
 		if err := rows.Scan(append(append([]any{&r.RequestID, &r.KeyID, &r.Tenant, &r.Alias, &r.Protocol, &r.Stream, &r.Status,
 			&r.Code, &started, &latency, &ttft}, usageDest(&r.Usage)...),
 			&r.EndUser, &r.TaskType, &r.Pool, &r.Priority, &billed, &c.Account, &c.Plan, &c.PriceVersion, &c.CostVersion,
-			&c.Price, &c.Cost, &c.Unmeasured, &r.Affinity, &r.Profile)...); err != nil {
+			&c.Price, &c.Cost, &c.Unmeasured, &r.Affinity, &r.Profile, &r.CacheHit)...); err != nil {
 			return nil, fmt.Errorf("list usage: %w", err)
 		}
 		if billed {
