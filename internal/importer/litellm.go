@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -73,6 +74,15 @@ type litellmImport struct {
 // answers of its /key/list and /team/list admin routes (nil when not
 // given). Errors name the field (and the caller names the file).
 func LiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
+	res, err := importLiteLLM(configYAML, keysJSON, teamsJSON)
+	var ie *InputError
+	if err != nil && !errors.As(err, &ie) {
+		err = &InputError{Input: ConfigInput, Err: err}
+	}
+	return res, err
+}
+
+func importLiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 	var doc any
 	if err := yaml.Unmarshal(configYAML, &doc); err != nil {
 		return nil, fmt.Errorf("not YAML: %w", err)
@@ -113,7 +123,7 @@ func LiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 	im.finishAccounts()
 	if teamsJSON != nil {
 		if err := im.teams(teamsJSON); err != nil {
-			return nil, fmt.Errorf("teams: %w", err)
+			return nil, &InputError{Input: TeamsInput, Err: err}
 		}
 	}
 	if im.tenantOf == nil {
@@ -121,7 +131,7 @@ func LiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 	}
 	if keysJSON != nil {
 		if err := im.keys(keysJSON); err != nil {
-			return nil, fmt.Errorf("keys: %w", err)
+			return nil, &InputError{Input: KeysInput, Err: err}
 		}
 	}
 	out, err := marshalCatalog(&im.catalog, "# Imported from a LiteLLM proxy by `sluice import litellm`; see the import report.\n")

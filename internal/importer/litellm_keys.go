@@ -178,18 +178,21 @@ func (im *litellmImport) key(k *object) error {
 	if len(models) == 0 && team != "" {
 		models = im.teamModels[team]
 	}
+	every := false
 	for _, m := range models {
 		switch _, ok := im.models[m]; {
 		case ok:
 			key.Models = append(key.Models, m)
 		case m == "all-proxy-models" || m == "all-team-models":
-			key.Models = nil // every alias
+			every = true
 			im.report.mapped(k.at("models"), "%s: the key may call every alias", m)
 		default:
 			im.report.notMapped(k.at("models"), "%q is not an imported alias: left out of the key's models", m)
 		}
 	}
-	if len(key.Models) > 0 {
+	if every {
+		key.Models = nil
+	} else if len(key.Models) > 0 {
 		im.report.mapped(k.at("models"), "key models %s", strings.Join(key.Models, ", "))
 	}
 	if key.Limits, err = im.limitsOf(k, "key "+key.ID); err != nil {

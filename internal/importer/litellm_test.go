@@ -134,7 +134,7 @@ func TestLiteLLMMalformedInputNamesTheField(t *testing.T) {
 		}
 	}
 	_, err := importer.LiteLLM([]byte("model_list: [{model_name: a, litellm_params: {model: openai/x}}]"), []byte(`{"keys": [{"token": "t", "rpm_limit": -1}]}`), nil)
-	if err == nil || !strings.Contains(err.Error(), "keys: keys[0].rpm_limit") {
+	if err == nil || !strings.Contains(err.Error(), "keys: keys[0].rpm_limit: must be a whole number") {
 		t.Errorf("a negative rpm_limit: got %v", err)
 	}
 }

@@ -5,6 +5,24 @@ import (
 	"strings"
 )
 
+// Input names one of the files an import reads.
+type Input string
+
+const (
+	ConfigInput Input = "config"
+	KeysInput   Input = "keys"
+	TeamsInput  Input = "teams"
+)
+
+// InputError is malformed input: Err names the field, Input the file.
+type InputError struct {
+	Input Input
+	Err   error
+}
+
+func (e *InputError) Error() string { return string(e.Input) + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
 // Result is what an import produces: the catalog and what the operator must
 // know about it.
 type Result struct {
