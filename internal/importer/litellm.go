@@ -58,11 +58,11 @@ type litellmImport struct {
 	accounts     map[string]int // account identity → index in catalog.Accounts
 	endpointByID map[string]int
 	accountByID  map[string]int
-	accountOf    map[string]string
 	accountHow   map[string]string
 	deploys      map[deploymentKey]int // → index in the alias's deployments
 	models       map[string]int        // alias → index in catalog.Models
 	weighted     map[string]bool       // aliases with a weight in the source
+	rpmOf        map[deploymentKey]int // rpm of each deployment: simple-shuffle's weight without one
 	literals     map[string]string     // literal api_key value → env name chosen for it (kept in memory only)
 	secretEnv    map[string]bool
 	ids          map[string]bool     // every ID given so far, to keep them unique
@@ -98,11 +98,11 @@ func importLiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 		accounts:     map[string]int{},
 		endpointByID: map[string]int{},
 		accountByID:  map[string]int{},
-		accountOf:    map[string]string{},
 		accountHow:   map[string]string{},
 		deploys:      map[deploymentKey]int{},
 		models:       map[string]int{},
 		weighted:     map[string]bool{},
+		rpmOf:        map[deploymentKey]int{},
 		literals:     map[string]string{},
 		secretEnv:    map[string]bool{},
 		ids:          map[string]bool{},
@@ -158,12 +158,43 @@ func (im *litellmImport) modelList(root *object) error {
 			return err
 		}
 	}
-	for _, m := range im.catalog.Models {
-		if im.weighted[m.Alias] && m.Strategy == "" {
-			im.catalog.Models[im.models[m.Alias]].Strategy = "weighted"
-		}
-	}
 	return nil
+}
+
+// shuffleWeights gives each alias what simple-shuffle, LiteLLM's default,
+// weighs its deployments by: weight where any is given, else rpm where
+// every deployment has one (tpm's further fallback is not followed).
+func (im *litellmImport) shuffleWeights(field string) {
+	for i := range im.catalog.Models {
+		m := &im.catalog.Models[i]
+		if im.weighted[m.Alias] {
+			m.Strategy = "weighted"
+			continue
+		}
+		rpms := make([]int, len(m.Deployments))
+		for j, d := range m.Deployments {
+			rpms[j] = im.rpmOf[deploymentKey{m.Alias, d.Model, d.Endpoints[0], d.Priority}]
+		}
+		if len(m.Deployments) < 2 || slices.Contains(rpms, 0) {
+			continue
+		}
+		g := 0
+		for _, r := range rpms {
+			g = gcd(g, r)
+		}
+		for j := range m.Deployments {
+			m.Deployments[j].Weight = rpms[j] / g
+		}
+		m.Strategy = "weighted"
+		im.report.mapped(field, "alias %s: no weights, so its deployments are weighted by their rpm, as simple-shuffle does", m.Alias)
+	}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // deployment maps one entry of model_list.
@@ -249,7 +280,8 @@ func (im *litellmImport) deployment(entry *object) error {
 		im.weighted[alias] = true
 		im.report.mapped(params.at("weight"), "deployment weight %d, strategy weighted", int(weight))
 	}
-	if err := im.limits(params, accountID, model); err != nil {
+	rpm, err := im.limits(params, accountID, model)
+	if err != nil {
 		return err
 	}
 	params.rest(&im.report, "no Sluice equivalent", map[string]string{
@@ -269,6 +301,7 @@ func (im *litellmImport) deployment(entry *object) error {
 	}
 	m := &im.catalog.Models[mi]
 	key := deploymentKey{alias, model, endpointID, priority}
+	im.rpmOf[key] += rpm
 	if di, seen := im.deploys[key]; seen {
 		d := &m.Deployments[di]
 		d.Weight = max(d.Weight, 1) + max(int(weight), 1)
@@ -432,21 +465,21 @@ func (im *litellmImport) credential(params *object, prov provider, endpointID, m
 // limits maps a deployment's rpm, tpm and max_parallel_requests to the
 // per-model unit of its model under its account: LiteLLM counts them per
 // deployment, which is one key serving one model.
-func (im *litellmImport) limits(params *object, accountID, model string) error {
-	rpm, err := params.count("rpm")
+func (im *litellmImport) limits(params *object, accountID, model string) (rpm int, err error) {
+	rpm, err = params.count("rpm")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tpm, err := params.count("tpm")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	parallel, err := params.count("max_parallel_requests")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if rpm == 0 && tpm == 0 && parallel == 0 {
-		return nil
+		return 0, nil
 	}
 	a := &im.catalog.Accounts[im.accountByID[accountID]]
 	if a.Models == nil {
@@ -473,7 +506,7 @@ func (im *litellmImport) limits(params *object, accountID, model string) error {
 			im.report.mapped(params.at(name), "accounts[%s].models.%s.%s %d", accountID, model, field, v)
 		}
 	}
-	return nil
+	return rpm, nil
 }
 
 // finishAccounts gives an account whose deployments set
@@ -517,8 +550,9 @@ func (im *litellmImport) routerSettings(root *object) error {
 	}
 	switch s, ok := litellmStrategies[strategy]; {
 	case strategy == "" || strategy == "simple-shuffle":
+		im.shuffleWeights(rs.at("routing_strategy"))
 		if strategy != "" {
-			im.report.approx(rs.at("routing_strategy"), "simple-shuffle picks at random by weight: aliases with weights get strategy weighted, the others round-robin (the same shares, taken in turn)")
+			im.report.approx(rs.at("routing_strategy"), "simple-shuffle picks at random by weight: weighted aliases get strategy weighted, the others round-robin (the same shares, taken in turn rather than at random)")
 		}
 	case ok:
 		for i := range im.catalog.Models {

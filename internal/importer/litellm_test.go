@@ -138,3 +138,24 @@ func TestLiteLLMMalformedInputNamesTheField(t *testing.T) {
 		t.Errorf("a negative rpm_limit: got %v", err)
 	}
 }
+
+// TestLiteLLMSimpleShuffleWeighsByRPM: without weights, LiteLLM's default
+// strategy shares a model's traffic by its deployments' rpm; so do the
+// imported weights.
+func TestLiteLLMSimpleShuffleWeighsByRPM(t *testing.T) {
+	res, err := importer.LiteLLM([]byte(`model_list:
+  - {model_name: m, litellm_params: {model: openai/gpt-4o, api_key: os.environ/K1, rpm: 100}}
+  - {model_name: m, litellm_params: {model: azure/gpt-4o, api_base: "https://r.openai.azure.com", api_version: "2024-10-21", api_key: os.environ/K2, rpm: 300}}
+`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := config.Decode(res.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cat.Models[0]
+	if m.Strategy != "weighted" || m.Deployments[0].Weight != 1 || m.Deployments[1].Weight != 3 {
+		t.Errorf("got strategy %q, deployments %+v; want weighted 1:3", m.Strategy, m.Deployments)
+	}
+}
