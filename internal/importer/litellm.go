@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -51,23 +50,18 @@ type deploymentKey struct {
 }
 
 type litellmImport struct {
-	report       Report
-	catalog      config.Catalog
-	endpoints    map[string]int // endpoint identity → index in catalog.Endpoints
-	creds        map[string]int // credential identity → index in catalog.Credentials
-	accounts     map[string]int // account identity → index in catalog.Accounts
-	endpointByID map[string]int
-	accountByID  map[string]int
-	accountHow   map[string]string
-	deploys      map[deploymentKey]int // → index in the alias's deployments
-	models       map[string]int        // alias → index in catalog.Models
-	weighted     map[string]bool       // aliases with a weight in the source
-	rpmOf        map[deploymentKey]int // rpm of each deployment: simple-shuffle's weight without one
-	literals     map[string]string     // literal api_key value → env name chosen for it (kept in memory only)
-	secretEnv    map[string]bool
-	ids          map[string]bool     // every ID given so far, to keep them unique
-	tenantOf     map[string]string   // LiteLLM team_id → tenant ID
-	teamModels   map[string][]string // LiteLLM team_id → its models
+	builder
+	creds       map[string]int // credential identity → index in catalog.Credentials
+	accounts    map[string]int // account identity → index in catalog.Accounts
+	accountByID map[string]int
+	accountHow  map[string]string
+	deploys     map[deploymentKey]int // → index in the alias's deployments
+	models      map[string]int        // alias → index in catalog.Models
+	weighted    map[string]bool       // aliases with a weight in the source
+	rpmOf       map[deploymentKey]int // rpm of each deployment: simple-shuffle's weight without one
+	literals    map[string]string     // literal api_key value → env name chosen for it (kept in memory only)
+	tenantOf    map[string]string     // LiteLLM team_id → tenant ID
+	teamModels  map[string][]string   // LiteLLM team_id → its models
 }
 
 // LiteLLM imports a LiteLLM proxy's config.yaml and, optionally, the
@@ -92,22 +86,17 @@ func importLiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 		return nil, fmt.Errorf("the document must be a mapping")
 	}
 	im := &litellmImport{
-		report:       Report{Source: "litellm"},
-		endpoints:    map[string]int{},
-		creds:        map[string]int{},
-		accounts:     map[string]int{},
-		endpointByID: map[string]int{},
-		accountByID:  map[string]int{},
-		accountHow:   map[string]string{},
-		deploys:      map[deploymentKey]int{},
-		models:       map[string]int{},
-		weighted:     map[string]bool{},
-		rpmOf:        map[deploymentKey]int{},
-		literals:     map[string]string{},
-		secretEnv:    map[string]bool{},
-		ids:          map[string]bool{},
+		builder:     newBuilder("litellm"),
+		creds:       map[string]int{},
+		accounts:    map[string]int{},
+		accountByID: map[string]int{},
+		accountHow:  map[string]string{},
+		deploys:     map[deploymentKey]int{},
+		models:      map[string]int{},
+		weighted:    map[string]bool{},
+		rpmOf:       map[deploymentKey]int{},
+		literals:    map[string]string{},
 	}
-	im.catalog.Version = 1
 	if err := im.modelList(root); err != nil {
 		return nil, err
 	}
@@ -356,18 +345,7 @@ func (im *litellmImport) endpoint(params *object, prov provider, prefix string) 
 			im.report.mapped(params.at("api_version"), "endpoint azure.api_version %s", version)
 		}
 	}
-	identity := prov.name + " " + base + " " + version
-	if i, ok := im.endpoints[identity]; ok {
-		return im.catalog.Endpoints[i].ID, nil
-	}
-	ep := config.Endpoint{ID: im.newID("endpoint", prov.name+"-"+strings.Split(u.Hostname(), ".")[0]), BaseURL: base, Protocols: prov.protocols}
-	if version != "" {
-		ep.Azure = &config.Azure{APIVersion: version}
-	}
-	im.endpoints[identity] = len(im.catalog.Endpoints)
-	im.endpointByID[ep.ID] = len(im.catalog.Endpoints)
-	im.catalog.Endpoints = append(im.catalog.Endpoints, ep)
-	return ep.ID, nil
+	return im.endpointFor(prov, base, version), nil
 }
 
 // credential returns the credential and account of a deployment's key,
@@ -748,59 +726,4 @@ func (im *litellmImport) otherSettings(root *object) error {
 		"proxy_batch_write_at": "Sluice writes usage records through its own spool",
 	})
 	return nil
-}
-
-func (im *litellmImport) addSecret(env, what, from string) {
-	if im.secretEnv[env] {
-		return
-	}
-	im.secretEnv[env] = true
-	im.report.Secrets = append(im.report.Secrets, Secret{Env: env, For: what, From: from})
-}
-
-// newID returns base made a valid stable ID unused among those of kind.
-func (im *litellmImport) newID(kind, base string) string {
-	base = slug(base)
-	id := base
-	for n := 2; im.ids[kind+"/"+id]; n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
-	}
-	im.ids[kind+"/"+id] = true
-	return id
-}
-
-// slug keeps letters, digits, '.', '_' and '-' (config.CheckID's alphabet)
-// and turns anything else into '-'.
-func slug(s string) string {
-	b := []byte(strings.ToLower(s))
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	out := strings.Trim(string(b), "-")
-	if out == "" {
-		return "imported"
-	}
-	if len(out) > config.MaxID {
-		out = out[:config.MaxID]
-	}
-	return out
-}
-
-func or(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
