@@ -116,6 +116,7 @@ func (im *litellmImport) keys(doc []byte) error {
 	if err != nil {
 		return err
 	}
+	im.report.KeysNote = "LiteLLM stores only hashes of its keys, so each gets a new Sluice key: generate a secret for it, set it in the variable named, and hand it to the key's holder."
 	for i, item := range items {
 		k, err := asObject(fmt.Sprintf("keys[%d]", i), item)
 		if err != nil {
@@ -245,7 +246,7 @@ func (im *litellmImport) key(k *object) error {
 	if masked != "" {
 		old += fmt.Sprintf(" (%s)", masked)
 	}
-	im.report.Keys = append(im.report.Keys, KeyMapping{Old: old, NewID: key.ID, SecretEnv: key.SecretEnv})
+	im.report.Keys = append(im.report.Keys, KeyMapping{Old: old, NewID: key.ID, SecretIn: key.SecretEnv})
 	im.addSecret(key.SecretEnv, "key "+key.ID, "new: generate a secret (the old key cannot be carried over)")
 	im.catalog.Keys = append(im.catalog.Keys, key)
 	return nil

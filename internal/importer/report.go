@@ -12,6 +12,9 @@ const (
 	ConfigInput Input = "config"
 	KeysInput   Input = "keys"
 	TeamsInput  Input = "teams"
+	// new-api and one-api
+	ChannelsInput Input = "channels"
+	TokensInput   Input = "tokens"
 )
 
 // InputError is malformed input: Err names the field, Input the file.
@@ -28,6 +31,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 type Result struct {
 	Catalog []byte // YAML that config loads and validates
 	Report  Report
+	// SecretFiles are the secrets the source held in clear, by the path
+	// the catalog reads them from; whoever writes them keeps them private.
+	SecretFiles map[string][]byte
 }
 
 // Report says how each field of the source was carried over. Every field
@@ -40,6 +46,7 @@ type Report struct {
 	Accounts    []Line // Field is the account ID, Note how it was inferred
 	Secrets     []Secret
 	Keys        []KeyMapping
+	KeysNote    string // whether the keys keep their secrets, and what to do
 }
 
 // Line is one field of the source (its path in the input) and a note.
@@ -48,19 +55,22 @@ type Line struct {
 	Note  string
 }
 
-// Secret is an environment variable the imported catalog reads and the
-// operator must set. The importer never writes a secret's value anywhere.
+// Secret is where the imported catalog reads a secret: an environment
+// variable the operator must set (Env), or a file the import writes with
+// the value the source held (File, one of Result.SecretFiles). The
+// catalog and the report never hold a secret's value.
 type Secret struct {
 	Env  string
+	File string
 	For  string // what reads it: "credential openai-api-key", "key web-app"
 	From string // where its value is in the source, or that it is new
 }
 
 // KeyMapping ties a virtual key of the source to the Sluice key made for it.
 type KeyMapping struct {
-	Old       string // how the source shows the key (alias and masked name)
-	NewID     string
-	SecretEnv string
+	Old      string // how the source shows the key (alias and masked name)
+	NewID    string
+	SecretIn string // the variable or file holding its secret
 }
 
 func (r *Report) mapped(field, format string, args ...any) {
@@ -89,17 +99,21 @@ func (r *Report) String() string {
 		}
 	}
 	section("Accounts inferred", r.Accounts)
-	fmt.Fprintf(&b, "\n## Environment variables to set (%d)\n\n", len(r.Secrets))
+	fmt.Fprintf(&b, "\n## Secrets: variables to set and files written (%d)\n\n", len(r.Secrets))
 	if len(r.Secrets) == 0 {
 		b.WriteString("none\n")
 	}
 	for _, s := range r.Secrets {
-		fmt.Fprintf(&b, "- `%s` (%s): %s\n", s.Env, s.For, s.From)
+		if s.File != "" {
+			fmt.Fprintf(&b, "- file `%s` (%s): %s\n", s.File, s.For, s.From)
+		} else {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", s.Env, s.For, s.From)
+		}
 	}
 	if len(r.Keys) > 0 {
-		fmt.Fprintf(&b, "\n## Virtual keys (%d)\n\nThe source stores only hashes of its keys, so each gets a new Sluice key: generate a secret for it, set it in the variable named, and hand it to the key's holder.\n\n", len(r.Keys))
+		fmt.Fprintf(&b, "\n## Virtual keys (%d)\n\n%s\n\n", len(r.Keys), r.KeysNote)
 		for _, k := range r.Keys {
-			fmt.Fprintf(&b, "- %s → key `%s`, secret in `%s`\n", k.Old, k.NewID, k.SecretEnv)
+			fmt.Fprintf(&b, "- %s → key `%s`, secret in `%s`\n", k.Old, k.NewID, k.SecretIn)
 		}
 	}
 	section("Mapped", r.Mapped)
