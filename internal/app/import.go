@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/sluicehq/sluice/internal/importer"
 )
@@ -15,11 +16,14 @@ import (
 // written, 1 the input is malformed or a file cannot be read or written, 2
 // usage.
 func importCommand(args []string, stdout, stderr io.Writer) int {
-	const usageLine = "usage: sluice import litellm CONFIG [--keys FILE] [--teams FILE] -o CATALOG [--report FILE]"
+	const usageLine = "usage: sluice import litellm CONFIG [--keys FILE] [--teams FILE] -o CATALOG [--report FILE]\n" +
+		"       sluice import new-api CHANNELS [--tokens FILE] -o CATALOG [--secrets-dir DIR] [--report FILE]"
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	keys := fs.String("keys", "", "JSON answer of LiteLLM's /key/list (virtual keys)")
 	teams := fs.String("teams", "", "JSON answer of LiteLLM's /team/list")
+	tokens := fs.String("tokens", "", "new-api: JSON of its tokens (GET /api/token/)")
+	secretsDir := fs.String("secrets-dir", "", "new-api: where the keys it holds in clear are written (default: secrets/ beside the catalog)")
 	out := fs.String("o", "", "catalog file to write (required)")
 	reportPath := fs.String("report", "", "also write the report to this file")
 	// Flags may come before, between or after the source and its file.
@@ -34,28 +38,43 @@ func importCommand(args []string, stdout, stderr io.Writer) int {
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	if len(positional) != 2 || positional[0] != "litellm" || *out == "" {
+	if len(positional) != 2 || *out == "" {
 		fmt.Fprintln(stderr, usageLine)
 		return 2
 	}
-	read := func(path string) ([]byte, error) {
-		if path == "" {
-			return nil, nil
-		}
-		return os.ReadFile(path)
+	source, input := positional[0], positional[1]
+	litellmFlags, newAPIFlags := *keys != "" || *teams != "", *tokens != "" || *secretsDir != ""
+	if source == "litellm" && newAPIFlags || source == "new-api" && litellmFlags {
+		fmt.Fprintln(stderr, usageLine)
+		return 2
 	}
-	files := map[string][]byte{}
-	for _, path := range []string{positional[1], *keys, *teams} {
-		b, err := read(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "sluice import: %v\n", err)
-			return 1
+	var res *importer.Result
+	var err error
+	switch source {
+	case "litellm":
+		res, err = importFiles(func(b [][]byte) (*importer.Result, error) { return importer.LiteLLM(b[0], b[1], b[2]) },
+			map[importer.Input]string{importer.ConfigInput: input, importer.KeysInput: *keys, importer.TeamsInput: *teams},
+			importer.ConfigInput, importer.KeysInput, importer.TeamsInput)
+	case "new-api":
+		dir := *secretsDir
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(*out), "secrets")
 		}
-		files[path] = b
+		if dir, err = filepath.Abs(dir); err != nil {
+			break
+		}
+		res, err = importFiles(func(b [][]byte) (*importer.Result, error) { return importer.NewAPI(b[0], b[1], dir) },
+			map[importer.Input]string{importer.ChannelsInput: input, importer.TokensInput: *tokens},
+			importer.ChannelsInput, importer.TokensInput)
+		if err == nil {
+			err = writeSecretFiles(dir, res.SecretFiles)
+		}
+	default:
+		fmt.Fprintln(stderr, usageLine)
+		return 2
 	}
-	res, err := importer.LiteLLM(files[positional[1]], files[*keys], files[*teams])
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice import: %s\n", inputError(err, positional[1], *keys, *teams))
+		fmt.Fprintf(stderr, "sluice import: %v\n", err)
 		return 1
 	}
 	if err := os.WriteFile(*out, res.Catalog, 0o644); err != nil {
@@ -74,12 +93,41 @@ func importCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// inputError names the file an importer error is about.
-func inputError(err error, config, keys, teams string) string {
-	var ie *importer.InputError
-	if !errors.As(err, &ie) {
-		return err.Error()
+// importFiles reads the files of an import (by input, in order; one not
+// given is nil) and runs it; an error names the file and the field.
+func importFiles(run func([][]byte) (*importer.Result, error), files map[importer.Input]string, order ...importer.Input) (*importer.Result, error) {
+	docs := make([][]byte, len(order))
+	for i, in := range order {
+		if files[in] == "" {
+			continue
+		}
+		b, err := os.ReadFile(files[in])
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = b
 	}
-	file := map[importer.Input]string{importer.ConfigInput: config, importer.KeysInput: keys, importer.TeamsInput: teams}[ie.Input]
-	return file + ": " + ie.Err.Error()
+	res, err := run(docs)
+	var ie *importer.InputError
+	if errors.As(err, &ie) {
+		return nil, fmt.Errorf("%s: %w", files[ie.Input], ie.Err)
+	}
+	return res, err
+}
+
+// writeSecretFiles writes the secrets an import carried over, readable by
+// this user alone.
+func writeSecretFiles(dir string, files map[string][]byte) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for path, secret := range files {
+		if err := os.WriteFile(path, secret, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

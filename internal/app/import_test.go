@@ -220,7 +220,62 @@ func TestImportCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), bad+": keys[0].tpm_limit: must be a number") {
 		t.Errorf("malformed keys: exit %d, %q", code, stderr.String())
 	}
-	if code := app.Run(t.Context(), []string{"import", "new-api", "x.json", "-o", catalog}, &stdout, &stderr); code != 2 {
+	if code := app.Run(t.Context(), []string{"import", "cliproxyapi", "x.yaml", "-o", catalog}, &stdout, &stderr); code != 2 {
 		t.Errorf("an unknown source: exit %d, want 2 (usage)", code)
+	}
+	if code := app.Run(t.Context(), []string{"import", "litellm", fixtures + "config.yaml", "--tokens", "t.json", "-o", catalog}, &stdout, &stderr); code != 2 {
+		t.Errorf("a new-api flag on a LiteLLM import: exit %d, want 2 (usage)", code)
+	}
+}
+
+// TestImportedNewAPIServesEveryAlias runs `sluice import new-api` on the
+// fixture, which writes the channels' keys to secret files, points every
+// endpoint at the simulator and calls every alias with an imported token,
+// whose secret is the one new-api had.
+func TestImportedNewAPIServesEveryAlias(t *testing.T) {
+	dir, fixtures := t.TempDir(), "../importer/testdata/newapi/"
+	catalogPath := filepath.Join(dir, "catalog.yaml")
+	var stdout, stderr strings.Builder
+	if code := app.Run(t.Context(), []string{"import", "new-api", fixtures + "channels.json", "--tokens", fixtures + "tokens.json",
+		"-o", catalogPath}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	info, err := os.Stat(filepath.Join(dir, "secrets", "ch1-key1"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file: %v %v", info, err)
+	}
+	doc, err := os.ReadFile(catalogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() { sim.Close(); srv.Close() })
+	doc = regexp.MustCompile(`(?m)^(\s*base_url: ).*$`).ReplaceAll(doc, []byte("${1}"+srv.URL))
+	c, err := config.Load(doc, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("imported catalog: %v\n%s", err, doc)
+	}
+	// A key of no pool, to reach the aliases no imported token may call
+	// (keys is the catalog's last section).
+	doc = append(doc, "  - {id: every-alias, secret_env: EVERY_ALIAS_KEY}\n"...)
+	gw := startImported(t, doc, map[string]string{"EVERY_ALIAS_KEY": "sk-every-alias-for-tests"})
+	for _, m := range c.Models {
+		before := len(sim.Requests())
+		status, body, err := callImported(t.Context(), gw, "sk-every-alias-for-tests", m.Alias, m.Protocol)
+		if err != nil || status != http.StatusOK {
+			t.Errorf("alias %s: %d %v %s", m.Alias, status, err, body)
+			continue
+		}
+		if got := len(sim.Requests()) - before; got != 1 {
+			t.Errorf("alias %s: the simulator got %d requests, want 1", m.Alias, got)
+		}
+	}
+	// The tokens keep their secrets: callers change only the base URL.
+	if status, body, err := callImported(t.Context(), gw, "sk-Fx7tokenWebAbcdefghijklmnop0123456789", "gpt-4o", ""); err != nil || status != http.StatusOK {
+		t.Errorf("token web on gpt-4o: %d %v %s", status, err, body)
+	}
+	if status, _, _ := callImported(t.Context(), gw, "sk-Fx7tokenWebAbcdefghijklmnop0123456789", "qwen-max", ""); status == http.StatusOK {
+		t.Error("token web called qwen-max, outside its model limits")
 	}
 }
