@@ -237,6 +237,7 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 		if strings.Contains(model, "embedding") {
 			// new-api does not say which models embed; their names do.
 			protocol = prov.embed
+			im.report.approx(o.at("models"), "%s is served as an embeddings alias (%s), judged by its name", alias, protocol)
 		}
 		if err := im.deploy(o, alias, model, protocol, endpointID, tier, weight); err != nil {
 			return err
