@@ -67,3 +67,18 @@ func TestNewAPIReportsEveryField(t *testing.T) {
 		}
 	}
 }
+
+func TestNewAPIMalformedInputNamesTheField(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{`[{"id": 1, "type": 1, "status": 1, "key": "k", "models": "a", "model_mapping": "{not json"}]`, "channels: channels[0].model_mapping: must be a JSON object"},
+		{`[{"id": 1, "type": 3, "status": 1, "key": "k", "models": "a", "base_url": "https://r.openai.azure.com"}]`, "channels: channels[0].other: the Azure API version is required"},
+		{`[{"id": 1, "type": 1, "status": 1, "key": "", "models": "a"}]`, "channels: channels[0].key: has no key"},
+		{`[{"id": 1, "type": 1, "status": 1, "key": "k", "models": "a", "priority": "high"}]`, "channels: channels[0].priority: must be a number"},
+		{`{"data": 3}`, "channels: must be a list"},
+	} {
+		_, err := importer.NewAPI([]byte(tc.doc), nil, "s")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.doc, err, tc.want)
+		}
+	}
+}
