@@ -28,8 +28,8 @@ type newAPIImport struct {
 	files      map[string][]byte
 	accounts   map[string]int // account identity → index in catalog.Accounts
 	accountHow map[string]string
-	models     map[string]int        // alias → index in catalog.Models
-	deploys    map[deploymentKey]int // → index in the alias's deployments
+	models     map[string]int         // alias → index in catalog.Models
+	deploys    map[deploymentKey]bool // deployments made, to refuse a model listed twice
 	weighted   map[string]bool
 	pools      map[string]int // group → index in catalog.Pools
 }
@@ -55,7 +55,7 @@ func NewAPI(channelsJSON, tokensJSON []byte, secretsDir string) (*Result, error)
 		accounts:   map[string]int{},
 		accountHow: map[string]string{},
 		models:     map[string]int{},
-		deploys:    map[deploymentKey]int{},
+		deploys:    map[deploymentKey]bool{},
 		weighted:   map[string]bool{},
 		pools:      map[string]int{},
 	}
@@ -324,10 +324,10 @@ func (im *newAPIImport) deploy(o *object, alias, model, protocol, endpointID str
 		im.weighted[alias] = true
 	}
 	key := deploymentKey{alias, model, endpointID, tier}
-	if _, seen := im.deploys[key]; seen {
+	if im.deploys[key] {
 		return fmt.Errorf("%s: lists %q twice", o.at("models"), alias)
 	}
-	im.deploys[key] = len(m.Deployments)
+	im.deploys[key] = true
 	m.Deployments = append(m.Deployments, config.Deployment{Model: model, Endpoints: []string{endpointID}, Priority: tier, Weight: weight})
 	return nil
 }
