@@ -29,6 +29,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return demoUpstreamCommand(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCommand(args[1:], stdout, stderr, os.LookupEnv)
+	case "import":
+		return importCommand(args[1:], stdout, stderr)
 	case "consume":
 		return consumeCommand(ctx, args[1:], stderr, os.LookupEnv)
 	case "version":
@@ -51,6 +53,10 @@ const usage = `usage: sluice <command> [flags]
   sluice serve [--config FILE] [--listen ADDR] [--admin-listen ADDR] [--database URL] [--log-level LEVEL]
                                  run the gateway (no --config: the last applied catalog, else the built-in demo)
   sluice check --config FILE     validate a catalog offline, as serve would here: every problem listed, exit 1 if any
+  sluice import litellm CONFIG [--keys KEYS.json] [--teams TEAMS.json] -o CATALOG [--report FILE]
+                                 write a catalog from a LiteLLM proxy's config (and key and team exports) and print what mapped (docs/migrate-litellm.md)
+  sluice import new-api CHANNELS [--tokens TOKENS.json] -o CATALOG [--secrets-dir DIR] [--report FILE]
+                                 the same from a new-api or one-api console's channels and tokens (docs/migrate-new-api.md)
   sluice consume --config FILE [--drain] [--log-level LEVEL]
                                  write the usage events stream into the reporting database of events.consumer (docs/events.md)
   sluice demo-upstream [--listen ADDR] [--latency D] [--chunk-delay D]

@@ -18,7 +18,7 @@ const module = "github.com/sluicehq/sluice"
 var layers = [][]string{
 	{"cmd/sluice"},
 	{"internal/app"},
-	{"internal/adminclient"},
+	{"internal/adminclient", "internal/importer"},
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
 	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth", "internal/events"},
