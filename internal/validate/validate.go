@@ -120,7 +120,7 @@ func empty(raw []byte) bool {
 	if len(raw) == 0 || string(raw) == "null" || string(raw) == `""` {
 		return true
 	}
-	if raw[0] != '[' {
+	if raw[0] != '[' || len(raw) < 2 {
 		return false
 	}
 	return len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0
