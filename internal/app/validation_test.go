@@ -150,3 +150,30 @@ func TestMalformedRequestsRefusedBeforeAnyClaim(t *testing.T) {
 		t.Errorf("sluice_requests_invalid_total sums to %d, want %d, with 2 tool_result refusals of Messages:\n%s", total, count, metrics)
 	}
 }
+
+// TestUntranslatableRefusedBeforeAnyClaim: a chat caller's request that
+// the alias's only edge, an Anthropic Messages one, cannot express (more
+// than one choice, log probabilities) is refused by its translator before
+// a claim: 400 naming what cannot be carried, nothing upstream, counted as
+// untranslatable; the same request without it is answered.
+func TestUntranslatableRefusedBeforeAnyClaim(t *testing.T) {
+	h := newMessagesHarness(t)
+	for _, c := range []struct{ body, want string }{
+		{`{"model":"gpt-on-claude","n":2,"messages":[{"role":"user","content":"hi"}]}`, "n \\u003e 1"},
+		{`{"model":"gpt-on-claude","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, "logprobs"},
+	} {
+		status, _, got := h.post(t.Context(), "/v1/chat/completions", keyWeb, c.body)
+		if code, _ := openAIErrorCode(got); status != http.StatusBadRequest || code != "invalid_request" || !strings.Contains(got, c.want) {
+			t.Errorf("%s = %d %s, want 400 invalid_request saying %q", c.body, status, got, c.want)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 0 {
+		t.Errorf("the simulator received %d requests, want none", n)
+	}
+	if _, metrics := h.adminGet("/metrics"); !strings.Contains(metrics, `sluice_requests_invalid_total{protocol="openai.chat",reason="untranslatable"} 2`) {
+		t.Errorf("metrics lack 2 untranslatable chat requests:\n%s", metrics)
+	}
+	if status, _, got := h.post(t.Context(), "/v1/chat/completions", keyWeb, `{"model":"gpt-on-claude","n":1,"messages":[{"role":"user","content":"hi"}]}`); status != http.StatusOK {
+		t.Errorf("n 1 = %d %s, want 200", status, got)
+	}
+}

@@ -18,7 +18,8 @@ type Metrics struct {
 
 	Requests *prometheus.CounterVec // protocol, code
 	// RequestsInvalid counts the requests validation refused before any
-	// claim, by protocol and reason (internal/validate's, bounded).
+	// claim, by protocol and reason (internal/validate's, and
+	// untranslatable: no edge's translator can carry it).
 	RequestsInvalid *prometheus.CounterVec   // protocol, reason
 	RequestDuration *prometheus.HistogramVec // protocol, stream
 	Executions      *prometheus.CounterVec   // endpoint, account, credential, class
@@ -86,7 +87,7 @@ func New() *Metrics {
 			Name: "sluice_requests_total", Help: "Requests answered, by protocol and outcome code (ok or a public error code).",
 		}, []string{"protocol", "code"}),
 		RequestsInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens).",
+			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens, untranslatable).",
 		}, []string{"protocol", "reason"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_request_duration_seconds", Help: "Time from request to the end of the answer.",

@@ -133,10 +133,10 @@ type passage struct {
 
 // begin starts r, the request req of principal p, with the stages before
 // the call, in order: admit (scopes, profile, class, billing), validation
-// of its body (validate.go), redaction of
-// its text (redact.go), the stored response it continues, route, session
-// affinity. r.err is set when one refuses the request. (r is the caller's,
-// so that it can stay on the caller's stack.)
+// of its body (validate.go), redaction of its text (redact.go), the stored
+// response it continues, route, whether some edge can carry it
+// (validate.go), session affinity. r.err is set when one refuses the
+// request. (r is the caller's, so that it can stay on the caller's stack.)
 func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
 	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
 	snap := h.live.Load() // one catalog for the whole request
@@ -152,6 +152,9 @@ func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p 
 	}
 	if r.err == nil {
 		r.edges, r.err = h.route(&r.adm, req, r.pin)
+	}
+	if r.err == nil {
+		r.err = h.translatable(req, r.edges)
 	}
 	if r.err == nil {
 		r.affinity = h.startAffinity(ctx, &r.adm, req, r.pin)

@@ -26,3 +26,15 @@ func (h *Handler) invalid(req *sluice.Request, ref *validate.Refusal) error {
 	}
 	return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: ref.Msg}
 }
+
+// translatable refuses, before the request takes any capacity, a request
+// that none of its edges can carry: each needs a translator, and each
+// translator refuses what the request asks for (upstream.Untranslatable).
+// Counted with reason untranslatable.
+func (h *Handler) translatable(req *sluice.Request, edges []*sluice.Edge) error {
+	err := h.caller.Untranslatable(req, edges)
+	if err != nil && h.metrics != nil {
+		h.metrics.RequestsInvalid.WithLabelValues(string(req.Protocol), validate.ReasonUntranslatable).Inc()
+	}
+	return err
+}

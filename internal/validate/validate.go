@@ -205,3 +205,8 @@ func anyBefore(arr []byte, before int, fn func(v []byte) bool) bool {
 // a string for any value, so a check that acts on a match (rather than
 // refusing a mismatch) must not.
 func escaped(raw []byte) bool { return bytes.IndexByte(raw, '\\') >= 0 }
+
+// ReasonUntranslatable labels a request that no edge of its alias can
+// carry: each needs a translator, and each translator refuses it
+// (upstream.Caller.Untranslatable); it is judged after routing, not here.
+const ReasonUntranslatable = "untranslatable"
