@@ -9,8 +9,9 @@ import (
 // generate checks a Gemini generateContent request (or a countTokens one,
 // whose generateContentRequest holds it): contents a non-empty array of
 // objects whose role, if any, is user, model or function; a
-// functionResponse part named like a functionCall part of an earlier
-// content; each function declaration's parameters (or
+// functionResponse part after some functionCall part (Gemini pairs them
+// by position, and its documentation does not say it refuses a name
+// that differs, so names are not compared); each function declaration's parameters (or
 // parametersJsonSchema) a JSON object. Google's reader takes member names
 // in lowerCamelCase or snake_case alike, and so does this check.
 func generate(body []byte) *Refusal {
@@ -75,14 +76,13 @@ func generateContent(contents []byte, i int, c []byte) *Refusal {
 		if response == nil {
 			return nil
 		}
-		name := member(response, "name")
-		called := isString(name) && anyBefore(contents, i, func(prev []byte) bool {
+		called := anyBefore(contents, i, func(prev []byte) bool {
 			return anyBefore(googleMember(prev, "parts"), -1, func(p []byte) bool {
-				return sameString(member(googleMember(p, "functioncall"), "name"), name)
+				return googleMember(p, "functioncall") != nil
 			})
 		})
 		if !called {
-			return refuse(ReasonToolResult, fmt.Sprintf("contents[%d].parts[%d].functionResponse.name", i, j), "names no functionCall of an earlier content")
+			return refuse(ReasonToolResult, fmt.Sprintf("contents[%d].parts[%d].functionResponse", i, j), "answers no functionCall: no earlier content has one")
 		}
 		return nil
 	})

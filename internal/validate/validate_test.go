@@ -113,8 +113,9 @@ func TestGenerate(t *testing.T) {
 		{"count wrapper empty", `{"generateContentRequest":{"contents":[]}}`, "contents", ReasonEmpty},
 		{"content not object", `{"contents":["hi"]}`, "contents[0]", ReasonShape},
 		{"assistant role", `{"contents":[{"role":"assistant","parts":[{"text":"hi"}]}]}`, "contents[0].role", ReasonRole},
-		{"orphan response", `{"contents":[{"role":"user","parts":[{"text":"x"},{"functionResponse":{"name":"f","response":{}}}]}]}`, "contents[0].parts[1].functionResponse.name", ReasonToolResult},
-		{"response of another name", `{"contents":[` + call + `,{"role":"user","parts":[{"functionResponse":{"name":"g"}}]}]}`, "contents[1].parts[0].functionResponse.name", ReasonToolResult},
+		{"orphan response", `{"contents":[{"role":"user","parts":[{"text":"x"},{"functionResponse":{"name":"f","response":{}}}]}]}`, "contents[0].parts[1].functionResponse", ReasonToolResult},
+		{"response of another name passes", `{"contents":[` + call + `,{"role":"user","parts":[{"functionResponse":{"name":"g"}}]}]}`, "", ""},
+		{"response before its call", `{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"f"}}]},` + call + `]}`, "contents[0].parts[0].functionResponse", ReasonToolResult},
 		{"schema not object", `{"contents":[{"parts":[{"text":"hi"}]}],"tools":[{"function_declarations":[{"name":"f","parameters_json_schema":"x"}]}]}`, "tools[0].functionDeclarations[0].parameters_json_schema", ReasonToolSchema},
 	})
 }
