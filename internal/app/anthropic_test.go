@@ -151,7 +151,7 @@ func TestAnthropicMessagesPassThrough(t *testing.T) {
 
 func TestAnthropicStreamCutEndsWithErrorEvent(t *testing.T) {
 	h, _ := newAnthropicHarness(t)
-	status, _, got := postAnthropic(t, h, "/v1/messages", keyWeb, `{"model":"claude-cut","max_tokens":8,"stream":true,"messages":[]}`)
+	status, _, got := postAnthropic(t, h, "/v1/messages", keyWeb, `{"model":"claude-cut","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	want := "event: error\ndata: "
 	if status != 200 || !strings.HasPrefix(got, "event: message_start") || !strings.Contains(got, want) ||
 		!strings.Contains(got, string(sluice.CodeUpstreamStreamFailed)) {
@@ -182,8 +182,8 @@ func TestAnthropicErrorEnvelope(t *testing.T) {
 		{"embeddings alias on messages", "/v1/messages", keyWeb, `{"model":"embed","messages":[]}`, 404, "not_found_error", sluice.CodeModelNotFound},
 		{"duplicate model", "/v1/messages", keyWeb, `{"model":"claude","Model":"x","messages":[]}`, 400, "invalid_request_error", sluice.CodeInvalidRequest},
 		// Before the rate limit, which cools the one account for the rest.
-		{"overloaded upstream", "/v1/messages", keyWeb, `{"model":"claude-overloaded","max_tokens":8,"messages":[]}`, 503, "overloaded_error", sluice.CodeNoUpstreamAvailable},
-		{"rate limited upstream", "/v1/messages", keyWeb, `{"model":"claude-busy","max_tokens":8,"messages":[]}`, 429, "rate_limit_error", sluice.CodeCapacityWaitTimeout},
+		{"overloaded upstream", "/v1/messages", keyWeb, `{"model":"claude-overloaded","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, 503, "overloaded_error", sluice.CodeNoUpstreamAvailable},
+		{"rate limited upstream", "/v1/messages", keyWeb, `{"model":"claude-busy","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, 429, "rate_limit_error", sluice.CodeCapacityWaitTimeout},
 		{"unknown path", "/v1/messages/batches", keyWeb, `{}`, 404, "not_found_error", sluice.CodeNotFound},
 	}
 	for _, tt := range tests {
@@ -205,7 +205,7 @@ func TestAnthropicErrorEnvelope(t *testing.T) {
 
 func TestAnthropicKeyAsBearer(t *testing.T) {
 	h, _ := newAnthropicHarness(t)
-	status, _, got := h.post(t.Context(), "/v1/messages", keyWeb, `{"model":"claude","max_tokens":8,"messages":[]}`)
+	status, _, got := h.post(t.Context(), "/v1/messages", keyWeb, `{"model":"claude","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`)
 	if status != 200 {
 		t.Errorf("POST /v1/messages with Authorization: Bearer = %d %s, want 200", status, got)
 	}

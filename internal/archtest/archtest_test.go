@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"internal/adminclient", "internal/importer"},
 	{"internal/ingress", "internal/admin", "internal/simulator"},
 	{"internal/pipeline"},
-	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth", "internal/events"},
+	{"internal/authn", "internal/routing", "internal/settle", "internal/oauth", "internal/events", "internal/validate"},
 	{"internal/upstream", "internal/capacity"},
 	{"internal/breaker", "internal/metrics", "internal/telemetry"},
 	{"internal/adapter/anthropic", "internal/adapter/gemini", "internal/adapter/responses"},

@@ -16,7 +16,11 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	Requests        *prometheus.CounterVec   // protocol, code
+	Requests *prometheus.CounterVec // protocol, code
+	// RequestsInvalid counts the requests validation refused before any
+	// claim, by protocol and reason (internal/validate's, and
+	// untranslatable: no edge's translator can carry it).
+	RequestsInvalid *prometheus.CounterVec   // protocol, reason
 	RequestDuration *prometheus.HistogramVec // protocol, stream
 	Executions      *prometheus.CounterVec   // endpoint, account, credential, class
 	Tokens          *prometheus.CounterVec   // alias, kind
@@ -82,6 +86,9 @@ func New() *Metrics {
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_requests_total", Help: "Requests answered, by protocol and outcome code (ok or a public error code).",
 		}, []string{"protocol", "code"}),
+		RequestsInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens, untranslatable).",
+		}, []string{"protocol", "reason"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_request_duration_seconds", Help: "Time from request to the end of the answer.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
@@ -149,7 +156,7 @@ func New() *Metrics {
 		}, []string{"class"}),
 	}
 	m.Registry.MustRegister(m.QueueWaits)
-	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
+	m.Registry.MustRegister(m.Requests, m.RequestsInvalid, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend, m.RedactionFindings,
 		m.CacheRequests, m.CacheStoredBytes, m.CacheSaved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -68,6 +68,9 @@ func (r *attemptsRig) start(t *testing.T, id string, req *sluice.Request) *attem
 		req = &sluice.Request{}
 	}
 	req.ID, req.Protocol, req.Model, req.Received = "req-"+id, sluice.ProtocolOpenAIChat, "fast", time.Now()
+	if req.Body == nil {
+		req.Body = []byte(`{"model":"fast","messages":[{"role":"user","content":"hi"}]}`)
+	}
 	p := &passage{}
 	r.h.begin(t.Context(), p, req, &sluice.Principal{Key: r.keys[id]})
 	if p.err != nil {

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/telemetry"
 	"github.com/sluicehq/sluice/internal/upstream"
+	"github.com/sluicehq/sluice/internal/validate"
 )
 
 // Recorder receives the usage record of every authenticated request. It must
@@ -132,14 +132,18 @@ type passage struct {
 }
 
 // begin starts r, the request req of principal p, with the stages before
-// the call, in order: admit (scopes, profile, class, billing), redaction of
-// its text (redact.go), the stored response it continues, route, session
-// affinity. r.err is set when one refuses the request. (r is the caller's,
-// so that it can stay on the caller's stack.)
+// the call, in order: admit (scopes, profile, class, billing), validation
+// of its body (validate.go), redaction of its text (redact.go), the stored
+// response it continues, route, whether some edge can carry it
+// (validate.go), session affinity. r.err is set when one refuses the
+// request. (r is the caller's, so that it can stay on the caller's stack.)
 func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p *sluice.Principal) {
 	*r = passage{p: p, attempts: attempts{h: h, ctx: ctx, req: req, out: Outcome{KeyID: p.Key.ID}}}
 	snap := h.live.Load() // one catalog for the whole request
 	r.adm, r.err = h.admit(snap, p.Key, req)
+	if r.err == nil {
+		r.err = h.validate(&r.adm, req)
+	}
 	if r.err == nil {
 		r.restore, r.err = h.redact(&r.adm, req)
 	}
@@ -148,6 +152,9 @@ func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p 
 	}
 	if r.err == nil {
 		r.edges, r.err = h.route(&r.adm, req, r.pin)
+	}
+	if r.err == nil {
+		r.err = h.translatable(req, r.edges)
 	}
 	if r.err == nil {
 		r.affinity = h.startAffinity(ctx, &r.adm, req, r.pin)
@@ -250,8 +257,8 @@ func (h *Handler) route(a *admission, req *sluice.Request, pin *store.Job) ([]*s
 	if alias == nil || !alias.Answers(req.Protocol) {
 		return nil, modelNotFound(req.Model)
 	}
-	if alias.MaxOutputTokens > 0 && req.MaxTokens > alias.MaxOutputTokens {
-		return nil, &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: fmt.Sprintf("%s must be at most %d for model %s", sluice.MaxTokensField[req.Protocol], alias.MaxOutputTokens, req.Model)}
+	if ref := validate.MaxOutput(sluice.MaxTokensField[req.Protocol], req.MaxTokens, alias.MaxOutputTokens, req.Model); ref != nil {
+		return nil, h.invalid(req, ref)
 	}
 	rp := a.policy
 	all, _ := a.snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)

@@ -1,0 +1,64 @@
+package upstream
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/adapter"
+)
+
+// requestOnly is a translator whose Request answers err and counts its
+// calls; an attempt would call its other methods, Untranslatable never.
+type requestOnly struct {
+	adapter.Translator
+	err   error
+	calls *int
+}
+
+func (r requestOnly) Request(*sluice.Request, string) ([]byte, error) {
+	*r.calls++
+	return []byte(`{}`), r.err
+}
+
+func TestUntranslatable(t *testing.T) {
+	refused := adapter.Untranslatable("n > 1 is not supported")
+	var toMessages, toGemini int
+	p := *testProtocols
+	p.Translators = map[Pair]func() adapter.Translator{
+		{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator {
+			return requestOnly{err: refused, calls: &toMessages}
+		},
+		{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolGemini}: func() adapter.Translator {
+			return requestOnly{err: errors.New("not a refusal of the request"), calls: &toGemini}
+		},
+	}
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), &p, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+	t.Cleanup(c.Close)
+	edge := func(p sluice.Protocol) *sluice.Edge { return &sluice.Edge{Protocol: p, Model: "m"} }
+	messages, gemini, chat := edge(sluice.ProtocolAnthropic), edge(sluice.ProtocolGemini), edge(sluice.ProtocolOpenAIChat)
+	req := &sluice.Request{Protocol: sluice.ProtocolOpenAIChat, Model: "a", Body: []byte(`{"model":"a","n":2}`)}
+	for _, tc := range []struct {
+		name               string
+		edges              []*sluice.Edge
+		count              bool
+		want               error
+		messages, geminiTr int // translations run
+	}{
+		{"every edge refuses, translated once per protocol", []*sluice.Edge{messages, messages}, false, refused, 1, 0},
+		{"a passthrough edge takes it", []*sluice.Edge{messages, chat}, false, nil, 1, 0},
+		{"a passthrough edge first costs nothing", []*sluice.Edge{chat, messages}, false, nil, 0, 0},
+		{"another error is the attempt's to judge", []*sluice.Edge{messages, gemini}, false, nil, 1, 1},
+		{"a count is never translated", []*sluice.Edge{messages}, true, nil, 0, 0},
+	} {
+		toMessages, toGemini = 0, 0
+		req.CountTokens = tc.count
+		err := c.Untranslatable(req, tc.edges)
+		if err != tc.want || toMessages != tc.messages || toGemini != tc.geminiTr {
+			t.Errorf("%s: Untranslatable = %v after %d, %d translations; want %v after %d, %d", tc.name, err, toMessages, toGemini, tc.want, tc.messages, tc.geminiTr)
+		}
+	}
+}
