@@ -54,20 +54,26 @@ func TestTPMReservationIsCorrectedByMeasuredUsage(t *testing.T) {
 // characters reserve ~320 tokens each by default and run together; with
 // cjk_chars_per_token 0.5 they reserve ~620 each, so the second waits for
 // the first to settle (and its measured ~307 tokens to correct the window).
+// No timing is asserted beyond that: the simulator's peak in flight says
+// whether they ran together.
 func TestAliasTokenEstimateIsReserved(t *testing.T) {
 	for _, tc := range []struct {
 		estimate string
 		together bool
 	}{{"", true}, {"    token_estimate: {cjk_chars_per_token: 0.5}\n", false}} {
-		start := time.Now()
 		tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+
 			"  - {id: k9, account: org-t, secret_env: K9, endpoints: [ep-a], models: [m-tpm]}\nmodels:\n"+
 			"  - alias: tpm\n"+tc.estimate+"    deployments: [{model: m-tpm, endpoints: [ep-a]}]\n", 1)
 		tpl = strings.Replace(tpl, "accounts:\n", "accounts:\n  - {id: org-t, quota_scope: account, tpm: 1000}\n", 1)
 		h := newHarnessWith(t, tpl, "{backend: memory}", simAccounts())
-		h.simA.SetKey(upstreamKey("k9"), simulator.Behavior{Latency: 800 * time.Millisecond})
+		// Long enough that two requests started together overlap upstream
+		// on a loaded machine.
+		h.simA.SetKey(upstreamKey("k9"), simulator.Behavior{Latency: 1500 * time.Millisecond})
 		body := `{"model":"tpm","max_tokens":1,"messages":[{"role":"user","content":"` + strings.Repeat("请", 300) + `"}]}`
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		// Both must be answered 200 well before the window would pass on
+		// its own (~14 s): the second runs once the first's measured
+		// usage corrected it.
+		ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
 		defer cancel()
 		done := make(chan struct{}, 2)
 		for range 2 {
@@ -82,9 +88,6 @@ func TestAliasTokenEstimateIsReserved(t *testing.T) {
 		<-done
 		if together := h.simA.MaxInFlight("") == 2; together != tc.together {
 			t.Errorf("token_estimate %q: the two requests ran together: %v, want %v", strings.TrimSpace(tc.estimate), together, tc.together)
-		}
-		if d := time.Since(start); d > 1900*time.Millisecond {
-			t.Errorf("token_estimate %q: the two requests took %v, want the second to run once the first settled", strings.TrimSpace(tc.estimate), d)
 		}
 	}
 }
