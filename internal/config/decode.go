@@ -30,18 +30,44 @@ func Decode(data []byte) (*Catalog, error) {
 	}
 	// yaml.v3 decides what is accepted; the walk below only explains a
 	// failure in the catalog's own words.
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var c Catalog
-	err = dec.Decode(&c)
+	err = decodeStrict(data, &c)
 	if err == nil {
 		return &c, nil
+	}
+	if errors.Is(err, errYAMLPanicked) {
+		// Every problem the walk finds is reported: there are no yaml
+		// messages to match them against.
+		var w walker
+		w.walk(root, reflect.TypeFor[Catalog](), "")
+		if len(w.problems) == 0 {
+			return nil, err
+		}
+		return nil, w.err()
 	}
 	te, ok := errors.AsType[*yaml.TypeError](err)
 	if !ok {
 		return nil, yamlError(err)
 	}
 	return nil, explain(root, te)
+}
+
+// errYAMLPanicked marks a document yaml.v3's decoder panicked on instead of
+// returning an error: a merge key (<<) beside a mapping or list used as a
+// key makes it hash an unhashable value. The walk names the key at fault.
+var errYAMLPanicked = errors.New("catalog could not be decoded")
+
+// decodeStrict decodes data into c with unknown fields refused, turning a
+// panic inside yaml.v3 into errYAMLPanicked.
+func decodeStrict(data []byte, c *Catalog) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errYAMLPanicked
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	return dec.Decode(c)
 }
 
 // parse returns the root node of the only document in data.
@@ -105,9 +131,16 @@ func explain(root *yaml.Node, te *yaml.TypeError) error {
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
-	errs := make([]error, len(out))
-	for i, p := range out {
+	return joinProblems(out)
+}
+
+// err joins the walk's problems, in line order.
+func (w *walker) err() error { return joinProblems(w.problems) }
+
+func joinProblems(ps []problem) error {
+	slices.SortStableFunc(ps, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
+	errs := make([]error, len(ps))
+	for i, p := range ps {
 		errs[i] = p
 	}
 	return errors.Join(errs...)

@@ -154,6 +154,18 @@ var decodeTests = []struct {
 			`line 4: server.timeouts.connect: invalid duration "5" (want e.g. "30s")` + "\n" +
 			`line 7: unknown field "bse_url" in endpoints[0] (did you mean "base_url"?)`,
 	},
+	{
+		// yaml.v3 panics on these (it hashes every key beside a merge); the
+		// fuzzer found it.
+		name: "MappingKeyBesideMerge",
+		give: "models:\n- {<<: {}, ? {a: 1} : 2}\n",
+		want: "line 2: models[0]: field names must be plain strings, got a mapping",
+	},
+	{
+		name: "ListKeyBesideTopLevelMerge",
+		give: "<<: {}\n? [a]\n: 2\n",
+		want: "line 2: catalog: field names must be plain strings, got a list",
+	},
 }
 
 func TestDecodeErrors(t *testing.T) {
