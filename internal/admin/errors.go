@@ -144,7 +144,7 @@ func poolError(kind, id string, err error) error {
 		return notFound(kind, id, err)
 	case errors.Is(err, ErrClaimsHeld):
 		return &sluice.Error{Code: CodeCredentialClaimsHeld, Err: err, Msg: fmt.Sprintf(
-			"%s %q still holds claims: drain it and remove it once its running work has finished, or force the remove while it drains (which drops that work)", kind, id)}
+			"%s %q still holds claims: drain it and remove it once its running work has finished, or force the remove while it drains (nothing new is sent to it at once; the work it runs finishes)", kind, id)}
 	}
 	return err
 }

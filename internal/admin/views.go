@@ -90,8 +90,10 @@ type ModelsBody struct {
 // Removal is the body of POST /admin/credentials/{id}/remove; it may be
 // empty. ?force=true in the query does the same as Force.
 type Removal struct {
-	// Force removes a draining credential although it still holds claims,
-	// dropping the work running on it. It is refused for any other status.
+	// Force removes a draining credential although it still holds claims:
+	// nothing new is sent to it from then on, and the work running on it
+	// finishes (its claims are released as it ends). It is refused for any
+	// other status.
 	Force bool `json:"force,omitempty"`
 }
 

@@ -1,0 +1,137 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/simulator"
+)
+
+// The safety rules of the request path, each shown end to end on a real
+// gateway: what is counted against an endpoint, what an operator may
+// remove, what is never sent twice, what is always charged.
+
+// A 429 proves the endpoint is up: however many ep-a answers, its breaker
+// stays closed and ep-a is still tried, while `failures` (3) endpoint
+// failures in a row of any kind — a server error, a Cloudflare 52x page,
+// Anthropic's 529 overloaded — open it, and then ep-a is not called.
+func TestBreakerCountsEndpointFailuresNotRateLimits(t *testing.T) {
+	const breakerState = `sluice_endpoint_breaker_state{endpoint="ep-a"}`
+	for _, status := range []int{http.StatusInternalServerError, http.StatusBadGateway, 520, 529} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			h := newHarnessWith(t, strings.Replace(catalogTemplate, "open: 300ms", "open: 1m", 1), "{backend: memory}", simulator.Options{})
+			setA := func(b simulator.Behavior) { h.simA.SetKey(secretA1, b); h.simA.SetKey(secretA2, b) }
+			serve := func() {
+				t.Helper()
+				if code, body := h.chatAs(keyWeb); code != http.StatusOK {
+					t.Fatalf("chat = %d %s, want ep-b to serve it", code, body)
+				}
+			}
+			setA(simulator.Behavior{FailStatus: http.StatusTooManyRequests, RetryAfter: time.Millisecond})
+			for i := 0; len(h.simA.Requests()) < 8; i++ {
+				if i == 500 {
+					t.Fatalf("ep-a was called %d times in %d requests, want it tried again once each cooldown ends", len(h.simA.Requests()), i)
+				}
+				serve()
+				if s := h.metric(breakerState); s != "0" {
+					t.Fatalf("ep-a's breaker = %s after %d rate limits, want 0 (closed): a 429 is not an endpoint failure", s, len(h.simA.Requests()))
+				}
+			}
+
+			setA(simulator.Behavior{FailStatus: status})
+			before := len(h.simA.Requests())
+			eventually(t, 20*time.Second, "ep-a's breaker open", func() bool {
+				serve()
+				return h.metric(breakerState) == "1"
+			})
+			if n := len(h.simA.Requests()) - before; n != 3 {
+				t.Errorf("ep-a answered %d %ds before its breaker opened, want 3 (failures: 3)", n, status)
+			}
+			open := len(h.simA.Requests())
+			for range 3 {
+				serve()
+			}
+			if n := len(h.simA.Requests()); n != open {
+				t.Errorf("ep-a called %d times while its breaker is open, want 0", n-open)
+			}
+		})
+	}
+}
+
+// slowTemplate is catalogTemplate with timeouts long enough for a request
+// held by the simulator's latency.
+var slowTemplate = strings.Replace(catalogTemplate,
+	"timeouts: {connect: 2s, first_byte: 500ms, idle: 500ms, total: 30s}",
+	"timeouts: {connect: 2s, first_byte: 20s, idle: 20s, total: 30s}", 1)
+
+// A credential holding a claim cannot be removed: not while active, not
+// forced while active, not while draining unless forced. A forced remove of
+// the draining credential takes it out of service at once; the request
+// already running on it ends as it would have (its claim is released when
+// it does) and nothing new is sent to it.
+func TestRemovingACredentialThatHoldsClaims(t *testing.T) {
+	h := newHarnessWith(t, slowTemplate, "{backend: memory}", simulator.Options{})
+	hold := simulator.Behavior{Latency: 2 * time.Second}
+	h.simA.SetKey(secretA1, hold)
+	h.simA.SetKey(secretA2, hold)
+	secrets := map[string]string{"cred-a1": secretA1, "cred-a2": secretA2}
+
+	running := make(chan int, 1)
+	go func() {
+		code, _, _ := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "only-a", 1))
+		running <- code
+	}()
+	var held string
+	eventually(t, 5*time.Second, "a credential of ep-a holds the request's claim", func() bool {
+		for id, c := range h.credentials(t) {
+			if c.InFlight == 1 {
+				held = id
+				return true
+			}
+		}
+		return false
+	})
+	other := map[string]string{"cred-a1": "cred-a2", "cred-a2": "cred-a1"}[held]
+
+	for _, step := range []struct {
+		path string
+		want int
+	}{
+		{"/remove", http.StatusConflict},
+		{"/remove?force=true", http.StatusConflict}, // forced, but not draining
+		{"/drain", http.StatusOK},
+		{"/remove", http.StatusConflict}, // draining, but not forced
+		{"/remove?force=true", http.StatusOK},
+	} {
+		code, body := h.adminWrite("/admin/credentials/"+held+step.path, "")
+		if code != step.want {
+			t.Fatalf("POST %s%s = %d %s, want %d", held, step.path, code, body, step.want)
+		}
+		if code == http.StatusConflict && !strings.Contains(body, "credential_claims_held") {
+			t.Errorf("POST %s%s refused with %s, want credential_claims_held", held, step.path, body)
+		}
+	}
+	if c := h.credentials(t)[held]; c.Status != "removed" || c.InFlight != 1 {
+		t.Errorf("after the forced remove %s = %s with %d in flight, want removed with the running request's claim", held, c.Status, c.InFlight)
+	}
+
+	if code := <-running; code != http.StatusOK {
+		t.Errorf("the request running on %s when it was removed = %d, want 200 (it runs to its end)", held, code)
+	}
+	h.wantNoClaims(t)
+
+	h.simA.SetKey(secretA1, simulator.Behavior{})
+	h.simA.SetKey(secretA2, simulator.Behavior{})
+	calls := h.simA.Count(secrets[held])
+	for range 4 {
+		if code, _, body := h.post(t.Context(), "/v1/chat/completions", keyWeb, strings.Replace(chatBody, "fast", "only-a", 1)); code != http.StatusOK {
+			t.Fatalf("chat after the remove = %d %s, want %s to serve it", code, body, other)
+		}
+	}
+	if n := h.simA.Count(secrets[held]) - calls; n != 0 {
+		t.Errorf("removed %s was sent %d requests, want 0", held, n)
+	}
+}
