@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/simulator"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // The safety rules of the request path, each shown end to end on a real
@@ -133,5 +135,79 @@ func TestRemovingACredentialThatHoldsClaims(t *testing.T) {
 	}
 	if n := h.simA.Count(secrets[held]) - calls; n != 0 {
 		t.Errorf("removed %s was sent %d requests, want 0", held, n)
+	}
+}
+
+// A breaker opened on one replica is seen by the others: two gateways on
+// one Redis, the first meets ep-a's failures and opens its breaker; the
+// second, whose own ep-a is healthy and which served through it before,
+// sends nothing more to ep-a for the open period.
+func TestBreakerOpenedOnOneReplicaIsSeenByTheOthers(t *testing.T) {
+	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", testenv.Redis(t), "sluice-test-"+rand.Text()[:10]+":")
+	template := strings.Replace(catalogTemplate, "open: 300ms", "open: 1m", 1)
+	one := newHarnessWith(t, template, state, simulator.Options{})
+	two := newHarnessWith(t, template, state, simulator.Options{})
+	serve := func(h *harness) {
+		t.Helper()
+		if code, body := h.chatAs(keyWeb); code != http.StatusOK {
+			t.Fatalf("chat = %d %s, want 200", code, body)
+		}
+	}
+	serve(two)
+	if n := len(two.simA.Requests()); n != 1 {
+		t.Fatalf("the second gateway sent %d requests to its ep-a, want 1 (ep-a is tier 0)", n)
+	}
+
+	failing := simulator.Behavior{FailStatus: http.StatusBadGateway}
+	one.simA.SetKey(secretA1, failing)
+	one.simA.SetKey(secretA2, failing)
+	eventually(t, 10*time.Second, "the first gateway's breaker open", func() bool {
+		serve(one)
+		return one.metric(`sluice_endpoint_breaker_state{endpoint="ep-a"}`) == "1"
+	})
+	// The second learns it through the store; until then it may still use
+	// ep-a. Once a request of its goes to ep-b, none may reach ep-a.
+	eventually(t, 10*time.Second, "the second gateway serving from ep-b", func() bool {
+		before := two.simB.Count(secretB1)
+		serve(two)
+		return two.simB.Count(secretB1) > before
+	})
+	seen := len(two.simA.Requests())
+	for range 5 {
+		serve(two)
+	}
+	if n := len(two.simA.Requests()) - seen; n != 0 {
+		t.Errorf("the second gateway sent %d requests to ep-a while the first's breaker is open, want 0", n)
+	}
+	if s := two.metric(`sluice_endpoint_breaker_state{endpoint="ep-a"}`); s != "0" {
+		t.Errorf("the second gateway's own breaker = %s, want 0: it skipped ep-a for the first's, not its own", s)
+	}
+}
+
+// A job submit that may have created a job upstream — a 5xx answer, or no
+// answer before the first-byte timeout — is never sent again, on this
+// credential or another: the caller gets the error, the upstream saw one
+// submit. (Every credential of the account behaves so: a second try, on
+// whichever credential, would be a second submit.)
+func TestAmbiguousJobSubmitIsNeverResubmitted(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		behavior simulator.Behavior
+	}{
+		{"server error", simulator.Behavior{Account: "org-v", FailStatus: http.StatusInternalServerError}},
+		{"first-byte timeout", simulator.Behavior{Account: "org-v", Latency: 3 * time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newJobsHarness(t, strings.Replace(jobsTemplate, "first_byte: 5s", "first_byte: 1s", 1), "{backend: memory}")
+			for _, id := range []string{"v1", "v2", "v3"} {
+				h.simA.SetKey(upstreamKey(id), tt.behavior)
+			}
+			if code, body := call(t, "POST", h.url("/v1/videos"), "Bearer "+keyWeb, videoBody, nil); code < 500 {
+				t.Errorf("submit = %d %s, want a 5xx error", code, body)
+			}
+			if n := len(submits(h.simA)); n != 1 {
+				t.Errorf("the upstream saw %d submits, want 1: a submit that may have created a job is never resent", n)
+			}
+		})
 	}
 }
