@@ -1,13 +1,19 @@
 package app_test
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/billing"
+	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/testenv"
 )
@@ -207,6 +213,98 @@ func TestAmbiguousJobSubmitIsNeverResubmitted(t *testing.T) {
 			}
 			if n := len(submits(h.simA)); n != 1 {
 				t.Errorf("the upstream saw %d submits, want 1: a submit that may have created a job is never resent", n)
+			}
+		})
+	}
+}
+
+// A key rebound to another billing account while its request runs: that
+// request is charged to the account and plan it was admitted under, the
+// next one to the new account at its plan's price.
+func TestKeyReboundMidRequestKeepsItsAdmittedAccount(t *testing.T) {
+	premium := "    - id: premium\n      prices:\n        - {alias: fast, request: \"3.00\", effective_from: \"2020-01-01T00:00:00Z\"}\n"
+	doc := billingDoc("max_inflight: 2}\n    - {id: beta, plan: premium", "", premium)
+	h := newHarnessWith(t, doc, "{backend: memory}", simulator.Options{Default: simulator.Behavior{ChunkDelay: 100 * time.Millisecond}})
+	l := ledgerOf(t, h)
+	topUp(t, h, l, "acme", "100.00")
+	topUp(t, h, l, "beta", "50.00") // another amount: a top-up's request ID is made of it
+
+	stream := startStream(t, h, keyWeb)
+	version := h.gw.Live().Load().Version
+	h.template = strings.Replace(doc, "billing_account: acme", "billing_account: beta", 1)
+	h.writeCatalog(h.catalog())
+	eventually(t, 3*time.Second, "the key rebound to beta", func() bool { return h.gw.Live().Load().Version > version })
+	if err := <-stream; err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if e := sdkErr(t, h, keyWeb, "fast"); e != nil {
+		t.Fatal(e)
+	}
+	var charges []string
+	eventually(t, 5*time.Second, "both records", func() bool {
+		recs, err := l.ListUsage(t.Context(), ledger.UsageFilter{})
+		charges = charges[:0]
+		for _, r := range recs {
+			if b := r.Billing; b != nil {
+				charges = append(charges, fmt.Sprintf("%s/%s %s", b.Account, b.Plan, billing.Micros(b.Price)))
+			}
+		}
+		return err == nil && len(charges) == 2
+	})
+	if want := []string{"acme/standard 1.00", "beta/premium 3.00"}; !slices.Equal(charges, want) {
+		t.Errorf("charged %q, want %q: the running request keeps the account it was admitted under", charges, want)
+	}
+}
+
+// A request that fails or is cancelled after its upstream reported usage
+// is charged for it: an Anthropic stream reports its input tokens in
+// message_start, so one that then ends with an error event, or whose
+// caller leaves, is charged (the request price here), never recorded as
+// unmeasured.
+func TestStreamEndedEarlyAfterReportingUsageIsCharged(t *testing.T) {
+	w := wire{"anthropic.messages", messagesCaller, messagesUpstream}
+	for _, tt := range []struct {
+		name     string
+		behavior simulator.Behavior
+		leave    bool // the caller leaves after the first events
+		want     sluice.ExecutionStatus
+	}{
+		{"failed mid-stream", simulator.Behavior{ErrorAfter: 2}, false, sluice.ExecutionEndpoint},
+		{"caller left", simulator.Behavior{ChunkDelay: 200 * time.Millisecond}, true, sluice.ExecutionCancelled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := w.harness(t, billingDoc("max_inflight: 2", "", ""), "{backend: memory}", simulator.Options{Default: tt.behavior})
+			l := ledgerOf(t, h)
+			topUp(t, h, l, "acme", "100.00")
+			ctx, leave := context.WithCancel(t.Context())
+			defer leave()
+			resp := h.streamAs(ctx, w.caller, "fast")
+			if tt.leave {
+				rd := bufio.NewReader(resp.Body)
+				for range 4 { // message_start and the first content events
+					if _, err := rd.ReadString('\n'); err != nil {
+						t.Fatal(err)
+					}
+				}
+				leave()
+			} else {
+				readEvents(resp)
+			}
+			resp.Body.Close()
+			var rec usageRecord
+			eventually(t, 5*time.Second, "the stream's charge", func() bool {
+				recs, err := l.ListUsage(t.Context(), ledger.UsageFilter{})
+				if err != nil || len(recs) != 1 {
+					return false
+				}
+				rec = recs[0]
+				return true
+			})
+			if len(rec.Executions) != 1 || rec.Executions[0].Status != tt.want {
+				t.Fatalf("executions %+v, want one that ended %s", rec.Executions, tt.want)
+			}
+			if rec.Usage.PromptTokens == 0 || rec.Billing == nil || rec.Billing.Unmeasured || rec.Billing.Price != int64(billing.Unit) {
+				t.Errorf("record: status %d, usage %+v, charge %+v; want the input tokens message_start reported, charged 1.00", rec.Status, rec.Usage, rec.Billing)
 			}
 		})
 	}
