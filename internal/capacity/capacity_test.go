@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -15,6 +16,10 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// newEngine runs an engine on a memstore. Its tests run in synctest
+// bubbles: waits, leases and cooldowns pass on the bubble's clock, which
+// moves only when every goroutine of the test waits, so they take no real
+// time and their durations are exact.
 func newEngine(t *testing.T) (*Engine, *memstore.Store) {
 	t.Helper()
 	s := memstore.New()
@@ -39,94 +44,105 @@ func acquire(ticket string) store.Acquire {
 }
 
 func TestWaitIsWokenByARelease(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := t.Context()
-	first, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		c, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
-		if err == nil {
-			c.Release(ctx, store.Outcome{Success: true})
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t)
+		ctx := t.Context()
+		first, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
 		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	first.Release(ctx, store.Outcome{Success: true})
-	if err := <-got; err != nil {
-		t.Fatalf("second Wait = %v, want a grant after the release", err)
-	}
-	// Woken by the release, not by the one-second safety tick.
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("second Wait took %v, want a wake-up right after the release", d)
-	}
+		got := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			c, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
+			if err == nil {
+				c.Release(ctx, store.Outcome{Success: true})
+			}
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		first.Release(ctx, store.Outcome{Success: true})
+		if err := <-got; err != nil {
+			t.Fatalf("second Wait = %v, want a grant after the release", err)
+		}
+		// Woken by the release, not by the one-second safety tick (the
+		// bubble's clock moves only when every goroutine waits).
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("second Wait took %v, want a wake-up at the release, 50ms in", d)
+		}
+	})
 }
 
 func TestWaitTimesOutWithRetryAfter(t *testing.T) {
-	e, _ := newEngine(t)
-	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(100*time.Millisecond), fixed(unit("a", 1)))
-	se, ok := errors.AsType[*sluice.Error](err)
-	if !ok || se.Code != sluice.CodeCapacityWaitTimeout || se.RetryAfter <= 0 {
-		t.Fatalf("Wait past its deadline = %v, want capacity_wait_timeout with a Retry-After", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t)
+		if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(100*time.Millisecond), fixed(unit("a", 1)))
+		se, ok := errors.AsType[*sluice.Error](err)
+		if !ok || se.Code != sluice.CodeCapacityWaitTimeout || se.RetryAfter <= 0 {
+			t.Fatalf("Wait past its deadline = %v, want capacity_wait_timeout with a Retry-After", err)
+		}
+	})
 }
 
 func TestCallerThatLeavesLeavesTheQueue(t *testing.T) {
-	e, s := newEngine(t)
-	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
-		errc <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Wait after cancel = %v, want context.Canceled", err)
-	}
-	// t3 arrives after t2 left: it is first in line, not behind a ghost.
-	g, err := s.Acquire(t.Context(), store.Acquire{Domain: "d", Ticket: "t3", Queue: "q", Candidates: unit("a", 1), LeaseTTL: time.Second, Replica: "x"})
-	if err != nil || g.Granted || g.Position != 0 {
-		t.Errorf("Acquire after the caller left = %+v, %v; want queued at position 0", g, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e, s := newEngine(t)
+		if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := e.Wait(ctx, acquire("t2"), time.Now().Add(5*time.Second), fixed(unit("a", 1)))
+			errc <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait after cancel = %v, want context.Canceled", err)
+		}
+		// t3 arrives after t2 left: it is first in line, not behind a ghost.
+		g, err := s.Acquire(t.Context(), store.Acquire{Domain: "d", Ticket: "t3", Queue: "q", Candidates: unit("a", 1), LeaseTTL: time.Second, Replica: "x"})
+		if err != nil || g.Granted || g.Position != 0 {
+			t.Errorf("Acquire after the caller left = %+v, %v; want queued at position 0", g, err)
+		}
+	})
 }
 
 func TestWaitSeesCandidatesAddedWhileWaiting(t *testing.T) {
-	e, _ := newEngine(t)
-	if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
-		t.Fatal(err)
-	}
-	added := make(chan struct{})
-	plan := func() (string, []store.Candidate) {
-		select {
-		case <-added:
-			return "d", append(unit("a", 1), unit("b", 1)...)
-		default:
-			return "d", unit("a", 1)
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t)
+		if _, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1))); err != nil {
+			t.Fatal(err)
 		}
-	}
-	go func() { time.Sleep(50 * time.Millisecond); close(added) }()
-	c, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(3*time.Second), plan)
-	if err != nil || c.Index != 1 {
-		t.Fatalf("Wait = %+v, %v; want the added candidate (index 1)", c, err)
-	}
+		added := make(chan struct{})
+		plan := func() (string, []store.Candidate) {
+			select {
+			case <-added:
+				return "d", append(unit("a", 1), unit("b", 1)...)
+			default:
+				return "d", unit("a", 1)
+			}
+		}
+		go func() { time.Sleep(50 * time.Millisecond); close(added) }()
+		c, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(3*time.Second), plan)
+		if err != nil || c.Index != 1 {
+			t.Fatalf("Wait = %+v, %v; want the added candidate (index 1)", c, err)
+		}
+	})
 }
 
 func TestEmptyPlanFailsAtOnce(t *testing.T) {
-	e, _ := newEngine(t)
-	_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(nil))
-	if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
-		t.Errorf("Wait with no candidates = %v, want no_upstream_available", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t)
+		_, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(nil))
+		if !errors.Is(err, &sluice.Error{Code: sluice.CodeNoUpstreamAvailable}) {
+			t.Errorf("Wait with no candidates = %v, want no_upstream_available", err)
+		}
+	})
 }
 
 // downStore fails every call, as a store whose server went away.
@@ -147,20 +163,22 @@ func TestStoreOutageIsStateUnavailable(t *testing.T) {
 }
 
 func TestReleaseIsOnce(t *testing.T) {
-	e, s := newEngine(t)
-	c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(time.Second), fixed(unit("a", 2))); err != nil {
-		t.Fatal(err)
-	}
-	c.Release(t.Context(), store.Outcome{})
-	c.Release(t.Context(), store.Outcome{})
-	us, _ := s.Units(t.Context(), "d", []string{"a"})
-	if us[0].InFlight != 1 {
-		t.Errorf("in flight after a double release = %d, want 1", us[0].InFlight)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e, s := newEngine(t)
+		c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Wait(t.Context(), acquire("t2"), time.Now().Add(time.Second), fixed(unit("a", 2))); err != nil {
+			t.Fatal(err)
+		}
+		c.Release(t.Context(), store.Outcome{})
+		c.Release(t.Context(), store.Outcome{})
+		us, _ := s.Units(t.Context(), "d", []string{"a"})
+		if us[0].InFlight != 1 {
+			t.Errorf("in flight after a double release = %d, want 1", us[0].InFlight)
+		}
+	})
 }
 
 func TestStatusesSeenAfterRefresh(t *testing.T) {
@@ -186,44 +204,46 @@ func TestStatusesSeenAfterRefresh(t *testing.T) {
 // TestKeptClaim: a kept claim outlives renewal and Release; ReleaseLease
 // frees it, and one nobody releases lapses after the kept TTL.
 func TestKeptClaim(t *testing.T) {
-	e, _ := newEngine(t) // lease TTL 1 s, renewed every 333 ms while held
-	ctx := t.Context()
-	try := func(ticket string) error {
-		c, err := e.Wait(ctx, acquire(ticket), time.Now().Add(50*time.Millisecond), fixed(unit("a", 1)))
-		if err == nil {
-			c.Release(ctx, store.Outcome{Success: true})
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t) // lease TTL 1 s, renewed every 333 ms while held
+		ctx := t.Context()
+		try := func(ticket string) error {
+			c, err := e.Wait(ctx, acquire(ticket), time.Now().Add(50*time.Millisecond), fixed(unit("a", 1)))
+			if err == nil {
+				c.Release(ctx, store.Outcome{Success: true})
+			}
+			return err
 		}
-		return err
-	}
-	c, err := e.Wait(ctx, acquire("job1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dom, lease, err := c.Keep(ctx, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Release(ctx, store.Outcome{Success: true}) // a no-op after Keep
-	time.Sleep(1500 * time.Millisecond)          // past the engine's TTL: kept, not lapsed
-	if err := try("other1"); !errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}) {
-		t.Fatalf("Wait while the job holds the slot = %v, want capacity_wait_timeout", err)
-	}
-	if err := e.ReleaseLease(ctx, dom, lease, store.Outcome{Success: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := try("other2"); err != nil {
-		t.Fatalf("Wait after ReleaseLease = %v, want a grant", err)
-	}
+		c, err := e.Wait(ctx, acquire("job1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dom, lease, err := c.Keep(ctx, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Release(ctx, store.Outcome{Success: true}) // a no-op after Keep
+		time.Sleep(1500 * time.Millisecond)          // past the engine's TTL: kept, not lapsed
+		if err := try("other1"); !errors.Is(err, &sluice.Error{Code: sluice.CodeCapacityWaitTimeout}) {
+			t.Fatalf("Wait while the job holds the slot = %v, want capacity_wait_timeout", err)
+		}
+		if err := e.ReleaseLease(ctx, dom, lease, store.Outcome{Success: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := try("other2"); err != nil {
+			t.Fatalf("Wait after ReleaseLease = %v, want a grant", err)
+		}
 
-	c, err = e.Wait(ctx, acquire("job2"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Keep(ctx, 300*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(400 * time.Millisecond)
-	if err := try("other3"); err != nil {
-		t.Fatalf("Wait after the kept lease lapsed = %v, want a grant", err)
-	}
+		c, err = e.Wait(ctx, acquire("job2"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Keep(ctx, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		if err := try("other3"); err != nil {
+			t.Fatalf("Wait after the kept lease lapsed = %v, want a grant", err)
+		}
+	})
 }
