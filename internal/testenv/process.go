@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -93,5 +94,21 @@ func (r *restartable) Kill() {
 	if r.proc != nil {
 		r.proc.kill()
 		r.proc = nil
+	}
+}
+
+// Stall stops the server with SIGSTOP: it keeps its connections and its
+// state but answers nothing until Resume. It does nothing while the server
+// is killed.
+func (r *restartable) Stall() { r.signal(syscall.SIGSTOP) }
+
+// Resume lets a stalled server go on (SIGCONT).
+func (r *restartable) Resume() { r.signal(syscall.SIGCONT) }
+
+func (r *restartable) signal(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc != nil {
+		r.proc.cmd.Process.Signal(sig)
 	}
 }
