@@ -162,7 +162,7 @@ func (im *cliproxyImport) config(doc []byte) (*object, error) {
 // cliproxyTopLevelReasons say why the top-level settings not imported are
 // left out; one not listed here has "no Sluice equivalent".
 var cliproxyTopLevelReasons = map[string]string{
-	"tls":                              "Sluice serves plain HTTP: terminate TLS in front of it (docs/deploy.md)",
+	"tls":                              "Sluice serves plain HTTP: terminate TLS in front of it",
 	"remote-management":                "CLIProxyAPI's management key is not carried over: Sluice's admin API takes its own token (server.admin_token_env)",
 	"debug":                            "Sluice's log level is its --log-level flag",
 	"logging-to-file":                  "Sluice logs to stderr",
@@ -181,7 +181,7 @@ var cliproxyTopLevelReasons = map[string]string{
 	"claude-header-defaults":           "Sluice passes the caller's headers on as its protocol allows (docs/headers-and-defaults.md) and sets no client identity",
 	"codex-header-defaults":            "Codex logins are not imported",
 	"disable-claude-cloak-mode":        "Sluice never rewrites a request as Claude Code's",
-	"passthrough-headers":              "Sluice passes on the upstream's rate-limit headers; others are dropped",
+	"passthrough-headers":              "Sluice passes on a fixed set of an upstream's answer headers, scrubbed of secrets; there is no switch",
 }
 
 // listen maps host and port to server.listen.
