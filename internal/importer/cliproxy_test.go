@@ -2,6 +2,7 @@ package importer_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,4 +181,22 @@ func TestCLIProxyAPIMalformedInputNamesTheField(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", tc.config, err, tc.want)
 		}
 	}
+}
+
+// FuzzCLIProxyAPI checks that any config.yaml and auth file either imports
+// or fails with an input error, and never panics.
+func FuzzCLIProxyAPI(f *testing.F) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "cliproxyapi", "config.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(fixture, []byte(`{"type": "claude", "email": "a@b.c", "refresh_token": "rt"}`))
+	f.Add([]byte("claude-api-key: [{api-key: k, prefix: p, models: [{name: m, alias: a}]}]\nforce-model-prefix: true"), []byte(`{"type": "qwen", "refresh_token": "rt", "resource_url": "x"}`))
+	f.Add([]byte("openai-compatibility: [{name: x, base-url: u, api-keys: [k], models: [{name: m}]}]\nrouting: {session-affinity: true}"), []byte(`{"type": "codex"}`))
+	f.Fuzz(func(t *testing.T, config, auth []byte) {
+		res, err := importer.CLIProxyAPI(config, map[string][]byte{"login.json": auth}, "secrets")
+		if _, ok := errors.AsType[*importer.InputError](err); err != nil && !ok || err == nil && res == nil {
+			t.Fatalf("got %v, %v: want a result or an input error", res, err)
+		}
+	})
 }
