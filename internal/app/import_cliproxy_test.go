@@ -100,3 +100,32 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 		t.Errorf("the token endpoint traded %d refresh tokens, want one per login (%d)", got, logins)
 	}
 }
+
+// TestImportCLIProxyAPICommandErrors checks that a malformed auth file is
+// named with its folder, and that the auth folder and new-api's flags are
+// usage errors where they do not belong.
+func TestImportCLIProxyAPICommandErrors(t *testing.T) {
+	dir, fixtures := t.TempDir(), "../importer/testdata/cliproxyapi/"
+	auth := filepath.Join(dir, "auth")
+	if err := os.Mkdir(auth, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(auth, "bad.json"), []byte(`{"type": "claude", "email": 7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	catalog := filepath.Join(dir, "catalog.yaml")
+	var stdout, stderr strings.Builder
+	code := app.Run(t.Context(), []string{"import", "cliproxyapi", fixtures + "config.yaml", auth, "-o", catalog}, &stdout, &stderr)
+	if want := auth + ": auth/bad.json.email: must be a string"; code != 1 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("malformed auth file: exit %d, %q; want 1 and %q", code, stderr.String(), want)
+	}
+	for _, args := range [][]string{
+		{"import", "litellm", fixtures + "config.yaml", auth, "-o", catalog},
+		{"import", "cliproxyapi", fixtures + "config.yaml", auth, "extra", "-o", catalog},
+		{"import", "cliproxyapi", fixtures + "config.yaml", "--tokens", "t.json", "-o", catalog},
+	} {
+		if code := app.Run(t.Context(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
+		}
+	}
+}
