@@ -57,6 +57,8 @@ const usage = `usage: sluice <command> [flags]
                                  write a catalog from a LiteLLM proxy's config (and key and team exports) and print what mapped (docs/migrate-litellm.md)
   sluice import new-api CHANNELS [--tokens TOKENS.json] -o CATALOG [--secrets-dir DIR] [--report FILE]
                                  the same from a new-api or one-api console's channels and tokens (docs/migrate-new-api.md)
+  sluice import cliproxyapi CONFIG [AUTH-DIR] -o CATALOG [--secrets-dir DIR] [--report FILE]
+                                 the same from CLIProxyAPI's config.yaml and its auth folder's logins (docs/migrate-cliproxyapi.md)
   sluice consume --config FILE [--drain] [--log-level LEVEL]
                                  write the usage events stream into the reporting database of events.consumer (docs/events.md)
   sluice demo-upstream [--listen ADDR] [--latency D] [--chunk-delay D]

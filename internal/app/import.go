@@ -17,13 +17,14 @@ import (
 // usage.
 func importCommand(args []string, stdout, stderr io.Writer) int {
 	const usageLine = "usage: sluice import litellm CONFIG [--keys FILE] [--teams FILE] -o CATALOG [--report FILE]\n" +
-		"       sluice import new-api CHANNELS [--tokens FILE] -o CATALOG [--secrets-dir DIR] [--report FILE]"
+		"       sluice import new-api CHANNELS [--tokens FILE] -o CATALOG [--secrets-dir DIR] [--report FILE]\n" +
+		"       sluice import cliproxyapi CONFIG [AUTH-DIR] -o CATALOG [--secrets-dir DIR] [--report FILE]"
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	keys := fs.String("keys", "", "JSON answer of LiteLLM's /key/list (virtual keys)")
 	teams := fs.String("teams", "", "JSON answer of LiteLLM's /team/list")
 	tokens := fs.String("tokens", "", "new-api: JSON of its tokens (GET /api/token/)")
-	secretsDir := fs.String("secrets-dir", "", "new-api: where the keys it holds in clear are written (default: secrets/ beside the catalog)")
+	secretsDir := fs.String("secrets-dir", "", "new-api, cliproxyapi: where the keys and tokens they hold in clear are written (default: secrets/ beside the catalog)")
 	out := fs.String("o", "", "catalog file to write (required)")
 	reportPath := fs.String("report", "", "also write the report to this file")
 	// Flags may come before, between or after the source and its file.
@@ -38,15 +39,21 @@ func importCommand(args []string, stdout, stderr io.Writer) int {
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	if len(positional) != 2 || *out == "" {
+	if len(positional) < 2 || *out == "" {
 		fmt.Fprintln(stderr, usageLine)
 		return 2
 	}
 	source, input := positional[0], positional[1]
-	litellmFlags, newAPIFlags := *keys != "" || *teams != "", *tokens != "" || *secretsDir != ""
-	if source == "litellm" && newAPIFlags || source == "new-api" && litellmFlags {
+	// Only cliproxyapi reads a second file (its auth folder).
+	litellmFlags, tokenFlags := *keys != "" || *teams != "", *tokens != ""
+	if len(positional) > 3 || len(positional) == 3 && source != "cliproxyapi" ||
+		source == "litellm" && (tokenFlags || *secretsDir != "") || source != "litellm" && litellmFlags || source == "cliproxyapi" && tokenFlags {
 		fmt.Fprintln(stderr, usageLine)
 		return 2
+	}
+	dir := *secretsDir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(*out), "secrets")
 	}
 	var res *importer.Result
 	var err error
@@ -56,16 +63,24 @@ func importCommand(args []string, stdout, stderr io.Writer) int {
 			map[importer.Input]string{importer.ConfigInput: input, importer.KeysInput: *keys, importer.TeamsInput: *teams},
 			importer.ConfigInput, importer.KeysInput, importer.TeamsInput)
 	case "new-api":
-		dir := *secretsDir
-		if dir == "" {
-			dir = filepath.Join(filepath.Dir(*out), "secrets")
-		}
 		if dir, err = filepath.Abs(dir); err != nil {
 			break
 		}
 		res, err = importFiles(func(b [][]byte) (*importer.Result, error) { return importer.NewAPI(b[0], b[1], dir) },
 			map[importer.Input]string{importer.ChannelsInput: input, importer.TokensInput: *tokens},
 			importer.ChannelsInput, importer.TokensInput)
+		if err == nil {
+			err = writeSecretFiles(dir, res.SecretFiles)
+		}
+	case "cliproxyapi":
+		if dir, err = filepath.Abs(dir); err != nil {
+			break
+		}
+		var authDir string
+		if len(positional) == 3 {
+			authDir = positional[2]
+		}
+		res, err = importCLIProxyAPI(input, authDir, dir)
 		if err == nil {
 			err = writeSecretFiles(dir, res.SecretFiles)
 		}
@@ -130,4 +145,39 @@ func writeSecretFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// importCLIProxyAPI reads CLIProxyAPI's config.yaml and the JSON files of
+// its auth folder ("" = none given) and imports them, writing secrets
+// under secretsDir; an error names the file and the field.
+func importCLIProxyAPI(configPath, authDir, secretsDir string) (*importer.Result, error) {
+	config, err := os.ReadFile(configPath)
+	if err != nil {
+		return nil, err
+	}
+	var auth map[string][]byte
+	if authDir != "" {
+		names, err := filepath.Glob(filepath.Join(authDir, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		auth = make(map[string][]byte, len(names))
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, err
+			}
+			auth[filepath.Base(name)] = b
+		}
+	}
+	res, err := importer.CLIProxyAPI(config, auth, secretsDir)
+	var ie *importer.InputError
+	if errors.As(err, &ie) {
+		where := configPath
+		if ie.Input == importer.AuthDirInput {
+			where = authDir
+		}
+		return nil, fmt.Errorf("%s: %w", where, ie.Err)
+	}
+	return res, err
 }

@@ -220,7 +220,7 @@ func TestImportCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), bad+": keys[0].tpm_limit: must be a number") {
 		t.Errorf("malformed keys: exit %d, %q", code, stderr.String())
 	}
-	if code := app.Run(t.Context(), []string{"import", "cliproxyapi", "x.yaml", "-o", catalog}, &stdout, &stderr); code != 2 {
+	if code := app.Run(t.Context(), []string{"import", "nonesuch", "x.yaml", "-o", catalog}, &stdout, &stderr); code != 2 {
 		t.Errorf("an unknown source: exit %d, want 2 (usage)", code)
 	}
 	if code := app.Run(t.Context(), []string{"import", "litellm", fixtures + "config.yaml", "--tokens", "t.json", "-o", catalog}, &stdout, &stderr); code != 2 {

@@ -128,9 +128,10 @@ func (im *newAPIImport) channels(doc []byte) error {
 			return err
 		}
 		if status != 1 {
-			// Sluice's catalog has no disabled credential: an imported
-			// one would serve.
-			im.report.notMapped(o.path, "status %d (disabled): not imported; add it by hand when it is enabled again", status)
+			// Sluice's catalog has no disabled credential (an upstream
+			// account is disabled or suspended at run time, in the state
+			// store): an imported one would serve from the start.
+			im.report.notMapped(o.path, "not imported: disabled in new-api (status %d, %s); Sluice's catalog cannot hold a disabled credential, so add it by hand when it is enabled again", status, newAPIStatus(status))
 			continue
 		}
 		enabled = append(enabled, newAPIChannel{o, id, int(priority)})
@@ -158,6 +159,17 @@ func (im *newAPIImport) channels(doc []byte) error {
 			"; the source knows no concurrency cap, so max_inflight is Sluice's safe default 2: raise it to what the provider allows"})
 	}
 	return nil
+}
+
+// newAPIStatus names a channel status other than 1 (enabled).
+func newAPIStatus(status int) string {
+	switch status {
+	case 2:
+		return "disabled by hand"
+	case 3:
+		return "disabled automatically after failures"
+	}
+	return "not enabled"
 }
 
 func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {

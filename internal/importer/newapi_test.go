@@ -82,3 +82,20 @@ func TestNewAPIMalformedInputNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestNewAPIDisabledChannelsAreListed checks that each disabled channel is
+// named in the report as not imported because new-api has it disabled.
+func TestNewAPIDisabledChannelsAreListed(t *testing.T) {
+	notes := map[string]string{}
+	for _, l := range importNewAPI(t).Report.NotMapped {
+		notes[l.Field] = l.Note
+	}
+	for field, want := range map[string]string{
+		"channels[7]": "not imported: disabled in new-api (status 2, disabled by hand)",
+		"channels[8]": "not imported: disabled in new-api (status 3, disabled automatically after failures)",
+	} {
+		if !strings.HasPrefix(notes[field], want) {
+			t.Errorf("%s: %q, want it to start %q", field, notes[field], want)
+		}
+	}
+}

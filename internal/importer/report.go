@@ -15,6 +15,8 @@ const (
 	// new-api and one-api
 	ChannelsInput Input = "channels"
 	TokensInput   Input = "tokens"
+	// CLIProxyAPI: its auth folder
+	AuthDirInput Input = "auth-dir"
 )
 
 // InputError is malformed input: Err names the field, Input the file.

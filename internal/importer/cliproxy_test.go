@@ -1,0 +1,202 @@
+package importer_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/importer"
+)
+
+// cliproxyAuthFiles reads the fixture's auth folder, by file name.
+func cliproxyAuthFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	dir := filepath.Join("testdata", "cliproxyapi", "auth")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+func importCLIProxy(t *testing.T) *importer.Result {
+	t.Helper()
+	res, err := importer.CLIProxyAPI(readFixture(t, "cliproxyapi/config.yaml"), cliproxyAuthFiles(t), "secrets")
+	if err != nil {
+		t.Fatalf("CLIProxyAPI: %v", err)
+	}
+	return res
+}
+
+func TestCLIProxyAPIGolden(t *testing.T) {
+	res := importCLIProxy(t)
+	golden(t, "cliproxyapi/catalog.golden.yaml", res.Catalog)
+	golden(t, "cliproxyapi/report.golden.md", []byte(res.Report.String()))
+}
+
+// TestCLIProxyAPICatalogValidates writes the secret files the import
+// returns and loads the catalog as `sluice check` does; no secret of the
+// source — keys, tokens, the management key, the proxy's password — is in
+// the catalog or the report.
+func TestCLIProxyAPICatalogValidates(t *testing.T) {
+	res := importCLIProxy(t)
+	dir := t.TempDir()
+	catalog := bytes.ReplaceAll(res.Catalog, []byte("secrets/"), []byte(dir+"/"))
+	for path, secret := range res.SecretFiles {
+		if err := os.WriteFile(filepath.Join(dir, strings.TrimPrefix(path, "secrets/")), secret, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source := append(readFixture(t, "cliproxyapi/config.yaml"), bytes.Join(mapValues(cliproxyAuthFiles(t)), nil)...)
+	for _, fake := range bytesOf(source, "FAKE") {
+		if bytes.Contains(res.Catalog, fake) || strings.Contains(res.Report.String(), string(fake)) {
+			t.Errorf("a secret of the source is written out: %s", fake)
+		}
+	}
+	env := map[string]string{"SLUICE_SECRET_KEY": "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE="}
+	c, err := config.Load(catalog, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("imported catalog is invalid: %v\n%s", err, catalog)
+	}
+	oauth := 0
+	for _, cr := range c.Credentials {
+		if cr.OAuth.Set() {
+			oauth++
+		}
+	}
+	// 4 Claude logins (one disabled) and a Qwen one; 2 Gemini, 1 legacy
+	// Gemini, 2 Claude, 1 Codex (of 2) API keys, and 3 OpenAI-compatible.
+	if len(c.Models) < 10 || oauth != 4 || len(c.Credentials) != 13 || len(c.Keys) != 3 {
+		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 13 (4 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
+	}
+	if got := string(res.SecretFiles["secrets/key-client-2"]); got != "sk-cpa-FAKE-ci-8d2e4f6a0b1c" {
+		t.Errorf("api-keys[1] keeps secret %q, want the key callers have", got)
+	}
+	if got := string(res.SecretFiles["secrets/claude-bob-example.com-refresh-token"]); got != "sk-ant-ort01-FAKE-refresh-bob" {
+		t.Errorf("bob's login: refresh token file holds %q, want the auth file's refresh_token", got)
+	}
+}
+
+// bytesOf returns every whitespace- or quote-delimited word of doc that
+// contains marker.
+func bytesOf(doc []byte, marker string) [][]byte {
+	var out [][]byte
+	for _, w := range bytes.FieldsFunc(doc, func(r rune) bool { return strings.ContainsRune(" \t\n\",:{}[]", r) }) {
+		if bytes.Contains(w, []byte(marker)) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func mapValues(m map[string][]byte) [][]byte {
+	var out [][]byte
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestCLIProxyAPIAccountsInferred checks that logins of one email are one
+// account, a login of another email another, and that logins Sluice cannot
+// serve are reported with the logins of their upstream account.
+func TestCLIProxyAPIAccountsInferred(t *testing.T) {
+	res := importCLIProxy(t)
+	accounts := map[string]string{}
+	for _, l := range res.Report.Accounts {
+		accounts[l.Field] = l.Note
+	}
+	alice := accounts["claude-alice-example.com"]
+	if !strings.Contains(alice, "claude-alice@example.com.json") || !strings.Contains(alice, "claude-alice@example.com-desktop.json") {
+		t.Errorf("alice's account: %q, want both of her login files", alice)
+	}
+	if bob := accounts["claude-bob-example.com"]; strings.Contains(bob, "alice") || bob == "" {
+		t.Errorf("bob's account: %q, want his login alone", bob)
+	}
+	notes := map[string]string{}
+	for _, l := range res.Report.NotMapped {
+		notes[l.Field] = l.Note
+	}
+	for field, want := range map[string]string{
+		"auth/codex-dave@example.com.json":           "as in codex-erin@example.com.json: one upstream account",
+		"auth/grace@example.com-proj-alpha-123.json": "Its project_id is proj-alpha-123, as in frank@example.com-proj-alpha-123.json",
+		"auth/claude-carol@example.com.json":         "not imported: disabled in CLIProxyAPI",
+		"auth/iflow-ivan@example.com.json":           `auth type "iflow"`,
+	} {
+		if !strings.Contains(notes[field], want) {
+			t.Errorf("%s: %q, want it to say %q", field, notes[field], want)
+		}
+	}
+}
+
+func TestCLIProxyAPIReportsEveryField(t *testing.T) {
+	res := importCLIProxy(t)
+	notMapped := map[string]bool{}
+	for _, l := range res.Report.NotMapped {
+		notMapped[l.Field] = true
+	}
+	for _, field := range []string{
+		"tls", "remote-management", "logging-to-file", "logs-max-total-size-mb", "usage-statistics-enabled", "max-retry-interval",
+		"disable-cooling", "ws-auth", "payload", "quota-exceeded.switch-preview-model", "oauth-model-alias.codex",
+		"gemini-api-key[0].models[1].display-name", "gemini-api-key[1].weight", "claude-api-key[1].proxy-url", "claude-api-key[1].headers",
+		"claude-api-key[1].cloak", "codex-api-key[1]", "openai-compatibility[0].api-key-entries[1].proxy-url", "openai-compatibility[2]",
+		"auth/claude-alice@example.com.json.access_token", "auth/claude-alice@example.com.json.expired",
+		"auth/claude-alice@example.com-desktop.json.proxy_url", "auth/frank@example.com-proj-alpha-123.json",
+	} {
+		if !notMapped[field] {
+			t.Errorf("%s is not reported as not mapped", field)
+		}
+	}
+}
+
+func TestCLIProxyAPIMalformedInputNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		auth   map[string][]byte
+		want   string
+	}{
+		{"gemini-api-key: [{base-url: https://g.example.com}]", nil, "config: gemini-api-key[0].api-key: is required"},
+		{"openai-compatibility: [{name: x, api-key-entries: [{api-key: k}], models: [{name: m}]}]", nil, "config: openai-compatibility[0].base-url: is required"},
+		{"claude-api-key: [{api-key: k, models: [{alias: a}]}]", nil, "config: claude-api-key[0].models[0].name: is required"},
+		{"routing: {strategy: random}\nclaude-api-key: [{api-key: k}]", nil, `config: routing.strategy: "random" is not`},
+		{"port: eighty", nil, "config: port: must be a number"},
+		{"claude-api-key: [{api-key: k}]", map[string][]byte{"a.json": []byte("{not json")}, "auth-dir: a.json: not JSON"},
+		{"claude-api-key: [{api-key: k}]", map[string][]byte{"b.json": []byte(`{"type": 3}`)}, "auth-dir: auth/b.json.type: must be a string"},
+		{"debug: true", nil, "config: no provider key or login serves a model"},
+	} {
+		_, err := importer.CLIProxyAPI([]byte(tc.config), tc.auth, "s")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.config, err, tc.want)
+		}
+	}
+}
+
+// FuzzCLIProxyAPI checks that any config.yaml and auth file either imports
+// or fails with an input error, and never panics.
+func FuzzCLIProxyAPI(f *testing.F) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "cliproxyapi", "config.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(fixture, []byte(`{"type": "claude", "email": "a@b.c", "refresh_token": "rt"}`))
+	f.Add([]byte("claude-api-key: [{api-key: k, prefix: p, models: [{name: m, alias: a}]}]\nforce-model-prefix: true"), []byte(`{"type": "qwen", "refresh_token": "rt", "resource_url": "x"}`))
+	f.Add([]byte("openai-compatibility: [{name: x, base-url: u, api-keys: [k], models: [{name: m}]}]\nrouting: {session-affinity: true}"), []byte(`{"type": "codex"}`))
+	f.Fuzz(func(t *testing.T, config, auth []byte) {
+		res, err := importer.CLIProxyAPI(config, map[string][]byte{"login.json": auth}, "secrets")
+		if _, ok := errors.AsType[*importer.InputError](err); err != nil && !ok || err == nil && res == nil {
+			t.Fatalf("got %v, %v: want a result or an input error", res, err)
+		}
+	})
+}
