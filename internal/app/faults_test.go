@@ -94,14 +94,14 @@ type faultRun struct {
 	down     []bool // replica i is killed and not started again yet
 	started  []time.Time
 
-	complete  []string // request IDs whose whole answer was read
-	charged   []string // of those, the 200s
-	answers   map[string]map[string]int // fault firing when the request was sent ("none") → answer → count
-	active    string                    // the fault firing now, "" for none
-	examples  map[string][]string // a few answers of each kind other than 200: replica, its age
-	excused   int // no whole answer: the replica was killed meanwhile
+	complete   []string                  // request IDs whose whole answer was read
+	charged    []string                  // of those, the 200s
+	answers    map[string]map[string]int // fault firing when the request was sent ("none") → answer → count
+	active     string                    // the fault firing now, "" for none
+	examples   map[string][]string       // a few answers of each kind other than 200: replica, its age
+	excused    int                       // no whole answer: the replica was killed meanwhile
 	unanswered []string
-	fired     map[string]int
+	fired      map[string]int
 }
 
 func newFaultRun(t *testing.T) *faultRun {
