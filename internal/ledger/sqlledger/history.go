@@ -85,6 +85,11 @@ func keepCharges(from string) string {
 // fails leaves each day or batch either done or untouched; the next call
 // goes on.
 func (s *Store) Retain(ctx context.Context, cutoff time.Time) (removed int64, err error) {
+	// Every day before cutoff is rolled up before its records go: a
+	// removed record stays in the summaries of whole days.
+	if err := s.rollUpBefore(ctx, cutoff); err != nil {
+		return 0, fmt.Errorf("retain usage: %w", err)
+	}
 	removed, err = s.dropDays(ctx, cutoff)
 	if err == nil {
 		var n int64
