@@ -21,14 +21,13 @@ var HistogramError = math.Pow(2, 1.0/8) - 1
 // bucketLows are the lowest durations, in microseconds, of the buckets
 // of a Histogram: 0, 1, then ⌈2^(i/8)⌉ from where that exceeds the bucket
 // before, so each bucket's highest value is below its lowest times 2^(1/8)
-// (the ones of a single microsecond hold their value exactly). The last
-// bucket, from 2^40 µs (12.7 days: no request lasts that long), holds
-// every longer duration.
+// (the ones of a single microsecond hold their value exactly), up to
+// 2^53 µs, beyond the longest time.Duration.
 var bucketLows = func() []int64 {
 	lows := []int64{0, 1}
 	for i := 1; ; i++ {
 		lo := max(lows[len(lows)-1]+1, int64(math.Ceil(math.Pow(2, float64(i)/8))))
-		if lo > 1<<40 {
+		if lo > 1<<53 {
 			return lows
 		}
 		if lo > lows[len(lows)-1] {
@@ -113,9 +112,9 @@ func (h *Histogram) Percentile(p float64) time.Duration {
 	pos := p * float64(h.n-1)
 	lo := int64(math.Floor(pos))
 	hi := min(lo+1, h.n-1)
-	vlo, vhi := h.ranked(lo), h.ranked(hi)
-	v := float64(vlo) + (pos-float64(lo))*float64(vhi-vlo)
-	return (time.Duration(v) * time.Microsecond).Round(time.Microsecond)
+	vlo, vhi := time.Duration(h.ranked(lo))*time.Microsecond, time.Duration(h.ranked(hi))*time.Microsecond
+	v := float64(vlo) + (pos-float64(lo))*float64(vhi-vlo) // in nanoseconds, as Percentile, to round alike
+	return time.Duration(v).Round(time.Microsecond)
 }
 
 // ranked is the upper estimate, in microseconds, of the duration of rank
@@ -156,11 +155,15 @@ func ParseHistogram(s string) (Histogram, error) {
 		return h, nil
 	}
 	fields := strings.Fields(s)
+	if len(fields) < 2 {
+		return Histogram{}, fmt.Errorf("histogram %q: no buckets", s)
+	}
 	longest, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil || longest < 0 {
 		return Histogram{}, fmt.Errorf("histogram %q: bad longest duration", s)
 	}
 	h.counts = make(map[int]int64, len(fields)-1)
+	top := 0 // the highest bucket
 	for _, f := range fields[1:] {
 		is, ns, ok := strings.Cut(f, ":")
 		i, err1 := strconv.Atoi(is)
@@ -170,6 +173,10 @@ func ParseHistogram(s string) (Histogram, error) {
 		}
 		h.counts[i] += n
 		h.n += n
+		top = max(top, i)
+	}
+	if bucketHigh(top) < longest {
+		return Histogram{}, fmt.Errorf("histogram %q: the longest duration is in no bucket", s)
 	}
 	h.max = longest
 	return h, nil
