@@ -71,8 +71,9 @@ func keepCharges(from string) string {
 }
 
 // Retain removes the usage records started before cutoff, with their
-// executions and job usage, and keeps what must outlive them: each
-// record is added to its day's roll-up row (usage_rollups) and its charge,
+// executions and job usage, and keeps what must outlive them: the days
+// before cutoff are rolled up first (see RollUp), each record is added to
+// its day's roll-up row by key (usage_rollups) and its charge,
 // if it made one, is copied to ledger_charges, in the transaction that
 // removes it. Balances (billing_totals) are not touched. It returns how
 // many records it removed.
