@@ -748,9 +748,7 @@ func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.
 			dest []any
 		)
 		for _, d := range dims {
-			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID, ledger.ByTenant: &r.Tenant,
-				ledger.ByEndUser: &r.EndUser, ledger.ByTaskType: &r.TaskType, ledger.ByPool: &r.Pool, ledger.ByAlias: &r.Alias,
-				ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
+			dest = append(dest, dimensionOf(&r, &day, d))
 		}
 		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Tokens, &r.CachedTokens, &r.Price, &r.Cost)...); err != nil {
 			return nil, err
@@ -761,6 +759,30 @@ func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// dimensionOf is where a row of a spend query scans its column of d:
+// the field of r, or day (days since the Unix epoch) for ByDay.
+func dimensionOf(r *ledger.SpendRow, day *int64, d ledger.Dimension) any {
+	switch d {
+	case ledger.ByAccount:
+		return &r.Account
+	case ledger.ByKey:
+		return &r.KeyID
+	case ledger.ByTenant:
+		return &r.Tenant
+	case ledger.ByEndUser:
+		return &r.EndUser
+	case ledger.ByTaskType:
+		return &r.TaskType
+	case ledger.ByPool:
+		return &r.Pool
+	case ledger.ByAlias:
+		return &r.Alias
+	case ledger.ByModel:
+		return &r.Model
+	}
+	return day
 }
 
 // mergeSpend adds up the rows of one group: a group may have rows from

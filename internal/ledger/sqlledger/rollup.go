@@ -1,10 +1,12 @@
 package sqlledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,10 +182,8 @@ type heldDay struct {
 	table string
 }
 
-// unrolledDays are the days before the day before that hold records and
-// are not rolled up, oldest first. On PostgreSQL they are read from the
-// partitions' names, and from the default partition; on SQLite from the
-// index on started_at, one day at a time.
+// unrolledDays are the days before day before (days since the Unix
+// epoch) that hold records and are not rolled up, oldest first.
 func (s *Store) unrolledDays(ctx context.Context, before int64) ([]heldDay, error) {
 	rolled := map[int64]bool{}
 	rows, err := s.db.Query(ctx, `SELECT day FROM usage_days_rolled WHERE day < ?`, before)
@@ -211,6 +211,11 @@ func (s *Store) unrolledDays(ctx context.Context, before int64) ([]heldDay, erro
 	return out, err
 }
 
+// heldDays are the days before day before that hold records, oldest
+// first. On PostgreSQL they are the days of the partitions (an empty one
+// is rolled up as a day of no records, which it is) and those the default
+// partition holds records of; on SQLite they are found on the index of
+// started_at, one day at a time.
 func (s *Store) heldDays(ctx context.Context, before int64) ([]heldDay, error) {
 	var out []heldDay
 	if !s.db.PartitionedByDay() {
@@ -250,6 +255,7 @@ func (s *Store) heldDays(ctx context.Context, before int64) ([]heldDay, error) {
 			out = append(out, heldDay{day: d, table: p.Name})
 		}
 	}
+	slices.SortFunc(out, func(a, b heldDay) int { return cmp.Compare(a.day, b.day) })
 	return out, nil
 }
 
@@ -330,11 +336,9 @@ func readRolled(ctx context.Context, tx *sqldb.Tx, roll dayRollup, where string,
 // a day is rolled up once it has ended, by rollupGrace.
 func (w *writer) addLate(ctx context.Context, recs []sluice.UsageRecord, inserted []bool) error {
 	today := epochDay(time.Now())
-	var days []any
-	seen := map[int64]bool{}
+	var days []any // nil, and nothing allocated, for a batch of today's records: nearly every one
 	for i := range recs {
-		if d := epochDay(recs[i].Started); inserted[i] && d < today && !seen[d] {
-			seen[d] = true
+		if d := epochDay(recs[i].Started); inserted[i] && d < today && !slices.Contains(days, any(d)) {
 			days = append(days, d)
 		}
 	}
