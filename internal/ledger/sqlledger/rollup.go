@@ -28,11 +28,11 @@ const rollupGrace = 10 * time.Minute
 const dayMicros = 86400000000
 
 // rolledColumns are what a roll-up reads of each record of usage_records,
-// in the order of rolledRecord.scan.
+// in the order readRolled scans them.
 const rolledColumns = `tenant, billing_account, alias, model, pool, task_type, code, billed, unmeasured, measured,
 	prompt_tokens, completion_tokens, cached_tokens, total_tokens, price_micros, cost_micros, latency_us, ttft_us, started_at`
 
-// dayColumns are the columns of a usage_days row, in the order writeDays
+// dayColumns are the columns of a usage_days row, in the order dayRollup.write
 // writes them.
 const dayColumns = `day, tenant, billing_account, alias, model, pool, task_type, code, billed, late, requests, unmeasured,
 	prompt_tokens, completion_tokens, cached_tokens, measured_tokens, measured_cached, price_micros, cost_micros, latency, ttft`
