@@ -194,12 +194,26 @@ type UsageSummary struct {
 	Total                          UsageStats    `json:"total"`
 	Buckets                        []UsageStats  `json:"buckets"`
 	QueueWaitThisReplicaSinceStart *QueueWaits   `json:"queue_wait_this_replica_since_start,omitempty"`
+	// Percentiles says how the latency and TTFT percentiles were made:
+	// PercentilesExact, or PercentilesUpperBound when closed days were
+	// read from their daily roll-ups (see ledger.UsageSummary.Approximate).
+	Percentiles string `json:"percentiles"`
 }
+
+// The values of UsageSummary.Percentiles.
+const (
+	// PercentilesExact: interpolated between the two nearest records.
+	PercentilesExact = "exact"
+	// PercentilesUpperBound: read from histograms of fixed log-spaced
+	// buckets, each at or above the exact value by less than
+	// ledger.HistogramError (9.1%).
+	PercentilesUpperBound = "upper_bound"
+)
 
 // UsageStats is what a set of records added up to. Errors counts the
 // records that carry an error code, by code. Tokens are as the records
-// report them. Latencies are milliseconds, interpolated between the two
-// nearest records; TTFT is of the records that had a first token.
+// report them. Latencies are milliseconds, made as UsageSummary.Percentiles
+// says; TTFT is of the records that had a first token.
 type UsageStats struct {
 	Start            *time.Time       `json:"start,omitempty"` // of the bucket
 	Requests         int64            `json:"requests"`
@@ -256,7 +270,10 @@ func (s *server) usageSummary(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := UsageSummary{Since: f.Since, Until: f.Until, Bucket: bucket, Currency: "USD", Total: usageStats(sum.Total),
-		Buckets: make([]UsageStats, 0, len(sum.Buckets))}
+		Buckets: make([]UsageStats, 0, len(sum.Buckets)), Percentiles: PercentilesExact}
+	if sum.Approximate {
+		out.Percentiles = PercentilesUpperBound
+	}
 	if s.billing != nil {
 		out.Currency = cmp.Or(s.billing.Declared().Currency, out.Currency)
 	}

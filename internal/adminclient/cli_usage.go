@@ -143,6 +143,9 @@ func (c *cli) usageSummary(args []string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	if sum.Percentiles == admin.PercentilesUpperBound {
+		fmt.Fprintln(c.stdout, "\nClosed days were read from their daily roll-ups: each percentile is an upper bound, less than 9.1% above the exact value.")
+	}
 	if w := sum.QueueWaitThisReplicaSinceStart; w != nil {
 		fmt.Fprintf(c.stdout, "\nQueue wait on this replica since it started (%d requests): p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n",
 			w.Observed, w.P50MS, w.P95MS, w.P99MS)

@@ -19,7 +19,8 @@ const historyEvery = time.Hour
 
 // history keeps the database's history small (docs/history-and-retention.md):
 // each run makes the day partitions ahead, and those of rows that went to a
-// default partition, then removes the usage records and audit entries
+// default partition, rolls up the usage of the days that ended (see
+// sqlledger.RollUp), then removes the usage records and audit entries
 // older than database.retention, read from the catalog serving at each
 // run so a reload applies. Every replica runs it; the stores let one
 // replica at a time remove rows, and making a partition that exists does
@@ -47,6 +48,9 @@ func (h *history) run(ctx context.Context, now time.Time) {
 	if err := h.db.PartitionDays(ctx, now); err != nil && ctx.Err() == nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "day partitions not made: rows of days without one go to the default partition",
 			slog.Any("err", err))
+	}
+	if err := h.usage.RollUp(ctx, now); err != nil && ctx.Err() == nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "daily roll-ups not written: reports read those days from their records", slog.Any("err", err))
 	}
 	r := h.retention()
 	for _, kept := range []struct {

@@ -77,6 +77,11 @@ func (b Bucket) Width() time.Duration {
 type UsageSummary struct {
 	Buckets []UsageStats
 	Total   UsageStats // its Start is zero
+	// Approximate says the percentiles were read from histograms (a
+	// store's daily roll-ups, see RolledStats): each is at or above the
+	// exact one, by less than HistogramError. Counts, tokens and prices
+	// are exact either way.
+	Approximate bool
 }
 
 // UsageStats is what a set of usage records adds up to.
@@ -97,60 +102,120 @@ type UsageStats struct {
 }
 
 // Summarizer adds records up into a UsageSummary in Go: the stores that
-// cannot compute percentiles in their query (memledger, SQLite) feed it.
+// cannot compute percentiles in their query (memledger, SQLite) feed it,
+// and so do those that add daily roll-ups to records.
 type Summarizer struct {
 	width   time.Duration
+	approx  bool // percentiles from histograms
 	buckets map[time.Time]*statsBuilder
 	total   statsBuilder
 }
 
-// statsBuilder gathers one UsageStats and the durations of its percentiles.
+// statsBuilder gathers one UsageStats and the durations of its
+// percentiles: each duration (exact), or histograms of them (approx).
 type statsBuilder struct {
 	UsageStats
-	latency, ttft []time.Duration
+	latency, ttft   []time.Duration
+	latencyH, ttftH Histogram
 }
 
-// NewSummarizer returns a Summarizer by bucket, which must be valid.
+// NewSummarizer returns a Summarizer by bucket, which must be valid, whose
+// percentiles are exact.
 func NewSummarizer(bucket Bucket) *Summarizer {
 	return &Summarizer{width: bucket.Width(), buckets: map[time.Time]*statsBuilder{}}
 }
 
-// Add counts r.
-func (s *Summarizer) Add(r *sluice.UsageRecord) {
-	start := r.Started.UTC().Truncate(s.width)
+// NewRollupSummarizer returns a Summarizer by day that adds records and
+// daily roll-ups (AddRolled) up, its percentiles read from histograms:
+// its summary is Approximate.
+func NewRollupSummarizer() *Summarizer {
+	return &Summarizer{width: BucketDay.Width(), approx: true, buckets: map[time.Time]*statsBuilder{}}
+}
+
+// bucket is the builder of the bucket that start is in.
+func (s *Summarizer) bucket(start time.Time) *statsBuilder {
+	start = start.UTC().Truncate(s.width)
 	b, ok := s.buckets[start]
 	if !ok {
 		b = &statsBuilder{UsageStats: UsageStats{Start: start}}
 		s.buckets[start] = b
 	}
-	b.add(r)
-	s.total.add(r)
+	return b
 }
 
-func (b *statsBuilder) add(r *sluice.UsageRecord) {
-	b.Requests++
-	if r.Code != "" {
-		if b.Errors == nil {
-			b.Errors = map[string]int64{}
-		}
-		b.Errors[string(r.Code)]++
-	}
-	b.PromptTokens += r.Usage.PromptTokens
-	b.CompletionTokens += r.Usage.CompletionTokens
-	b.CachedTokens += r.Usage.CachedTokens
+// Add counts r.
+func (s *Summarizer) Add(r *sluice.UsageRecord) {
+	s.bucket(r.Started).add(r, s.approx)
+	s.total.add(r, s.approx)
+}
+
+// RolledStats is what the records of one UTC day and one error code (""
+// for none) add up to, as a store keeps them once the day is rolled up:
+// the counts and sums of UsageStats, and histograms of the records'
+// latencies and of their times to first token (of those that had one).
+type RolledStats struct {
+	Day                                                    time.Time
+	Code                                                   string
+	Requests, PromptTokens, CompletionTokens, CachedTokens int64
+	Price                                                  billing.Micros
+	Latency, TTFT                                          Histogram
+}
+
+// AddRolled counts the records r adds up; s must be NewRollupSummarizer's.
+func (s *Summarizer) AddRolled(r *RolledStats) {
+	s.bucket(r.Day).addRolled(r)
+	s.total.addRolled(r)
+}
+
+func (b *statsBuilder) add(r *sluice.UsageRecord, approx bool) {
+	b.count(string(r.Code), 1, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.CachedTokens)
 	if r.Billing != nil {
 		b.Price += billing.Micros(r.Billing.Price)
 	}
-	b.latency = append(b.latency, r.Latency)
-	if r.TTFT > 0 {
-		b.ttft = append(b.ttft, r.TTFT)
+	switch {
+	case approx:
+		b.latencyH.Add(r.Latency)
+		if r.TTFT > 0 {
+			b.ttftH.Add(r.TTFT)
+		}
+	default:
+		b.latency = append(b.latency, r.Latency)
+		if r.TTFT > 0 {
+			b.ttft = append(b.ttft, r.TTFT)
+		}
 	}
 }
 
-func (b *statsBuilder) stats() UsageStats {
+func (b *statsBuilder) addRolled(r *RolledStats) {
+	b.count(r.Code, r.Requests, r.PromptTokens, r.CompletionTokens, r.CachedTokens)
+	b.Price = b.Price.Add(r.Price)
+	b.latencyH.Merge(r.Latency)
+	b.ttftH.Merge(r.TTFT)
+}
+
+// count adds n requests of code ("" = none) and their tokens.
+func (b *statsBuilder) count(code string, n, prompt, completion, cached int64) {
+	b.Requests += n
+	if code != "" {
+		if b.Errors == nil {
+			b.Errors = map[string]int64{}
+		}
+		b.Errors[code] += n
+	}
+	b.PromptTokens += prompt
+	b.CompletionTokens += completion
+	b.CachedTokens += cached
+}
+
+func (b *statsBuilder) stats(approx bool) UsageStats {
+	out := b.UsageStats
+	if approx {
+		out.LatencyP50, out.LatencyP95, out.LatencyP99 = b.latencyH.Percentile(0.5), b.latencyH.Percentile(0.95), b.latencyH.Percentile(0.99)
+		out.TTFTP50 = b.ttftH.Percentile(0.5)
+		return out
+	}
 	slices.Sort(b.latency)
 	slices.Sort(b.ttft)
-	out := b.UsageStats
 	out.LatencyP50, out.LatencyP95, out.LatencyP99 = Percentile(b.latency, 0.5), Percentile(b.latency, 0.95), Percentile(b.latency, 0.99)
 	out.TTFTP50 = Percentile(b.ttft, 0.5)
 	return out
@@ -158,9 +223,9 @@ func (b *statsBuilder) stats() UsageStats {
 
 // Summary is what was added, as Summarize returns it.
 func (s *Summarizer) Summary() UsageSummary {
-	out := UsageSummary{Total: s.total.stats(), Buckets: make([]UsageStats, 0, len(s.buckets))}
+	out := UsageSummary{Total: s.total.stats(s.approx), Buckets: make([]UsageStats, 0, len(s.buckets)), Approximate: s.approx}
 	for _, b := range s.buckets {
-		out.Buckets = append(out.Buckets, b.stats())
+		out.Buckets = append(out.Buckets, b.stats(s.approx))
 	}
 	slices.SortFunc(out.Buckets, func(a, b UsageStats) int { return a.Start.Compare(b.Start) })
 	return out

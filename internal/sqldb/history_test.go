@@ -74,9 +74,14 @@ func TestHistoryByDayMigratesInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		// This build's ledger writes and reads the cache_hit column of
-		// migration 20: the old schema has it only while the ledger uses it.
-		if _, err := old.Exec(ctx, `ALTER TABLE usage_records ADD COLUMN cache_hit BOOLEAN NOT NULL DEFAULT FALSE`); err != nil {
-			t.Fatal(err)
+		// migration 20, and looks up the rolled-up days of migration 21
+		// when it writes records of past days: the old schema has them
+		// only while the ledger uses it.
+		for _, stmt := range []string{`ALTER TABLE usage_records ADD COLUMN cache_hit BOOLEAN NOT NULL DEFAULT FALSE`,
+			`CREATE TABLE usage_days_rolled (day BIGINT NOT NULL PRIMARY KEY, rolled_at BIGINT NOT NULL)`} {
+			if _, err := old.Exec(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := sqlledger.New(old).RecordUsage(ctx, recs); err != nil {
 			t.Fatal(err)
@@ -110,6 +115,9 @@ func TestHistoryByDayMigratesInPlace(t *testing.T) {
 		}
 		if err == nil {
 			_, err = old.Exec(ctx, `ALTER TABLE usage_records DROP COLUMN cache_hit`)
+		}
+		if err == nil {
+			_, err = old.Exec(ctx, `DROP TABLE usage_days_rolled`)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -561,6 +561,48 @@ var migrations = []migration{{
 		// upstream tokens, billed as its cache's charge says.
 		`ALTER TABLE usage_records ADD COLUMN cache_hit BOOLEAN NOT NULL DEFAULT FALSE`,
 	},
+}, {
+	version: 21,
+	name:    "daily roll-ups of every record of a closed day, for the console's summaries and spend reports",
+	stmts: []string{
+		// What the records of one closed UTC day add up to, held or
+		// removed since, per tenant, billing account, alias, model, pool,
+		// task type, error code and whether they were billed: a report of
+		// whole days reads these rows instead of the records. The history
+		// job writes a day's rows (late = '') and its row of
+		// usage_days_rolled in one transaction; a record written after
+		// that adds rows of its own, late naming the write that added
+		// them. Latencies are histograms (ledger.Histogram's text).
+		`CREATE TABLE usage_days (
+			day                   BIGINT NOT NULL, -- days since the Unix epoch
+			tenant                {{ordered_text}} NOT NULL,
+			billing_account       {{ordered_text}} NOT NULL,
+			alias                 {{ordered_text}} NOT NULL,
+			model                 {{ordered_text}} NOT NULL,
+			pool                  {{ordered_text}} NOT NULL,
+			task_type             {{ordered_text}} NOT NULL,
+			code                  {{ordered_text}} NOT NULL, -- '' = none
+			billed                BOOLEAN NOT NULL,
+			late                  {{ordered_text}} NOT NULL, -- '' = the roll-up's
+			requests              BIGINT NOT NULL,
+			unmeasured            BIGINT NOT NULL,
+			prompt_tokens         BIGINT NOT NULL, -- of every record, as the usage summary counts
+			completion_tokens     BIGINT NOT NULL,
+			cached_tokens         BIGINT NOT NULL,
+			measured_tokens       BIGINT NOT NULL, -- total tokens of measured usage, as spend reports count
+			measured_cached       BIGINT NOT NULL,
+			price_micros          BIGINT NOT NULL,
+			cost_micros           BIGINT NOT NULL,
+			latency               TEXT NOT NULL,
+			ttft                  TEXT NOT NULL, -- of the records that had a first token
+			PRIMARY KEY (day, tenant, billing_account, alias, model, pool, task_type, code, billed, late)
+		)`,
+		// The days whose records usage_days holds, each from when.
+		`CREATE TABLE usage_days_rolled (
+			day       BIGINT NOT NULL PRIMARY KEY,
+			rolled_at BIGINT NOT NULL
+		)`,
+	},
 }}
 
 // migrationLock is the PostgreSQL advisory lock key that serialises

@@ -204,6 +204,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Usage) {
 	t.Run("UpstreamReport", func(t *testing.T) { runUpstream(t, open) })
 	t.Run("Filters", func(t *testing.T) { runFilters(t, open) })
 	t.Run("Summary", func(t *testing.T) { runSummary(t, open) })
+	t.Run("Rollup", func(t *testing.T) { runRollup(t, open) })
 
 	t.Run("ConcurrentWritesAreSafe", func(t *testing.T) {
 		u := open(t)

@@ -550,14 +550,34 @@ var (
 		sums: []string{`CAST(SUM(requests) AS BIGINT)`, `CAST(SUM(unmeasured) AS BIGINT)`, `CAST(SUM(total_tokens) AS BIGINT)`,
 			`CAST(SUM(cached_tokens) AS BIGINT)`, `CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`},
 	}
+	// spendDays are the daily roll-ups of every record of a closed day
+	// (see RollUp), read for the days they hold whole in the range when
+	// the report neither selects nor groups by key or end user, which
+	// they do not keep. Such a day is read from nowhere else.
+	spendDays = spendSource{
+		table: "usage_days",
+		columns: map[ledger.Dimension]string{
+			ledger.ByAccount:  "billing_account",
+			ledger.ByTenant:   "tenant",
+			ledger.ByTaskType: "task_type",
+			ledger.ByPool:     "pool",
+			ledger.ByAlias:    "alias",
+			ledger.ByModel:    "model",
+			ledger.ByDay:      "day",
+		},
+		sums: []string{`CAST(SUM(requests) AS BIGINT)`, `CAST(SUM(unmeasured) AS BIGINT)`, `CAST(SUM(measured_tokens) AS BIGINT)`,
+			`CAST(SUM(measured_cached) AS BIGINT)`, `CAST(SUM(price_micros) AS BIGINT)`, `CAST(SUM(cost_micros) AS BIGINT)`},
+	}
 )
 
 // Spend groups the selected billed records in the database, so one row per
-// group comes back however many records the range holds. Records still
-// held are read from the start of the oldest of them (none before it: on
-// PostgreSQL, only the partitions of the range), and those Retain removed
-// from their roll-ups, by whole UTC days (see ledger.SpendFilter); the two
-// are added up per group.
+// group comes back however many records the range holds. The days rolled
+// up (see RollUp) that lie whole in the range are read from usage_days
+// when the report neither selects nor groups by key or end user. Of the
+// rest of the range, records still held are read from the start of the
+// oldest of them (none before it: on PostgreSQL, only the partitions of
+// the range), and those Retain removed from their roll-ups, by whole UTC
+// days (see ledger.SpendFilter). The sources are added up per group.
 func (s *Store) Spend(ctx context.Context, f ledger.SpendFilter) ([]ledger.SpendRow, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -584,23 +604,40 @@ type query struct {
 	args []any
 }
 
-// spendQueries are the queries of a spend report: of the records held,
-// unless the range ends before the oldest of them, and of the roll-ups.
+// spendQueries are the queries of a spend report: of the daily roll-ups
+// of the days they hold whole, if the report can read them, and for each
+// span of the range left, of the records held, unless the span ends
+// before the oldest of them, and of the roll-ups of removed records.
 func (s *Store) spendQueries(ctx context.Context, f ledger.SpendFilter, dims []ledger.Dimension) ([]query, error) {
-	var out []query
+	var (
+		out  []query
+		runs []dayRun
+	)
+	if f.KeyID == "" && !slices.Contains(dims, ledger.ByKey) && !slices.Contains(dims, ledger.ByEndUser) {
+		var err error
+		if runs, err = s.rolledRuns(ctx, f.From, f.To); err != nil {
+			return nil, err
+		}
+	}
+	for _, run := range runs {
+		out = append(out, spendQuery(spendDays, dims, f, "day", &run.from, &run.to))
+	}
 	oldest, err := s.oldestRecord(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !oldest.IsZero() && (f.To.IsZero() || oldest.Before(f.To)) {
-		from := f.From
-		if from.Before(oldest) {
-			from = oldest
+	for _, sp := range outside(f.From, f.To, runs) {
+		if !oldest.IsZero() && (sp.to.IsZero() || oldest.Before(sp.to)) {
+			from := sp.from
+			if from.Before(oldest) {
+				from = oldest
+			}
+			out = append(out, spendQuery(spendRecords, dims, f, "started_at", timeBound(from), timeBound(sp.to)))
 		}
-		out = append(out, spendQuery(spendRecords, dims, f, "started_at", timeBound(from), timeBound(f.To)))
+		// Roll-up rows count in the range when their day starts in it.
+		out = append(out, spendQuery(spendRollups, dims, f, "day", dayBound(sp.from), dayBound(sp.to)))
 	}
-	// Roll-up rows count in the range when their day starts in it.
-	return append(out, spendQuery(spendRollups, dims, f, "day", dayBound(f.From), dayBound(f.To))), nil
+	return out, nil
 }
 
 // oldestRecord is the start of the oldest record held; zero with none.
@@ -711,9 +748,7 @@ func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.
 			dest []any
 		)
 		for _, d := range dims {
-			dest = append(dest, map[ledger.Dimension]any{ledger.ByAccount: &r.Account, ledger.ByKey: &r.KeyID, ledger.ByTenant: &r.Tenant,
-				ledger.ByEndUser: &r.EndUser, ledger.ByTaskType: &r.TaskType, ledger.ByPool: &r.Pool, ledger.ByAlias: &r.Alias,
-				ledger.ByModel: &r.Model, ledger.ByDay: &day}[d])
+			dest = append(dest, dimensionOf(&r, &day, d))
 		}
 		if err := rows.Scan(append(dest, &r.Requests, &r.Unmeasured, &r.Tokens, &r.CachedTokens, &r.Price, &r.Cost)...); err != nil {
 			return nil, err
@@ -724,6 +759,30 @@ func (s *Store) spend(ctx context.Context, out []ledger.SpendRow, dims []ledger.
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// dimensionOf is where a row of a spend query scans its column of d:
+// the field of r, or day (days since the Unix epoch) for ByDay.
+func dimensionOf(r *ledger.SpendRow, day *int64, d ledger.Dimension) any {
+	switch d {
+	case ledger.ByAccount:
+		return &r.Account
+	case ledger.ByKey:
+		return &r.KeyID
+	case ledger.ByTenant:
+		return &r.Tenant
+	case ledger.ByEndUser:
+		return &r.EndUser
+	case ledger.ByTaskType:
+		return &r.TaskType
+	case ledger.ByPool:
+		return &r.Pool
+	case ledger.ByAlias:
+		return &r.Alias
+	case ledger.ByModel:
+		return &r.Model
+	}
+	return day
 }
 
 // mergeSpend adds up the rows of one group: a group may have rows from

@@ -71,8 +71,9 @@ func keepCharges(from string) string {
 }
 
 // Retain removes the usage records started before cutoff, with their
-// executions and job usage, and keeps what must outlive them: each
-// record is added to its day's roll-up row (usage_rollups) and its charge,
+// executions and job usage, and keeps what must outlive them: the days
+// before cutoff are rolled up first (see RollUp), each record is added to
+// its day's roll-up row by key (usage_rollups) and its charge,
 // if it made one, is copied to ledger_charges, in the transaction that
 // removes it. Balances (billing_totals) are not touched. It returns how
 // many records it removed.
@@ -85,6 +86,11 @@ func keepCharges(from string) string {
 // fails leaves each day or batch either done or untouched; the next call
 // goes on.
 func (s *Store) Retain(ctx context.Context, cutoff time.Time) (removed int64, err error) {
+	// Every day before cutoff is rolled up before its records go: a
+	// removed record stays in the summaries of whole days.
+	if err := s.rollUpBefore(ctx, cutoff); err != nil {
+		return 0, fmt.Errorf("retain usage: %w", err)
+	}
 	removed, err = s.dropDays(ctx, cutoff)
 	if err == nil {
 		var n int64

@@ -105,7 +105,10 @@ func (s *Store) RecordUsage(ctx context.Context, recs []sluice.UsageRecord) erro
 		if err := w.insertJobs(ctx, recs, inserted); err != nil {
 			return err
 		}
-		return w.addCharges(ctx, recs, inserted)
+		if err := w.addCharges(ctx, recs, inserted); err != nil {
+			return err
+		}
+		return w.addLate(ctx, recs, inserted)
 	})
 	if sqldb.IsDataError(err) {
 		return fmt.Errorf("record usage: %w: %w", ledger.ErrRecordRefused, err)

@@ -12,22 +12,36 @@ import (
 	"github.com/sluicehq/sluice/internal/ledger"
 )
 
-// SummarizeUsage adds up the records f selects by bucket. PostgreSQL adds
-// them up in the query, percentiles included; SQLite has no percentiles,
-// and its records (an embedded store's: few) are added up in Go.
+// SummarizeUsage adds up the records f selects by bucket. By day, and
+// without a key or end user to select (which the roll-ups do not keep),
+// the days rolled up (see RollUp) that lie whole in the window are read
+// from their roll-ups and the rest from the records, all added up in Go:
+// the summary is then Approximate. Otherwise PostgreSQL adds the records
+// up in the query, percentiles included; SQLite has no percentiles, and
+// its records (an embedded store's: few) are added up in Go.
 func (s *Store) SummarizeUsage(ctx context.Context, f ledger.UsageFilter, bucket ledger.Bucket) (ledger.UsageSummary, error) {
 	width := bucket.Width()
 	if width == 0 {
 		return ledger.UsageSummary{}, fmt.Errorf("usage summary: unknown bucket %q", bucket)
 	}
+	var runs []dayRun
+	if bucket == ledger.BucketDay && f.KeyID == "" && f.EndUser == "" {
+		var err error
+		if runs, err = s.rolledRuns(ctx, f.Since, f.Until); err != nil {
+			return ledger.UsageSummary{}, fmt.Errorf("usage summary: %w", err)
+		}
+	}
 	var (
 		sum ledger.UsageSummary
 		err error
 	)
-	if s.db.Postgres() {
+	switch {
+	case len(runs) > 0:
+		sum, err = s.summarizeRolledUp(ctx, f, runs)
+	case s.db.Postgres():
 		sum, err = s.summarizeInSQL(ctx, f, width)
-	} else {
-		sum, err = s.summarizeInGo(ctx, f, bucket)
+	default:
+		sum, err = s.summarizeInGo(ctx, f, ledger.NewSummarizer(bucket))
 	}
 	if err != nil {
 		return ledger.UsageSummary{}, fmt.Errorf("usage summary: %w", err)
@@ -135,17 +149,81 @@ func micros(us float64) time.Duration {
 	return time.Duration(us * float64(time.Microsecond)).Round(time.Microsecond)
 }
 
-// summarizeInGo reads what a summary needs of each record f selects and
-// adds the records up in a ledger.Summarizer.
-func (s *Store) summarizeInGo(ctx context.Context, f ledger.UsageFilter, bucket ledger.Bucket) (ledger.UsageSummary, error) {
+// summarizeRolledUp adds up the roll-ups of runs (days that lie whole in
+// f's window) and the records of the rest of the window, by day.
+func (s *Store) summarizeRolledUp(ctx context.Context, f ledger.UsageFilter, runs []dayRun) (ledger.UsageSummary, error) {
+	sum := ledger.NewRollupSummarizer()
+	for _, run := range runs {
+		if err := s.addRolled(ctx, sum, f, run); err != nil {
+			return ledger.UsageSummary{}, err
+		}
+	}
+	for _, sp := range outside(f.Since, f.Until, runs) {
+		held := f
+		held.Since, held.Until = sp.from, sp.to
+		if err := s.addRecords(ctx, sum, held); err != nil {
+			return ledger.UsageSummary{}, err
+		}
+	}
+	return sum.Summary(), nil
+}
+
+// addRolled adds the roll-up rows of run that f selects to sum. Rows of
+// one day and code with the same histograms are added up in the query
+// (over a month of roll-ups, most of the work), which says how many
+// rows held each pair of histograms; the histograms are added up in Go.
+func (s *Store) addRolled(ctx context.Context, sum *ledger.Summarizer, f ledger.UsageFilter, run dayRun) error {
+	where, args := rolledWhere(f, run)
+	rows, err := s.db.Query(ctx, `SELECT day, code, CAST(SUM(requests) AS BIGINT), CAST(SUM(prompt_tokens) AS BIGINT),
+		CAST(SUM(completion_tokens) AS BIGINT), CAST(SUM(cached_tokens) AS BIGINT),
+		CAST(SUM(CASE WHEN billed THEN price_micros ELSE 0 END) AS BIGINT), latency, ttft, COUNT(*)
+		FROM usage_days WHERE `+where+` GROUP BY day, code, latency, ttft`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r             ledger.RolledStats
+			day, price, n int64
+			latency, ttft string
+		)
+		if err := rows.Scan(&day, &r.Code, &r.Requests, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &price,
+			&latency, &ttft, &n); err != nil {
+			return err
+		}
+		r.Day, r.Price = time.UnixMicro(day*dayMicros).UTC(), billing.Micros(price)
+		if r.Latency, err = ledger.ParseHistogram(latency); err != nil {
+			return err
+		}
+		if r.TTFT, err = ledger.ParseHistogram(ttft); err != nil {
+			return err
+		}
+		r.Latency.Times(n)
+		r.TTFT.Times(n)
+		sum.AddRolled(&r)
+	}
+	return rows.Err()
+}
+
+// summarizeInGo adds the records f selects up in sum.
+func (s *Store) summarizeInGo(ctx context.Context, f ledger.UsageFilter, sum *ledger.Summarizer) (ledger.UsageSummary, error) {
+	if err := s.addRecords(ctx, sum, f); err != nil {
+		return ledger.UsageSummary{}, err
+	}
+	return sum.Summary(), nil
+}
+
+// addRecords reads what a summary needs of each record f selects and
+// adds it to sum.
+func (s *Store) addRecords(ctx context.Context, sum *ledger.Summarizer, f ledger.UsageFilter) error {
 	where, args := usageWhere(f)
 	rows, err := s.db.Query(ctx, `SELECT started_at, code, prompt_tokens, completion_tokens, cached_tokens, billed, price_micros,
 		latency_us, ttft_us FROM usage_records WHERE `+where, args...)
 	if err != nil {
-		return ledger.UsageSummary{}, err
+		return err
 	}
 	defer rows.Close()
-	sum := ledger.NewSummarizer(bucket)
 	for rows.Next() {
 		var (
 			r                      sluice.UsageRecord
@@ -155,7 +233,7 @@ func (s *Store) summarizeInGo(ctx context.Context, f ledger.UsageFilter, bucket 
 		)
 		if err := rows.Scan(&started, &r.Code, &r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.CachedTokens,
 			&billed, &c.Price, &latency, &ttft); err != nil {
-			return ledger.UsageSummary{}, err
+			return err
 		}
 		if billed {
 			r.Billing = &c
@@ -164,5 +242,5 @@ func (s *Store) summarizeInGo(ctx context.Context, f ledger.UsageFilter, bucket 
 		r.Latency, r.TTFT = time.Duration(latency)*time.Microsecond, time.Duration(ttft)*time.Microsecond
 		sum.Add(&r)
 	}
-	return sum.Summary(), rows.Err()
+	return rows.Err()
 }

@@ -58,8 +58,10 @@ func monthlyReport(month time.Time) ledger.SpendFilter {
 // TestYearOfUsageOnPostgreSQL removes the records of all but the last 90
 // days of a year: whole partitions go, the statement of a billing account
 // and every month's report of a tenant read as before, and a month's
-// report reads only the roll-ups (a month before the cutoff) or the
-// month's partitions and the roll-ups (a month after it).
+// report reads only the daily roll-ups (a month before the cutoff, rolled
+// up as retention removed it) or the month's partitions and the roll-ups
+// (a month after it); once the rest of the year is rolled up, reports read
+// the same from the daily roll-ups alone.
 func TestYearOfUsageOnPostgreSQL(t *testing.T) {
 	s, db := yearOfUsage(t)
 	ctx := t.Context()
@@ -112,28 +114,47 @@ func TestYearOfUsageOnPostgreSQL(t *testing.T) {
 		t.Errorf("monthly reports of tenant-1 changed by retention (-before +after):\n%s", diff)
 	}
 
-	for _, tt := range []struct {
-		month time.Time
-		want  func(relation string) bool
-	}{
-		{time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), func(r string) bool { return r == "usage_rollups" }},
+	checkPlans := func(t *testing.T, plans []monthPlan) {
+		for _, tt := range plans {
+			f := monthlyReport(tt.month)
+			queries, err := s.spendQueries(ctx, f, f.By)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var read []string
+			for _, q := range queries {
+				read = append(read, planRelations(t, db, q)...)
+			}
+			if len(read) == 0 || slices.ContainsFunc(read, func(r string) bool { return !tt.want(r) }) {
+				t.Errorf("report of %s reads %q", tt.month.Format("2006-01"), read)
+			}
+		}
+	}
+	checkPlans(t, []monthPlan{
+		// Rolled up before retention removed its records: read from its
+		// daily roll-ups alone.
+		{time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), func(r string) bool { return r == "usage_days" }},
 		{time.Date(2025, 11, 1, 0, 0, 0, 0, time.UTC), func(r string) bool {
 			return r == "usage_rollups" || strings.HasPrefix(r, "usage_records_202511")
 		}},
-	} {
-		f := monthlyReport(tt.month)
-		queries, err := s.spendQueries(ctx, f, f.By)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var read []string
-		for _, q := range queries {
-			read = append(read, planRelations(t, db, q)...)
-		}
-		if len(read) == 0 || slices.ContainsFunc(read, func(r string) bool { return !tt.want(r) }) {
-			t.Errorf("report of %s reads %q", tt.month.Format("2006-01"), read)
-		}
+	})
+
+	// Once the rest of the year is rolled up, every month reads the same
+	// from its daily roll-ups alone.
+	if err := s.RollUp(ctx, yearEnd.AddDate(0, 0, 1)); err != nil {
+		t.Fatal(err)
 	}
+	if diff := cmp.Diff(wantReports, reports()); diff != "" {
+		t.Errorf("monthly reports of tenant-1 changed by the roll-ups (-before +after):\n%s", diff)
+	}
+	checkPlans(t, []monthPlan{{time.Date(2025, 11, 1, 0, 0, 0, 0, time.UTC), func(r string) bool { return r == "usage_days" }}})
+}
+
+// monthPlan is what the plan of a month's report may read: want reports
+// whether a relation is one.
+type monthPlan struct {
+	month time.Time
+	want  func(relation string) bool
 }
 
 // relationInPlan finds the table or partition a plan node reads.
