@@ -128,6 +128,9 @@ type passage struct {
 	restore *redact.Session
 	// cache is its use of the response cache (cache.go); nil for none.
 	cache *cacheUse
+	// translated is its body translated before the claim, for the first
+	// attempt it fits (upstream.Untranslatable); nil for none.
+	translated *upstream.Translation
 	attempts
 }
 
@@ -154,7 +157,7 @@ func (h *Handler) begin(ctx context.Context, r *passage, req *sluice.Request, p 
 		r.edges, r.err = h.route(&r.adm, req, r.pin)
 	}
 	if r.err == nil {
-		r.err = h.translatable(req, r.edges)
+		r.translated, r.err = h.translatable(req, r.edges)
 	}
 	if r.err == nil {
 		r.affinity = h.startAffinity(ctx, &r.adm, req, r.pin)
@@ -198,7 +201,8 @@ func (h *Handler) Serve(ctx context.Context, w http.ResponseWriter, req *sluice.
 	}
 	if r.err == nil {
 		hooks := upstream.Hooks{
-			Stored: func(a upstream.Attempt) { h.bindResponse(ctx, &r.adm, req, a) },
+			Translated: r.translated,
+			Stored:     func(a upstream.Attempt) { h.bindResponse(ctx, &r.adm, req, a) },
 			Ending: func(a upstream.Attempt) {
 				h.settle(ctx, &r, answered(r.out, a), nil)
 				recorded = true

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/internal/validate"
 )
 
@@ -58,11 +59,12 @@ func (h *Handler) invalid(req *sluice.Request, ref *validate.Refusal) error {
 // translatable refuses, before the request takes any capacity, a request
 // that none of its edges can carry: each needs a translator, and each
 // translator refuses what the request asks for (upstream.Untranslatable).
-// Counted with reason untranslatable.
-func (h *Handler) translatable(req *sluice.Request, edges []*sluice.Edge) error {
-	err := h.caller.Untranslatable(req, edges)
+// Counted with reason untranslatable. Otherwise it returns the translation
+// that found an edge able to carry it, for the first attempt there to send.
+func (h *Handler) translatable(req *sluice.Request, edges []*sluice.Edge) (*upstream.Translation, error) {
+	t, err := h.caller.Untranslatable(req, edges)
 	if err != nil && h.metrics != nil {
 		h.metrics.RequestsInvalid.WithLabelValues(string(req.Protocol), validate.ReasonUntranslatable).Inc()
 	}
-	return err
+	return t, err
 }

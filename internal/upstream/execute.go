@@ -58,19 +58,26 @@ const droppedToolsHeader = "X-Sluice-Dropped-Tools"
 
 // exchange is how one execution speaks: the upstream side of the edge's
 // protocol, the caller side's stream ending, the translator when the two
-// protocols differ (nil for a passthrough), and the secret to mask.
+// protocols differ (nil for a passthrough) and the body it made before the
+// claim (nil: it translates now), and the secret to mask.
 type exchange struct {
-	dialect *Dialect
-	ending  *Ending
-	tr      adapter.Translator
-	secret  string
+	dialect    *Dialect
+	ending     *Ending
+	tr         adapter.Translator
+	translated []byte
+	secret     string
 }
 
-// exchangeFor picks how req is carried to edge e.
-func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge) (exchange, error) {
+// exchangeFor picks how req is carried to edge e, with the translation
+// made before the claim when it fits e (Hooks.Translated; nil for none).
+func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge, made *Translation) (exchange, error) {
 	x := exchange{dialect: c.protocols.dialect(e), ending: c.protocols.Endings[req.Protocol]}
 	if x.dialect == nil || x.ending == nil {
 		return x, fmt.Errorf("no dialect for %s to %s", req.Protocol, e.Protocol)
+	}
+	if tr, body, ok := made.take(e); ok {
+		x.tr, x.translated = tr, body
+		return x, nil
 	}
 	if e.Protocol != req.Protocol {
 		translator := c.protocols.Translators[Pair{req.Protocol, e.Protocol}]
@@ -129,7 +136,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			a.Exec.Error = a.Err.Error()
 		}
 	}()
-	x, err := c.exchangeFor(req, e)
+	x, err := c.exchangeFor(req, e, hooks.Translated)
 	if err != nil {
 		a.Class, a.Err = ClassRequest, err
 		return a
@@ -138,9 +145,12 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	// compaction's edge among those whose dialect has one.
 	target := x.dialect.target(req, e.Endpoint, e.Model)
 	var body []byte
-	if x.tr == nil {
+	switch {
+	case x.tr == nil:
 		body, err = x.dialect.Prepare(req, e.Model)
-	} else {
+	case x.translated != nil:
+		body = x.translated
+	default:
 		body, err = x.tr.Request(req, e.Model)
 	}
 	if err == nil {

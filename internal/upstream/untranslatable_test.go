@@ -56,9 +56,46 @@ func TestUntranslatable(t *testing.T) {
 	} {
 		toMessages, toGemini = 0, 0
 		req.CountTokens = tc.count
-		err := c.Untranslatable(req, tc.edges)
+		made, err := c.Untranslatable(req, tc.edges)
 		if err != tc.want || toMessages != tc.messages || toGemini != tc.geminiTr {
 			t.Errorf("%s: Untranslatable = %v after %d, %d translations; want %v after %d, %d", tc.name, err, toMessages, toGemini, tc.want, tc.messages, tc.geminiTr)
 		}
+		if made != nil {
+			t.Errorf("%s: Untranslatable kept a translation, want none (no translator accepted the request)", tc.name)
+		}
+	}
+}
+
+// The translation that shows an edge can carry the request is kept for
+// one attempt on an edge of its protocol and model, and only one.
+func TestUntranslatableKeepsItsTranslation(t *testing.T) {
+	var calls int
+	p := *testProtocols
+	p.Translators = map[Pair]func() adapter.Translator{
+		{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator {
+			return requestOnly{calls: &calls}
+		},
+	}
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), &p, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+	t.Cleanup(c.Close)
+	req := &sluice.Request{Protocol: sluice.ProtocolOpenAIChat, Model: "a", Body: []byte(`{"model":"a"}`)}
+	messages := &sluice.Edge{Protocol: sluice.ProtocolAnthropic, Model: "m"}
+	made, err := c.Untranslatable(req, []*sluice.Edge{messages})
+	if err != nil || made == nil || calls != 1 {
+		t.Fatalf("Untranslatable = %v, %v after %d translations; want the translation it made, once", made, err, calls)
+	}
+	for _, other := range []*sluice.Edge{
+		{Protocol: sluice.ProtocolAnthropic, Model: "another model"},
+		{Protocol: sluice.ProtocolGemini, Model: "m"},
+	} {
+		if _, _, ok := made.take(other); ok {
+			t.Errorf("take(%s %s) = ok, want the translation kept for %s %s", other.Protocol, other.Model, messages.Protocol, messages.Model)
+		}
+	}
+	if _, body, ok := made.take(messages); !ok || string(body) != `{}` {
+		t.Errorf("take(messages) = %q, %v; want the body made before the claim", body, ok)
+	}
+	if _, _, ok := made.take(messages); ok {
+		t.Errorf("second take(messages) = ok, want the translation used once (its translator keeps one attempt's state)")
 	}
 }

@@ -154,6 +154,10 @@ type Hooks struct {
 	// the caller; a is the attempt as it will be returned, but for its
 	// duration. What is settled here is safe before the caller sees the end.
 	Ending func(a Attempt)
+	// Translated is the request's translation made before its claim
+	// (Untranslatable): the first attempt on an edge it fits sends it
+	// rather than translating again. nil for none.
+	Translated *Translation
 }
 
 // committed calls Stored (for a stored answer) and Committed, a being
