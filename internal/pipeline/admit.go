@@ -35,7 +35,9 @@ type admission struct {
 	charging *charging
 	// image is its first image part, found when its alias has a
 	// deployment that takes no images (validate.go); zero for none.
-	image validate.Image
+	// scanned says it was looked for.
+	image   validate.Image
+	scanned bool
 
 	// Derived from the catalog (again on a rebase).
 	alias  *sluice.Alias

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,19 +36,27 @@ models:
 keys: [{id: k, tenant: t, secret_env: K1}]
 `
 
-// TestImagesRoute: a request with an image goes to the deployments that
-// take images only, and is refused (400 naming the part, counted as
-// image_input) when none does; a request without, and any request to an
-// alias that declares nothing, keeps every edge.
-func TestImagesRoute(t *testing.T) {
-	snap := compileCatalog(t, imagesCatalog, testSecrets)
+// newImagesHandler is a Handler over catalog with nothing upstream: the
+// tests drive its stages by hand.
+func newImagesHandler(t *testing.T, catalog string) (*Handler, *Live, *metrics.Metrics) {
+	t.Helper()
 	live := &Live{}
-	live.Swap(snap)
+	live.Swap(compileCatalog(t, catalog, testSecrets))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mem := memstore.New()
 	m := metrics.New()
 	h := NewHandler(Stages{Live: live, Capacity: capacity.New(mem, mem, "r", time.Minute, log), Statuses: capacity.NewStatuses(mem, log),
 		Metrics: m, Log: log, Usage: &records{}})
+	return h, live, m
+}
+
+// TestImagesRoute: a request with an image goes to the deployments that
+// take images only, and is refused (400 naming the part, counted as
+// image_input) when none does; a request without, and any request to an
+// alias that declares nothing, keeps every edge.
+func TestImagesRoute(t *testing.T) {
+	h, live, m := newImagesHandler(t, imagesCatalog)
+	snap := live.Load()
 	const (
 		image = `{"model":"%s","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"text","text":"this?"},{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`
 		text  = `{"model":"%s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`
@@ -88,5 +97,31 @@ func TestImagesRoute(t *testing.T) {
 	var counted dto.Metric
 	if err := m.RequestsInvalid.WithLabelValues("openai.chat", "image_input").Write(&counted); err != nil || counted.GetCounter().GetValue() != 1 {
 		t.Errorf("image_input refusals counted %v (%v), want 1", counted.GetCounter().GetValue(), err)
+	}
+}
+
+// TestImagesRouteAfterAReload: a request with an image admitted while its
+// alias declared nothing, and waiting when a reload makes one of its
+// deployments text-only, is offered the vision deployment alone from then on.
+func TestImagesRouteAfterAReload(t *testing.T) {
+	undeclared := strings.NewReplacer(", input: [text]", "", ", input: [text, image]", "").Replace(imagesCatalog)
+	h, live, _ := newImagesHandler(t, undeclared)
+	snap := live.Load()
+	req := &sluice.Request{ID: "r", Protocol: sluice.ProtocolOpenAIChat, Model: "mixed", Received: time.Now(),
+		Body: []byte(`{"model":"mixed","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]}`)}
+	p := &passage{}
+	h.begin(t.Context(), p, req, &sluice.Principal{Key: snap.StaticKeys[0]})
+	if p.err != nil || len(p.edges) != 2 {
+		t.Fatalf("begin = %d edges, %v; want both deployments' and nil", len(p.edges), p.err)
+	}
+	p.attempts.start(&p.adm, time.Now())
+	live.Swap(compileCatalog(t, imagesCatalog, testSecrets))
+	p.attempts.plan()
+	var models []string
+	for _, e := range p.attempts.edges {
+		models = append(models, e.Model)
+	}
+	if !slices.Equal(models, []string{"m-vision"}) {
+		t.Errorf("after the reload, edges of models %v, want [m-vision]", models)
 	}
 }

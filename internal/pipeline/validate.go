@@ -20,6 +20,7 @@ func (h *Handler) validate(a *admission, req *sluice.Request) error {
 	var ref *validate.Refusal
 	if slices.ContainsFunc(a.alias.Deployments, imageless) {
 		a.image, ref = validate.Scan(req.Protocol, req.Body)
+		a.scanned = true
 	} else {
 		ref = validate.Request(req.Protocol, req.Body)
 	}
@@ -37,6 +38,12 @@ func imageless(d sluice.Deployment) bool { return !d.Input.Takes(sluice.InputIma
 // with images none of whose edges takes any is refused, naming its first
 // image part (reason image_input), before any claim.
 func (h *Handler) images(a *admission, req *sluice.Request, all []*sluice.Edge) ([]*sluice.Edge, error) {
+	if !a.scanned && slices.ContainsFunc(a.alias.Deployments, imageless) {
+		// A reload while the request waited gave its alias a deployment
+		// that takes no images: it is looked at now (it passed validation).
+		a.image, _ = validate.Scan(req.Protocol, req.Body)
+		a.scanned = true
+	}
 	if !a.image.Found() {
 		return all, nil
 	}
