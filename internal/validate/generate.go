@@ -76,7 +76,7 @@ func generateContent(contents []byte, i int, c []byte, found *images) *Refusal {
 	return each(parts, func(j int, part []byte) *Refusal {
 		response := googleMember(part, "functionresponse")
 		if imagePart(part, found) {
-			found.note("contents[%d].parts[%d]", i, j, 0)
+			found.note("contents[%d].parts[%d]", [3]int{i, j})
 		}
 		if response == nil {
 			return nil
@@ -84,7 +84,7 @@ func generateContent(contents []byte, i int, c []byte, found *images) *Refusal {
 		if found.seeking() {
 			_ = each(googleMember(response, "parts"), func(k int, p []byte) *Refusal {
 				if imagePart(p, found) {
-					found.note("contents[%d].parts[%d].functionResponse.parts[%d]", i, j, k)
+					found.note("contents[%d].parts[%d].functionResponse.parts[%d]", [3]int{i, j, k})
 				}
 				return nil
 			})

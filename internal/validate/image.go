@@ -40,21 +40,18 @@ func (im Image) Refusal(model string) *Refusal {
 	return refuse(ReasonImage, im.Field(), "is an image, and no deployment of model %s takes images", model)
 }
 
-// images is one check's search for image parts: whether it looks (Scan,
-// not Request), and the first found.
-type images struct {
-	look  bool
-	first Image
-}
+// images is one check's search for image parts, the first found; a nil
+// *images (Request's) is not looking.
+type images struct{ first Image }
 
 // seeking reports whether the search still needs an image.
-func (s *images) seeking() bool { return s != nil && s.look && s.first.path == "" }
+func (s *images) seeking() bool { return s != nil && s.first.path == "" }
 
-// note records the image part at path (see Image) with the indices i, j,
-// k (as many as path has), unless one was found before.
-func (s *images) note(path string, i, j, k int) {
+// note records the image part at path (see Image) with the indices at
+// (as many as path has), unless one was found before.
+func (s *images) note(path string, at [3]int) {
 	if s.seeking() {
-		s.first = Image{path: path, at: [3]int{i, j, k}}
+		s.first = Image{path: path, at: at}
 	}
 }
 
@@ -73,15 +70,18 @@ func imageMIME(raw []byte) bool {
 }
 
 // typedParts notes the first element of parts (a JSON array of content
-// parts) whose "type" is kind, at path (two indices) with i and the
-// part's index.
-func (s *images) typedParts(parts []byte, kind, path string, i int) {
+// parts) whose "type" is kind, at path, whose indices are outer's and
+// then the part's.
+func (s *images) typedParts(parts []byte, kind, path string, outer ...int) {
 	if !s.seeking() {
 		return
 	}
 	_ = each(parts, func(j int, part []byte) *Refusal {
 		if exactly(member(part, "type"), kind) {
-			s.note(path, i, j, 0)
+			var at [3]int
+			copy(at[:], outer)
+			at[len(outer)] = j
+			s.note(path, at)
 		}
 		return nil
 	})

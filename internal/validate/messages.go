@@ -72,19 +72,12 @@ func messagesMessage(msgs []byte, i int, m []byte, found *images) *Refusal {
 			return nil
 		})
 		if exactly(typ, "image") {
-			found.note("messages[%d].content[%d]", i, j, 0)
+			found.note("messages[%d].content[%d]", [3]int{i, j})
 		}
 		if !exactly(typ, "tool_result") {
 			return nil
 		}
-		if found.seeking() {
-			_ = each(inner, func(k int, b []byte) *Refusal {
-				if exactly(member(b, "type"), "image") {
-					found.note("messages[%d].content[%d].content[%d]", i, j, k)
-				}
-				return nil
-			})
-		}
+		found.typedParts(inner, "image", "messages[%d].content[%d].content[%d]", i, j)
 		id := member(block, "tool_use_id")
 		used := isString(id) && anyBefore(msgs, i, func(prev []byte) bool {
 			return anyBefore(member(prev, "content"), -1, func(b []byte) bool {

@@ -52,7 +52,7 @@ func Request(p sluice.Protocol, body []byte) *Refusal {
 // Image is zero when there is none, or when Request refuses the body.
 // Embeddings have no images.
 func Scan(p sluice.Protocol, body []byte) (Image, *Refusal) {
-	found := images{look: true}
+	var found images
 	if r := check(p, body, &found); r != nil {
 		return Image{}, r
 	}
