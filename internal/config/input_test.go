@@ -20,6 +20,11 @@ func TestDeploymentInputValidate(t *testing.T) {
 		{"audio not built", input("text", "audio"), `models[0].deployments[0].input[1]: "audio" is not supported yet`},
 		{"file not built", input("text", "file"), `models[0].deployments[0].input[1]: "file" is not supported yet`},
 		{"twice", input("text", "image", "text"), `models[0].deployments[0].input[2]: "text" is listed twice`},
+		{"embeddings alias", func(c *Catalog) {
+			c.Models[0].Protocol = "openai.embeddings"
+			c.Endpoints[0].Protocols = append(c.Endpoints[0].Protocols, "openai.embeddings")
+			input("text")(c)
+		}, "models[0].deployments[0].input: openai.embeddings requests are not checked for images"},
 	})
 }
 

@@ -95,14 +95,19 @@ func (v *validator) deployment(at string, d *Deployment, callers []sluice.Protoc
 	if d.Priority < 0 {
 		v.addf(at+".priority", "must be >= 0")
 	}
-	v.input(at+".input", d.Input)
+	v.input(at+".input", d.Input, callers)
 }
 
 // input checks a deployment's input: absent, or kinds of InputKinds that
 // include text (every request carries text, so a model without it could
-// be sent nothing).
-func (v *validator) input(at string, kinds []string) {
+// be sent nothing), for an alias of generation callers (the protocols
+// whose requests are searched for images).
+func (v *validator) input(at string, kinds []string, callers []sluice.Protocol) {
 	if kinds == nil {
+		return
+	}
+	if len(callers) == 1 && !slices.Contains(sluice.Generation, callers[0]) {
+		v.addf(at, "%s requests are not checked for images; input is for generation aliases", callers[0])
 		return
 	}
 	for k, kind := range kinds {
