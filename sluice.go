@@ -255,6 +255,7 @@ type Edge struct {
 	Model      string   // upstream model name
 	Priority   int      // lower first; the next tier is tried after this one fails
 	Weight     int      // share inside a tier
+	Input      Input    // what its deployment's model takes
 }
 
 // Deployment is one way to serve an alias: an upstream model on a set of
@@ -264,7 +265,22 @@ type Deployment struct {
 	Endpoints []string
 	Priority  int
 	Weight    int
+	Input     Input // what its model takes
 }
+
+// Input is the kinds of content a model takes: a set of InputText and
+// InputImage. Zero is undeclared, and takes everything, so a catalog
+// that says nothing keeps sending every request to every deployment.
+type Input uint8
+
+// The kinds of content in an Input.
+const (
+	InputText Input = 1 << iota
+	InputImage
+)
+
+// Takes reports whether a model taking in can be sent content of kind k.
+func (in Input) Takes(k Input) bool { return in == 0 || in&k == k }
 
 // Alias is the public model name a caller sends.
 type Alias struct {

@@ -49,6 +49,14 @@ var featuresOff = []featureOff{
 			"    - {model: gpt-4o, input: \"2.50\", output: \"10.00\", effective_from: \"2020-01-01T00:00:00Z\"}\n",
 	},
 	{
+		// What deployments take, on another alias: a vision model first,
+		// a text-only fallback.
+		name: "input",
+		models: "  - alias: bench-vision\n    deployments:\n" +
+			"      - {model: gpt-4o, endpoints: [sim], input: [text, image]}\n" +
+			"      - {model: gpt-4o-mini, endpoints: [sim], priority: 1, input: [text]}\n",
+	},
+	{
 		name:   "affinity",
 		models: "  - alias: bench-affinity\n    strategy: affinity\n    deployments:\n      - {model: gpt-4o-mini, endpoints: [sim]}\n",
 	},

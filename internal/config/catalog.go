@@ -379,6 +379,24 @@ type Deployment struct {
 	Endpoints []string `yaml:"endpoints"`
 	Priority  int      `yaml:"priority"`
 	Weight    int      `yaml:"weight"` // default 1; must be > 0 when set
+	// Input is what the model takes (InputKinds): text, and image when it
+	// sees images; absent = undeclared, everything is sent to it.
+	Input []string `yaml:"input"`
+}
+
+// InputKinds are the values of Deployment.Input, each the kind it names.
+// Audio and files are not among them: requests are not yet checked for
+// them, and a kind declared but never checked would be a setting ignored.
+var InputKinds = map[string]sluice.Input{"text": sluice.InputText, "image": sluice.InputImage}
+
+// Inputs is d.Input as a set; zero when undeclared. Validate has refused
+// any value not in InputKinds.
+func (d *Deployment) Inputs() sluice.Input {
+	var in sluice.Input
+	for _, k := range d.Input {
+		in |= InputKinds[k]
+	}
+	return in
 }
 
 // Pool is a named set of accounts with its own limits and strategy.

@@ -95,6 +95,34 @@ func (v *validator) deployment(at string, d *Deployment, callers []sluice.Protoc
 	if d.Priority < 0 {
 		v.addf(at+".priority", "must be >= 0")
 	}
+	v.input(at+".input", d.Input, callers)
+}
+
+// input checks a deployment's input: absent, or kinds of InputKinds that
+// include text (every request carries text, so a model without it could
+// be sent nothing), for an alias of generation callers (the protocols
+// whose requests are searched for images).
+func (v *validator) input(at string, kinds []string, callers []sluice.Protocol) {
+	if kinds == nil {
+		return
+	}
+	if len(callers) == 1 && !slices.Contains(sluice.Generation, callers[0]) {
+		v.addf(at, "%s requests are not checked for images; input is for generation aliases", callers[0])
+		return
+	}
+	for k, kind := range kinds {
+		switch _, ok := InputKinds[kind]; {
+		case kind == "audio" || kind == "file" || kind == "video":
+			v.addf(fmt.Sprintf("%s[%d]", at, k), "%q is not supported yet: requests are not checked for it; list text and image only", kind)
+		case !ok:
+			v.addf(fmt.Sprintf("%s[%d]", at, k), "must be text or image, got %q", kind)
+		case slices.Index(kinds, kind) < k:
+			v.addf(fmt.Sprintf("%s[%d]", at, k), "%q is listed twice", kind)
+		}
+	}
+	if !slices.Contains(kinds, "text") {
+		v.addf(at, "must include text")
+	}
 }
 
 func (v *validator) pools() {

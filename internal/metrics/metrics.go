@@ -87,7 +87,7 @@ func New() *Metrics {
 			Name: "sluice_requests_total", Help: "Requests answered, by protocol and outcome code (ok or a public error code).",
 		}, []string{"protocol", "code"}),
 		RequestsInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens, untranslatable).",
+			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens, untranslatable, image_input).",
 		}, []string{"protocol", "reason"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_request_duration_seconds", Help: "Time from request to the end of the answer.",

@@ -7,6 +7,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/catalog"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/validate"
 )
 
 // Admission. A request is resolved once, when it arrives, into an
@@ -32,6 +33,11 @@ type admission struct {
 	entitled string // the pool its end user's entitlement routes it through; "" = none
 	class    int    // its priority class: its index in sluice.Priorities
 	charging *charging
+	// image is its first image part, found when its alias has a
+	// deployment that takes no images (validate.go); zero for none.
+	// scanned says it was looked for.
+	image   validate.Image
+	scanned bool
 
 	// Derived from the catalog (again on a rebase).
 	alias  *sluice.Alias

@@ -266,6 +266,10 @@ func (h *Handler) route(a *admission, req *sluice.Request, pin *store.Job) ([]*s
 	}
 	rp := a.policy
 	all, _ := a.snap.Routes.Candidates(req.Model, req.Protocol, rp.strategy)
+	all, err := h.images(a, req, all)
+	if err != nil {
+		return nil, err
+	}
 	if req.Compact && !slices.ContainsFunc(all, compacts) {
 		return nil, errCannotCompact(req.Model)
 	}

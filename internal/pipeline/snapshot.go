@@ -173,7 +173,7 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		a := &sluice.Alias{Name: m.Alias, MaxOutputTokens: m.MaxOutputTokens,
 			Estimate: sluice.TokenEstimate{CharsPerToken: m.TokenEstimate.CharsPerToken, CJKCharsPerToken: m.TokenEstimate.CJKCharsPerToken}}
 		for _, d := range m.Deployments {
-			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight})
+			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight, Input: d.Inputs()})
 		}
 		edges[a.Name], all[a.Name] = s.aliasEdges(a, m, creds, serves)
 		for _, es := range all[a.Name] {
@@ -308,6 +308,7 @@ func (s *Snapshot) edgesFor(ep *sluice.Endpoint, up sluice.Protocol, d config.De
 			Model:      d.Model,
 			Priority:   d.Priority,
 			Weight:     d.Weight,
+			Input:      d.Inputs(),
 		}
 		s.units[e.ID] = s.candidate(e.Account, cr)
 		s.addModelUnit(e)

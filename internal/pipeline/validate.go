@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"slices"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/internal/validate"
@@ -8,15 +10,48 @@ import (
 
 // validate refuses, before the request takes any capacity, what its
 // upstream would refuse anyway (package validate). A request for a model
-// the key cannot reach is left to route, which says so.
+// the key cannot reach is left to route, which says so. When a deployment
+// of the alias takes no images, the same pass finds the request's first
+// image part, for route (images); otherwise no one looks for images.
 func (h *Handler) validate(a *admission, req *sluice.Request) error {
 	if a.alias == nil || !a.alias.Answers(req.Protocol) {
 		return nil
 	}
-	if ref := validate.Request(req.Protocol, req.Body); ref != nil {
+	var ref *validate.Refusal
+	if slices.ContainsFunc(a.alias.Deployments, imageless) {
+		a.image, ref = validate.Scan(req.Protocol, req.Body)
+		a.scanned = true
+	} else {
+		ref = validate.Request(req.Protocol, req.Body)
+	}
+	if ref != nil {
 		return h.invalid(req, ref)
 	}
 	return nil
+}
+
+// imageless reports whether d declares that its model takes no images.
+func imageless(d sluice.Deployment) bool { return !d.Input.Takes(sluice.InputImage) }
+
+// images keeps, of all (an alias's edges for the request), those that
+// take the request's images: all itself for a request without. A request
+// with images none of whose edges takes any is refused, naming its first
+// image part (reason image_input), before any claim.
+func (h *Handler) images(a *admission, req *sluice.Request, all []*sluice.Edge) ([]*sluice.Edge, error) {
+	if !a.scanned && slices.ContainsFunc(a.alias.Deployments, imageless) {
+		// A reload while the request waited gave its alias a deployment
+		// that takes no images: it is looked at now (it passed validation).
+		a.image, _ = validate.Scan(req.Protocol, req.Body)
+		a.scanned = true
+	}
+	if !a.image.Found() {
+		return all, nil
+	}
+	taking := slices.DeleteFunc(all, func(e *sluice.Edge) bool { return !e.Input.Takes(sluice.InputImage) })
+	if len(taking) == 0 {
+		return nil, h.invalid(req, a.image.Refusal(req.Model))
+	}
+	return taking, nil
 }
 
 // invalid counts ref, a refusal of req, and returns it as the caller's

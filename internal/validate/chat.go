@@ -12,8 +12,9 @@ var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "fu
 // chat checks an OpenAI chat request: max_tokens and max_completion_tokens
 // not 0; messages a non-empty array of objects with a chat role; a tool
 // message's tool_call_id named by an earlier assistant message's
-// tool_calls; each function tool's parameters a JSON Schema object.
-func chat(body []byte) *Refusal {
+// tool_calls; each function tool's parameters a JSON Schema object. It
+// notes image_url content parts in found.
+func chat(body []byte, found *images) *Refusal {
 	var msgs, tools, maxTokens, maxCompletion []byte
 	_ = jsonfield.Fields(body, func(k, v []byte) error {
 		switch string(k) {
@@ -37,7 +38,7 @@ func chat(body []byte) *Refusal {
 	if !isArray(msgs) || empty(msgs) {
 		return refuse(ReasonEmpty, "messages", "must be a non-empty array of messages")
 	}
-	if r := each(msgs, func(i int, m []byte) *Refusal { return chatMessage(msgs, i, m) }); r != nil {
+	if r := each(msgs, func(i int, m []byte) *Refusal { return chatMessage(msgs, i, m, found) }); r != nil {
 		return r
 	}
 	return each(tools, func(i int, t []byte) *Refusal {
@@ -49,23 +50,26 @@ func chat(body []byte) *Refusal {
 }
 
 // chatMessage checks m, the message at index i of msgs.
-func chatMessage(msgs []byte, i int, m []byte) *Refusal {
+func chatMessage(msgs []byte, i int, m []byte, found *images) *Refusal {
 	if !isObject(m) {
 		return refuse(ReasonShape, fmt.Sprintf("messages[%d]", i), "must be an object")
 	}
-	var role, callID []byte
+	var role, callID, content []byte
 	_ = jsonfield.Fields(m, func(k, v []byte) error {
 		switch string(k) {
 		case "role":
 			role = v
 		case "tool_call_id":
 			callID = v
+		case "content":
+			content = v
 		}
 		return nil
 	})
 	if !oneOf(role, chatRoles...) {
 		return refuse(ReasonRole, fmt.Sprintf("messages[%d].role", i), "must be one of system, developer, user, assistant, tool")
 	}
+	found.typedParts(content, "image_url", "messages[%d].content[%d]", i)
 	if !is(role, "tool") || escaped(role) {
 		return nil
 	}

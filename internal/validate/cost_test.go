@@ -67,10 +67,20 @@ func FuzzRequest(f *testing.F) {
 	f.Add(`{"input":[{"type":"function_call_output","call_id":"c"},[],"`)
 	f.Add(`{"messages":[{"role":"user","content":[{"type":"tool_result"}]}],"max_tokens":0}`)
 	protocols := []sluice.Protocol{sluice.ProtocolOpenAIChat, sluice.ProtocolAnthropic, sluice.ProtocolOpenAIResponses, sluice.ProtocolGemini, sluice.ProtocolOpenAIEmbeddings}
+	f.Add(`{"messages":[{"role":"user","content":[{"type":"tool_result","content":[{"type":"image"}]},{"type":"image"}]}]}`)
+	f.Add(`{"contents":[{"parts":[{"functionResponse":{"parts":[{"inline_data":{"mime_type":"image/png"}}]}},{"fileData":{"mimeType":"image/"}}]}]}`)
+	f.Add(`{"input":[{"content":[{"type":"input_image"}]},{"output":[{"type":"input_image"}]}],"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, p := range protocols {
 			if r := Request(p, []byte(body)); r != nil && (r.Field == "" || r.Reason == "" || !strings.HasPrefix(r.Msg, r.Field)) {
 				t.Fatalf("%s: refusal %+v does not name its field", p, r)
+			}
+			im, r := Scan(p, []byte(body))
+			if (r == nil) != (Request(p, []byte(body)) == nil) {
+				t.Fatalf("%s: Scan refuses %v, Request does not agree", p, r)
+			}
+			if im.Found() && (strings.Contains(im.Field(), "%!") || !strings.HasPrefix(im.Refusal("m").Msg, im.Field()+" ")) {
+				t.Fatalf("%s: image at %q, refusal %+v", p, im.Field(), im.Refusal("m"))
 			}
 		}
 	})

@@ -13,8 +13,10 @@ import (
 // by position, and its documentation does not say it refuses a name
 // that differs, so names are not compared); each function declaration's parameters (or
 // parametersJsonSchema) a JSON object. Google's reader takes member names
-// in lowerCamelCase or snake_case alike, and so does this check.
-func generate(body []byte) *Refusal {
+// in lowerCamelCase or snake_case alike, and so does this check. It notes
+// inlineData and fileData parts of an image MIME type (also among a
+// functionResponse's parts) in found.
+func generate(body []byte, found *images) *Refusal {
 	var contents, tools, inner []byte
 	_ = jsonfield.Fields(body, func(k, v []byte) error {
 		switch {
@@ -28,12 +30,12 @@ func generate(body []byte) *Refusal {
 		return nil
 	})
 	if contents == nil && isObject(inner) {
-		return generate(inner)
+		return generate(inner, found)
 	}
 	if !isArray(contents) || empty(contents) {
 		return refuse(ReasonEmpty, "contents", "must be a non-empty array of contents")
 	}
-	if r := each(contents, func(i int, c []byte) *Refusal { return generateContent(contents, i, c) }); r != nil {
+	if r := each(contents, func(i int, c []byte) *Refusal { return generateContent(contents, i, c, found) }); r != nil {
 		return r
 	}
 	return each(tools, func(i int, t []byte) *Refusal {
@@ -54,7 +56,7 @@ func generate(body []byte) *Refusal {
 }
 
 // generateContent checks c, the content at index i of contents.
-func generateContent(contents []byte, i int, c []byte) *Refusal {
+func generateContent(contents []byte, i int, c []byte, found *images) *Refusal {
 	if !isObject(c) {
 		return refuse(ReasonShape, fmt.Sprintf("contents[%d]", i), "must be an object")
 	}
@@ -73,8 +75,19 @@ func generateContent(contents []byte, i int, c []byte) *Refusal {
 	}
 	return each(parts, func(j int, part []byte) *Refusal {
 		response := googleMember(part, "functionresponse")
+		if imagePart(part, found) {
+			found.note("contents[%d].parts[%d]", [3]int{i, j})
+		}
 		if response == nil {
 			return nil
+		}
+		if found.seeking() {
+			_ = each(googleMember(response, "parts"), func(k int, p []byte) *Refusal {
+				if imagePart(p, found) {
+					found.note("contents[%d].parts[%d].functionResponse.parts[%d]", [3]int{i, j, k})
+				}
+				return nil
+			})
 		}
 		called := anyBefore(contents, i, func(prev []byte) bool {
 			return anyBefore(googleMember(prev, "parts"), -1, func(p []byte) bool {
@@ -86,6 +99,23 @@ func generateContent(contents []byte, i int, c []byte) *Refusal {
 		}
 		return nil
 	})
+}
+
+// imagePart reports whether part, a Gemini part, carries an image
+// (inlineData or fileData whose mimeType is image/*), when found is
+// looking for one. A fileData without a mimeType is not judged.
+func imagePart(part []byte, found *images) bool {
+	if !found.seeking() {
+		return false
+	}
+	image := false
+	_ = jsonfield.Fields(part, func(k, v []byte) error {
+		if googleName(k, "inlinedata") || googleName(k, "filedata") {
+			image = image || imageMIME(googleMember(v, "mimetype"))
+		}
+		return nil
+	})
+	return image
 }
 
 // googleName reports whether key, a raw member name, is name (lower case,

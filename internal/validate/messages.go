@@ -10,8 +10,9 @@ import (
 // max_tokens not 0; messages a non-empty array of objects whose role is
 // user or assistant; a tool_result block's tool_use_id named by a tool_use
 // block of an earlier message; each tool's input_schema, when it has one,
-// a JSON Schema object with "type": "object", as Messages requires.
-func messages(body []byte) *Refusal {
+// a JSON Schema object with "type": "object", as Messages requires. It
+// notes image blocks (also inside a tool_result's content) in found.
+func messages(body []byte, found *images) *Refusal {
 	var msgs, tools, maxTokens []byte
 	_ = jsonfield.Fields(body, func(k, v []byte) error {
 		switch string(k) {
@@ -30,7 +31,7 @@ func messages(body []byte) *Refusal {
 	if !isArray(msgs) || empty(msgs) {
 		return refuse(ReasonEmpty, "messages", "must be a non-empty array of messages")
 	}
-	if r := each(msgs, func(i int, m []byte) *Refusal { return messagesMessage(msgs, i, m) }); r != nil {
+	if r := each(msgs, func(i int, m []byte) *Refusal { return messagesMessage(msgs, i, m, found) }); r != nil {
 		return r
 	}
 	return each(tools, func(i int, t []byte) *Refusal {
@@ -42,7 +43,7 @@ func messages(body []byte) *Refusal {
 }
 
 // messagesMessage checks m, the message at index i of msgs.
-func messagesMessage(msgs []byte, i int, m []byte) *Refusal {
+func messagesMessage(msgs []byte, i int, m []byte, found *images) *Refusal {
 	if !isObject(m) {
 		return refuse(ReasonShape, fmt.Sprintf("messages[%d]", i), "must be an object")
 	}
@@ -60,9 +61,23 @@ func messagesMessage(msgs []byte, i int, m []byte) *Refusal {
 		return refuse(ReasonRole, fmt.Sprintf("messages[%d].role", i), "must be user or assistant")
 	}
 	return each(content, func(j int, block []byte) *Refusal {
-		if !is(member(block, "type"), "tool_result") || escaped(member(block, "type")) {
+		var typ, inner []byte
+		_ = jsonfield.Fields(block, func(k, v []byte) error {
+			switch string(k) {
+			case "type":
+				typ = v
+			case "content":
+				inner = v
+			}
+			return nil
+		})
+		if exactly(typ, "image") {
+			found.note("messages[%d].content[%d]", [3]int{i, j})
+		}
+		if !exactly(typ, "tool_result") {
 			return nil
 		}
+		found.typedParts(inner, "image", "messages[%d].content[%d].content[%d]", i, j)
 		id := member(block, "tool_use_id")
 		used := isString(id) && anyBefore(msgs, i, func(prev []byte) bool {
 			return anyBefore(member(prev, "content"), -1, func(b []byte) bool {

@@ -13,7 +13,9 @@ import (
 // conversation (no previous_response_id, conversation or item_reference
 // that could hold the call); each function tool's parameters a JSON
 // Schema object. An absent input passes: a stored prompt may supply it.
-func responses(body []byte) *Refusal {
+// It notes input_image parts of an item's content (or of a
+// function_call_output's output) in found.
+func responses(body []byte, found *images) *Refusal {
 	var input, tools, maxTokens, previous, conversation []byte
 	_ = jsonfield.Fields(body, func(k, v []byte) error {
 		switch string(k) {
@@ -38,7 +40,7 @@ func responses(body []byte) *Refusal {
 	}
 	whole := empty(previous) && (conversation == nil || string(conversation) == "null") &&
 		!anyBefore(input, -1, func(item []byte) bool { return is(member(item, "type"), "item_reference") })
-	if r := each(input, func(i int, item []byte) *Refusal { return responsesItem(input, i, item, whole) }); r != nil {
+	if r := each(input, func(i int, item []byte) *Refusal { return responsesItem(input, i, item, whole, found) }); r != nil {
 		return r
 	}
 	return each(tools, func(i int, t []byte) *Refusal {
@@ -54,11 +56,11 @@ func responses(body []byte) *Refusal {
 
 // responsesItem checks item, the item at index i of input; whole says
 // input is the whole conversation.
-func responsesItem(input []byte, i int, item []byte, whole bool) *Refusal {
+func responsesItem(input []byte, i int, item []byte, whole bool, found *images) *Refusal {
 	if !isObject(item) {
 		return refuse(ReasonShape, fmt.Sprintf("input[%d]", i), "must be an object")
 	}
-	var role, typ, callID []byte
+	var role, typ, callID, content, output []byte
 	_ = jsonfield.Fields(item, func(k, v []byte) error {
 		switch string(k) {
 		case "role":
@@ -67,12 +69,18 @@ func responsesItem(input []byte, i int, item []byte, whole bool) *Refusal {
 			typ = v
 		case "call_id":
 			callID = v
+		case "content":
+			content = v
+		case "output":
+			output = v
 		}
 		return nil
 	})
 	if role != nil && !oneOf(role, "user", "assistant", "system", "developer") {
 		return refuse(ReasonRole, fmt.Sprintf("input[%d].role", i), "must be one of user, assistant, system, developer")
 	}
+	found.typedParts(content, "input_image", "input[%d].content[%d]", i)
+	found.typedParts(output, "input_image", "input[%d].output[%d]", i)
 	if !whole || !is(typ, "function_call_output") || escaped(typ) {
 		return nil
 	}

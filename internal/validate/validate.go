@@ -44,15 +44,33 @@ func refuse(reason, field, format string, args ...any) *Refusal {
 // JSON for the protocols checked), and returns the first Refusal, or nil.
 // Protocols without checks (jobs, Gemini embeddings) always pass.
 func Request(p sluice.Protocol, body []byte) *Refusal {
+	return check(p, body, nil)
+}
+
+// Scan is Request that also finds the request's first image part, in the
+// same pass (for an alias with a deployment that takes no images); the
+// Image is zero when there is none, or when Request refuses the body.
+// Embeddings have no images.
+func Scan(p sluice.Protocol, body []byte) (Image, *Refusal) {
+	var found images
+	if r := check(p, body, &found); r != nil {
+		return Image{}, r
+	}
+	return found.first, nil
+}
+
+// check runs p's checks on body, noting image parts in found (nil: not
+// looking).
+func check(p sluice.Protocol, body []byte, found *images) *Refusal {
 	switch p {
 	case sluice.ProtocolOpenAIChat:
-		return chat(body)
+		return chat(body, found)
 	case sluice.ProtocolAnthropic:
-		return messages(body)
+		return messages(body, found)
 	case sluice.ProtocolOpenAIResponses:
-		return responses(body)
+		return responses(body, found)
 	case sluice.ProtocolGemini:
-		return generate(body)
+		return generate(body, found)
 	case sluice.ProtocolOpenAIEmbeddings:
 		return embeddings(body)
 	}
