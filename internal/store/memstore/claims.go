@@ -23,7 +23,7 @@ func (s *Store) Acquire(_ context.Context, a store.Acquire) (store.Grant, error)
 	}
 	d := s.domain(a.Domain)
 	d.mu.Lock()
-	g, wakes := d.acquire(a, time.Now())
+	g, wakes := d.acquire(a, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return g, nil
@@ -43,6 +43,9 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	d.forget(now)
 	q := d.queue(a.Queue)
 	t := q.tickets[a.Ticket]
+	if t != nil && !d.live(q, t, now) {
+		t = nil // a dead waiter asking again is a newcomer, as redisstore has reaped it by then
+	}
 	class := clampClass(a.Class)
 	var tag int64 // where a newcomer would queue, for no-barging
 	if t != nil {
@@ -271,7 +274,7 @@ func (s *Store) Release(_ context.Context, domain, lease string, out store.Outco
 		return nil
 	}
 	d.mu.Lock()
-	wakes := d.release(lease, out, time.Now())
+	wakes := d.release(lease, out, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return nil
@@ -354,7 +357,7 @@ func (s *Store) ProbeSucceeded(_ context.Context, domain, lease string) error {
 		return nil
 	}
 	d.mu.Lock()
-	wakes := d.probeSucceeded(lease, time.Now())
+	wakes := d.probeSucceeded(lease, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return nil
@@ -402,7 +405,7 @@ func (s *Store) Renew(_ context.Context, domain string, leases []string, ttl tim
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for _, id := range leases {
 		l := d.leases[id]
 		if l == nil || !now.Before(l.expires) {
@@ -426,7 +429,7 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 		return nil
 	}
 	d.mu.Lock()
-	now := time.Now()
+	now := s.now()
 	var wakes []wake
 	if q := d.queues[queue]; q != nil {
 		if t := q.tickets[ticket]; t != nil {
@@ -449,7 +452,7 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 	d := s.domain(domain)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for i := range held {
 		h := &held[i]
 		if l := d.leases[h.Lease]; l != nil {

@@ -22,7 +22,7 @@ func (s *Store) Units(_ context.Context, domain string, ids []string) ([]store.U
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	swept := make(map[string]bool)
 	for i, id := range ids {
 		u := d.units[id]
@@ -100,7 +100,7 @@ func (s *Store) CredentialInFlight(_ context.Context, domain string, ids []strin
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for _, id := range ids {
 		out[id] = d.credInFlight(id, now)
 	}

@@ -1,0 +1,286 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/store/storemodel"
+)
+
+// Target is a store under test.
+type Target struct {
+	Claims    store.Claims
+	Inspector store.Inspector
+	Waker     store.Waker
+	// SetClock sets the store's clock to now for the domains given (the
+	// store's names): at the start of a history and after each Advance.
+	SetClock func(ctx context.Context, now time.Time, domains []string) error
+	// WakeWait is how long a required hint may take to arrive; 0 for a
+	// store that delivers it before the call returns.
+	WakeWait time.Duration
+}
+
+// runs makes the names of every Check unique, so that histories can share
+// a store (and a Redis) with each other and with other tests.
+var runs atomic.Int64
+
+// Check runs ops against the model and tg step by step, and returns the
+// first disagreement: its step and what each said.
+func Check(ctx context.Context, tg Target, ops []Op) error {
+	prefix := fmt.Sprintf("h%x.%d.", time.Now().UnixNano(), runs.Add(1))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &runner{tg: tg, prefix: prefix, model: storemodel.New(), now: Start, got: make(map[string]bool)}
+	for _, rep := range []string{"r0", "r1"} {
+		ch, err := tg.Waker.Wake(ctx, prefix+rep)
+		if err != nil {
+			return fmt.Errorf("wake %s: %w", rep, err)
+		}
+		r.wakes = append(r.wakes, ch)
+	}
+	r.collect(ops)
+	if err := r.setClock(ctx); err != nil {
+		return err
+	}
+	for i, op := range ops {
+		if err := r.step(ctx, op); err != nil {
+			return fmt.Errorf("step %d (%s): %w", i, op.Kind, err)
+		}
+	}
+	return nil
+}
+
+type runner struct {
+	tg     Target
+	prefix string
+	model  *storemodel.Model
+	now    time.Time
+	wakes  []<-chan string
+	got    map[string]bool // tickets woken since the step began
+	units  []string        // every unit and limit ID of the history
+	creds  []string
+}
+
+func (r *runner) collect(ops []Op) {
+	units, creds := map[string]bool{}, map[string]bool{}
+	for _, op := range ops {
+		for _, c := range op.Acquire.Candidates {
+			units[c.Unit.ID], creds[c.Credential] = true, true
+			for _, l := range c.Limits {
+				units[l.ID] = true
+			}
+		}
+	}
+	r.units, r.creds = slices.Sorted(maps.Keys(units)), slices.Sorted(maps.Keys(creds))
+}
+
+func (r *runner) dom(d string) string { return r.prefix + d }
+
+func (r *runner) setClock(ctx context.Context) error {
+	ds := make([]string, len(domains))
+	for i, d := range domains {
+		ds[i] = r.dom(d)
+	}
+	return r.tg.SetClock(ctx, r.now, ds)
+}
+
+func (r *runner) step(ctx context.Context, op Op) error {
+	r.drain()
+	clear(r.got)
+	var want []storemodel.Wake
+	switch op.Kind {
+	case Acquire:
+		a := op.Acquire
+		g, w := r.model.Acquire(a, r.now)
+		want = w
+		a.Domain, a.Replica = r.dom(a.Domain), r.prefix+a.Replica
+		got, err := r.tg.Claims.Acquire(ctx, a)
+		if err != nil {
+			return err
+		}
+		if !sameGrant(got, g) {
+			return fmt.Errorf("Acquire %s = %s, model %s", a.Ticket, grantString(got), grantString(g))
+		}
+	case Release:
+		want = r.model.Release(op.Domain, op.Lease, op.Out, r.now)
+		if err := r.tg.Claims.Release(ctx, r.dom(op.Domain), op.Lease, op.Out); err != nil {
+			return err
+		}
+	case Renew:
+		r.model.Renew(op.Domain, []string{op.Lease}, op.TTL, r.now)
+		if err := r.tg.Claims.Renew(ctx, r.dom(op.Domain), []string{op.Lease}, op.TTL); err != nil {
+			return err
+		}
+	case Cancel:
+		want = r.model.Cancel(op.Domain, op.Queue, op.Lease, r.now)
+		if err := r.tg.Claims.Cancel(ctx, r.dom(op.Domain), op.Queue, op.Lease); err != nil {
+			return err
+		}
+	case Probe:
+		want = r.model.ProbeSucceeded(op.Domain, op.Lease, r.now)
+		if err := r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), op.Lease); err != nil {
+			return err
+		}
+	case Advance:
+		r.now = r.now.Add(op.Step)
+		return r.setClock(ctx)
+	case Inspect:
+		return r.inspect(ctx, op.Domain)
+	}
+	return r.woken(want)
+}
+
+// drain takes the hints that have arrived into got.
+func (r *runner) drain() {
+	for _, ch := range r.wakes {
+		for more := true; more; {
+			select {
+			case t := <-ch:
+				r.got[t] = true
+			default:
+				more = false
+			}
+		}
+	}
+}
+
+// woken checks that every hint the model requires arrived: the head of
+// each queue for a unit that has room. A store may send more (Waker:
+// hints may be duplicated, and a store may wake several waiters for
+// several slots), so extra hints are not an error.
+func (r *runner) woken(want []storemodel.Wake) error {
+	var timeout <-chan time.Time
+	for _, w := range want {
+		for r.drain(); !r.got[w.Ticket]; r.drain() {
+			if r.tg.WakeWait == 0 {
+				return fmt.Errorf("no wake-up for %s, model requires one", w.Ticket)
+			}
+			if timeout == nil {
+				timeout = time.After(r.tg.WakeWait)
+			}
+			select {
+			case t := <-r.wakes[0]:
+				r.got[t] = true
+			case t := <-r.wakes[1]:
+				r.got[t] = true
+			case <-timeout:
+				return fmt.Errorf("no wake-up for %s within %v, model requires one", w.Ticket, r.tg.WakeWait)
+			}
+		}
+	}
+	return nil
+}
+
+// inspect compares what the Inspector shows of every unit and credential.
+// Cap is left out: a limit that has lapsed may be forgotten (store.Claims,
+// "Limit state is bounded"), and then shows Cap 0 until listed again.
+func (r *runner) inspect(ctx context.Context, d string) error {
+	got, err := r.tg.Inspector.Units(ctx, r.dom(d), r.units)
+	if err != nil {
+		return err
+	}
+	want := r.model.Units(d, r.units, r.now)
+	for i := range want {
+		g, w := got[i], want[i]
+		g.Cap, w.Cap = 0, 0
+		if !sameUnit(g, w) {
+			return fmt.Errorf("Units %s = %+v, model %+v", w.ID, g, w)
+		}
+	}
+	gc, err := r.tg.Inspector.CredentialInFlight(ctx, r.dom(d), r.creds)
+	if err != nil {
+		return err
+	}
+	if wc := r.model.CredentialInFlight(d, r.creds, r.now); !maps.Equal(gc, wc) {
+		return fmt.Errorf("CredentialInFlight = %v, model %v", gc, wc)
+	}
+	return nil
+}
+
+func sameGrant(a, b store.Grant) bool {
+	return a.Granted == b.Granted && a.Index == b.Index && a.Lease == b.Lease && a.Expires.Equal(b.Expires) &&
+		a.Probe == b.Probe && a.Position == b.Position && a.RetryAt.Equal(b.RetryAt) && a.Cooling == b.Cooling &&
+		a.Refused == b.Refused
+}
+
+func grantString(g store.Grant) string {
+	switch {
+	case g.Granted:
+		return fmt.Sprintf("granted #%d expires %s probe %t", g.Index, clock(g.Expires), g.Probe)
+	case g.Refused:
+		return "refused"
+	}
+	return fmt.Sprintf("queued at %d retry at %s cooling %t", g.Position, clock(g.RetryAt), g.Cooling)
+}
+
+// clock prints t as the offset from Start, the way a history reads.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return "+" + t.Sub(Start).String()
+}
+
+func sameUnit(a, b store.UnitState) bool {
+	if !a.CoolingUntil.Equal(b.CoolingUntil) {
+		return false
+	}
+	for c := range a.OldestByClass {
+		if !a.OldestByClass[c].Equal(b.OldestByClass[c]) {
+			return false
+		}
+	}
+	a.CoolingUntil, b.CoolingUntil = time.Time{}, time.Time{}
+	a.OldestByClass, b.OldestByClass = [store.Classes]time.Time{}, [store.Classes]time.Time{}
+	if len(a.WaitingByTenant) == 0 {
+		a.WaitingByTenant = nil
+	}
+	if len(b.WaitingByTenant) == 0 {
+		b.WaitingByTenant = nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Run checks histories against the target newTarget makes (once), and
+// fails t with the shrunk history of the first that disagrees. It checks
+// n histories, or $SLUICE_HISTORIES of them when that is set: the long
+// run (SLUICE_HISTORIES=100000 go test -run History ./internal/store/...)
+// is a bench, not CI. Seeds start at $SLUICE_HISTORY_SEED (default 1).
+func Run(t *testing.T, tg Target, n int) {
+	if v := os.Getenv("SLUICE_HISTORIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("SLUICE_HISTORIES=%q: %v", v, err)
+		}
+	}
+	first := uint64(1)
+	if v := os.Getenv("SLUICE_HISTORY_SEED"); v != "" {
+		var err error
+		if first, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("SLUICE_HISTORY_SEED=%q: %v", v, err)
+		}
+	}
+	steps := 0
+	for seed := first; seed < first+uint64(n); seed++ {
+		ops := Generate(seed, Length(seed))
+		if err := Check(t.Context(), tg, ops); err != nil {
+			min := Shrink(ops, func(ops []Op) bool { return Check(t.Context(), tg, ops) != nil })
+			t.Fatalf("seed %d disagrees with the model: %v\nshrunk from %d to %d operations: %v\n%s",
+				seed, err, len(ops), len(min), Check(t.Context(), tg, min), Format(min))
+		}
+		steps += len(ops)
+	}
+	t.Logf("%d histories (seeds %d–%d), %d operations: the store agrees with the model", n, first, first+uint64(n)-1, steps)
+}
+
+// Length is the number of operations of the history of seed: 20 to 60.
+func Length(seed uint64) int { return 20 + int(seed*7919%41) }
