@@ -52,6 +52,10 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		t.deadline = now.Add(a.LeaseTTL)
 		class = t.class // a queued ticket keeps its class and tag
 	} else {
+		// Dead waiters must not count in the class's fairness: a
+		// tenant's tickets that died do not count against it later, as
+		// redisstore reaps them before it decides.
+		d.sweepClass(q, class, now)
 		tag = q.fair[class].tag(a.Tenant, a.Weight)
 	}
 	if d.refused(a.Candidates, now) {
@@ -192,6 +196,7 @@ func (d *domain) leave(q *queue, t *ticket, now time.Time) []wake {
 	d.dequeue(q, t)
 	var wakes []wake
 	for _, u := range t.units {
+		d.reap(u, now) // a lease that expired frees its slot for them too
 		if u.hasRoom(0, now) {
 			wakes = d.first(u, now, wakes)
 		}
