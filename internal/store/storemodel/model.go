@@ -40,11 +40,11 @@ type domain struct {
 // unit is a capacity unit or a limit (Candidate.Limits): the model keeps
 // both alike, as "a limit is a unit like any other" (store.Candidate).
 type unit struct {
-	id      string
-	cap     int
+	id       string
+	cap      int
 	reserved [store.Classes]int // reserved[c] = Σ_{k<c} Reserve[k]
-	pause   time.Duration      // BackgroundPause of the last Acquire listing it
-	limited time.Time          // its last rate limit
+	pause    time.Duration      // BackgroundPause of the last Acquire listing it
+	limited  time.Time          // its last rate limit
 
 	until  time.Time // cooling until; zero = open; past = waiting for (or running) its probe
 	probe  string    // the lease that is its post-cooldown probe, or ""

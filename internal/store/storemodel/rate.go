@@ -32,7 +32,9 @@ const day = 24 * time.Hour
 // utcDay is the UTC day of now, in days since the epoch.
 func utcDay(now time.Time) int64 { return now.Unix() / int64(day/time.Second) }
 
-func nextMidnight(now time.Time) time.Time { return time.Unix((utcDay(now)+1)*int64(day/time.Second), 0) }
+func nextMidnight(now time.Time) time.Time {
+	return time.Unix((utcDay(now)+1)*int64(day/time.Second), 0)
+}
 
 // rateRoom reports whether u's RPM, TPM and daily limits (from lim) admit
 // one more request of tokens; when not, at is when all of them would.
