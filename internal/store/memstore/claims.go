@@ -69,6 +69,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		retryAt time.Time
 		u       *unit
 		room    bool // u can take a lease, credential caps apart
+		rated   bool // u's windows and days were checked (room says how)
 		cooling = true
 	)
 	for i := range a.Candidates {
@@ -87,18 +88,25 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			if end := u.limited.Add(u.pause); class == store.Classes-1 && u.paused(now) && (retryAt.IsZero() || end.Before(retryAt)) {
 				retryAt = end
 			}
-			if room {
-				// The rolling windows free room without a release to
-				// announce it: the waiter retries when they would pass.
-				var at time.Time
-				if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room && (retryAt.IsZero() || at.Before(retryAt)) {
-					retryAt = at
-				}
-			}
+			rated = false
 		}
 		cooling = cooling && (u.cooling(now) || d.limitCooling(c, now))
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
+		}
+		if !rated {
+			// The rolling windows free room without a release to
+			// announce it: the waiter retries when they would pass. A
+			// full credential, like a full unit, is announced by a
+			// release, so only a candidate with a slot counts them.
+			rated = true
+			var at time.Time
+			if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room {
+				if retryAt.IsZero() || at.Before(retryAt) {
+					retryAt = at
+				}
+				continue
+			}
 		}
 		if d.barred(q, u, t, class, tag, now) {
 			room = false

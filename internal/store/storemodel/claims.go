@@ -54,6 +54,9 @@ func (m *Model) Acquire(a store.Acquire, now time.Time) (store.Grant, []Wake) {
 		if class == store.Classes-1 && u.paused(now) {
 			retryAt = earliest(retryAt, u.limited.Add(u.pause))
 		}
+		// A full credential, like a full unit, is a slot a release will
+		// announce: only a candidate with a slot counts its windows.
+		room = room && (c.CredentialCap <= 0 || d.credInFlight(c.Credential) < c.CredentialCap)
 		if room {
 			var at time.Time
 			if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room {
@@ -61,7 +64,7 @@ func (m *Model) Acquire(a store.Acquire, now time.Time) (store.Grant, []Wake) {
 			}
 		}
 		cooling = cooling && (u.cooling(now) || d.limitCooling(c, now))
-		if !room || c.CredentialCap > 0 && d.credInFlight(c.Credential) >= c.CredentialCap {
+		if !room {
 			continue
 		}
 		if d.barred(q, u.id, t, class, tag) {

@@ -1,0 +1,27 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store/storetest/history"
+)
+
+// historyTarget is s for package history: its clock is the test build's
+// (see export_test.go), its hints come through pub/sub.
+func historyTarget(s *Store) history.Target {
+	return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: s.SetClock, WakeWait: 5 * time.Second}
+}
+
+// TestHistories checks redisstore on one Redis against the reference
+// model on random histories (see package history).
+func TestHistories(t *testing.T) {
+	history.Run(t, historyTarget(newTestBackend(t).replica()), 600)
+}
+
+// TestClusterHistories checks redisstore on the three-primary cluster: the
+// domains of each history land on different nodes, and its wake-ups cross
+// them.
+func TestClusterHistories(t *testing.T) {
+	history.Run(t, historyTarget(clusterReplica(t, testPrefix())), 300)
+}
