@@ -16,12 +16,16 @@ func historyTarget(s *Store) history.Target {
 // TestHistories checks redisstore on one Redis against the reference
 // model on random histories (see package history).
 func TestHistories(t *testing.T) {
-	history.Run(t, historyTarget(newTestBackend(t).replica()), 600)
+	tg := historyTarget(newTestBackend(t).replica())
+	history.Replay(t, tg)
+	history.Run(t, tg, 600)
 }
 
 // TestClusterHistories checks redisstore on the three-primary cluster: the
 // domains of each history land on different nodes, and its wake-ups cross
 // them.
 func TestClusterHistories(t *testing.T) {
-	history.Run(t, historyTarget(clusterReplica(t, testPrefix())), 300)
+	tg := historyTarget(clusterReplica(t, testPrefix()))
+	history.Replay(t, tg)
+	history.Run(t, tg, 300)
 }

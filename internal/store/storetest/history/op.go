@@ -55,7 +55,7 @@ type Op struct {
 func (op Op) GoString() string {
 	switch op.Kind {
 	case Acquire:
-		return fmt.Sprintf("{Kind: history.Acquire, Acquire: %s}", strings.TrimPrefix(fmt.Sprintf("%#v", op.Acquire), "store.Acquire"))
+		return fmt.Sprintf("{Kind: history.Acquire, Acquire: %#v}", op.Acquire)
 	case Release:
 		return fmt.Sprintf("{Kind: history.Release, Domain: %q, Lease: %q, Out: %#v}", op.Domain, op.Lease, op.Out)
 	case Renew:

@@ -250,36 +250,64 @@ func sameUnit(a, b store.UnitState) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// Run checks histories against the target newTarget makes (once), and
-// fails t with the shrunk history of the first that disagrees. It checks
-// n histories, or $SLUICE_HISTORIES of them when that is set: the long
-// run (SLUICE_HISTORIES=100000 go test -run History ./internal/store/...)
-// is a bench, not CI. Seeds start at $SLUICE_HISTORY_SEED (default 1).
+// Run checks histories against tg, and fails t with the shrunk history of
+// the first that disagrees. It checks n histories, or $SLUICE_HISTORIES of
+// them when that is set: the long run (SLUICE_HISTORIES=100000 go test
+// -run Histories ./internal/store/...) is a bench, not CI. Seeds start at
+// $SLUICE_HISTORY_SEED (default 1).
 func Run(t *testing.T, tg Target, n int) {
+	first := uint64(1)
 	if v := os.Getenv("SLUICE_HISTORIES"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil {
 			t.Fatalf("SLUICE_HISTORIES=%q: %v", v, err)
 		}
 	}
-	first := uint64(1)
 	if v := os.Getenv("SLUICE_HISTORY_SEED"); v != "" {
 		var err error
 		if first, err = strconv.ParseUint(v, 10, 64); err != nil {
 			t.Fatalf("SLUICE_HISTORY_SEED=%q: %v", v, err)
 		}
 	}
-	steps := 0
+	f := Find(t.Context(), tg, first, n)
+	if f.Err != nil {
+		t.Fatal(f)
+	}
+	t.Logf("%d histories (seeds %d–%d), %d operations: the store agrees with the model", f.Histories, first, first+uint64(n)-1, f.Ops)
+}
+
+// Failure is what Find found.
+type Failure struct {
+	Histories, Ops int // checked, the failing one included
+	Seed           uint64
+	Err            error // nil when every history agreed
+	Shrunk         []Op  // a minimal history that still disagrees
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("seed %d disagrees with the model: %v\nshrunk to %d operations, ready to paste into Regressions:\n%s",
+		f.Seed, f.Err, len(f.Shrunk), Format(f.Shrunk))
+}
+
+// Find checks the histories of seeds first to first+n-1 against tg and
+// stops at the first that disagrees, which it shrinks.
+func Find(ctx context.Context, tg Target, first uint64, n int) Failure {
+	var f Failure
 	for seed := first; seed < first+uint64(n); seed++ {
 		ops := Generate(seed, Length(seed))
-		if err := Check(t.Context(), tg, ops); err != nil {
-			min := Shrink(ops, func(ops []Op) bool { return Check(t.Context(), tg, ops) != nil })
-			t.Fatalf("seed %d disagrees with the model: %v\nshrunk from %d to %d operations: %v\n%s",
-				seed, err, len(ops), len(min), Check(t.Context(), tg, min), Format(min))
+		f.Histories++
+		f.Ops += len(ops)
+		if err := Check(ctx, tg, ops); err != nil {
+			f.Seed = seed
+			f.Shrunk = Shrink(ops, func(ops []Op) bool { return Check(ctx, tg, ops) != nil })
+			f.Err = Check(ctx, tg, f.Shrunk)
+			if f.Err == nil { // a flaky failure: report the history as it failed
+				f.Shrunk, f.Err = ops, err
+			}
+			return f
 		}
-		steps += len(ops)
 	}
-	t.Logf("%d histories (seeds %d–%d), %d operations: the store agrees with the model", n, first, first+uint64(n)-1, steps)
+	return f
 }
 
 // Length is the number of operations of the history of seed: 20 to 60.

@@ -1,0 +1,109 @@
+package history
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Regressions are minimal histories on which a store once disagreed with
+// the model (shrunk by Find, then written out by hand). Every store runs
+// them (Replay) besides the random ones.
+var Regressions = []struct {
+	Name string
+	Ops  []Op
+}{
+	// memstore kept a dead waiter (past its last Acquire + LeaseTTL) in
+	// its place when it asked again; redisstore had reaped it, and queues
+	// it as a newcomer, arriving now.
+	{"DeadWaiterAsksAgainAsNewcomer", []Op{
+		acquire("d0", "t1", "q0", 0, "a", 1, 0, 60005, cand("u0", 2, "c0.0", 0, rpm(3))),
+		acquire("d0", "t2", "q0", 1, "", 1, 50, 10005, cand("u0", 1, "c0.0", 0, rpm(3))),
+		advance(20 * time.Second),
+		acquire("d0", "t2", "q0", 1, "", 1, 50, 10005, cand("u0", 1, "c0.0", 0, rpm(3))),
+		{Kind: Inspect, Domain: "d0"},
+	}},
+	// memstore counted dead waiters in a class's fairness (V, F_t), so a
+	// tenant whose tickets died was tagged behind them; redisstore reaps
+	// them first.
+	{"DeadWaitersLeaveFairness", func() []Op {
+		u := store.Unit{ID: "u0", Base: 100 * time.Millisecond, Max: 2 * time.Second}
+		l0 := store.Unit{ID: "l0", TPM: 1000}
+		l1 := store.Unit{ID: "l1", Cap: 1, RPM: 2}
+		c := func(credCap int, lims ...store.Unit) store.Candidate {
+			return store.Candidate{Unit: u, Credential: "c0.0", CredentialCap: credCap, Limits: lims}
+		}
+		return []Op{
+			acquire("d1", "t6", "q0", 0, "a", 2, 1500, 10005, c(0, l0, l1)),
+			acquire("d1", "t7", "q0", 2, "a", 1, 0, 10005, c(0, l1)),
+			acquire("d1", "t8", "q0", 2, "a", 2, 700, 60005, c(0, l0)),
+			advance(61 * time.Second),
+			acquire("d1", "t4", "q0", 1, "a", 1, 50, 10005, c(1, l0)),
+			acquire("d1", "t13", "q0", 2, "", 2, 1500, 10005, c(0, l0, l1)),
+			acquire("d1", "t7", "q0", 2, "a", 1, 0, 10005, c(0, l1)),
+			acquire("d1", "t21", "q0", 2, "", 2, 0, 10005, c(0)),
+		}
+	}()},
+	// memstore's Cancel did not wake the next waiter of a unit whose only
+	// other lease had expired: it checked the room before reaping.
+	{"CancelWakesPastExpiredLease", func() []Op {
+		u := store.Unit{ID: "u0", Cap: 2, Max: 2 * time.Second, Reserve: []int{0, 1}, RPM: 3}
+		l0 := store.Unit{ID: "l0", RPM: 4, Base: 200 * time.Millisecond, Max: 3 * time.Second}
+		l1 := store.Unit{ID: "l1", Cap: 3}
+		return []Op{
+			acquire("d0", "t0", "q0", 2, "", 2, 700, 60005, store.Candidate{Unit: u, Credential: "c0.0"}),
+			acquire("d0", "t1", "q0", 1, "", 2, 0, 60005, store.Candidate{Unit: u, Credential: "c0.1", CredentialCap: 1, Limits: []store.Unit{l0, l1}}),
+			acquire("d0", "t2", "q0", 1, "b", 1, 1500, 60005, store.Candidate{Unit: u, Credential: "c0.0"}),
+			{Kind: Renew, Domain: "d0", Lease: "t1", TTL: 10005 * time.Millisecond},
+			acquire("d0", "t6", "q1", 2, "", 1, 0, 60005, store.Candidate{Unit: u, Credential: "c0.1"}),
+			advance(20 * time.Second),
+			{Kind: Cancel, Domain: "d0", Queue: "q1", Lease: "t6"},
+		}
+	}()},
+	// memstore checked a candidate's windows before its credential's cap,
+	// and gave a RetryAt for a window while a release would announce the
+	// credential's slot; redisstore (and the model) check the slot first.
+	{"FullCredentialSetsNoRetryAt", func() []Op {
+		u1 := store.Unit{ID: "u1", Base: 100 * time.Millisecond, Max: 10 * time.Second, RPM: 3}
+		u0 := store.Unit{ID: "u0", Base: 100 * time.Millisecond}
+		l0 := store.Unit{ID: "l0", Cap: 2, RPM: 10}
+		return []Op{
+			acquire("d0", "t7", "q1", 2, "", 1, 0, 2005,
+				store.Candidate{Unit: u1, Credential: "c1.0"}, store.Candidate{Unit: u0, Credential: "c0.0", CredentialCap: 1}),
+			acquire("d0", "t9", "q0", 0, "a", 2, 0, 60005, store.Candidate{Unit: u1, Credential: "c1.0", Limits: []store.Unit{l0}}),
+			acquire("d0", "t10", "q0", 0, "a", 3, 700, 10005,
+				store.Candidate{Unit: u1, Credential: "c1.0", Limits: []store.Unit{l0}},
+				store.Candidate{Unit: u0, Credential: "c0.0", CredentialCap: 1, Limits: []store.Unit{l0}}),
+			acquire("d0", "t11", "q0", 2, "", 3, 0, 10005, store.Candidate{Unit: u1, Credential: "c1.0", CredentialCap: 1, Limits: []store.Unit{l0}}),
+		}
+	}()},
+}
+
+// Replay checks every regression history against tg.
+func Replay(t *testing.T, tg Target) {
+	for _, r := range Regressions {
+		t.Run(r.Name, func(t *testing.T) {
+			if err := Check(context.WithoutCancel(t.Context()), tg, r.Ops); err != nil {
+				t.Errorf("%v\n%s", err, Format(r.Ops))
+			}
+		})
+	}
+}
+
+func acquire(domain, ticket, queue string, class int, tenant string, weight, tokens int, ttlMillis int, cands ...store.Candidate) Op {
+	return Op{Kind: Acquire, Acquire: store.Acquire{
+		Domain: domain, Ticket: ticket, Queue: queue, Candidates: cands, LeaseTTL: time.Duration(ttlMillis) * time.Millisecond,
+		Replica: "r0", Class: class, Tenant: tenant, Weight: weight, Tokens: tokens,
+	}}
+}
+
+func cand(unit string, cap int, cred string, credCap int, u store.Unit) store.Candidate {
+	u.ID, u.Cap = unit, cap
+	return store.Candidate{Unit: u, Credential: cred, CredentialCap: credCap}
+}
+
+func rpm(n int) store.Unit { return store.Unit{RPM: n} }
+
+func advance(d time.Duration) Op { return Op{Kind: Advance, Step: d} }
