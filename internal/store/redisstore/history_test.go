@@ -1,6 +1,10 @@
 package redisstore
 
 import (
+	"context"
+
+	"github.com/sluicehq/sluice/internal/store/degraded"
+	"github.com/sluicehq/sluice/internal/store/memstore"
 	"testing"
 	"time"
 
@@ -26,6 +30,18 @@ func TestHistories(t *testing.T) {
 // them.
 func TestClusterHistories(t *testing.T) {
 	tg := historyTarget(clusterReplica(t, testPrefix()))
+	history.Replay(t, tg)
+	history.Run(t, tg, 300)
+}
+
+// TestDegradedHistories checks a degraded Store of one replica over this
+// Redis (shared state, the usual case: every call passes through) against
+// the model; package degraded's own test runs it with Redis down.
+func TestDegradedHistories(t *testing.T) {
+	s := newTestBackend(t).replica()
+	d := degraded.New(s, memstore.New(), degraded.Options{Replicas: 1, Ping: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
+	t.Cleanup(func() { d.Close() })
+	tg := history.Target{Claims: d, Inspector: d, Waker: d, SetClock: s.SetClock, WakeWait: 5 * time.Second}
 	history.Replay(t, tg)
 	history.Run(t, tg, 300)
 }

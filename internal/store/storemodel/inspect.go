@@ -59,3 +59,20 @@ func (m *Model) CredentialInFlight(domainID string, ids []string, now time.Time)
 	}
 	return out
 }
+
+// Holds returns the IDs of the live leases (true) and the live queued
+// tickets (false) of domain.
+func (m *Model) Holds(domainID string, now time.Time) map[string]bool {
+	d := m.domain(domainID)
+	d.tidy(now)
+	ids := make(map[string]bool)
+	for _, q := range d.queues {
+		for _, t := range q.tickets {
+			ids[t.id] = false
+		}
+	}
+	for _, l := range d.leases {
+		ids[l.id] = true
+	}
+	return ids
+}

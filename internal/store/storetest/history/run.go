@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -27,6 +28,12 @@ type Target struct {
 	// WakeWait is how long a required hint may take to arrive; 0 for a
 	// store that delivers it before the call returns.
 	WakeWait time.Duration
+	// MayFailUnheld says that Release, Renew, Cancel and ProbeSucceeded of
+	// a lease or ticket the store does not hold (never granted, or ended)
+	// may fail with store.ErrUnavailable rather than do nothing: a
+	// degraded store cut off from its shared store cannot ask it whether
+	// it holds them.
+	MayFailUnheld bool
 }
 
 // runs makes the names of every Check unique, so that histories can share
@@ -66,6 +73,7 @@ type runner struct {
 	now    time.Time
 	wakes  []<-chan string
 	got    map[string]bool // tickets woken since the step began
+	held   map[string]bool // the model's live leases (true) and queued tickets (false) before the step
 	units  []string        // every unit and limit ID of the history
 	creds  []string
 }
@@ -96,6 +104,20 @@ func (r *runner) setClock(ctx context.Context) error {
 func (r *runner) step(ctx context.Context, op Op) error {
 	r.drain()
 	clear(r.got)
+	err := r.apply(ctx, op)
+	if err != nil && r.tg.MayFailUnheld && errors.Is(err, store.ErrUnavailable) {
+		lease, known := r.held[op.Lease]
+		if op.Kind == Cancel && !known || op.Kind != Cancel && !lease {
+			return nil
+		}
+	}
+	return err
+}
+
+func (r *runner) apply(ctx context.Context, op Op) error {
+	if op.Kind != Advance && op.Kind != Inspect {
+		r.held = r.model.Holds(op.Domain, r.now)
+	}
 	var want []storemodel.Wake
 	switch op.Kind {
 	case Acquire:
