@@ -36,24 +36,47 @@ type Target struct {
 	MayFailUnheld bool
 }
 
-// runs makes the names of every Check unique, so that histories can share
-// a store (and a Redis) with each other and with other tests.
+// runs makes the names of every session and history unique, so that
+// histories can share a store (and a Redis) with each other and with
+// other tests.
 var runs atomic.Int64
+
+// session is a target with its wake subscriptions, which the histories
+// checked on it share: a subscription costs a round trip or more, a
+// history a few milliseconds. Every history names its domains and tickets
+// apart, so a late hint of one is never taken for another's.
+type session struct {
+	tg       Target
+	replicas string // prefix of the replicas' names
+	wakes    []<-chan string
+}
+
+func open(ctx context.Context, tg Target) (*session, error) {
+	s := &session{tg: tg, replicas: fmt.Sprintf("h%x.%d.", time.Now().UnixNano(), runs.Add(1))}
+	for _, rep := range []string{"r0", "r1"} {
+		ch, err := tg.Waker.Wake(ctx, s.replicas+rep)
+		if err != nil {
+			return nil, fmt.Errorf("wake %s: %w", rep, err)
+		}
+		s.wakes = append(s.wakes, ch)
+	}
+	return s, nil
+}
 
 // Check runs ops against the model and tg step by step, and returns the
 // first disagreement: its step and what each said.
 func Check(ctx context.Context, tg Target, ops []Op) error {
-	prefix := fmt.Sprintf("h%x.%d.", time.Now().UnixNano(), runs.Add(1))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &runner{tg: tg, prefix: prefix, model: storemodel.New(), now: Start, got: make(map[string]bool)}
-	for _, rep := range []string{"r0", "r1"} {
-		ch, err := tg.Waker.Wake(ctx, prefix+rep)
-		if err != nil {
-			return fmt.Errorf("wake %s: %w", rep, err)
-		}
-		r.wakes = append(r.wakes, ch)
+	s, err := open(ctx, tg)
+	if err != nil {
+		return err
 	}
+	return s.check(ctx, ops)
+}
+
+func (s *session) check(ctx context.Context, ops []Op) error {
+	r := &runner{session: s, prefix: fmt.Sprintf("%sh%d.", s.replicas, runs.Add(1)), model: storemodel.New(), now: Start, got: make(map[string]bool)}
 	r.collect(ops)
 	if err := r.setClock(ctx); err != nil {
 		return err
@@ -67,11 +90,10 @@ func Check(ctx context.Context, tg Target, ops []Op) error {
 }
 
 type runner struct {
-	tg     Target
-	prefix string
+	*session
+	prefix string // of the history's domains and tickets
 	model  *storemodel.Model
 	now    time.Time
-	wakes  []<-chan string
 	got    map[string]bool // tickets woken since the step began
 	held   map[string]bool // the model's live leases (true) and queued tickets (false) before the step
 	units  []string        // every unit and limit ID of the history
@@ -92,6 +114,8 @@ func (r *runner) collect(ops []Op) {
 }
 
 func (r *runner) dom(d string) string { return r.prefix + d }
+
+func (r *runner) tick(t string) string { return r.prefix + t }
 
 func (r *runner) setClock(ctx context.Context) error {
 	ds := make([]string, len(domains))
@@ -124,32 +148,35 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 		a := op.Acquire
 		g, w := r.model.Acquire(a, r.now)
 		want = w
-		a.Domain, a.Replica = r.dom(a.Domain), r.prefix+a.Replica
+		a.Domain, a.Ticket, a.Replica = r.dom(a.Domain), r.tick(a.Ticket), r.replicas+a.Replica
 		got, err := r.tg.Claims.Acquire(ctx, a)
 		if err != nil {
 			return err
 		}
+		if g.Lease != "" {
+			g.Lease = r.tick(g.Lease)
+		}
 		if !sameGrant(got, g) {
-			return fmt.Errorf("Acquire %s = %s, model %s", a.Ticket, grantString(got), grantString(g))
+			return fmt.Errorf("Acquire %s = %s, model %s", op.Acquire.Ticket, grantString(got), grantString(g))
 		}
 	case Release:
 		want = r.model.Release(op.Domain, op.Lease, op.Out, r.now)
-		if err := r.tg.Claims.Release(ctx, r.dom(op.Domain), op.Lease, op.Out); err != nil {
+		if err := r.tg.Claims.Release(ctx, r.dom(op.Domain), r.tick(op.Lease), op.Out); err != nil {
 			return err
 		}
 	case Renew:
 		r.model.Renew(op.Domain, []string{op.Lease}, op.TTL, r.now)
-		if err := r.tg.Claims.Renew(ctx, r.dom(op.Domain), []string{op.Lease}, op.TTL); err != nil {
+		if err := r.tg.Claims.Renew(ctx, r.dom(op.Domain), []string{r.tick(op.Lease)}, op.TTL); err != nil {
 			return err
 		}
 	case Cancel:
 		want = r.model.Cancel(op.Domain, op.Queue, op.Lease, r.now)
-		if err := r.tg.Claims.Cancel(ctx, r.dom(op.Domain), op.Queue, op.Lease); err != nil {
+		if err := r.tg.Claims.Cancel(ctx, r.dom(op.Domain), op.Queue, r.tick(op.Lease)); err != nil {
 			return err
 		}
 	case Probe:
 		want = r.model.ProbeSucceeded(op.Domain, op.Lease, r.now)
-		if err := r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), op.Lease); err != nil {
+		if err := r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), r.tick(op.Lease)); err != nil {
 			return err
 		}
 	case Advance:
@@ -182,7 +209,7 @@ func (r *runner) drain() {
 func (r *runner) woken(want []storemodel.Wake) error {
 	var timeout <-chan time.Time
 	for _, w := range want {
-		for r.drain(); !r.got[w.Ticket]; r.drain() {
+		for r.drain(); !r.got[r.tick(w.Ticket)]; r.drain() {
 			if r.tg.WakeWait == 0 {
 				return fmt.Errorf("no wake-up for %s, model requires one", w.Ticket)
 			}
@@ -292,7 +319,10 @@ func Run(t *testing.T, tg Target, n int) {
 		}
 	}
 	f := Find(t.Context(), tg, first, n)
-	if f.Err != nil {
+	switch {
+	case f.Err != nil && f.Shrunk == nil:
+		t.Fatal(f.Err)
+	case f.Err != nil:
 		t.Fatal(f)
 	}
 	t.Logf("%d histories (seeds %d–%d), %d operations: the store agrees with the model", f.Histories, first, first+uint64(n)-1, f.Ops)
@@ -315,14 +345,21 @@ func (f Failure) String() string {
 // stops at the first that disagrees, which it shrinks.
 func Find(ctx context.Context, tg Target, first uint64, n int) Failure {
 	var f Failure
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := open(ctx, tg)
+	if err != nil {
+		f.Err = err
+		return f
+	}
 	for seed := first; seed < first+uint64(n); seed++ {
 		ops := Generate(seed, Length(seed))
 		f.Histories++
 		f.Ops += len(ops)
-		if err := Check(ctx, tg, ops); err != nil {
+		if err := s.check(ctx, ops); err != nil {
 			f.Seed = seed
-			f.Shrunk = Shrink(ops, func(ops []Op) bool { return Check(ctx, tg, ops) != nil })
-			f.Err = Check(ctx, tg, f.Shrunk)
+			f.Shrunk = Shrink(ops, func(ops []Op) bool { return s.check(ctx, ops) != nil })
+			f.Err = s.check(ctx, f.Shrunk)
 			if f.Err == nil { // a flaky failure: report the history as it failed
 				f.Shrunk, f.Err = ops, err
 			}
