@@ -190,8 +190,11 @@ func (d *domain) refused(cands []store.Candidate, now time.Time) bool {
 func (d *domain) limitCooling(c *store.Candidate, now time.Time) bool {
 	for j := range c.Limits {
 		if c.Limits[j].Base > 0 {
-			if lu := d.units[c.Limits[j].ID]; lu != nil && lu.cooling(now) {
-				return true
+			if lu := d.units[c.Limits[j].ID]; lu != nil {
+				d.reap(lu, now) // an expired probe lease no longer closes it
+				if lu.cooling(now) {
+					return true
+				}
 			}
 		}
 	}

@@ -79,6 +79,25 @@ var Regressions = []struct {
 			acquire("d0", "t11", "q0", 2, "", 3, 0, 10005, store.Candidate{Unit: u1, Credential: "c1.0", CredentialCap: 1, Limits: []store.Unit{l0}}),
 		}
 	}()},
+	// memstore's Grant.Cooling counted a limit closed by its probe after
+	// the probe's lease had expired: it did not reap the limit first.
+	{"ExpiredLimitProbeDoesNotCool", func() []Op {
+		u0 := store.Unit{ID: "u0", Cap: 1}
+		u1 := store.Unit{ID: "u1", Cap: 2}
+		l0 := store.Unit{ID: "l0", Cap: 2, Base: 200 * time.Millisecond, Max: 3 * time.Second}
+		on := func(u store.Unit) store.Candidate {
+			return store.Candidate{Unit: u, Credential: "c." + u.ID, Limits: []store.Unit{l0}}
+		}
+		return []Op{
+			acquire("d1", "t2", "q0", 0, "", 1, 0, 10005, on(u0)),
+			acquire("d1", "t3", "q0", 2, "b", 1, 0, 60005, on(u1)),
+			{Kind: Release, Domain: "d1", Lease: "t3", Out: store.Outcome{RateLimited: true, RetryAfter: time.Second, Cool: "l0"}},
+			advance(time.Second),
+			acquire("d1", "t4", "q1", 1, "b", 1, 0, 2005, on(u1), on(u0)), // l0's probe
+			advance(3 * time.Second),                                       // its lease expires
+			acquire("d1", "t10", "q0", 2, "", 1, 0, 2005, on(u0)),
+		}
+	}()},
 }
 
 // Replay checks every regression history against tg.
