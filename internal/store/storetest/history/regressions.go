@@ -94,7 +94,7 @@ var Regressions = []struct {
 			{Kind: Release, Domain: "d1", Lease: "t3", Out: store.Outcome{RateLimited: true, RetryAfter: time.Second, Cool: "l0"}},
 			advance(time.Second),
 			acquire("d1", "t4", "q1", 1, "b", 1, 0, 2005, on(u1), on(u0)), // l0's probe
-			advance(3 * time.Second),                                       // its lease expires
+			advance(3 * time.Second), // its lease expires
 			acquire("d1", "t10", "q0", 2, "", 1, 0, 2005, on(u0)),
 		}
 	}()},
