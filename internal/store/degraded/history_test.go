@@ -44,6 +44,7 @@ func (unreachable) Renew(context.Context, string, []string, time.Duration) error
 }
 func (unreachable) Cancel(context.Context, string, string, string) error { return down("cancel") }
 func (unreachable) ProbeSucceeded(context.Context, string, string) error { return down("probe") }
+func (unreachable) Reassert(context.Context, string, []store.Held) error { return down("reassert") }
 func (unreachable) Units(context.Context, string, []string) ([]store.UnitState, error) {
 	return nil, down("units")
 }
@@ -67,6 +68,8 @@ func TestDegradedHistories(t *testing.T) {
 		Candidates: []store.Candidate{{Unit: store.Unit{ID: "u"}, Credential: "c"}}}); err != nil || !s.Degraded() {
 		t.Fatalf("first Acquire: %v, degraded %t; want nil, true", err, s.Degraded())
 	}
+	// No Reassert: while cut off it is the shared store's alone (local
+	// leases keep counting locally until the hand-over).
 	tg := history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.set, WakeWait: 5 * time.Second, MayFailUnheld: true}
 	history.Replay(t, tg)
 	history.Run(t, tg, 300)

@@ -478,9 +478,7 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 			d.drop(l)
 		}
 		c := &h.Candidate
-		u := d.unit(c.Unit.ID)
-		u.cap = c.Unit.Cap
-		u.setReserve(c.Unit.Reserve)
+		u := d.unit(c.Unit.ID) // its cap stays the last Acquire's, as in redisstore
 		l := &lease{
 			id: h.Lease, unit: u, cred: c.Credential, expires: now.Add(h.TTL),
 			base: c.Unit.Base, max: c.Unit.Max, holds: make([]hold, 0, 1+len(c.Limits)),
@@ -493,7 +491,6 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 			}
 			lu := d.unit(lim.ID)
 			lu.isLimit = true
-			lu.cap = lim.Cap
 			hl := lu.reserve(*lim, h.Tokens, now)
 			hl.base, hl.max = lim.Base, lim.Max
 			l.holds = append(l.holds, hl)

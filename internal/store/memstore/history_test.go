@@ -25,7 +25,7 @@ func (c *fakeClock) set(_ context.Context, now time.Time, _ []string) error {
 func newHistoryTarget() history.Target {
 	c := &fakeClock{}
 	s := memstore.NewWith(memstore.Options{Now: c.now})
-	return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.set}
+	return history.Target{Claims: s, Inspector: s, Waker: s, Reasserter: s, SetClock: c.set}
 }
 
 // TestHistories checks memstore against the reference model on random

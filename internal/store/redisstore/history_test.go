@@ -14,7 +14,7 @@ import (
 // historyTarget is s for package history: its clock is the test build's
 // (see export_test.go), its hints come through pub/sub.
 func historyTarget(s *Store) history.Target {
-	return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: s.SetClock, WakeWait: 5 * time.Second}
+	return history.Target{Claims: s, Inspector: s, Waker: s, Reasserter: s, SetClock: s.SetClock, WakeWait: 5 * time.Second}
 }
 
 // TestHistories checks redisstore on one Redis against the reference
@@ -41,6 +41,9 @@ func TestDegradedHistories(t *testing.T) {
 	s := newTestBackend(t).replica()
 	d := degraded.New(s, memstore.New(), degraded.Options{Replicas: 1, Ping: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
 	t.Cleanup(func() { d.Close() })
+	// No Reassert: a degraded store reasserts only the leases it was
+	// granted (one it never was counts as ended, and is released at once),
+	// while the histories reassert any ticket's.
 	tg := history.Target{Claims: d, Inspector: d, Waker: d, SetClock: s.SetClock, WakeWait: 5 * time.Second}
 	history.Replay(t, tg)
 	history.Run(t, tg, 300)

@@ -380,3 +380,30 @@ func (d *domain) first(u *unit, now time.Time, wakes []Wake) []Wake {
 	}
 	return wakes
 }
+
+// Reassert makes each lease of held live again, with its slots and
+// reservations in its unit and limits whatever their room, unless it is
+// still live; "Leases are not reasserted as probes" (store.Reasserter).
+// Held carries no candidate index: a reasserted lease is granted as
+// candidate 0 when its ticket asks again.
+func (m *Model) Reassert(domainID string, held []store.Held, now time.Time) {
+	d := m.domain(domainID)
+	d.tidy(now)
+	for _, h := range held {
+		if d.lease(h.Lease) != nil {
+			continue
+		}
+		c := &h.Candidate
+		l := &lease{id: h.Lease, cred: c.Credential, expires: now.Add(h.TTL), base: c.Unit.Base, max: c.Unit.Max}
+		l.holds = append(l.holds, d.unit(c.Unit.ID).take(c.Unit, h.Tokens, now))
+		for j, lim := range c.Limits {
+			if lim.ID == c.Unit.ID || slices.ContainsFunc(c.Limits[:j], func(o store.Unit) bool { return o.ID == lim.ID }) {
+				continue // one slot per distinct limit, as at a grant
+			}
+			hl := d.unit(lim.ID).take(lim, h.Tokens, now)
+			hl.base, hl.max = lim.Base, lim.Max
+			l.holds = append(l.holds, hl)
+		}
+		d.leases = append(d.leases, l)
+	}
+}

@@ -79,8 +79,14 @@ func Generate(seed uint64, n int) []Op {
 			}
 		case p < 90:
 			ops = append(ops, Op{Kind: Advance, Step: steps[r.IntN(len(steps))]})
-		case p < 97:
+		case p < 95:
 			ops = append(ops, Op{Kind: Inspect, Domain: domains[r.IntN(len(domains))]})
+		case p < 97:
+			if a, ok := pick(); ok {
+				ops = append(ops, Op{Kind: Reassert, Domain: a.Domain, Held: store.Held{
+					Lease: a.Ticket, Candidate: a.Candidates[r.IntN(len(a.Candidates))], Tokens: a.Tokens, TTL: ttls[r.IntN(len(ttls))],
+				}})
+			}
 		default:
 			c.edit(r)
 		}

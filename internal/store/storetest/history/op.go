@@ -25,16 +25,17 @@ type Kind int
 
 // The operations of a history.
 const (
-	Acquire Kind = iota // Op.Acquire (a new ticket, or a waiter asking again)
-	Release             // Op.Domain, Op.Lease, Op.Out
-	Renew               // Op.Domain, Op.Lease, Op.TTL
-	Cancel              // Op.Domain, Op.Queue, Op.Lease (the ticket)
-	Probe               // ProbeSucceeded of Op.Domain, Op.Lease
-	Advance             // the clock moves on by Op.Step
-	Inspect             // Units and CredentialInFlight of every unit and credential of Op.Domain
+	Acquire  Kind = iota // Op.Acquire (a new ticket, or a waiter asking again)
+	Release              // Op.Domain, Op.Lease, Op.Out
+	Renew                // Op.Domain, Op.Lease, Op.TTL
+	Cancel               // Op.Domain, Op.Queue, Op.Lease (the ticket)
+	Probe                // ProbeSucceeded of Op.Domain, Op.Lease
+	Advance              // the clock moves on by Op.Step
+	Inspect              // Units and CredentialInFlight of every unit and credential of Op.Domain
+	Reassert             // Op.Held in Op.Domain (skipped while its ticket is queued: no replica holds a lease of a waiting ticket)
 )
 
-var kindNames = [...]string{"Acquire", "Release", "Renew", "Cancel", "Probe", "Advance", "Inspect"}
+var kindNames = [...]string{"Acquire", "Release", "Renew", "Cancel", "Probe", "Advance", "Inspect", "Reassert"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -49,6 +50,7 @@ type Op struct {
 	Out     store.Outcome
 	TTL     time.Duration
 	Step    time.Duration
+	Held    store.Held
 }
 
 // GoString prints op as a Go literal of package history_test's view.
@@ -66,6 +68,8 @@ func (op Op) GoString() string {
 		return fmt.Sprintf("{Kind: history.Probe, Domain: %q, Lease: %q}", op.Domain, op.Lease)
 	case Advance:
 		return fmt.Sprintf("{Kind: history.Advance, Step: %d}", op.Step)
+	case Reassert:
+		return fmt.Sprintf("{Kind: history.Reassert, Domain: %q, Held: %#v}", op.Domain, op.Held)
 	default:
 		return fmt.Sprintf("{Kind: history.Inspect, Domain: %q}", op.Domain)
 	}

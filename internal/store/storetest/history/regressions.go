@@ -98,6 +98,20 @@ var Regressions = []struct {
 			acquire("d1", "t10", "q0", 2, "", 1, 0, 2005, on(u0)),
 		}
 	}()},
+	// memstore's Reassert set the unit's cap from the reasserted
+	// candidate, where redisstore (and memstore's own field) keep the
+	// last Acquire's: with cap 0 from the Acquire, the release of the
+	// reasserted lease must wake the waiter a full credential held back.
+	{"ReassertKeepsTheLastAcquiresCap", func() []Op {
+		u2 := store.Unit{ID: "u2"}
+		l1 := store.Unit{ID: "l1", Cap: 1}
+		return []Op{
+			acquire("d1", "t11", "q0", 2, "", 0, 0, 2005, store.Candidate{Unit: u2, Credential: "c2.0", Limits: []store.Unit{l1}}),
+			acquire("d1", "t13", "q1", 2, "a", 1, 0, 10005, store.Candidate{Unit: u2, Credential: "c2.0", CredentialCap: 1}),
+			{Kind: Reassert, Domain: "d1", Held: store.Held{Lease: "t3", Candidate: store.Candidate{Unit: store.Unit{ID: "u2", Cap: 1}, Credential: "c2.0"}, TTL: 10005 * time.Millisecond}},
+			{Kind: Release, Domain: "d1", Lease: "t3", Out: store.Outcome{Success: true}},
+		}
+	}()},
 }
 
 // Replay checks every regression history against tg.

@@ -22,6 +22,9 @@ type Target struct {
 	Claims    store.Claims
 	Inspector store.Inspector
 	Waker     store.Waker
+	// Reasserter, if set, runs the Reassert operations; they are skipped
+	// without it.
+	Reasserter store.Reasserter
 	// SetClock sets the store's clock to now for the domains given (the
 	// store's names): at the start of a history and after each Advance.
 	SetClock func(ctx context.Context, now time.Time, domains []string) error
@@ -32,7 +35,7 @@ type Target struct {
 	// a lease or ticket the store does not hold (never granted, or ended)
 	// may fail with store.ErrUnavailable rather than do nothing: a
 	// degraded store cut off from its shared store cannot ask it whether
-	// it holds them.
+	// it holds them; and so may Reassert.
 	MayFailUnheld bool
 }
 
@@ -179,6 +182,19 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 		if err := r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), r.tick(op.Lease)); err != nil {
 			return err
 		}
+	case Reassert:
+		if isLease, ok := r.held[op.Lease]; ok && !isLease || r.tg.Reasserter == nil {
+			return nil
+		}
+		h := op.Held
+		h.Lease = r.tick(h.Lease)
+		if err := r.tg.Reasserter.Reassert(ctx, r.dom(op.Domain), []store.Held{h}); err != nil {
+			if r.tg.MayFailUnheld && errors.Is(err, store.ErrUnavailable) {
+				return nil // cut off from the shared store: nothing was reasserted
+			}
+			return err
+		}
+		r.model.Reassert(op.Domain, []store.Held{op.Held}, r.now)
 	case Advance:
 		r.now = r.now.Add(op.Step)
 		return r.setClock(ctx)
