@@ -160,7 +160,7 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 			g.Lease = r.tick(g.Lease)
 		}
 		if !sameGrant(got, g) {
-			return fmt.Errorf("Acquire %s = %s, model %s", op.Acquire.Ticket, grantString(got), grantString(g))
+			return fmt.Errorf("acquire %s: store %s, model %s", op.Acquire.Ticket, grantString(got), grantString(g))
 		}
 	case Release:
 		want = r.model.Release(op.Domain, op.Lease, op.Out, r.now)
@@ -258,7 +258,7 @@ func (r *runner) inspect(ctx context.Context, d string) error {
 		g, w := got[i], want[i]
 		g.Cap, w.Cap = 0, 0
 		if !sameUnit(g, w) {
-			return fmt.Errorf("Units %s = %+v, model %+v", w.ID, g, w)
+			return fmt.Errorf("units %s: store %+v, model %+v", w.ID, g, w)
 		}
 	}
 	gc, err := r.tg.Inspector.CredentialInFlight(ctx, r.dom(d), r.creds)
@@ -266,7 +266,7 @@ func (r *runner) inspect(ctx context.Context, d string) error {
 		return err
 	}
 	if wc := r.model.CredentialInFlight(d, r.creds, r.now); !maps.Equal(gc, wc) {
-		return fmt.Errorf("CredentialInFlight = %v, model %v", gc, wc)
+		return fmt.Errorf("credentials in flight: store %v, model %v", gc, wc)
 	}
 	return nil
 }
