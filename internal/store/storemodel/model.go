@@ -11,6 +11,15 @@
 //
 // Time is the caller's: every method takes now, so a test drives the model
 // and a store with one fake clock.
+//
+// Not modelled: the loss of a shared store's state (generations,
+// store.ErrStateLost); the bounds stores put on their work (no-barging's
+// 64 tickets is, but not redisstore's wake-ups per queue or reaping per
+// call); which extra hints a store sends (the model gives the wake-ups
+// every store owes, see first); and the Cap a forgotten limit shows. A
+// lease or waiter is dead from the instant of its deadline on; the
+// stores do not agree there for waiters (memstore keeps one live at its
+// deadline), so the histories never stop the clock on one.
 package storemodel
 
 import (

@@ -80,6 +80,10 @@ func Generate(seed uint64, n int) []Op {
 		case p < 90:
 			ops = append(ops, Op{Kind: Advance, Step: steps[r.IntN(len(steps))]})
 		case p < 95:
+			// Inspections come now and then, not after every step: an
+			// Inspector may tidy up as it reads (memstore reaps dead
+			// waiters), which would hide a store that tidies too late
+			// when deciding.
 			ops = append(ops, Op{Kind: Inspect, Domain: domains[r.IntN(len(domains))]})
 		case p < 97:
 			if a, ok := pick(); ok {
