@@ -65,6 +65,16 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		}
 		return store.Grant{Refused: true}, wakes
 	}
+	// Every candidate's unit takes the Cap and Reserve this Acquire lists,
+	// tried or not (as in redisstore): wake-ups and the Inspector go by
+	// the last ones listed.
+	for i := range a.Candidates {
+		c := &a.Candidates[i]
+		u := d.unit(c.Unit.ID)
+		u.cap = c.Unit.Cap
+		u.setReserve(c.Unit.Reserve)
+		u.pause = c.Unit.BackgroundPause
+	}
 	var (
 		retryAt time.Time
 		u       *unit
@@ -75,10 +85,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	for i := range a.Candidates {
 		c := &a.Candidates[i] // not a copy: candidate lists can be long
 		if u == nil || u.id != c.Unit.ID {
-			u = d.unit(c.Unit.ID)
-			u.cap = c.Unit.Cap
-			u.setReserve(c.Unit.Reserve)
-			u.pause = c.Unit.BackgroundPause
+			u = d.units[c.Unit.ID]
 			d.reap(u, now)
 			room = d.eligible(u, class, now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {

@@ -37,14 +37,19 @@ func (m *Model) Acquire(a store.Acquire, now time.Time) (store.Grant, []Wake) {
 		}
 		return store.Grant{Refused: true}, wakes
 	}
-	var retryAt time.Time
-	cooling := true
-	for i := range a.Candidates {
-		c := &a.Candidates[i]
+	// A unit's Cap and Reserve are the last an Acquire listed, for every
+	// candidate it lists, tried or not (UnitState.Cap; wake-ups).
+	for _, c := range a.Candidates {
 		u := d.unit(c.Unit.ID)
 		u.cap = c.Unit.Cap
 		setReserve(u, c.Unit.Reserve)
 		u.pause = c.Unit.BackgroundPause
+	}
+	var retryAt time.Time
+	cooling := true
+	for i := range a.Candidates {
+		c := &a.Candidates[i]
+		u := d.units[c.Unit.ID]
 		room := d.eligible(u, class, now)
 		// Grant.RetryAt: a cooling candidate reopens, a background pause
 		// ends, a window or day would pass.

@@ -17,9 +17,7 @@
 // 64 tickets is, but not redisstore's wake-ups per queue or reaping per
 // call); which extra hints a store sends (the model gives the wake-ups
 // every store owes, see first); and the Cap a forgotten limit shows. A
-// lease or waiter is dead from the instant of its deadline on; the
-// stores do not agree there for waiters (memstore keeps one live at its
-// deadline), so the histories never stop the clock on one.
+// lease or waiter is dead from the instant of its deadline on.
 package storemodel
 
 import (

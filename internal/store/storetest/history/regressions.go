@@ -112,6 +112,31 @@ var Regressions = []struct {
 			{Kind: Release, Domain: "d1", Lease: "t3", Out: store.Outcome{Success: true}},
 		}
 	}()},
+	// memstore kept a waiter live at the very instant of its deadline,
+	// redisstore (as both do for a lease) dead from then on.
+	{"WaiterDeadAtItsDeadline", []Op{
+		acquire("d0", "t0", "q0", 0, "", 1, 0, 60005, cand("u0", 1, "c0", 0, store.Unit{})),
+		acquire("d0", "t1", "q0", 0, "", 1, 0, 2000, cand("u0", 1, "c0", 0, store.Unit{})),
+		advance(2 * time.Second),
+		{Kind: Inspect, Domain: "d0"},
+	}},
+	// memstore took a unit's Cap only from the candidates it tried before
+	// granting, redisstore from every candidate listed: a release then
+	// woke by different caps. Both now keep the last Cap listed.
+	{"SkippedCandidateTakesTheListedCap", func() []Op {
+		u0 := func(cap int) store.Unit { return store.Unit{ID: "u0", Cap: cap} }
+		u1 := store.Unit{ID: "u1", Cap: 2, Base: time.Second, TPM: 1200}
+		l0 := store.Unit{ID: "l0", Cap: 3, Base: 200 * time.Millisecond, Max: 3 * time.Second, RPM: 3}
+		return []Op{
+			acquire("d1", "t4", "q1", 1, "b", 1, 0, 60005, store.Candidate{Unit: u0(2), Credential: "c0.1", Limits: []store.Unit{l0}}),
+			{Kind: Reassert, Domain: "d1", Held: store.Held{Lease: "t7", Candidate: store.Candidate{Unit: u0(2), Credential: "c0.0"}, Tokens: 700, TTL: 60005 * time.Millisecond}},
+			acquire("d1", "t8", "q0", 0, "b", 3, 50, 60005, store.Candidate{Unit: u0(0), Credential: "c0.1", CredentialCap: 1}),
+			acquire("d1", "t11", "q1", 0, "b", 1, 0, 60005, store.Candidate{Unit: u0(0), Credential: "c0.0", Limits: []store.Unit{l0}}),
+			acquire("d1", "t5", "q1", 2, "a", 1, 0, 60005,
+				store.Candidate{Unit: u1, Credential: "c1.0"}, store.Candidate{Unit: u0(2), Credential: "c0.0", CredentialCap: 1}),
+			{Kind: Release, Domain: "d1", Lease: "t11", Out: store.Outcome{Success: true}},
+		}
+	}()},
 }
 
 // Replay checks every regression history against tg.
