@@ -16,7 +16,9 @@ test_clock = function()
 end
 `
 
-var clockScript = &function{base: "clock", body: "fake_ms[string.match(K_LEASE, '{d:.-}')] = tonumber(ARGV[1])\nreturn 1"}
+// clockScript sets the clock of the bound domain to ARGV[1] (ms); 0
+// gives it back to TIME.
+var clockScript = &function{base: "clock", body: "local ms = tonumber(ARGV[1])\nif ms == 0 then ms = nil end\nfake_ms[string.match(K_LEASE, '{d:.-}')] = ms\nreturn 1"}
 
 func init() {
 	capacityLib = newLibrary(luaLib+luaTestClock, acquireScript, releaseScript, cancelScript, renewScript, probeScript,
@@ -24,10 +26,15 @@ func init() {
 }
 
 // SetClock makes now (to the ms) the clock of the capacity calls of each
-// of domains, on whichever primary holds it.
+// of domains, on whichever primary holds it; the zero time gives them
+// back to TIME.
 func (s *Store) SetClock(ctx context.Context, now time.Time, domains []string) error {
+	var ms int64
+	if !now.IsZero() {
+		ms = now.UnixMilli()
+	}
 	for _, d := range domains {
-		args := append(clockScript.call(s.domain(d).keyArgs[:1], 1), now.UnixMilli())
+		args := append(clockScript.call(s.domain(d).keyArgs[:1], 1), ms)
 		if err := s.fcall(ctx, clockScript, args).Err(); err != nil {
 			return err
 		}

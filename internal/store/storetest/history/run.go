@@ -26,7 +26,8 @@ type Target struct {
 	// without it.
 	Reasserter store.Reasserter
 	// SetClock sets the store's clock to now for the domains given (the
-	// store's names): at the start of a history and after each Advance.
+	// store's names): at the start of a history and after each Advance,
+	// and to the zero time (the store's own clock) at its end.
 	SetClock func(ctx context.Context, now time.Time, domains []string) error
 	// WakeWait is how long a required hint may take to arrive; 0 for a
 	// store that delivers it before the call returns.
@@ -84,6 +85,10 @@ func (s *session) check(ctx context.Context, ops []Op) error {
 	if err := r.setClock(ctx); err != nil {
 		return err
 	}
+	defer func() {
+		r.now = time.Time{}
+		r.setClock(context.WithoutCancel(ctx)) // a store's clock outlives the history otherwise
+	}()
 	for i, op := range ops {
 		if err := r.step(ctx, op); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i, op.Kind, err)
