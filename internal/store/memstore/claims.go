@@ -139,6 +139,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			holds:   make([]hold, 0, 1+len(lims)),
 		}
 		l.holds = append(l.holds, u.reserve(c.Unit, a.Tokens, now))
+		l.holds[0].probe = probing
 		for j, lu := range lims {
 			if lu != nil {
 				h := lu.reserve(c.Limits[j], a.Tokens, now)
@@ -391,15 +392,20 @@ func (d *domain) probeSucceeded(id string, now time.Time) []wake {
 	if l == nil || !now.Before(l.expires) || !l.probe {
 		return nil
 	}
-	l.probe = false
 	var wakes []wake
+	opened := false
 	for i := range l.holds {
 		h := &l.holds[i]
 		if u := h.u; u.probe == id {
 			u.until, u.probe, u.level = time.Time{}, "", 0
-			h.probe = false
+			h.probe, opened = false, true
 			wakes = d.first(u, now, wakes)
 		}
+	}
+	if opened {
+		// Still a probe if it probes a unit something else opened
+		// meanwhile (a success there): for that one it does nothing.
+		l.probe = slices.ContainsFunc(l.holds, func(h hold) bool { return h.probe })
 	}
 	return wakes
 }

@@ -102,6 +102,7 @@ func (d *domain) grant(q *queue, t *ticket, a store.Acquire, i int, u *unit, lim
 		u.probe = l.id
 	}
 	l.holds = append(l.holds, u.take(c.Unit, a.Tokens, now))
+	l.holds[0].probe = l.probe
 	for j, lu := range lims {
 		if lu == nil {
 			continue
@@ -313,19 +314,22 @@ func (m *Model) ProbeSucceeded(domainID, id string, now time.Time) []Wake {
 	d := m.domain(domainID)
 	d.tidy(now)
 	l := d.lease(id)
-	if l == nil || !l.probe {
+	if l == nil {
 		return nil
 	}
-	l.probe = false
 	var wakes []Wake
 	for i := range l.holds {
 		h := &l.holds[i]
-		if h.u.probe == id {
+		// "For a lease that is not the unit's live probe it does
+		// nothing": a unit a success opened meanwhile stays as it is,
+		// and the lease stays its probe (Grant.Probe).
+		if h.probe && h.u.probe == id {
 			h.u.until, h.u.probe, h.u.level = time.Time{}, "", 0
 			h.probe = false
 			wakes = d.first(h.u, now, wakes)
 		}
 	}
+	l.probe = slices.ContainsFunc(l.holds, func(h hold) bool { return h.probe })
 	return wakes
 }
 

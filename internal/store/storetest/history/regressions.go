@@ -137,6 +137,24 @@ var Regressions = []struct {
 			{Kind: Release, Domain: "d1", Lease: "t11", Out: store.Outcome{Success: true}},
 		}
 	}()},
+	// memstore's ProbeSucceeded stopped a lease being a probe even when
+	// a success had opened its unit meanwhile; redisstore (and the spec:
+	// "for a lease that is not the unit's live probe it does nothing")
+	// leave it as it is, so it is still granted as the probe.
+	{"ProbeSucceededAfterTheUnitOpened", func() []Op {
+		u0 := store.Unit{ID: "u0", Cap: 2, Base: 100 * time.Millisecond, Max: 10 * time.Second, RPM: 4}
+		t0 := acquire("d0", "t0", "q0", 1, "a", 2, 200, 60005, store.Candidate{Unit: u0, Credential: "c0.0"})
+		return []Op{
+			t0,
+			{Kind: Release, Domain: "d0", Lease: "t0", Out: store.Outcome{RateLimited: true}},
+			advance(time.Second),
+			t0, // the probe
+			{Kind: Reassert, Domain: "d0", Held: store.Held{Lease: "t1", Candidate: store.Candidate{Unit: u0, Credential: "c0.0"}, TTL: 2005 * time.Millisecond}},
+			{Kind: Release, Domain: "d0", Lease: "t1", Out: store.Outcome{Success: true}}, // opens u0
+			{Kind: Probe, Domain: "d0", Lease: "t0"},
+			t0,
+		}
+	}()},
 }
 
 // Replay checks every regression history against tg.
