@@ -3,7 +3,6 @@ package degraded_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,17 +11,6 @@ import (
 	"github.com/sluicehq/sluice/internal/store/memstore"
 	"github.com/sluicehq/sluice/internal/store/storetest/history"
 )
-
-// fakeClock is the clock of a history, shared by the stores a degraded
-// Store wraps.
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
-
-func (c *fakeClock) set(_ context.Context, now time.Time, _ []string) error {
-	c.ns.Store(now.UnixNano())
-	return nil
-}
 
 // unreachable is a shared store that is down: every capacity and
 // inspector call fails as an unreachable Redis's would. Its wake-ups are a
@@ -57,8 +45,8 @@ func (unreachable) CredentialInFlight(context.Context, string, []string) (map[st
 // unreachable from the start: every decision is its local store's, with
 // caps ÷ 1. (redisstore's tests run it over a live Redis.)
 func TestDegradedHistories(t *testing.T) {
-	c := &fakeClock{}
-	s := degraded.New(unreachable{memstore.New()}, memstore.NewWith(memstore.Options{Now: c.now}), degraded.Options{
+	c := &history.Clock{}
+	s := degraded.New(unreachable{memstore.New()}, memstore.NewWith(memstore.Options{Now: c.Now}), degraded.Options{
 		Replicas: 1,
 		Ping:     func(context.Context) error { return down("ping") },
 	})
@@ -70,7 +58,7 @@ func TestDegradedHistories(t *testing.T) {
 	}
 	// No Reassert: while cut off it is the shared store's alone (local
 	// leases keep counting locally until the hand-over).
-	tg := history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.set, WakeWait: 5 * time.Second, MayFailUnheld: true}
+	tg := history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.Set, WakeWait: 5 * time.Second, MayFailUnheld: true}
 	history.Replay(t, tg)
 	history.Run(t, tg, 300)
 }
