@@ -48,7 +48,8 @@ var implementations = []string{
 }
 
 // testOnly are helper packages no production code may import.
-var testOnly = []string{"internal/testenv", "internal/adapter/adaptertest", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest", "internal/store/storetest"}
+var testOnly = []string{"internal/testenv", "internal/adapter/adaptertest", "internal/catalog/catalogtest", "internal/ledger/ledgertest", "internal/sqldb/sqldbtest", "internal/store/storetest",
+	"internal/store/storetest/history", "internal/store/storemodel"}
 
 func TestImportsPointDown(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()

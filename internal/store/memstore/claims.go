@@ -23,7 +23,7 @@ func (s *Store) Acquire(_ context.Context, a store.Acquire) (store.Grant, error)
 	}
 	d := s.domain(a.Domain)
 	d.mu.Lock()
-	g, wakes := d.acquire(a, time.Now())
+	g, wakes := d.acquire(a, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return g, nil
@@ -43,12 +43,19 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 	d.forget(now)
 	q := d.queue(a.Queue)
 	t := q.tickets[a.Ticket]
+	if t != nil && !d.live(q, t, now) {
+		t = nil // a dead waiter asking again is a newcomer, as redisstore has reaped it by then
+	}
 	class := clampClass(a.Class)
 	var tag int64 // where a newcomer would queue, for no-barging
 	if t != nil {
 		t.deadline = now.Add(a.LeaseTTL)
 		class = t.class // a queued ticket keeps its class and tag
 	} else {
+		// Dead waiters must not count in the class's fairness: a
+		// tenant's tickets that died do not count against it later, as
+		// redisstore reaps them before it decides.
+		d.sweepClass(q, class, now)
 		tag = q.fair[class].tag(a.Tenant, a.Weight)
 	}
 	if d.refused(a.Candidates, now) {
@@ -58,19 +65,27 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 		}
 		return store.Grant{Refused: true}, wakes
 	}
+	// Every candidate's unit takes the Cap and Reserve this Acquire lists,
+	// tried or not (as in redisstore): wake-ups and the Inspector go by
+	// the last ones listed.
+	for i := range a.Candidates {
+		c := &a.Candidates[i]
+		u := d.unit(c.Unit.ID)
+		u.cap = c.Unit.Cap
+		u.setReserve(c.Unit.Reserve)
+		u.pause = c.Unit.BackgroundPause
+	}
 	var (
 		retryAt time.Time
 		u       *unit
 		room    bool // u can take a lease, credential caps apart
+		rated   bool // u's windows and days were checked (room says how)
 		cooling = true
 	)
 	for i := range a.Candidates {
 		c := &a.Candidates[i] // not a copy: candidate lists can be long
 		if u == nil || u.id != c.Unit.ID {
-			u = d.unit(c.Unit.ID)
-			u.cap = c.Unit.Cap
-			u.setReserve(c.Unit.Reserve)
-			u.pause = c.Unit.BackgroundPause
+			u = d.units[c.Unit.ID]
 			d.reap(u, now)
 			room = d.eligible(u, class, now)
 			if now.Before(u.until) && (retryAt.IsZero() || u.until.Before(retryAt)) {
@@ -80,18 +95,25 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			if end := u.limited.Add(u.pause); class == store.Classes-1 && u.paused(now) && (retryAt.IsZero() || end.Before(retryAt)) {
 				retryAt = end
 			}
-			if room {
-				// The rolling windows free room without a release to
-				// announce it: the waiter retries when they would pass.
-				var at time.Time
-				if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room && (retryAt.IsZero() || at.Before(retryAt)) {
-					retryAt = at
-				}
-			}
+			rated = false
 		}
 		cooling = cooling && (u.cooling(now) || d.limitCooling(c, now))
 		if !room || (c.CredentialCap > 0 && d.credInFlight(c.Credential, now) >= c.CredentialCap) {
 			continue
+		}
+		if !rated {
+			// The rolling windows free room without a release to
+			// announce it: the waiter retries when they would pass. A
+			// full credential, like a full unit, is announced by a
+			// release, so only a candidate with a slot counts them.
+			rated = true
+			var at time.Time
+			if room, at = u.rateRoom(c.Unit, a.Tokens, now); !room {
+				if retryAt.IsZero() || at.Before(retryAt) {
+					retryAt = at
+				}
+				continue
+			}
 		}
 		if d.barred(q, u, t, class, tag, now) {
 			room = false
@@ -117,6 +139,7 @@ func (d *domain) acquire(a store.Acquire, now time.Time) (store.Grant, []wake) {
 			holds:   make([]hold, 0, 1+len(lims)),
 		}
 		l.holds = append(l.holds, u.reserve(c.Unit, a.Tokens, now))
+		l.holds[0].probe = probing
 		for j, lu := range lims {
 			if lu != nil {
 				h := lu.reserve(c.Limits[j], a.Tokens, now)
@@ -175,8 +198,11 @@ func (d *domain) refused(cands []store.Candidate, now time.Time) bool {
 func (d *domain) limitCooling(c *store.Candidate, now time.Time) bool {
 	for j := range c.Limits {
 		if c.Limits[j].Base > 0 {
-			if lu := d.units[c.Limits[j].ID]; lu != nil && lu.cooling(now) {
-				return true
+			if lu := d.units[c.Limits[j].ID]; lu != nil {
+				d.reap(lu, now) // an expired probe lease no longer closes it
+				if lu.cooling(now) {
+					return true
+				}
 			}
 		}
 	}
@@ -189,6 +215,7 @@ func (d *domain) leave(q *queue, t *ticket, now time.Time) []wake {
 	d.dequeue(q, t)
 	var wakes []wake
 	for _, u := range t.units {
+		d.reap(u, now) // a lease that expired frees its slot for them too
 		if u.hasRoom(0, now) {
 			wakes = d.first(u, now, wakes)
 		}
@@ -271,7 +298,7 @@ func (s *Store) Release(_ context.Context, domain, lease string, out store.Outco
 		return nil
 	}
 	d.mu.Lock()
-	wakes := d.release(lease, out, time.Now())
+	wakes := d.release(lease, out, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return nil
@@ -354,7 +381,7 @@ func (s *Store) ProbeSucceeded(_ context.Context, domain, lease string) error {
 		return nil
 	}
 	d.mu.Lock()
-	wakes := d.probeSucceeded(lease, time.Now())
+	wakes := d.probeSucceeded(lease, s.now())
 	d.mu.Unlock()
 	s.wake.publish(wakes)
 	return nil
@@ -365,15 +392,20 @@ func (d *domain) probeSucceeded(id string, now time.Time) []wake {
 	if l == nil || !now.Before(l.expires) || !l.probe {
 		return nil
 	}
-	l.probe = false
 	var wakes []wake
+	opened := false
 	for i := range l.holds {
 		h := &l.holds[i]
 		if u := h.u; u.probe == id {
 			u.until, u.probe, u.level = time.Time{}, "", 0
-			h.probe = false
+			h.probe, opened = false, true
 			wakes = d.first(u, now, wakes)
 		}
+	}
+	if opened {
+		// Still a probe if it probes a unit something else opened
+		// meanwhile (a success there): for that one it does nothing.
+		l.probe = slices.ContainsFunc(l.holds, func(h hold) bool { return h.probe })
 	}
 	return wakes
 }
@@ -402,7 +434,7 @@ func (s *Store) Renew(_ context.Context, domain string, leases []string, ttl tim
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for _, id := range leases {
 		l := d.leases[id]
 		if l == nil || !now.Before(l.expires) {
@@ -426,7 +458,7 @@ func (s *Store) Cancel(_ context.Context, domain, queue, ticket string) error {
 		return nil
 	}
 	d.mu.Lock()
-	now := time.Now()
+	now := s.now()
 	var wakes []wake
 	if q := d.queues[queue]; q != nil {
 		if t := q.tickets[ticket]; t != nil {
@@ -449,7 +481,7 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 	d := s.domain(domain)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for i := range held {
 		h := &held[i]
 		if l := d.leases[h.Lease]; l != nil {
@@ -459,9 +491,7 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 			d.drop(l)
 		}
 		c := &h.Candidate
-		u := d.unit(c.Unit.ID)
-		u.cap = c.Unit.Cap
-		u.setReserve(c.Unit.Reserve)
+		u := d.unit(c.Unit.ID) // its cap stays the last Acquire's, as in redisstore
 		l := &lease{
 			id: h.Lease, unit: u, cred: c.Credential, expires: now.Add(h.TTL),
 			base: c.Unit.Base, max: c.Unit.Max, holds: make([]hold, 0, 1+len(c.Limits)),
@@ -474,7 +504,6 @@ func (s *Store) Reassert(_ context.Context, domain string, held []store.Held) er
 			}
 			lu := d.unit(lim.ID)
 			lu.isLimit = true
-			lu.cap = lim.Cap
 			hl := lu.reserve(*lim, h.Tokens, now)
 			hl.base, hl.max = lim.Base, lim.Max
 			l.holds = append(l.holds, hl)

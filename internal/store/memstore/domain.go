@@ -407,7 +407,7 @@ func (d *domain) dequeue(q *queue, t *ticket) {
 
 // live reports whether t is still waiting; a dead waiter is dequeued.
 func (d *domain) live(q *queue, t *ticket, now time.Time) bool {
-	if now.After(t.deadline) {
+	if !now.Before(t.deadline) { // dead from its deadline on, as a lease is, and as in redisstore
 		d.dequeue(q, t)
 		return false
 	}

@@ -22,7 +22,7 @@ func (s *Store) Units(_ context.Context, domain string, ids []string) ([]store.U
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	swept := make(map[string]bool)
 	for i, id := range ids {
 		u := d.units[id]
@@ -72,6 +72,15 @@ func (d *domain) sweep(q *queue, now time.Time) {
 	}
 }
 
+// sweepClass dequeues the dead waiters of one class of q.
+func (d *domain) sweepClass(q *queue, class int, now time.Time) {
+	for e := q.order[class].Front(); e != nil; {
+		next := e.Next()
+		d.live(q, e.Value.(*ticket), now)
+		e = next
+	}
+}
+
 func (u *unit) state(now time.Time) store.UnitState {
 	st := store.UnitState{ID: u.id, InFlight: len(u.leases), Cap: u.cap, EffectiveCap: u.ecap, CoolingUntil: u.until, Level: u.level, Cooled: u.cooled}
 	for _, n := range u.waiting {
@@ -100,7 +109,7 @@ func (s *Store) CredentialInFlight(_ context.Context, domain string, ids []strin
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	for _, id := range ids {
 		out[id] = d.credInFlight(id, now)
 	}

@@ -9,14 +9,15 @@
 // script is in redisstore. The table of domains is a sync.Map; the wake
 // subscribers and the statuses have a mutex each, never held while a
 // domain's is taken. Wake-ups decided under a domain's lock are sent after
-// it is released, on buffered channels, without blocking. All times come
-// from time.Now.
+// it is released, on buffered channels, without blocking. All times of the
+// claims come from time.Now, or from Options.Now when a test sets it.
 package memstore
 
 import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/store"
@@ -30,6 +31,15 @@ type Store struct {
 	wake     hub
 	statuses statuses
 	bindings bindings // session affinity
+	clock    func() time.Time
+}
+
+// Options configure a Store. The zero value is New's.
+type Options struct {
+	// Now, if set, is the clock of the claims (leases, queues, cooldowns,
+	// windows, days) instead of time.Now: tests drive it to check those
+	// rules without sleeping. Nothing in the catalog sets it.
+	Now func() time.Time
 }
 
 var (
@@ -42,11 +52,24 @@ var (
 )
 
 // New returns an empty store.
-func New() *Store {
+func New() *Store { return NewWith(Options{}) }
+
+// NewWith returns an empty store configured by opts.
+func NewWith(opts Options) *Store {
 	return &Store{
+		clock:    opts.Now,
 		wake:     hub{subs: make(map[string]map[chan string]struct{})},
 		statuses: statuses{byKind: make(map[string]map[string]store.Status)},
 	}
+}
+
+// now reads the store's clock: one nil check on top of time.Now unless a
+// test set Options.Now.
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 // InProcess marks the store as living in this process (store.InProcess).

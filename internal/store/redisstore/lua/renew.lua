@@ -7,8 +7,7 @@ local g = tonumber(redis.call('GET', KEYS[2]) or '0')
 if ARGV[2] ~= '0' and g ~= tonumber(ARGV[2]) then
   return -1
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local expires = now + tonumber(ARGV[1])
 local n = 0
 for i = 3, #ARGV do
