@@ -20,7 +20,7 @@ func historyTarget(s *Store) history.Target {
 // TestHistories checks redisstore on one Redis against the reference
 // model on random histories (see package history).
 func TestHistories(t *testing.T) {
-	tg := historyTarget(newTestBackend(t).replica())
+	tg := historyTarget(newPrivateBackend(t).replica())
 	history.Replay(t, tg)
 	history.Run(t, tg, 600)
 }
@@ -38,7 +38,7 @@ func TestClusterHistories(t *testing.T) {
 // Redis (shared state, the usual case: every call passes through) against
 // the model; package degraded's own test runs it with Redis down.
 func TestDegradedHistories(t *testing.T) {
-	s := newTestBackend(t).replica()
+	s := newPrivateBackend(t).replica()
 	d := degraded.New(s, memstore.New(), degraded.Options{Replicas: 1, Ping: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
 	t.Cleanup(func() { d.Close() })
 	// No Reassert: a degraded store reasserts only the leases it was

@@ -73,7 +73,21 @@ type backend struct {
 
 func newTestBackend(t testing.TB) *backend {
 	t.Helper()
-	b := &backend{t: t, url: testenv.Redis(t), prefix: testPrefix()}
+	return newBackendAt(t, testenv.Redis(t))
+}
+
+// newPrivateBackend is newTestBackend on a redis-server of t's own, for
+// tests that write more keys than a shared server should keep (a long run
+// of random histories leaves millions, and every SCAN of the shared
+// database then crawls): they go when the server does.
+func newPrivateBackend(t testing.TB) *backend {
+	t.Helper()
+	return newBackendAt(t, testenv.StartRedis(t).URL())
+}
+
+func newBackendAt(t testing.TB, url string) *backend {
+	t.Helper()
+	b := &backend{t: t, url: url, prefix: testPrefix()}
 	t.Cleanup(b.close)
 	return b
 }
