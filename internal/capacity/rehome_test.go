@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -118,20 +119,22 @@ func TestRehomeCountsAClaimInItsUnitsNewDomain(t *testing.T) {
 // TestRehomeLeavesUnmovedClaims: claims whose unit stays, or whose unit the
 // edit does not know, are not copied.
 func TestRehomeLeavesUnmovedClaims(t *testing.T) {
-	s := memstore.New()
-	e := engineOn(t, s, true)
-	ctx := t.Context()
-	claim, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Rehome(ctx, movedTo("d"))
-	e.Rehome(ctx, func(string) string { return "" })
-	claim.Release(ctx, store.Outcome{Success: true})
-	if n := len(e.copies); n != 0 {
-		t.Errorf("%d leases copied, want none", n)
-	}
-	if n := inFlightIn(t, s, "d", "a"); n != 0 {
-		t.Errorf("in flight after the release = %d, want 0", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := memstore.New()
+		e := engineOn(t, s, true)
+		ctx := t.Context()
+		claim, err := e.Wait(ctx, acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Rehome(ctx, movedTo("d"))
+		e.Rehome(ctx, func(string) string { return "" })
+		claim.Release(ctx, store.Outcome{Success: true})
+		if n := len(e.copies); n != 0 {
+			t.Errorf("%d leases copied, want none", n)
+		}
+		if n := inFlightIn(t, s, "d", "a"); n != 0 {
+			t.Errorf("in flight after the release = %d, want 0", n)
+		}
+	})
 }

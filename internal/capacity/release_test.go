@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -73,73 +74,79 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 // returns at once; the slot comes back when the store does, and Flush
 // waits for it.
 func TestReleaseNeverWaitsForAStalledStore(t *testing.T) {
-	s := &sharedStore{s: memstore.New(), stalled: make(chan struct{})}
-	e := New(s, s.s, "r", time.Minute, quiet)
-	c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	returned := make(chan struct{})
-	go func() {
-		c.Release(t.Context(), store.Outcome{Success: true})
-		close(returned)
-	}()
-	select {
-	case <-returned:
-	case <-time.After(releaseTimeout / 2):
-		t.Fatal("Release waited for a stalled store")
-	}
-	if n := inFlight(t, s.s, "a"); n != 1 {
-		t.Fatalf("in flight while the store is frozen = %d, want 1", n)
-	}
-	close(s.stalled)
-	if err := e.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if n := inFlight(t, s.s, "a"); n != 0 {
-		t.Errorf("in flight after the store came back = %d, want 0", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &sharedStore{s: memstore.New(), stalled: make(chan struct{})}
+		e := New(s, s.s, "r", time.Minute, quiet)
+		c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		returned := make(chan struct{})
+		go func() {
+			c.Release(t.Context(), store.Outcome{Success: true})
+			close(returned)
+		}()
+		select {
+		case <-returned:
+		case <-time.After(releaseTimeout / 2):
+			t.Fatal("Release waited for a stalled store")
+		}
+		if n := inFlight(t, s.s, "a"); n != 1 {
+			t.Fatalf("in flight while the store is frozen = %d, want 1", n)
+		}
+		close(s.stalled)
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := inFlight(t, s.s, "a"); n != 0 {
+			t.Errorf("in flight after the store came back = %d, want 0", n)
+		}
+	})
 }
 
 // TestReleaseIsRetriedUntilTheStoreIsBack: a release the store refused is
 // tried again in the background, so the slot returns soon after the store
 // does, not when the lease expires (here a minute).
 func TestReleaseIsRetriedUntilTheStoreIsBack(t *testing.T) {
-	s := &sharedStore{s: memstore.New()}
-	e := New(s, s.s, "r", time.Minute, quiet)
-	c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.down.Store(true)
-	c.Release(t.Context(), store.Outcome{Success: true})
-	c.WaitReleased()
-	if n := inFlight(t, s.s, "a"); n != 1 {
-		t.Fatalf("in flight while the store is down = %d, want 1", n)
-	}
-	s.down.Store(false)
-	eventually(t, 4*retryMax, "slot back after the store", func() bool { return inFlight(t, s.s, "a") == 0 })
-	if err := e.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &sharedStore{s: memstore.New()}
+		e := New(s, s.s, "r", time.Minute, quiet)
+		c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.down.Store(true)
+		c.Release(t.Context(), store.Outcome{Success: true})
+		c.WaitReleased()
+		if n := inFlight(t, s.s, "a"); n != 1 {
+			t.Fatalf("in flight while the store is down = %d, want 1", n)
+		}
+		s.down.Store(false)
+		eventually(t, 4*retryMax, "slot back after the store", func() bool { return inFlight(t, s.s, "a") == 0 })
+		if err := e.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestFlushGivesUp: Flush waits no longer than its context for a store
 // that stays down, and stops the retries.
 func TestFlushGivesUp(t *testing.T) {
-	s := &sharedStore{s: memstore.New()}
-	e := New(s, s.s, "r", time.Minute, quiet)
-	c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.down.Store(true)
-	c.Release(t.Context(), store.Outcome{})
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	if err := e.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Flush with a store that stays down = %v, want the deadline", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &sharedStore{s: memstore.New()}
+		e := New(s, s.s, "r", time.Minute, quiet)
+		c, err := e.Wait(t.Context(), acquire("t1"), time.Now().Add(time.Second), fixed(unit("a", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.down.Store(true)
+		c.Release(t.Context(), store.Outcome{})
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		if err := e.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Flush with a store that stays down = %v, want the deadline", err)
+		}
+	})
 }
 
 func (f *sharedStore) Reassert(ctx context.Context, domain string, held []store.Held) error {
