@@ -28,6 +28,8 @@ import (
 //	P{jobs:N}:due       ZSET  job ID → next background poll (unix ms), jobs not ended only
 //	P{jobs:N}:all       ZSET  job ID → queued (unix ms), every job: ListJobs reads it, and
 //	                          drops the IDs whose record has expired
+//	P{jobs:N}:exp       ZSET  job ID → when its record expires (unix ms): each new job of
+//	                          the shard sweeps a few expired ones out of the three sets
 //
 // with N = FNV-1a(id) mod jobShards. DueJobs looks at every shard, in one
 // pipelined round trip per primary. The layout before the shards kept
@@ -46,6 +48,7 @@ func (s *Store) jobKey(id string) string {
 }
 func (s *Store) dueKey(n int) string { return s.shardTag(n) + "due" }
 func (s *Store) allKey(n int) string { return s.shardTag(n) + "all" }
+func (s *Store) expKey(n int) string { return s.shardTag(n) + "exp" }
 
 // jobArgs are the keys and arguments of job_create and job_update.
 func (s *Store) jobArgs(j store.Job) ([]string, []any, error) {
@@ -67,7 +70,7 @@ func (s *Store) jobRecordArgs(id, rec string, ended bool, nextPoll, expires, que
 		expiresMs = max(expires.UnixMilli(), 1)
 	}
 	n := jobShard(id)
-	keys := []string{s.jobKey(id), s.dueKey(n), s.allKey(n)}
+	keys := []string{s.jobKey(id), s.dueKey(n), s.allKey(n), s.expKey(n)}
 	return keys, []any{id, rec, flag(ended), nextPoll.UnixMilli(), expiresMs, queued.UnixMilli()}
 }
 
@@ -253,6 +256,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 		p.Del(ctx, s.jobKey(id))
 		p.ZRem(ctx, s.dueKey(jobShard(id)), id)
 		p.ZRem(ctx, s.allKey(jobShard(id)), id)
+		p.ZRem(ctx, s.expKey(jobShard(id)), id)
 		return nil
 	})
 	if err != nil {
@@ -440,6 +444,9 @@ func (s *Store) indexJobs(ctx context.Context) error {
 			if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, j := range jobs {
 					p.ZAddNX(ctx, s.allKey(jobShard(j.ID)), redis.Z{Score: float64(j.Queued.UnixMilli()), Member: j.ID})
+					if !j.Expires.IsZero() {
+						p.ZAddNX(ctx, s.expKey(jobShard(j.ID)), redis.Z{Score: float64(j.Expires.UnixMilli()), Member: j.ID})
+					}
 				}
 				return nil
 			}); err != nil {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,5 +140,57 @@ func TestMigrateJobsIndexesJobsOfEarlierVersions(t *testing.T) {
 	jobs, err := s.ListJobs(ctx, store.JobFilter{Since: now.Add(-time.Hour)})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != old.ID || !jobs[0].Queued.Equal(old.Queued) {
 		t.Errorf("ListJobs after MigrateJobs = %v, %v; want the old job", jobs, err)
+	}
+}
+
+// TestExpiredJobsLeaveTheSets: a job whose record has expired is swept out
+// of its shard's sets by the next job created there, with no listing to
+// read it: the sets of a busy gateway hold what is live, not every job it
+// ever ran (a soak found them growing by one entry per job).
+func TestExpiredJobsLeaveTheSets(t *testing.T) {
+	b := newTestBackend(t)
+	s := b.replica()
+	ctx := t.Context()
+	setSizes := func() (all, exp int64) {
+		for n := range jobShards {
+			all += s.rdb.ZCard(ctx, s.allKey(n)).Val()
+			exp += s.rdb.ZCard(ctx, s.expKey(n)).Val()
+		}
+		return all, exp
+	}
+	soon := time.Now().Add(50 * time.Millisecond)
+	var old []string
+	for i := range 20 {
+		id := fmt.Sprintf("old-%d", i)
+		old = append(old, id)
+		if err := s.CreateJob(ctx, store.Job{ID: id, State: "completed", Queued: time.Now(), Ended: time.Now(), Expires: soon}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if all, exp := setSizes(); all != 20 || exp != 20 {
+		t.Fatalf("sets hold %d and %d jobs, want 20 each", all, exp)
+	}
+	for time.Now().Before(soon.Add(10 * time.Millisecond)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// One new job in each shard that holds an old one.
+	for shard := range jobShards {
+		if !slices.ContainsFunc(old, func(id string) bool { return jobShard(id) == shard }) {
+			continue
+		}
+		id := ""
+		for i := 0; id == "" || jobShard(id) != shard; i++ {
+			id = fmt.Sprintf("new-%d-%d", shard, i)
+		}
+		if err := s.CreateJob(ctx, store.Job{ID: id, State: "in_progress", Queued: time.Now(), Expires: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.ListJobs(ctx, store.JobFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, exp := setSizes(); all != int64(len(jobs)) || exp != all {
+		t.Errorf("sets hold %d and %d jobs after the sweep, want the %d live ones each", all, exp, len(jobs))
 	}
 }

@@ -11,8 +11,10 @@ end
 redis.call('HSET', KEYS[1], 'rec', ARGV[2], 'ended', ARGV[3])
 if ARGV[5] ~= '0' then
   redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 else
   redis.call('PERSIST', KEYS[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
 end
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[1])
