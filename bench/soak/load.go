@@ -285,24 +285,26 @@ func (l *load) fail(protocol, workload string, err error) error {
 // itself cannot keep up, which it records as an error rather than queue.
 const maxInFlight = 512
 
-// run starts rate workloads a second, picked at random by weight, until
-// ctx ends, then waits for those in flight (their exchanges see ctx end
-// only if they outlive the grace period).
+// run starts rate workloads a second until ctx ends, then waits for those
+// in flight (they see ctx end only if they outlive the grace period). The
+// workloads come in a smooth weighted round robin: every run of the
+// weights' sum starts each one exactly its weight's times, spread out.
 func (l *load) run(ctx context.Context, rate float64, ws []workload, grace time.Duration) {
 	total := 0
 	for _, w := range ws {
 		total += w.weight
 	}
+	credit := make([]int, len(ws))
 	pick := func() workload {
-		l.mu.Lock()
-		n := l.rng.IntN(total)
-		l.mu.Unlock()
-		for _, w := range ws {
-			if n -= w.weight; n < 0 {
-				return w
+		best := 0
+		for i, w := range ws {
+			credit[i] += w.weight
+			if credit[i] > credit[best] {
+				best = i
 			}
 		}
-		panic("unreachable: the weights sum to total")
+		credit[best] -= total
+		return ws[best]
 	}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()

@@ -266,7 +266,7 @@ func run(ctx context.Context, c config, logw io.Writer) (*result, error) {
 	if !res.flat {
 		verdict = "NOT FLAT: see the verdicts above"
 	}
-	fmt.Fprintf(&b, "\n%s.\n\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", verdict, c.window)
+	fmt.Fprintf(&b, "\n%s.\n\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", verdict, short(c.window))
 	windowTable(&b, outcomes, begin, c.window)
 	b.WriteString("\n### Workloads\n\n")
 	workloadTable(&b, outcomes)
