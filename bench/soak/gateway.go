@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,15 +46,15 @@ func (s secrets) env() []string {
 // cannot be served by passthrough. Two accounts (one credential each) give
 // the affinity alias a choice. With billing on every key must be billed:
 // the key pays every request from account "paying", priced by its plan.
-// Affinity bindings live 2 minutes and ended jobs 10, so the state they
-// keep reaches its plateau inside the warm-up.
+// Affinity bindings and ended jobs live 2 minutes, so the state they keep
+// reaches its plateau inside the warm-up of a run of 15 minutes or more.
 const catalogYAML = `version: 1
 server:
   listen: 127.0.0.1:0
   admin_listen: 127.0.0.1:0
   admin_token_env: SOAK_ADMIN
   wait_timeout: 10s
-  jobs: {max_age: 5m, poll_interval: 500ms, max_poll_interval: 2s, retention: 10m}
+  jobs: {max_age: 5m, poll_interval: 500ms, max_poll_interval: 2s, retention: 2m}
 state:
   backend: redis
   redis: {url: %[1]q, prefix: %[2]q}
@@ -129,10 +130,11 @@ const topUp = "1000000.00"
 
 // gateway is one `sluice serve` process.
 type gateway struct {
-	cmd   *exec.Cmd
-	addr  string // data plane host:port
-	admin string // admin host:port
-	log   string // its stderr: the access log and any warnings
+	cmd     *exec.Cmd
+	stopped sync.Once
+	addr    string // data plane host:port
+	admin   string // admin host:port
+	log     string // its stderr: the access log and any warnings
 }
 
 // banner lines of `sluice serve`: "  data plane  http://ADDR/v1" and
@@ -197,18 +199,25 @@ func startGateway(bin, dir, redisURL, prefix, upstream string, s secrets, logLev
 	}
 }
 
-// stop ends the gateway with SIGTERM, and SIGKILL 15 s later.
+// stop ends the gateway with SIGTERM, and SIGKILL 15 s later; only the
+// first call does.
 func (g *gateway) stop() {
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = g.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-done
-	}
+	g.stopped.Do(func() {
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = g.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = g.cmd.Process.Kill()
+			<-done
+		}
+	})
 }
+
+// adminClient reads the admin listener: a sample must not hang on a
+// gateway that stopped answering.
+var adminClient = &http.Client{Timeout: 10 * time.Second}
 
 // adminDo sends one admin API request and fails on a status other than 200.
 func (g *gateway) adminDo(ctx context.Context, s secrets, method, path, body string) ([]byte, error) {
@@ -218,7 +227,7 @@ func (g *gateway) adminDo(ctx context.Context, s secrets, method, path, body str
 	}
 	req.Header.Set("Authorization", "Bearer "+s.admin)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +246,7 @@ func (g *gateway) metrics(ctx context.Context, names ...string) (map[string]floa
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -142,9 +142,13 @@ func chatCall(key, alias string, stream bool, extra map[string]string, messages 
 	return c
 }
 
+// responsesCall asks for a response that is not stored, as Codex does: the
+// gateway keeps the binding of a stored response to its credential for 30
+// days, as OpenAI keeps the response (about 1 KiB of Redis each), and a
+// soak would see that, by design, as growth without end.
 func responsesCall(key, alias string, stream bool) call {
 	c := call{method: http.MethodPost, path: "/v1/responses", header: bearer(key),
-		body: fmt.Sprintf(`{"model":%q,"stream":%t,"input":"Tell me about rivers."}`, alias, stream), want: `"status":"completed"`}
+		body: fmt.Sprintf(`{"model":%q,"stream":%t,"store":false,"input":"Tell me about rivers."}`, alias, stream), want: `"status":"completed"`}
 	if stream {
 		c.want = "event: response.completed"
 	}
