@@ -79,9 +79,12 @@ const (
 
 func newLoad(base string, s secrets) *load {
 	l := &load{
-		// As many idle connections as requests in flight at this rate, so
-		// the gateway's open descriptors settle instead of churning.
-		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 2 * time.Minute},
+		// The gateway holds a descriptor and a goroutine per connection
+		// of ours: a bounded pool, every connection kept, so that they
+		// settle at the load's peak instead of tracking it (a request
+		// past the bound waits here, and its latency shows it).
+		client: &http.Client{Transport: &http.Transport{MaxConnsPerHost: connections, MaxIdleConnsPerHost: connections},
+			Timeout: 2 * time.Minute},
 		base:    base,
 		secrets: s,
 		rng:     rand.New(rand.NewPCG(1, 2)),
@@ -248,7 +251,7 @@ func (l *load) videoJob(ctx context.Context) error {
 	}
 	var v struct{ ID, Status string }
 	if err := json.Unmarshal(body, &v); err != nil || v.ID == "" {
-		return fmt.Errorf("video submit answered %.200s", body)
+		return l.fail(protoVideos, "video job", fmt.Errorf("video submit answered %.200s", body))
 	}
 	for v.Status != "completed" {
 		if v.Status == "failed" || v.Status == "cancelled" {
@@ -267,7 +270,7 @@ func (l *load) videoJob(ctx context.Context) error {
 			return err
 		}
 		if err := json.Unmarshal(body, &v); err != nil {
-			return fmt.Errorf("video poll answered %.200s", body)
+			return l.fail(protoVideos, "video job", fmt.Errorf("video poll answered %.200s", body))
 		}
 	}
 	l.mu.Lock()
@@ -277,13 +280,17 @@ func (l *load) videoJob(ctx context.Context) error {
 }
 
 // fail records a failure that is not one exchange's (a job that ended
-// badly), so that the report counts it.
+// badly, an answer that is not a job), so that the report counts it: as
+// one more exchange, of workload "video job", that failed.
 func (l *load) fail(protocol, workload string, err error) error {
 	l.mu.Lock()
 	l.outcomes = append(l.outcomes, outcome{at: time.Now(), protocol: protocol, workload: workload, err: err})
 	l.mu.Unlock()
 	return err
 }
+
+// connections bounds the driver's connections to the gateway.
+const connections = 64
 
 // maxInFlight bounds the workloads running at once: past it the driver
 // itself cannot keep up, which it records as an error rather than queue.
