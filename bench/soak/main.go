@@ -267,7 +267,7 @@ func run(ctx context.Context, c config, logw io.Writer) (*result, error) {
 		verdict = "NOT FLAT: see the verdicts above"
 	}
 	fmt.Fprintf(&b, "\n%s.\n\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", verdict, short(c.window))
-	windowTable(&b, outcomes, begin, c.window)
+	windowTable(&b, outcomes, begin, c.duration, c.window)
 	b.WriteString("\n### Workloads\n\n")
 	workloadTable(&b, outcomes)
 	b.WriteString("\n### Checks\n\n")

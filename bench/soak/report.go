@@ -143,19 +143,19 @@ func latencyCell(os []outcome) string {
 	return ms(percentile(ds, 50)) + " / " + ms(percentile(ds, 90)) + " / " + ms(percentile(ds, 99))
 }
 
-// windowTable writes the latency of every window of length w from begin.
-func windowTable(b *strings.Builder, outcomes []outcome, begin time.Time, w time.Duration) {
+// windowTable writes the latency of every window of length w from begin
+// to begin+d; the last window takes in what started after (a job's polls).
+func windowTable(b *strings.Builder, outcomes []outcome, begin time.Time, d, w time.Duration) {
 	fmt.Fprintf(b, "| window | exchanges | errors | all p50 / p90 / p99 ms |")
 	for _, p := range protocols {
 		fmt.Fprintf(b, " %s |", p)
 	}
 	b.WriteString("\n| --- | ---: | ---: | ---: |" + strings.Repeat(" ---: |", len(protocols)) + "\n")
 	byWindow := map[int][]outcome{}
-	last := 0
+	last := max(0, int((d+w-1)/w)-1)
 	for _, o := range outcomes {
-		i := int(o.at.Sub(begin) / w)
+		i := min(int(o.at.Sub(begin)/w), last)
 		byWindow[i] = append(byWindow[i], o)
-		last = max(last, i)
 	}
 	for i := 0; i <= last; i++ {
 		os := byWindow[i]
