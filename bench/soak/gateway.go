@@ -292,24 +292,34 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	return got, sc.Err()
 }
 
-// procStatus reads the resident set size (bytes) and open descriptors of
-// process pid from /proc.
-func procStatus(pid int) (rss, fds float64, err error) {
+// procStatus reads the resident set size (bytes) of process pid and its
+// open descriptors, all of them and those that are not sockets, from /proc.
+func procStatus(pid int) (rss, fds, files float64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kib, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("VmRSS %q: %w", v, err)
+				return 0, 0, 0, fmt.Errorf("VmRSS %q: %w", v, err)
 			}
 			rss = kib * 1024
 		}
 	}
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return rss, float64(len(entries)), err
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, e := range entries {
+		// A descriptor closed since the listing has no link: not counted.
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && !strings.HasPrefix(target, "socket:") {
+			files++
+		}
+	}
+	return rss, float64(len(entries)), files, nil
 }
 
 // privateRedis is a redis-server of the run's own, so that its used_memory

@@ -282,7 +282,7 @@ func run(ctx context.Context, c config, logw io.Writer) (*result, error) {
 // take reads every gauge once.
 func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	sm := sample{at: time.Now(), values: map[string]float64{}}
-	rss, fds, err := procStatus(gw.cmd.Process.Pid)
+	rss, fds, files, err := procStatus(gw.cmd.Process.Pid)
 	if err != nil {
 		return sm, err
 	}
@@ -294,7 +294,7 @@ func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	if err != nil {
 		return sm, err
 	}
-	sm.values["gateway RSS"], sm.values["gateway open files"] = rss, fds
+	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = rss, fds, files
 	sm.values["gateway goroutines"], sm.values["gateway Go heap in use"] = m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]
 	sm.values["Redis used_memory"], sm.values["Redis keys"] = used, keys
 	return sm, nil

@@ -25,6 +25,10 @@ var gauges = []gauge{
 	{"gateway open files", "", 1, true},
 	{"gateway goroutines", "", 1, true},
 	{"Redis used_memory", "MiB", 1 << 20, true},
+	// One socket per caller connection: a keep-alive connection the
+	// gateway closes after 2 minutes idle, so sockets follow the load's
+	// recent peak; a leak of files (spool, database) shows here alone.
+	{"gateway open files, not sockets", "", 1, false},
 	{"gateway Go heap in use", "MiB", 1 << 20, false},
 	{"Redis keys", "", 1, false},
 }
