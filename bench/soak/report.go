@@ -267,3 +267,26 @@ func short(d time.Duration) string {
 	}
 	return s
 }
+
+// render writes the report: intro, then the drift table and its verdict,
+// the latency windows, the workloads, the checks and the errors. It
+// returns the text and whether every judged gauge is flat.
+func render(intro string, c config, begin time.Time, samples []sample, outcomes []outcome, checks string) (string, bool) {
+	var b strings.Builder
+	b.WriteString(intro)
+	fmt.Fprintf(&b, "### Drift after warm-up (the first %s left out), a sample every %s\n\n", short(c.warmup), short(c.every))
+	flat := driftTable(&b, samples, begin.Add(c.warmup), c.threshold)
+	verdict := "PASS: every judged gauge is flat"
+	if !flat {
+		verdict = "NOT FLAT: see the verdicts above"
+	}
+	fmt.Fprintf(&b, "\n%s.\n\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", verdict, short(c.window))
+	windowTable(&b, outcomes, begin, c.duration, c.window)
+	b.WriteString("\n### Workloads\n\n")
+	workloadTable(&b, outcomes)
+	b.WriteString("\n### Checks\n\n")
+	b.WriteString(checks)
+	b.WriteString("\n### Errors\n\n")
+	errorSummary(&b, outcomes)
+	return b.String(), flat
+}
