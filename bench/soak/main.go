@@ -7,23 +7,28 @@
 // It builds the gateway from the tree (or runs -sluice), starts a private
 // redis-server (or uses -redis) for the shared state, SQLite in a temporary
 // directory for usage and billing, and the simulated provider in this
-// process as every endpoint's upstream. The catalog (gateway.go) serves
-// the four caller protocols — OpenAI chat, Responses, Anthropic Messages,
+// process as every endpoint's upstream. The catalog (gateway.go) serves the
+// four caller protocols — OpenAI chat, Responses, Anthropic Messages,
 // Gemini — each passed through and translated, streams and whole answers;
 // OpenAI video jobs (submitted, then polled until completed); billing (the
 // key is bound to a topped-up account whose plan prices every alias); and
-// an affinity alias that conversations reach
-// with X-Session-Id. Every exchange must answer 200 with a complete answer
-// (a stream's last event); anything else is counted as an error.
+// an affinity alias that conversations reach with X-Session-Id. The mix is
+// in load.go (workloads); 60 workloads a second by default, over at most 64
+// keep-alive connections. Every exchange must answer 200 with a complete
+// answer (a stream's last event); anything else is counted as an error.
 //
-// The thirty-minute soak of issue 30 (its table goes to bench/RESULTS.md):
+// The thirty-minute soak of issue 30 (its table goes to bench/RESULTS.md),
+// about 31 minutes in all; it exits 1 unless every judged gauge is flat and
+// no exchange failed:
 //
 //	go run ./bench/soak -duration 30m -out /tmp/soak.md
 //
 // Drift is judged per hour as a percentage of the gauge's mean after
-// warm-up (-threshold, 2 % by default): flat within it, DRIFT when beyond
-// it by more than two standard errors, inconclusive in between (a short
-// run on a noisy machine often is: run longer).
+// warm-up (-warmup, a sixth of the run by default; affinity bindings and
+// ended jobs live 2 minutes, so their keys settle by then in a run of 15
+// minutes or more) against -threshold (2 % by default): flat within it,
+// DRIFT when beyond it by more than two standard errors, inconclusive in
+// between (a short run on a noisy machine often is: run longer).
 package main
 
 import (
