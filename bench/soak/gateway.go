@@ -292,26 +292,30 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	return got, sc.Err()
 }
 
-// procStatus reads the resident set size (bytes) of process pid and its
-// open descriptors, all of them and those that are not sockets, from /proc.
-func procStatus(pid int) (rss, fds, files float64, err error) {
+// procStatus reads, from /proc, the memory lines of process pid's status
+// in bytes by name (VmRSS, RssAnon, RssFile, RssShmem) and its open
+// descriptors, all of them and those that are not sockets.
+func procStatus(pid int) (mem map[string]float64, fds, files float64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, 0, 0, err
 	}
+	mem = map[string]float64{}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		name, v, _ := strings.Cut(line, ":")
+		switch name {
+		case "VmRSS", "RssAnon", "RssFile", "RssShmem":
 			kib, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
 			if err != nil {
-				return 0, 0, 0, fmt.Errorf("VmRSS %q: %w", v, err)
+				return nil, 0, 0, fmt.Errorf("%s %q: %w", name, v, err)
 			}
-			rss = kib * 1024
+			mem[name] = kib * 1024
 		}
 	}
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, 0, 0, err
 	}
 	for _, e := range entries {
 		// A descriptor closed since the listing has no link: not counted.
@@ -319,7 +323,7 @@ func procStatus(pid int) (rss, fds, files float64, err error) {
 			files++
 		}
 	}
-	return rss, float64(len(entries)), files, nil
+	return mem, float64(len(entries)), files, nil
 }
 
 // privateRedis is a redis-server of the run's own, so that its used_memory

@@ -24,7 +24,7 @@ import (
 // take reads every gauge once.
 func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	sm := sample{at: time.Now(), values: map[string]float64{}}
-	rss, fds, files, err := procStatus(gw.cmd.Process.Pid)
+	mem, fds, files, err := procStatus(gw.cmd.Process.Pid)
 	if err != nil {
 		return sm, err
 	}
@@ -36,7 +36,8 @@ func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	if err != nil {
 		return sm, err
 	}
-	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = rss, fds, files
+	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = mem["VmRSS"], fds, files
+	sm.values["gateway RSS anonymous"], sm.values["gateway RSS file and shared"] = mem["RssAnon"], mem["RssFile"]+mem["RssShmem"]
 	sm.values["gateway goroutines"], sm.values["gateway Go heap in use"] = m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]
 	sm.values["Redis used_memory"], sm.values["Redis keys"] = used, keys
 	return sm, nil

@@ -29,6 +29,10 @@ var gauges = []gauge{
 	// gateway closes after 2 minutes idle, so sockets follow the load's
 	// recent peak; a leak of files (spool, database) shows here alone.
 	{"gateway open files, not sockets", "", 1, false},
+	// RSS in two: the process's own memory, and the file pages it maps
+	// (SQLite's shared WAL index) or shares.
+	{"gateway RSS anonymous", "MiB", 1 << 20, false},
+	{"gateway RSS file and shared", "MiB", 1 << 20, false},
 	{"gateway Go heap in use", "MiB", 1 << 20, false},
 	{"Redis keys", "", 1, false},
 }
@@ -253,16 +257,16 @@ func workloadTable(b *strings.Builder, outcomes []outcome) {
 	}
 }
 
-// short writes d without trailing zero units: 5m, 1h30m, 20s, 0.
+// short writes d without trailing zero units: 5m, 2m30s, 1h, 20s, 0.
 func short(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
 	s := d.String()
-	if d >= time.Minute {
+	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 	}
-	if d >= time.Hour {
+	if strings.HasSuffix(s, "h0m") {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
