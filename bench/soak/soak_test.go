@@ -130,3 +130,22 @@ sluice_affinity_placements_total{alias="other",outcome="hit"} 1
 		t.Errorf("parseMetrics = %v, want only %v", got, want)
 	}
 }
+
+func TestShort(t *testing.T) {
+	tests := []struct {
+		give time.Duration
+		want string
+	}{
+		{0, "0"},
+		{20 * time.Second, "20s"},
+		{5 * time.Minute, "5m"},
+		{150 * time.Second, "2m30s"},
+		{time.Hour, "1h"},
+		{90 * time.Minute, "1h30m"},
+	}
+	for _, tt := range tests {
+		if got := short(tt.give); got != tt.want {
+			t.Errorf("short(%v) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
