@@ -64,7 +64,7 @@ func (s *Store) Bind(_ context.Context, domain string, owner store.SeedOwner, se
 	e := b.live(key, now)
 	switch {
 	case e == nil:
-		e = b.add(key, domain, owner, to)
+		e = b.add(key, domain, owner, to, now)
 	case e.account == from:
 		e.account = to
 	}
@@ -86,11 +86,16 @@ func (s *Store) Binding(_ context.Context, domain, seed string) (store.Binding, 
 }
 
 // add binds a new seed (key) of owner in domain to account, and forgets
-// the least recently used bindings past the bounds: the key's, the
-// tenant's, then those of the tenant holding the most.
-func (b *bindings) add(key, domain string, owner store.SeedOwner, account string) *binding {
+// the least recently used bindings that lapsed by now (so that a busy
+// store does not keep every idle session until a bound pushes it out),
+// then those past the bounds: the key's, the tenant's, then those of the
+// tenant holding the most.
+func (b *bindings) add(key, domain string, owner store.SeedOwner, account string, now time.Time) *binding {
 	if b.bySeed == nil {
 		b.bySeed, b.tenants, b.keys = make(map[string]*binding), make(map[string]*list.List), make(map[string]*list.List)
+	}
+	for old := b.lru.Back(); old != nil && !now.Before(old.Value.(*binding).expires); old = b.lru.Back() {
+		b.remove(old.Value.(*binding))
 	}
 	e := &binding{key: key, account: account, tenant: domain + "\x00" + owner.Tenant, apiKey: domain + "\x00" + owner.Key}
 	e.all = b.lru.PushFront(e)

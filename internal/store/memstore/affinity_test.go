@@ -3,6 +3,7 @@ package memstore
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -72,4 +73,28 @@ func TestAffinityFloodKeepsAnotherTenantsBinding(t *testing.T) {
 	if n := s.bindings.lru.Len(); n != 1+store.MaxKeyBindings {
 		t.Errorf("%d bindings kept, want A's and B's key's bound %d", n, store.MaxKeyBindings)
 	}
+}
+
+// TestLapsedBindingsAreForgotten: bindings that lapsed are forgotten when a
+// new one is made, least recently used first, not kept until a bound
+// pushes them out (a soak found a busy store holding every idle session).
+func TestLapsedBindingsAreForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New()
+		owner := store.SeedOwner{Tenant: "t", Key: "k"}
+		bind := func(seed string, ttl time.Duration) {
+			t.Helper()
+			if _, err := s.Bind(t.Context(), "d", owner, seed, "", "acct", ttl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 10 {
+			bind(fmt.Sprintf("short-%d", i), 20*time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond)
+		bind("new", time.Hour)
+		if n := len(s.bindings.bySeed); n != 1 {
+			t.Errorf("%d bindings kept, want 1: the ten lapsed ones forgotten", n)
+		}
+	})
 }

@@ -1,11 +1,16 @@
 -- Bind a session-affinity seed to an account unless another request bound
 -- or moved it meanwhile (store.Affinity.Bind), and keep its owner's bounds.
--- Each owner's bindings are indexed in a sorted set by last use (ms): the
--- key's (members: seeds) and the tenant's (members: key .. "\0" .. seed).
--- Past a bound the least recently used leave the indexes here, and are
+-- Each owner's bindings are indexed in a sorted set by when they lapse
+-- (last use + their ttl, ms): the key's (members: seeds) and the tenant's
+-- (members: key .. "\0" .. seed). Lapsed members leave the indexes on every
+-- bind, so an index holds live bindings only, whatever ttl each has (ttls
+-- differ by model; scored by last use, a busy key's index kept every lapsed
+-- session up to its bound). Past a bound the ones lapsing soonest (the
+-- least recently used, for one ttl) leave the indexes here, and are
 -- returned for the caller to delete (with their key's index entry): a
--- script may touch only the keys it declares. A member whose binding lapsed
--- is the oldest, and goes first.
+-- script may touch only the keys it declares. (Members an earlier version
+-- scored by last use read as lapsed and leave the index at once; their
+-- bindings live on until their ttl, uncounted by the bounds meanwhile.)
 -- KEYS[1]: P{d:D}:aff:<seed>   KEYS[2]: the key's index   KEYS[3]: the tenant's index
 -- ARGV: from ("" = saw none), to, ttl (ms), seed, now (ms), key ID,
 --       the key bound, the tenant bound
@@ -19,8 +24,12 @@ else
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 local ttl = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6] .. '\0' .. ARGV[4])
+local now = tonumber(ARGV[5])
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[4])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[6] .. '\0' .. ARGV[4])
+for i = 2, 3 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+end
 for i = 2, 3 do
   -- An index lapses with the last binding it could hold.
   if redis.call('PTTL', KEYS[i]) < ttl then
