@@ -295,6 +295,9 @@ type Alias struct {
 	MaxOutputTokens int64
 	// Estimate is how its models' tokenizers count; zero = the default.
 	Estimate TokenEstimate
+	// ScanImages is set when some deployment takes no images: only then
+	// are its requests searched for image parts, to keep them from it.
+	ScanImages bool
 }
 
 // Answers reports whether a caller of protocol p may call the alias.

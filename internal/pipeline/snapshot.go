@@ -173,7 +173,9 @@ func CompileServing(c *config.Catalog, lookupEnv func(string) (string, bool), so
 		a := &sluice.Alias{Name: m.Alias, MaxOutputTokens: m.MaxOutputTokens,
 			Estimate: sluice.TokenEstimate{CharsPerToken: m.TokenEstimate.CharsPerToken, CJKCharsPerToken: m.TokenEstimate.CJKCharsPerToken}}
 		for _, d := range m.Deployments {
-			a.Deployments = append(a.Deployments, sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight, Input: d.Inputs()})
+			dep := sluice.Deployment{Model: d.Model, Endpoints: d.Endpoints, Priority: d.Priority, Weight: d.Weight, Input: d.Inputs()}
+			a.Deployments = append(a.Deployments, dep)
+			a.ScanImages = a.ScanImages || !dep.Input.Takes(sluice.InputImage)
 		}
 		edges[a.Name], all[a.Name] = s.aliasEdges(a, m, creds, serves)
 		for _, es := range all[a.Name] {

@@ -18,7 +18,7 @@ func (h *Handler) validate(a *admission, req *sluice.Request) error {
 		return nil
 	}
 	var ref *validate.Refusal
-	if slices.ContainsFunc(a.alias.Deployments, imageless) {
+	if a.alias.ScanImages {
 		a.image, ref = validate.Scan(req.Protocol, req.Body)
 		a.scanned = true
 	} else {
@@ -30,15 +30,12 @@ func (h *Handler) validate(a *admission, req *sluice.Request) error {
 	return nil
 }
 
-// imageless reports whether d declares that its model takes no images.
-func imageless(d sluice.Deployment) bool { return !d.Input.Takes(sluice.InputImage) }
-
 // images keeps, of all (an alias's edges for the request), those that
 // take the request's images: all itself for a request without. A request
 // with images none of whose edges takes any is refused, naming its first
 // image part (reason image_input), before any claim.
 func (h *Handler) images(a *admission, req *sluice.Request, all []*sluice.Edge) ([]*sluice.Edge, error) {
-	if !a.scanned && slices.ContainsFunc(a.alias.Deployments, imageless) {
+	if !a.scanned && a.alias.ScanImages {
 		// A reload while the request waited gave its alias a deployment
 		// that takes no images: it is looked at now (it passed validation).
 		a.image, _ = validate.Scan(req.Protocol, req.Body)

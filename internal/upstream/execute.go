@@ -59,12 +59,13 @@ const droppedToolsHeader = "X-Sluice-Dropped-Tools"
 // exchange is how one execution speaks: the upstream side of the edge's
 // protocol, the caller side's stream ending, the translator when the two
 // protocols differ (nil for a passthrough) and the body it made before the
-// claim (nil: it translates now), and the secret to mask.
+// claim (made set: it does not translate again), and the secret to mask.
 type exchange struct {
 	dialect    *Dialect
 	ending     *Ending
 	tr         adapter.Translator
 	translated []byte
+	made       bool
 	secret     string
 }
 
@@ -76,7 +77,7 @@ func (c *Caller) exchangeFor(req *sluice.Request, e *sluice.Edge, made *Translat
 		return x, fmt.Errorf("no dialect for %s to %s", req.Protocol, e.Protocol)
 	}
 	if tr, body, ok := made.take(e); ok {
-		x.tr, x.translated = tr, body
+		x.tr, x.translated, x.made = tr, body, true
 		return x, nil
 	}
 	if e.Protocol != req.Protocol {
@@ -148,7 +149,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	switch {
 	case x.tr == nil:
 		body, err = x.dialect.Prepare(req, e.Model)
-	case x.translated != nil:
+	case x.made:
 		body = x.translated
 	default:
 		body, err = x.tr.Request(req, e.Model)
