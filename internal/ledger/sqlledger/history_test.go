@@ -345,19 +345,12 @@ func TestRetainGivesWayToALongReader(t *testing.T) {
 func TestRetainLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 	ctx := t.Context()
 	db, s := historyOnPostgres(t, false)
-	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+sqldb.AdvisoryKey+`)`, sqlledger.RetainLock); err != nil {
-			return err
-		}
+	whileAnotherReplicaRetains(t, db, func() {
 		removed, err := s.Retain(ctx, historyDay.AddDate(0, 0, 3))
 		if err != nil || removed != 0 {
 			t.Errorf("Retain while another holds its lock = %d, %v; want 0, nil", removed, err)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if n := rowCount(t, db, "usage_records"); n != 20 {
 		t.Errorf("%d records left, want all 20", n)
 	}
@@ -372,39 +365,10 @@ func TestRetainWaitsForARecordOfTheDayBeingWritten(t *testing.T) {
 	db, s := historyOnPostgres(t, true)
 	late := historyRecords()[0]
 	late.RequestID = "late"
-	ready, commit, written := make(chan struct{}), make(chan struct{}), make(chan error)
-	go func() {
-		written <- db.InTx(ctx, func(tx *sqldb.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, protocol, stream, status, code,
-				started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
-				billed, billing_account, price_micros) VALUES ('late', 'k1', 'web', 'fast', '', FALSE, 200, '', ?, 0, 0, 0, 0, 0, 0, 0, FALSE,
-				TRUE, 'acme', 1500)`, late.Started.UnixMicro()); err != nil {
-				return err
-			}
-			close(ready)
-			<-commit
-			return nil
-		})
-	}()
-	<-ready
-	retained := make(chan error)
-	go func() {
+	whileARecordIsWritten(t, db, late, func() error {
 		_, err := s.Retain(ctx, historyDay.AddDate(0, 0, 1))
-		retained <- err
-	}()
-	// Retain is waiting for the writer's lock before the writer commits.
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
-		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(commit)
-	if err := <-written; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-retained; err != nil {
-		t.Fatal(err)
-	}
+		return err
+	})
 	entries, err := s.Entries(ctx, "late")
 	if err != nil {
 		t.Fatal(err)
@@ -437,4 +401,60 @@ func historyOnPostgres(t *testing.T, partitioned bool) (*sqldb.DB, *sqlledger.St
 		}
 	}
 	return db, s
+}
+
+// whileAnotherReplicaRetains runs run while a transaction of its own
+// holds the retention lock, as another replica's Retain or RollUp would.
+func whileAnotherReplicaRetains(t *testing.T, db *sqldb.DB, run func()) {
+	t.Helper()
+	ctx := t.Context()
+	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+sqldb.AdvisoryKey+`)`, sqlledger.RetainLock); err != nil {
+			return err
+		}
+		run()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// whileARecordIsWritten inserts late (as the usage writer would, with its
+// charge of 1,500 micros to acme) in a transaction it leaves open while
+// run starts; once run waits on a lock the transaction holds, it commits,
+// and returns when both have ended, failing the test on either's error.
+func whileARecordIsWritten(t *testing.T, db *sqldb.DB, late sluice.UsageRecord, run func() error) {
+	t.Helper()
+	ctx := t.Context()
+	ready, commit, written := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		written <- db.InTx(ctx, func(tx *sqldb.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, protocol, stream, status, code,
+				started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
+				billed, billing_account, price_micros) VALUES ('late', 'k1', 'web', 'fast', '', FALSE, 200, '', ?, 0, 0, 0, 0, 0, 0, 0, FALSE,
+				TRUE, 'acme', 1500)`, late.Started.UnixMicro()); err != nil {
+				return err
+			}
+			close(ready)
+			<-commit
+			return nil
+		})
+	}()
+	<-ready
+	ran := make(chan error)
+	go func() { ran <- run() }()
+	// run is waiting for the writer's lock before the writer commits.
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(commit)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ledger"
 	"github.com/sluicehq/sluice/internal/ledger/sqlledger"
-	"github.com/sluicehq/sluice/internal/sqldb"
 	"github.com/sluicehq/sluice/internal/sqldb/sqldbtest"
 )
 
@@ -117,18 +116,11 @@ func TestRollUpLeavesADayRetentionTouched(t *testing.T) {
 func TestRollUpLeavesTheWorkToTheReplicaDoingIt(t *testing.T) {
 	ctx := t.Context()
 	db, s := historyOnPostgres(t, true)
-	err := db.InTx(ctx, func(tx *sqldb.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+sqldb.AdvisoryKey+`)`, sqlledger.RetainLock); err != nil {
-			return err
-		}
+	whileAnotherReplicaRetains(t, db, func() {
 		if err := s.RollUp(ctx, historyDay.AddDate(0, 0, 3)); err != nil {
 			t.Errorf("RollUp while another holds its lock = %v, want nil", err)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if n := rowCount(t, db, "usage_days_rolled"); n != 0 {
 		t.Errorf("%d days rolled up, want none", n)
 	}
@@ -142,36 +134,7 @@ func TestRollUpWaitsForARecordOfTheDayBeingWritten(t *testing.T) {
 	db, s := historyOnPostgres(t, true)
 	late := historyRecords()[0]
 	late.RequestID, late.Started = "late", late.Started.Add(time.Hour)
-	ready, commit, written := make(chan struct{}), make(chan struct{}), make(chan error)
-	go func() {
-		written <- db.InTx(ctx, func(tx *sqldb.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO usage_records (request_id, key_id, tenant, alias, protocol, stream, status, code,
-				started_at, latency_us, ttft_us, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, total_tokens, measured,
-				billed, billing_account, price_micros) VALUES ('late', 'k1', 'web', 'fast', '', FALSE, 200, '', ?, 0, 0, 0, 0, 0, 0, 0, FALSE,
-				TRUE, 'acme', 1500)`, late.Started.UnixMicro()); err != nil {
-				return err
-			}
-			close(ready)
-			<-commit
-			return nil
-		})
-	}()
-	<-ready
-	rolled := make(chan error)
-	go func() { rolled <- s.RollUp(ctx, historyDay.AddDate(0, 0, 2)) }()
-	// RollUp is waiting for the writer's lock before the writer commits.
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
-		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(commit)
-	if err := <-written; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-rolled; err != nil {
-		t.Fatal(err)
-	}
+	whileARecordIsWritten(t, db, late, func() error { return s.RollUp(ctx, historyDay.AddDate(0, 0, 2)) })
 	if got, want := firstDayTotals(t, s), (dayTotals{5, 4, 4150, true}); got != want {
 		t.Errorf("after the roll-up: %+v, want %+v", got, want)
 	}
