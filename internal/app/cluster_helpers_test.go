@@ -47,15 +47,19 @@ endpoints:
   - {id: ep-a, base_url: %s, protocols: [openai.chat]}
 accounts:
   - {id: org-1, quota_scope: account, max_inflight: 2, cooldown: {base: 300ms, max: 2s}}
-credentials:
+` + clusterCredentials + `keys:
+  - {id: web, tenant: web, secret_env: KEY_WEB}
+`
+
+// clusterCredentials are the cluster tests' three credentials on account
+// org-1 and endpoint ep-a, and the alias one they serve (model m-one).
+const clusterCredentials = `credentials:
   - {id: k1, account: org-1, secret_env: K1, endpoints: [ep-a]}
   - {id: k2, account: org-1, secret_env: K2, endpoints: [ep-a]}
   - {id: k3, account: org-1, secret_env: K3, endpoints: [ep-a]}
 models:
   - alias: one
     deployments: [{model: m-one, endpoints: [ep-a]}]
-keys:
-  - {id: web, tenant: web, secret_env: KEY_WEB}
 `
 
 const clusterAdminToken = "cluster-admin-token-for-tests-5e1d"

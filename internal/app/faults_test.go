@@ -48,14 +48,7 @@ endpoints:
   - {id: ep-a, base_url: %s, protocols: [openai.chat], breaker: {failures: 5, open: 1s}}
 accounts:
   - {id: org-1, quota_scope: account, max_inflight: 2, cooldown: {base: 100ms, max: 500ms}}
-credentials:
-  - {id: k1, account: org-1, secret_env: K1, endpoints: [ep-a]}
-  - {id: k2, account: org-1, secret_env: K2, endpoints: [ep-a]}
-  - {id: k3, account: org-1, secret_env: K3, endpoints: [ep-a]}
-models:
-  - alias: one
-    deployments: [{model: m-one, endpoints: [ep-a]}]
-keys:
+` + clusterCredentials + `keys:
   - {id: web, tenant: web, secret_env: KEY_WEB, billing_account: acme}
 billing:
   plans:
