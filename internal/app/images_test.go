@@ -1,12 +1,10 @@
 package app_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -52,17 +50,7 @@ func imageBody(c *callerSide, model string) string {
 // asked for a claim. The simulator sees none of them, and each is counted
 // as image_input.
 func TestImagesToATextOnlyAliasRefusedBeforeAnyClaim(t *testing.T) {
-	sim := simAccounts()
-	sim.Keys[upstreamKey("k1")] = simulator.Behavior{Account: "org-1", Latency: 3 * time.Second}
-	h := newHarnessWith(t, imagesTemplate(), "{backend: memory}", sim)
-	ctx, cancel := context.WithCancel(t.Context())
-	held := make(chan int, 1)
-	go func() {
-		status, _, _ := h.post(ctx, "/v1/chat/completions", keyWeb, chatCaller.body("text-only", "hold the account", false))
-		held <- status
-	}()
-	eventually(t, 2*time.Second, "the held request upstream", func() bool { return h.simA.InFlight() == 1 })
-	t.Cleanup(func() { cancel(); <-held })
+	h := withAccountFull(t, imagesTemplate(), "text-only")
 
 	noWait := map[string]string{"X-Sluice-Max-Wait": "0"}
 	for _, c := range imageCallers {

@@ -80,23 +80,33 @@ var malformedRequests = map[*callerSide][]malformed{
 	},
 }
 
+// withAccountFull is a harness on catalog whose only account, org-1 (of
+// credential k1, cap 1), is held by a chat request to alias for the rest
+// of the test: a request refused before it asks for a claim is answered
+// at once, one that asks would wait.
+func withAccountFull(t *testing.T, catalog, alias string) *harness {
+	t.Helper()
+	sim := simAccounts()
+	sim.Keys[upstreamKey("k1")] = simulator.Behavior{Account: "org-1", Latency: 3 * time.Second}
+	h := newHarnessWith(t, catalog, "{backend: memory}", sim)
+	ctx, cancel := context.WithCancel(t.Context())
+	held := make(chan int, 1)
+	go func() {
+		status, _, _ := h.post(ctx, "/v1/chat/completions", keyWeb, chatCaller.body(alias, "hold the account", false))
+		held <- status
+	}()
+	eventually(t, 2*time.Second, "the held request upstream", func() bool { return h.simA.InFlight() == 1 })
+	t.Cleanup(func() { cancel(); <-held })
+	return h
+}
+
 // TestMalformedRequestsRefusedBeforeAnyClaim: with the only account of
 // alias one full (a request held upstream, so a valid request would
 // wait), each malformed request of each protocol is answered at once with
 // 400 invalid_request in the caller's envelope naming the field, the
 // simulator sees none of them, and each is counted by reason.
 func TestMalformedRequestsRefusedBeforeAnyClaim(t *testing.T) {
-	sim := simAccounts()
-	sim.Keys[upstreamKey("k1")] = simulator.Behavior{Account: "org-1", Latency: 3 * time.Second}
-	h := newHarnessWith(t, validationTemplate(), "{backend: memory}", sim)
-	ctx, cancel := context.WithCancel(t.Context())
-	held := make(chan int, 1)
-	go func() {
-		status, _, _ := h.post(ctx, "/v1/chat/completions", keyWeb, chatCaller.body("one", "hold the account", false))
-		held <- status
-	}()
-	eventually(t, 2*time.Second, "the held request upstream", func() bool { return h.simA.InFlight() == 1 })
-	t.Cleanup(func() { cancel(); <-held })
+	h := withAccountFull(t, validationTemplate(), "one")
 
 	// The account is full: a valid request that will not wait is refused.
 	if resp := h.send(t.Context(), chatCaller, keyWeb, "one", false, chatCaller.body("one", "hi", false), map[string]string{"X-Sluice-Max-Wait": "0"}); resp == nil || resp.StatusCode != http.StatusTooManyRequests {
