@@ -188,18 +188,23 @@ func TestCodeAssistThroughSluice(t *testing.T) {
 	}
 	g.checkHosted("streamGenerateContent", "alt=sse")
 
-	// The first token's probe, two Gemini generations, two chats; a count
-	// spends no tokens.
+	// Two Gemini generations and two chats (a count spends no tokens),
+	// after the probes that waited for the first token.
+	want := []string{"gemini.generate stream=false", "gemini.generate stream=true", "openai.chat stream=false", "openai.chat stream=true"}
 	measured := map[string]int{}
-	for _, rec := range g.usage(t, 5) {
-		if rec.Status == http.StatusOK && rec.Usage.Measured && rec.Usage.PromptTokens > 0 && rec.Usage.CompletionTokens > 0 &&
-			len(rec.Executions) == 1 && rec.Executions[0].EndpointID == "ep-gca" {
-			measured[fmt.Sprintf("%s stream=%v", rec.Protocol, rec.Stream)]++
+	eventually(t, 5*time.Second, "a usage record of each request with Code Assist's usage", func() bool {
+		clear(measured)
+		for _, rec := range g.usage(t, 1) {
+			if rec.Status == http.StatusOK && rec.Usage.Measured && rec.Usage.PromptTokens > 0 && rec.Usage.CompletionTokens > 0 &&
+				len(rec.Executions) == 1 && rec.Executions[0].EndpointID == "ep-gca" {
+				measured[fmt.Sprintf("%s stream=%v", rec.Protocol, rec.Stream)]++
+			}
 		}
-	}
-	for _, want := range []string{"gemini.generate stream=false", "gemini.generate stream=true", "openai.chat stream=false", "openai.chat stream=true"} {
-		if measured[want] == 0 {
-			t.Errorf("no usage record of a %s request with Code Assist's usage; have %v", want, measured)
+		return len(measured) == len(want)
+	})
+	for _, w := range want {
+		if measured[w] == 0 {
+			t.Errorf("no usage record of a %s request with Code Assist's usage; have %v", w, measured)
 		}
 	}
 }

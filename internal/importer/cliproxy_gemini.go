@@ -111,7 +111,7 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 	token.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
 	o.rest(&im.report, "no Sluice equivalent", map[string]string{
 		"auto":    "how Gemini CLI's onboarding chose the project: Sluice takes the project as it is",
-		"checked": "CLIProxyAPI's check that the project can call Code Assist: Sluice does not check, and a project that cannot answers 403, which disables its credential",
+		"checked": "CLIProxyAPI's check that the project can call Code Assist: Sluice does not check; a project that cannot gets 403, which disables its credential",
 	})
 	return nil
 }
