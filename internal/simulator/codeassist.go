@@ -144,15 +144,16 @@ func (cw *codeAssistWriter) Write(b []byte) (int, error) {
 	}
 	cw.held = append(cw.held, b...)
 	var out []byte
+	rest := cw.held
 	for {
-		i := bytes.IndexByte(cw.held, '\n')
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		out = cw.line(out, cw.held[:i+1])
-		cw.held = cw.held[i+1:]
+		out = cw.line(out, rest[:i+1])
+		rest = rest[i+1:]
 	}
-	cw.held = append([]byte(nil), cw.held...) // what is left of the line, apart from what was written
+	cw.held = cw.held[:copy(cw.held, rest)] // the line not yet ended
 	if _, err := cw.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
