@@ -109,10 +109,7 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 		im.serve(cr, models, prefix)
 	}
 	token.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
-	o.rest(&im.report, "no Sluice equivalent", map[string]string{
-		"auto":    "how Gemini CLI's onboarding chose the project: Sluice takes the project as it is",
-		"checked": "CLIProxyAPI's check that the project can call Code Assist: Sluice does not check; a project that cannot gets 403, which disables its credential",
-	})
+	o.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
 	return nil
 }
 
