@@ -78,7 +78,9 @@ type Host struct {
 	Cloud string
 	// APIVersion is Azure OpenAI's api-version query parameter.
 	APIVersion string
-	// Project and Location place a Vertex AI endpoint's models.
+	// Project and Location place a Vertex AI endpoint's models; Project
+	// alone is the Google Cloud project a Code Assist endpoint's requests
+	// name.
 	Project, Location string
 	// Region is a Bedrock endpoint's AWS region, which its requests are
 	// signed for.
@@ -91,6 +93,9 @@ const (
 	CloudAzure   = "azure"
 	CloudVertex  = "vertex"
 	CloudBedrock = "bedrock"
+	// CloudCodeAssist is Google's Code Assist API, which serves Gemini to
+	// Gemini CLI's Google sign-in.
+	CloudCodeAssist = "code_assist"
 )
 
 // CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
@@ -99,6 +104,8 @@ var CloudProtocols = map[string][]Protocol{
 	CloudAzure:   {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
 	CloudVertex:  {ProtocolGemini, ProtocolAnthropic},
 	CloudBedrock: {ProtocolAnthropic},
+
+	CloudCodeAssist: {ProtocolGemini},
 }
 
 // Speaks reports whether the endpoint serves protocol p.

@@ -20,7 +20,9 @@ import (
 // token endpoint at the simulator, gives each login a refresh token the
 // simulator issued (as the provider would have), and calls every alias
 // with a client key of the source: each answers, the logins' aliases with
-// an access token the gateway obtained by refreshing.
+// an access token the gateway obtained by refreshing (the Gemini CLI
+// logins' with Gemini CLI's client secret, which the simulator's token
+// endpoint is told to require, as Google's does).
 func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	dir, fixtures := t.TempDir(), "../importer/testdata/cliproxyapi/"
 	catalogPath := filepath.Join(dir, "catalog.yaml")
@@ -55,21 +57,29 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	}
 	logins := 0
 	for _, cr := range c.Credentials {
-		if cr.OAuth.Set() {
-			logins++
-			if err := os.WriteFile(cr.OAuth.RefreshTokenFile, []byte(sim.NewRefreshToken(simulator.Behavior{}, time.Hour)), 0o600); err != nil {
+		if !cr.OAuth.Set() {
+			continue
+		}
+		logins++
+		if err := os.WriteFile(cr.OAuth.RefreshTokenFile, []byte(sim.NewRefreshToken(simulator.Behavior{}, time.Hour)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if cr.OAuth.HasClientSecret() {
+			secret, err := cr.OAuth.ClientSecret(lookup)
+			if err != nil {
 				t.Fatal(err)
 			}
+			sim.RequireClientSecret(cr.OAuth.ClientID, secret)
 		}
 	}
-	if logins != 4 {
-		t.Fatalf("%d oauth credentials imported, want 4 (alice's two logins, bob's, heidi's Qwen login)", logins)
+	if logins != 7 {
+		t.Fatalf("%d oauth credentials imported, want 7 (alice's two logins, bob's, heidi's Qwen login, frank's Gemini CLI login and grace's in 2 projects)", logins)
 	}
 	gw := startImported(t, doc, env)
 	// The logins serve once their first tokens are in, which the token
 	// manager obtains in the background after the start: these aliases
 	// have no other credential.
-	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus"} {
+	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus", "gemini-3-pro-preview"} {
 		eventually(t, 10*time.Second, "a first token for "+alias, func() bool {
 			status, _, _ := callImported(t.Context(), gw, "sk-cpa-FAKE-ci-8d2e4f6a0b1c", alias, "")
 			return status == http.StatusOK
@@ -98,6 +108,17 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	}
 	if got := sim.Refreshes(); got < logins {
 		t.Errorf("the token endpoint traded %d refresh tokens, want one per login (%d)", got, logins)
+	}
+	// A Gemini CLI login's alias reached Code Assist in its envelope, with
+	// a refreshed access token.
+	if status, body, err := callImported(t.Context(), gw, "sk-cpa-FAKE-laptop-3f9a1c7e5b2d", "gemini-3-pro-preview", ""); err != nil || status != http.StatusOK {
+		t.Fatalf("gemini-3-pro-preview: %d %v %s", status, err, body)
+	}
+	hosted := sim.HostedRequests()
+	h := hosted[len(hosted)-1]
+	if h.Path != "/v1internal:generateContent" || !strings.HasPrefix(h.Header.Get("Authorization"), "Bearer sim-oat-") ||
+		!strings.Contains(string(h.Body), `"model":"gemini-3-pro-preview","project":"proj-`) {
+		t.Errorf("gemini-3-pro-preview reached %s with Authorization %q and body %s, want Code Assist with a refreshed access token", h.Path, h.Header.Get("Authorization"), h.Body)
 	}
 }
 

@@ -211,6 +211,10 @@ var (
 		cooled: 500 * time.Millisecond, cloud: vertexBlock, hosted: regexp.MustCompile(`^/v1/projects/proj-1/locations/us-east5/publishers/google/models/[^/:]+:(generateContent|streamGenerateContent)$`)}
 	vertexClaudeUpstream = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: messagesUpstream.path, overloaded: 529, billing: vertexBilling,
 		cooled: time.Second, cloud: vertexBlock, hosted: regexp.MustCompile(`^/v1/projects/proj-1/locations/us-east5/publishers/anthropic/models/[^/:]+:(rawPredict|streamRawPredict)$`)}
+	// codeAssistUpstream is Gemini on Code Assist: one URL per method, the
+	// model and project in the body's envelope, the answers in theirs.
+	codeAssistUpstream = &upstreamSide{protocol: sluice.ProtocolGemini, path: geminiUpstream.path, overloaded: http.StatusServiceUnavailable, billing: geminiBilling,
+		cooled: 500 * time.Millisecond, cloud: "code_assist: {project: proj-1}", hosted: regexp.MustCompile(`^/v1internal:(generateContent|streamGenerateContent)$`)}
 	bedrockUpstream = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: regexp.MustCompile(`^/model/[^/]+/(invoke|invoke-with-response-stream)$`),
 		overloaded: http.StatusServiceUnavailable, billing: bedrockBilling, cooled: 300 * time.Millisecond, cloud: "bedrock: {region: us-east-1}", aws: true}
 
@@ -243,6 +247,7 @@ var (
 		wire{"gemini.generate-on-vertex", geminiCaller, vertexGeminiUpstream},
 		wire{"anthropic.messages-on-vertex", messagesCaller, vertexClaudeUpstream},
 		wire{"anthropic.messages-on-bedrock", messagesCaller, bedrockUpstream},
+		wire{"gemini.generate-on-code-assist", geminiCaller, codeAssistUpstream},
 	)
 )
 

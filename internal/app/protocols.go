@@ -43,6 +43,7 @@ var hostTable = map[upstream.HostedKey]*upstream.Dialect{
 	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolGemini}:          upstream.VertexGemini,
 	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolAnthropic}:       upstream.VertexAnthropic,
 	{Cloud: sluice.CloudBedrock, Protocol: sluice.ProtocolAnthropic}:      upstream.BedrockAnthropic,
+	{Cloud: sluice.CloudCodeAssist, Protocol: sluice.ProtocolGemini}:      upstream.CodeAssistGemini,
 }
 
 // translatorTable is the pairs of protocols Sluice translates between: a

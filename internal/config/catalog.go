@@ -181,6 +181,9 @@ type Endpoint struct {
 	Vertex *Vertex `yaml:"vertex"`
 	// Bedrock puts the endpoint on AWS Bedrock (aws.go).
 	Bedrock *Bedrock `yaml:"bedrock"`
+	// CodeAssist puts the endpoint on Google's Code Assist API
+	// (codeassist.go).
+	CodeAssist *CodeAssist `yaml:"code_assist"`
 	// ForwardHeaders are more of the caller's headers the endpoint is
 	// sent, translated or not, beyond those its caller's protocol passes on
 	// to an upstream that speaks it (names; a trailing '*' is a prefix).
@@ -312,8 +315,10 @@ type OAuth struct {
 	// object with the same members, which some subscription providers'
 	// token endpoints require).
 	Body string `yaml:"body"`
-	// ClientSecretEnv or ClientSecretFile hold the client secret of grant
-	// client_credentials.
+	// ClientSecretEnv or ClientSecretFile hold the client secret: required
+	// by grant client_credentials; sent with grant refresh_token when set
+	// (a token endpoint that authenticates its client on every refresh, as
+	// Google's does for Gemini CLI's).
 	ClientSecretEnv  string `yaml:"client_secret_env"`
 	ClientSecretFile string `yaml:"client_secret_file"`
 	// ServiceAccountFile is a Google service account's JSON key, of grant

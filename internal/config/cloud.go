@@ -43,6 +43,8 @@ func (e *Endpoint) Host() sluice.Host {
 		return sluice.Host{Cloud: sluice.CloudVertex, Project: e.Vertex.Project, Location: e.Vertex.Location}
 	case e.Bedrock != nil:
 		return sluice.Host{Cloud: sluice.CloudBedrock, Region: e.Bedrock.region(e.BaseURL)}
+	case e.CodeAssist != nil:
+		return sluice.Host{Cloud: sluice.CloudCodeAssist, Project: e.CodeAssist.Project}
 	}
 	return sluice.Host{}
 }
@@ -65,6 +67,12 @@ func (v *validator) cloud(at string, e *Endpoint) {
 	}
 	var cloud string
 	switch {
+	case e.CodeAssist != nil && (e.Azure != nil || e.Vertex != nil || e.Bedrock != nil):
+		v.addf(at, "set only one of azure, vertex, bedrock and code_assist")
+		return
+	case e.CodeAssist != nil:
+		cloud = "code_assist"
+		setting(at+".code_assist.project", e.CodeAssist.Project)
 	case e.Bedrock != nil && (e.Azure != nil || e.Vertex != nil):
 		v.addf(at, "set only one of azure, vertex and bedrock")
 		return

@@ -29,12 +29,16 @@ func TestCloudEndpointsAndGrants(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "sa.json", testServiceAccount(t))
 	writeFile(t, dir, "bad.json", `{"type":"authorized_user"}`)
+	writeFile(t, dir, "rt", "1//refresh-token\n")
+	writeFile(t, dir, "cs", "client-secret\n")
 	base := `version: 1
 database: {url: "sqlite://:memory:"}
 endpoints:
   - {id: az, base_url: https://r.openai.azure.com, protocols: [openai.chat], azure: {api_version: 2024-10-21}}
   - {id: vx, base_url: https://us-east5-aiplatform.googleapis.com, protocols: [anthropic.messages], vertex: {project: p, location: us-east5}}
+  - {id: ca, base_url: https://cloudcode-pa.googleapis.com, protocols: [gemini.generate], code_assist: {project: proj-1}}
 credentials:
+  - {id: gca, endpoints: [ca], oauth: {token_url: https://oauth2.googleapis.com/token, client_id: cid, refresh_token_file: DIR/rt, client_secret_file: DIR/cs}}
   - {id: sa, endpoints: [vx], oauth: {grant: jwt_bearer, service_account_file: DIR/sa.json, scopes: [https://www.googleapis.com/auth/cloud-platform]}}
   - {id: entra, endpoints: [az], oauth: {grant: client_credentials, token_url: https://login.example.com/t/token, client_id: c, client_secret_env: SECRET}}
 models:
@@ -57,6 +61,11 @@ models:
 		{"scopes: [https://www.googleapis.com/auth/cloud-platform]", "client_id: x", "oauth.scopes: required for grant jwt_bearer"},
 		{"client_secret_env: SECRET", "refresh_token_file: DIR/sa.json", "client_secret_env: required"},
 		{"grant: client_credentials", "grant: password", "oauth.grant: must be"},
+		{"code_assist: {project: proj-1}", "code_assist: {project: \"\"}", "code_assist.project: required"},
+		{"protocols: [gemini.generate], code_assist", "protocols: [anthropic.messages], code_assist", "code_assist does not host anthropic.messages"},
+		{"code_assist: {project: proj-1}", "code_assist: {project: proj-1}, vertex: {project: p, location: l}", "set only one of azure, vertex, bedrock and code_assist"},
+		{"client_secret_file: DIR/cs", "client_secret_file: DIR/missing", "client_secret_file"},
+		{"client_secret_file: DIR/cs", "client_secret_file: DIR/cs, client_secret_env: SECRET", "set only one of client_secret_env and client_secret_file"},
 	} {
 		err := load(strings.Replace(base, tt.from, tt.to, 1))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -31,6 +31,8 @@ func loadFull(t *testing.T) *Catalog {
 	writeFile(t, dir, "claude-max-1", "refresh-token-0001\n")
 	writeFile(t, dir, "aws-secret-access-key", "aws-secret-0001\n")
 	writeFile(t, dir, "entra-client-secret", "entra-secret-0001\n")
+	writeFile(t, dir, "gemini-cli-1", "1//gemini-cli-refresh-0001\n")
+	writeFile(t, dir, "gemini-cli-client-secret", "gemini-cli-secret-0001\n")
 	writeFile(t, dir, "vertex-sa.json", testServiceAccount(t))
 	data = []byte(strings.ReplaceAll(string(data), "/run/secrets", dir))
 	env := lookup(map[string]string{

@@ -42,7 +42,16 @@ func (o *OAuth) Seed(lookupEnv func(string) (string, bool)) (string, error) {
 	return o.RefreshToken()
 }
 
-// ClientSecret returns the client secret of grant client_credentials.
+// HasClientSecret reports whether the oauth block names a client secret:
+// grant client_credentials requires one; grant refresh_token sends one when
+// named, for a token endpoint that authenticates its client even when it
+// refreshes (Google's, for an installed application such as Gemini CLI).
+func (o *OAuth) HasClientSecret() bool {
+	return o.ClientSecretEnv != "" || o.ClientSecretFile != ""
+}
+
+// ClientSecret returns the client secret of client_secret_env or
+// client_secret_file.
 func (o *OAuth) ClientSecret(lookupEnv func(string) (string, bool)) (string, error) {
 	switch {
 	case o.ClientSecretEnv != "" && o.ClientSecretFile != "":
@@ -137,7 +146,11 @@ func (v *validator) oauthGrant(at string, o *OAuth) (tokenURL string, ok bool) {
 		} else if _, err := o.RefreshToken(); err != nil {
 			v.secret(at, err)
 		}
-		notFor("client_secret_env", o.ClientSecretEnv != "" || o.ClientSecretFile != "")
+		if o.HasClientSecret() {
+			if _, err := o.ClientSecret(v.lookupEnv); err != nil {
+				v.secret(at, err)
+			}
+		}
 		notFor("service_account_file", o.ServiceAccountFile != "")
 	case GrantClientCredentials:
 		if o.ClientID == "" {
@@ -160,7 +173,7 @@ func (v *validator) oauthGrant(at string, o *OAuth) (tokenURL string, ok bool) {
 		}
 		notFor("client_id", o.ClientID != "")
 		notFor("refresh_token_file", o.RefreshTokenFile != "")
-		notFor("client_secret_env", o.ClientSecretEnv != "" || o.ClientSecretFile != "")
+		notFor("client_secret_env", o.HasClientSecret())
 	default:
 		v.addf(at+".grant", "must be refresh_token, client_credentials or jwt_bearer")
 		return o.TokenURL, true

@@ -246,7 +246,7 @@ func (im *cliproxyImport) oauthModelSettings(root *object) error {
 		return err
 	}
 	for _, channel := range sortedKeys(aliases.fields) {
-		if _, ok := cliproxyLogins[channel]; !ok {
+		if !cliproxyChannel(channel) {
 			continue
 		}
 		list, err := aliases.list(channel)
@@ -266,7 +266,7 @@ func (im *cliproxyImport) oauthModelSettings(root *object) error {
 		return err
 	}
 	for _, channel := range sortedKeys(excluded.fields) {
-		if _, ok := cliproxyLogins[channel]; !ok {
+		if !cliproxyChannel(channel) {
 			continue
 		}
 		patterns, err := excluded.strings(channel)

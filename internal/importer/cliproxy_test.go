@@ -76,16 +76,37 @@ func TestCLIProxyAPICatalogValidates(t *testing.T) {
 			oauth++
 		}
 	}
-	// 4 Claude logins (one disabled) and a Qwen one; 2 Gemini, 1 legacy
-	// Gemini, 2 Claude, 1 Codex (of 2) API keys, and 3 OpenAI-compatible.
-	if len(c.Models) < 10 || oauth != 4 || len(c.Credentials) != 13 || len(c.Keys) != 3 {
-		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 13 (4 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
+	// 4 Claude logins (one disabled), a Qwen one, and 2 Gemini CLI logins
+	// (one of 2 projects); 2 Gemini, 1 legacy Gemini, 2 Claude, 1 Codex (of
+	// 2) API keys, and 3 OpenAI-compatible.
+	if len(c.Models) < 10 || oauth != 7 || len(c.Credentials) != 16 || len(c.Keys) != 3 {
+		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 16 (7 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
 	}
 	if got := string(res.SecretFiles["secrets/key-client-2"]); got != "sk-cpa-FAKE-ci-8d2e4f6a0b1c" {
 		t.Errorf("api-keys[1] keeps secret %q, want the key callers have", got)
 	}
 	if got := string(res.SecretFiles["secrets/claude-bob-example.com-refresh-token"]); got != "sk-ant-ort01-FAKE-refresh-bob" {
 		t.Errorf("bob's login: refresh token file holds %q, want the auth file's refresh_token", got)
+	}
+	// A Gemini CLI login's credentials (one per project) read its refresh
+	// token and Gemini CLI's client secret from files, never the catalog.
+	secret := res.SecretFiles["secrets/gemini-cli-client-secret"]
+	if len(secret) == 0 || bytes.Contains(res.Catalog, secret) || strings.Contains(res.Report.String(), string(secret)) {
+		t.Errorf("Gemini CLI's client secret: file %q, or in the catalog or report", secret)
+	}
+	var grace []string
+	for _, cr := range c.Credentials {
+		if strings.HasPrefix(cr.ID, "gemini-cli-grace") {
+			grace = append(grace, cr.ID)
+			rt, _ := cr.OAuth.RefreshToken()
+			cs, _ := cr.OAuth.ClientSecret(nil)
+			if rt != "1//FAKE-gemini-refresh-grace" || cs != string(secret) || cr.OAuth.ClientID == "" {
+				t.Errorf("%s: refresh token %q, client secret %q, client %q", cr.ID, rt, cs, cr.OAuth.ClientID)
+			}
+		}
+	}
+	if len(grace) != 2 {
+		t.Errorf("grace's login of 2 projects: credentials %v", grace)
 	}
 }
 
@@ -125,15 +146,23 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	if bob := accounts["claude-bob-example.com"]; strings.Contains(bob, "alice") || bob == "" {
 		t.Errorf("bob's account: %q, want his login alone", bob)
 	}
+	// Gemini CLI logins are grouped by project: frank's and grace's share
+	// proj-alpha-123, and grace's other project is an account of its own.
+	alpha, beta := accounts["gemini-cli-proj-alpha-123"], accounts["gemini-cli-proj-beta-456"]
+	if !strings.Contains(alpha, "frank@example.com-proj-alpha-123.json (project_id proj-alpha-123)") || !strings.Contains(alpha, "grace@example.com-proj-alpha-123.json (project_id proj-alpha-123)") {
+		t.Errorf("proj-alpha-123's account: %q, want frank's and grace's logins", alpha)
+	}
+	if !strings.Contains(beta, "grace") || strings.Contains(beta, "frank") {
+		t.Errorf("proj-beta-456's account: %q, want grace's login alone", beta)
+	}
 	notes := map[string]string{}
 	for _, l := range res.Report.NotMapped {
 		notes[l.Field] = l.Note
 	}
 	for field, want := range map[string]string{
-		"auth/codex-dave@example.com.json":           "as in codex-erin@example.com.json: one upstream account",
-		"auth/grace@example.com-proj-alpha-123.json": "Its project_id is proj-alpha-123, as in frank@example.com-proj-alpha-123.json",
-		"auth/claude-carol@example.com.json":         "not imported: disabled in CLIProxyAPI",
-		"auth/iflow-ivan@example.com.json":           `auth type "iflow"`,
+		"auth/codex-dave@example.com.json":   "as in codex-erin@example.com.json: one upstream account",
+		"auth/claude-carol@example.com.json": "not imported: disabled in CLIProxyAPI",
+		"auth/iflow-ivan@example.com.json":   `auth type "iflow"`,
 	} {
 		if !strings.Contains(notes[field], want) {
 			t.Errorf("%s: %q, want it to say %q", field, notes[field], want)
@@ -153,7 +182,8 @@ func TestCLIProxyAPIReportsEveryField(t *testing.T) {
 		"gemini-api-key[0].models[1].display-name", "gemini-api-key[1].weight", "claude-api-key[1].proxy-url", "claude-api-key[1].headers",
 		"claude-api-key[1].cloak", "codex-api-key[1]", "openai-compatibility[0].api-key-entries[1].proxy-url", "openai-compatibility[2]",
 		"auth/claude-alice@example.com.json.access_token", "auth/claude-alice@example.com.json.expired",
-		"auth/claude-alice@example.com-desktop.json.proxy_url", "auth/frank@example.com-proj-alpha-123.json",
+		"auth/claude-alice@example.com-desktop.json.proxy_url", "auth/frank@example.com-proj-alpha-123.json.auto",
+		"auth/frank@example.com-proj-alpha-123.json.token.access_token", "auth/grace@example.com-proj-alpha-123.json.checked",
 	} {
 		if !notMapped[field] {
 			t.Errorf("%s is not reported as not mapped", field)

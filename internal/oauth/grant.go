@@ -16,10 +16,12 @@ import (
 // The grants (config.OAuth.Grant) differ only in what a token request
 // says and what seeds the credential's row (config.OAuth.Seed): the
 // refresh token of the operator's file, which the token endpoint may
-// rotate (the row then keeps the new one); a client secret
-// (client_credentials, RFC 6749 §4.4: Microsoft Entra ID for Azure
-// OpenAI); or a service account's private key, which signs a new
-// assertion for each token (jwt_bearer, RFC 7523: Google for Vertex AI).
+// rotate (the row then keeps the new one), sent with a client secret
+// when the catalog names one (Google's endpoint wants Gemini CLI's); a
+// client secret (client_credentials, RFC 6749 §4.4: Microsoft Entra ID
+// for Azure OpenAI); or a service account's private key, which signs a
+// new assertion for each token (jwt_bearer, RFC 7523: Google for Vertex
+// AI).
 // Everything else is shared: one token per credential for every replica,
 // refreshed before expiry under the row's lock, and a grant the token
 // endpoint refuses disables the credential until its seed changes.
@@ -54,6 +56,13 @@ func (m *Manager) tokenRequest(sp *Spec, refreshToken string) (url.Values, error
 		return url.Values{"grant_type": {jwtBearer}, "assertion": {assertion}}, nil
 	default:
 		params = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {sp.ClientID}}
+		if sp.HasClientSecret() {
+			secret, err := sp.ClientSecret(m.o.LookupEnv)
+			if err != nil {
+				return nil, err
+			}
+			params.Set("client_secret", secret)
+		}
 	}
 	if len(sp.Scopes) > 0 {
 		params.Set("scope", strings.Join(sp.Scopes, " "))
@@ -64,8 +73,11 @@ func (m *Manager) tokenRequest(sp *Spec, refreshToken string) (url.Values, error
 // refused reports whether the OAuth error code code means that the token
 // endpoint refuses the credential's grant itself, which only a new seed
 // mends: invalid_grant (a refresh token spent or revoked, an assertion
-// whose key was deleted), or, for a grant that authenticates the client,
-// invalid_client (a client secret expired or wrong).
+// whose key was deleted), or, for the grant whose seed is the client
+// secret, invalid_client (a client secret expired or wrong). A
+// refresh_token grant's client secret is not its seed: a wrong one is
+// retried, and mended by writing the right one, without a new refresh
+// token.
 func refused(sp *Spec, code string) bool {
 	return code == "invalid_grant" || code == "invalid_client" && sp.GrantType() == config.GrantClientCredentials
 }

@@ -107,3 +107,51 @@ func TestCloudGrantRefusedDisables(t *testing.T) {
 		t.Errorf("disabled %v, want both credentials", got)
 	}
 }
+
+// A refresh_token grant sends the client secret the catalog names, as
+// Google's token endpoint wants for Gemini CLI's client: without the right
+// one there is no token, the credential is not disabled (its refresh token
+// is fine), and writing the right secret mends it; Google's refresh tokens
+// are not rotated, so every refresh sends the file's.
+func TestRefreshTokenGrantSendsTheClientSecret(t *testing.T) {
+	w := newWorld(t)
+	w.sim.RequireClientSecret("gemini-cli", "cli-secret")
+	secret := filepath.Join(t.TempDir(), "client-secret")
+	if err := os.WriteFile(secret, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{
+		DB: sqliteFile(t, filepath.Join(t.TempDir(), "s.db")), Key: testKey, Now: w.clock.Now, Log: slog.New(slog.NewJSONHandler(w.logs, nil)),
+		Disable: func(_ context.Context, id, _ string) {
+			w.mu.Lock()
+			w.disabled = append(w.disabled, id)
+			w.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Sync(t.Context(), []Spec{{CredentialID: "gca-1", OAuth: config.OAuth{
+		TokenURL: w.url + simulator.OAuthTokenPath, ClientID: "gemini-cli", RefreshTokenFile: w.file, ClientSecretFile: secret,
+	}}})
+	m.Tick(t.Context())
+	if _, ok := m.Source("gca-1").Token(); ok || len(w.disables()) != 0 {
+		t.Fatalf("with a wrong client secret: a token, or disabled %v", w.disables())
+	}
+	if got := w.sim.LastTokenRequest().Get("client_secret"); got != "wrong" {
+		t.Errorf("client_secret sent = %q, want the file's", got)
+	}
+	if err := os.WriteFile(secret, []byte("cli-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		w.clock.Add(time.Hour)
+		m.Tick(t.Context())
+		if _, ok := m.Source("gca-1").Token(); !ok {
+			t.Fatalf("no token with the right client secret (%d refreshes)", w.sim.Refreshes())
+		}
+	}
+	if n := w.sim.Refreshes(); n != 2 {
+		t.Errorf("%d refreshes, want 2 with the one refresh token", n)
+	}
+}

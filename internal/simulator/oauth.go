@@ -21,8 +21,10 @@ import (
 // application of RegisterClient; vertex.go). The answer is a bearer access token,
 // which the other endpoints accept as a key until it expires, and a new
 // refresh token: the one sent is spent (rotation), and sending it again is
-// invalid_grant, as for an unknown one. An Anthropic request made with such
-// an access token must carry anthropic-beta oauth-2025-04-20.
+// invalid_grant, as for an unknown one. A client of RequireClientSecret
+// must send its secret, and its refresh tokens are not rotated (Google's).
+// An Anthropic request made with such an access token must carry
+// anthropic-beta oauth-2025-04-20.
 const OAuthTokenPath = "/oauth/token"
 
 // oauthBeta is the beta flag Anthropic requires with an OAuth access token.
@@ -38,6 +40,7 @@ type oauthServer struct {
 	refreshes int                   // refresh tokens traded successfully
 	last      url.Values            // the last request's form
 	fail      int                   // answer every request with this status; 0: serve
+	secrets   map[string]string     // client_id → the client secret its refresh_token grants must send
 }
 
 // oauthGrant is what a refresh token yields.
@@ -60,6 +63,21 @@ func (s *Simulator) NewRefreshToken(b Behavior, ttl time.Duration) string {
 	}
 	s.oauth.grants[rt] = oauthGrant{b: b, ttl: ttl}
 	return rt
+}
+
+// RequireClientSecret makes the refresh_token grants of client clientID
+// authenticate with secret, as Google's token endpoint wants an installed
+// application's (Gemini CLI's): without it the answer is 400
+// invalid_request, with another 401 invalid_client. Like Google's, the
+// endpoint does not rotate such a client's refresh tokens: the answer has
+// none, and the one sent stays valid.
+func (s *Simulator) RequireClientSecret(clientID, secret string) {
+	s.oauth.mu.Lock()
+	defer s.oauth.mu.Unlock()
+	if s.oauth.secrets == nil {
+		s.oauth.secrets = map[string]string{}
+	}
+	s.oauth.secrets[clientID] = secret
 }
 
 // Refreshes is how many refresh tokens the token endpoint traded for
@@ -134,6 +152,7 @@ func (s *Simulator) oauthToken(w http.ResponseWriter, r *http.Request) {
 	o.last = params
 	rt := params.Get("refresh_token")
 	g, live := o.grants[rt]
+	secret, confidential := o.secrets[params.Get("client_id")]
 	switch {
 	case o.fail != 0:
 		oauthError(w, o.fail, "server_error")
@@ -146,22 +165,30 @@ func (s *Simulator) oauthToken(w http.ResponseWriter, r *http.Request) {
 	case params.Get("client_id") == "":
 		oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
+	case confidential && params.Get("client_secret") == "":
+		oauthError(w, http.StatusBadRequest, "invalid_request") // Google's "client_secret is missing."
+		return
+	case confidential && params.Get("client_secret") != secret:
+		oauthError(w, http.StatusUnauthorized, "invalid_client")
+		return
 	case !live:
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	delete(o.grants, rt)
-	next := "sim-ort-" + randomHex()
-	o.grants[next] = g
+	answer := map[string]any{"token_type": "Bearer", "expires_in": int64((g.ttl + time.Second - 1) / time.Second)}
+	if !confidential {
+		delete(o.grants, rt)
+		next := "sim-ort-" + randomHex()
+		o.grants[next] = g
+		answer["refresh_token"] = next
+	}
 	access := "sim-oat-" + randomHex()
 	o.access[access] = time.Now().Add(g.ttl)
 	o.refreshes++
 	s.SetKey(access, g.b)
 	o.issued.Store(true)
-	body, _ := json.Marshal(map[string]any{
-		"access_token": access, "token_type": "Bearer", "refresh_token": next,
-		"expires_in": int64((g.ttl + time.Second - 1) / time.Second),
-	})
+	answer["access_token"] = access
+	body, _ := json.Marshal(answer)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

@@ -217,6 +217,8 @@ func (s *Simulator) serveHosted(w http.ResponseWriter, r *http.Request) bool {
 		s.serveAzure(w, r)
 	case strings.HasPrefix(r.URL.Path, "/v1/projects/"):
 		s.serveVertex(w, r)
+	case strings.HasPrefix(r.URL.Path, codeAssistPrefix):
+		s.serveCodeAssist(w, r)
 	default:
 		return false
 	}

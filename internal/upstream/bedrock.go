@@ -68,7 +68,7 @@ func bedrockURL(req *sluice.Request, ep *sluice.Endpoint, model string) string {
 // left out, anthropic_version set, and the caller's anthropic-beta header
 // (comma-separated flags, possibly repeated) as the anthropic_beta array.
 // The other members are kept byte for byte.
-func bedrockBody(req *sluice.Request, body []byte) ([]byte, error) {
+func bedrockBody(req *sluice.Request, _ *sluice.Endpoint, _ string, body []byte) ([]byte, error) {
 	out := make([]byte, 0, len(body)+64)
 	out = append(out, '{')
 	err := jsonfield.Fields(body, func(key, value []byte) error {

@@ -61,7 +61,7 @@ func TestBedrockPaymentDeniedIsBilling(t *testing.T) {
 func TestBedrockBodyAndURL(t *testing.T) {
 	req := &sluice.Request{Stream: true, Header: http.Header{"Anthropic-Beta": {"a-2025, b-2025", "c"}},
 		Body: []byte(`{"model":"claude","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)}
-	body, err := bedrockBody(req, req.Body)
+	body, err := bedrockBody(req, nil, "", req.Body)
 	want := `{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["a-2025","b-2025","c"]}`
 	if err != nil || string(body) != want {
 		t.Errorf("body = %s, %v\nwant %s", body, err, want)

@@ -70,7 +70,8 @@ type Dialect struct {
 	// url and finish are a hosted dialect's (see Hosting): they are set
 	// only by Hosted.
 	url       func(req *sluice.Request, ep *sluice.Endpoint, model string) string
-	finish    func(req *sluice.Request, body []byte) ([]byte, error)
+	finish    func(req *sluice.Request, ep *sluice.Endpoint, model string, body []byte) ([]byte, error)
+	answer    func(body []byte) []byte
 	sign      func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (string, error)
 	unframe   func(h http.Header, body io.Reader) (io.Reader, error)
 	rejection func(status int, h http.Header, body []byte) (int, []byte)

@@ -155,7 +155,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		body, err = x.tr.Request(req, e.Model)
 	}
 	if err == nil {
-		body, err = x.dialect.finishBody(req, body)
+		body, err = x.dialect.finishBody(req, e.Endpoint, e.Model, body)
 	}
 	if err != nil {
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)

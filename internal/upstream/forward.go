@@ -38,8 +38,14 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 	case !whole && x.tr != nil:
 		a.Class, a.Err = ClassEndpoint, errTooLongToTranslate
 		return a
+	case !whole && x.dialect.answer != nil:
+		a.Class, a.Err = ClassEndpoint, errTooLongToUnwrap
+		return a
 	case !whole:
 		return c.passOn(ctx, actx, w, resp, rd, body, a, callStart, hooks, x)
+	}
+	if x.dialect.answer != nil {
+		body = x.dialect.answer(body)
 	}
 	f, ok := readAnswer(body)
 	if !ok {
@@ -70,6 +76,10 @@ func (c *Caller) forward(ctx, actx context.Context, w http.ResponseWriter, resp 
 // errTooLongToTranslate fails a translated answer longer than Sluice holds:
 // a translator takes a whole answer.
 var errTooLongToTranslate = errors.New("upstream answer is too long to translate")
+
+// errTooLongToUnwrap fails an answer in a cloud's envelope (Hosting.Answer)
+// longer than Sluice holds: the envelope is taken off a whole answer.
+var errTooLongToUnwrap = errors.New("upstream answer is too long to take out of its envelope")
 
 // readHeld reads an answer of up to maxHeldAnswer bytes into one buffer of
 // its announced size (plus one byte, to see the end without growing).

@@ -36,18 +36,27 @@ type Hosting struct {
 	AuthorizeToken func(h, caller http.Header, token string)
 	// Finish adapts a body that is already in the wire protocol, prepared
 	// for a passthrough or made by a translator, to the cloud's variant of
-	// it (Vertex's Anthropic takes its version in the body and the model
-	// only in the URL; Bedrock's the caller's betas too, from req.Header).
-	Finish func(req *sluice.Request, body []byte) ([]byte, error)
+	// it for model on endpoint ep (Vertex's Anthropic takes its version in
+	// the body and the model only in the URL; Bedrock's the caller's betas
+	// too, from req.Header; Code Assist wraps the body with the model and
+	// the endpoint's project).
+	Finish func(req *sluice.Request, ep *sluice.Endpoint, model string, body []byte) ([]byte, error)
+	// Answer reads a whole 2xx answer in the cloud's envelope as the
+	// protocol's answer (Code Assist's {"response": …}), before usage, a
+	// translator or the caller reads it: a part of body, or body. An answer
+	// too long to hold (maxHeldAnswer) cannot be read so, and fails as one
+	// too long to translate does.
+	Answer func(body []byte) []byte
 	// Sign signs the whole request once it is final (after Authorize and
 	// the credential's headers; its body in memory) with credential cr for
 	// endpoint ep: Bedrock's SigV4. It returns what else of the credential
 	// went on the wire, which answers must not show ("" nothing).
 	Sign func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (shown string, err error)
-	// Unframe reads a streamed answer that is not server-sent events
-	// (Bedrock's AWS event stream) as the protocol's server-sent events,
-	// which the relay reads as it reads any; it checks the answer's
-	// content type (h) in place of text/event-stream.
+	// Unframe reads a streamed answer that is not the protocol's
+	// server-sent events (Bedrock's AWS event stream, Code Assist's events
+	// in its envelope) as the protocol's, which the relay reads as it
+	// reads any; it checks the answer's content type (h) in place of the
+	// relay's check for text/event-stream.
 	Unframe func(h http.Header, body io.Reader) (io.Reader, error)
 	// Rejection rewrites an error answer in the cloud's envelope (status,
 	// headers, body) as the protocol's, before it is classified and passed
@@ -70,7 +79,7 @@ func Hosted(base *Dialect, hosting Hosting) *Dialect {
 	if hosting.AuthorizeToken != nil {
 		d.AuthorizeToken = hosting.AuthorizeToken
 	}
-	d.finish = hosting.Finish
+	d.finish, d.answer = hosting.Finish, hosting.Answer
 	d.sign, d.unframe, d.rejection = hosting.Sign, hosting.Unframe, hosting.Rejection
 	return &d
 }
@@ -105,10 +114,11 @@ func (d *Dialect) target(req *sluice.Request, ep *sluice.Endpoint, model string)
 	return dialectURL(ep.BaseURL, path)
 }
 
-// finishBody applies the host's Finish to a body in the wire protocol.
-func (d *Dialect) finishBody(req *sluice.Request, body []byte) ([]byte, error) {
+// finishBody applies the host's Finish to a body in the wire protocol,
+// for model on endpoint ep.
+func (d *Dialect) finishBody(req *sluice.Request, ep *sluice.Endpoint, model string, body []byte) ([]byte, error) {
 	if d.finish == nil {
 		return body, nil
 	}
-	return d.finish(req, body)
+	return d.finish(req, ep, model, body)
 }

@@ -82,7 +82,7 @@ var vertexAnthropicVersion = []byte(`"vertex-2023-10-16"`)
 
 // vertexAnthropicBody makes a Messages body Vertex's: no "model" (the
 // URL names it; Vertex refuses one in the body) and its anthropic_version.
-func vertexAnthropicBody(_ *sluice.Request, body []byte) ([]byte, error) {
+func vertexAnthropicBody(_ *sluice.Request, _ *sluice.Endpoint, _ string, body []byte) ([]byte, error) {
 	body, err := jsonfield.Delete(body, "model")
 	if err != nil {
 		return nil, err
