@@ -39,10 +39,11 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 func NewFromOpenAI() *FromOpenAI { return new(FromOpenAI) }
 
 // FromOpenAIHints are what FromOpenAI drops (adapter.Hints): seed and the
-// penalties, sampling hints the Responses API has no field for, and an
-// assistant message's reasoning_content (a Responses upstream takes only
-// its own reasoning items back).
-var FromOpenAIHints = adapter.Hints{"seed", "frequency_penalty", "presence_penalty", "messages[].reasoning_content"}
+// penalties, sampling hints the Responses API has no field for, prediction
+// (a latency hint it has none for either), and an assistant message's
+// reasoning_content (a Responses upstream takes only its own reasoning
+// items back).
+var FromOpenAIHints = adapter.Hints{"seed", "frequency_penalty", "presence_penalty", "prediction", "messages[].reasoning_content"}
 
 // Dropped names the caller's hints the last Request left out.
 func (t *FromOpenAI) Dropped() []string { return t.dropped }
@@ -129,8 +130,6 @@ func refuse(in *chatRequest) error {
 		field = "logit_bias"
 	case adapter.Present(in.Audio) || len(in.Modalities) > 1 || len(in.Modalities) == 1 && in.Modalities[0] != "text":
 		field = "audio output"
-	case adapter.Present(in.Prediction):
-		field = "prediction"
 	case adapter.Present(in.WebSearchOptions):
 		field = "web_search_options"
 	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
