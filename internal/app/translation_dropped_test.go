@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/simulator"
 )
 
 // postHeaders is harness.post with the caller's extra headers.
@@ -89,4 +92,31 @@ func TestTranslationNamesWhatItDrops(t *testing.T) {
 			t.Errorf("passthrough = %d %s (dropped %q), want 200 naming nothing", status, got, hdr.Get("X-Sluice-Dropped"))
 		}
 	})
+}
+
+// A strict caller whose request fails over from a passthrough edge to a
+// translated one that would drop its seed is refused there, after that
+// attempt's claim, which is released: three refusals later, on an account
+// that runs two at once, a request that may not wait still gets in.
+func TestStrictTranslationOnFailover(t *testing.T) {
+	h := newProtocolHarness(t, "ep-claude", sluice.ProtocolAnthropic, `  - alias: chat-then-claude
+    deployments:
+      - {model: gpt-4o-mini, endpoints: [ep-b], priority: 0}
+      - {model: claude-sonnet-4-6, endpoints: [ep-claude], priority: 1}
+`)
+	h.simB.SetKey(secretB1, simulator.Behavior{FailStatus: 500})
+	const body = `{"model":"chat-then-claude","seed":7,"messages":[{"role":"user","content":"hi"}]}`
+	for range 3 {
+		status, _, got := postHeaders(t, h, "/v1/chat/completions", body, map[string]string{"X-Sluice-Translation": "strict"})
+		if status != 400 || !strings.Contains(got, "seed cannot be carried to this model's upstream (Anthropic Messages)") {
+			t.Fatalf("strict after failover = %d %s, want 400 naming seed", status, got)
+		}
+	}
+	if n := len(h.simA.Requests()); n != 0 {
+		t.Errorf("the Messages upstream got %d requests from strict callers, want none", n)
+	}
+	status, hdr, got := postHeaders(t, h, "/v1/chat/completions", body, map[string]string{"X-Sluice-Max-Wait": "0"})
+	if status != 200 || hdr.Get("X-Sluice-Dropped") != "seed" {
+		t.Errorf("after the refusals = %d %s (dropped %q), want 200 from the Messages upstream naming seed: were the claims released?", status, got, hdr.Get("X-Sluice-Dropped"))
+	}
 }
