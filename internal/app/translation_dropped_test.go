@@ -120,3 +120,14 @@ func TestStrictTranslationOnFailover(t *testing.T) {
 		t.Errorf("after the refusals = %d %s (dropped %q), want 200 from the Messages upstream naming seed: were the claims released?", status, got, hdr.Get("X-Sluice-Dropped"))
 	}
 }
+
+// A strict Responses caller offering a built-in tool a chat upstream
+// cannot run is refused, naming the tool, rather than have it left out.
+func TestStrictTranslationRefusesDroppedTools(t *testing.T) {
+	h := newResponsesHarness(t)
+	status, _, got := postHeaders(t, h, "/v1/responses", `{"model":"resp-on-chat","input":"hi","tools":[{"type":"web_search"}]}`,
+		map[string]string{"X-Sluice-Translation": "strict"})
+	if status != 400 || !strings.Contains(got, "tools[type=web_search] cannot be carried to this model's upstream (OpenAI chat)") {
+		t.Errorf("strict with web_search = %d %s, want 400 naming the tool", status, got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -82,11 +83,18 @@ func tell(h http.Header, tr adapter.Translator) bool {
 
 // translate returns tr's upstream body for req on edge e. A caller that
 // asked for strict translation (sluice.Request.StrictTranslation) gets,
-// instead of a body without some of its fields, the 400 naming them.
+// instead of a body without some of its fields or tools, the 400 naming
+// them (a tool as tools[type=web_search]).
 func translate(tr adapter.Translator, req *sluice.Request, e *sluice.Edge) ([]byte, error) {
 	body, err := tr.Request(req, e.Model)
 	if err == nil && req.StrictTranslation {
-		err = adapter.Strict(tr.Dropped(), e.Protocol)
+		dropped := tr.Dropped()
+		if t, ok := tr.(droppedTools); ok {
+			for _, tool := range t.DroppedTools() {
+				dropped = append(slices.Clip(dropped), "tools[type="+tool+"]")
+			}
+		}
+		err = adapter.Strict(dropped, e.Protocol)
 	}
 	if err != nil {
 		return nil, err
