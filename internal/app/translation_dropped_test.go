@@ -131,3 +131,21 @@ func TestStrictTranslationRefusesDroppedTools(t *testing.T) {
 		t.Errorf("strict with web_search = %d %s, want 400 naming the tool", status, got)
 	}
 }
+
+// An answer the response cache replays says what its translation dropped,
+// as the answer it keeps did.
+func TestCacheHitNamesWhatWasDropped(t *testing.T) {
+	h := newHarnessWith(t, cacheTemplate("{ttl: 1m}"), "{backend: memory}", simulator.Options{})
+	body := deterministic(messagesCaller, "fast", "hi", false)
+	body = `{"top_k":5,` + body[1:]
+	for _, want := range []string{"miss", "hit"} {
+		resp := h.send(t.Context(), messagesCaller, keyWeb, "fast", false, body, nil)
+		if resp == nil {
+			t.FailNow()
+		}
+		resp.Body.Close()
+		if c, d := resp.Header.Get("X-Sluice-Cache"), resp.Header.Get("X-Sluice-Dropped"); resp.StatusCode != 200 || c != want || d != "top_k" {
+			t.Errorf("%s: %d, X-Sluice-Cache %q, X-Sluice-Dropped %q; want 200, %s, top_k", want, resp.StatusCode, c, d, want)
+		}
+	}
+}

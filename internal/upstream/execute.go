@@ -52,18 +52,19 @@ type Attempt struct {
 // droppedTools is a translator that leaves out of the upstream request
 // tools the upstream model could never call (the Responses API's own, such
 // as web_search, on a chat upstream): DroppedTools names them, and the
-// caller is told in droppedToolsHeader.
+// caller is told in DroppedToolsHeader.
 type droppedTools interface {
 	DroppedTools() []string
 }
 
 const (
-	// droppedHeader names, comma-separated, the caller's fields that the
-	// translation to its answer's upstream left out (Translator.Dropped).
-	droppedHeader = "X-Sluice-Dropped"
-	// droppedToolsHeader names, comma-separated, the tools of the
+	// DroppedHeader names, comma-separated, the caller's fields that the
+	// translation to its answer's upstream left out (Translator.Dropped);
+	// a response cache that keeps the answer says it again.
+	DroppedHeader = "X-Sluice-Dropped"
+	// DroppedToolsHeader names, comma-separated, the tools of the
 	// caller's request that its answer's upstream was not offered.
-	droppedToolsHeader = "X-Sluice-Dropped-Tools"
+	DroppedToolsHeader = "X-Sluice-Dropped-Tools"
 )
 
 // tell sets on h, the caller's answer's header, what tr left out of the
@@ -71,11 +72,11 @@ const (
 func tell(h http.Header, tr adapter.Translator) bool {
 	told := false
 	if d := tr.Dropped(); len(d) > 0 {
-		h[droppedHeader] = []string{strings.Join(d, ", ")}
+		h[DroppedHeader] = []string{strings.Join(d, ", ")}
 		told = true
 	}
 	if t, ok := tr.(droppedTools); ok && len(t.DroppedTools()) > 0 {
-		h[droppedToolsHeader] = []string{strings.Join(t.DroppedTools(), ", ")}
+		h[DroppedToolsHeader] = []string{strings.Join(t.DroppedTools(), ", ")}
 		told = true
 	}
 	return told
@@ -213,8 +214,8 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		a.Dropped = x.tr.Dropped()
 		defer func() {
 			if !a.Committed {
-				w.Header().Del(droppedHeader)
-				w.Header().Del(droppedToolsHeader)
+				w.Header().Del(DroppedHeader)
+				w.Header().Del(DroppedToolsHeader)
 				a.Dropped = nil
 			}
 		}()
