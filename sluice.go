@@ -598,6 +598,10 @@ type Request struct {
 	// capacity (X-Sluice-Max-Wait), within its class's wait; 0 tries once
 	// and never waits. nil: the class's wait.
 	MaxWait *time.Duration
+	// StrictTranslation: the caller asked that a translation to another
+	// protocol drop none of its fields (X-Sluice-Translation: strict); a
+	// request that would lose some is refused, naming them.
+	StrictTranslation bool
 	// PromptCacheKey and PreviousResponseID are a Responses body's
 	// prompt_cache_key and previous_response_id ("" = none), read with the
 	// rule of the other fields Sluice reads so routing and the upstream

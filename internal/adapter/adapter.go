@@ -13,7 +13,8 @@
 // caller protocol (adapter/anthropic/from_openai.go turns an OpenAI chat
 // caller's request into an Anthropic Messages one). Which pairs exist is
 // one explicit table in package app. The package depends only on package
-// sluice.
+// sluice, the OpenAI protocol package (RefuseOneChoice) and jsonfield
+// (Hints).
 package adapter
 
 import (
@@ -32,13 +33,20 @@ type Event struct {
 
 // Translator carries one execution from the caller's protocol to the
 // upstream's and back. A value serves one execution and is not safe for
-// concurrent use. Errors it returns for a request that cannot be expressed
-// on the other side are *sluice.Error with CodeInvalidRequest and a message
-// fit for the caller; nothing is silently dropped.
+// concurrent use. Nothing is silently dropped: what the other side cannot
+// express and would change the answer's shape is refused — Request returns
+// a *sluice.Error with CodeInvalidRequest and a message fit for the caller
+// — and the hints it leaves out (Hints) are named by Dropped, for the
+// caller's answer to say so, or for a strict caller's request to be
+// refused (Strict).
 type Translator interface {
 	// Request returns the upstream body for the caller's request, asking
 	// for the upstream model.
 	Request(req *sluice.Request, model string) ([]byte, error)
+	// Dropped names, after a successful Request, the caller's fields it
+	// left out of the upstream body (its Hints the caller sent), in the
+	// caller's protocol's names; nil when none.
+	Dropped() []string
 	// Response returns the caller's body for a complete (non-streamed)
 	// successful upstream answer.
 	Response(body []byte) ([]byte, error)

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/sluicehq/sluice"
 )
@@ -26,13 +27,17 @@ const Hub = sluice.ProtocolOpenAIChat
 // reaches anyone: each hub event Out emits is fed to In as it is made, and
 // In's events go to the caller.
 //
+// What it drops is what In drops and what Out drops of the caller's
+// fields, named as the caller names them (Dropped).
+//
 // One value per execution; not safe for concurrent use.
 type Chain struct {
 	In, Out Translator
 
-	hub   sluice.Request    // the request Out reads
-	emit  func(Event) error // the caller's, during one Event
-	relay func(Event) error // c.toIn, bound once so that Event allocates no closure
+	hub     sluice.Request    // the request Out reads
+	dropped []string          // In's, then the caller's names of Out's
+	emit    func(Event) error // the caller's, during one Event
+	relay   func(Event) error // c.toIn, bound once so that Event allocates no closure
 }
 
 var _ Translator = (*Chain)(nil)
@@ -61,7 +66,36 @@ func (c *Chain) Request(req *sluice.Request, model string) ([]byte, error) {
 	c.hub.Protocol = Hub
 	c.hub.Body = body
 	c.hub.IncludeUsage = req.Stream
-	return c.Out.Request(&c.hub, model)
+	if body, err = c.Out.Request(&c.hub, model); err != nil {
+		return nil, err
+	}
+	c.dropped = c.In.Dropped()
+	if out := c.Out.Dropped(); out != nil {
+		c.dropped = slices.Clip(c.dropped) // In's list is its own
+		c.dropped = c.callerNames(req.Body, out)
+	}
+	return body, nil
+}
+
+// callerNames returns c.dropped with the caller's names of the hub fields
+// Out dropped (In's Origin) appended, but for those the caller did not
+// send — hub fields In filled on its own — and those already named.
+func (c *Chain) callerNames(caller []byte, out []string) []string {
+	named := c.dropped
+	o, ok := c.In.(origins)
+	for _, hub := range out {
+		name := hub
+		switch {
+		case ok:
+			name = o.Origin(hub)
+		case !Sent(caller, hub):
+			name = ""
+		}
+		if name != "" && !slices.Contains(named, name) {
+			named = append(named, name)
+		}
+	}
+	return named
 }
 
 // Response returns the caller's answer for the upstream's whole answer.
@@ -92,12 +126,15 @@ func (c *Chain) Error(status int, body []byte) []byte {
 	return c.In.Error(status, c.Out.Error(status, body))
 }
 
-// Dropped names the tools of the caller's request that In left out of the
-// upstream request (a Responses caller's built-in tools: see
+// Dropped names the caller's fields either half left out (see Chain).
+func (c *Chain) Dropped() []string { return c.dropped }
+
+// DroppedTools names the tools of the caller's request that In left out
+// of the upstream request (a Responses caller's built-in tools: see
 // openai.FromResponses), for the header that tells the caller.
-func (c *Chain) Dropped() []string {
-	if d, ok := c.In.(interface{ Dropped() []string }); ok {
-		return d.Dropped()
+func (c *Chain) DroppedTools() []string {
+	if d, ok := c.In.(interface{ DroppedTools() []string }); ok {
+		return d.DroppedTools()
 	}
 	return nil
 }

@@ -128,6 +128,8 @@ func (s *hubSpy) Request(req *sluice.Request, _ string) ([]byte, error) {
 	return []byte("{}"), nil
 }
 
+func (s *hubSpy) Dropped() []string { return nil }
+
 // The hub request is a chat caller's streamed request asking for usage,
 // whichever protocol the caller spoke, so that the hub-to-upstream side
 // sends the usage the caller-to-hub side reports.
@@ -184,11 +186,11 @@ func TestChainRefusalsAndDropped(t *testing.T) {
 
 	tr = adapter.NewChain(openai.NewFromResponses(), gemini.NewFromOpenAI())
 	body, err := tr.Request(&sluice.Request{Body: []byte(`{"model":"m","input":"hi","tools":[{"type":"web_search"},{"type":"function","name":"f","parameters":{"type":"object"}}]}`)}, "g")
-	if err != nil || !slices.Equal(tr.Dropped(), []string{"web_search"}) || !strings.Contains(string(body), `"name":"f"`) {
-		t.Errorf("Dropped = %v (%v), body %s; want web_search dropped and f declared", tr.Dropped(), err, body)
+	if err != nil || !slices.Equal(tr.DroppedTools(), []string{"web_search"}) || !strings.Contains(string(body), `"name":"f"`) {
+		t.Errorf("DroppedTools = %v (%v), body %s; want web_search dropped and f declared", tr.DroppedTools(), err, body)
 	}
-	if d := adapter.NewChain(openai.NewFromAnthropic(), gemini.NewFromOpenAI()).Dropped(); d != nil {
-		t.Errorf("Dropped of an Anthropic caller's chain = %v, want none", d)
+	if d := adapter.NewChain(openai.NewFromAnthropic(), gemini.NewFromOpenAI()).DroppedTools(); d != nil {
+		t.Errorf("DroppedTools of an Anthropic caller's chain = %v, want none", d)
 	}
 }
 

@@ -175,11 +175,18 @@ func (s *Server) serveRequest(w *recorder, r *http.Request, p sluice.Protocol, i
 // sluiceHeaders sets what a caller may say in Sluice's own headers: the
 // priority class, the task type, the quota profile (which the pipeline
 // takes only from a key that may assert it), the longest wait for
-// capacity, and the end user (over the body's "user", and checked as it
-// is).
+// capacity, strict translation, and the end user (over the body's "user",
+// and checked as it is).
 func sluiceHeaders(req *sluice.Request, r *http.Request) error {
 	req.Priority, req.Task = r.Header.Get("X-Sluice-Priority"), r.Header.Get("X-Sluice-Task")
 	req.Profile = r.Header.Get("X-Sluice-Profile")
+	switch r.Header.Get("X-Sluice-Translation") {
+	case "":
+	case "strict":
+		req.StrictTranslation = true
+	default:
+		return &sluice.Error{Code: sluice.CodeInvalidRequest, Msg: "X-Sluice-Translation must be strict (or left out, to have hints the upstream's protocol cannot carry dropped and named in X-Sluice-Dropped)"}
+	}
 	if v := r.Header.Get("X-Sluice-Max-Wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

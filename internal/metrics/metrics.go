@@ -36,6 +36,11 @@ type Metrics struct {
 	BillingUnavailable prometheus.Counter
 	// Affinity is session affinity's, and the prompt cache's.
 	Affinity *Affinity
+	// TranslationDropped counts the caller's fields translations left out
+	// of the upstream request, in answers that reached the caller, by
+	// caller protocol, upstream protocol and field (the caller's name of
+	// it, from the translators' fixed lists, so bounded).
+	TranslationDropped *prometheus.CounterVec // caller, upstream, field
 	// Spend is what settled requests were charged (kind price) and what
 	// they cost upstream (kind cost), in micro-units of the catalog's
 	// currency, by billing account and alias: both declared by the
@@ -89,6 +94,9 @@ func New() *Metrics {
 		RequestsInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_requests_invalid_total", Help: "Requests refused by validation before any claim (400 invalid_request), by protocol and reason (empty, shape, role, tool_result, tool_schema, max_tokens, untranslatable, image_input).",
 		}, []string{"protocol", "reason"}),
+		TranslationDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_translation_dropped_total", Help: "Fields of callers' requests that a translation left out of the upstream request (hints the upstream's protocol has no field for), in answers that reached the caller, by caller protocol, upstream protocol and field.",
+		}, []string{"caller", "upstream", "field"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_request_duration_seconds", Help: "Time from request to the end of the answer.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
@@ -156,7 +164,7 @@ func New() *Metrics {
 		}, []string{"class"}),
 	}
 	m.Registry.MustRegister(m.QueueWaits)
-	m.Registry.MustRegister(m.Requests, m.RequestsInvalid, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
+	m.Registry.MustRegister(m.Requests, m.RequestsInvalid, m.TranslationDropped, m.RequestDuration, m.Executions, m.UpstreamTokens, m.Tokens, m.BreakerState,
 		m.CatalogReloads, m.CatalogFailing, m.CatalogVersion, m.JobsEnded, m.JobRun, m.PolicyFallbacks, m.BillingUnavailable, m.Spend, m.RedactionFindings,
 		m.CacheRequests, m.CacheStoredBytes, m.CacheSaved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

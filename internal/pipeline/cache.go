@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/jsonfield"
 	"github.com/sluicehq/sluice/internal/respcache"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // Caches are the response cache's backends (docs/cache.md).
@@ -170,13 +171,19 @@ func (h *Handler) lookup(ctx context.Context, u *cacheUse) *respcache.Entry {
 	return e
 }
 
-// replay answers the caller with e: its content type, then its chunks in
-// order, each flushed as the original caller received them (the last by
+// replay answers the caller with e: its content type and what its
+// translation dropped, then its chunks in order, each flushed as the original caller received them (the last by
 // the end of the answer: a whole answer goes out in one write).
 func replay(w http.ResponseWriter, e *respcache.Entry) {
 	hd := w.Header()
 	hd.Set("Content-Type", e.ContentType)
 	hd.Set(CacheHeader, "hit")
+	if e.Dropped != "" {
+		hd.Set(upstream.DroppedHeader, e.Dropped)
+	}
+	if e.DroppedTools != "" {
+		hd.Set(upstream.DroppedToolsHeader, e.DroppedTools)
+	}
 	if !strings.HasPrefix(e.ContentType, "text/event-stream") {
 		hd.Set("Content-Length", strconv.Itoa(e.Size()))
 	}
@@ -199,7 +206,9 @@ func (h *Handler) keep(ctx context.Context, u *cacheUse, r *passage) {
 	var e *respcache.Entry
 	c := u.capture
 	if r.err == nil && c.status == http.StatusOK && !c.over && r.out.Committed && r.out.Usage.Measured {
-		e = &respcache.Entry{ContentType: c.Header().Get("Content-Type"), Chunks: c.chunks(), Usage: r.out.Usage}
+		hd := c.Header()
+		e = &respcache.Entry{ContentType: hd.Get("Content-Type"), Chunks: c.chunks(), Usage: r.out.Usage,
+			Dropped: hd.Get(upstream.DroppedHeader), DroppedTools: hd.Get(upstream.DroppedToolsHeader)}
 		if n := len(r.out.Executions); n > 0 {
 			e.Model = r.out.Executions[n-1].Model
 		}

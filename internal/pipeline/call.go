@@ -408,7 +408,13 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, req *sluic
 	}
 	actx, span := h.tracer.Attempt(ctx, e)
 	defer func() { span.End(&a.Exec, a.Class.String(), a.Err) }()
-	return h.caller.Execute(actx, w, req, e, start, hooks)
+	a = h.caller.Execute(actx, w, req, e, start, hooks)
+	if a.Dropped != nil && h.metrics != nil {
+		for _, field := range a.Dropped {
+			h.metrics.TranslationDropped.WithLabelValues(string(req.Protocol), string(e.Protocol), field).Inc()
+		}
+	}
+	return a
 }
 
 // failure is an attempt that rules edges out for the rest of the request.

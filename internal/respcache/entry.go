@@ -15,6 +15,10 @@ type Entry struct {
 	Chunks      [][]byte
 	Usage       sluice.Usage // what the original answer used upstream
 	Model       string       // the upstream model that answered, for what a hit saves
+	// Dropped and DroppedTools are what the original answer said its
+	// translation left out (X-Sluice-Dropped, X-Sluice-Dropped-Tools; ""
+	// for nothing), for a replay to say it too.
+	Dropped, DroppedTools string
 }
 
 // Size is the bytes of the answer's body.
@@ -28,14 +32,15 @@ func (e *Entry) Size() int {
 
 // entryVersion leads an encoded entry, so that a later layout can tell
 // one it cannot read (and treat it as a miss).
-const entryVersion = 1
+const entryVersion = 2
 
 // Encode is e in the compact form the Redis backend stores.
 func (e *Entry) Encode() []byte {
-	b := make([]byte, 0, e.Size()+len(e.ContentType)+len(e.Model)+16+binary.MaxVarintLen64*(8+len(e.Chunks)))
+	b := make([]byte, 0, e.Size()+len(e.ContentType)+len(e.Model)+len(e.Dropped)+len(e.DroppedTools)+16+binary.MaxVarintLen64*(10+len(e.Chunks)))
 	b = append(b, entryVersion)
-	b = appendBytes(b, []byte(e.ContentType))
-	b = appendBytes(b, []byte(e.Model))
+	for _, s := range []string{e.ContentType, e.Model, e.Dropped, e.DroppedTools} {
+		b = appendBytes(b, []byte(s))
+	}
 	u := &e.Usage
 	for _, n := range []int64{u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.CacheWriteTokens, u.ReasoningTokens, u.TotalTokens} {
 		b = binary.AppendVarint(b, n)
@@ -64,7 +69,7 @@ func Decode(b []byte) (*Entry, error) {
 		return nil, errCorrupt
 	}
 	d := decoder{b: b[1:]}
-	e := &Entry{ContentType: string(d.bytes()), Model: string(d.bytes())}
+	e := &Entry{ContentType: string(d.bytes()), Model: string(d.bytes()), Dropped: string(d.bytes()), DroppedTools: string(d.bytes())}
 	u := &e.Usage
 	for _, n := range []*int64{&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.CacheWriteTokens, &u.ReasoningTokens, &u.TotalTokens} {
 		*n = d.varint()

@@ -98,13 +98,13 @@ func TestKeyDeterministic(t *testing.T) {
 
 func TestEntryEncodeDecode(t *testing.T) {
 	e := &Entry{ContentType: "text/event-stream", Chunks: [][]byte{[]byte("data: a\n\n"), []byte("data: b\n\ndata: [DONE]\n\n")}, Model: "gpt-4o-mini",
-		Usage: sluice.Usage{PromptTokens: 12, CompletionTokens: 8, CachedTokens: 3, TotalTokens: 20, Measured: true}}
+		Usage: sluice.Usage{PromptTokens: 12, CompletionTokens: 8, CachedTokens: 3, TotalTokens: 20, Measured: true}, Dropped: "top_k, seed", DroppedTools: "web_search"}
 	b := e.Encode()
 	got, err := Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ContentType != e.ContentType || got.Model != e.Model || got.Usage != e.Usage || len(got.Chunks) != 2 ||
+	if got.ContentType != e.ContentType || got.Model != e.Model || got.Usage != e.Usage || got.Dropped != e.Dropped || got.DroppedTools != e.DroppedTools || len(got.Chunks) != 2 ||
 		!bytes.Equal(got.Chunks[0], e.Chunks[0]) || !bytes.Equal(got.Chunks[1], e.Chunks[1]) {
 		t.Errorf("Decode(Encode(e)) = %+v, want %+v", got, e)
 	}

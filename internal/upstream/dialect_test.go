@@ -73,6 +73,7 @@ type failingTranslator struct{ events int }
 func (t *failingTranslator) Request(req *sluice.Request, model string) ([]byte, error) {
 	return PrepareBody(req, model)
 }
+func (t *failingTranslator) Dropped() []string                    { return nil }
 func (t *failingTranslator) Response(body []byte) ([]byte, error) { return body, nil }
 func (t *failingTranslator) Error(_ int, body []byte) []byte      { return body }
 func (t *failingTranslator) Event(ev adapter.Event, emit func(adapter.Event) error) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,19 +43,65 @@ type Attempt struct {
 	// ModelScoped says a rate limit is the upstream's quota of the edge's
 	// model, not of its whole account (see ModelScoped).
 	ModelScoped bool
+	// Dropped names the caller's fields the attempt's translator left
+	// out of the upstream request (adapter.Translator.Dropped), when its
+	// answer reached the caller; nil otherwise, and on a passthrough.
+	Dropped []string
 }
 
 // droppedTools is a translator that leaves out of the upstream request
 // tools the upstream model could never call (the Responses API's own, such
-// as web_search, on a chat upstream): Dropped names them, and the caller is
-// told in droppedToolsHeader.
+// as web_search, on a chat upstream): DroppedTools names them, and the
+// caller is told in DroppedToolsHeader.
 type droppedTools interface {
-	Dropped() []string
+	DroppedTools() []string
 }
 
-// droppedToolsHeader names, comma-separated, the tools of the caller's
-// request that its answer's upstream was not offered.
-const droppedToolsHeader = "X-Sluice-Dropped-Tools"
+const (
+	// DroppedHeader names, comma-separated, the caller's fields that the
+	// translation to its answer's upstream left out (Translator.Dropped);
+	// a response cache that keeps the answer says it again.
+	DroppedHeader = "X-Sluice-Dropped"
+	// DroppedToolsHeader names, comma-separated, the tools of the
+	// caller's request that its answer's upstream was not offered.
+	DroppedToolsHeader = "X-Sluice-Dropped-Tools"
+)
+
+// tell sets on h, the caller's answer's header, what tr left out of the
+// upstream request, and reports whether it set anything.
+func tell(h http.Header, tr adapter.Translator) bool {
+	told := false
+	if d := tr.Dropped(); len(d) > 0 {
+		h[DroppedHeader] = []string{strings.Join(d, ", ")}
+		told = true
+	}
+	if t, ok := tr.(droppedTools); ok && len(t.DroppedTools()) > 0 {
+		h[DroppedToolsHeader] = []string{strings.Join(t.DroppedTools(), ", ")}
+		told = true
+	}
+	return told
+}
+
+// translate returns tr's upstream body for req on edge e. A caller that
+// asked for strict translation (sluice.Request.StrictTranslation) gets,
+// instead of a body without some of its fields or tools, the 400 naming
+// them (a tool as tools[type=web_search]).
+func translate(tr adapter.Translator, req *sluice.Request, e *sluice.Edge) ([]byte, error) {
+	body, err := tr.Request(req, e.Model)
+	if err == nil && req.StrictTranslation {
+		dropped := tr.Dropped()
+		if t, ok := tr.(droppedTools); ok {
+			for _, tool := range t.DroppedTools() {
+				dropped = append(slices.Clip(dropped), "tools[type="+tool+"]")
+			}
+		}
+		err = adapter.Strict(dropped, e.Protocol)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return body, nil
+}
 
 // exchange is how one execution speaks: the upstream side of the edge's
 // protocol, the caller side's stream ending, the translator when the two
@@ -152,7 +199,7 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	case x.made:
 		body = x.translated
 	default:
-		body, err = x.tr.Request(req, e.Model)
+		body, err = translate(x.tr, req, e)
 	}
 	if err == nil {
 		body, err = x.dialect.finishBody(req, e.Endpoint, e.Model, body)
@@ -161,13 +208,16 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		a.Class, a.Err = ClassRequest, fmt.Errorf("prepare body: %w", err)
 		return a
 	}
-	if d, ok := x.tr.(droppedTools); ok && len(d.Dropped()) > 0 {
+	if x.tr != nil && tell(w.Header(), x.tr) {
 		// Set before any path commits the answer; an attempt that does
-		// not commit takes it back, since the next edge may drop nothing.
-		w.Header()[droppedToolsHeader] = []string{strings.Join(d.Dropped(), ", ")}
+		// not commit takes them back, since the next edge may drop
+		// nothing.
+		a.Dropped = x.tr.Dropped()
 		defer func() {
 			if !a.Committed {
-				w.Header().Del(droppedToolsHeader)
+				w.Header().Del(DroppedHeader)
+				w.Header().Del(DroppedToolsHeader)
+				a.Dropped = nil
 			}
 		}()
 	}

@@ -11,7 +11,8 @@ import (
 // Untranslatable returns the 400 of a request that no edge of edges can
 // carry: each speaks another protocol than req's, and the translator to
 // each of those protocols refuses the request (what it asks for cannot be
-// expressed there); the first refusal is returned. Otherwise the error is
+// expressed there, or drops hints of a caller that asked for strict
+// translation); the first refusal is returned. Otherwise the error is
 // nil — one edge that speaks req's protocol ends the check at once, so a
 // passthrough costs nothing — and the translation that showed some edge
 // can carry req is returned (nil for none), for the first attempt on an
@@ -39,7 +40,7 @@ func (c *Caller) Untranslatable(req *sluice.Request, edges []*sluice.Edge) (*Tra
 			return nil, nil // the attempt says so
 		}
 		tr := translator()
-		body, err := tr.Request(req, e.Model)
+		body, err := translate(tr, req, e)
 		if err == nil {
 			return &Translation{protocol: e.Protocol, model: e.Model, tr: tr, body: body}, nil
 		}

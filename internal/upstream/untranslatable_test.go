@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,14 +16,17 @@ import (
 // calls; an attempt would call its other methods, Untranslatable never.
 type requestOnly struct {
 	adapter.Translator
-	err   error
-	calls *int
+	err     error
+	calls   *int
+	dropped []string // what its Request leaves out
 }
 
 func (r requestOnly) Request(*sluice.Request, string) ([]byte, error) {
 	*r.calls++
 	return []byte(`{}`), r.err
 }
+
+func (r requestOnly) Dropped() []string { return r.dropped }
 
 func TestUntranslatable(t *testing.T) {
 	refused := adapter.Untranslatable("n > 1 is not supported")
@@ -97,5 +101,39 @@ func TestUntranslatableKeepsItsTranslation(t *testing.T) {
 	}
 	if _, _, ok := made.take(messages); ok {
 		t.Errorf("second take(messages) = ok, want the translation used once (its translator keeps one attempt's state)")
+	}
+}
+
+// A caller asking for strict translation is refused, naming the fields,
+// by an edge whose translator would drop some; another protocol's
+// translator that drops nothing serves it, and without the header the
+// translation that drops them is kept.
+func TestUntranslatableStrict(t *testing.T) {
+	var toMessages, toGemini int
+	p := *testProtocols
+	p.Translators = map[Pair]func() adapter.Translator{
+		{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolAnthropic}: func() adapter.Translator {
+			return requestOnly{calls: &toMessages, dropped: []string{"seed"}}
+		},
+		{Caller: sluice.ProtocolOpenAIChat, Upstream: sluice.ProtocolGemini}: func() adapter.Translator {
+			return requestOnly{calls: &toGemini}
+		},
+	}
+	c := New(slog.New(slog.NewTextHandler(io.Discard, nil)), &p, func(string) BreakerSettings { return BreakerSettings{Failures: 5, Open: time.Second} }, nil)
+	t.Cleanup(c.Close)
+	messages := &sluice.Edge{Protocol: sluice.ProtocolAnthropic, Model: "m"}
+	gemini := &sluice.Edge{Protocol: sluice.ProtocolGemini, Model: "m"}
+	req := &sluice.Request{Protocol: sluice.ProtocolOpenAIChat, Model: "a", Body: []byte(`{"model":"a","seed":1}`), StrictTranslation: true}
+	made, err := c.Untranslatable(req, []*sluice.Edge{messages})
+	e, ok := errors.AsType[*sluice.Error](err)
+	if made != nil || !ok || e.Code != sluice.CodeInvalidRequest || !strings.HasPrefix(e.Msg, "seed cannot be carried to this model's upstream (Anthropic Messages)") {
+		t.Errorf("strict on a dropping edge: Untranslatable = %v, %v; want invalid_request naming seed and the upstream", made, err)
+	}
+	if made, err = c.Untranslatable(req, []*sluice.Edge{messages, gemini}); err != nil || made == nil || made.protocol != sluice.ProtocolGemini {
+		t.Errorf("strict with a Gemini edge dropping nothing: Untranslatable = %v, %v; want Gemini's translation", made, err)
+	}
+	req.StrictTranslation = false
+	if made, err = c.Untranslatable(req, []*sluice.Edge{messages}); err != nil || made == nil || made.protocol != sluice.ProtocolAnthropic {
+		t.Errorf("without strict: Untranslatable = %v, %v; want the translation that drops seed", made, err)
 	}
 }

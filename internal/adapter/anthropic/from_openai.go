@@ -52,16 +52,12 @@ var thinkingBudgets = map[string]int64{
 // are not a JSON object, images other than data or http(s) URLs, and a
 // max_tokens too small for the thinking budget asked for.
 //
-// Dropped, as docs/translators.md says, because they are hints Anthropic has no
-// field for and the answer's shape does not depend on them: image detail,
-// seed, frequency_penalty, presence_penalty, metadata, store,
-// service_tier, prompt_cache_key (Sluice places cache breakpoints itself,
-// see cacheBreakpoints), prediction, verbosity,
-// web_search_options, and an assistant message's reasoning_content (a
-// thinking block cannot be replayed without its signature).
+// Dropped, and named (Dropped), because they are hints Anthropic has no
+// field for and the answer's shape does not depend on them: FromOpenAIHints.
 type FromOpenAI struct {
 	now          func() time.Time
 	includeUsage bool // the caller asked for a usage chunk at the end of its stream
+	dropped      []string
 
 	// Stream state.
 	id, model  string
@@ -78,6 +74,20 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 // NewFromOpenAI returns a translator for one execution.
 func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 
+// FromOpenAIHints are what FromOpenAI drops (adapter.Hints): OpenAI's sampling
+// and serving hints, prompt_cache_key (Sluice places cache breakpoints
+// itself, see cacheBreakpoints), an image's detail, and an assistant
+// message's reasoning_content (a thinking block cannot be replayed without
+// its signature).
+var FromOpenAIHints = adapter.Hints{
+	"seed", "frequency_penalty", "presence_penalty", "metadata", "store", "service_tier",
+	"prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options",
+	"messages[].content[].image_url.detail", "messages[].reasoning_content",
+}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromOpenAI) Dropped() []string { return t.dropped }
+
 // Request returns the Messages body for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) {
 	var in openai.ChatRequest
@@ -87,6 +97,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 	if err := adapter.RefuseOneChoice(&in, "Anthropic Messages"); err != nil {
 		return nil, err
 	}
+	t.dropped = FromOpenAIHints.Sent(req.Body)
 	out := messages.Request{
 		Model:         model,
 		Stream:        in.Stream,

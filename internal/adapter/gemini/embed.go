@@ -27,19 +27,27 @@ import (
 //
 // Refused (CodeInvalidRequest): token ids as input (Gemini takes text),
 // an empty input or string, and encoding formats other than float and
-// base64. Dropped: user (Gemini has no field for it).
+// base64. Dropped, and named (Dropped): FromOpenAIEmbeddingsHints.
 //
 // One value per execution; not safe for concurrent use.
 type FromOpenAIEmbeddings struct {
-	model  string
-	base64 bool
-	inputs int
+	model   string
+	base64  bool
+	inputs  int
+	dropped []string
 }
 
 var _ adapter.Translator = (*FromOpenAIEmbeddings)(nil)
 
 // NewFromOpenAIEmbeddings returns a translator for one execution.
 func NewFromOpenAIEmbeddings() *FromOpenAIEmbeddings { return &FromOpenAIEmbeddings{} }
+
+// FromOpenAIEmbeddingsHints are what FromOpenAIEmbeddings drops
+// (adapter.Hints): the end user, for whom Gemini has no field.
+var FromOpenAIEmbeddingsHints = adapter.Hints{"user"}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromOpenAIEmbeddings) Dropped() []string { return t.dropped }
 
 // Request returns the batchEmbedContents body for the caller's embeddings
 // request.
@@ -55,6 +63,7 @@ func (t *FromOpenAIEmbeddings) Request(req *sluice.Request, model string) ([]byt
 	default:
 		return nil, adapter.Untranslatable("encoding_format must be float or base64")
 	}
+	t.dropped = FromOpenAIEmbeddingsHints.Sent(req.Body)
 	texts, err := embeddingTexts(in.Input)
 	if err != nil {
 		return nil, err

@@ -75,15 +75,12 @@ var audioTypes = map[string]string{"wav": "audio/wav", "mp3": "audio/mp3"}
 // nor http(s) URLs naming an image type by extension, and response_format
 // types other than text, json_object and json_schema.
 //
-// Dropped, because they are hints Gemini has no field for and the
-// answer's shape does not depend on them: image detail, parallel_tool_calls
-// (Gemini has no switch), a tool's strict, user and safety_identifier,
-// metadata, store, service_tier, prompt_cache_key (Gemini caches on its
-// own), prediction, verbosity, web_search_options, and an assistant
-// message's reasoning_content (Gemini takes no thought text back).
+// Dropped, and named (Dropped), because they are hints Gemini has no
+// field for and the answer's shape does not depend on them: FromOpenAIHints.
 type FromOpenAI struct {
 	now          func() time.Time
 	includeUsage bool // the caller asked for a usage chunk at the end of its stream
+	dropped      []string
 
 	// Stream state.
 	started, done bool
@@ -99,6 +96,20 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 // NewFromOpenAI returns a translator for one execution.
 func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 
+// FromOpenAIHints are what FromOpenAI drops (adapter.Hints): parallel_tool_calls
+// (Gemini has no switch), a tool's strict, the end user, OpenAI's serving
+// hints, prompt_cache_key (Gemini caches on its own), an image's detail,
+// and an assistant message's reasoning_content (Gemini takes no thought
+// text back).
+var FromOpenAIHints = adapter.Hints{
+	"parallel_tool_calls", "tools[].function.strict", "user", "safety_identifier", "metadata", "store",
+	"service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options",
+	"messages[].content[].image_url.detail", "messages[].reasoning_content",
+}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromOpenAI) Dropped() []string { return t.dropped }
+
 // Request returns the generateContent body for the caller's chat request.
 func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	var in openai.ChatRequest
@@ -108,6 +119,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, _ string) ([]byte, error) {
 	if err := adapter.RefuseOneChoice(&in, "Gemini"); err != nil {
 		return nil, err
 	}
+	t.dropped = FromOpenAIHints.Sent(req.Body)
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 	var c dialogue
 	for i := range in.Messages {

@@ -22,14 +22,11 @@ import (
 // other than base64 PDFs, image sources other than base64 and URLs, more
 // than 4 stop sequences.
 //
-// Dropped, as docs/translators.md says: top_k (OpenAI has none), cache_control
-// breakpoints (OpenAI caches on its own), service_tier, container,
-// inference_geo and context_management (Claude Code's server-side context
-// editing: the conversation is sent whole instead), redacted_thinking
-// blocks (opaque to anyone but Anthropic) and thinking signatures
-// (OpenAI-compatible servers take the thinking text back as
-// reasoning_content and need no signature).
+// Dropped, and named (Dropped): FromAnthropicHints.
 type FromAnthropic struct {
+	dropped []string
+	caller  []byte // the caller's body, for Origin
+
 	// Stream state.
 	started   bool
 	id        string
@@ -47,6 +44,36 @@ var _ adapter.Translator = (*FromAnthropic)(nil)
 
 // NewFromAnthropic returns a translator for one execution.
 func NewFromAnthropic() *FromAnthropic { return &FromAnthropic{} }
+
+// FromAnthropicHints are what FromAnthropic drops (adapter.Hints): top_k
+// (OpenAI has none), cache_control breakpoints (OpenAI caches on its own),
+// service_tier, container, inference_geo and context_management (Claude
+// Code's server-side context editing: the conversation is sent whole
+// instead), redacted_thinking blocks (opaque to anyone but Anthropic) and
+// thinking signatures (OpenAI-compatible servers take the thinking text
+// back as reasoning_content and need no signature).
+var FromAnthropicHints = adapter.Hints{
+	"top_k", "system[].cache_control", "messages[].content[].cache_control",
+	"messages[].content[].content[].cache_control", "tools[].cache_control",
+	"service_tier", "container", "inference_geo", "context_management",
+	"messages[].content[type=redacted_thinking]", "messages[].content[].signature",
+}
+
+// anthropicOrigins are the Messages fields the chat fields FromAnthropic
+// fills come from, where the names differ (adapter.Origins).
+var anthropicOrigins = adapter.Origins{
+	"user":                         "metadata.user_id",
+	"parallel_tool_calls":          "tool_choice.disable_parallel_tool_use",
+	"tools[].function.strict":      "tools[].strict",
+	"messages[].reasoning_content": "messages[].content[type=thinking]",
+}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromAnthropic) Dropped() []string { return t.dropped }
+
+// Origin names the caller's field the chat field hub of the last Request
+// came from; "" when the caller sent none.
+func (t *FromAnthropic) Origin(hub string) string { return anthropicOrigins.Sent(t.caller, hub) }
 
 // reasoningEfforts maps an Anthropic thinking budget to OpenAI's
 // reasoning_effort (docs/translators.md, "Request parameters"): the largest effort whose
@@ -69,6 +96,8 @@ func (t *FromAnthropic) Request(req *sluice.Request, model string) ([]byte, erro
 	if len(in.StopSequences) > 4 {
 		return nil, adapter.Untranslatable("at most 4 stop_sequences are supported by this model's upstream (OpenAI chat)")
 	}
+	t.caller = req.Body
+	t.dropped = FromAnthropicHints.Sent(req.Body)
 	out := wire.ChatRequest{
 		Model:       model,
 		Stream:      in.Stream,

@@ -40,12 +40,11 @@ import (
 // Gemini can read), a functionResponse answering no call, and unknown
 // roles and function calling modes.
 //
-// Dropped, as docs/translators.md says: topK (OpenAI has none), safetySettings
-// (OpenAI's moderation is its own), thought signatures (an OpenAI upstream
-// takes the reasoning text back, without one), mediaResolution,
-// serviceTier and labels.
+// Dropped, and named (Dropped): FromGeminiHints.
 type FromGemini struct {
 	includeThoughts bool // the caller asked for the thoughts in the answer
+	dropped         []string
+	caller          []byte // the caller's body in lowerCamelCase names, for Origin
 
 	// Stream state.
 	started, done bool
@@ -62,6 +61,31 @@ var _ adapter.Translator = (*FromGemini)(nil)
 // NewFromGemini returns a translator for one execution.
 func NewFromGemini() *FromGemini { return &FromGemini{} }
 
+// FromGeminiHints are what FromGemini drops (adapter.Hints): topK (OpenAI
+// has none), safetySettings (OpenAI's moderation is its own), thought
+// signatures (an OpenAI upstream takes the reasoning text back, without
+// one), mediaResolution, serviceTier and labels.
+var FromGeminiHints = adapter.Hints{
+	"generationConfig.topK", "safetySettings", "contents[].parts[].thoughtSignature",
+	"generationConfig.mediaResolution", "serviceTier", "labels",
+}
+
+// geminiOrigins are the Gemini fields the chat fields FromGemini fills
+// come from (adapter.Origins).
+var geminiOrigins = adapter.Origins{
+	"seed":                         "generationConfig.seed",
+	"frequency_penalty":            "generationConfig.frequencyPenalty",
+	"presence_penalty":             "generationConfig.presencePenalty",
+	"messages[].reasoning_content": "contents[].parts[].thought",
+}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromGemini) Dropped() []string { return t.dropped }
+
+// Origin names the caller's field the chat field hub of the last Request
+// came from; "" when the caller sent none.
+func (t *FromGemini) Origin(hub string) string { return geminiOrigins.Sent(t.caller, hub) }
+
 // reasoningEffortsByLevel maps Gemini's thinkingLevel to OpenAI's
 // reasoning_effort.
 var reasoningEffortsByLevel = map[string]string{"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
@@ -73,13 +97,15 @@ var openAIFunctionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Request returns the chat body for the caller's generateContent request.
 // The upstream is always asked for the usage of a stream (policy).
 func (t *FromGemini) Request(req *sluice.Request, model string) ([]byte, error) {
-	in, err := gemini.ReadRequest(req.Body)
+	in, camel, err := gemini.ReadRequest(req.Body)
 	if err != nil {
 		return nil, adapter.Untranslatable("request body is not a valid generateContent request: %v", err)
 	}
 	if in.CachedContent != "" {
 		return nil, adapter.Untranslatable("cachedContent is not supported by this model's upstream (OpenAI chat): it names a cache only Gemini has")
 	}
+	t.caller = camel
+	t.dropped = FromGeminiHints.Sent(camel)
 	out := wire.ChatRequest{Model: model, Stream: req.Stream}
 	if req.Stream {
 		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}

@@ -22,13 +22,13 @@ import (
 // Refused (CodeInvalidRequest): parts other than text (an OpenAI
 // embedding model embeds text), a content without text, and a batch whose
 // requests ask for different dimensions (OpenAI takes one per request).
-// Dropped: taskType and title, hints OpenAI's models have no field for
-// (the embedding's shape does not depend on them).
+// Dropped, and named (Dropped): FromGeminiEmbedHints.
 //
 // One value per execution; not safe for concurrent use.
 type FromGeminiEmbed struct {
-	batch  bool
-	inputs int
+	batch   bool
+	inputs  int
+	dropped []string
 }
 
 var _ adapter.Translator = (*FromGeminiEmbed)(nil)
@@ -36,20 +36,31 @@ var _ adapter.Translator = (*FromGeminiEmbed)(nil)
 // NewFromGeminiEmbed returns a translator for one execution.
 func NewFromGeminiEmbed() *FromGeminiEmbed { return &FromGeminiEmbed{} }
 
+// FromGeminiEmbedHints are what FromGeminiEmbed drops (adapter.Hints):
+// taskType and title, of embedContent or of a batch's requests, which
+// OpenAI's models have no field for (the embedding's shape does not
+// depend on them).
+var FromGeminiEmbedHints = adapter.Hints{"taskType", "title", "requests[].taskType", "requests[].title"}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromGeminiEmbed) Dropped() []string { return t.dropped }
+
 // Request returns the embeddings body for the caller's embedContent
 // (req.Batch false) or batchEmbedContents request.
 func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, error) {
 	t.batch = req.Batch
 	var reqs []gemini.EmbedRequest
+	var camel []byte // the body as read, where the hints are looked for
+	var err error
 	if req.Batch {
 		var in gemini.BatchEmbedRequest
-		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
+		if camel, err = gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid batchEmbedContents request: %v", err)
 		}
 		reqs = in.Requests
 	} else {
 		var in gemini.EmbedRequest
-		if err := gemini.ReadEmbed(req.Body, &in); err != nil {
+		if camel, err = gemini.ReadEmbed(req.Body, &in); err != nil {
 			return nil, adapter.Untranslatable("request body is not a valid embedContent request: %v", err)
 		}
 		reqs = []gemini.EmbedRequest{in}
@@ -57,6 +68,7 @@ func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, er
 	if len(reqs) == 0 {
 		return nil, adapter.Untranslatable("requests must not be empty")
 	}
+	t.dropped = FromGeminiEmbedHints.Sent(camel)
 	out := wire.EmbeddingsRequest{Model: model, Dimensions: reqs[0].OutputDimensionality}
 	texts := make([]string, len(reqs))
 	for i := range reqs {
@@ -74,7 +86,6 @@ func (t *FromGeminiEmbed) Request(req *sluice.Request, model string) ([]byte, er
 		texts[i] = text
 	}
 	t.inputs = len(texts)
-	var err error
 	if out.Input, err = json.Marshal(texts); err != nil {
 		return nil, err
 	}

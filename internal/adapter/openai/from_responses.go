@@ -28,27 +28,54 @@ import (
 // logprobs. The functions of a namespace tool become chat functions named
 // <namespace>__<name> (see toolNames). Tools the Responses API runs itself
 // that are only offered are dropped, since a chat model could never call
-// them; Dropped names them so that the caller can be told.
-// Two things are answered differently from the Responses API, and the
-// answer says so: nothing is stored (the response object carries
-// "store": false whatever the caller asked, since the default is true and
-// most callers never set it; a later previous_response_id naming it is
-// refused by this translator), and reasoning items in the input are dropped
-// (see chatMessages). The reasoning text some compatible servers send
+// them; DroppedTools names them so that the caller can be told.
+// Dropped, and named (Dropped): FromResponsesHints.
+// Nothing is stored, which is answered differently from the Responses API,
+// and the answer says so: the response object carries "store": false
+// whatever the caller asked, since the default is true and most callers
+// never set it; a later previous_response_id naming it is refused by this
+// translator. The reasoning text some compatible servers send
 // (reasoning_content, not OpenAI's) comes back as a reasoning item.
 //
 // One value per execution; not safe for concurrent use.
 type FromResponses struct {
-	req     wire.ResponsesRequest // the caller's request, echoed in the response object
-	names   toolNames
-	dropped []string
-	stream  responsesStream
+	req          wire.ResponsesRequest // the caller's request, echoed in the response object
+	caller       []byte                // the caller's body, for Origin
+	names        toolNames
+	dropped      []string
+	droppedTools []string
+	stream       responsesStream
 }
 
 var _ adapter.Translator = (*FromResponses)(nil)
 
 // NewFromResponses returns the translator of one execution.
 func NewFromResponses() *FromResponses { return new(FromResponses) }
+
+// FromResponsesHints are what FromResponses drops (adapter.Hints):
+// max_tool_calls, which caps calls of built-in tools, which are refused or
+// dropped; truncation ("auto" would drop the oldest items of an input too
+// long for the model, where chat answers context_length_exceeded instead —
+// a 400, never a different answer); and reasoning items in the input (see
+// chatMessages). metadata is not sent either, but it is not lost: it is
+// the response object's, which the answer echoes (chat takes it only for
+// stored completions).
+var FromResponsesHints = adapter.Hints{"max_tool_calls", "truncation", "input[type=reasoning]"}
+
+// responsesOrigins are the Responses fields the chat fields FromResponses
+// fills come from, where the names differ (adapter.Origins).
+var responsesOrigins = adapter.Origins{
+	"verbosity":                             "text.verbosity",
+	"tools[].function.strict":               "tools[].strict",
+	"messages[].content[].image_url.detail": "input[].content[].detail",
+}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromResponses) Dropped() []string { return t.dropped }
+
+// Origin names the caller's field the chat field hub of the last Request
+// came from; "" when the caller sent none.
+func (t *FromResponses) Origin(hub string) string { return responsesOrigins.Sent(t.caller, hub) }
 
 // chatRequestExtras are the chat request fields a Responses request sets
 // that ChatRequest does not carry; embedded beside it they are written
@@ -81,6 +108,8 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 	case r.TopLogprobs != nil && *r.TopLogprobs > 0:
 		return nil, adapter.Untranslatable("top_logprobs is not translated to this model's upstream (OpenAI chat)")
 	}
+	t.caller = req.Body
+	t.dropped = FromResponsesHints.Sent(req.Body)
 	for _, inc := range r.Include {
 		// Every other include names output chat cannot produce anyway
 		// (reasoning.encrypted_content, built-in tools' results, which are
@@ -113,7 +142,7 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		// Usage arrives only when asked for; Sluice counts on it.
 		out.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
-	if out.Tools, t.names, t.dropped, err = chatTools(r.Tools); err != nil {
+	if out.Tools, t.names, t.droppedTools, err = chatTools(r.Tools); err != nil {
 		return nil, err
 	}
 	t.stream.names = t.names
@@ -125,8 +154,8 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 		// the Responses API takes them, and they mean nothing there either
 		// — but "required" when every tool was dropped forces one chat
 		// cannot run.
-		if len(t.dropped) > 0 && string(out.ToolChoice) == `"required"` {
-			return nil, adapter.Untranslatable("tool_choice \"required\" forces a call of a tool the Responses API runs itself (%s); this model's upstream (OpenAI chat) has no such tool", strings.Join(t.dropped, ", "))
+		if len(t.droppedTools) > 0 && string(out.ToolChoice) == `"required"` {
+			return nil, adapter.Untranslatable("tool_choice \"required\" forces a call of a tool the Responses API runs itself (%s); this model's upstream (OpenAI chat) has no such tool", strings.Join(t.droppedTools, ", "))
 		}
 		out.ParallelToolCalls = nil
 		out.ToolChoice = nil
@@ -142,12 +171,6 @@ func (t *FromResponses) Request(req *sluice.Request, model string) ([]byte, erro
 			return nil, err
 		}
 	}
-	// Left out on purpose: metadata is the response object's (echoed in
-	// the answer; chat takes it only for stored completions); max_tool_calls
-	// caps calls of built-in tools, which are refused; truncation "auto"
-	// would drop the oldest items of an input too long for the model,
-	// where chat answers context_length_exceeded instead — a 400, never a
-	// different answer.
 	return json.Marshal(out)
 }
 
@@ -437,10 +460,10 @@ func chatTools(tools []wire.ResponsesTool) ([]wire.Tool, toolNames, []string, er
 	return out, names, dropped, nil
 }
 
-// Dropped names, by type, the tools of the caller's request that were left
-// out of the chat request: tools the Responses API runs itself, offered
-// but not forced, which a chat model could never have called.
-func (t *FromResponses) Dropped() []string { return t.dropped }
+// DroppedTools names, by type, the tools of the caller's request that were
+// left out of the chat request: tools the Responses API runs itself,
+// offered but not forced, which a chat model could never have called.
+func (t *FromResponses) DroppedTools() []string { return t.droppedTools }
 
 // chatAllowedTools is chat's allowed_tools tool_choice.
 type chatAllowedTools struct {

@@ -148,7 +148,7 @@ func TestFromResponsesToolSettingsWithoutTools(t *testing.T) {
 
 // Codex's requests: a namespace tool's functions become chat functions
 // named <namespace>__<name>, in the tools and in the calls of the input;
-// web_search, offered but not forced, is dropped, and Dropped says so; the
+// web_search, offered but not forced, is dropped, and DroppedTools says so; the
 // upstream's calls of a flattened function reach the caller as the
 // namespaced function_call items it declared.
 func TestFromResponsesNamespace(t *testing.T) {
@@ -160,8 +160,8 @@ func TestFromResponsesNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		adaptertest.GoldenJSON(t, fromResponsesDir+"namespace.chat.golden.json", got)
-		if d := tr.Dropped(); fmt.Sprint(d) != "[web_search]" {
-			t.Errorf("Dropped = %q, want [web_search]", d)
+		if d := tr.DroppedTools(); fmt.Sprint(d) != "[web_search]" {
+			t.Errorf("DroppedTools = %q, want [web_search]", d)
 		}
 	})
 	t.Run("Stream", func(t *testing.T) {

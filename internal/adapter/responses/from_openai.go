@@ -20,21 +20,33 @@ import (
 // Responses upstream: messages become instructions and input items, and
 // the Responses answer (whole or streamed) becomes a chat completion or
 // its chunks. The upstream is always asked not to store the response: a
-// chat caller can never refer to it. What Responses cannot express (n > 1,
-// stop sequences, penalties, seed, logprobs, audio, custom tools, …) is
-// refused with a 400.
+// chat caller can never refer to it. What Responses cannot express and
+// would change the answer (n > 1, stop sequences, logprobs, audio, custom
+// tools, …) is refused with a 400 (refuse). Dropped, and named (Dropped):
+// FromOpenAIHints.
 //
 // One value per execution; not safe for concurrent use.
 type FromOpenAI struct {
 	includeUsage bool // the caller asked for a usage chunk
 	usage        sluice.Usage
 	stream       chatStream
+	dropped      []string
 }
 
 var _ adapter.Translator = (*FromOpenAI)(nil)
 
 // NewFromOpenAI returns the translator of one execution.
 func NewFromOpenAI() *FromOpenAI { return new(FromOpenAI) }
+
+// FromOpenAIHints are what FromOpenAI drops (adapter.Hints): seed and the
+// penalties, sampling hints the Responses API has no field for, prediction
+// (a latency hint it has none for either), and an assistant message's
+// reasoning_content (a Responses upstream takes only its own reasoning
+// items back).
+var FromOpenAIHints = adapter.Hints{"seed", "frequency_penalty", "presence_penalty", "prediction", "messages[].reasoning_content"}
+
+// Dropped names the caller's hints the last Request left out.
+func (t *FromOpenAI) Dropped() []string { return t.dropped }
 
 // chatRequest is a chat request with the fields Responses shares that
 // openai.ChatRequest does not read, and those only chat has, read so they
@@ -47,9 +59,6 @@ type chatRequest struct {
 	Verbosity            string            `json:"verbosity"`
 	Metadata             map[string]string `json:"metadata"`
 	Store                bool              `json:"store"`
-	FrequencyPenalty     float64           `json:"frequency_penalty"`
-	PresencePenalty      float64           `json:"presence_penalty"`
-	Seed                 json.RawMessage   `json:"seed"`
 	WebSearchOptions     json.RawMessage   `json:"web_search_options"`
 }
 
@@ -62,6 +71,7 @@ func (t *FromOpenAI) Request(req *sluice.Request, model string) ([]byte, error) 
 	if err := refuse(&in); err != nil {
 		return nil, err
 	}
+	t.dropped = FromOpenAIHints.Sent(req.Body)
 	t.includeUsage = req.IncludeUsage
 	f := false
 	out := openai.ResponsesRequest{
@@ -118,16 +128,8 @@ func refuse(in *chatRequest) error {
 		field = "logprobs"
 	case adapter.Present(in.LogitBias):
 		field = "logit_bias"
-	case in.FrequencyPenalty != 0:
-		field = "frequency_penalty"
-	case in.PresencePenalty != 0:
-		field = "presence_penalty"
-	case adapter.Present(in.Seed):
-		field = "seed"
 	case adapter.Present(in.Audio) || len(in.Modalities) > 1 || len(in.Modalities) == 1 && in.Modalities[0] != "text":
 		field = "audio output"
-	case adapter.Present(in.Prediction):
-		field = "prediction"
 	case adapter.Present(in.WebSearchOptions):
 		field = "web_search_options"
 	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
@@ -169,8 +171,7 @@ func input(msgs []openai.ChatMessage) (json.RawMessage, *openai.Input, error) {
 		case "assistant":
 			// A refusal replayed becomes the assistant's text: what the
 			// model said. Reasoning text some compatible servers return
-			// (reasoning_content) is not replayed: a Responses upstream
-			// takes only its own reasoning items back.
+			// (reasoning_content) is not replayed (FromOpenAIHints).
 			text := m.Content.PlainText()
 			if text == "" {
 				text = m.Refusal

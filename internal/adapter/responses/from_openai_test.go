@@ -80,8 +80,6 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"Stop", `{"messages":[],"stop":"END"}`, "stop"},
 		{"Logprobs", `{"messages":[],"logprobs":true}`, "logprobs"},
 		{"LogitBias", `{"messages":[],"logit_bias":{"50256":-100}}`, "logit_bias"},
-		{"FrequencyPenalty", `{"messages":[],"frequency_penalty":0.5}`, "frequency_penalty"},
-		{"Seed", `{"messages":[],"seed":7}`, "seed"},
 		{"Audio", `{"messages":[],"modalities":["text","audio"]}`, "audio"},
 		{"Store", `{"messages":[],"store":true}`, "store"},
 		{"Functions", `{"messages":[],"functions":[{"name":"f"}]}`, "functions"},

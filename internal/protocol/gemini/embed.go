@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
 )
 
@@ -39,14 +38,11 @@ type BatchEmbedResponse struct {
 }
 
 // ReadEmbed decodes a caller's embedContent or batchEmbedContents body
-// into v, its snake_case names read as their lowerCamelCase (see
-// ReadRequest).
-func ReadEmbed(body []byte, v any) error {
-	if bytes.Contains(body, []byte("_")) {
-		var err error
-		if body, err = camelNames(body); err != nil {
-			return err
-		}
+// into v, its snake_case names read as their lowerCamelCase; camel is the
+// body as read (see ReadRequest).
+func ReadEmbed(body []byte, v any) (camel []byte, err error) {
+	if camel, err = camelBody(body); err != nil {
+		return nil, err
 	}
-	return json.Unmarshal(body, v)
+	return camel, json.Unmarshal(camel, v)
 }

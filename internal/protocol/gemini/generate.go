@@ -219,17 +219,25 @@ var opaque = map[string]bool{
 // ReadRequest decodes a caller's request body. Google's JSON reader takes
 // member names in lowerCamelCase or snake_case alike (REST examples write
 // system_instruction and inline_data), so snake_case names are read as
-// their lowerCamelCase, but within the caller's own JSON (opaque).
-func ReadRequest(body []byte) (*Request, error) {
-	var r Request
+// their lowerCamelCase, but within the caller's own JSON (opaque). camel
+// is the body as read, every name in lowerCamelCase (body itself when none
+// is in snake_case): where a translator looks for the caller's fields by
+// their names.
+func ReadRequest(body []byte) (r *Request, camel []byte, err error) {
+	if camel, err = camelBody(body); err != nil {
+		return nil, nil, err
+	}
+	r = new(Request)
+	return r, camel, json.Unmarshal(camel, r)
+}
+
+// camelBody returns body with its member names in lowerCamelCase (see
+// ReadRequest): body itself when it has no snake_case name.
+func camelBody(body []byte) ([]byte, error) {
 	if !bytes.Contains(body, []byte("_")) { // no snake_case name: the common case
-		return &r, json.Unmarshal(body, &r)
+		return body, nil
 	}
-	camel, err := camelNames(body)
-	if err != nil {
-		return nil, err
-	}
-	return &r, json.Unmarshal(camel, &r)
+	return camelNames(body)
 }
 
 // camelNames rewrites the member names of a JSON value in lowerCamelCase,

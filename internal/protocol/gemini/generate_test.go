@@ -7,7 +7,7 @@ import (
 // TestReadRequestSnakeCase checks that snake_case member names are read
 // as Google reads them, but not within the caller's own JSON.
 func TestReadRequestSnakeCase(t *testing.T) {
-	r, err := ReadRequest([]byte(`{"system_instruction":{"parts":[{"text":"s"}]},"contents":[{"role":"model","parts":[{"function_call":{"name":"f","args":{"unit_system":"si"}}}]}],` +
+	r, _, err := ReadRequest([]byte(`{"system_instruction":{"parts":[{"text":"s"}]},"contents":[{"role":"model","parts":[{"function_call":{"name":"f","args":{"unit_system":"si"}}}]}],` +
 		`"tools":[{"function_declarations":[{"name":"f","parameters_json_schema":{"properties":{"unit_system":{}}}}]},{"code_execution":{}}],"generation_config":{"max_output_tokens":5}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,6 @@ type ChatRequest struct {
 	LogitBias    json.RawMessage `json:"logit_bias,omitempty"`
 	Modalities   []string        `json:"modalities,omitempty"`
 	Audio        json.RawMessage `json:"audio,omitempty"`
-	Prediction   json.RawMessage `json:"prediction,omitempty"`
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 }
