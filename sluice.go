@@ -91,6 +91,7 @@ const (
 	CloudAzure   = "azure"
 	CloudVertex  = "vertex"
 	CloudBedrock = "bedrock"
+	CloudChatGPT = "chatgpt"
 )
 
 // CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
@@ -99,6 +100,7 @@ var CloudProtocols = map[string][]Protocol{
 	CloudAzure:   {ProtocolOpenAIChat, ProtocolOpenAIEmbeddings},
 	CloudVertex:  {ProtocolGemini, ProtocolAnthropic},
 	CloudBedrock: {ProtocolAnthropic},
+	CloudChatGPT: {ProtocolOpenAIResponses},
 }
 
 // Speaks reports whether the endpoint serves protocol p.

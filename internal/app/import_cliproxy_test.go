@@ -20,7 +20,8 @@ import (
 // token endpoint at the simulator, gives each login a refresh token the
 // simulator issued (as the provider would have), and calls every alias
 // with a client key of the source: each answers, the logins' aliases with
-// an access token the gateway obtained by refreshing.
+// an access token the gateway obtained by refreshing (the Codex logins'
+// on the simulator's ChatGPT backend, with their account's id).
 func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	dir, fixtures := t.TempDir(), "../importer/testdata/cliproxyapi/"
 	catalogPath := filepath.Join(dir, "catalog.yaml")
@@ -45,7 +46,8 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
-	doc = regexp.MustCompile(`(?m)^(\s*base_url: ).*$`).ReplaceAll(doc, []byte("${1}"+srv.URL))
+	// Every upstream at the simulator; the ChatGPT backend under its path.
+	doc = regexp.MustCompile(`(?m)^(\s*base_url: )\S*?(/backend-api/codex)?$`).ReplaceAll(doc, []byte("${1}"+srv.URL+"${2}"))
 	doc = regexp.MustCompile(`token_url: '[^']*'`).ReplaceAll(doc, []byte("token_url: '"+srv.URL+"/oauth/token'"))
 	env := map[string]string{"SLUICE_SECRET_KEY": "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE="}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -62,14 +64,14 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 			}
 		}
 	}
-	if logins != 4 {
-		t.Fatalf("%d oauth credentials imported, want 4 (alice's two logins, bob's, heidi's Qwen login)", logins)
+	if logins != 6 {
+		t.Fatalf("%d oauth credentials imported, want 6 (alice's two logins, bob's, heidi's Qwen login, dave's and erin's Codex logins)", logins)
 	}
 	gw := startImported(t, doc, env)
 	// The logins serve once their first tokens are in, which the token
 	// manager obtains in the background after the start: these aliases
 	// have no other credential.
-	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus"} {
+	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus", "g5"} {
 		eventually(t, 10*time.Second, "a first token for "+alias, func() bool {
 			status, _, _ := callImported(t.Context(), gw, "sk-cpa-FAKE-ci-8d2e4f6a0b1c", alias, "")
 			return status == http.StatusOK
@@ -95,6 +97,18 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	r := sim.Requests()[before]
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer sim-oat-") || r.Model != "claude-sonnet-4-5-20250929" {
 		t.Errorf("bob/sonnet reached the upstream as %s with Authorization %q, want claude-sonnet-4-5-20250929 with a refreshed access token", r.Model, r.Header.Get("Authorization"))
+	}
+	// A Codex login's alias reached the ChatGPT backend the same way, with
+	// its account's id.
+	before = len(sim.Requests())
+	if status, body, err := callImported(t.Context(), gw, "sk-cpa-FAKE-laptop-3f9a1c7e5b2d", "g5", ""); err != nil || status != http.StatusOK {
+		t.Fatalf("g5: %d %v %s", status, err, body)
+	}
+	r = sim.Requests()[before]
+	if r.Path != "/backend-api/codex/responses" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer sim-oat-") ||
+		r.Header.Get("Chatgpt-Account-Id") != "acct-team-9f8e" || r.Model != "gpt-5" {
+		t.Errorf("g5 reached the upstream at %s as %s with Authorization %q and account %q, want gpt-5 on the ChatGPT backend with a refreshed access token and acct-team-9f8e",
+			r.Path, r.Model, r.Header.Get("Authorization"), r.Header.Get("Chatgpt-Account-Id"))
 	}
 	if got := sim.Refreshes(); got < logins {
 		t.Errorf("the token endpoint traded %d refresh tokens, want one per login (%d)", got, logins)

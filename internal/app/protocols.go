@@ -43,6 +43,9 @@ var hostTable = map[upstream.HostedKey]*upstream.Dialect{
 	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolGemini}:          upstream.VertexGemini,
 	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolAnthropic}:       upstream.VertexAnthropic,
 	{Cloud: sluice.CloudBedrock, Protocol: sluice.ProtocolAnthropic}:      upstream.BedrockAnthropic,
+
+	// The ChatGPT backend hosts Responses for Codex signed in with ChatGPT.
+	{Cloud: sluice.CloudChatGPT, Protocol: sluice.ProtocolOpenAIResponses}: upstream.ChatGPTResponses,
 }
 
 // translatorTable is the pairs of protocols Sluice translates between: a

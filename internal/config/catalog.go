@@ -181,6 +181,8 @@ type Endpoint struct {
 	Vertex *Vertex `yaml:"vertex"`
 	// Bedrock puts the endpoint on AWS Bedrock (aws.go).
 	Bedrock *Bedrock `yaml:"bedrock"`
+	// ChatGPT puts the endpoint on the ChatGPT backend (chatgpt.go).
+	ChatGPT *ChatGPT `yaml:"chatgpt"`
 	// ForwardHeaders are more of the caller's headers the endpoint is
 	// sent, translated or not, beyond those its caller's protocol passes on
 	// to an upstream that speaks it (names; a trailing '*' is a prefix).

@@ -43,6 +43,8 @@ func (e *Endpoint) Host() sluice.Host {
 		return sluice.Host{Cloud: sluice.CloudVertex, Project: e.Vertex.Project, Location: e.Vertex.Location}
 	case e.Bedrock != nil:
 		return sluice.Host{Cloud: sluice.CloudBedrock, Region: e.Bedrock.region(e.BaseURL)}
+	case e.ChatGPT != nil:
+		return sluice.Host{Cloud: sluice.CloudChatGPT}
 	}
 	return sluice.Host{}
 }
@@ -65,6 +67,9 @@ func (v *validator) cloud(at string, e *Endpoint) {
 	}
 	var cloud string
 	switch {
+	case e.ChatGPT != nil && (e.Azure != nil || e.Vertex != nil || e.Bedrock != nil):
+		v.addf(at, "set only one of azure, vertex, bedrock and chatgpt")
+		return
 	case e.Bedrock != nil && (e.Azure != nil || e.Vertex != nil):
 		v.addf(at, "set only one of azure, vertex and bedrock")
 		return
@@ -81,6 +86,8 @@ func (v *validator) cloud(at string, e *Endpoint) {
 		cloud = "vertex"
 		setting(at+".vertex.project", e.Vertex.Project)
 		setting(at+".vertex.location", e.Vertex.Location)
+	case e.ChatGPT != nil:
+		cloud = "chatgpt" // no settings: the block says where the endpoint is
 	default:
 		return
 	}

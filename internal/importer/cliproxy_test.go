@@ -76,10 +76,11 @@ func TestCLIProxyAPICatalogValidates(t *testing.T) {
 			oauth++
 		}
 	}
-	// 4 Claude logins (one disabled) and a Qwen one; 2 Gemini, 1 legacy
-	// Gemini, 2 Claude, 1 Codex (of 2) API keys, and 3 OpenAI-compatible.
-	if len(c.Models) < 10 || oauth != 4 || len(c.Credentials) != 13 || len(c.Keys) != 3 {
-		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 13 (4 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
+	// 4 Claude logins (one disabled), a Qwen one and 2 Codex ones; 2
+	// Gemini, 1 legacy Gemini, 2 Claude, 1 Codex (of 2) API keys, and 3
+	// OpenAI-compatible.
+	if len(c.Models) < 10 || oauth != 6 || len(c.Credentials) != 15 || len(c.Keys) != 3 {
+		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 15 (6 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
 	}
 	if got := string(res.SecretFiles["secrets/key-client-2"]); got != "sk-cpa-FAKE-ci-8d2e4f6a0b1c" {
 		t.Errorf("api-keys[1] keeps secret %q, want the key callers have", got)
@@ -109,9 +110,10 @@ func mapValues(m map[string][]byte) [][]byte {
 	return out
 }
 
-// TestCLIProxyAPIAccountsInferred checks that logins of one email are one
-// account, a login of another email another, and that logins Sluice cannot
-// serve are reported with the logins of their upstream account.
+// TestCLIProxyAPIAccountsInferred checks that Claude logins of one email
+// are one account, a login of another email another, Codex logins of one
+// account_id one account whichever email signed in, and that logins Sluice
+// cannot serve are reported with the logins of their upstream account.
 func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	res := importCLIProxy(t)
 	accounts := map[string]string{}
@@ -125,12 +127,17 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	if bob := accounts["claude-bob-example.com"]; strings.Contains(bob, "alice") || bob == "" {
 		t.Errorf("bob's account: %q, want his login alone", bob)
 	}
+	team := accounts["codex-acct-team-9f8e"]
+	for _, want := range []string{"codex-dave@example.com.json (account_id acct-team-9f8e)", "codex-erin@example.com.json (account_id acct-team-9f8e)"} {
+		if !strings.Contains(team, want) {
+			t.Errorf("the Codex team's account: %q, want it inferred from %s", team, want)
+		}
+	}
 	notes := map[string]string{}
 	for _, l := range res.Report.NotMapped {
 		notes[l.Field] = l.Note
 	}
 	for field, want := range map[string]string{
-		"auth/codex-dave@example.com.json":           "as in codex-erin@example.com.json: one upstream account",
 		"auth/grace@example.com-proj-alpha-123.json": "Its project_id is proj-alpha-123, as in frank@example.com-proj-alpha-123.json",
 		"auth/claude-carol@example.com.json":         "not imported: disabled in CLIProxyAPI",
 		"auth/iflow-ivan@example.com.json":           `auth type "iflow"`,
@@ -138,6 +145,60 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 		if !strings.Contains(notes[field], want) {
 			t.Errorf("%s: %q, want it to say %q", field, notes[field], want)
 		}
+	}
+}
+
+// TestCLIProxyAPICodexLogins checks what a Codex (ChatGPT) login becomes:
+// an oauth credential refreshed at OpenAI's token endpoint with the Codex
+// CLI's public client, naming its account in chatgpt-account-id, on an
+// endpoint on the ChatGPT backend, serving CLIProxyAPI's Codex models
+// under oauth-model-alias.
+func TestCLIProxyAPICodexLogins(t *testing.T) {
+	res := importCLIProxy(t)
+	c, err := config.Decode(res.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoints := map[string]config.Endpoint{}
+	for _, e := range c.Endpoints {
+		endpoints[e.ID] = e
+	}
+	var logins []config.Credential
+	for _, cr := range c.Credentials {
+		if strings.HasPrefix(cr.ID, "codex-") && cr.OAuth.Set() {
+			logins = append(logins, cr)
+		}
+	}
+	if len(logins) != 2 {
+		t.Fatalf("%d Codex logins imported, want dave's and erin's", len(logins))
+	}
+	for _, cr := range logins {
+		ep := endpoints[cr.Endpoints[0]]
+		o := cr.OAuth
+		switch {
+		case cr.Account != "codex-acct-team-9f8e" || cr.Headers["chatgpt-account-id"] != "acct-team-9f8e":
+			t.Errorf("%s: account %q, headers %v; want the team's account, named in chatgpt-account-id", cr.ID, cr.Account, cr.Headers)
+		case o.TokenURL != "https://auth.openai.com/oauth/token" || o.ClientID != "app_EMoamEEZ73f0CkXaXp7hrann" || o.Body != config.OAuthBodyJSON:
+			t.Errorf("%s: oauth %+v, want the Codex CLI's public client at auth.openai.com, JSON body", cr.ID, o)
+		case ep.ChatGPT == nil || ep.BaseURL != "https://chatgpt.com/backend-api/codex" || len(ep.Protocols) != 1 || ep.Protocols[0] != "openai.responses":
+			t.Errorf("%s: endpoint %+v, want openai.responses on the ChatGPT backend", cr.ID, ep)
+		case strings.Join(cr.Models, ",") != "gpt-5,gpt-5-codex":
+			t.Errorf("%s: models %v, want CLIProxyAPI's Codex list", cr.ID, cr.Models)
+		}
+	}
+	if got := string(res.SecretFiles["secrets/codex-dave-example.com-refresh-token"]); got != "rt_FAKE-codex-refresh-dave" {
+		t.Errorf("dave's login: refresh token file holds %q, want the auth file's refresh_token", got)
+	}
+	onBackend := map[string]string{} // alias → the model it deploys on the backend
+	for _, m := range c.Models {
+		for _, d := range m.Deployments {
+			if endpoints[d.Endpoints[0]].ChatGPT != nil {
+				onBackend[m.Alias] = d.Model
+			}
+		}
+	}
+	if len(onBackend) != 2 || onBackend["g5"] != "gpt-5" || onBackend["gpt-5-codex"] != "gpt-5-codex" {
+		t.Errorf("aliases on the backend %v: want g5 (oauth-model-alias of gpt-5) and gpt-5-codex", onBackend)
 	}
 }
 
@@ -149,7 +210,7 @@ func TestCLIProxyAPIReportsEveryField(t *testing.T) {
 	}
 	for _, field := range []string{
 		"tls", "remote-management", "logging-to-file", "logs-max-total-size-mb", "usage-statistics-enabled", "max-retry-interval",
-		"disable-cooling", "ws-auth", "payload", "quota-exceeded.switch-preview-model", "oauth-model-alias.codex",
+		"disable-cooling", "ws-auth", "payload", "quota-exceeded.switch-preview-model",
 		"gemini-api-key[0].models[1].display-name", "gemini-api-key[1].weight", "claude-api-key[1].proxy-url", "claude-api-key[1].headers",
 		"claude-api-key[1].cloak", "codex-api-key[1]", "openai-compatibility[0].api-key-entries[1].proxy-url", "openai-compatibility[2]",
 		"auth/claude-alice@example.com.json.access_token", "auth/claude-alice@example.com.json.expired",

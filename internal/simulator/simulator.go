@@ -174,6 +174,10 @@ type Behavior struct {
 	// (x-amzn-ErrorType: ServiceQuotaExceededException,
 	// ModelNotReadyException, …); "" the status's usual one.
 	AWSError string
+	// ChatGPTAccount is the ChatGPT account of the key (an access token
+	// of NewRefreshToken has its grant's): the ChatGPT backend's paths
+	// refuse another in chatgpt-account-id. "" takes any.
+	ChatGPTAccount string
 }
 
 // AccountLimits are shared by all keys of one account.
@@ -358,6 +362,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case b.Invalid || (s.strict && !listed) || s.accessRefused(key, r, ep):
 		c.invalidKey(key)
 		return
+	case c.codex() && c.chatgptAccountRefused():
+		return // answered
 	case ep.bedrock() && !c.bedrockSigned(key, body):
 		return // answered
 	}

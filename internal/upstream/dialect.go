@@ -74,6 +74,7 @@ type Dialect struct {
 	sign      func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (string, error)
 	unframe   func(h http.Header, body io.Reader) (io.Reader, error)
 	rejection func(status int, h http.Header, body []byte) (int, []byte)
+	gather    func(events io.Reader) ([]byte, error)
 }
 
 // Ending is the caller side of a stream that cannot complete: the whole

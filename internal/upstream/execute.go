@@ -220,6 +220,9 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 		}
 		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks, x)
 	}
+	if x.dialect.gather != nil && !req.Compact { // a compaction answers JSON
+		return c.gathered(ctx, actx, w, resp, rd, a, callStart, hooks, x)
+	}
 	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks, x)
 }
 
