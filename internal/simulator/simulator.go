@@ -15,7 +15,8 @@
 // thinking is enabled, and cache read and write tokens when cache_control
 // appears anywhere in the request. OpenAI Responses (POST /v1/responses,
 // /v1/responses/compact, GET and DELETE /v1/responses/{id}, POST
-// /v1/responses/{id}/cancel, and the same under /backend-api/codex) stores
+// /v1/responses/{id}/cancel, and the same under /backend-api/codex, with
+// the ChatGPT backend's rules there: chatgpt.go) stores
 // responses per key: previous_response_id and the follow-ups answer 404 to
 // any other key. A background response runs like a job
 // (Behavior.JobDuration) and only it can be cancelled. Both protocols answer

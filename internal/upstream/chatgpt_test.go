@@ -187,7 +187,7 @@ func TestChatGPTWholeAnswerFromStream(t *testing.T) {
 		body := `{"model":"m","input":"hi","max_output_tokens":50,"stream":` + strconv.FormatBool(stream) + `}`
 		w := httptest.NewRecorder()
 		a := c.Execute(t.Context(), w, &sluice.Request{ID: "r", Protocol: sluice.ProtocolOpenAIResponses, Model: "m", Stream: stream, Body: []byte(body)}, edge, time.Now(), Hooks{})
-		if a.Err != nil || w.Code != 200 || !a.Exec.Usage.Measured || a.Exec.Usage.Output == 0 {
+		if a.Err != nil || w.Code != 200 || !a.Exec.Usage.Measured || a.Exec.Usage.CompletionTokens == 0 {
 			t.Fatalf("stream %v: %v, %d %s, usage %+v", stream, a.Err, w.Code, w.Body, a.Exec.Usage)
 		}
 		got := sim.Requests()[len(sim.Requests())-1]
