@@ -209,6 +209,10 @@ func chatgptRejection(status int, h http.Header, body []byte) (int, []byte) {
 // their bytes maxHeldAnswer: a longer answer is not held whole anywhere.
 const maxGatheredItems = 1024
 
+// maxTrailingEvents bounds what gatherResponse reads after a stream's
+// last event.
+const maxTrailingEvents = 8
+
 // errGatheredTooLong fails a stream whose items exceed what is held.
 var errGatheredTooLong = errors.New("upstream stream's output is too long to answer whole")
 
@@ -265,7 +269,18 @@ func gatherResponse(events io.Reader) ([]byte, error) {
 			items[i] = bytes.Clone(item) // the reader reuses its buffer
 			held += len(item)
 		case `"response.completed"`, `"response.incomplete"`:
-			return withOutput(response, items)
+			answer, err := withOutput(response, items)
+			// The call is over when the stream is, as an answer's is at
+			// its end: what follows its last event (the stream's end, or
+			// a few stray events) is read before the answer goes on, so
+			// the upstream counts the request done before its account's
+			// slot is given back, and the connection can be reused.
+			for range maxTrailingEvents {
+				if _, err := rd.Next(); err != nil {
+					break
+				}
+			}
+			return answer, err
 		case `"response.failed"`:
 			jsonfield.Members(response, func(key, value []byte) error {
 				if string(key) == "error" {
