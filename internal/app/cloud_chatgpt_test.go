@@ -44,11 +44,11 @@ keys:
 `
 
 // TestChatGPTBackendThroughSluice serves an OpenAI chat caller (the SDK,
-// whole and streamed) and a Responses caller (whole and streamed) on a
-// ChatGPT-backend endpoint: each request reaches the backend as a stream
-// with the login's refreshed access token and its account, a whole
-// answer is gathered from that stream, and every request's usage is the
-// backend's.
+// whole and streamed), a Responses caller (whole and streamed), an
+// Anthropic and a Gemini caller and Codex on a ChatGPT-backend endpoint:
+// each request reaches the backend as a stream with the login's refreshed
+// access token and its account, a whole answer is gathered from that
+// stream, and every request's usage is the backend's.
 func TestChatGPTBackendThroughSluice(t *testing.T) {
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
@@ -145,20 +145,37 @@ func TestChatGPTBackendThroughSluice(t *testing.T) {
 		t.Fatalf("a streamed Responses answer: %d %s %s", status, header.Get("Content-Type"), body)
 	}
 	lastSent("a streamed Responses answer")
-	if got := len(sim.Requests()) - before; got != 4 {
-		t.Errorf("the backend got %d requests for 4 calls", got)
+
+	// Claude Code and Gemini CLI on a Codex model, through the chained
+	// translators; Codex itself reaches the backend with its headers.
+	for _, c := range []*callerSide{messagesCaller, geminiCaller} {
+		if status, body := h.ask(ctx, c, keyWeb, "codex", "hello there", nil); status != http.StatusOK || !strings.Contains(body, c.answered) {
+			t.Errorf("a %s caller: %d %s", c.protocol, status, body)
+		}
+		lastSent("a " + string(c.protocol) + " caller")
+	}
+	codex := map[string]string{"Originator": "codex_exec", "Session_id": "s-1", "Chatgpt-Account-Id": "acct-caller"}
+	if status, body := h.ask(ctx, responsesCaller, keyWeb, "codex", "hello there", codex); status != http.StatusOK {
+		t.Errorf("Codex: %d %s", status, body)
+	}
+	reqs := sim.Requests()
+	if r := reqs[len(reqs)-1]; r.Header.Get("Originator") != "codex_exec" || r.Header.Get("Session_id") != "s-1" || r.Header.Get("Chatgpt-Account-Id") != "acct-1" {
+		t.Errorf("Codex reached the backend with %v, want its originator and session, and the credential's account", r.Header)
+	}
+	if got := len(reqs) - before; got != 7 {
+		t.Errorf("the backend got %d requests for 7 calls", got)
 	}
 
-	// The first answered request (once the token was in) and the four.
+	// The first answered request (once the token was in) and the seven.
 	var answered []usageRecord
-	eventually(t, 5*time.Second, "the usage of the five answered requests", func() bool {
+	eventually(t, 5*time.Second, "the usage of the eight answered requests", func() bool {
 		answered = answered[:0]
 		for _, rec := range h.usage(t, 1) {
 			if rec.Status == http.StatusOK {
 				answered = append(answered, rec)
 			}
 		}
-		return len(answered) >= 5
+		return len(answered) >= 8
 	})
 	for _, rec := range answered {
 		if u := rec.Usage; !u.Measured || u.PromptTokens == 0 || u.CompletionTokens == 0 {

@@ -22,7 +22,10 @@ import (
 // https://chatgpt.com/backend-api/codex): POST {base}/responses (and
 // /responses/compact), the account's access token as a bearer token, its
 // ChatGPT account in chatgpt-account-id (the credential's headers carry
-// it), and Codex's client name in originator. The backend takes a
+// it), and Codex's client name in originator. Unlike a cloud's, the
+// backend is the one Codex itself calls: a passthrough caller's headers go
+// on as they do to OpenAI's own API (Pass: Codex's originator, session
+// ids, x-codex-* headers and user agent). The backend takes a
 // narrower body than the API (chatgptBody) and answers only streams: a
 // caller that asked for a whole answer is sent a stream, read to its end
 // (gatherResponse), and answered the response the stream completes with,
@@ -30,9 +33,13 @@ import (
 // {"detail": "…"} for a body it refuses, which chatgptRejection rewrites
 // as OpenAI's; a usage limit's 429 says in its body when the limit resets,
 // which becomes the Retry-After the account cools for.
-var ChatGPTResponses = Hosted(OpenAIResponses, Hosting{
-	URL: chatgptURL, Authorize: chatgptAuth, Finish: chatgptBody, Rejection: chatgptRejection, Gather: gatherResponse,
-})
+var ChatGPTResponses = func() *Dialect {
+	d := Hosted(OpenAIResponses, Hosting{
+		URL: chatgptURL, Authorize: chatgptAuth, Finish: chatgptBody, Rejection: chatgptRejection, Gather: gatherResponse,
+	})
+	d.Pass = OpenAIResponses.Pass
+	return d
+}()
 
 // chatgptURL is where req goes on the backend: "" for a token count
 // (Sluice estimates it), as the Responses API has none.
@@ -47,31 +54,25 @@ func chatgptURL(req *sluice.Request, ep *sluice.Endpoint, _ string) string {
 	return base + "/responses"
 }
 
-// Header values of every request to the backend, shared as the upstream
-// request's are (see jsonContentType): Codex names itself codex_cli_rs
-// and asks for the Responses beta.
+// Header values of every request to the backend that no caller's header
+// gave, shared as the upstream request's are (see jsonContentType): Codex
+// names itself codex_cli_rs and asks for the Responses beta.
 var (
 	codexOriginator       = []string{"codex_cli_rs"}
 	responsesExperimental = []string{"responses=experimental"}
 )
 
-// chatgptPassed are the caller's headers a request to the backend carries
-// when the caller sent them: those Codex sends about itself (its client
-// name, which replaces Sluice's default) and its session, by which the
-// backend keeps the conversation's prompt cache.
-var chatgptPassed = [...]string{"Originator", "Session_id", "Conversation_id"}
-
 // chatgptAuth presents an access token (or a static secret holding one)
-// as the backend takes it. The account's id follows from the credential's
-// headers; a credential's own originator there replaces both defaults.
-func chatgptAuth(h, caller http.Header, token string) {
+// as the backend takes it, with Codex's originator and beta unless the
+// caller's came with the request (passOn). The account's id follows from
+// the credential's headers, which may set another originator too.
+func chatgptAuth(h, _ http.Header, token string) {
 	h["Authorization"] = []string{"Bearer " + token}
-	h["Openai-Beta"] = responsesExperimental
-	h["Originator"] = codexOriginator
-	for _, k := range chatgptPassed {
-		if v := caller[k]; len(v) > 0 {
-			h[k] = v
-		}
+	if h["Originator"] == nil {
+		h["Originator"] = codexOriginator
+	}
+	if h["Openai-Beta"] == nil {
+		h["Openai-Beta"] = responsesExperimental
 	}
 }
 

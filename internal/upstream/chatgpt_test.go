@@ -34,15 +34,19 @@ func TestChatGPTURLAndPresentation(t *testing.T) {
 
 	cr := &sluice.Credential{Headers: http.Header{"Chatgpt-Account-Id": {"acct-1"}}}
 	h := http.Header{}
-	ChatGPTResponses.presentToken(h, http.Header{"Openai-Organization": {"org-x"}}, cr, "tok")
+	ChatGPTResponses.presentToken(h, nil, cr, "tok")
 	if h.Get("Authorization") != "Bearer tok" || h.Get("Chatgpt-Account-Id") != "acct-1" || h.Get("Originator") != "codex_cli_rs" ||
-		h.Get("Openai-Beta") != "responses=experimental" || h.Get("Openai-Organization") != "" {
+		h.Get("Openai-Beta") != "responses=experimental" {
 		t.Errorf("a translated caller's request: %v", h)
 	}
+	// Codex's own headers, passed on (passOn) before the credential is
+	// presented, stay; its account does not.
+	caller := http.Header{"Originator": {"codex_vscode"}, "Session_id": {"s-1"}, "Chatgpt-Account-Id": {"acct-caller"}, "User-Agent": {"codex_vscode/0.1"}}
 	h = http.Header{}
-	ChatGPTResponses.presentToken(h, http.Header{"Originator": {"codex_vscode"}, "Session_id": {"s-1"}}, cr, "tok")
-	if h.Get("Originator") != "codex_vscode" || h.Get("Session_id") != "s-1" {
-		t.Errorf("Codex's own headers are not passed on: %v", h)
+	passOn(h, caller, ChatGPTResponses.Pass, &sluice.HeaderRules{})
+	ChatGPTResponses.presentToken(h, caller, cr, "tok")
+	if h.Get("Originator") != "codex_vscode" || h.Get("Session_id") != "s-1" || h.Get("User-Agent") != "codex_vscode/0.1" || h.Get("Chatgpt-Account-Id") != "acct-1" {
+		t.Errorf("a passthrough caller's request: %v", h)
 	}
 }
 

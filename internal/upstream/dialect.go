@@ -59,7 +59,8 @@ type Dialect struct {
 	// dialect's protocol too (none when its request is translated), as
 	// the protocol's package lists them (PassHeaders); an endpoint's
 	// sluice.HeaderRules change them (see passOn). A cloud's dialect
-	// (Hosted) has none: the cloud is not the provider's API.
+	// (Hosted) has none: the cloud is not the provider's API (but the
+	// ChatGPT backend, which Codex itself calls, keeps OpenAI's).
 	Pass sluice.HeaderSet
 	// Stores says that the upstream stores the responses it answers, for
 	// follow-ups that name their id (Responses' previous_response_id): a
