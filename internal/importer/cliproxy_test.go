@@ -76,11 +76,11 @@ func TestCLIProxyAPICatalogValidates(t *testing.T) {
 			oauth++
 		}
 	}
-	// 4 Claude logins (one disabled), a Qwen one and 2 Codex ones; 2
+	// 4 Claude logins (one disabled), a Qwen one and 3 Codex ones; 2
 	// Gemini, 1 legacy Gemini, 2 Claude, 1 Codex (of 2) API keys, and 3
 	// OpenAI-compatible.
-	if len(c.Models) < 10 || oauth != 6 || len(c.Credentials) != 15 || len(c.Keys) != 3 {
-		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 15 (6 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
+	if len(c.Models) < 10 || oauth != 7 || len(c.Credentials) != 16 || len(c.Keys) != 3 {
+		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 16 (7 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
 	}
 	if got := string(res.SecretFiles["secrets/key-client-2"]); got != "sk-cpa-FAKE-ci-8d2e4f6a0b1c" {
 		t.Errorf("api-keys[1] keeps secret %q, want the key callers have", got)
@@ -150,9 +150,10 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 
 // TestCLIProxyAPICodexLogins checks what a Codex (ChatGPT) login becomes:
 // an oauth credential refreshed at OpenAI's token endpoint with the Codex
-// CLI's public client, naming its account in chatgpt-account-id, on an
-// endpoint on the ChatGPT backend, serving CLIProxyAPI's Codex models
-// under oauth-model-alias.
+// CLI's public client, naming its account in chatgpt-account-id (olga's
+// file has none: her id token's claim names it), on an endpoint on the
+// ChatGPT backend, serving CLIProxyAPI's Codex models under
+// oauth-model-alias.
 func TestCLIProxyAPICodexLogins(t *testing.T) {
 	res := importCLIProxy(t)
 	c, err := config.Decode(res.Catalog)
@@ -169,15 +170,19 @@ func TestCLIProxyAPICodexLogins(t *testing.T) {
 			logins = append(logins, cr)
 		}
 	}
-	if len(logins) != 2 {
-		t.Fatalf("%d Codex logins imported, want dave's and erin's", len(logins))
+	if len(logins) != 3 {
+		t.Fatalf("%d Codex logins imported, want dave's, erin's and olga's", len(logins))
 	}
 	for _, cr := range logins {
 		ep := endpoints[cr.Endpoints[0]]
 		o := cr.OAuth
+		account := "acct-team-9f8e"
+		if cr.ID == "codex-olga-example.com" {
+			account = "acct-olga-5c2d"
+		}
 		switch {
-		case cr.Account != "codex-acct-team-9f8e" || cr.Headers["chatgpt-account-id"] != "acct-team-9f8e":
-			t.Errorf("%s: account %q, headers %v; want the team's account, named in chatgpt-account-id", cr.ID, cr.Account, cr.Headers)
+		case cr.Account != "codex-"+account || cr.Headers["chatgpt-account-id"] != account:
+			t.Errorf("%s: account %q, headers %v; want %s's account, named in chatgpt-account-id", cr.ID, cr.Account, cr.Headers, account)
 		case o.TokenURL != "https://auth.openai.com/oauth/token" || o.ClientID != "app_EMoamEEZ73f0CkXaXp7hrann" || o.Body != config.OAuthBodyJSON:
 			t.Errorf("%s: oauth %+v, want the Codex CLI's public client at auth.openai.com, JSON body", cr.ID, o)
 		case ep.ChatGPT == nil || ep.BaseURL != "https://chatgpt.com/backend-api/codex" || len(ep.Protocols) != 1 || ep.Protocols[0] != "openai.responses":
@@ -200,6 +205,22 @@ func TestCLIProxyAPICodexLogins(t *testing.T) {
 	if len(onBackend) != 2 || onBackend["g5"] != "gpt-5" || onBackend["gpt-5-codex"] != "gpt-5-codex" {
 		t.Errorf("aliases on the backend %v: want g5 (oauth-model-alias of gpt-5) and gpt-5-codex", onBackend)
 	}
+}
+
+// A Codex login that names no ChatGPT account, in its account_id or its
+// id token, cannot be served: the backend routes by the account.
+func TestCLIProxyAPICodexLoginWithoutAccount(t *testing.T) {
+	login := []byte(`{"type": "codex", "email": "p@example.com", "account_id": "", "id_token": "not.a.jwt", "refresh_token": "rt"}`)
+	res, err := importer.CLIProxyAPI([]byte("claude-api-key: [{api-key: k}]"), map[string][]byte{"codex-p.json": login}, "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range res.Report.NotMapped {
+		if l.Field == "auth/codex-p.json" && strings.Contains(l.Note, "name no ChatGPT account") {
+			return
+		}
+	}
+	t.Errorf("the login is not reported as unservable: %v", res.Report.NotMapped)
 }
 
 func TestCLIProxyAPIReportsEveryField(t *testing.T) {
