@@ -197,8 +197,9 @@ func TestChatGPTWholeAnswerFromStream(t *testing.T) {
 		got := sim.Requests()[len(sim.Requests())-1]
 		var sent map[string]any
 		json.Unmarshal(got.Body, &sent)
-		if got.Path != "/backend-api/codex/responses" || sent["stream"] != true || sent["store"] != false || sent["max_output_tokens"] != nil {
-			t.Errorf("stream %v: the backend got %s %s", stream, got.Path, got.Body)
+		if got.Path != "/backend-api/codex/responses" || got.Header.Get("Accept") != "text/event-stream" ||
+			sent["stream"] != true || sent["store"] != false || sent["max_output_tokens"] != nil {
+			t.Errorf("stream %v: the backend got %s %s, Accept %q", stream, got.Path, got.Body, got.Header.Get("Accept"))
 		}
 		if stream {
 			if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") || !strings.Contains(w.Body.String(), "response.completed") {
