@@ -23,11 +23,11 @@ import (
 // /responses/compact), the account's access token as a bearer token, its
 // ChatGPT account in chatgpt-account-id (the credential's headers carry
 // it), and Codex's client name in originator. Unlike a cloud's, the
-// backend is the one Codex itself calls: a passthrough caller's headers go
-// on as they do to OpenAI's own API (Pass: Codex's originator, session
-// ids, x-codex-* headers and user agent). The backend takes a
-// narrower body than the API (chatgptBody) and answers only streams: a
-// caller that asked for a whole answer is sent a stream, read to its end
+// backend is the one Codex itself calls: a passthrough caller's headers
+// go on as they do to OpenAI's own API (Pass: Codex's originator, session
+// ids, x-codex-* headers and user agent). The backend takes a narrower
+// body than the API (chatgptBody) and answers only streams: a caller that
+// asked for a whole answer is sent a stream, read to its end
 // (gatherResponse), and answered the response the stream completes with,
 // whose usage is the answer's. Errors are OpenAI's envelope, or FastAPI's
 // {"detail": "…"} for a body it refuses, which chatgptRejection rewrites
