@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -219,4 +220,53 @@ func TestChatGPTWholeAnswerFromStream(t *testing.T) {
 			t.Errorf("a whole-answer caller got %s %s (%v)", w.Header().Get("Content-Type"), w.Body, err)
 		}
 	}
+}
+
+// FuzzChatGPTBody checks that any JSON object becomes a JSON object the
+// backend takes: streamed and not stored (but for a compaction), with
+// instructions, and without the members it refuses.
+func FuzzChatGPTBody(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":"hi","max_output_tokens":5,"instructions":null}`), false)
+	f.Add([]byte(`{"input":[{"role":"system","content":"s"}, "system", 1, {"role":"user"}],"stream":false}`), true)
+	f.Add([]byte(`{}`), false)
+	f.Fuzz(func(t *testing.T, body []byte, compact bool) {
+		if !json.Valid(body) || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+			return // the ingress and the translators make only JSON objects
+		}
+		out, err := chatgptBody(&sluice.Request{Compact: compact}, body)
+		if err != nil {
+			t.Fatalf("chatgptBody(%s) = %v", body, err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("chatgptBody(%s) = %s, not a JSON object: %v", body, out, err)
+		}
+		if _, ok := m["instructions"]; !ok || string(m["instructions"]) == "null" {
+			t.Errorf("chatgptBody(%s) = %s: no instructions", body, out)
+		}
+		if !compact && (string(m["stream"]) != "true" || string(m["store"]) != "false") {
+			t.Errorf("chatgptBody(%s) = %s: not a stream that is not stored", body, out)
+		}
+		if bytes.IndexByte(body, '\\') < 0 { // a member spelled with escapes is passed on as it is
+			for name := range chatgptDropped {
+				if _, ok := m[name]; ok {
+					t.Errorf("chatgptBody(%s) = %s: %s was not left out", body, out, name)
+				}
+			}
+		}
+	})
+}
+
+// FuzzGatherResponse checks that any stream either gathers into a JSON
+// object or fails, and never panics.
+func FuzzGatherResponse(f *testing.F) {
+	f.Add([]byte("data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"message\"}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[]}}\n\n"))
+	f.Add([]byte("data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"x\"}}}\n\n"))
+	f.Add([]byte("data: {\"type\":\"response.output_item.done\",\"output_index\":99999,\"item\":{}}\n\n"))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		answer, err := gatherResponse(bytes.NewReader(stream))
+		if err == nil && !json.Valid(answer) {
+			t.Fatalf("gatherResponse(%q) = %s, not JSON", stream, answer)
+		}
+	})
 }
