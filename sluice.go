@@ -96,6 +96,9 @@ const (
 	// CloudCodeAssist is Google's Code Assist API, which serves Gemini to
 	// Gemini CLI's Google sign-in.
 	CloudCodeAssist = "code_assist"
+	// CloudChatGPT is the ChatGPT backend, which serves Responses to Codex
+	// signed in with ChatGPT.
+	CloudChatGPT = "chatgpt"
 )
 
 // CloudProtocols are the wire protocols each cloud hosts: an endpoint on a
@@ -106,6 +109,7 @@ var CloudProtocols = map[string][]Protocol{
 	CloudBedrock: {ProtocolAnthropic},
 
 	CloudCodeAssist: {ProtocolGemini},
+	CloudChatGPT:    {ProtocolOpenAIResponses},
 }
 
 // Speaks reports whether the endpoint serves protocol p.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,9 @@ import (
 // token endpoint at the simulator, gives each login a refresh token the
 // simulator issued (as the provider would have), and calls every alias
 // with a client key of the source: each answers, the logins' aliases with
-// an access token the gateway obtained by refreshing (the Gemini CLI
-// logins' with Gemini CLI's client secret, which the simulator's token
+// an access token the gateway obtained by refreshing (the Codex logins'
+// on the simulator's ChatGPT backend, with their account's id; the Gemini
+// CLI logins' with Gemini CLI's client secret, which the simulator's token
 // endpoint is told to require, as Google's does).
 func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	dir, fixtures := t.TempDir(), "../importer/testdata/cliproxyapi/"
@@ -47,7 +49,8 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	sim := simulator.New(simulator.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() { sim.Close(); srv.Close() })
-	doc = regexp.MustCompile(`(?m)^(\s*base_url: ).*$`).ReplaceAll(doc, []byte("${1}"+srv.URL))
+	// Every upstream at the simulator; the ChatGPT backend under its path.
+	doc = regexp.MustCompile(`(?m)^(\s*base_url: )\S*?(/backend-api/codex)?$`).ReplaceAll(doc, []byte("${1}"+srv.URL+"${2}"))
 	doc = regexp.MustCompile(`token_url: '[^']*'`).ReplaceAll(doc, []byte("token_url: '"+srv.URL+"/oauth/token'"))
 	env := map[string]string{"SLUICE_SECRET_KEY": "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE="}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -72,14 +75,14 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 			sim.RequireClientSecret(cr.OAuth.ClientID, secret)
 		}
 	}
-	if logins != 7 {
-		t.Fatalf("%d oauth credentials imported, want 7 (alice's two logins, bob's, heidi's Qwen login, frank's Gemini CLI login and grace's in 2 projects)", logins)
+	if logins != 10 {
+		t.Fatalf("%d oauth credentials imported, want 10 (alice's two logins, bob's, heidi's Qwen login, dave's, erin's and olga's Codex logins, frank's Gemini CLI login and grace's in 2 projects)", logins)
 	}
 	gw := startImported(t, doc, env)
 	// The logins serve once their first tokens are in, which the token
 	// manager obtains in the background after the start: these aliases
 	// have no other credential.
-	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus", "gemini-3-pro-preview"} {
+	for _, alias := range []string{"bob/sonnet", "qwen3-coder-plus", "g5", "gemini-3-pro-preview"} {
 		eventually(t, 10*time.Second, "a first token for "+alias, func() bool {
 			status, _, _ := callImported(t.Context(), gw, "sk-cpa-FAKE-ci-8d2e4f6a0b1c", alias, "")
 			return status == http.StatusOK
@@ -106,8 +109,17 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer sim-oat-") || r.Model != "claude-sonnet-4-5-20250929" {
 		t.Errorf("bob/sonnet reached the upstream as %s with Authorization %q, want claude-sonnet-4-5-20250929 with a refreshed access token", r.Model, r.Header.Get("Authorization"))
 	}
-	if got := sim.Refreshes(); got < logins {
-		t.Errorf("the token endpoint traded %d refresh tokens, want one per login (%d)", got, logins)
+	// A Codex login's alias reached the ChatGPT backend the same way, with
+	// its account's id (the team's, or olga's from her id token).
+	before = len(sim.Requests())
+	if status, body, err := callImported(t.Context(), gw, "sk-cpa-FAKE-laptop-3f9a1c7e5b2d", "g5", ""); err != nil || status != http.StatusOK {
+		t.Fatalf("g5: %d %v %s", status, err, body)
+	}
+	r = sim.Requests()[before]
+	if r.Path != "/backend-api/codex/responses" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer sim-oat-") ||
+		!slices.Contains([]string{"acct-team-9f8e", "acct-olga-5c2d"}, r.Header.Get("Chatgpt-Account-Id")) || r.Model != "gpt-5" {
+		t.Errorf("g5 reached the upstream at %s as %s with Authorization %q and account %q, want gpt-5 on the ChatGPT backend with a refreshed access token and a login's account",
+			r.Path, r.Model, r.Header.Get("Authorization"), r.Header.Get("Chatgpt-Account-Id"))
 	}
 	// A Gemini CLI login's alias reached Code Assist in its envelope, with
 	// a refreshed access token.
@@ -120,6 +132,9 @@ func TestImportedCLIProxyAPIServesEveryAlias(t *testing.T) {
 		!strings.Contains(string(h.Body), `"model":"gemini-3-pro-preview","project":"proj-`) {
 		t.Errorf("gemini-3-pro-preview reached %s with Authorization %q and body %s, want Code Assist with a refreshed access token", h.Path, h.Header.Get("Authorization"), h.Body)
 	}
+	// Every login gets its first token, in the background: some of them
+	// (three Codex logins serve g5) were not needed above.
+	eventually(t, 10*time.Second, "a refresh per login", func() bool { return sim.Refreshes() >= logins })
 }
 
 // TestImportCLIProxyAPICommandErrors checks that a malformed auth file is

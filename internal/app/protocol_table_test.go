@@ -84,6 +84,10 @@ type upstreamSide struct {
 	// secret a credential names is its access key ID, whose secret is
 	// awsTableSecret.
 	aws bool
+	// basePath follows the simulator's URL in the catalogs' base URLs
+	// (the ChatGPT backend's /backend-api/codex); credentialHeaders are
+	// the catalogs' credentials' headers (its chatgpt-account-id).
+	basePath, credentialHeaders string
 }
 
 // failure is an error answer of a provider.
@@ -217,6 +221,12 @@ var (
 		cooled: 500 * time.Millisecond, cloud: "code_assist: {project: proj-1}", hosted: regexp.MustCompile(`^/v1internal:(generateContent|streamGenerateContent)$`)}
 	bedrockUpstream = &upstreamSide{protocol: sluice.ProtocolAnthropic, path: regexp.MustCompile(`^/model/[^/]+/(invoke|invoke-with-response-stream)$`),
 		overloaded: http.StatusServiceUnavailable, billing: bedrockBilling, cooled: 300 * time.Millisecond, cloud: "bedrock: {region: us-east-1}", aws: true}
+	// chatgptUpstream is the ChatGPT backend: Responses under
+	// /backend-api/codex, each credential naming its account, every call a
+	// stream (a whole answer is gathered from it), and a usage limit's
+	// reset said in whole seconds in its body alone.
+	chatgptUpstream = &upstreamSide{protocol: sluice.ProtocolOpenAIResponses, path: regexp.MustCompile(`^/backend-api/codex/responses$`), overloaded: http.StatusBadGateway,
+		billing: openAIBilling, cooled: time.Second, cloud: "chatgpt: {}", basePath: "/backend-api/codex", credentialHeaders: "headers: {chatgpt-account-id: acct-1}"}
 
 	chatWire = wire{"openai.chat", chatCaller, chatUpstream}
 	// callerWires pass each caller protocol through: the tests of what is
@@ -236,7 +246,9 @@ var (
 	// translated both ways (Gemini CLI on an OpenAI-compatible model, an
 	// OpenAI SDK on a Gemini model); two chained pairs, which meet only
 	// through the chat hub (Claude Code on a Gemini model, Codex on a
-	// Claude model); and each cloud dialect, passed through.
+	// Claude model); and each cloud dialect, passed through (the ChatGPT
+	// backend translated from chat too: whole answers gathered from its
+	// streams).
 	wires = append(slices.Clip(callerWires),
 		wire{"anthropic.messages-on-openai.chat", messagesCaller, chatUpstream},
 		wire{"gemini.generate-on-openai.chat", geminiCaller, chatUpstream},
@@ -248,6 +260,8 @@ var (
 		wire{"anthropic.messages-on-vertex", messagesCaller, vertexClaudeUpstream},
 		wire{"anthropic.messages-on-bedrock", messagesCaller, bedrockUpstream},
 		wire{"gemini.generate-on-code-assist", geminiCaller, codeAssistUpstream},
+		wire{"openai.responses-on-chatgpt", responsesCaller, chatgptUpstream},
+		wire{"openai.chat-on-chatgpt", chatCaller, chatgptUpstream},
 	)
 )
 
@@ -395,6 +409,10 @@ func (w wire) catalog(template string) string {
 	if u.aws {
 		template = credentialSecret.ReplaceAllString(template, "aws: {access_key_id_env: $1, secret_access_key_env: AWS_TABLE_SECRET}, endpoints:")
 	}
+	if u.credentialHeaders != "" {
+		template = credentialSecret.ReplaceAllString(template, "secret_env: $1, "+u.credentialHeaders+", endpoints:")
+	}
+	template = strings.ReplaceAll(template, "base_url: %s", "base_url: %s"+u.basePath)
 	template = strings.ReplaceAll(template, "protocols: [openai.chat", "protocols: ["+string(u.protocol))
 	return aliasWithoutProtocol.ReplaceAllString(template, "${1}    protocol: "+string(w.caller.protocol)+"\n${2}")
 }

@@ -44,6 +44,9 @@ var hostTable = map[upstream.HostedKey]*upstream.Dialect{
 	{Cloud: sluice.CloudVertex, Protocol: sluice.ProtocolAnthropic}:       upstream.VertexAnthropic,
 	{Cloud: sluice.CloudBedrock, Protocol: sluice.ProtocolAnthropic}:      upstream.BedrockAnthropic,
 	{Cloud: sluice.CloudCodeAssist, Protocol: sluice.ProtocolGemini}:      upstream.CodeAssistGemini,
+
+	// The ChatGPT backend hosts Responses for Codex signed in with ChatGPT.
+	{Cloud: sluice.CloudChatGPT, Protocol: sluice.ProtocolOpenAIResponses}: upstream.ChatGPTResponses,
 }
 
 // translatorTable is the pairs of protocols Sluice translates between: a

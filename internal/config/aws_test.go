@@ -50,7 +50,7 @@ func TestBedrockCatalog(t *testing.T) {
 		"not hosted": {func(c *Catalog) { c.Endpoints[2].Protocols = []string{"openai.chat"} },
 			"endpoints[2].protocols[0]: bedrock does not host openai.chat"},
 		"two clouds": {func(c *Catalog) { c.Endpoints[2].Vertex = &Vertex{Project: "p", Location: "l"} },
-			"endpoints[2]: set only one of azure, vertex and bedrock"},
+			"endpoints[2]: set only one of azure, vertex, bedrock, code_assist and chatgpt"},
 		"key and secret": {func(c *Catalog) { c.Credentials[2].SecretEnv = "OPENAI_KEY_1" },
 			"credentials[2]: set only one of secret_env, secret_file, oauth and aws"},
 		"no secret access key": {func(c *Catalog) { c.Credentials[2].AWS.SecretAccessKeyEnv = "" },

@@ -184,6 +184,8 @@ type Endpoint struct {
 	// CodeAssist puts the endpoint on Google's Code Assist API
 	// (codeassist.go).
 	CodeAssist *CodeAssist `yaml:"code_assist"`
+	// ChatGPT puts the endpoint on the ChatGPT backend (chatgpt.go).
+	ChatGPT *ChatGPT `yaml:"chatgpt"`
 	// ForwardHeaders are more of the caller's headers the endpoint is
 	// sent, translated or not, beyond those its caller's protocol passes on
 	// to an upstream that speaks it (names; a trailing '*' is a prefix).

@@ -45,6 +45,8 @@ func (e *Endpoint) Host() sluice.Host {
 		return sluice.Host{Cloud: sluice.CloudBedrock, Region: e.Bedrock.region(e.BaseURL)}
 	case e.CodeAssist != nil:
 		return sluice.Host{Cloud: sluice.CloudCodeAssist, Project: e.CodeAssist.Project}
+	case e.ChatGPT != nil:
+		return sluice.Host{Cloud: sluice.CloudChatGPT}
 	}
 	return sluice.Host{}
 }
@@ -65,22 +67,20 @@ func (v *validator) cloud(at string, e *Endpoint) {
 			v.addf(path, "must be letters, digits, '.', '_' or '-'")
 		}
 	}
+	set := 0
+	for _, block := range []bool{e.Azure != nil, e.Vertex != nil, e.Bedrock != nil, e.CodeAssist != nil, e.ChatGPT != nil} {
+		if block {
+			set++
+		}
+	}
+	if set > 1 {
+		v.addf(at, "set only one of azure, vertex, bedrock, code_assist and chatgpt")
+		return
+	}
 	var cloud string
 	switch {
-	case e.CodeAssist != nil && (e.Azure != nil || e.Vertex != nil || e.Bedrock != nil):
-		v.addf(at, "set only one of azure, vertex, bedrock and code_assist")
-		return
-	case e.CodeAssist != nil:
-		cloud = "code_assist"
-		setting(at+".code_assist.project", e.CodeAssist.Project)
-	case e.Bedrock != nil && (e.Azure != nil || e.Vertex != nil):
-		v.addf(at, "set only one of azure, vertex and bedrock")
-		return
 	case e.Bedrock != nil:
 		v.bedrock(at, e)
-		return
-	case e.Azure != nil && e.Vertex != nil:
-		v.addf(at, "set only one of azure and vertex")
 		return
 	case e.Azure != nil:
 		cloud = "azure"
@@ -89,6 +89,11 @@ func (v *validator) cloud(at string, e *Endpoint) {
 		cloud = "vertex"
 		setting(at+".vertex.project", e.Vertex.Project)
 		setting(at+".vertex.location", e.Vertex.Location)
+	case e.CodeAssist != nil:
+		cloud = "code_assist"
+		setting(at+".code_assist.project", e.CodeAssist.Project)
+	case e.ChatGPT != nil:
+		cloud = "chatgpt" // no settings: the block says where the endpoint is
 	default:
 		return
 	}

@@ -29,6 +29,7 @@ func loadFull(t *testing.T) *Catalog {
 	writeFile(t, dir, "admin-deploy", "admin-deploy-0001\n")
 	writeFile(t, dir, "redis-url", "redis://:redis-password@127.0.0.1:6379/0\n")
 	writeFile(t, dir, "claude-max-1", "refresh-token-0001\n")
+	writeFile(t, dir, "codex-login-1", "refresh-token-0002\n")
 	writeFile(t, dir, "aws-secret-access-key", "aws-secret-0001\n")
 	writeFile(t, dir, "entra-client-secret", "entra-secret-0001\n")
 	writeFile(t, dir, "gemini-cli-1", "1//gemini-cli-refresh-0001\n")

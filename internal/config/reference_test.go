@@ -92,6 +92,8 @@ func catalogFieldPaths() []string {
 			switch {
 			case decodesItself(ft) || block(ft):
 				paths = append(paths, path)
+			case ft.Kind() == reflect.Struct && ft.NumField() == 0:
+				paths = append(paths, path) // a block without settings (chatgpt: {}): its presence is the field
 			case ft.Kind() == reflect.Struct:
 				walk(path+".", ft)
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && !decodesItself(ft.Elem()) && !block(ft.Elem()):

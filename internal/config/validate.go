@@ -314,6 +314,7 @@ func (v *validator) credentials() {
 			v.bedrockCredentials(at, cr)
 		}
 		v.headers(at+".headers", cr.Headers)
+		v.chatgptCredential(at, cr)
 		v.endpointRefs(at+".endpoints", cr.Endpoints)
 		for j, m := range cr.Models {
 			if m == "" {

@@ -179,7 +179,7 @@ var cliproxyTopLevelReasons = map[string]string{
 	"oauth-request-scoped-errors":      "Sluice classifies upstream errors itself (docs/failure-classes.md)",
 	"vertex-api-key":                   "Sluice's Vertex AI endpoints take OAuth tokens (a service account), not API keys: add the project as in docs/cloud.md",
 	"claude-header-defaults":           "Sluice passes the caller's headers on as its protocol allows (docs/headers-and-defaults.md) and sets no client identity",
-	"codex-header-defaults":            "Codex logins are not imported",
+	"codex-header-defaults":            "Sluice passes a Responses caller's headers on to the ChatGPT backend (Codex's user agent, originator and session ids) and otherwise names the client codex_cli_rs in originator alone; add others as credentials[].headers",
 	"disable-claude-cloak-mode":        "Sluice never rewrites a request as Claude Code's",
 	"passthrough-headers":              "Sluice passes on a fixed set of an upstream's answer headers, scrubbed of secrets; there is no switch",
 }

@@ -76,11 +76,11 @@ func TestCLIProxyAPICatalogValidates(t *testing.T) {
 			oauth++
 		}
 	}
-	// 4 Claude logins (one disabled), a Qwen one, and 2 Gemini CLI logins
-	// (one of 2 projects); 2 Gemini, 1 legacy Gemini, 2 Claude, 1 Codex (of
-	// 2) API keys, and 3 OpenAI-compatible.
-	if len(c.Models) < 10 || oauth != 7 || len(c.Credentials) != 16 || len(c.Keys) != 3 {
-		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 16 (7 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
+	// 4 Claude logins (one disabled), a Qwen one, 3 Codex ones and 2 Gemini
+	// CLI logins (one of 2 projects); 2 Gemini, 1 legacy Gemini, 2 Claude,
+	// 1 Codex (of 2) API keys, and 3 OpenAI-compatible.
+	if len(c.Models) < 10 || oauth != 10 || len(c.Credentials) != 19 || len(c.Keys) != 3 {
+		t.Errorf("imported %d aliases, %d credentials (%d oauth), %d keys; want 10 or more, 19 (10 oauth), 3", len(c.Models), len(c.Credentials), oauth, len(c.Keys))
 	}
 	if got := string(res.SecretFiles["secrets/key-client-2"]); got != "sk-cpa-FAKE-ci-8d2e4f6a0b1c" {
 		t.Errorf("api-keys[1] keeps secret %q, want the key callers have", got)
@@ -130,9 +130,10 @@ func mapValues(m map[string][]byte) [][]byte {
 	return out
 }
 
-// TestCLIProxyAPIAccountsInferred checks that logins of one email are one
-// account, a login of another email another, and that logins Sluice cannot
-// serve are reported with the logins of their upstream account.
+// TestCLIProxyAPIAccountsInferred checks that Claude logins of one email
+// are one account, a login of another email another, Codex logins of one
+// account_id one account whichever email signed in, and that logins Sluice
+// cannot serve are reported with the logins of their upstream account.
 func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	res := importCLIProxy(t)
 	accounts := map[string]string{}
@@ -155,12 +156,17 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	if !strings.Contains(beta, "grace") || strings.Contains(beta, "frank") {
 		t.Errorf("proj-beta-456's account: %q, want grace's login alone", beta)
 	}
+	team := accounts["codex-acct-team-9f8e"]
+	for _, want := range []string{"codex-dave@example.com.json (account_id acct-team-9f8e)", "codex-erin@example.com.json (account_id acct-team-9f8e)"} {
+		if !strings.Contains(team, want) {
+			t.Errorf("the Codex team's account: %q, want it inferred from %s", team, want)
+		}
+	}
 	notes := map[string]string{}
 	for _, l := range res.Report.NotMapped {
 		notes[l.Field] = l.Note
 	}
 	for field, want := range map[string]string{
-		"auth/codex-dave@example.com.json":   "as in codex-erin@example.com.json: one upstream account",
 		"auth/claude-carol@example.com.json": "not imported: disabled in CLIProxyAPI",
 		"auth/iflow-ivan@example.com.json":   `auth type "iflow"`,
 	} {
@@ -168,6 +174,81 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 			t.Errorf("%s: %q, want it to say %q", field, notes[field], want)
 		}
 	}
+}
+
+// TestCLIProxyAPICodexLogins checks what a Codex (ChatGPT) login becomes:
+// an oauth credential refreshed at OpenAI's token endpoint with the Codex
+// CLI's public client, naming its account in chatgpt-account-id (olga's
+// file has none: her id token's claim names it), on an endpoint on the
+// ChatGPT backend, serving CLIProxyAPI's Codex models under
+// oauth-model-alias.
+func TestCLIProxyAPICodexLogins(t *testing.T) {
+	res := importCLIProxy(t)
+	c, err := config.Decode(res.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoints := map[string]config.Endpoint{}
+	for _, e := range c.Endpoints {
+		endpoints[e.ID] = e
+	}
+	var logins []config.Credential
+	for _, cr := range c.Credentials {
+		if strings.HasPrefix(cr.ID, "codex-") && cr.OAuth.Set() {
+			logins = append(logins, cr)
+		}
+	}
+	if len(logins) != 3 {
+		t.Fatalf("%d Codex logins imported, want dave's, erin's and olga's", len(logins))
+	}
+	for _, cr := range logins {
+		ep := endpoints[cr.Endpoints[0]]
+		o := cr.OAuth
+		account := "acct-team-9f8e"
+		if cr.ID == "codex-olga-example.com" {
+			account = "acct-olga-5c2d"
+		}
+		switch {
+		case cr.Account != "codex-"+account || cr.Headers["chatgpt-account-id"] != account:
+			t.Errorf("%s: account %q, headers %v; want %s's account, named in chatgpt-account-id", cr.ID, cr.Account, cr.Headers, account)
+		case o.TokenURL != "https://auth.openai.com/oauth/token" || o.ClientID != "app_EMoamEEZ73f0CkXaXp7hrann" || o.Body != config.OAuthBodyJSON:
+			t.Errorf("%s: oauth %+v, want the Codex CLI's public client at auth.openai.com, JSON body", cr.ID, o)
+		case ep.ChatGPT == nil || ep.BaseURL != "https://chatgpt.com/backend-api/codex" || len(ep.Protocols) != 1 || ep.Protocols[0] != "openai.responses":
+			t.Errorf("%s: endpoint %+v, want openai.responses on the ChatGPT backend", cr.ID, ep)
+		case strings.Join(cr.Models, ",") != "gpt-5,gpt-5-codex":
+			t.Errorf("%s: models %v, want CLIProxyAPI's Codex list", cr.ID, cr.Models)
+		}
+	}
+	if got := string(res.SecretFiles["secrets/codex-dave-example.com-refresh-token"]); got != "rt_FAKE-codex-refresh-dave" {
+		t.Errorf("dave's login: refresh token file holds %q, want the auth file's refresh_token", got)
+	}
+	onBackend := map[string]string{} // alias → the model it deploys on the backend
+	for _, m := range c.Models {
+		for _, d := range m.Deployments {
+			if endpoints[d.Endpoints[0]].ChatGPT != nil {
+				onBackend[m.Alias] = d.Model
+			}
+		}
+	}
+	if len(onBackend) != 2 || onBackend["g5"] != "gpt-5" || onBackend["gpt-5-codex"] != "gpt-5-codex" {
+		t.Errorf("aliases on the backend %v: want g5 (oauth-model-alias of gpt-5) and gpt-5-codex", onBackend)
+	}
+}
+
+// A Codex login that names no ChatGPT account, in its account_id or its
+// id token, cannot be served: the backend routes by the account.
+func TestCLIProxyAPICodexLoginWithoutAccount(t *testing.T) {
+	login := []byte(`{"type": "codex", "email": "p@example.com", "account_id": "", "id_token": "not.a.jwt", "refresh_token": "rt"}`)
+	res, err := importer.CLIProxyAPI([]byte("claude-api-key: [{api-key: k}]"), map[string][]byte{"codex-p.json": login}, "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range res.Report.NotMapped {
+		if l.Field == "auth/codex-p.json" && strings.Contains(l.Note, "name no ChatGPT account") {
+			return
+		}
+	}
+	t.Errorf("the login is not reported as unservable: %v", res.Report.NotMapped)
 }
 
 func TestCLIProxyAPIReportsEveryField(t *testing.T) {
@@ -178,7 +259,7 @@ func TestCLIProxyAPIReportsEveryField(t *testing.T) {
 	}
 	for _, field := range []string{
 		"tls", "remote-management", "logging-to-file", "logs-max-total-size-mb", "usage-statistics-enabled", "max-retry-interval",
-		"disable-cooling", "ws-auth", "payload", "quota-exceeded.switch-preview-model", "oauth-model-alias.codex",
+		"disable-cooling", "ws-auth", "payload", "quota-exceeded.switch-preview-model",
 		"gemini-api-key[0].models[1].display-name", "gemini-api-key[1].weight", "claude-api-key[1].proxy-url", "claude-api-key[1].headers",
 		"claude-api-key[1].cloak", "codex-api-key[1]", "openai-compatibility[0].api-key-entries[1].proxy-url", "openai-compatibility[2]",
 		"auth/claude-alice@example.com.json.access_token", "auth/claude-alice@example.com.json.expired",

@@ -182,7 +182,7 @@ func (c *call) rateLimitError(model string, limit int, retryAfter time.Duration)
 		c.anthropicFail(http.StatusTooManyRequests, "rate_limit_error",
 			"This request would exceed your organization's rate limit of "+strconv.Itoa(limit)+" concurrent requests. Please try again later.")
 	case c.codex():
-		c.fail(http.StatusTooManyRequests, openAIError("The usage limit has been reached", "usage_limit_reached", "", "usage_limit_reached"))
+		c.fail(http.StatusTooManyRequests, usageLimitReached(int64((retryAfter+time.Second-1)/time.Second)))
 	default:
 		c.fail(http.StatusTooManyRequests, rateLimitBody(model, c.b.Account, limit, retryAfter))
 	}
@@ -200,6 +200,9 @@ func (c *call) rateLimitHeaders(limit int, retryAfter time.Duration) time.Durati
 	}
 	if c.ep.bedrock() {
 		return 0 // Bedrock sends no hint
+	}
+	if c.codex() {
+		return max(retryAfter, 0) // in the body's resets_in_seconds: the ChatGPT backend sends no header
 	}
 	h := c.w.Header()
 	if c.ep.anthropic() {

@@ -15,7 +15,7 @@ import (
 // OpenAI Responses: POST /v1/responses (JSON and SSE), POST
 // /v1/responses/compact, GET and DELETE /v1/responses/{id}, POST
 // /v1/responses/{id}/cancel, and the same under /backend-api/codex (the
-// ChatGPT backend Codex uses, which requires stream true and store false).
+// ChatGPT backend Codex uses, with the rules of chatgpt.go).
 // A response is stored for the key that created it unless store is false;
 // previous_response_id and the follow-ups find it only with that key, and
 // answer 404 otherwise, as a provider does for another organization.
@@ -94,10 +94,8 @@ func (c *call) parseResponses(body []byte) parsed {
 		p.err = belowMinimum("max_output_tokens", *req.MaxOutputTokens)
 	case req.Background && !req.stores():
 		p.err = invalidRequest("Background mode requires store=true.", "background", "")
-	case c.codex() && c.ep == epResponses && !req.Stream:
-		p.err = invalidRequest("Stream must be set to true", "stream", "")
-	case c.codex() && c.ep == epResponses && (req.Store == nil || *req.Store):
-		p.err = invalidRequest("Store must be set to false", "store", "")
+	case c.codex():
+		p.err = c.chatgptRefusal(&req, body)
 	}
 	return p
 }

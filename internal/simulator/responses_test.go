@@ -351,38 +351,6 @@ func TestResponsesCompact(t *testing.T) {
 	}
 }
 
-func TestResponsesCodexPath(t *testing.T) {
-	_, srv := start(t, simulator.Options{Keys: map[string]simulator.Behavior{
-		"limited": {FailStatus: 429, RetryAfter: 2 * time.Second},
-	}})
-	const path = "/backend-api/codex/responses"
-	events, err := streamResponse(t, srv, "k", path, `{"model":"gpt-5","stream":true,"store":false,"input":"hi"}`)
-	if err != nil || events[len(events)-1].name != "response.completed" {
-		t.Errorf("codex stream ended with %v after %d events, want response.completed", err, len(events))
-	}
-	tests := []struct {
-		name       string
-		key, body  string
-		wantStatus int
-		wantType   string
-		wantParam  string
-	}{
-		{"store defaults to true", "k", `{"model":"gpt-5","stream":true,"input":"hi"}`, 400, "invalid_request_error", "store"},
-		{"not streamed", "k", `{"model":"gpt-5","store":false,"input":"hi"}`, 400, "invalid_request_error", "stream"},
-		{"usage limit", "limited", `{"model":"gpt-5","stream":true,"store":false,"input":"hi"}`, 429, "usage_limit_reached", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp := post(t, srv, tt.key, path, tt.body)
-			body := readAll(t, resp)
-			e := decodeError(t, body)
-			if resp.StatusCode != tt.wantStatus || e.Error.Type != tt.wantType || deref(e.Error.Param) != tt.wantParam {
-				t.Errorf("answer %d %s, want %d %s param %q", resp.StatusCode, body, tt.wantStatus, tt.wantType, tt.wantParam)
-			}
-		})
-	}
-}
-
 func TestResponsesErrors(t *testing.T) {
 	_, srv := start(t, simulator.Options{
 		Models: []string{"gpt-5"},

@@ -15,7 +15,8 @@
 // thinking is enabled, and cache read and write tokens when cache_control
 // appears anywhere in the request. OpenAI Responses (POST /v1/responses,
 // /v1/responses/compact, GET and DELETE /v1/responses/{id}, POST
-// /v1/responses/{id}/cancel, and the same under /backend-api/codex) stores
+// /v1/responses/{id}/cancel, and the same under /backend-api/codex, with
+// the ChatGPT backend's rules there: chatgpt.go) stores
 // responses per key: previous_response_id and the follow-ups answer 404 to
 // any other key. A background response runs like a job
 // (Behavior.JobDuration) and only it can be cancelled. Both protocols answer
@@ -174,6 +175,10 @@ type Behavior struct {
 	// (x-amzn-ErrorType: ServiceQuotaExceededException,
 	// ModelNotReadyException, …); "" the status's usual one.
 	AWSError string
+	// ChatGPTAccount is the ChatGPT account of the key (an access token
+	// of NewRefreshToken has its grant's): the ChatGPT backend's paths
+	// refuse another in chatgpt-account-id. "" takes any.
+	ChatGPTAccount string
 }
 
 // AccountLimits are shared by all keys of one account.
@@ -358,6 +363,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case b.Invalid || (s.strict && !listed) || s.accessRefused(key, r, ep):
 		c.invalidKey(key)
 		return
+	case c.codex() && c.chatgptAccountRefused():
+		return // answered
 	case ep.bedrock() && !c.bedrockSigned(key, body):
 		return // answered
 	}

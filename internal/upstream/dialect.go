@@ -59,7 +59,8 @@ type Dialect struct {
 	// dialect's protocol too (none when its request is translated), as
 	// the protocol's package lists them (PassHeaders); an endpoint's
 	// sluice.HeaderRules change them (see passOn). A cloud's dialect
-	// (Hosted) has none: the cloud is not the provider's API.
+	// (Hosted) has none: the cloud is not the provider's API (but the
+	// ChatGPT backend, which Codex itself calls, keeps OpenAI's).
 	Pass sluice.HeaderSet
 	// Stores says that the upstream stores the responses it answers, for
 	// follow-ups that name their id (Responses' previous_response_id): a
@@ -75,6 +76,7 @@ type Dialect struct {
 	sign      func(r *http.Request, ep *sluice.Endpoint, cr *sluice.Credential) (string, error)
 	unframe   func(h http.Header, body io.Reader) (io.Reader, error)
 	rejection func(status int, h http.Header, body []byte) (int, []byte)
+	gather    func(events io.Reader) ([]byte, error)
 }
 
 // Ending is the caller side of a stream that cannot complete: the whole

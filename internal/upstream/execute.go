@@ -234,7 +234,10 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 	h := hreq.Header
 	h["Content-Type"] = jsonContentType
 	h["User-Agent"] = userAgent // unless the caller's is passed on
-	if req.Stream {
+	// A cloud that answers only streams is sent a stream for a whole
+	// answer too (Hosting.Gather; a compaction answers JSON).
+	gathers := !req.Stream && x.dialect.gather != nil && !req.Compact
+	if req.Stream || gathers {
 		h["Accept"] = eventStream
 	}
 	pass := x.dialect.Pass
@@ -270,6 +273,9 @@ func (c *Caller) execute(ctx context.Context, w http.ResponseWriter, req *sluice
 			return a
 		}
 		return c.relay(ctx, actx, w, req, rd, a, callStart, hooks, x)
+	}
+	if gathers {
+		return c.gathered(ctx, actx, w, resp, rd, a, callStart, hooks, x)
 	}
 	return c.forward(ctx, actx, w, resp, rd, a, callStart, hooks, x)
 }

@@ -18,7 +18,7 @@ import (
 // Hosted builds the dialect once, at start, from the base dialect and a
 // Hosting; package app's hostTable says which cloud hosts which protocol
 // with which dialect, and an edge whose endpoint has a Host (from its
-// cloud block in the catalog: endpoints[].azure, .vertex) is carried by
+// cloud block in the catalog: endpoints[].azure, .vertex, …) is carried by
 // the hosted dialect instead of the protocol's own (Protocols.dialect).
 // A cloud that must change more (sign the whole request, reframe its
 // stream) adds a field here, copied by Hosted, and the nil-checked call
@@ -62,6 +62,13 @@ type Hosting struct {
 	// headers, body) as the protocol's, before it is classified and passed
 	// on to the caller.
 	Rejection func(status int, h http.Header, body []byte) (int, []byte)
+	// Gather, for a cloud that answers only streams (the ChatGPT
+	// backend), reads the stream that answers a caller who asked for a
+	// whole answer to its end, and returns the JSON answer the protocol
+	// gives unstreamed; the execution goes on with it as with any JSON
+	// answer. The body asks for the stream (Finish). A failure event of
+	// the stream is a *FailedEvent.
+	Gather func(events io.Reader) ([]byte, error)
 }
 
 // Hosted returns base's dialect as hosting changes it.
@@ -79,7 +86,7 @@ func Hosted(base *Dialect, hosting Hosting) *Dialect {
 	if hosting.AuthorizeToken != nil {
 		d.AuthorizeToken = hosting.AuthorizeToken
 	}
-	d.finish, d.answer = hosting.Finish, hosting.Answer
+	d.finish, d.answer, d.gather = hosting.Finish, hosting.Answer, hosting.Gather
 	d.sign, d.unframe, d.rejection = hosting.Sign, hosting.Unframe, hosting.Rejection
 	return &d
 }
