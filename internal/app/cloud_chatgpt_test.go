@@ -3,10 +3,8 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -57,29 +54,10 @@ func TestChatGPTBackendThroughSluice(t *testing.T) {
 	dir := t.TempDir()
 	h.dbPath, h.cfgPath = filepath.Join(dir, "sluice.db"), filepath.Join(dir, "catalog.yaml")
 	refresh := sim.NewRefreshToken(simulator.Behavior{ChatGPTAccount: "acct-1"}, time.Hour)
-	for name, content := range map[string]string{
-		"secret-key": "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n", "refresh-token": refresh,
-		"catalog.yaml": fmt.Sprintf(chatgptCatalog, dir, srv.URL),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := map[string]string{"KEY_WEB": keyWeb, "ADMIN_TOKEN": "admin-token-for-tests"}
-	gw, err := app.Start(t.Context(), app.Options{
-		ConfigPath: h.cfgPath,
-		Log:        slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	writeFiles(t, dir, map[string]string{
+		"secret-key": testSecretKey, "refresh-token": refresh, "catalog.yaml": fmt.Sprintf(chatgptCatalog, dir, srv.URL),
 	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	h.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	h.startGateway()
 	ctx := t.Context()
 	eventually(t, 5*time.Second, "the login's first token", func() bool {
 		status, _, _ := h.post(ctx, "/v1/responses", keyWeb, `{"model":"codex","input":"hi"}`)

@@ -3,10 +3,8 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"google.golang.org/genai"
 
-	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
 
@@ -68,32 +65,14 @@ func startCodeAssistGateway(t *testing.T) *codeAssistGateway {
 	t.Cleanup(func() { g.sim.Close(); srv.Close() })
 	g.sim.RequireClientSecret(gcaClientID, gcaClientSecret)
 	dir := t.TempDir()
-	for name, content := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"refresh-token": g.sim.NewRefreshToken(simulator.Behavior{}, time.Hour),
 		"client-secret": gcaClientSecret + "\n",
-		"secret-key":    "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n",
+		"secret-key":    testSecretKey,
 		"catalog.yaml":  fmt.Sprintf(codeAssistCatalog, dir, srv.URL),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	g.cfgPath, g.dbPath = filepath.Join(dir, "catalog.yaml"), filepath.Join(dir, "sluice.db")
-	env := map[string]string{"KEY_WEB": keyWeb, "ADMIN_TOKEN": "admin-token-for-tests"}
-	gw, err := app.Start(t.Context(), app.Options{
-		ConfigPath: g.cfgPath,
-		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	g.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	g.startGateway()
 	eventually(t, 5*time.Second, "a first token for the Code Assist login", func() bool {
 		status, _, _ := g.post(t.Context(), "/v1beta/models/gem-gca:generateContent", keyWeb, `{"contents":[{"parts":[{"text":"hi"}]}]}`)
 		return status == http.StatusOK

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,11 +84,6 @@ func startCloudGateway(t *testing.T) *cloudGateway {
 	srv := httptest.NewServer(g.sim)
 	t.Cleanup(func() { g.sim.Close(); srv.Close() })
 	dir := t.TempDir()
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -100,26 +93,19 @@ func startCloudGateway(t *testing.T) *cloudGateway {
 		"type": "service_account", "project_id": "proj-1", "private_key_id": "kid-1", "client_email": serviceEmail,
 		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": srv.URL + simulator.OAuthTokenPath,
 	})
-	write("sa.json", string(sa))
 	g.sim.RegisterServiceAccount(serviceEmail, &key.PublicKey, simulator.Behavior{}, 0)
 	g.sim.RegisterClient(entraClientID, entraSecret, simulator.Behavior{}, 0)
 	g.sim.SetKey(azureKey, simulator.Behavior{})
-	write("secret-key", "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n")
+	writeFiles(t, dir, map[string]string{"sa.json": string(sa), "secret-key": testSecretKey, "catalog.yaml": fmt.Sprintf(cloudCatalog, dir, srv.URL)})
 	g.cfgPath = filepath.Join(dir, "catalog.yaml")
-	write("catalog.yaml", fmt.Sprintf(cloudCatalog, dir, srv.URL))
-	env := map[string]string{"AZURE_KEY": azureKey, "ENTRA_SECRET": entraSecret, "KEY_WEB": keyWeb, "ADMIN_TOKEN": "admin-token-for-tests"}
-	gw, err := app.Start(t.Context(), app.Options{
-		ConfigPath: g.cfgPath,
-		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	g.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+	env := map[string]string{"AZURE_KEY": azureKey, "ENTRA_SECRET": entraSecret}
+	g.startGateway(func(o *app.Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if v, ok := env[k]; ok {
+				return v, true
+			}
+			v, ok := testEnv[k]
+			return v, ok
 		}
 	})
 	// The oauth credentials serve once their first tokens are in, which the

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/app"
 	"github.com/sluicehq/sluice/internal/jsonvalid"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
@@ -122,30 +119,14 @@ func startRelayGateway(t *testing.T) *relayGateway {
 		fmt.Fprintf(&models, "  - alias: oauth-%s-on-chat\n    protocol: %s\n    deployments: [{model: m, endpoints: [oauth]}]\n", caller, protocolNames[caller])
 	}
 	dir := t.TempDir()
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("secret-key", "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n")
-	write("refresh-token", up.sim.NewRefreshToken(simulator.Behavior{}, time.Hour)+"\n")
 	catalog := strings.NewReplacer("DIR", dir, "HOSTILE", srv.URL, "MODELS\n", models.String()).Replace(relayCatalog)
-	write("catalog.yaml", catalog)
-	g := &relayGateway{harness: &harness{t: t, logs: &syncBuffer{}}, up: up}
-	gw, err := app.Start(t.Context(), app.Options{
-		ConfigPath: filepath.Join(dir, "catalog.yaml"),
-		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	writeFiles(t, dir, map[string]string{
+		"secret-key":    testSecretKey,
+		"refresh-token": up.sim.NewRefreshToken(simulator.Behavior{}, time.Hour) + "\n",
+		"catalog.yaml":  catalog,
 	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	g.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	g := &relayGateway{harness: &harness{t: t, logs: &syncBuffer{}, cfgPath: filepath.Join(dir, "catalog.yaml")}, up: up}
+	g.startGateway()
 	eventually(t, 5*time.Second, "the first access token", func() bool { return up.sim.Refreshes() == 1 })
 	return g
 }

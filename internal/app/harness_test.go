@@ -177,6 +177,47 @@ func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Opt
 	return h
 }
 
+// testSecretKey is server.secret_key_file's content in the tests'
+// catalogs that keep oauth tokens: 32 bytes in base64.
+const testSecretKey = "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n"
+
+// writeFiles writes files (name → content) into dir, readable by their
+// owner alone, as secrets must be.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startGateway starts h's gateway on the catalog at h.cfgPath, with
+// testEnv for its environment, its log in h.logs, changed by opts, and
+// closes it when the test ends.
+func (h *harness) startGateway(opts ...func(*app.Options)) {
+	t := h.t
+	t.Helper()
+	o := app.Options{
+		ConfigPath: h.cfgPath,
+		Log:        slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		LookupEnv:  func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
+	}
+	for _, change := range opts {
+		change(&o)
+	}
+	gw, err := app.Start(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	h.gw = gw
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+}
+
 func (h *harness) catalog() string {
 	return fmt.Sprintf(h.template, h.dbPath, h.state, h.srvA.URL, h.srvB.URL)
 }

@@ -2,10 +2,8 @@ package app_test
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -79,33 +77,13 @@ func startOAuthGatewayWith(t *testing.T, refreshToken func(sim *simulator.Simula
 	srv, otherSrv := httptest.NewServer(g.sim), httptest.NewServer(g.other)
 	t.Cleanup(func() { g.sim.Close(); g.other.Close(); srv.Close(); otherSrv.Close() })
 	dir := t.TempDir()
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("secret-key", "c2x1aWNlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE=\n")
-	write("refresh-token", refreshToken(g.sim)+"\n")
-	g.cfgPath = filepath.Join(dir, "catalog.yaml")
-	write("catalog.yaml", fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL)+more)
-	o := app.Options{
-		ConfigPath: g.cfgPath,
-		Log:        slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:  func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-	}
-	for _, change := range opts {
-		change(&o)
-	}
-	gw, err := app.Start(t.Context(), o)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	g.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
+	writeFiles(t, dir, map[string]string{
+		"secret-key":    testSecretKey,
+		"refresh-token": refreshToken(g.sim) + "\n",
+		"catalog.yaml":  fmt.Sprintf(oauthCatalog, dir, srv.URL, otherSrv.URL) + more,
 	})
+	g.cfgPath = filepath.Join(dir, "catalog.yaml")
+	g.startGateway(opts...)
 	t.Cleanup(g.noSecretsLeaked)
 	t.Cleanup(func() {
 		if t.Failed() {
