@@ -150,47 +150,32 @@ func bedrockUnframe(h http.Header, body io.Reader) (io.Reader, error) {
 	if !hasMediaType(h, isAWSEventStream) {
 		return nil, fmt.Errorf("upstream answered a stream with a content type that is not %s", bedrockAccept[0])
 	}
-	return &bedrockEvents{dec: newESDecoder(body)}, nil
+	return newBedrockEvents(body), nil
 }
 
 // bedrockEvents reads a Bedrock stream and gives its events as the
 // server-sent events Anthropic sends: each chunk's event, decoded from
 // base64, as "event: {its type}\ndata: {it}\n\n"; an exception (a
 // throttle, a model error after the 200) as Anthropic's error event, which
-// ends the stream as Anthropic's does. Messages already read leave in one
-// Read, so the relay writes them in one write as it does for SSE.
+// ends the stream as Anthropic's does.
 type bedrockEvents struct {
-	dec  *esDecoder
-	out  []byte // the events made, out[off:] not yet read
-	off  int
 	json []byte // a chunk's event, decoded; reused
 }
 
-func (b *bedrockEvents) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if b.off < len(b.out) {
-			c := copy(p[n:], b.out[b.off:])
-			n += c
-			b.off += c
-			continue
-		}
-		if n > 0 && !b.dec.Buffered() {
-			break // what was read: the next message has not arrived
-		}
-		m, err := b.dec.Next()
-		if err != nil {
-			if n > 0 {
-				break // the error again on the next Read
+// newBedrockEvents reads the Bedrock stream body as Anthropic's
+// server-sent events.
+func newBedrockEvents(body io.Reader) *reframed {
+	dec, b := newESDecoder(body), new(bedrockEvents)
+	return &reframed{
+		next: func(dst []byte) ([]byte, error) {
+			m, err := dec.Next()
+			if err != nil {
+				return dst, err
 			}
-			return 0, err
-		}
-		if b.out, err = b.event(m, b.out[:0]); err != nil {
-			return n, err
-		}
-		b.off = 0
+			return b.event(m, dst)
+		},
+		buffered: dec.Buffered,
 	}
-	return n, nil
 }
 
 // event appends the server-sent event message m stands for to out; none

@@ -80,20 +80,20 @@ func TestBedrockBodyAndURL(t *testing.T) {
 // arrived together in one Read.
 func TestBedrockEventsAsSSE(t *testing.T) {
 	stream := append(unhex(t, goldenChunk), unhex(t, goldenThrottle)...)
-	got, err := io.ReadAll(iotest.OneByteReader(&bedrockEvents{dec: newESDecoder(bytes.NewReader(stream))}))
+	got, err := io.ReadAll(iotest.OneByteReader(newBedrockEvents(bytes.NewReader(stream))))
 	want := "event: message_stop\ndata: {\"type\":\"message_stop\",\"amazon-bedrock-invocationMetrics\":{\"inputTokenCount\":12,\"outputTokenCount\":3}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Too many requests, please wait before trying again.\"}}\n\n"
 	if err != nil || string(got) != want {
 		t.Fatalf("events = %q, %v\nwant %q", got, err, want)
 	}
-	r := &bedrockEvents{dec: newESDecoder(bytes.NewReader(stream))}
+	r := newBedrockEvents(bytes.NewReader(stream))
 	p := make([]byte, 4096)
 	if n, err := r.Read(p); err != nil || string(p[:n]) != want {
 		t.Errorf("one Read = %q, %v; want both events", p[:n], err)
 	}
 	// A chunk whose payload is not what Bedrock sends fails the stream.
 	bad := encodeES([]esHeader{stringHeader(":message-type", "event"), stringHeader(":event-type", "chunk")}, []byte(`{"bytes":"!!"}`))
-	if _, err := io.ReadAll(&bedrockEvents{dec: newESDecoder(bytes.NewReader(bad))}); err != protocol.ErrMalformedEvent {
+	if _, err := io.ReadAll(newBedrockEvents(bytes.NewReader(bad))); err != protocol.ErrMalformedEvent {
 		t.Errorf("bad chunk: %v", err)
 	}
 	if !strings.Contains(string(appendData(nil, []byte("{\n\"a\":1\r\n}"))), "data: {\ndata: \"a\":1\ndata: }\n\n") {

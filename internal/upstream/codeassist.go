@@ -106,43 +106,24 @@ func codeAssistUnframe(h http.Header, body io.Reader) (io.Reader, error) {
 	if !hasMediaType(h, isEventStream) {
 		return nil, fmt.Errorf("upstream answered a stream with a content type that is not %s", eventStream[0])
 	}
-	return &codeAssistEvents{events: sse.NewReader(body)}, nil
+	return codeAssistEvents(sse.NewReader(body)), nil
 }
 
 // codeAssistEvents reads Code Assist's server-sent events and gives each as
 // Gemini sends it: its data taken out of the envelope (codeAssistAnswer;
 // an event without one, such as an error, as it is), on one data line per
-// line; comments and events without data as they came. Events already read
-// leave in one Read, so the relay writes them in one write as it does for
-// any stream.
-type codeAssistEvents struct {
-	events *sse.Reader
-	out    []byte // the events made, out[off:] not yet read
-	off    int
-}
-
-func (c *codeAssistEvents) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if c.off < len(c.out) {
-			m := copy(p[n:], c.out[c.off:])
-			n += m
-			c.off += m
-			continue
-		}
-		if n > 0 && !c.events.Buffered() {
-			break // what was read: the next event has not arrived
-		}
-		ev, err := c.events.Next()
-		if err != nil {
-			if n > 0 {
-				break // the error again on the next Read (the reader's errors are sticky)
+// line; comments and events without data as they came.
+func codeAssistEvents(events *sse.Reader) *reframed {
+	return &reframed{
+		next: func(dst []byte) ([]byte, error) {
+			ev, err := events.Next()
+			if err != nil {
+				return dst, err
 			}
-			return 0, err
-		}
-		c.out, c.off = codeAssistEvent(c.out[:0], ev), 0
+			return codeAssistEvent(dst, ev), nil
+		},
+		buffered: events.Buffered,
 	}
-	return n, nil
 }
 
 // codeAssistEvent appends Gemini's event for Code Assist's event ev to out.

@@ -129,3 +129,39 @@ func (d *Dialect) finishBody(req *sluice.Request, ep *sluice.Endpoint, model str
 	}
 	return d.finish(req, ep, model, body)
 }
+
+// reframed is a cloud's stream read as the protocol's server-sent events
+// (a Hosting's Unframe): next appends the events made of the stream's next
+// message to dst, and buffered says whether that message has arrived
+// already. Events already made leave in one Read, so the relay writes them
+// in one write as it does for any stream. An error, of reading or of
+// making events, ends the stream: it is returned once the events made
+// before it are read, and by every Read after.
+type reframed struct {
+	next     func(dst []byte) ([]byte, error)
+	buffered func() bool
+	out      []byte // the events made, out[off:] not yet read
+	off      int
+	err      error
+}
+
+func (r *reframed) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if r.off < len(r.out) {
+			m := copy(p[n:], r.out[r.off:])
+			n += m
+			r.off += m
+			continue
+		}
+		if r.err != nil || n > 0 && !r.buffered() {
+			break // the error, or what was read: the next message has not arrived
+		}
+		r.out, r.err = r.next(r.out[:0])
+		r.off = 0
+	}
+	if n == 0 && r.err != nil {
+		return 0, r.err
+	}
+	return n, nil
+}
