@@ -76,11 +76,7 @@ func bedrockBody(req *sluice.Request, _ *sluice.Endpoint, _ string, body []byte)
 		case "model", "stream", "anthropic_version", "anthropic_beta":
 			return nil
 		}
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, `":`...)
-		out = append(out, value...)
-		out = append(out, ',')
+		out = appendMember(out, key, value)
 		return nil
 	})
 	if err != nil {

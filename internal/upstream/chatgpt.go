@@ -114,11 +114,7 @@ func chatgptBody(req *sluice.Request, _ *sluice.Endpoint, _ string, body []byte)
 		case k == "input":
 			value = chatgptInput(value)
 		}
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, `":`...)
-		out = append(out, value...)
-		out = append(out, ',')
+		out = appendMember(out, key, value)
 		return nil
 	})
 	if err != nil {

@@ -165,3 +165,14 @@ func (r *reframed) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// appendMember appends the member key (a JSON object's, as read: its
+// quotes left out, its escapes kept) with its raw value, and a comma, to
+// out: how a cloud's body is rebuilt member by member.
+func appendMember(out, key, value []byte) []byte {
+	out = append(out, '"')
+	out = append(out, key...)
+	out = append(out, `":`...)
+	out = append(out, value...)
+	return append(out, ',')
+}
