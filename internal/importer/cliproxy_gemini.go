@@ -145,14 +145,5 @@ func (im *cliproxyImport) codeAssistEndpoint(project, prefix string) string {
 // projectAccount is the upstream account of a Google Cloud project: every
 // Gemini CLI login of the project is in it.
 func (im *cliproxyImport) projectAccount(file, project string) string {
-	identity := "gemini-cli project " + project
-	i, ok := im.accounts[identity]
-	if !ok {
-		i = len(im.catalog.Accounts)
-		im.accounts[identity] = i
-		im.catalog.Accounts = append(im.catalog.Accounts, config.Account{ID: im.newID("account", "gemini-cli-"+project)})
-	}
-	id := im.catalog.Accounts[i].ID
-	im.accountHow[id] = append(im.accountHow[id], file+" (project_id "+project+")")
-	return id
+	return im.loginsAccount("gemini-cli project "+project, "gemini-cli-"+project, file+" (project_id "+project+")")
 }
