@@ -135,6 +135,7 @@ type gateway struct {
 	addr    string // data plane host:port
 	admin   string // admin host:port
 	log     string // its stderr: the access log and any warnings
+	db      string // the SQLite file's absolute path
 }
 
 // banner lines of `sluice serve`: "  data plane  http://ADDR/v1" and
@@ -147,12 +148,16 @@ var (
 // startGateway writes the catalog into dir and runs bin on it until it
 // prints its addresses (30 s at most: a loaded machine starts slowly).
 func startGateway(bin, dir, redisURL, prefix, upstream string, s secrets, logLevel string) (*gateway, error) {
+	db, err := filepath.Abs(filepath.Join(dir, "sluice.db"))
+	if err != nil {
+		return nil, err
+	}
 	cat := filepath.Join(dir, "catalog.yaml")
-	doc := fmt.Sprintf(catalogYAML, redisURL, prefix, filepath.Join(dir, "sluice.db"), upstream)
+	doc := fmt.Sprintf(catalogYAML, redisURL, prefix, db, upstream)
 	if err := os.WriteFile(cat, []byte(doc), 0o600); err != nil {
 		return nil, err
 	}
-	g := &gateway{log: filepath.Join(dir, "sluice.log")}
+	g := &gateway{log: filepath.Join(dir, "sluice.log"), db: db}
 	logf, err := os.Create(g.log)
 	if err != nil {
 		return nil, err
@@ -292,38 +297,49 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	return got, sc.Err()
 }
 
-// procStatus reads, from /proc, the memory lines of process pid's status
-// in bytes by name (VmRSS, RssAnon, RssFile, RssShmem) and its open
-// descriptors, all of them and those that are not sockets.
-func procStatus(pid int) (mem map[string]float64, fds, files float64, err error) {
+// process is what /proc tells of the gateway besides its mappings.
+type process struct {
+	rss        float64 // VmRSS, bytes
+	fds        float64 // open descriptors
+	files      float64 // of them, those that are not sockets
+	dbOpenings float64 // of them, those of the database file: one per SQLite connection
+}
+
+// procStatus reads process pid's resident set and open descriptors; db is
+// the database file's absolute path.
+func procStatus(pid int, db string) (process, error) {
+	var p process
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return nil, 0, 0, err
+		return p, err
 	}
-	mem = map[string]float64{}
 	for line := range strings.Lines(string(b)) {
-		name, v, _ := strings.Cut(line, ":")
-		switch name {
-		case "VmRSS", "RssAnon", "RssFile", "RssShmem":
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kib, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
 			if err != nil {
-				return nil, 0, 0, fmt.Errorf("%s %q: %w", name, v, err)
+				return p, fmt.Errorf("VmRSS %q: %w", v, err)
 			}
-			mem[name] = kib * 1024
+			p.rss = kib * 1024
 		}
 	}
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, 0, 0, err
+		return p, err
 	}
+	p.fds = float64(len(entries))
 	for _, e := range entries {
 		// A descriptor closed since the listing has no link: not counted.
-		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && !strings.HasPrefix(target, "socket:") {
-			files++
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || strings.HasPrefix(target, "socket:") {
+			continue
+		}
+		p.files++
+		if target == db {
+			p.dbOpenings++
 		}
 	}
-	return mem, float64(len(entries)), files, nil
+	return p, nil
 }
 
 // privateRedis is a redis-server of the run's own, so that its used_memory

@@ -2,7 +2,10 @@
 // under a steady mixed load and reports whether it drifts: the gateway's
 // RSS, open files and goroutines and Redis's memory, sampled all along, with
 // their least-squares slope after warm-up, and the latency percentiles of
-// every window.
+// every window. The RSS is also read by where it is (memory.go): Go's heap
+// arenas, other anonymous memory (Go's runtime metadata and SQLite's
+// caches), the binary, the database's files — next to Go's own account of
+// its memory, so that a growth can be attributed.
 //
 // It builds the gateway from the tree (or runs -sluice), starts a private
 // redis-server (or uses -redis) for the shared state, SQLite in a temporary

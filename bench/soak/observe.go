@@ -24,11 +24,14 @@ import (
 // take reads every gauge once.
 func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	sm := sample{at: time.Now(), values: map[string]float64{}}
-	mem, fds, files, err := procStatus(gw.cmd.Process.Pid)
+	p, err := procStatus(gw.cmd.Process.Pid, gw.db)
 	if err != nil {
 		return sm, err
 	}
-	m, err := gw.metrics(ctx, "go_goroutines", "go_memstats_heap_inuse_bytes")
+	if sm.maps, err = readSmaps(gw.cmd.Process.Pid, gw.db); err != nil {
+		return sm, err
+	}
+	m, err := gw.metrics(ctx, append([]string{"go_goroutines"}, goMemstats...)...)
 	if err != nil {
 		return sm, err
 	}
@@ -36,9 +39,11 @@ func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	if err != nil {
 		return sm, err
 	}
-	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = mem["VmRSS"], fds, files
-	sm.values["gateway RSS anonymous"], sm.values["gateway RSS file and shared"] = mem["RssAnon"], mem["RssFile"]+mem["RssShmem"]
-	sm.values["gateway goroutines"], sm.values["gateway Go heap in use"] = m["go_goroutines"], m["go_memstats_heap_inuse_bytes"]
+	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = p.rss, p.fds, p.files
+	sm.values[sqliteConnections] = p.dbOpenings
+	addRegions(sm.values, sm.maps)
+	sm.values["gateway goroutines"] = m["go_goroutines"]
+	addGoView(sm.values, m)
 	sm.values["Redis used_memory"], sm.values["Redis keys"] = used, keys
 	return sm, nil
 }

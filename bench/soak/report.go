@@ -29,11 +29,20 @@ var gauges = []gauge{
 	// gateway closes after 2 minutes idle, so sockets follow the load's
 	// recent peak; a leak of files (spool, database) shows here alone.
 	{"gateway open files, not sockets", "", 1, false},
-	// RSS in two: the process's own memory, and the file pages it maps
-	// (SQLite's shared WAL index) or shares.
-	{"gateway RSS anonymous", "MiB", 1 << 20, false},
-	{"gateway RSS file and shared", "MiB", 1 << 20, false},
-	{"gateway Go heap in use", "MiB", 1 << 20, false},
+	// SQLite opens the database file once per connection, and each
+	// connection has a page cache of its own (cache_size).
+	{sqliteConnections, "", 1, false},
+	// Where the RSS is (memory.go): its regions, which add up to it, and
+	// Go's view of the memory it manages.
+	{goArenas.gaugeName(), "MiB", 1 << 20, false},
+	{otherAnon.gaugeName(), "MiB", 1 << 20, false},
+	{binaryFile.gaugeName(), "MiB", 1 << 20, false},
+	{dbFiles.gaugeName(), "MiB", 1 << 20, false},
+	{otherFiles.gaugeName(), "MiB", 1 << 20, false},
+	{goHeapInUse, "MiB", 1 << 20, false},
+	{goHeapKept, "MiB", 1 << 20, false},
+	{goStacks, "MiB", 1 << 20, false},
+	{goMetadata, "MiB", 1 << 20, false},
 	{"Redis keys", "", 1, false},
 }
 
@@ -41,6 +50,7 @@ var gauges = []gauge{
 type sample struct {
 	at     time.Time
 	values map[string]float64
+	maps   []mapping // the gateway's, for the mappings that grew
 }
 
 // fit is the least-squares line through a gauge's samples after warm-up.
@@ -273,7 +283,8 @@ func short(d time.Duration) string {
 }
 
 // render writes the report: intro, then the drift table and its verdict,
-// the latency windows, the workloads, the checks and the errors. It
+// where the RSS is, the latency windows, the workloads, the checks and the
+// errors. It
 // returns the text and whether every judged gauge is flat.
 func render(intro string, c config, begin time.Time, samples []sample, outcomes []outcome, checks string) (string, bool) {
 	var b strings.Builder
@@ -284,7 +295,9 @@ func render(intro string, c config, begin time.Time, samples []sample, outcomes 
 	if !flat {
 		verdict = "NOT FLAT: see the verdicts above"
 	}
-	fmt.Fprintf(&b, "\n%s.\n\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", verdict, short(c.window))
+	fmt.Fprintf(&b, "\n%s.\n\n### Where the RSS is\n\n", verdict)
+	whereSection(&b, samples, begin, c.warmup, c.window, c.duration)
+	fmt.Fprintf(&b, "\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", short(c.window))
 	windowTable(&b, outcomes, begin, c.duration, c.window)
 	b.WriteString("\n### Workloads\n\n")
 	workloadTable(&b, outcomes)

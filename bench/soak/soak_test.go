@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +56,127 @@ func TestSoakBriefly(t *testing.T) {
 	if res.samples < 3 {
 		t.Errorf("%d samples in 6s at one a second; want at least 3", res.samples)
 	}
-	for _, row := range []string{"| gateway RSS | ", "| Redis used_memory | ", "| 0–3s | ", "- Affinity", "- Billing", "- Video jobs: "} {
+	for _, row := range []string{"| gateway RSS | ", "| Redis used_memory | ", "| gateway RSS: Go heap arenas | ", "### Where the RSS is",
+		"| after the load | ", "The binary is resident for", "| 0–3s | ", "- Affinity", "- Billing", "- Video jobs: "} {
 		if !strings.Contains(res.text, row) {
 			t.Errorf("the report has no %q:\n%s", row, res.text)
+		}
+	}
+}
+
+// The soak's own process is a Go binary like the gateway: its mappings,
+// sorted into regions, must add up to its RSS, and its arenas must hold
+// what the runtime counts in them.
+func TestRegionsOfThisProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := make([][]byte, 64) // some heap to find, written so that it is resident
+	for i := range keep {
+		keep[i] = bytes.Repeat([]byte{1}, 64<<10)
+	}
+	maps, err := readSmaps(os.Getpid(), "/nonexistent/sluice.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	addRegions(values, maps)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p, err := procStatus(os.Getpid(), "/nonexistent/sluice.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for r := range regionNames {
+		sum += values[region(r).gaugeName()]
+	}
+	if math.Abs(sum-p.rss) > 0.1*p.rss {
+		t.Errorf("regions add up to %.0f bytes, VmRSS is %.0f", sum, p.rss)
+	}
+	if arenas := values[goArenas.gaugeName()]; arenas < float64(ms.HeapInuse)/2 || arenas > float64(ms.HeapSys+ms.StackSys) {
+		t.Errorf("Go heap arenas hold %.0f bytes resident; the runtime has %d in use of %d (stacks %d)", arenas, ms.HeapInuse, ms.HeapSys, ms.StackSys)
+	}
+	if values[binaryFile.gaugeName()] == 0 {
+		t.Errorf("nothing resident of the binary %s in %d mappings", exe, len(maps))
+	}
+	runtime.KeepAlive(keep)
+}
+
+// whereSection shows the end of warm-up, every window's end after it and
+// the sample after the load, and finds the mapping that grew.
+func TestWhereSection(t *testing.T) {
+	begin := time.Unix(0, 0)
+	var samples []sample
+	for i := range 62 { // a sample a minute for an hour, and one after the load
+		grew := float64(i) * (1 << 20)
+		samples = append(samples, sample{at: begin.Add(time.Duration(i) * time.Minute),
+			values: map[string]float64{"gateway RSS": 40<<20 + grew, otherAnon.gaugeName(): 10<<20 + grew},
+			maps:   []mapping{{start: 0x7f0000000000, size: 100 << 20, rss: 10<<20 + grew, where: otherAnon}, {start: 0xc000000000, rss: 30 << 20, where: goArenas}}})
+	}
+	var b strings.Builder
+	whereSection(&b, samples, begin, 10*time.Minute, 5*time.Minute, time.Hour)
+	var rows []string
+	for line := range strings.Lines(b.String()) {
+		if label, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |"); ok && strings.HasPrefix(line, "| ") {
+			rows = append(rows, label)
+		}
+	}
+	want := []string{"at", "---", "10m", "15m", "20m", "25m", "30m", "35m", "40m", "45m", "50m", "55m", "after the load", // the regions
+		"mapping", "---", "0x7f0000000000"} // the mappings that grew: only one did
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows %q, want %q:\n%s", rows, want, b.String())
+	}
+	if !strings.Contains(b.String(), "the RSS changed by +51.00 MiB") {
+		t.Errorf("no RSS change of +51 MiB (from 10m to 61m):\n%s", b.String())
+	}
+}
+
+func TestParseSmaps(t *testing.T) {
+	text := `00400000-01a00000 r-xp 00000000 08:01 123 /tmp/soak/sluice
+Size:              22528 kB
+Rss:               15000 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+32c6f4000000-32c6f4800000 rw-p 00000000 00:00 0 
+Size:               8192 kB
+Rss:                8000 kB
+32c6f4800000-32c6f8000000 ---p 00000000 00:00 0 
+Size:              57344 kB
+Rss:                   0 kB
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0 
+Size:               1024 kB
+Rss:                1024 kB
+7f0000100000-7f0000180000 ---p 00000000 00:00 0 
+Size:                512 kB
+Rss:                   0 kB
+7f0000200000-7f0000208000 rw-s 00000000 08:01 456 /tmp/soak/sluice.db-shm
+Size:                 32 kB
+Rss:                  32 kB
+7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0 [vdso]
+Size:                  8 kB
+Rss:                   4 kB
+`
+	maps, err := parseSmaps(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		start uint64
+		rss   float64
+		where region
+	}{{0x400000, 15000 << 10, binaryFile}, {0x32c6f4000000, 8000 << 10, goArenas}, {0x32c6f4800000, 0, goArenas},
+		// Begins on a 64 MiB boundary, ends off one: not an arena.
+		{0x7f0000000000, 1 << 20, otherAnon}, {0x7f0000100000, 0, otherAnon},
+		{0x7f0000200000, 32 << 10, dbFiles}, {0x7ffd00000000, 4 << 10, otherFiles}}
+	if len(maps) != len(want) {
+		t.Fatalf("parseSmaps found %d mappings, want %d: %+v", len(maps), len(want), maps)
+	}
+	classify(maps, "/tmp/soak/sluice", "/tmp/soak/sluice.db")
+	for i, w := range want {
+		if m := maps[i]; m.start != w.start || m.rss != w.rss || m.where != w.where {
+			t.Errorf("mapping %d = %#x %v bytes in %s, want %#x %v in %s", i, m.start, m.rss, regionNames[m.where], w.start, w.rss, regionNames[w.where])
 		}
 	}
 }
