@@ -18,15 +18,7 @@ import (
 // chatgptCatalog puts an endpoint on the simulator's ChatGPT backend
 // (%[2]s) with one Codex login of account acct-1; %[1]s is the test's
 // directory.
-const chatgptCatalog = `version: 1
-server:
-  listen: 127.0.0.1:0
-  admin_listen: 127.0.0.1:0
-  admin_token_env: ADMIN_TOKEN
-  secret_key_file: %[1]s/secret-key
-  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: {url: "sqlite://%[1]s/sluice.db"}
-endpoints:
+const chatgptCatalog = tokenKeepingServer + `endpoints:
   - {id: ep-chatgpt, base_url: %[2]s/backend-api/codex, protocols: [openai.responses], chatgpt: {}}
 credentials:
   - id: codex-login

@@ -27,15 +27,7 @@ const (
 // reached with a Gemini CLI login's refresh token and its client's secret,
 // for a Gemini alias and a chat alias; %[1]s is the test's directory,
 // %[2]s the simulator.
-const codeAssistCatalog = `version: 1
-server:
-  listen: 127.0.0.1:0
-  admin_listen: 127.0.0.1:0
-  admin_token_env: ADMIN_TOKEN
-  secret_key_file: %[1]s/secret-key
-  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: {url: "sqlite://%[1]s/sluice.db"}
-endpoints:
+const codeAssistCatalog = tokenKeepingServer + `endpoints:
   - {id: ep-gca, base_url: %[2]s, protocols: [gemini.generate], code_assist: {project: proj-gca-1}}
 credentials:
   - id: cred-gca

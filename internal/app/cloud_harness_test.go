@@ -31,15 +31,7 @@ const (
 // for Gemini, ep-vertex-claude for Claude: one endpoint per publisher, so
 // a chat alias's edge speaks the model's protocol),
 // all on one simulator (%[2]s); %[1]s is the test's directory.
-const cloudCatalog = `version: 1
-server:
-  listen: 127.0.0.1:0
-  admin_listen: 127.0.0.1:0
-  admin_token_env: ADMIN_TOKEN
-  secret_key_file: %[1]s/secret-key
-  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
-database: {url: "sqlite://%[1]s/sluice.db"}
-endpoints:
+const cloudCatalog = tokenKeepingServer + `endpoints:
   - {id: ep-azure, base_url: %[2]s, protocols: [openai.chat, openai.embeddings], azure: {api_version: 2024-10-21}}
   - {id: ep-azure-entra, base_url: %[2]s/openai, protocols: [openai.chat], azure: {api_version: 2024-10-21}}
   - {id: ep-vertex, base_url: %[2]s/v1, protocols: [gemini.generate], vertex: {project: proj-1, location: us-east5}}

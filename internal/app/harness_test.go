@@ -155,27 +155,23 @@ func newHarnessOn(t *testing.T, template, state string, simA, simB simulator.Opt
 	h.dbPath = filepath.Join(dir, "sluice.db")
 	h.cfgPath = filepath.Join(dir, "catalog.yaml")
 	h.writeCatalog(h.catalog())
-	o := app.Options{
-		ConfigPath:  h.cfgPath,
-		Log:         slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		LookupEnv:   func(k string) (string, bool) { v, ok := testEnv[k]; return v, ok },
-		ReloadEvery: 20 * time.Millisecond,
-	}
-	for _, change := range opts {
-		change(&o)
-	}
-	gw, err := app.Start(t.Context(), o)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	h.gw = gw
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	// It reloads its catalog often, for the tests that edit it.
+	h.startGateway(append([]func(*app.Options){func(o *app.Options) { o.ReloadEvery = 20 * time.Millisecond }}, opts...)...)
 	return h
 }
+
+// tokenKeepingServer begins the catalogs of the tests whose gateway keeps
+// oauth tokens: its server, with testSecretKey's file in the test's
+// directory (%[1]s), and its SQLite database there.
+const tokenKeepingServer = `version: 1
+server:
+  listen: 127.0.0.1:0
+  admin_listen: 127.0.0.1:0
+  admin_token_env: ADMIN_TOKEN
+  secret_key_file: %[1]s/secret-key
+  timeouts: {connect: 2s, first_byte: 5s, idle: 5s, total: 30s}
+database: {url: "sqlite://%[1]s/sluice.db"}
+`
 
 // testSecretKey is server.secret_key_file's content in the tests'
 // catalogs that keep oauth tokens: 32 bytes in base64.
