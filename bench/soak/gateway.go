@@ -136,6 +136,7 @@ type gateway struct {
 	admin   string // admin host:port
 	log     string // its stderr: the access log and any warnings
 	db      string // the SQLite file's absolute path
+	prefix  string // of its keys in Redis
 }
 
 // banner lines of `sluice serve`: "  data plane  http://ADDR/v1" and
@@ -157,7 +158,7 @@ func startGateway(bin, dir, redisURL, prefix, upstream string, s secrets, logLev
 	if err := os.WriteFile(cat, []byte(doc), 0o600); err != nil {
 		return nil, err
 	}
-	g := &gateway{log: filepath.Join(dir, "sluice.log"), db: db}
+	g := &gateway{log: filepath.Join(dir, "sluice.log"), db: db, prefix: prefix}
 	logf, err := os.Create(g.log)
 	if err != nil {
 		return nil, err
@@ -400,17 +401,22 @@ func newRedisClient(url string) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
-// redisMemory reads used_memory (bytes) and the number of keys of the
-// database the client uses.
-func redisMemory(ctx context.Context, c *redis.Client) (used, keys float64, err error) {
+// redisMemory adds used_memory (bytes), its parts (redisParts) and the
+// number of keys of the database the client uses to values.
+func redisMemory(ctx context.Context, c *redis.Client, values map[string]float64) error {
 	info, err := c.InfoMap(ctx, "memory").Result()
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	used, err = strconv.ParseFloat(info["Memory"]["used_memory"], 64)
+	used, err := strconv.ParseFloat(info["Memory"]["used_memory"], 64)
 	if err != nil {
-		return 0, 0, fmt.Errorf("used_memory: %w", err)
+		return fmt.Errorf("used_memory: %w", err)
+	}
+	values["Redis used_memory"] = used
+	if err := redisParts(values, info["Memory"]); err != nil {
+		return err
 	}
 	n, err := c.DBSize(ctx).Result()
-	return used, float64(n), err
+	values["Redis keys"] = float64(n)
+	return err
 }

@@ -35,8 +35,10 @@ func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	if err != nil {
 		return sm, err
 	}
-	used, keys, err := redisMemory(ctx, rdb)
-	if err != nil {
+	if err := redisMemory(ctx, rdb, sm.values); err != nil {
+		return sm, err
+	}
+	if sm.redisKeys, err = keyGroups(ctx, rdb, gw.prefix); err != nil {
 		return sm, err
 	}
 	sm.values["gateway RSS"], sm.values["gateway open files"], sm.values["gateway open files, not sockets"] = p.rss, p.fds, p.files
@@ -44,7 +46,6 @@ func take(ctx context.Context, gw *gateway, rdb *redis.Client) (sample, error) {
 	addRegions(sm.values, sm.maps)
 	sm.values["gateway goroutines"] = m["go_goroutines"]
 	addGoView(sm.values, m)
-	sm.values["Redis used_memory"], sm.values["Redis keys"] = used, keys
 	return sm, nil
 }
 

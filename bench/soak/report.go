@@ -44,6 +44,11 @@ var gauges = []gauge{
 	{goStacks, "MiB", 1 << 20, false},
 	{goMetadata, "MiB", 1 << 20, false},
 	{"Redis keys", "", 1, false},
+	// Where used_memory is (redismem.go): its parts add up to it.
+	{redisDataset, "MiB", 1 << 20, false},
+	{redisClients, "MiB", 1 << 20, false},
+	{redisScripts, "MiB", 1 << 20, false},
+	{redisOtherOverhead, "MiB", 1 << 20, false},
 }
 
 // sample is every gauge read at one moment, in raw units, by gauge name.
@@ -51,6 +56,8 @@ type sample struct {
 	at     time.Time
 	values map[string]float64
 	maps   []mapping // the gateway's, for the mappings that grew
+	// redisKeys are the gateway's keys in Redis by group (keyGroup).
+	redisKeys map[string]keyGroupSize
 }
 
 // fit is the least-squares line through a gauge's samples after warm-up.
@@ -283,7 +290,7 @@ func short(d time.Duration) string {
 }
 
 // render writes the report: intro, then the drift table and its verdict,
-// where the RSS is, the latency windows, the workloads, the checks and the
+// where the RSS and Redis's memory are, the latency windows, the workloads, the checks and the
 // errors. It
 // returns the text and whether every judged gauge is flat.
 func render(intro string, c config, begin time.Time, samples []sample, outcomes []outcome, checks string) (string, bool) {
@@ -297,6 +304,12 @@ func render(intro string, c config, begin time.Time, samples []sample, outcomes 
 	}
 	fmt.Fprintf(&b, "\n%s.\n\n### Where the RSS is\n\n", verdict)
 	whereSection(&b, samples, begin, c.warmup, c.window, c.duration)
+	b.WriteString("\n### Where Redis's memory is\n\n")
+	if i := slices.IndexFunc(samples, func(s sample) bool { return !s.at.Before(begin.Add(c.warmup)) }); i >= 0 {
+		redisSection(&b, samples[i], samples[len(samples)-1])
+	} else {
+		b.WriteString("No sample after warm-up.\n")
+	}
 	fmt.Fprintf(&b, "\n### Latency per %s window (successful exchanges; streams to their last event)\n\n", short(c.window))
 	windowTable(&b, outcomes, begin, c.duration, c.window)
 	b.WriteString("\n### Workloads\n\n")

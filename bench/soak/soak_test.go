@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -57,10 +58,41 @@ func TestSoakBriefly(t *testing.T) {
 		t.Errorf("%d samples in 6s at one a second; want at least 3", res.samples)
 	}
 	for _, row := range []string{"| gateway RSS | ", "| Redis used_memory | ", "| gateway RSS: Go heap arenas | ", "### Where the RSS is",
-		"| after the load | ", "The binary is resident for", "| 0–3s | ", "- Affinity", "- Billing", "- Video jobs: "} {
+		"| after the load | ", "The binary is resident for", "| 0–3s | ", "- Affinity", "- Billing", "- Video jobs: ",
+		"### Where Redis's memory is", "| Redis used_memory: dataset | ", "| `{jobs:N}:job:ID` | "} {
 		if !strings.Contains(res.text, row) {
 			t.Errorf("the report has no %q:\n%s", row, res.text)
 		}
+	}
+}
+
+func TestKeyGroup(t *testing.T) {
+	for key, want := range map[string]string{
+		"{d:default}:unit":          "{d:default}:unit",
+		"{jobs:13}:job:vid_9f:x":    "{jobs:N}:job:ID",
+		"{jobs:0}:exp":              "{jobs:N}:exp",
+		"{d:pool.a}:aff:k1\x00s-42": "{d:pool.a}:aff:SEED",
+		"status:credential":         "status:credential",
+	} {
+		if got := keyGroup(key); got != want {
+			t.Errorf("keyGroup(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestRedisParts(t *testing.T) {
+	values := map[string]float64{}
+	info := map[string]string{"used_memory_dataset": "1000", "used_memory_overhead": "900", "mem_clients_normal": "300", "used_memory_scripts": "200"}
+	if err := redisParts(values, info); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{redisDataset: 1000, redisClients: 300, redisScripts: 200, redisOtherOverhead: 400}
+	if !maps.Equal(values, want) {
+		t.Errorf("parts %v, want %v", values, want)
+	}
+	delete(info, "used_memory_scripts")
+	if err := redisParts(values, info); err == nil {
+		t.Error("a missing field was not an error")
 	}
 }
 
