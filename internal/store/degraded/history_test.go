@@ -3,6 +3,7 @@ package degraded_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,33 +13,73 @@ import (
 	"github.com/sluicehq/sluice/internal/store/storetest/history"
 )
 
-// unreachable is a shared store that is down: every capacity and
-// inspector call fails as an unreachable Redis's would. Its wake-ups are a
-// memstore's, which never sends any.
-type unreachable struct{ *memstore.Store }
+// switchable is a shared store that answers as its memstore until it is
+// cut off; from then on every capacity and inspector call fails as an
+// unreachable Redis's would. Its wake-ups are the memstore's.
+type switchable struct {
+	*memstore.Store
+	down atomic.Bool
+}
 
 var errDown = errors.New("connection refused")
 
-func down(op string) error { return errors.Join(store.ErrUnavailable, errors.New(op), errDown) }
+// cut is the failure of op once the store is cut off, nil before.
+func (s *switchable) cut(op string) error {
+	if !s.down.Load() {
+		return nil
+	}
+	return errors.Join(store.ErrUnavailable, errors.New(op), errDown)
+}
 
-func (unreachable) Acquire(context.Context, store.Acquire) (store.Grant, error) {
-	return store.Grant{}, down("acquire")
+func (s *switchable) Acquire(ctx context.Context, a store.Acquire) (store.Grant, error) {
+	if err := s.cut("acquire"); err != nil {
+		return store.Grant{}, err
+	}
+	return s.Store.Acquire(ctx, a)
 }
-func (unreachable) Release(context.Context, string, string, store.Outcome) error {
-	return down("release")
+func (s *switchable) Release(ctx context.Context, domain, lease string, out store.Outcome) error {
+	if err := s.cut("release"); err != nil {
+		return err
+	}
+	return s.Store.Release(ctx, domain, lease, out)
 }
-func (unreachable) Renew(context.Context, string, []string, time.Duration) error {
-	return down("renew")
+func (s *switchable) Renew(ctx context.Context, domain string, leases []string, ttl time.Duration) error {
+	if err := s.cut("renew"); err != nil {
+		return err
+	}
+	return s.Store.Renew(ctx, domain, leases, ttl)
 }
-func (unreachable) Cancel(context.Context, string, string, string) error { return down("cancel") }
-func (unreachable) ProbeSucceeded(context.Context, string, string) error { return down("probe") }
-func (unreachable) Reassert(context.Context, string, []store.Held) error { return down("reassert") }
-func (unreachable) Units(context.Context, string, []string) ([]store.UnitState, error) {
-	return nil, down("units")
+func (s *switchable) Cancel(ctx context.Context, domain, queue, ticket string) error {
+	if err := s.cut("cancel"); err != nil {
+		return err
+	}
+	return s.Store.Cancel(ctx, domain, queue, ticket)
 }
-func (unreachable) CredentialInFlight(context.Context, string, []string) (map[string]int, error) {
-	return nil, down("credentials")
+func (s *switchable) ProbeSucceeded(ctx context.Context, domain, lease string) error {
+	if err := s.cut("probe"); err != nil {
+		return err
+	}
+	return s.Store.ProbeSucceeded(ctx, domain, lease)
 }
+func (s *switchable) Reassert(ctx context.Context, domain string, held []store.Held) error {
+	if err := s.cut("reassert"); err != nil {
+		return err
+	}
+	return s.Store.Reassert(ctx, domain, held)
+}
+func (s *switchable) Units(ctx context.Context, domain string, ids []string) ([]store.UnitState, error) {
+	if err := s.cut("units"); err != nil {
+		return nil, err
+	}
+	return s.Store.Units(ctx, domain, ids)
+}
+func (s *switchable) CredentialInFlight(ctx context.Context, domain string, ids []string) (map[string]int, error) {
+	if err := s.cut("credentials"); err != nil {
+		return nil, err
+	}
+	return s.Store.CredentialInFlight(ctx, domain, ids)
+}
+func (s *switchable) ping(context.Context) error { return s.cut("ping") }
 
 // TestDegradedHistories checks a degraded Store of one replica against
 // the reference model on random histories while its shared store is
@@ -46,10 +87,9 @@ func (unreachable) CredentialInFlight(context.Context, string, []string) (map[st
 // caps ÷ 1. (redisstore's tests run it over a live Redis.)
 func TestDegradedHistories(t *testing.T) {
 	c := &history.Clock{}
-	s := degraded.New(unreachable{memstore.New()}, memstore.NewWith(memstore.Options{Now: c.Now}), degraded.Options{
-		Replicas: 1,
-		Ping:     func(context.Context) error { return down("ping") },
-	})
+	shared := &switchable{Store: memstore.New()}
+	shared.down.Store(true)
+	s := degraded.New(shared, memstore.NewWith(memstore.Options{Now: c.Now}), degraded.Options{Replicas: 1, Ping: shared.ping})
 	t.Cleanup(func() { s.Close() })
 	// The first call finds the shared store down; the histories run after.
 	if _, err := s.Acquire(t.Context(), store.Acquire{Domain: "enter", Ticket: "t", Queue: "q", LeaseTTL: time.Second,
@@ -61,4 +101,32 @@ func TestDegradedHistories(t *testing.T) {
 	tg := history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.Set, WakeWait: 5 * time.Second, MayFailUnheld: true}
 	history.Replay(t, tg)
 	history.Run(t, tg, 300)
+}
+
+// TestOutageHistories checks a degraded Store of one replica whose shared
+// store (a memstore on the history's clock) answers until an Outage
+// operation cuts it off: from then on the replica decides locally, and
+// the calls the shared store granted count there (see
+// history.Target.Outage). A new pair of stores for every history: the
+// way back, which holds new claims for a second of real time, is
+// degraded's own tests'.
+func TestOutageHistories(t *testing.T) {
+	history.RunEach(t, func() (history.Target, func()) {
+		c := &history.Clock{}
+		shared := &switchable{Store: memstore.NewWith(memstore.Options{Now: c.Now})}
+		s := degraded.New(shared, memstore.NewWith(memstore.Options{Now: c.Now}), degraded.Options{Replicas: 1, Ping: shared.ping})
+		outage := func(ctx context.Context) error {
+			shared.down.Store(true)
+			// A call that finds the shared store down turns the replica
+			// to local state at once, mirroring the calls in flight.
+			enter := store.Acquire{Domain: "enter", Ticket: "t", Queue: "q", LeaseTTL: time.Second,
+				Candidates: []store.Candidate{{Unit: store.Unit{ID: "u"}, Credential: "c"}}}
+			if _, err := s.Acquire(ctx, enter); err != nil || !s.Degraded() {
+				return errors.Join(errors.New("the outage did not turn the replica to local state"), err)
+			}
+			return s.Release(ctx, enter.Domain, enter.Ticket, store.Outcome{})
+		}
+		return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.Set, WakeWait: 5 * time.Second, Outage: outage},
+			func() { s.Close() }
+	}, 600)
 }

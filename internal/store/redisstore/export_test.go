@@ -41,3 +41,15 @@ func (s *Store) SetClock(ctx context.Context, now time.Time, domains []string) e
 	}
 	return nil
 }
+
+// LoseState deletes the capacity state of each of domains, as a Redis
+// restarted empty would lose it; the test clock, held by the library,
+// stays.
+func (s *Store) LoseState(ctx context.Context, domains []string) error {
+	for _, d := range domains {
+		if err := s.rdb.Del(ctx, s.domain(d).keys...).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

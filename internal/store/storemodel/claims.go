@@ -390,6 +390,12 @@ func (d *domain) first(u *unit, now time.Time, wakes []Wake) []Wake {
 	return wakes
 }
 
+// Lose forgets every state of domain, as a shared store that lost it
+// (Redis restarted empty, or flushed; store.Reasserter): leases, queues,
+// cooldowns, learned caps, windows and days. What a replica still holds
+// comes back with its Reassert.
+func (m *Model) Lose(domainID string) { delete(m.domains, domainID) }
+
 // Reassert makes each lease of held live again, with its slots and
 // reservations in its unit and limits whatever their room, unless it is
 // still live; "Leases are not reasserted as probes" (store.Reasserter).

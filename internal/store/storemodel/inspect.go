@@ -76,3 +76,14 @@ func (m *Model) Holds(domainID string, now time.Time) map[string]bool {
 	}
 	return ids
 }
+
+// Expires returns when each live lease of domain expires.
+func (m *Model) Expires(domainID string, now time.Time) map[string]time.Time {
+	d := m.domain(domainID)
+	d.tidy(now)
+	out := make(map[string]time.Time, len(d.leases))
+	for _, l := range d.leases {
+		out[l.id] = l.expires
+	}
+	return out
+}

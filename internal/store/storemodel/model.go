@@ -12,12 +12,13 @@
 // Time is the caller's: every method takes now, so a test drives the model
 // and a store with one fake clock.
 //
-// Not modelled: the loss of a shared store's state (generations,
-// store.ErrStateLost); the bounds stores put on their work (no-barging's
-// 64 tickets is, but not redisstore's wake-ups per queue or reaping per
-// call); which extra hints a store sends (the model gives the wake-ups
-// every store owes, see first); and the Cap a forgotten limit shows. A
-// lease or waiter is dead from the instant of its deadline on.
+// A shared store losing its state is modelled as the state gone (Lose);
+// how the store tells a replica so (generations, store.ErrStateLost) is
+// package history's to check. Not modelled: the bounds stores put on their
+// work (no-barging's 64 tickets is, but not redisstore's wake-ups per queue
+// or reaping per call); which extra hints a store sends (the model gives
+// the wake-ups every store owes, see first); and the Cap a forgotten limit
+// shows. A lease or waiter is dead from the instant of its deadline on.
 package storemodel
 
 import (

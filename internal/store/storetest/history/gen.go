@@ -77,8 +77,12 @@ func Generate(seed uint64, n int) []Op {
 			if a, ok := pick(); ok {
 				ops = append(ops, Op{Kind: Probe, Domain: a.Domain, Lease: a.Ticket})
 			}
-		case p < 90:
+		case p < 88:
 			ops = append(ops, Op{Kind: Advance, Step: steps[r.IntN(len(steps))]})
+		case p < 89:
+			ops = append(ops, Op{Kind: Lose, Domain: domains[r.IntN(len(domains))]})
+		case p < 90:
+			ops = append(ops, Op{Kind: Outage})
 		case p < 95:
 			// Inspections come now and then, not after every step: an
 			// Inspector may tidy up as it reads (memstore reaps dead

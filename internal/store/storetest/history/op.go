@@ -2,7 +2,9 @@
 // reference model of package storemodel on seeded random histories: it
 // generates operation sequences (acquires with random units, limits,
 // classes, tenants and tokens; releases with random outcomes; renewals,
-// cancels, probe successes, inspections, and a fake clock moved forward),
+// cancels, probe successes, reassertions, inspections, a shared store
+// losing its state or becoming unreachable, and a fake clock moved
+// forward),
 // runs each step against the model and a store driven by the same clock,
 // and compares every grant, refusal, queue position, retry time, required
 // wake-up and unit state. A failing history is shrunk to a minimal one and
@@ -33,9 +35,11 @@ const (
 	Advance              // the clock moves on by Op.Step
 	Inspect              // Units and CredentialInFlight of every unit and credential of Op.Domain
 	Reassert             // Op.Held in Op.Domain (skipped while its ticket is queued: no replica holds a lease of a waiting ticket)
+	Lose                 // the shared store loses Op.Domain's state; the live leases are reasserted
+	Outage               // the shared store is unreachable from now on: a degraded store decides locally
 )
 
-var kindNames = [...]string{"Acquire", "Release", "Renew", "Cancel", "Probe", "Advance", "Inspect", "Reassert"}
+var kindNames = [...]string{"Acquire", "Release", "Renew", "Cancel", "Probe", "Advance", "Inspect", "Reassert", "Lose", "Outage"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -70,6 +74,10 @@ func (op Op) GoString() string {
 		return fmt.Sprintf("{Kind: history.Advance, Step: %d}", op.Step)
 	case Reassert:
 		return fmt.Sprintf("{Kind: history.Reassert, Domain: %q, Held: %#v}", op.Domain, op.Held)
+	case Lose:
+		return fmt.Sprintf("{Kind: history.Lose, Domain: %q}", op.Domain)
+	case Outage:
+		return "{Kind: history.Outage}"
 	default:
 		return fmt.Sprintf("{Kind: history.Inspect, Domain: %q}", op.Domain)
 	}

@@ -25,6 +25,20 @@ type Target struct {
 	// Reasserter, if set, runs the Reassert operations; they are skipped
 	// without it.
 	Reasserter store.Reasserter
+	// Lose, if set, makes the store lose the state of domains (the
+	// store's names) as a Redis restarted empty would; the Lose
+	// operations are skipped without it (or without a Reasserter).
+	Lose func(ctx context.Context, domains []string) error
+	// Outage, if set, cuts a degraded store off from its shared store for
+	// the rest of the history, and returns once the store has turned to
+	// its local state; the Outage operations are skipped without it. From
+	// then on every decision is local, the calls the shared store granted
+	// and that have not ended carry on in the local store (each for its
+	// Acquire's LeaseTTL from the outage on), and a call the store answers
+	// locally may still fail with store.ErrUnavailable for what it owes
+	// the shared store: its local effect is what is compared. A target
+	// with Outage suits RunEach (a new store per history).
+	Outage func(ctx context.Context) error
 	// SetClock sets the store's clock to now for the domains given (the
 	// store's names): at the start of a history and after each Advance,
 	// and to the zero time (the store's own clock) at its end.
@@ -80,7 +94,8 @@ func Check(ctx context.Context, tg Target, ops []Op) error {
 }
 
 func (s *session) check(ctx context.Context, ops []Op) error {
-	r := &runner{session: s, prefix: fmt.Sprintf("%sh%d.", s.replicas, runs.Add(1)), model: storemodel.New(), now: Start, got: make(map[string]bool)}
+	r := &runner{session: s, prefix: fmt.Sprintf("%sh%d.", s.replicas, runs.Add(1)), model: storemodel.New(), now: Start,
+		got: make(map[string]bool), grants: make(map[string]grant)}
 	r.collect(ops)
 	if err := r.setClock(ctx); err != nil {
 		return err
@@ -106,6 +121,17 @@ type runner struct {
 	held   map[string]bool // the model's live leases (true) and queued tickets (false) before the step
 	units  []string        // every unit and limit ID of the history
 	creds  []string
+	// grants are the leases granted or reasserted and not ended, as the
+	// replica holding them would reassert them after a loss (with the
+	// TTL it asked for).
+	grants map[string]grant
+	down   bool // after an Outage
+}
+
+// grant is a lease the replica holds in domain.
+type grant struct {
+	domain string
+	held   store.Held
 }
 
 func (r *runner) collect(ops []Op) {
@@ -167,24 +193,30 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 		if !sameGrant(got, g) {
 			return fmt.Errorf("acquire %s: store %s, model %s", op.Acquire.Ticket, grantString(got), grantString(g))
 		}
+		if g.Granted {
+			r.grants[op.Acquire.Ticket] = grant{op.Acquire.Domain, store.Held{Lease: op.Acquire.Ticket, Candidate: op.Acquire.Candidates[g.Index],
+				Tokens: op.Acquire.Tokens, TTL: op.Acquire.LeaseTTL}}
+		}
 	case Release:
 		want = r.model.Release(op.Domain, op.Lease, op.Out, r.now)
-		if err := r.tg.Claims.Release(ctx, r.dom(op.Domain), r.tick(op.Lease), op.Out); err != nil {
+		delete(r.grants, op.Lease)
+		if err := r.owed(r.tg.Claims.Release(ctx, r.dom(op.Domain), r.tick(op.Lease), op.Out)); err != nil {
 			return err
 		}
 	case Renew:
 		r.model.Renew(op.Domain, []string{op.Lease}, op.TTL, r.now)
-		if err := r.tg.Claims.Renew(ctx, r.dom(op.Domain), []string{r.tick(op.Lease)}, op.TTL); err != nil {
+		if err := r.owed(r.tg.Claims.Renew(ctx, r.dom(op.Domain), []string{r.tick(op.Lease)}, op.TTL)); err != nil {
 			return err
 		}
 	case Cancel:
 		want = r.model.Cancel(op.Domain, op.Queue, op.Lease, r.now)
-		if err := r.tg.Claims.Cancel(ctx, r.dom(op.Domain), op.Queue, r.tick(op.Lease)); err != nil {
+		delete(r.grants, op.Lease)
+		if err := r.owed(r.tg.Claims.Cancel(ctx, r.dom(op.Domain), op.Queue, r.tick(op.Lease))); err != nil {
 			return err
 		}
 	case Probe:
 		want = r.model.ProbeSucceeded(op.Domain, op.Lease, r.now)
-		if err := r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), r.tick(op.Lease)); err != nil {
+		if err := r.owed(r.tg.Claims.ProbeSucceeded(ctx, r.dom(op.Domain), r.tick(op.Lease))); err != nil {
 			return err
 		}
 	case Reassert:
@@ -200,6 +232,13 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 			return err
 		}
 		r.model.Reassert(op.Domain, []store.Held{op.Held}, r.now)
+		if !r.held[op.Lease] { // made live: held as reasserted from now on
+			r.grants[op.Held.Lease] = grant{op.Domain, op.Held}
+		}
+	case Lose:
+		return r.lose(ctx, op.Domain)
+	case Outage:
+		return r.outage(ctx)
 	case Advance:
 		r.now = r.now.Add(op.Step)
 		return r.setClock(ctx)
@@ -207,6 +246,71 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 		return r.inspect(ctx, op.Domain)
 	}
 	return r.woken(want)
+}
+
+// lose makes the store and the model lose domain's state, and reasserts
+// the leases live before, as the capacity engine of the replica holding
+// them does. A store that granted a lease must say the state was lost
+// (store.ErrStateLost) until it is reasserted.
+func (r *runner) lose(ctx context.Context, d string) error {
+	if r.tg.Lose == nil || r.tg.Reasserter == nil {
+		return nil
+	}
+	var held, named []store.Held
+	for lease, exp := range r.model.Expires(d, r.now) {
+		h := r.grants[lease].held
+		h.TTL = exp.Sub(r.now)
+		held = append(held, h)
+		h.Lease = r.tick(lease)
+		named = append(named, h)
+	}
+	r.model.Lose(d)
+	if err := r.tg.Lose(ctx, []string{r.dom(d)}); err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		if err := r.tg.Claims.Renew(ctx, r.dom(d), []string{named[0].Lease}, time.Second); !errors.Is(err, store.ErrStateLost) {
+			return fmt.Errorf("renew after the loss of %d leases: %v, want store.ErrStateLost", len(held), err)
+		}
+	}
+	if err := r.tg.Reasserter.Reassert(ctx, r.dom(d), named); err != nil {
+		return err
+	}
+	r.model.Reassert(d, held, r.now)
+	return nil
+}
+
+// outage cuts the store off from its shared store, once; the model loses
+// every domain's state and takes back the calls the replica was granted
+// and has not ended, each for the LeaseTTL it asked for, as a degraded
+// store's local state does.
+func (r *runner) outage(ctx context.Context) error {
+	if r.tg.Outage == nil || r.down {
+		return nil
+	}
+	if err := r.tg.Outage(ctx); err != nil {
+		return err
+	}
+	r.down = true
+	held := make(map[string][]store.Held)
+	for _, g := range r.grants {
+		held[g.domain] = append(held[g.domain], g.held)
+	}
+	for _, d := range domains {
+		r.model.Lose(d)
+		r.model.Reassert(d, held[d], r.now)
+	}
+	return nil
+}
+
+// owed is err, but for the shared store's failure once it is unreachable:
+// a degraded store answers the call locally and reports what it could not
+// tell the shared store (see Target.Outage).
+func (r *runner) owed(err error) error {
+	if r.down && errors.Is(err, store.ErrUnavailable) {
+		return nil
+	}
+	return err
 }
 
 // drain takes the hints that have arrived into got.
@@ -326,6 +430,22 @@ func sameUnit(a, b store.UnitState) bool {
 // -run Histories ./internal/store/...) is a bench, not CI. Seeds start at
 // $SLUICE_HISTORY_SEED (default 1).
 func Run(t *testing.T, tg Target, n int) {
+	first, n := span(t, n)
+	report(t, Find(t.Context(), tg, first, n), first, n)
+}
+
+// RunEach is Run on a new target for every history, and for every history
+// the shrinker tries: for a store that a history leaves in a state the
+// next cannot start from (a degraded store after an Outage). newTarget
+// returns the target and what ends it.
+func RunEach(t *testing.T, newTarget func() (Target, func()), n int) {
+	first, n := span(t, n)
+	report(t, FindEach(t.Context(), newTarget, first, n), first, n)
+}
+
+// span is the first seed and the number of histories to check: n, or as
+// the environment says (see Run).
+func span(t *testing.T, n int) (uint64, int) {
 	first := uint64(1)
 	if v := os.Getenv("SLUICE_HISTORIES"); v != "" {
 		var err error
@@ -339,7 +459,10 @@ func Run(t *testing.T, tg Target, n int) {
 			t.Fatalf("SLUICE_HISTORY_SEED=%q: %v", v, err)
 		}
 	}
-	f := Find(t.Context(), tg, first, n)
+	return first, n
+}
+
+func report(t *testing.T, f Failure, first uint64, n int) {
 	switch {
 	case f.Err != nil && f.Shrunk == nil:
 		t.Fatal(f.Err)
@@ -365,22 +488,34 @@ func (f Failure) String() string {
 // Find checks the histories of seeds first to first+n-1 against tg and
 // stops at the first that disagrees, which it shrinks.
 func Find(ctx context.Context, tg Target, first uint64, n int) Failure {
-	var f Failure
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s, err := open(ctx, tg)
 	if err != nil {
-		f.Err = err
-		return f
+		return Failure{Err: err}
 	}
+	return find(first, n, func(ops []Op) error { return s.check(ctx, ops) })
+}
+
+// FindEach is Find on a new target for every history checked (see RunEach).
+func FindEach(ctx context.Context, newTarget func() (Target, func()), first uint64, n int) Failure {
+	return find(first, n, func(ops []Op) error {
+		tg, end := newTarget()
+		defer end()
+		return Check(ctx, tg, ops)
+	})
+}
+
+func find(first uint64, n int, check func([]Op) error) Failure {
+	var f Failure
 	for seed := first; seed < first+uint64(n); seed++ {
 		ops := Generate(seed, Length(seed))
 		f.Histories++
 		f.Ops += len(ops)
-		if err := s.check(ctx, ops); err != nil {
+		if err := check(ops); err != nil {
 			f.Seed = seed
-			f.Shrunk = Shrink(ops, func(ops []Op) bool { return s.check(ctx, ops) != nil })
-			f.Err = s.check(ctx, f.Shrunk)
+			f.Shrunk = Shrink(ops, func(ops []Op) bool { return check(ops) != nil })
+			f.Err = check(f.Shrunk)
 			if f.Err == nil { // a flaky failure: report the history as it failed
 				f.Shrunk, f.Err = ops, err
 			}
