@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -95,7 +94,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, state string)) {
 	t.Run("memory", func(t *testing.T) { f(t, "{backend: memory}") })
 	t.Run("redis", func(t *testing.T) {
 		url := testenv.Redis(t)
-		f(t, fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+rand.Text()[:10]+":"))
+		f(t, redisState(url, testenv.RedisPrefix(t, url)))
 	})
 }
 

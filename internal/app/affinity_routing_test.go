@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"cmp"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -353,7 +352,7 @@ func TestAffinityNoSeedUsesFallbackStrategy(t *testing.T) {
 // anew, would choose another.
 func TestAffinityReplicasShareBindings(t *testing.T) {
 	url := testenv.Redis(t)
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+rand.Text()[:10]+":")
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	one := newAffinityHarness(t, state, 3, 1, 1, "1h") // places new seeds on org-1
 	two := newAffinityHarness(t, state, 1, 3, 1, "1h") // would place them on org-2
 	if _, acct := one.sendTurn(turn{header: session("replicas"), body: conversation("replicas", 0)}); acct != "org-1" {

@@ -3,7 +3,6 @@ package app_test
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -178,7 +177,7 @@ func TestCacheSingleFlight(t *testing.T) {
 // answer the first stored is the second's hit.
 func TestCacheSharedOnRedis(t *testing.T) {
 	url := testenv.Redis(t)
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, fmt.Sprintf("sluice-test-%x:", rand.Uint64()))
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	h := newHarnessWith(t, cacheTemplate("{ttl: 1m, backend: redis}"), state, simulator.Options{Default: simulator.Behavior{ChunkDelay: time.Millisecond}})
 	for _, stream := range []bool{false, true} {
 		body := deterministic(messagesCaller, "fast", fmt.Sprintf("shared %v", stream), stream)

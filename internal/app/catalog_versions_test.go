@@ -174,9 +174,7 @@ func withCredential(doc, cred string) string {
 // restores everywhere; every status lists the three with their versions.
 func TestCatalogVersionsOnPostgres(t *testing.T) {
 	dbURL, redisURL := testenv.Postgres(t), testenv.Redis(t)
-	prefix := clusterPrefix()
-	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
-	f := newFleet(t, dbURL, clusterState(redisURL, prefix, ""), nil, nil, []string{"UP_B1"})
+	f := newFleet(t, dbURL, redisState(redisURL, testenv.RedisPrefix(t, redisURL)), nil, nil, []string{"UP_B1"})
 	all := []int{0, 1, 2}
 
 	f.within(time.Now().Add(3*time.Second), "three replicas at version 1 in the status", []int{0}, func(int) bool {

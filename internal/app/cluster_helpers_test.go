@@ -3,7 +3,6 @@ package app_test
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -20,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/simulator"
 	"github.com/sluicehq/sluice/internal/testenv"
@@ -33,7 +30,7 @@ import (
 
 // clusterTemplate is the catalog of both replicas; they differ only in
 // their database (%s: the SQLite path; then the state section, see
-// clusterState, then the simulator's URL).
+// redisState, then the simulator's URL).
 const clusterTemplate = `version: 1
 server:
   listen: 127.0.0.1:0
@@ -175,32 +172,16 @@ type cluster struct {
 func newCluster(t *testing.T, latency time.Duration) *cluster {
 	t.Helper()
 	redisURL := testenv.Redis(t)
-	prefix := clusterPrefix()
-	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
-	return newClusterWith(t, latency, clusterState(redisURL, prefix, ""))
+	return newClusterWith(t, latency, redisState(redisURL, testenv.RedisPrefix(t, redisURL)))
 }
 
 // newClusterOnRedisCluster is newCluster with the replicas sharing
-// testenv's three-primary Redis Cluster (a throwaway: no keys to delete).
+// testenv's three-primary Redis Cluster.
 func newClusterOnRedisCluster(t *testing.T, latency time.Duration) *cluster {
 	t.Helper()
 	addrs := testenv.RedisCluster(t)
 	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
-	return newClusterWith(t, latency, clusterState(url, clusterPrefix(), "cluster: true"))
-}
-
-// clusterPrefix is the Redis key prefix of one test's replicas.
-func clusterPrefix() string { return "sluice-cluster-test-" + rand.Text()[:10] + ":" }
-
-// clusterState is the state section of the replicas' catalog: the Redis at
-// url, keys under prefix, and the further state.redis fields in redisExtra
-// (flow-style YAML, "" for none).
-func clusterState(url, prefix, redisExtra string) string {
-	extra := ""
-	if redisExtra != "" {
-		extra = ", " + redisExtra
-	}
-	return fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q%s}, lease_ttl: 2s}", url, prefix, extra)
+	return newClusterWith(t, latency, redisState(url, testenv.RedisClusterPrefix(t, addrs), withRedisFields("cluster: true")))
 }
 
 // newClusterWith starts the simulator and the two replicas with state as
@@ -403,35 +384,4 @@ func (c *cluster) upstream429s() int {
 		}
 	}
 	return n
-}
-
-// deleteRedisKeys removes every key under prefix, with a client of its own
-// (the test's context is cancelled when cleanups run).
-func deleteRedisKeys(t *testing.T, url, prefix string) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Errorf("redis url: %v", err)
-		return
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var keys []string
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("scan %s*: %v", prefix, err)
-		return
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		if err := rdb.Unlink(ctx, keys[:n]...).Err(); err != nil {
-			t.Errorf("unlink %s*: %v", prefix, err)
-			return
-		}
-		keys = keys[n:]
-	}
 }

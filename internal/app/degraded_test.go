@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -31,12 +30,12 @@ func TestRedisKilledAndRestartedMidLoad(t *testing.T) {
 func testRedisKilledMidLoad(t *testing.T, mode string) {
 	const latency = 50 * time.Millisecond
 	srv := testenv.StartRedis(t)
-	replicas := ""
+	degraded := "degraded: " + mode
 	if mode == "local" {
-		replicas = ", replicas: 2"
+		degraded += ", replicas: 2"
 	}
-	c := newClusterWith(t, latency, fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s, degraded: %s%s}",
-		srv.URL(), clusterPrefix(), mode, replicas))
+	// A private server, discarded with its keys: the prefix need not be unique.
+	c := newClusterWith(t, latency, redisState(srv.URL(), "degraded:", withStateFields(degraded)))
 
 	var ok, unavailable, other atomic.Int64
 	ctx, stop := context.WithCancel(t.Context())

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ import (
 // their limits whichever gateway the calls go through.
 func TestLimitsHoldAcrossTwoGatewaysOnOneRedis(t *testing.T) {
 	url := testenv.Redis(t)
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+strings.ToLower(t.Name()[:8])+fmt.Sprint(time.Now().UnixNano())+":")
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 	tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, limits: {max_inflight: 1}}\n", 1)
 	tpl = strings.Replace(tpl, "  - alias: two\n", "  - alias: two\n    limits: {max_inflight: 2}\n", 1)
@@ -94,7 +93,7 @@ func TestHiddenCapIsLearned(t *testing.T) {
 // frees a slot, the interactive one is served first.
 func TestPriorityOrderHoldsAcrossTwoGateways(t *testing.T) {
 	url := testenv.Redis(t)
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, fmt.Sprintf("sluice-test-prio-%d:", time.Now().UnixNano()))
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	tpl := strings.Replace(accountsTemplate, "%smodels:", accountCredentials+"models:", 1)
 	tpl = strings.Replace(tpl, "keys:\n", "keys:\n  - {id: bg, tenant: batch, secret_env: KEY_BG, priority: background}\n  - {id: ui, tenant: web, secret_env: KEY_UI, priority: interactive}\n", 1)
 	h := newHarnessWith(t, tpl, state, simAccounts())

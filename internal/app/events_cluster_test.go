@@ -76,8 +76,7 @@ func TestEventsAcceptance(t *testing.T) {
 	stream := newEventStream(t, natsSrv.URL())
 	dbURL, reportURL := testenv.Postgres(t), testenv.Postgres(t)
 	redisURL := testenv.Redis(t)
-	prefix := clusterPrefix()
-	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
+	state := redisState(redisURL, testenv.RedisPrefix(t, redisURL))
 	bin := sluiceBinary(t)
 
 	opts := simulator.Options{Accounts: map[string]simulator.AccountLimits{"org-1": {MaxInflight: 64}}, Keys: map[string]simulator.Behavior{}}
@@ -91,8 +90,7 @@ func TestEventsAcceptance(t *testing.T) {
 
 	dir := t.TempDir()
 	catalogOf := func(name string) string {
-		return fmt.Sprintf(eventsClusterTemplate, dbURL, filepath.Join(dir, "spool-"+name),
-			clusterState(redisURL, prefix, ""), srv.URL, stream.section(""))
+		return fmt.Sprintf(eventsClusterTemplate, dbURL, filepath.Join(dir, "spool-"+name), state, srv.URL, stream.section(""))
 	}
 	names := []string{"A", "B", "C"}
 	replicas := make([]*replica, len(names))

@@ -3,9 +3,7 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -47,12 +45,9 @@ keys:
 
 const hardeningChat = `{"model":"m","messages":[{"role":"user","content":"hello there"}]}`
 
-// redisState is a Redis state section on url with a prefix of the test's
-// own and leases that lapse only after 30s, so a slot that comes back
-// sooner was released.
-func redisState(url, prefix string) string {
-	return fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 30s}", url, prefix)
-}
+// hardeningLeaseTTL is the lease_ttl of the tests on Redis here: leases
+// lapse only after 30s, so a slot that comes back sooner was released.
+const hardeningLeaseTTL = 30 * time.Second
 
 func newHardeningHarness(t *testing.T, state string, b simulator.Behavior) *harness {
 	t.Helper()
@@ -183,14 +178,16 @@ func (f *freezer) thaw() {
 // release of their claims, and once Redis is back the four slots return
 // within about a second, not when their 30s leases lapse.
 func TestFrozenRedisDelaysNoAnswerAndKeepsNoSlot(t *testing.T) {
-	u, err := neturl.Parse(testenv.Redis(t))
+	redisURL := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
+	u, err := neturl.Parse(redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := newFreezer(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
 	const latency = time.Second
-	h := newHardeningHarness(t, redisState(u.String(), "sluice-test-"+rand.Text()[:10]+":"), simulator.Behavior{Latency: latency})
+	h := newHardeningHarness(t, redisState(u.String(), prefix, withLeaseTTL(hardeningLeaseTTL)), simulator.Behavior{Latency: latency})
 
 	took := make([]time.Duration, 4)
 	statuses := make([]int, 4)
@@ -224,8 +221,8 @@ func TestFrozenRedisDelaysNoAnswerAndKeepsNoSlot(t *testing.T) {
 // than four at once.
 func TestRedisThatLostItsStateAdmitsNoMoreThanTheCap(t *testing.T) {
 	url := testenv.Redis(t)
-	prefix := "sluice-test-" + rand.Text()[:10] + ":"
-	h := newHardeningHarness(t, redisState(url, prefix), simulator.Behavior{Latency: 1500 * time.Millisecond})
+	prefix := testenv.RedisPrefix(t, url)
+	h := newHardeningHarness(t, redisState(url, prefix, withLeaseTTL(hardeningLeaseTTL)), simulator.Behavior{Latency: 1500 * time.Millisecond})
 	var wg sync.WaitGroup
 	statuses := make([]int, 8)
 	send := func(from, to int) {
@@ -235,7 +232,7 @@ func TestRedisThatLostItsStateAdmitsNoMoreThanTheCap(t *testing.T) {
 	}
 	send(0, 4)
 	eventually(t, 5*time.Second, "four calls upstream", func() bool { return h.simA.InFlight() == 4 })
-	deleteRedisKeys(t, url, prefix)
+	testenv.DeleteRedisKeys(t, url, prefix)
 	send(4, 8)
 	wg.Wait()
 	for i, s := range statuses {
@@ -252,13 +249,15 @@ func TestRedisThatLostItsStateAdmitsNoMoreThanTheCap(t *testing.T) {
 // gone, a call is refused with 503 state_unavailable and a Retry-After, so
 // callers back off instead of retrying at once.
 func TestUnreachableRedisIsStateUnavailable(t *testing.T) {
-	u, err := neturl.Parse(testenv.Redis(t))
+	redisURL := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
+	u, err := neturl.Parse(redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := newCuttable(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
-	h := newHardeningHarness(t, redisState(u.String(), "sluice-test-"+rand.Text()[:10]+":"), simulator.Behavior{})
+	h := newHardeningHarness(t, redisState(u.String(), prefix, withLeaseTTL(hardeningLeaseTTL)), simulator.Behavior{})
 	proxy.cut()
 	code, retry, body := callRetryAfter(t, "POST", h.url("/v1/chat/completions"), "Bearer "+keyWeb, hardeningChat)
 	if code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "state_unavailable") {

@@ -3,7 +3,6 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -370,8 +369,7 @@ func TestDatabaseURLFromEnvironment(t *testing.T) {
 func TestAdminCatalogShowsNoURLPassword(t *testing.T) {
 	pg, pgPassword := withPassword(t, testenv.Postgres(t), "postgres", "pg-PASSWORD-5c2e9a")
 	rd, redisPassword := withPassword(t, testenv.Redis(t), "default", "redis-PASSWORD-8d4f1b")
-	prefix := "sluice-redact-test-" + rand.Text()[:10] + ":"
-	t.Cleanup(func() { deleteRedisKeys(t, rd, prefix) })
+	prefix := testenv.RedisPrefix(t, rd)
 	redisFile := filepath.Join(t.TempDir(), "redis-url")
 	if err := os.WriteFile(redisFile, []byte(rd+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,7 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -612,7 +610,7 @@ func TestWaitingSubmitTakesACredentialAddedMeanwhile(t *testing.T) {
 // then goes through, and the jobs are recorded as expired.
 func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
 	url := testenv.Redis(t)
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-"+rand.Text()[:10]+":")
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	tpl := strings.Replace(jobsTemplate, "max_age: 1m", "max_age: 1s", 1)
 	h := newJobsHarness(t, tpl, state)
 	h.simA.Close()
@@ -743,13 +741,15 @@ func (c *cuttable) restore() {
 // submit are each a 503 state_unavailable with a Retry-After, in time; once
 // Redis is back the job is followed again.
 func TestJobsWhenRedisGoesAway(t *testing.T) {
-	u, err := neturl.Parse(testenv.Redis(t))
+	redisURL := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
+	u, err := neturl.Parse(redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := newCuttable(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", u.String(), "sluice-test-"+rand.Text()[:10]+":")
+	state := redisState(u.String(), prefix)
 	h := newJobsHarness(t, jobsTemplate, state)
 	v := h.submitVideo(t)
 	proxy.cut()

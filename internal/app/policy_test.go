@@ -60,8 +60,9 @@ func newPolicyHarness(t *testing.T, state string, cap1, cap2 int, strategy strin
 	tmpl := strings.NewReplacer("max_inflight: %d, cooldown: {base: 300ms, max: 2s}}\n  - {id: org-2, max_inflight: %d",
 		fmt.Sprintf("max_inflight: %d, cooldown: {base: 300ms, max: 2s}}\n  - {id: org-2, max_inflight: %d", cap1, cap2),
 		"strategy: %s", "strategy: "+strategy).Replace(policyTemplate)
-	// Each harness its own Redis prefix: a cooldown must not outlive its test.
-	state = strings.Replace(state, `:"}`, rand.Text()[:6]+`:"}`, 1)
+	// Each harness its own Redis prefix, under the test's so that its keys
+	// are deleted with the test's: a cooldown must not outlive its test.
+	state = strings.Replace(state, `:"}`, `:`+rand.Text()[:6]+`:"}`, 1)
 	h := newHarnessWith(t, tmpl, state, simulator.Options{Keys: map[string]simulator.Behavior{
 		upstreamKey("k1"): {Account: "org-1", Latency: latency},
 	}})
@@ -262,7 +263,7 @@ func TestStrategiesDistributeAsTheySay(t *testing.T) {
 // ever sends the strict key's requests to another account.
 func TestStrictPolicyHoldsAcrossTwoGateways(t *testing.T) {
 	url := testenv.Redis(t)
-	h := newPolicyHarness(t, fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", url, "sluice-test-strict2:"), 2, 2, "round-robin", 0)
+	h := newPolicyHarness(t, redisState(url, testenv.RedisPrefix(t, url)), 2, 2, "round-robin", 0)
 	second := h.another(t)
 	h.simA.SetKey(upstreamKey("k1"), simulator.Behavior{Account: "org-1", FailStatus: 429, RetryAfter: time.Second})
 	var wg sync.WaitGroup

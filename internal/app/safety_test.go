@@ -3,7 +3,6 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"slices"
@@ -149,7 +148,8 @@ func TestRemovingACredentialThatHoldsClaims(t *testing.T) {
 // second, whose own ep-a is healthy and which served through it before,
 // sends nothing more to ep-a for the open period.
 func TestBreakerOpenedOnOneReplicaIsSeenByTheOthers(t *testing.T) {
-	state := fmt.Sprintf("{backend: redis, redis: {url: %q, prefix: %q}, lease_ttl: 2s}", testenv.Redis(t), "sluice-test-"+rand.Text()[:10]+":")
+	url := testenv.Redis(t)
+	state := redisState(url, testenv.RedisPrefix(t, url))
 	template := strings.Replace(catalogTemplate, "open: 300ms", "open: 1m", 1)
 	one := newHarnessWith(t, template, state, simulator.Options{})
 	two := newHarnessWith(t, template, state, simulator.Options{})

@@ -41,12 +41,11 @@ billing:
 func threeReplicas(t *testing.T) []*harness {
 	t.Helper()
 	pg, rd := testenv.Postgres(t), testenv.Redis(t)
-	prefix := clusterPrefix()
-	t.Cleanup(func() { deleteRedisKeys(t, rd, prefix) })
+	state := redisState(rd, testenv.RedisPrefix(t, rd))
 	dir := t.TempDir()
 	var out []*harness
 	for _, name := range []string{"a", "b", "c"} {
-		out = append(out, newHarnessWith(t, onPostgres(suspendTemplate, pg, dir+"/spool-"+name), clusterState(rd, prefix, ""), simulator.Options{}))
+		out = append(out, newHarnessWith(t, onPostgres(suspendTemplate, pg, dir+"/spool-"+name), state, simulator.Options{}))
 	}
 	return out
 }

@@ -111,7 +111,7 @@ var sharedCluster struct {
 // (in about 2.5 s: Redis keeps a new primary unwritable for its first two
 // seconds), shared by every later test, and killed when the process exits.
 // Tests share it as they share the Redis of Redis(t): with keys under a
-// prefix of their own. Without redis-server the test is skipped, except
+// prefix of their own (RedisClusterPrefix). Without redis-server the test is skipped, except
 // under CI=true.
 func RedisCluster(t testing.TB) []string {
 	t.Helper()

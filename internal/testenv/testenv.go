@@ -1,9 +1,11 @@
 // Package testenv gives tests the real servers they run against: a
 // PostgreSQL schema of their own, a Redis address, a Redis Cluster started
 // from the installed redis-server and shared by the tests of a process
-// (RedisCluster), a private redis-server a test may kill (StartRedis), the
-// shared NATS server with JetStream (NATS) and a private nats-server a test
-// may kill and start again (StartNATS).
+// (RedisCluster), a key prefix of their own on either whose keys are
+// deleted when the test ends (RedisPrefix, RedisClusterPrefix), a private
+// redis-server a test may kill (StartRedis), the shared NATS server with
+// JetStream (NATS) and a private nats-server a test may kill and start
+// again (StartNATS).
 // A server that is not reachable skips the test with the reason, except when
 // CI=true, where it fails it: CI must run every store against a real server.
 //
@@ -93,7 +95,7 @@ func dropSchema(t testing.TB, base, schema string) {
 
 // Redis returns the URL of a Redis server after checking that it answers
 // PING: SLUICE_TEST_REDIS_URL, else redis://127.0.0.1:6379/15. The database
-// is shared: a test must use keys of its own and remove them.
+// is shared: a test keeps its keys under a RedisPrefix, which removes them.
 func Redis(t testing.TB) string {
 	t.Helper()
 	raw := envOr("SLUICE_TEST_REDIS_URL", defaultRedisURL)

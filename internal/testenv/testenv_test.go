@@ -1,10 +1,12 @@
 package testenv
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +180,81 @@ func TestFreePortsBelowTheEphemeralRange(t *testing.T) {
 		if floor-fixedPortsFloor > 1000 && (p < fixedPortsFloor || p >= floor) {
 			t.Errorf("port %d outside [%d, %d)", p, fixedPortsFloor, floor)
 		}
+	}
+}
+
+// TestRedisPrefixKeysGoWithTheTest: the keys written under a RedisPrefix,
+// with a TTL or without, are gone once the test that asked for it has
+// ended; a key beside the prefix is left alone.
+func TestRedisPrefixKeysGoWithTheTest(t *testing.T) {
+	url := Redis(t)
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	var prefix, beside string
+	t.Run("Write", func(t *testing.T) {
+		prefix = RedisPrefix(t, url)
+		beside = strings.TrimSuffix(prefix, ":") + "-beside"
+		if err := c.Set(t.Context(), beside, "v", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for key, ttl := range map[string]time.Duration{"lease": time.Minute, "{jobs:1}:exp": 0} {
+			if err := c.Set(t.Context(), prefix+key, "v", ttl).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	if keys, err := c.Keys(t.Context(), prefix+"*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("keys under %s after its test ended: %v (%v), want none", prefix, keys, err)
+	}
+	if n, err := c.Del(t.Context(), beside).Result(); err != nil || n != 1 {
+		t.Errorf("DEL %s = %d (%v), want 1: the key beside the prefix was deleted with it", beside, n, err)
+	}
+}
+
+// TestRedisClusterPrefixKeysGoFromEveryPrimary: the keys written under a
+// RedisClusterPrefix, spread over every primary, are gone from each once
+// the test that asked for it has ended.
+func TestRedisClusterPrefixKeysGoFromEveryPrimary(t *testing.T) {
+	addrs := RedisCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer c.Close()
+	var prefix string
+	masters := map[string]bool{}
+	t.Run("Write", func(t *testing.T) {
+		prefix = RedisClusterPrefix(t, addrs)
+		for i := range 30 { // keys in many slots, so on every node
+			key := fmt.Sprintf("%s%d", prefix, i)
+			if err := c.Set(t.Context(), key, "v", 0).Err(); err != nil {
+				t.Fatalf("set %s: %v", key, err)
+			}
+			n, err := c.MasterForKey(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			masters[n.Options().Addr] = true
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	if len(masters) != clusterNodes {
+		t.Fatalf("keys landed on %d primaries, want %d", len(masters), clusterNodes)
+	}
+	err := c.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, prefix+"*").Result()
+		if err == nil && len(keys) != 0 {
+			err = fmt.Errorf("%s keeps %v", node.Options().Addr, keys)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("keys under %s after its test ended: %v", prefix, err)
 	}
 }
