@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
@@ -17,9 +16,10 @@ import (
 )
 
 // onRedis is catalog (of catalogTemplate's layout) with its capacity state
-// in the Redis at redisURL, under a prefix of its own.
-func onRedis(catalog, redisURL string) string {
-	prefix := "sluicebench:" + rand.Text()[:12] + ":"
+// in the Redis at redisURL, under a prefix of t's own whose keys go when t
+// ends.
+func onRedis(t testing.TB, catalog, redisURL string) string {
+	prefix := testenv.RedisPrefix(t, redisURL)
 	return catalog + "state:\n  backend: redis\n  redis: {url: \"" + redisURL + "\", prefix: \"" + prefix + "\"}\n"
 }
 
@@ -81,7 +81,7 @@ const redisAllocBudget = 35
 func TestRedisAllocationBudget(t *testing.T) {
 	skipAllocsUnlessCounted(t)
 	redisURL := testenv.Redis(t)
-	mem, rds := newRig(t), newRigOf(t, "sluice-redis", onRedis(catalogTemplate, redisURL))
+	mem, rds := newRig(t), newRigOf(t, "sluice-redis", onRedis(t, catalogTemplate, redisURL))
 	for _, m := range []struct{ name, body string }{{"json", chatBody}, {"stream", fmt.Sprintf(streamBody, streamWords)}} {
 		t.Run(m.name, func(t *testing.T) {
 			const n = 200

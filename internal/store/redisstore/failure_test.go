@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testenv"
 )
 
 // roundTrips counts what the client sends: one per command, one per
@@ -309,7 +310,7 @@ func TestWakeSharesOneSubscription(t *testing.T) {
 // (or flushed) would, without touching other tests' keys.
 func (b *backend) loseState(t *testing.T) {
 	t.Helper()
-	cleanup(t, b.url, b.prefix)
+	testenv.DeleteRedisKeys(t, b.url, b.prefix)
 }
 
 // TestReassertAfterStateLost: a replica whose leases the store lost is

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -32,32 +31,6 @@ func newClient(t testing.TB, url string) *redis.Client {
 
 // testPrefix is unique per test and run, so tests share the server.
 func testPrefix() string { return "sluicetest:" + rand.Text()[:12] + ":" }
-
-// cleanup deletes every key under prefix, with a client of its own: the
-// test's context is already cancelled when cleanups run.
-func cleanup(t testing.TB, url, prefix string) {
-	c := newClient(t, url)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("scan %s*: %v", prefix, err)
-		return
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		if err := c.Unlink(ctx, keys[:n]...).Err(); err != nil {
-			t.Errorf("unlink %s*: %v", prefix, err)
-			return
-		}
-		keys = keys[n:]
-	}
-}
 
 // backend is one isolated store backend: every replica handle gets its own
 // client (its own connections) and shares the prefix.
@@ -111,7 +84,7 @@ func (b *backend) close() {
 			b.t.Errorf("close store: %v", err)
 		}
 	}
-	cleanup(b.t, b.url, b.prefix)
+	testenv.DeleteRedisKeys(b.t, b.url, b.prefix)
 	for _, c := range b.clients {
 		c.Close()
 	}
