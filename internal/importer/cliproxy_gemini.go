@@ -43,27 +43,14 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 	if im.disabledLogin(o) {
 		return nil
 	}
-	email, err := o.str("email")
-	if err != nil {
-		return err
-	}
-	token, err := o.object("token")
-	if err != nil {
-		return err
-	}
-	refresh, err := token.str("refresh_token")
-	if err != nil {
-		return err
-	}
-	from := token.at("refresh_token")
+	email := o.str("email")
+	token := o.object("token")
+	refresh, from := token.str("refresh_token"), token.at("refresh_token")
 	if refresh == "" { // CLIProxyAPI also read it at the top
-		if refresh, err = o.str("refresh_token"); err != nil {
-			return err
-		}
-		from = o.at("refresh_token")
+		refresh, from = o.str("refresh_token"), o.at("refresh_token")
 	}
-	raw, err := o.str("project_id")
-	if err != nil {
+	raw := o.str("project_id")
+	if err := o.err(); err != nil {
 		return err
 	}
 	var projects []string
@@ -88,14 +75,8 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 		im.report.mapped(o.at("email"), "the credentials' IDs")
 	}
 	im.report.approx(o.at("type"), "%s", l.approx)
-	models, err := im.loginModels(o, l.channel, l)
-	if err != nil {
-		return err
-	}
-	prefix, err := o.str("prefix")
-	if err != nil {
-		return err
-	}
+	models := im.loginModels(o, l.channel, l)
+	prefix := o.str("prefix")
 	if prefix != "" {
 		im.report.mapped(o.at("prefix"), "aliases %s/… on Code Assist endpoints of their own, which only this login's credentials serve", prefix)
 	}
@@ -110,7 +91,7 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 	}
 	token.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
 	o.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
-	return nil
+	return o.err()
 }
 
 // geminiClientSecret is the file of Gemini CLI's client secret, written
