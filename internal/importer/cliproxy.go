@@ -103,9 +103,7 @@ func (im *cliproxyImport) config(doc []byte) (*object, error) {
 	} else if root.has("force-model-prefix") {
 		im.report.mapped("force-model-prefix", "a credential with a prefix serves the bare aliases too")
 	}
-	if err := im.oauthModelSettings(root); err != nil {
-		return nil, err
-	}
+	im.oauthModelSettings(root)
 	for _, s := range cliproxyKeySections {
 		if err := im.keySection(root, s); err != nil {
 			return nil, err
@@ -120,30 +118,17 @@ func (im *cliproxyImport) config(doc []byte) (*object, error) {
 	if err := im.clientKeys(root); err != nil {
 		return nil, err
 	}
-	if dir, err := root.str("auth-dir"); err != nil {
-		return nil, err
-	} else if dir != "" {
+	if dir := root.str("auth-dir"); dir != "" {
 		im.report.approx("auth-dir", "read from the folder given to `sluice import cliproxyapi` after the config, not from %s", dir)
 	}
-	proxy, err := root.str("proxy-url")
-	if err != nil {
-		return nil, err
-	}
-	if proxy != "" {
+	if root.str("proxy-url") != "" {
 		// The URL may hold a password: it is not quoted.
 		im.report.approx("proxy-url", "Sluice dials upstreams through the proxy its environment names: set HTTPS_PROXY (and HTTP_PROXY) to this URL where Sluice runs")
 	}
-	retry, _, err := root.number("request-retry")
-	if err != nil {
-		return nil, err
-	}
-	if retry > 0 {
+	if retry, _ := root.number("request-retry"); retry > 0 {
 		im.report.approx("request-retry", "Sluice retries on its own terms: a failed attempt moves to the alias's next edge (another credential or deployment) before the first byte, by failure class (docs/failure-classes.md); there is no round count")
 	}
-	quota, err := root.object("quota-exceeded")
-	if err != nil {
-		return nil, err
-	}
+	quota := root.object("quota-exceeded")
 	if b, _ := quota.take("switch-project").(bool); b {
 		im.report.approx(quota.at("switch-project"), "a rate-limited account cools until its Retry-After and the request goes to another account of the alias, always")
 	}
@@ -151,12 +136,9 @@ func (im *cliproxyImport) config(doc []byte) (*object, error) {
 		"switch-preview-model": "Sluice does not swap models on its own: list the preview model as a lower tier deployment of the alias (priority 1) to fall back to it",
 		"antigravity-credits":  "Antigravity logins are not imported",
 	})
-	routing, err := root.object("routing")
-	if err != nil {
-		return nil, err
-	}
+	routing := root.object("routing")
 	root.rest(&im.report, "no Sluice equivalent", cliproxyTopLevelReasons)
-	return routing, nil
+	return routing, root.err()
 }
 
 // cliproxyTopLevelReasons say why the top-level settings not imported are
@@ -186,12 +168,9 @@ var cliproxyTopLevelReasons = map[string]string{
 
 // listen maps host and port to server.listen.
 func (im *cliproxyImport) listen(root *object) error {
-	host, err := root.str("host")
-	if err != nil {
-		return err
-	}
-	port, err := root.count("port")
-	if err != nil {
+	host := root.str("host")
+	port := root.count("port")
+	if err := root.err(); err != nil {
 		return err
 	}
 	if port == 0 {
@@ -214,12 +193,9 @@ func (im *cliproxyImport) listen(root *object) error {
 // clientKeys maps api-keys, the keys callers present to CLIProxyAPI, to
 // virtual keys that keep their secrets.
 func (im *cliproxyImport) clientKeys(root *object) error {
-	keys, err := root.strings("api-keys")
-	if err != nil {
+	keys := root.strings("api-keys")
+	if err := root.err(); err != nil || len(keys) == 0 {
 		return err
-	}
-	if len(keys) == 0 {
-		return nil
 	}
 	im.report.KeysNote = "CLIProxyAPI keeps its api-keys in clear, so each key keeps its secret (written to the file named): callers change only the base URL. Every key may call every alias, as in CLIProxyAPI."
 	for i, secret := range keys {
@@ -239,52 +215,34 @@ func (im *cliproxyImport) clientKeys(root *object) error {
 }
 
 // oauthModelSettings reads oauth-model-alias and oauth-excluded-models,
-// which shape what the logins of each channel serve.
-func (im *cliproxyImport) oauthModelSettings(root *object) error {
-	aliases, err := root.object("oauth-model-alias")
-	if err != nil {
-		return err
-	}
+// which shape what the logins of each channel serve. A failed read is
+// left in root.
+func (im *cliproxyImport) oauthModelSettings(root *object) {
+	aliases := root.object("oauth-model-alias")
 	for _, channel := range sortedKeys(aliases.fields) {
 		if !cliproxyChannel(channel) {
 			continue
 		}
-		list, err := aliases.list(channel)
-		if err != nil {
-			return err
-		}
-		models, err := im.modelList(aliases.at(channel), list)
-		if err != nil {
-			return err
-		}
-		im.oauthAliases[channel] = models
+		im.oauthAliases[channel] = im.modelList(aliases, channel)
 		im.report.mapped(aliases.at(channel), "aliases of the %s logins' models", channel)
 	}
 	aliases.rest(&im.report, "the logins of this channel are not imported", nil)
-	excluded, err := root.object("oauth-excluded-models")
-	if err != nil {
-		return err
-	}
+	excluded := root.object("oauth-excluded-models")
 	for _, channel := range sortedKeys(excluded.fields) {
 		if !cliproxyChannel(channel) {
 			continue
 		}
-		patterns, err := excluded.strings(channel)
-		if err != nil {
-			return err
-		}
-		im.oauthExcluded[channel] = patterns
+		im.oauthExcluded[channel] = excluded.strings(channel)
 		im.report.mapped(excluded.at(channel), "models left out of the %s logins' credentials", channel)
 	}
 	excluded.rest(&im.report, "the logins of this channel are not imported", nil)
-	return nil
 }
 
 // routing maps the routing section (strategy and session affinity) onto
 // every alias.
 func (im *cliproxyImport) routing(r *object) error {
-	strategy, err := r.str("strategy")
-	if err != nil {
+	strategy := r.str("strategy")
+	if err := r.err(); err != nil {
 		return err
 	}
 	var sluiceStrategy string
@@ -302,8 +260,8 @@ func (im *cliproxyImport) routing(r *object) error {
 		return fmt.Errorf("%s: %q is not round-robin, weighted-round-robin or fill-first", r.at("strategy"), strategy)
 	}
 	affinity, _ := r.take("session-affinity").(bool)
-	ttl, err := r.str("session-affinity-ttl")
-	if err != nil {
+	ttl := r.str("session-affinity-ttl")
+	if err := r.err(); err != nil {
 		return err
 	}
 	var aff config.Affinity
@@ -427,29 +385,16 @@ func without(models []cliproxyModel, patterns []string) []cliproxyModel {
 	})
 }
 
-// modelList reads a models list: entries {name, alias}, whose other
-// fields describe the model to clients.
-func (im *cliproxyImport) modelList(at string, list []any) ([]cliproxyModel, error) {
+// modelList reads the models list of parent's field name: entries {name,
+// alias}, whose other fields describe the model to clients. A failed read
+// is left in parent.
+func (im *cliproxyImport) modelList(parent *object, name string) []cliproxyModel {
 	var out []cliproxyModel
-	for i, item := range list {
-		o, err := asObject(fmt.Sprintf("%s[%d]", at, i), item)
-		if err != nil {
-			return nil, err
-		}
-		name, err := o.str("name")
-		if err != nil {
-			return nil, err
-		}
-		if name == "" {
-			return nil, fmt.Errorf("%s: is required", o.at("name"))
-		}
-		alias, err := o.str("alias")
-		if err != nil {
-			return nil, err
-		}
-		fork, _ := o.take("fork").(bool)
+	for _, o := range parent.objects(name) {
+		m := cliproxyModel{name: o.required("name"), alias: o.str("alias")}
+		m.fork, _ = o.take("fork").(bool)
 		o.rest(&im.report, "model metadata for CLIProxyAPI's model list and its translators: Sluice keeps none", nil)
-		out = append(out, cliproxyModel{name, alias, fork})
+		out = append(out, m)
 	}
-	return out, nil
+	return out
 }

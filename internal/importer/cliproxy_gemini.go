@@ -18,7 +18,7 @@ import (
 // says, but the import still keeps it out of the catalog, in a secret
 // file.
 var cliproxyGeminiCLI = cliproxyLogin{
-	what: "Gemini CLI", channel: "gemini-cli",
+	imports: (*cliproxyImport).geminiLogin, what: "Gemini CLI", channel: "gemini-cli",
 	prov:         provider{name: "code-assist", protocols: []string{"gemini.generate"}},
 	baseURL:      "https://cloudcode-pa.googleapis.com",
 	tokenURL:     "https://oauth2.googleapis.com/token",
@@ -38,32 +38,18 @@ var cliproxyGeminiCLI = cliproxyLogin{
 // once, to a file every credential of the login reads (Google does not
 // rotate refresh tokens); Gemini CLI's client secret to one file for
 // every login.
-func (im *cliproxyImport) geminiLogin(o *object, file string) error {
-	l := cliproxyGeminiCLI
+func (im *cliproxyImport) geminiLogin(o *object, file string, l cliproxyLogin) error {
 	if im.disabledLogin(o) {
 		return nil
 	}
-	email, err := o.str("email")
-	if err != nil {
-		return err
-	}
-	token, err := o.object("token")
-	if err != nil {
-		return err
-	}
-	refresh, err := token.str("refresh_token")
-	if err != nil {
-		return err
-	}
-	from := token.at("refresh_token")
+	email := o.str("email")
+	token := o.object("token")
+	refresh, from := token.str("refresh_token"), token.at("refresh_token")
 	if refresh == "" { // CLIProxyAPI also read it at the top
-		if refresh, err = o.str("refresh_token"); err != nil {
-			return err
-		}
-		from = o.at("refresh_token")
+		refresh, from = o.str("refresh_token"), o.at("refresh_token")
 	}
-	raw, err := o.str("project_id")
-	if err != nil {
+	raw := o.str("project_id")
+	if err := o.err(); err != nil {
 		return err
 	}
 	var projects []string
@@ -88,45 +74,38 @@ func (im *cliproxyImport) geminiLogin(o *object, file string) error {
 		im.report.mapped(o.at("email"), "the credentials' IDs")
 	}
 	im.report.approx(o.at("type"), "%s", l.approx)
-	models, err := im.loginModels(o, l.channel, l)
-	if err != nil {
-		return err
-	}
-	prefix, err := o.str("prefix")
-	if err != nil {
-		return err
-	}
+	models := im.loginModels(o, l)
+	prefix := o.str("prefix")
 	if prefix != "" {
 		im.report.mapped(o.at("prefix"), "aliases %s/… on Code Assist endpoints of their own, which only this login's credentials serve", prefix)
 	}
 	for _, project := range projects {
 		cr := config.Credential{
 			ID: im.newID("credential", name+"-"+project), Account: im.projectAccount(file, project),
-			Endpoints: []string{im.codeAssistEndpoint(project, prefix)},
+			Endpoints: []string{im.codeAssistEndpoint(l, project, prefix)},
 			OAuth: config.OAuth{TokenURL: l.tokenURL, ClientID: l.clientID, RefreshTokenFile: tokenFile, Body: l.body,
-				ClientSecretFile: im.geminiClientSecret()},
+				ClientSecretFile: im.geminiClientSecret(l)},
 		}
 		im.serve(cr, models, prefix)
 	}
 	token.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
 	o.rest(&im.report, "no Sluice equivalent", cliproxyLoginRest)
-	return nil
+	return o.err()
 }
 
 // geminiClientSecret is the file of Gemini CLI's client secret, written
 // once for every login.
-func (im *cliproxyImport) geminiClientSecret() string {
+func (im *cliproxyImport) geminiClientSecret(l cliproxyLogin) string {
 	const name = "gemini-cli-client-secret"
 	if file := path.Join(im.secretsDir, name); im.files[file] != nil {
 		return file
 	}
-	return im.secretFile(name, cliproxyGeminiCLI.clientSecret, "the Gemini CLI logins' credentials (oauth.client_secret_file)", "Gemini CLI's public OAuth client, as its source has it")
+	return im.secretFile(name, l.clientSecret, "the Gemini CLI logins' credentials (oauth.client_secret_file)", "Gemini CLI's public OAuth client, as its source has it")
 }
 
 // codeAssistEndpoint is the Code Assist endpoint of a Google Cloud project;
 // with a prefix, one of its own for the login that has it.
-func (im *cliproxyImport) codeAssistEndpoint(project, prefix string) string {
-	l := cliproxyGeminiCLI
+func (im *cliproxyImport) codeAssistEndpoint(l cliproxyLogin, project, prefix string) string {
 	identity := l.prov.name + " " + project + " " + prefix
 	if i, ok := im.endpoints[identity]; ok {
 		return im.catalog.Endpoints[i].ID

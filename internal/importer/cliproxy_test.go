@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,6 +233,28 @@ func TestCLIProxyAPICodexLogins(t *testing.T) {
 	}
 	if len(onBackend) != 2 || onBackend["g5"] != "gpt-5" || onBackend["gpt-5-codex"] != "gpt-5-codex" {
 		t.Errorf("aliases on the backend %v: want g5 (oauth-model-alias of gpt-5) and gpt-5-codex", onBackend)
+	}
+}
+
+// A Codex login's account is one line of the report, on the field it was
+// read from: account_id, or id_token when the file's account_id is empty.
+func TestCLIProxyAPICodexAccountIsOneLine(t *testing.T) {
+	res := importCLIProxy(t)
+	notes := map[string][]string{} // field → its lines, in every section
+	for _, l := range slices.Concat(res.Report.Mapped, res.Report.Approximate, res.Report.NotMapped) {
+		notes[l.Field] = append(notes[l.Field], l.Note)
+	}
+	for field, credential := range map[string]string{
+		"auth/codex-dave@example.com.json.account_id": "codex-dave-example.com",
+		"auth/codex-olga@example.com.json.id_token":   "codex-olga-example.com",
+	} {
+		if n := notes[field]; len(n) != 1 || !strings.Contains(n[0], "the upstream account of every codex login") ||
+			!strings.Contains(n[0], "credential "+credential+"'s chatgpt-account-id header") {
+			t.Errorf("%s: %q, want one line naming its upstream account and %s's header", field, n, credential)
+		}
+	}
+	if n := notes["auth/codex-olga@example.com.json.account_id"]; len(n) > 0 {
+		t.Errorf("olga's account_id, empty, is reported as her account: %q", n)
 	}
 }
 

@@ -131,8 +131,8 @@ func importLiteLLM(configYAML, keysJSON, teamsJSON []byte) (*Result, error) {
 }
 
 func (im *litellmImport) modelList(root *object) error {
-	list, err := root.list("model_list")
-	if err != nil {
+	list := root.list("model_list")
+	if err := root.err(); err != nil {
 		return err
 	}
 	if len(list) == 0 {
@@ -188,31 +188,13 @@ func gcd(a, b int) int {
 
 // deployment maps one entry of model_list.
 func (im *litellmImport) deployment(entry *object) error {
-	alias, err := entry.str("model_name")
-	if err != nil {
+	alias := entry.required("model_name")
+	params := entry.object("litellm_params")
+	info := entry.object("model_info")
+	mode := info.str("mode")
+	full := params.required("model")
+	if err := entry.err(); err != nil {
 		return err
-	}
-	if alias == "" {
-		return fmt.Errorf("%s: is required", entry.at("model_name"))
-	}
-	params, err := entry.object("litellm_params")
-	if err != nil {
-		return err
-	}
-	info, err := entry.object("model_info")
-	if err != nil {
-		return err
-	}
-	mode, err := info.str("mode")
-	if err != nil {
-		return err
-	}
-	full, err := params.str("model")
-	if err != nil {
-		return err
-	}
-	if full == "" {
-		return fmt.Errorf("%s: is required", params.at("model"))
 	}
 	prefix, model, found := strings.Cut(full, "/")
 	if !found {
@@ -249,17 +231,14 @@ func (im *litellmImport) deployment(entry *object) error {
 	if err != nil {
 		return err
 	}
-	order, err := params.count("order")
-	if err != nil {
-		return err
-	}
+	order := params.count("order")
 	priority := 0
 	if order > 0 {
 		priority = order - 1
 		im.report.mapped(params.at("order"), "deployment priority %d (order 1 is tier 0)", priority)
 	}
-	weight, hasWeight, err := params.number("weight")
-	if err != nil {
+	weight, hasWeight := params.number("weight")
+	if err := entry.err(); err != nil {
 		return err
 	}
 	if hasWeight && (weight < 1 || weight != float64(int(weight))) {
@@ -269,16 +248,16 @@ func (im *litellmImport) deployment(entry *object) error {
 		im.weighted[alias] = true
 		im.report.mapped(params.at("weight"), "deployment weight %d, strategy weighted", int(weight))
 	}
-	rpm, err := im.limits(params, accountID, model)
-	if err != nil {
-		return err
-	}
+	rpm := im.limits(params, accountID, model)
 	params.rest(&im.report, "no Sluice equivalent", map[string]string{
 		"timeout":        "per-deployment timeouts are not imported: set endpoints[].timeouts",
 		"stream_timeout": "per-deployment timeouts are not imported: set endpoints[].timeouts.idle",
 		"max_retries":    "Sluice retries on the next edge, not the same deployment",
 	})
 	entry.rest(&im.report, "no Sluice equivalent", nil)
+	if err := entry.err(); err != nil {
+		return err
+	}
 
 	mi, ok := im.models[alias]
 	if !ok {
@@ -311,12 +290,9 @@ func (im *litellmImport) deployment(entry *object) error {
 // endpoint returns the ID of the endpoint of (provider, api_base,
 // api_version), adding it the first time.
 func (im *litellmImport) endpoint(params *object, prov provider, prefix string) (string, error) {
-	base, err := params.str("api_base")
-	if err != nil {
-		return "", err
-	}
-	version, err := params.str("api_version")
-	if err != nil {
+	base := params.str("api_base")
+	version := params.str("api_version")
+	if err := params.err(); err != nil {
 		return "", err
 	}
 	if base == "" {
@@ -352,12 +328,9 @@ func (im *litellmImport) endpoint(params *object, prov provider, prefix string) 
 // adding them the first time. The account is inferred: one OpenAI
 // organization, one Azure resource, or else one key on one base URL.
 func (im *litellmImport) credential(params *object, prov provider, endpointID, model string) (credID, accountID string, err error) {
-	key, err := params.str("api_key")
-	if err != nil {
-		return "", "", err
-	}
-	org, err := params.str("organization")
-	if err != nil {
+	key := params.str("api_key")
+	org := params.str("organization")
+	if err := params.err(); err != nil {
 		return "", "", err
 	}
 	envName, literal := strings.CutPrefix(key, "os.environ/")
@@ -442,22 +415,14 @@ func (im *litellmImport) credential(params *object, prov provider, endpointID, m
 
 // limits maps a deployment's rpm, tpm and max_parallel_requests to the
 // per-model unit of its model under its account: LiteLLM counts them per
-// deployment, which is one key serving one model.
-func (im *litellmImport) limits(params *object, accountID, model string) (rpm int, err error) {
-	rpm, err = params.count("rpm")
-	if err != nil {
-		return 0, err
-	}
-	tpm, err := params.count("tpm")
-	if err != nil {
-		return 0, err
-	}
-	parallel, err := params.count("max_parallel_requests")
-	if err != nil {
-		return 0, err
-	}
+// deployment, which is one key serving one model. It returns the rpm; a
+// failed read is left in params.
+func (im *litellmImport) limits(params *object, accountID, model string) (rpm int) {
+	rpm = params.count("rpm")
+	tpm := params.count("tpm")
+	parallel := params.count("max_parallel_requests")
 	if rpm == 0 && tpm == 0 && parallel == 0 {
-		return 0, nil
+		return 0
 	}
 	a := &im.catalog.Accounts[im.accountByID[accountID]]
 	if a.Models == nil {
@@ -484,7 +449,7 @@ func (im *litellmImport) limits(params *object, accountID, model string) (rpm in
 			im.report.mapped(params.at(name), "accounts[%s].models.%s.%s %d", accountID, model, field, v)
 		}
 	}
-	return rpm, nil
+	return rpm
 }
 
 // finishAccounts gives an account whose deployments set
@@ -518,12 +483,9 @@ func (im *litellmImport) finishAccounts() {
 }
 
 func (im *litellmImport) routerSettings(root *object) error {
-	rs, err := root.object("router_settings")
-	if err != nil {
-		return err
-	}
-	strategy, err := rs.str("routing_strategy")
-	if err != nil {
+	rs := root.object("router_settings")
+	strategy := rs.str("routing_strategy")
+	if err := rs.err(); err != nil {
 		return err
 	}
 	switch s, ok := litellmStrategies[strategy]; {
@@ -547,12 +509,9 @@ func (im *litellmImport) routerSettings(root *object) error {
 	if err := im.fallbacks(rs); err != nil {
 		return err
 	}
-	failures, err := rs.count("allowed_fails")
-	if err != nil {
-		return err
-	}
-	cooldown, hasCooldown, err := rs.number("cooldown_time")
-	if err != nil {
+	failures := rs.count("allowed_fails")
+	cooldown, hasCooldown := rs.number("cooldown_time")
+	if err := rs.err(); err != nil {
 		return err
 	}
 	if cooldown < 0 {
@@ -590,27 +549,17 @@ func (im *litellmImport) routerSettings(root *object) error {
 // fallback aliases as lower tiers: Sluice moves to the next tier when a
 // tier fails, which is what a LiteLLM fallback does across model groups.
 func (im *litellmImport) fallbacks(rs *object) error {
-	list, err := rs.list("fallbacks")
-	if err != nil {
-		return err
-	}
-	defaults, err := rs.strings("default_fallbacks")
-	if err != nil {
-		return err
-	}
+	items := rs.objects("fallbacks")
+	defaults := rs.strings("default_fallbacks")
 	own := map[string][]config.Deployment{}
 	for _, m := range im.catalog.Models {
 		own[m.Alias] = slices.Clone(m.Deployments)
 	}
 	explicit := map[string]bool{}
-	for i, item := range list {
-		o, err := asObject(fmt.Sprintf("%s[%d]", rs.at("fallbacks"), i), item)
-		if err != nil {
-			return err
-		}
+	for _, o := range items {
 		for _, alias := range sortedKeys(o.fields) {
-			targets, err := o.strings(alias)
-			if err != nil {
+			targets := o.strings(alias)
+			if err := o.err(); err != nil {
 				return err
 			}
 			explicit[alias] = true
@@ -628,7 +577,7 @@ func (im *litellmImport) fallbacks(rs *object) error {
 			}
 		}
 	}
-	return nil
+	return rs.err()
 }
 
 func (im *litellmImport) appendTiers(field, alias string, targets []string, own map[string][]config.Deployment) error {
@@ -667,8 +616,8 @@ func (im *litellmImport) appendTiers(field, alias string, targets []string, own 
 
 // timeout maps a request timeout in seconds to server.timeouts.total.
 func (im *litellmImport) timeout(o *object, name string) error {
-	secs, ok, err := o.number(name)
-	if err != nil || !ok {
+	secs, ok := o.number(name)
+	if err := o.err(); err != nil || !ok {
 		return err
 	}
 	if secs <= 0 {
@@ -685,10 +634,7 @@ func (im *litellmImport) timeout(o *object, name string) error {
 }
 
 func (im *litellmImport) otherSettings(root *object) error {
-	ls, err := root.object("litellm_settings")
-	if err != nil {
-		return err
-	}
+	ls := root.object("litellm_settings")
 	if err := im.timeout(ls, "request_timeout"); err != nil {
 		return err
 	}
@@ -702,12 +648,9 @@ func (im *litellmImport) otherSettings(root *object) error {
 		"fallbacks":        "write fallbacks under router_settings to have them imported",
 		"drop_params":      "Sluice passes or translates parameters by protocol (docs/translators.md)",
 	})
-	gs, err := root.object("general_settings")
-	if err != nil {
-		return err
-	}
-	master, err := gs.str("master_key")
-	if err != nil {
+	gs := root.object("general_settings")
+	master := gs.str("master_key")
+	if err := gs.err(); err != nil {
 		return err
 	}
 	if env, ok := strings.CutPrefix(master, "os.environ/"); ok {

@@ -31,23 +31,13 @@ func listOf(doc []byte, field string) ([]any, error) {
 }
 
 // limitsOf reads the rpm_limit, tpm_limit and max_parallel_requests that
-// keys and teams share.
-func (im *litellmImport) limitsOf(o *object, what string) (config.Limits, error) {
-	var l config.Limits
-	var err error
-	if l.RPM, err = o.count("rpm_limit"); err != nil {
-		return l, err
-	}
-	if l.TPM, err = o.count("tpm_limit"); err != nil {
-		return l, err
-	}
-	if l.MaxInflight, err = o.count("max_parallel_requests"); err != nil {
-		return l, err
-	}
+// keys and teams share; a failed read is left in o.
+func (im *litellmImport) limitsOf(o *object, what string) config.Limits {
+	l := config.Limits{RPM: o.count("rpm_limit"), TPM: o.count("tpm_limit"), MaxInflight: o.count("max_parallel_requests")}
 	if l != (config.Limits{}) {
 		im.report.mapped(o.path+".{rpm_limit,tpm_limit,max_parallel_requests}", "%s limits", what)
 	}
-	return l, nil
+	return l
 }
 
 // budgetNotes reports the spend fields: Sluice budgets are amounts billed
@@ -73,22 +63,12 @@ func (im *litellmImport) teams(doc []byte) error {
 		if err != nil {
 			return err
 		}
-		id, err := t.str("team_id")
-		if err != nil {
-			return err
-		}
-		if id == "" {
-			return fmt.Errorf("%s: is required", t.at("team_id"))
-		}
-		alias, err := t.str("team_alias")
-		if err != nil {
-			return err
-		}
+		id := t.required("team_id")
+		alias := t.str("team_alias")
 		tenant := config.Tenant{ID: im.newID("tenant", or(alias, id))}
-		if tenant.Limits, err = im.limitsOf(t, "tenant "+tenant.ID); err != nil {
-			return err
-		}
-		if im.teamModels[id], err = t.strings("models"); err != nil {
+		tenant.Limits = im.limitsOf(t, "tenant "+tenant.ID)
+		im.teamModels[id] = t.strings("models")
+		if err := t.err(); err != nil {
 			return err
 		}
 		im.tenantOf[id] = tenant.ID
@@ -130,16 +110,10 @@ func (im *litellmImport) keys(doc []byte) error {
 }
 
 func (im *litellmImport) key(k *object) error {
-	token, err := k.str("token")
-	if err != nil {
-		return err
-	}
-	alias, err := k.str("key_alias")
-	if err != nil {
-		return err
-	}
-	masked, err := k.str("key_name")
-	if err != nil {
+	token := k.str("token")
+	alias := k.str("key_alias")
+	masked := k.str("key_name")
+	if err := k.err(); err != nil {
 		return err
 	}
 	if token == "" && alias == "" {
@@ -157,10 +131,7 @@ func (im *litellmImport) key(k *object) error {
 	key := config.Key{ID: im.newID("key", or(alias, "key-"+short)), Name: alias}
 	key.SecretEnv = "SLUICE_KEY_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(key.ID))
 	im.report.mapped(k.at("token"), "key %s with a new secret (LiteLLM keeps only the hash)", key.ID)
-	team, err := k.str("team_id")
-	if err != nil {
-		return err
-	}
+	team := k.str("team_id")
 	if team != "" {
 		tenant, ok := im.tenantOf[team]
 		if !ok {
@@ -172,10 +143,7 @@ func (im *litellmImport) key(k *object) error {
 		}
 		key.Tenant = tenant
 	}
-	models, err := k.strings("models")
-	if err != nil {
-		return err
-	}
+	models := k.strings("models")
 	if len(models) == 0 && team != "" {
 		models = im.teamModels[team]
 	}
@@ -196,11 +164,9 @@ func (im *litellmImport) key(k *object) error {
 	} else if len(key.Models) > 0 {
 		im.report.mapped(k.at("models"), "key models %s", strings.Join(key.Models, ", "))
 	}
-	if key.Limits, err = im.limitsOf(k, "key "+key.ID); err != nil {
-		return err
-	}
-	expires, err := k.str("expires")
-	if err != nil {
+	key.Limits = im.limitsOf(k, "key "+key.ID)
+	expires := k.str("expires")
+	if err := k.err(); err != nil {
 		return err
 	}
 	if expires != "" {
@@ -211,10 +177,7 @@ func (im *litellmImport) key(k *object) error {
 		key.ExpiresAt = at.UTC().Format(time.RFC3339)
 		im.report.mapped(k.at("expires"), "expires_at %s", key.ExpiresAt)
 	}
-	meta, err := k.object("metadata")
-	if err != nil {
-		return err
-	}
+	meta := k.object("metadata")
 	for _, name := range sortedKeys(meta.fields) {
 		value, isText := meta.fields[name].(string)
 		switch {
@@ -242,6 +205,9 @@ func (im *litellmImport) key(k *object) error {
 		"user_id": "Sluice keys belong to a tenant; the end user is named per request (user, X-Sluice-User)",
 		"aliases": "per-key model aliases are not imported",
 	})
+	if err := k.err(); err != nil {
+		return err
+	}
 	old := fmt.Sprintf("`%s`", or(alias, token))
 	if masked != "" {
 		old += fmt.Sprintf(" (%s)", masked)

@@ -115,16 +115,10 @@ func (im *newAPIImport) channels(doc []byte) error {
 		if err != nil {
 			return err
 		}
-		id, err := o.count("id")
-		if err != nil {
-			return err
-		}
-		status, err := o.count("status")
-		if err != nil {
-			return err
-		}
-		priority, _, err := o.number("priority")
-		if err != nil {
+		id := o.count("id")
+		status := o.count("status")
+		priority, _ := o.number("priority")
+		if err := o.err(); err != nil {
 			return err
 		}
 		if status != 1 {
@@ -174,12 +168,9 @@ func newAPIStatus(status int) string {
 
 func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 	o := ch.o
-	typ, err := o.count("type")
-	if err != nil {
-		return err
-	}
-	name, err := o.str("name")
-	if err != nil {
+	typ := o.count("type")
+	name := o.str("name")
+	if err := o.err(); err != nil {
 		return err
 	}
 	prov, ok := newAPITypes[typ]
@@ -188,12 +179,9 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 		return nil
 	}
 	im.report.mapped(o.at("priority"), "deployment tier %d (new-api tries the highest priority first)", tier)
-	base, err := o.str("base_url")
-	if err != nil {
-		return err
-	}
-	version, err := o.str("other")
-	if err != nil {
+	base := o.str("base_url")
+	version := o.str("other")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if base == "" {
@@ -224,19 +212,16 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 	im.catalog.Endpoints = append(im.catalog.Endpoints, ep)
 	endpointID := ep.ID
 
-	models, err := splitList(o, "models", ",")
-	if err != nil {
+	models := splitList(o, "models", ",")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if len(models) == 0 {
 		return fmt.Errorf("%s: lists no model", o.at("models"))
 	}
-	mapping, err := modelMapping(o)
-	if err != nil {
-		return err
-	}
-	weight, err := o.count("weight")
-	if err != nil {
+	mapping := modelMapping(o)
+	weight := o.count("weight")
+	if err := o.err(); err != nil {
 		return err
 	}
 	var upstream []string
@@ -263,16 +248,10 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 		im.report.mapped(o.at("weight"), "deployment weight %d, strategy weighted", weight)
 	}
 
-	accountID, err := im.account(o, ch.id, name, prov, base)
-	if err != nil {
-		return err
-	}
-	org, err := o.str("openai_organization")
-	if err != nil {
-		return err
-	}
-	keys, err := splitList(o, "key", "\n")
-	if err != nil {
+	accountID := im.account(o, ch.id, name, prov, base)
+	org := o.str("openai_organization")
+	keys := splitList(o, "key", "\n")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if len(keys) == 0 {
@@ -291,10 +270,7 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 	}
 	im.report.mapped(o.at("key"), "%d credential(s), one per line, each in its own secret file", len(keys))
 
-	groups, err := splitList(o, "group", ",")
-	if err != nil {
-		return err
-	}
+	groups := splitList(o, "group", ",")
 	for _, g := range groups {
 		pi, ok := im.pools[g]
 		if !ok {
@@ -319,7 +295,7 @@ func (im *newAPIImport) channel(ch newAPIChannel, tier int) error {
 		"status_code_mapping": "Sluice classifies upstream errors itself (docs/failure-classes.md)",
 		"tag":                 "channels' tags are not imported",
 	})
-	return nil
+	return o.err()
 }
 
 func (im *newAPIImport) deploy(o *object, alias, model, protocol, endpointID string, tier, weight int) error {
@@ -347,12 +323,10 @@ func (im *newAPIImport) deploy(o *object, alias, model, protocol, endpointID str
 // account infers a channel's account: channels sending one OpenAI
 // organization, or on one Azure resource, share it; any other channel is
 // an account of its own, whose keys each keep their own cap and cooldown
-// (a channel's keys are often of several upstream accounts).
-func (im *newAPIImport) account(o *object, id int, name string, prov provider, base string) (string, error) {
-	org, err := o.str("openai_organization")
-	if err != nil {
-		return "", err
-	}
+// (a channel's keys are often of several upstream accounts). A failed
+// read is left in o.
+func (im *newAPIImport) account(o *object, id int, name string, prov provider, base string) string {
+	org := o.str("openai_organization")
 	identity, how, scope := fmt.Sprintf("channel %d", id), fmt.Sprintf("channel %d (%s): each of its keys its own cap and cooldown (quota_scope credential)", id, name), "credential"
 	switch {
 	case org != "":
@@ -362,7 +336,7 @@ func (im *newAPIImport) account(o *object, id int, name string, prov provider, b
 		identity, how, scope = "azure "+base, "the Azure resource "+base+" (channel "+fmt.Sprint(id)+" and any other on it)", ""
 	}
 	if i, ok := im.accounts[identity]; ok {
-		return im.catalog.Accounts[i].ID, nil
+		return im.catalog.Accounts[i].ID
 	}
 	a := config.Account{ID: im.newID("account", fmt.Sprintf("ch%d-%s", id, name)), QuotaScope: scope}
 	if org != "" {
@@ -371,28 +345,24 @@ func (im *newAPIImport) account(o *object, id int, name string, prov provider, b
 	im.accounts[identity] = len(im.catalog.Accounts)
 	im.accountHow[a.ID] = "inferred from " + how
 	im.catalog.Accounts = append(im.catalog.Accounts, a)
-	return a.ID, nil
+	return a.ID
 }
 
 // splitList reads a field new-api keeps as one string of items (models and
 // groups by commas, keys by lines), dropping blanks.
-func splitList(o *object, name, sep string) ([]string, error) {
-	s, err := o.str(name)
-	if err != nil {
-		return nil, err
-	}
+func splitList(o *object, name, sep string) []string {
 	var out []string
-	for item := range strings.SplitSeq(s, sep) {
+	for item := range strings.SplitSeq(o.str(name), sep) {
 		if item = strings.TrimSpace(item); item != "" {
 			out = append(out, item)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // modelMapping reads model_mapping: a JSON object of alias → upstream
-// model, which new-api stores as a string.
-func modelMapping(o *object) (map[string]string, error) {
+// model, which new-api stores as a string. A failed read is left in o.
+func modelMapping(o *object) map[string]string {
 	mapping := map[string]string{}
 	switch v := o.take("model_mapping").(type) {
 	case nil:
@@ -401,20 +371,23 @@ func modelMapping(o *object) (map[string]string, error) {
 			break
 		}
 		if err := json.Unmarshal([]byte(v), &mapping); err != nil {
-			return nil, fmt.Errorf("%s: must be a JSON object of model names", o.at("model_mapping"))
+			o.fail("%s: must be a JSON object of model names", o.at("model_mapping"))
+			return nil
 		}
 	case map[string]any:
 		for k, m := range v {
 			s, ok := m.(string)
 			if !ok {
-				return nil, fmt.Errorf("%s.%s: must be a string", o.at("model_mapping"), k)
+				o.fail("%s.%s: must be a string", o.at("model_mapping"), k)
+				return nil
 			}
 			mapping[k] = s
 		}
 	default:
-		return nil, fmt.Errorf("%s: must be a JSON object of model names", o.at("model_mapping"))
+		o.fail("%s: must be a JSON object of model names", o.at("model_mapping"))
+		return nil
 	}
-	return mapping, nil
+	return mapping
 }
 
 // tokens maps new-api tokens to keys. new-api keeps a token's key in
@@ -439,23 +412,11 @@ func (im *newAPIImport) tokens(doc []byte) error {
 }
 
 func (im *newAPIImport) token(o *object) error {
-	id, err := o.count("id")
-	if err != nil {
-		return err
-	}
-	name, err := o.str("name")
-	if err != nil {
-		return err
-	}
-	secret, err := o.str("key")
-	if err != nil {
-		return err
-	}
-	if secret == "" {
-		return fmt.Errorf("%s: is required", o.at("key"))
-	}
-	status, err := o.count("status")
-	if err != nil {
+	id := o.count("id")
+	name := o.str("name")
+	secret := o.required("key")
+	status := o.count("status")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if status != 1 {
@@ -468,17 +429,14 @@ func (im *newAPIImport) token(o *object) error {
 	im.report.Secrets = append(im.report.Secrets, Secret{File: key.SecretFile, For: "key " + key.ID, From: o.at("key") + " with its sk- prefix: callers keep their key"})
 	im.report.mapped(o.at("key"), "key %s with the same secret", key.ID)
 	im.report.Keys = append(im.report.Keys, KeyMapping{Old: fmt.Sprintf("token %d `%s`", id, name), NewID: key.ID, SecretIn: key.SecretFile})
-	expires, _, err := o.number("expired_time")
-	if err != nil {
-		return err
-	}
+	expires, _ := o.number("expired_time")
 	if expires > 0 {
 		key.ExpiresAt = time.Unix(int64(expires), 0).UTC().Format(time.RFC3339)
 		im.report.mapped(o.at("expired_time"), "expires_at %s", key.ExpiresAt)
 	}
 	limited, _ := o.take("model_limits_enabled").(bool)
-	models, err := splitList(o, "model_limits", ",")
-	if err != nil {
+	models := splitList(o, "model_limits", ",")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if limited {
@@ -495,8 +453,8 @@ func (im *newAPIImport) token(o *object) error {
 		}
 		im.report.mapped(o.at("model_limits"), "key models %s", strings.Join(key.Models, ", "))
 	}
-	group, err := o.str("group")
-	if err != nil {
+	group := o.str("group")
+	if err := o.err(); err != nil {
 		return err
 	}
 	if group != "" {

@@ -8,21 +8,22 @@ import (
 )
 
 // Hosting is what a cloud changes of a wire protocol's dialect when it
-// hosts the protocol (Azure OpenAI hosts OpenAI chat, Vertex AI hosts
-// Gemini and Anthropic Messages, Bedrock hosts Anthropic Messages): the
-// body stays the provider's protocol, so the protocol's translators and
-// passthrough serve it unchanged, and the host only changes how the
+// hosts the protocol (Azure OpenAI hosts OpenAI chat and embeddings,
+// Vertex AI Gemini and Anthropic Messages, Bedrock Anthropic Messages,
+// Google's Code Assist API Gemini, the ChatGPT backend OpenAI Responses):
+// the body stays the provider's protocol, so the protocol's translators
+// and passthrough serve it unchanged, and the host only changes how the
 // request is addressed and presented. A nil field keeps the base
 // dialect's.
 //
 // Hosted builds the dialect once, at start, from the base dialect and a
 // Hosting; package app's hostTable says which cloud hosts which protocol
 // with which dialect, and an edge whose endpoint has a Host (from its
-// cloud block in the catalog: endpoints[].azure, .vertex, …) is carried by
-// the hosted dialect instead of the protocol's own (Protocols.dialect).
-// A cloud that must change more (sign the whole request, reframe its
-// stream) adds a field here, copied by Hosted, and the nil-checked call
-// where the execution acts on it.
+// cloud block in the catalog: endpoints[].azure, .vertex, .bedrock,
+// .code_assist or .chatgpt) is carried by the hosted dialect instead of
+// the protocol's own (Protocols.dialect). A cloud that must change more
+// (sign the whole request, reframe its stream) adds a field here, copied
+// by Hosted, and the nil-checked call where the execution acts on it.
 type Hosting struct {
 	// URL is the whole URL of req to model on endpoint ep (its base URL
 	// and Host settings at hand); "" for an operation the cloud does not
