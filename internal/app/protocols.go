@@ -35,8 +35,9 @@ var protocolTable = []struct {
 // hostTable is the clouds that host a wire protocol under their own URLs
 // and credentials (sluice.CloudProtocols), each with the protocol's
 // dialect as the cloud changes it (upstream.Hosted). An endpoint on a
-// cloud (its azure or vertex block) still speaks the wire protocol, so the
-// fronts, endings and translators above serve it unchanged.
+// cloud (its azure, vertex, bedrock, code_assist or chatgpt block) still
+// speaks the wire protocol, so the fronts, endings and translators above
+// serve it unchanged.
 var hostTable = map[upstream.HostedKey]*upstream.Dialect{
 	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIChat}:       upstream.AzureOpenAIChat,
 	{Cloud: sluice.CloudAzure, Protocol: sluice.ProtocolOpenAIEmbeddings}: upstream.AzureOpenAIEmbeddings,
