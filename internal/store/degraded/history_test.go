@@ -111,13 +111,20 @@ func TestDegradedHistories(t *testing.T) {
 // way back, which holds new claims for a second of real time, is
 // degraded's own tests'.
 func TestOutageHistories(t *testing.T) {
-	history.RunEach(t, outageTarget(func(l *memstore.Store) degraded.Local { return l }), 600)
+	history.RunEach(t, outageTarget(1, func(l *memstore.Store) degraded.Local { return l }), 600)
+}
+
+// TestOutageHistoriesOfOneReplicaOfThree: the same, the replica one of
+// three, so that after the outage it decides on its third of every cap
+// and rate (the others' calls it cannot see).
+func TestOutageHistoriesOfOneReplicaOfThree(t *testing.T) {
+	history.RunEach(t, outageTarget(3, func(l *memstore.Store) degraded.Local { return l }), 300)
 }
 
 // TestOutageHistoriesCatchForgottenCalls: a local store that drops the
 // calls in flight it is given at the outage (Reassert) is caught.
 func TestOutageHistoriesCatchForgottenCalls(t *testing.T) {
-	f := history.FindEach(t.Context(), outageTarget(func(l *memstore.Store) degraded.Local { return forgetful{l} }), 1, 600)
+	f := history.FindEach(t.Context(), outageTarget(1, func(l *memstore.Store) degraded.Local { return forgetful{l} }), 1, 600)
 	if f.Err == nil {
 		t.Fatalf("%d histories agreed with a local store that forgets the calls in flight", f.Histories)
 	}
@@ -128,14 +135,14 @@ type forgetful struct{ *memstore.Store }
 
 func (forgetful) Reassert(context.Context, string, []store.Held) error { return nil }
 
-// outageTarget makes, for each history, a degraded Store of one replica on
-// a switchable shared memstore and the local store local makes of a
-// memstore, both on the history's clock.
-func outageTarget(local func(*memstore.Store) degraded.Local) func() (history.Target, func()) {
+// outageTarget makes, for each history, a degraded Store of one replica of
+// replicas on a switchable shared memstore and the local store local makes
+// of a memstore, both on the history's clock.
+func outageTarget(replicas int, local func(*memstore.Store) degraded.Local) func() (history.Target, func()) {
 	return func() (history.Target, func()) {
 		c := &history.Clock{}
 		shared := &switchable{Store: memstore.NewWith(memstore.Options{Now: c.Now})}
-		s := degraded.New(shared, local(memstore.NewWith(memstore.Options{Now: c.Now})), degraded.Options{Replicas: 1, Ping: shared.ping})
+		s := degraded.New(shared, local(memstore.NewWith(memstore.Options{Now: c.Now})), degraded.Options{Replicas: replicas, Ping: shared.ping})
 		outage := func(ctx context.Context) error {
 			shared.down.Store(true)
 			// A call that finds the shared store down turns the replica
@@ -147,7 +154,8 @@ func outageTarget(local func(*memstore.Store) degraded.Local) func() (history.Ta
 			}
 			return s.Release(ctx, enter.Domain, enter.Ticket, store.Outcome{})
 		}
-		return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.Set, WakeWait: 5 * time.Second, Outage: outage},
+		share := func(c store.Candidate) store.Candidate { return degraded.ScaleCandidate(c, replicas) }
+		return history.Target{Claims: s, Inspector: s, Waker: s, SetClock: c.Set, WakeWait: 5 * time.Second, Outage: outage, OutageShare: share},
 			func() { s.Close() }
 	}
 }

@@ -39,6 +39,11 @@ type Target struct {
 	// the shared store: its local effect is what is compared. A target
 	// with Outage suits RunEach (a new store per history).
 	Outage func(ctx context.Context) error
+	// OutageShare, if set, is what the store makes of a candidate once an
+	// Outage has cut it off: a degraded store of one replica among
+	// several takes its share of every cap and rate. The model decides on
+	// the shares too, for new calls and for the calls in flight.
+	OutageShare func(store.Candidate) store.Candidate
 	// SetClock sets the store's clock to now for the domains given (the
 	// store's names): at the start of a history and after each Advance,
 	// and to the zero time (the store's own clock) at its end.
@@ -180,7 +185,7 @@ func (r *runner) apply(ctx context.Context, op Op) error {
 	switch op.Kind {
 	case Acquire:
 		a := op.Acquire
-		g, w := r.model.Acquire(a, r.now)
+		g, w := r.model.Acquire(r.shared(a), r.now)
 		want = w
 		a.Domain, a.Ticket, a.Replica = r.dom(a.Domain), r.tick(a.Ticket), r.replicas+a.Replica
 		got, err := r.tg.Claims.Acquire(ctx, a)
@@ -294,6 +299,9 @@ func (r *runner) outage(ctx context.Context) error {
 	r.down = true
 	held := make(map[string][]store.Held)
 	for _, g := range r.grants {
+		if r.tg.OutageShare != nil {
+			g.held.Candidate = r.tg.OutageShare(g.held.Candidate)
+		}
 		held[g.domain] = append(held[g.domain], g.held)
 	}
 	for _, d := range domains {
@@ -301,6 +309,19 @@ func (r *runner) outage(ctx context.Context) error {
 		r.model.Reassert(d, held[d], r.now)
 	}
 	return nil
+}
+
+// shared is a as the model is to decide it: with the replica's share of
+// its candidates after an Outage (Target.OutageShare).
+func (r *runner) shared(a store.Acquire) store.Acquire {
+	if !r.down || r.tg.OutageShare == nil {
+		return a
+	}
+	a.Candidates = slices.Clone(a.Candidates)
+	for i, c := range a.Candidates {
+		a.Candidates[i] = r.tg.OutageShare(c)
+	}
+	return a
 }
 
 // owed is err, but for the shared store's failure once it is unreachable:
