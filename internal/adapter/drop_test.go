@@ -30,16 +30,16 @@ var translators = []struct {
 	{"chat → Messages", func() adapter.Translator { return anthropic.NewFromOpenAI() }, anthropic.FromOpenAIHints, false, []dropCase{
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"seed":null}`, nil},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1,"frequency_penalty":0.5,"presence_penalty":0.5,"metadata":{"a":"b"},"store":true,"service_tier":"auto",` +
-			`"prompt_cache_key":"k","prompt_cache_retention":"24h","prediction":{"type":"content","content":"x"},"verbosity":"low","web_search_options":{}}`,
-			[]string{"seed", "frequency_penalty", "presence_penalty", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options"}},
+			`"prompt_cache_key":"k","prompt_cache_retention":"24h","prediction":{"type":"content","content":"x"},"verbosity":"low"}`,
+			[]string{"seed", "frequency_penalty", "presence_penalty", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity"}},
 		{chatImageAndReasoning, []string{"messages[].content[].image_url.detail", "messages[].reasoning_content"}},
 	}},
 	{"chat → Gemini", func() adapter.Translator { return gemini.NewFromOpenAI() }, gemini.FromOpenAIHints, false, []dropCase{
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1,"frequency_penalty":0.5}`, nil},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":true,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":true}}],` +
 			`"user":"u","safety_identifier":"s","metadata":{},"store":false,"service_tier":"auto","prompt_cache_key":"k","prompt_cache_retention":"24h",` +
-			`"prediction":{"type":"content","content":"x"},"verbosity":"low","web_search_options":{}}`,
-			[]string{"parallel_tool_calls", "tools[].function.strict", "user", "safety_identifier", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options"}},
+			`"prediction":{"type":"content","content":"x"},"verbosity":"low"}`,
+			[]string{"parallel_tool_calls", "tools[].function.strict", "user", "safety_identifier", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity"}},
 		{chatImageAndReasoning, []string{"messages[].content[].image_url.detail", "messages[].reasoning_content"}},
 	}},
 	{"chat → Responses", func() adapter.Translator { return responses.NewFromOpenAI() }, responses.FromOpenAIHints, false, []dropCase{

@@ -23,6 +23,8 @@ func RefuseOneChoice(r *openai.ChatRequest, upstream string) error {
 		return Untranslatable("audio output is not supported by this model's upstream (%s)", upstream)
 	case Present(r.Functions) || Present(r.FunctionCall):
 		return Untranslatable("functions and function_call are deprecated and not translated; use tools and tool_choice")
+	case Present(r.WebSearchOptions):
+		return Untranslatable("web_search_options are not supported by this model's upstream (%s): Sluice does not turn them into its web search tool", upstream)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 // its signature).
 var FromOpenAIHints = adapter.Hints{
 	"seed", "frequency_penalty", "presence_penalty", "metadata", "store", "service_tier",
-	"prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options",
+	"prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity",
 	"messages[].content[].image_url.detail", "messages[].reasoning_content",
 }
 

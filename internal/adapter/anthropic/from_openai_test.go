@@ -139,6 +139,7 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"LogitBias", `{"model":"m","logit_bias":{"50256":-100},"messages":[]}`, "logit_bias"},
 		{"AudioOut", `{"model":"m","modalities":["text","audio"],"messages":[]}`, "audio"},
 		{"Functions", `{"model":"m","functions":[{"name":"f"}],"messages":[]}`, "functions"},
+		{"WebSearch", `{"model":"m","web_search_options":{"search_context_size":"low"},"messages":[]}`, "web_search_options"},
 		{"InputAudio", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, `"input_audio"`},
 		{"FileID", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "messages[0]: file parts by file_id"},
 		{"TextFile", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"data:text/plain;base64,aGk="}}]}]}`, "PDF"},

@@ -103,7 +103,7 @@ func NewFromOpenAI() *FromOpenAI { return &FromOpenAI{now: time.Now} }
 // text back).
 var FromOpenAIHints = adapter.Hints{
 	"parallel_tool_calls", "tools[].function.strict", "user", "safety_identifier", "metadata", "store",
-	"service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity", "web_search_options",
+	"service_tier", "prompt_cache_key", "prompt_cache_retention", "prediction", "verbosity",
 	"messages[].content[].image_url.detail", "messages[].reasoning_content",
 }
 

@@ -138,6 +138,7 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"LogitBias", `{"model":"m","logit_bias":{"50256":-100},"messages":[]}`, "logit_bias"},
 		{"AudioOut", `{"model":"m","modalities":["text","audio"],"messages":[]}`, "audio"},
 		{"Functions", `{"model":"m","functions":[{"name":"f"}],"messages":[]}`, "functions"},
+		{"WebSearch", `{"model":"m","web_search_options":{"search_context_size":"low"},"messages":[]}`, "web_search_options"},
 		{"AudioFormat", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"flac"}}]}]}`, "wav or mp3"},
 		{"FileID", `{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "messages[0]: file parts by file_id"},
 		{"FunctionRole", `{"model":"m","messages":[{"role":"function","name":"f","content":"x"}]}`, `"function"`},

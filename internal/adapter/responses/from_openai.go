@@ -59,7 +59,6 @@ type chatRequest struct {
 	Verbosity            string            `json:"verbosity"`
 	Metadata             map[string]string `json:"metadata"`
 	Store                bool              `json:"store"`
-	WebSearchOptions     json.RawMessage   `json:"web_search_options"`
 }
 
 // Request returns the Responses request for the caller's chat request.

@@ -83,6 +83,7 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"Audio", `{"messages":[],"modalities":["text","audio"]}`, "audio"},
 		{"Store", `{"messages":[],"store":true}`, "store"},
 		{"Functions", `{"messages":[],"functions":[{"name":"f"}]}`, "functions"},
+		{"WebSearch", `{"messages":[],"web_search_options":{}}`, "web_search_options"},
 		{"CustomTool", `{"messages":[],"tools":[{"type":"custom","custom":{"name":"x"}}]}`, `"custom"`},
 		{"ToolWithoutCall", `{"messages":[{"role":"tool","tool_call_id":"call_9","content":"x"}]}`, `"call_9"`},
 		{"AudioInput", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, `"input_audio"`},

@@ -42,6 +42,9 @@ type ChatRequest struct {
 	Audio        json.RawMessage `json:"audio,omitempty"`
 	Functions    json.RawMessage `json:"functions,omitempty"`
 	FunctionCall json.RawMessage `json:"function_call,omitempty"`
+	// WebSearchOptions asks a search model to search the web: no
+	// translator turns it into the other side's web search tool.
+	WebSearchOptions json.RawMessage `json:"web_search_options,omitempty"`
 }
 
 // Stop is the "stop" field: one string or a list of them, decoded to a list.
