@@ -274,6 +274,31 @@ func TestCLIProxyAPICodexLoginWithoutAccount(t *testing.T) {
 	t.Errorf("the login is not reported as unservable: %v", res.Report.NotMapped)
 }
 
+// A Qwen login is served on the host its resource_url names, with or
+// without a scheme and a trailing slash, on Qwen Code's path; without one,
+// on Qwen's portal.
+func TestCLIProxyAPIQwenResourceURL(t *testing.T) {
+	for resource, want := range map[string]string{
+		`"resource_url": "https://dashscope.example.com/",`: "https://dashscope.example.com/v1",
+		`"resource_url": "dashscope.example.com",`:          "https://dashscope.example.com/v1",
+		`"resource_url": "",`:                               "https://portal.qwen.ai/v1",
+		``:                                                  "https://portal.qwen.ai/v1",
+	} {
+		login := []byte(`{"type": "qwen", "email": "q@example.com", ` + resource + ` "refresh_token": "rt"}`)
+		res, err := importer.CLIProxyAPI([]byte("debug: false"), map[string][]byte{"qwen-q.json": login}, "secrets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Decode(res.Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Endpoints) != 1 || c.Endpoints[0].BaseURL != want {
+			t.Errorf("%s: endpoints %+v, want one at %s", login, c.Endpoints, want)
+		}
+	}
+}
+
 func TestCLIProxyAPIReportsEveryField(t *testing.T) {
 	res := importCLIProxy(t)
 	notMapped := map[string]bool{}
