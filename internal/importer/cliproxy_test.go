@@ -133,8 +133,9 @@ func mapValues(m map[string][]byte) [][]byte {
 
 // TestCLIProxyAPIAccountsInferred checks that Claude logins of one email
 // are one account, a login of another email another, Codex logins of one
-// account_id one account whichever email signed in, and that logins Sluice
-// cannot serve are reported with the logins of their upstream account.
+// account_id one account whichever email signed in (the report saying when
+// the id token named it), and that logins Sluice cannot serve are reported
+// with the logins of their upstream account.
 func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	res := importCLIProxy(t)
 	accounts := map[string]string{}
@@ -162,6 +163,10 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 		if !strings.Contains(team, want) {
 			t.Errorf("the Codex team's account: %q, want it inferred from %s", team, want)
 		}
+	}
+	// olga's file has an empty account_id: her account is her id token's.
+	if olga, want := accounts["codex-acct-olga-5c2d"], "codex-olga@example.com.json (id token's chatgpt_account_id acct-olga-5c2d)"; !strings.Contains(olga, want) {
+		t.Errorf("olga's account: %q, want it inferred from %s", olga, want)
 	}
 	notes := map[string]string{}
 	for _, l := range res.Report.NotMapped {
