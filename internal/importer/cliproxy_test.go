@@ -133,8 +133,9 @@ func mapValues(m map[string][]byte) [][]byte {
 
 // TestCLIProxyAPIAccountsInferred checks that Claude logins of one email
 // are one account, a login of another email another, Codex logins of one
-// account_id one account whichever email signed in, and that logins Sluice
-// cannot serve are reported with the logins of their upstream account.
+// account_id one account whichever email signed in (the report saying when
+// the id token named it), and that logins Sluice cannot serve are reported
+// with the logins of their upstream account.
 func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 	res := importCLIProxy(t)
 	accounts := map[string]string{}
@@ -162,6 +163,10 @@ func TestCLIProxyAPIAccountsInferred(t *testing.T) {
 		if !strings.Contains(team, want) {
 			t.Errorf("the Codex team's account: %q, want it inferred from %s", team, want)
 		}
+	}
+	// olga's file has an empty account_id: her account is her id token's.
+	if olga, want := accounts["codex-acct-olga-5c2d"], "codex-olga@example.com.json (id token's chatgpt_account_id acct-olga-5c2d)"; !strings.Contains(olga, want) {
+		t.Errorf("olga's account: %q, want it inferred from %s", olga, want)
 	}
 	notes := map[string]string{}
 	for _, l := range res.Report.NotMapped {
@@ -272,6 +277,31 @@ func TestCLIProxyAPICodexLoginWithoutAccount(t *testing.T) {
 		}
 	}
 	t.Errorf("the login is not reported as unservable: %v", res.Report.NotMapped)
+}
+
+// A Qwen login is served on the host its resource_url names, with or
+// without a scheme and a trailing slash, on Qwen Code's path; without one,
+// on Qwen's portal.
+func TestCLIProxyAPIQwenResourceURL(t *testing.T) {
+	for resource, want := range map[string]string{
+		`"resource_url": "https://dashscope.example.com/",`: "https://dashscope.example.com/v1",
+		`"resource_url": "dashscope.example.com",`:          "https://dashscope.example.com/v1",
+		`"resource_url": "",`:                               "https://portal.qwen.ai/v1",
+		``:                                                  "https://portal.qwen.ai/v1",
+	} {
+		login := []byte(`{"type": "qwen", "email": "q@example.com", ` + resource + ` "refresh_token": "rt"}`)
+		res, err := importer.CLIProxyAPI([]byte("debug: false"), map[string][]byte{"qwen-q.json": login}, "secrets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Decode(res.Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Endpoints) != 1 || c.Endpoints[0].BaseURL != want {
+			t.Errorf("%s: endpoints %+v, want one at %s", login, c.Endpoints, want)
+		}
+	}
 }
 
 func TestCLIProxyAPIReportsEveryField(t *testing.T) {

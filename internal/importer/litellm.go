@@ -563,28 +563,27 @@ func (im *litellmImport) fallbacks(rs *object) error {
 				return err
 			}
 			explicit[alias] = true
-			if err := im.appendTiers(o.at(alias), alias, targets, own); err != nil {
-				return err
-			}
+			im.appendTiers(o.at(alias), alias, targets, own)
 		}
 	}
 	if len(defaults) > 0 {
 		for _, m := range slices.Clone(im.catalog.Models) {
 			if !explicit[m.Alias] && !slices.Contains(defaults, m.Alias) {
-				if err := im.appendTiers(rs.at("default_fallbacks"), m.Alias, defaults, own); err != nil {
-					return err
-				}
+				im.appendTiers(rs.at("default_fallbacks"), m.Alias, defaults, own)
 			}
 		}
 	}
 	return rs.err()
 }
 
-func (im *litellmImport) appendTiers(field, alias string, targets []string, own map[string][]config.Deployment) error {
+// appendTiers appends to alias, as tiers below those it has, the
+// deployments each of targets has of its own (own: before any fallback),
+// and reports at field the targets it cannot fall back to.
+func (im *litellmImport) appendTiers(field, alias string, targets []string, own map[string][]config.Deployment) {
 	mi, ok := im.models[alias]
 	if !ok {
 		im.report.notMapped(field, "alias %q is not imported", alias)
-		return nil
+		return
 	}
 	m := &im.catalog.Models[mi]
 	for _, target := range targets {
@@ -611,7 +610,6 @@ func (im *litellmImport) appendTiers(field, alias string, targets []string, own 
 		}
 		im.report.mapped(field, "alias %s falls back to %s's deployments as tier %d and below", alias, target, next)
 	}
-	return nil
 }
 
 // timeout maps a request timeout in seconds to server.timeouts.total.
