@@ -416,6 +416,11 @@ func redisMemory(ctx context.Context, c *redis.Client, values map[string]float64
 	if err := redisParts(values, info["Memory"]); err != nil {
 		return err
 	}
+	slow, err := c.SlowLogLen(ctx).Result()
+	if err != nil {
+		return err
+	}
+	values[redisSlowlog] = float64(slow)
 	n, err := c.DBSize(ctx).Result()
 	values["Redis keys"] = float64(n)
 	return err

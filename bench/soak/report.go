@@ -49,6 +49,7 @@ var gauges = []gauge{
 	{redisClients, "MiB", 1 << 20, false},
 	{redisScripts, "MiB", 1 << 20, false},
 	{redisOtherOverhead, "MiB", 1 << 20, false},
+	{redisSlowlog, "", 1, false},
 }
 
 // sample is every gauge read at one moment, in raw units, by gauge name.

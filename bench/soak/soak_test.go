@@ -59,7 +59,7 @@ func TestSoakBriefly(t *testing.T) {
 	}
 	for _, row := range []string{"| gateway RSS | ", "| Redis used_memory | ", "| gateway RSS: Go heap arenas | ", "### Where the RSS is",
 		"| after the load | ", "The binary is resident for", "| 0–3s | ", "- Affinity", "- Billing", "- Video jobs: ",
-		"### Where Redis's memory is", "| Redis used_memory: dataset | ", "| `{jobs:N}:job:ID` | "} {
+		"### Where Redis's memory is", "| Redis used_memory: dataset | ", "| Redis slow log entries | ", "| `{jobs:N}:job:ID` | "} {
 		if !strings.Contains(res.text, row) {
 			t.Errorf("the report has no %q:\n%s", row, res.text)
 		}
