@@ -45,8 +45,8 @@ var translators = []struct {
 	{"chat → Responses", func() adapter.Translator { return responses.NewFromOpenAI() }, responses.FromOpenAIHints, false, []dropCase{
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"prompt_cache_key":"k","service_tier":"auto","metadata":{"a":"b"}}`, nil},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a","reasoning_content":"r"},{"role":"user","content":"b"}],"seed":7,"frequency_penalty":0.5,"presence_penalty":0.1,` +
-			`"prediction":{"type":"content","content":"x"}}`,
-			[]string{"seed", "frequency_penalty", "presence_penalty", "prediction", "messages[].reasoning_content"}},
+			`"store":true,"prediction":{"type":"content","content":"x"}}`,
+			[]string{"seed", "frequency_penalty", "presence_penalty", "store", "prediction", "messages[].reasoning_content"}},
 	}},
 	{"Messages → chat", func() adapter.Translator { return openai.NewFromAnthropic() }, openai.FromAnthropicHints, false, []dropCase{
 		{`{"model":"m","max_tokens":10,"metadata":{"user_id":"u"},"messages":[{"role":"user","content":"hi"}]}`, nil},

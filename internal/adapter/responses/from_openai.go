@@ -39,18 +39,20 @@ var _ adapter.Translator = (*FromOpenAI)(nil)
 func NewFromOpenAI() *FromOpenAI { return new(FromOpenAI) }
 
 // FromOpenAIHints are what FromOpenAI drops (adapter.Hints): seed and the
-// penalties, sampling hints the Responses API has no field for, prediction
-// (a latency hint it has none for either), and an assistant message's
+// penalties, sampling hints the Responses API has no field for, store (a
+// stored chat completion, for OpenAI's evals and distillation, is not a
+// stored response, and a translated request is sent with store false, as
+// toward Messages and Gemini, where nothing is stored either), prediction
+// (a latency hint it has none for), and an assistant message's
 // reasoning_content (a Responses upstream takes only its own reasoning
 // items back).
-var FromOpenAIHints = adapter.Hints{"seed", "frequency_penalty", "presence_penalty", "prediction", "messages[].reasoning_content"}
+var FromOpenAIHints = adapter.Hints{"seed", "frequency_penalty", "presence_penalty", "store", "prediction", "messages[].reasoning_content"}
 
 // Dropped names the caller's hints the last Request left out.
 func (t *FromOpenAI) Dropped() []string { return t.dropped }
 
 // chatRequest is a chat request with the fields Responses shares that
-// openai.ChatRequest does not read, and those only chat has, read so they
-// can be refused.
+// openai.ChatRequest does not read.
 type chatRequest struct {
 	openai.ChatRequest
 	PromptCacheKey       string            `json:"prompt_cache_key"`
@@ -58,7 +60,6 @@ type chatRequest struct {
 	ServiceTier          string            `json:"service_tier"`
 	Verbosity            string            `json:"verbosity"`
 	Metadata             map[string]string `json:"metadata"`
-	Store                bool              `json:"store"`
 }
 
 // Request returns the Responses request for the caller's chat request.
@@ -133,10 +134,6 @@ func refuse(in *chatRequest) error {
 		field = "web_search_options"
 	case adapter.Present(in.Functions) || adapter.Present(in.FunctionCall):
 		field = "functions and function_call (use tools and tool_choice)"
-	case in.Store:
-		// A stored chat completion (for evals and distillation) is not a
-		// stored response; the caller could not reach it either way.
-		field = "store"
 	default:
 		return nil
 	}

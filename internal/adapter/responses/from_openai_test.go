@@ -81,7 +81,6 @@ func TestFromOpenAIRefuses(t *testing.T) {
 		{"Logprobs", `{"messages":[],"logprobs":true}`, "logprobs"},
 		{"LogitBias", `{"messages":[],"logit_bias":{"50256":-100}}`, "logit_bias"},
 		{"Audio", `{"messages":[],"modalities":["text","audio"]}`, "audio"},
-		{"Store", `{"messages":[],"store":true}`, "store"},
 		{"Functions", `{"messages":[],"functions":[{"name":"f"}]}`, "functions"},
 		{"WebSearch", `{"messages":[],"web_search_options":{}}`, "web_search_options"},
 		{"CustomTool", `{"messages":[],"tools":[{"type":"custom","custom":{"name":"x"}}]}`, `"custom"`},
