@@ -167,20 +167,9 @@ func TestResponsesSDKOnAnthropicUpstream(t *testing.T) {
 		t.Errorf("simulator got %s model %q key %q body %s; want a Messages request of the deployment's model, the instructions as system", rec.Path, rec.Model, rec.Key, rec.Body)
 	}
 
-	stream := sdk.Responses.NewStreaming(ctx, params)
-	var text strings.Builder
-	var completed *responses.Response
-	for stream.Next() {
-		switch ev := stream.Current(); ev.Type {
-		case "response.output_text.delta":
-			text.WriteString(ev.Delta)
-		case "response.completed":
-			r := ev.AsResponseCompleted().Response
-			completed = &r
-		}
-	}
-	if err := stream.Err(); err != nil || text.String() != resp.OutputText() || completed == nil || completed.Usage.OutputTokens != resp.Usage.OutputTokens {
-		t.Fatalf("stream = %q, completed %+v, %v; want %q and a completed response with usage", text.String(), completed, err, resp.OutputText())
+	text, completed, err := streamResponse(t, sdk, params)
+	if err != nil || text != resp.OutputText() || completed == nil || completed.Usage.OutputTokens != resp.Usage.OutputTokens {
+		t.Fatalf("stream = %q, completed %+v, %v; want %q and a completed response with usage", text, completed, err, resp.OutputText())
 	}
 
 	question := responses.ResponseInputItemParamOfMessage("Weather in Oslo? "+simulator.ToolWord, responses.EasyInputMessageRoleUser)
@@ -189,15 +178,7 @@ func TestResponsesSDKOnAnthropicUpstream(t *testing.T) {
 		Name:       "get_weather",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}},
 	}}}
-	stream = sdk.Responses.NewStreaming(ctx, params)
-	completed = nil
-	for stream.Next() {
-		if ev := stream.Current(); ev.Type == "response.completed" {
-			r := ev.AsResponseCompleted().Response
-			completed = &r
-		}
-	}
-	if err := stream.Err(); err != nil || completed == nil || len(completed.Output) == 0 {
+	if _, completed, err = streamResponse(t, sdk, params); err != nil || completed == nil || len(completed.Output) == 0 {
 		t.Fatalf("tool stream completed %+v, %v", completed, err)
 	}
 	call := completed.Output[len(completed.Output)-1].AsFunctionCall()
