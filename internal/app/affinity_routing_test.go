@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -86,20 +85,8 @@ func conversation(first string, n int) string {
 // (from the credential simA saw with its body), "" when none did.
 func (h *harness) sendTurn(tr turn) (int, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.url("/v1/chat/completions"), strings.NewReader(tr.body))
-	req.Header.Set("Authorization", "Bearer "+cmp.Or(tr.key, keyWeb))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range tr.header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Errorf("POST: %v", err)
-		return 0, ""
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, h.servedBy(tr.body)
+	code, _, _ := h.postWith(h.t.Context(), "/v1/chat/completions", cmp.Or(tr.key, keyWeb), tr.body, tr.header)
+	return code, h.servedBy(tr.body)
 }
 
 // servedBy is the account whose credential answered body (its alias

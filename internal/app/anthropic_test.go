@@ -103,23 +103,11 @@ keys:
 // x-api-key, with a version and a beta header.
 func postAnthropic(t *testing.T, h *harness, path, key, body string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url(path), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	header := map[string]string{"Anthropic-Version": "2023-06-01", "Anthropic-Beta": "context-management-2025-06-27"}
 	if key != "" {
-		req.Header.Set("X-Api-Key", key)
+		header["X-Api-Key"] = key
 	}
-	req.Header.Set("Anthropic-Version", "2023-06-01")
-	req.Header.Set("Anthropic-Beta", "context-management-2025-06-27")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	return h.postWith(t.Context(), path, "", body, header)
 }
 
 func TestAnthropicMessagesPassThrough(t *testing.T) {

@@ -124,36 +124,15 @@ func TestBedrockAnthropicSDK(t *testing.T) {
 		t.Errorf("Bedrock body = %s; want no model, Bedrock's version and the caller's beta", recs[0].Body)
 	}
 
-	stream := client.Messages.NewStreaming(ctx, params)
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens == 0 {
+	acc, err := streamMessage(t, client, params)
+	if err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens == 0 {
 		t.Fatalf("stream = %+v, %v; want the message's text, and usage", acc, err)
 	}
 	if recs = bedrockRequests(h.simA); recs[len(recs)-1].Path != "/model/"+bedrockModelID+"/invoke-with-response-stream" {
 		t.Errorf("stream went to %s", recs[len(recs)-1].Path)
 	}
 
-	params.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
-		Name:        "get_weather",
-		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}, Required: []string{"city"}},
-	}}}
-	params.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo? " + simulator.ToolWord))}
-	stream = client.Messages.NewStreaming(ctx, params)
-	acc = anthropic.Message{}
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil || len(acc.Content) == 0 {
-		t.Fatalf("tool stream = %+v, %v", acc, err)
-	}
-	use := acc.Content[len(acc.Content)-1].AsToolUse()
+	acc, use := askForTheWeather(t, client, &params)
 	if acc.StopReason != anthropic.StopReasonToolUse || use.Name != "get_weather" || use.ID == "" {
 		t.Fatalf("tool answer %s %+v, want tool_use get_weather", acc.StopReason, use)
 	}

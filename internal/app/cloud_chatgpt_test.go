@@ -2,10 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,22 +36,12 @@ keys:
 // access token and its account, a whole answer is gathered from that
 // stream, and every request's usage is the backend's.
 func TestChatGPTBackendThroughSluice(t *testing.T) {
-	sim := simulator.New(simulator.Options{})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(func() { sim.Close(); srv.Close() })
-	h := &harness{t: t, logs: &syncBuffer{}}
-	dir := t.TempDir()
-	h.dbPath, h.cfgPath = filepath.Join(dir, "sluice.db"), filepath.Join(dir, "catalog.yaml")
-	refresh := sim.NewRefreshToken(simulator.Behavior{ChatGPTAccount: "acct-1"}, time.Hour)
-	writeFiles(t, dir, map[string]string{
-		"secret-key": testSecretKey, "refresh-token": refresh, "catalog.yaml": fmt.Sprintf(chatgptCatalog, dir, srv.URL),
-	})
-	h.startGateway()
+	var refresh string
+	h, sim := startSimulatedCloud(t, chatgptCatalog, func(sim *simulator.Simulator, _ string) map[string]string {
+		refresh = sim.NewRefreshToken(simulator.Behavior{ChatGPTAccount: "acct-1"}, time.Hour)
+		return map[string]string{"refresh-token": refresh}
+	}, map[string]string{"/v1/responses": `{"model":"codex","input":"hi"}`})
 	ctx := t.Context()
-	eventually(t, 5*time.Second, "the login's first token", func() bool {
-		status, _, _ := h.post(ctx, "/v1/responses", keyWeb, `{"model":"codex","input":"hi"}`)
-		return status == http.StatusOK
-	})
 	if got := sim.LastTokenRequest(); got.Get("client_id") != "app_EMoamEEZ73f0CkXaXp7hrann" || got.Get("grant_type") != "refresh_token" {
 		t.Errorf("token request %v, want the Codex CLI's client's refresh_token grant", got)
 	}

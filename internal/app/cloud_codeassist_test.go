@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,24 +50,14 @@ type codeAssistGateway struct {
 
 func startCodeAssistGateway(t *testing.T) *codeAssistGateway {
 	t.Helper()
-	g := &codeAssistGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{})}
-	srv := httptest.NewServer(g.sim)
-	t.Cleanup(func() { g.sim.Close(); srv.Close() })
-	g.sim.RequireClientSecret(gcaClientID, gcaClientSecret)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"refresh-token": g.sim.NewRefreshToken(simulator.Behavior{}, time.Hour),
-		"client-secret": gcaClientSecret + "\n",
-		"secret-key":    testSecretKey,
-		"catalog.yaml":  fmt.Sprintf(codeAssistCatalog, dir, srv.URL),
-	})
-	g.cfgPath, g.dbPath = filepath.Join(dir, "catalog.yaml"), filepath.Join(dir, "sluice.db")
-	g.startGateway()
-	eventually(t, 5*time.Second, "a first token for the Code Assist login", func() bool {
-		status, _, _ := g.post(t.Context(), "/v1beta/models/gem-gca:generateContent", keyWeb, `{"contents":[{"parts":[{"text":"hi"}]}]}`)
-		return status == http.StatusOK
-	})
-	return g
+	h, sim := startSimulatedCloud(t, codeAssistCatalog, func(sim *simulator.Simulator, _ string) map[string]string {
+		sim.RequireClientSecret(gcaClientID, gcaClientSecret)
+		return map[string]string{
+			"refresh-token": sim.NewRefreshToken(simulator.Behavior{}, time.Hour),
+			"client-secret": gcaClientSecret + "\n",
+		}
+	}, map[string]string{"/v1beta/models/gem-gca:generateContent": `{"contents":[{"parts":[{"text":"hi"}]}]}`})
+	return &codeAssistGateway{harness: h, sim: sim}
 }
 
 // checkHosted checks the last request to Code Assist: method's URL, the

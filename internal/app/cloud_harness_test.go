@@ -72,26 +72,25 @@ type cloudGateway struct {
 
 func startCloudGateway(t *testing.T) *cloudGateway {
 	t.Helper()
-	g := &cloudGateway{harness: &harness{t: t, logs: &syncBuffer{}}, sim: simulator.New(simulator.Options{})}
-	srv := httptest.NewServer(g.sim)
-	t.Cleanup(func() { g.sim.Close(); srv.Close() })
-	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(key)
-	sa, _ := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": "proj-1", "private_key_id": "kid-1", "client_email": serviceEmail,
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": srv.URL + simulator.OAuthTokenPath,
-	})
-	g.sim.RegisterServiceAccount(serviceEmail, &key.PublicKey, simulator.Behavior{}, 0)
-	g.sim.RegisterClient(entraClientID, entraSecret, simulator.Behavior{}, 0)
-	g.sim.SetKey(azureKey, simulator.Behavior{})
-	writeFiles(t, dir, map[string]string{"sa.json": string(sa), "secret-key": testSecretKey, "catalog.yaml": fmt.Sprintf(cloudCatalog, dir, srv.URL)})
-	g.cfgPath = filepath.Join(dir, "catalog.yaml")
 	env := map[string]string{"AZURE_KEY": azureKey, "ENTRA_SECRET": entraSecret}
-	g.startGateway(func(o *app.Options) {
+	h, sim := startSimulatedCloud(t, cloudCatalog, func(sim *simulator.Simulator, simURL string) map[string]string {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, _ := x509.MarshalPKCS8PrivateKey(key)
+		sa, _ := json.Marshal(map[string]string{
+			"type": "service_account", "project_id": "proj-1", "private_key_id": "kid-1", "client_email": serviceEmail,
+			"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": simURL + simulator.OAuthTokenPath,
+		})
+		sim.RegisterServiceAccount(serviceEmail, &key.PublicKey, simulator.Behavior{}, 0)
+		sim.RegisterClient(entraClientID, entraSecret, simulator.Behavior{}, 0)
+		sim.SetKey(azureKey, simulator.Behavior{})
+		return map[string]string{"sa.json": string(sa)}
+	}, map[string]string{
+		"/v1beta/models/gem-vertex:generateContent": `{"contents":[{"parts":[{"text":"hi"}]}]}`,
+		"/v1/chat/completions":                      `{"model":"entra-gpt","messages":[{"role":"user","content":"hi"}]}`,
+	}, func(o *app.Options) {
 		o.LookupEnv = func(k string) (string, bool) {
 			if v, ok := env[k]; ok {
 				return v, true
@@ -100,18 +99,36 @@ func startCloudGateway(t *testing.T) *cloudGateway {
 			return v, ok
 		}
 	})
-	// The oauth credentials serve once their first tokens are in, which the
-	// token manager obtains in the background after the start.
-	for path, body := range map[string]string{
-		"/v1beta/models/gem-vertex:generateContent": `{"contents":[{"parts":[{"text":"hi"}]}]}`,
-		"/v1/chat/completions":                      `{"model":"entra-gpt","messages":[{"role":"user","content":"hi"}]}`,
-	} {
+	return &cloudGateway{harness: h, sim: sim}
+}
+
+// startSimulatedCloud starts a gateway, changed by opts, on catalog in
+// front of a new simulator; %[1]s in catalog is the test's directory,
+// %[2]s the simulator's URL. setup, given the URL, tells the simulator
+// what the catalog's credentials need and returns the files they read
+// (name → content) for the directory, beside the secret key and the
+// catalog. The oauth credentials serve once their first tokens are in,
+// which the token manager obtains in the background after the start: it
+// returns once each of firstCalls (path → body) has answered 200.
+func startSimulatedCloud(t *testing.T, catalog string, setup func(sim *simulator.Simulator, simURL string) map[string]string,
+	firstCalls map[string]string, opts ...func(*app.Options)) (*harness, *simulator.Simulator) {
+	t.Helper()
+	h, sim := &harness{t: t, logs: &syncBuffer{}}, simulator.New(simulator.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() { sim.Close(); srv.Close() })
+	dir := t.TempDir()
+	files := setup(sim, srv.URL)
+	files["secret-key"], files["catalog.yaml"] = testSecretKey, fmt.Sprintf(catalog, dir, srv.URL)
+	writeFiles(t, dir, files)
+	h.cfgPath, h.dbPath = filepath.Join(dir, "catalog.yaml"), filepath.Join(dir, "sluice.db")
+	h.startGateway(opts...)
+	for path, body := range firstCalls {
 		eventually(t, 5*time.Second, "a first token for "+path, func() bool {
-			status, _, _ := g.post(t.Context(), path, keyWeb, body)
+			status, _, _ := h.post(t.Context(), path, keyWeb, body)
 			return status == http.StatusOK
 		})
 	}
-	return g
+	return h, sim
 }
 
 // lastHosted is the last request the simulator got on a cloud's path.

@@ -46,23 +46,8 @@ func TestVertexAnthropicThroughSluice(t *testing.T) {
 	}
 	g.checkVertexAnthropic("rawPredict")
 
-	params.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
-		Name:        "get_weather",
-		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}, Required: []string{"city"}},
-	}}}
-	params.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo? " + simulator.ToolWord))}
-	stream := client.Messages.NewStreaming(ctx, params)
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil || len(acc.Content) == 0 {
-		t.Fatalf("tool stream = %+v, %v", acc, err)
-	}
+	acc, use := askForTheWeather(t, client, &params)
 	g.checkVertexAnthropic("streamRawPredict")
-	use := acc.Content[len(acc.Content)-1].AsToolUse()
 	if acc.StopReason != anthropic.StopReasonToolUse || use.Name != "get_weather" || acc.Usage.OutputTokens == 0 {
 		t.Fatalf("tool answer %s %+v", acc.StopReason, use)
 	}

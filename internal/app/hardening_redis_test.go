@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -160,6 +159,8 @@ func (f *freezer) pump(dst, src net.Conn) {
 	}
 }
 
+func (f *freezer) addr() string { return f.ln.Addr().String() }
+
 func (f *freezer) freeze() {
 	f.mu.Lock()
 	f.frozen = true
@@ -178,16 +179,9 @@ func (f *freezer) thaw() {
 // release of their claims, and once Redis is back the four slots return
 // within about a second, not when their 30s leases lapse.
 func TestFrozenRedisDelaysNoAnswerAndKeepsNoSlot(t *testing.T) {
-	redisURL := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
-	u, err := neturl.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newFreezer(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
+	proxy, state := redisThroughProxy(t, newFreezer, withLeaseTTL(hardeningLeaseTTL))
 	const latency = time.Second
-	h := newHardeningHarness(t, redisState(u.String(), prefix, withLeaseTTL(hardeningLeaseTTL)), simulator.Behavior{Latency: latency})
+	h := newHardeningHarness(t, state, simulator.Behavior{Latency: latency})
 
 	took := make([]time.Duration, 4)
 	statuses := make([]int, 4)
@@ -249,15 +243,8 @@ func TestRedisThatLostItsStateAdmitsNoMoreThanTheCap(t *testing.T) {
 // gone, a call is refused with 503 state_unavailable and a Retry-After, so
 // callers back off instead of retrying at once.
 func TestUnreachableRedisIsStateUnavailable(t *testing.T) {
-	redisURL := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
-	u, err := neturl.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newCuttable(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
-	h := newHardeningHarness(t, redisState(u.String(), prefix, withLeaseTTL(hardeningLeaseTTL)), simulator.Behavior{})
+	proxy, state := redisThroughProxy(t, newCuttable, withLeaseTTL(hardeningLeaseTTL))
+	h := newHardeningHarness(t, state, simulator.Behavior{})
 	proxy.cut()
 	code, retry, body := callRetryAfter(t, "POST", h.url("/v1/chat/completions"), "Bearer "+keyWeb, hardeningChat)
 	if code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "state_unavailable") {

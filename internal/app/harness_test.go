@@ -235,7 +235,14 @@ func (h *harness) sdk(key string) *openai.Client {
 // post sends a raw request and returns status, headers and body.
 func (h *harness) post(ctx context.Context, path, key, body string) (int, http.Header, string) {
 	h.t.Helper()
-	// post runs in goroutines too: it reports with Errorf, never Fatal.
+	return h.postWith(ctx, path, key, body, nil)
+}
+
+// postWith is post with the caller's extra headers, set after the key and
+// the JSON content type so that they can replace either.
+func (h *harness) postWith(ctx context.Context, path, key, body string, header map[string]string) (int, http.Header, string) {
+	h.t.Helper()
+	// postWith runs in goroutines too: it reports with Errorf, never Fatal.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url(path), strings.NewReader(body))
 	if err != nil {
 		h.t.Errorf("POST %s: %v", path, err)
@@ -245,6 +252,9 @@ func (h *harness) post(ctx context.Context, path, key, body string) (int, http.H
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

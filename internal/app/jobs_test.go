@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -731,6 +730,8 @@ func (c *cuttable) cut() {
 	c.conns = nil
 }
 
+func (c *cuttable) addr() string { return c.ln.Addr().String() }
+
 func (c *cuttable) restore() {
 	c.mu.Lock()
 	c.up = true
@@ -741,15 +742,7 @@ func (c *cuttable) restore() {
 // submit are each a 503 state_unavailable with a Retry-After, in time; once
 // Redis is back the job is followed again.
 func TestJobsWhenRedisGoesAway(t *testing.T) {
-	redisURL := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, redisURL) // deleted through Redis itself: the proxy is closed by then
-	u, err := neturl.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newCuttable(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
-	state := redisState(u.String(), prefix)
+	proxy, state := redisThroughProxy(t, newCuttable)
 	h := newJobsHarness(t, jobsTemplate, state)
 	v := h.submitVideo(t)
 	proxy.cut()

@@ -122,14 +122,8 @@ func TestAnthropicSDKOnChainedUpstreams(t *testing.T) {
 				t.Errorf("simulator got %s key %q body %s; want %s… with the credential and the system prompt", rec.Path, rec.Key, rec.Body, up.path)
 			}
 
-			stream := client.Messages.NewStreaming(ctx, params)
-			var acc anthropic.Message
-			for stream.Next() {
-				if err := acc.Accumulate(stream.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := stream.Err(); err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens != msg.Usage.OutputTokens {
+			acc, err := streamMessage(t, client, params)
+			if err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens != msg.Usage.OutputTokens {
 				t.Fatalf("stream = %+v, %v; want the message's text and usage", acc, err)
 			}
 
@@ -139,24 +133,7 @@ func TestAnthropicSDKOnChainedUpstreams(t *testing.T) {
 				t.Errorf("count_tokens = %+v, %v, %d upstream calls; want Sluice's estimate, nothing sent", count, err, len(h.simA.Requests())-before)
 			}
 
-			params.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
-				Name: "get_weather",
-				InputSchema: anthropic.ToolInputSchemaParam{
-					Properties: map[string]any{"city": map[string]any{"type": "string"}}, Required: []string{"city"},
-				},
-			}}}
-			params.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo? " + simulator.ToolWord))}
-			stream = client.Messages.NewStreaming(ctx, params)
-			acc = anthropic.Message{}
-			for stream.Next() {
-				if err := acc.Accumulate(stream.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := stream.Err(); err != nil || len(acc.Content) == 0 {
-				t.Fatalf("tool stream = %+v, %v", acc, err)
-			}
-			use := acc.Content[len(acc.Content)-1].AsToolUse()
+			acc, use := askForTheWeather(t, client, &params)
 			if acc.StopReason != anthropic.StopReasonToolUse || use.Name != "get_weather" || use.ID == "" || !strings.Contains(string(use.Input), `"city"`) {
 				t.Fatalf("tool answer %s %+v, want tool_use get_weather with a city", acc.StopReason, use)
 			}
@@ -190,20 +167,9 @@ func TestResponsesSDKOnAnthropicUpstream(t *testing.T) {
 		t.Errorf("simulator got %s model %q key %q body %s; want a Messages request of the deployment's model, the instructions as system", rec.Path, rec.Model, rec.Key, rec.Body)
 	}
 
-	stream := sdk.Responses.NewStreaming(ctx, params)
-	var text strings.Builder
-	var completed *responses.Response
-	for stream.Next() {
-		switch ev := stream.Current(); ev.Type {
-		case "response.output_text.delta":
-			text.WriteString(ev.Delta)
-		case "response.completed":
-			r := ev.AsResponseCompleted().Response
-			completed = &r
-		}
-	}
-	if err := stream.Err(); err != nil || text.String() != resp.OutputText() || completed == nil || completed.Usage.OutputTokens != resp.Usage.OutputTokens {
-		t.Fatalf("stream = %q, completed %+v, %v; want %q and a completed response with usage", text.String(), completed, err, resp.OutputText())
+	text, completed, err := streamResponse(t, sdk, params)
+	if err != nil || text != resp.OutputText() || completed == nil || completed.Usage.OutputTokens != resp.Usage.OutputTokens {
+		t.Fatalf("stream = %q, completed %+v, %v; want %q and a completed response with usage", text, completed, err, resp.OutputText())
 	}
 
 	question := responses.ResponseInputItemParamOfMessage("Weather in Oslo? "+simulator.ToolWord, responses.EasyInputMessageRoleUser)
@@ -212,15 +178,7 @@ func TestResponsesSDKOnAnthropicUpstream(t *testing.T) {
 		Name:       "get_weather",
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}},
 	}}}
-	stream = sdk.Responses.NewStreaming(ctx, params)
-	completed = nil
-	for stream.Next() {
-		if ev := stream.Current(); ev.Type == "response.completed" {
-			r := ev.AsResponseCompleted().Response
-			completed = &r
-		}
-	}
-	if err := stream.Err(); err != nil || completed == nil || len(completed.Output) == 0 {
+	if _, completed, err = streamResponse(t, sdk, params); err != nil || completed == nil || len(completed.Output) == 0 {
 		t.Fatalf("tool stream completed %+v, %v", completed, err)
 	}
 	call := completed.Output[len(completed.Output)-1].AsFunctionCall()

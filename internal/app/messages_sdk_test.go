@@ -17,6 +17,40 @@ func anthropicSDK(h *harness, key string) anthropic.Client {
 	return anthropic.NewClient(anthropicoption.WithBaseURL(h.url("")), anthropicoption.WithAPIKey(key), anthropicoption.WithMaxRetries(0))
 }
 
+// streamMessage sends params to client as a stream and returns the
+// message its events add up to, with the stream's error.
+func streamMessage(t *testing.T, client anthropic.Client, params anthropic.MessageNewParams) (anthropic.Message, error) {
+	t.Helper()
+	stream := client.Messages.NewStreaming(t.Context(), params)
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return acc, stream.Err()
+}
+
+// askForTheWeather has params ask for Oslo's weather with get_weather to
+// call, streamed, and returns the answer, which has content, with its last
+// block as a tool use. params keeps the tool and the question, for the
+// tool's result to follow.
+func askForTheWeather(t *testing.T, client anthropic.Client, params *anthropic.MessageNewParams) (anthropic.Message, anthropic.ToolUseBlock) {
+	t.Helper()
+	params.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
+		Name: "get_weather",
+		InputSchema: anthropic.ToolInputSchemaParam{
+			Properties: map[string]any{"city": map[string]any{"type": "string"}}, Required: []string{"city"},
+		},
+	}}}
+	params.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo? " + simulator.ToolWord))}
+	acc, err := streamMessage(t, client, *params)
+	if err != nil || len(acc.Content) == 0 {
+		t.Fatalf("tool stream = %+v, %v", acc, err)
+	}
+	return acc, acc.Content[len(acc.Content)-1].AsToolUse()
+}
+
 // The Anthropic SDK round-trips through Sluice: on an Anthropic model
 // (passed through) and on an OpenAI chat model (translated), a message, a
 // stream and count_tokens; on the Anthropic model a tool call and its
@@ -36,14 +70,8 @@ func TestAnthropicSDKThroughSluice(t *testing.T) {
 				t.Fatalf("message = %+v, %v; want text and usage", msg, err)
 			}
 
-			stream := client.Messages.NewStreaming(ctx, params)
-			var acc anthropic.Message
-			for stream.Next() {
-				if err := acc.Accumulate(stream.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := stream.Err(); err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens == 0 {
+			acc, err := streamMessage(t, client, params)
+			if err != nil || len(acc.Content) == 0 || acc.Content[0].Text != msg.Content[0].Text || acc.Usage.OutputTokens == 0 {
 				t.Fatalf("stream = %+v, %v; want the message's text, and usage", acc, err)
 			}
 
@@ -54,24 +82,7 @@ func TestAnthropicSDKThroughSluice(t *testing.T) {
 			if alias != "claude-sim" {
 				return // the simulator's chat completions call no tools
 			}
-			params.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
-				Name: "get_weather",
-				InputSchema: anthropic.ToolInputSchemaParam{
-					Properties: map[string]any{"city": map[string]any{"type": "string"}}, Required: []string{"city"},
-				},
-			}}}
-			params.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo? " + simulator.ToolWord))}
-			stream = client.Messages.NewStreaming(ctx, params)
-			acc = anthropic.Message{}
-			for stream.Next() {
-				if err := acc.Accumulate(stream.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := stream.Err(); err != nil || len(acc.Content) == 0 {
-				t.Fatalf("tool stream = %+v, %v", acc, err)
-			}
-			use := acc.Content[len(acc.Content)-1].AsToolUse()
+			acc, use := askForTheWeather(t, client, &params)
 			if acc.StopReason != anthropic.StopReasonToolUse || use.Name != "get_weather" || use.ID == "" {
 				t.Fatalf("tool answer %s %+v, want tool_use get_weather", acc.StopReason, use)
 			}

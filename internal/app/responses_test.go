@@ -139,6 +139,26 @@ func TestResponsesErrorEnvelope(t *testing.T) {
 	}
 }
 
+// streamResponse sends params to sdk's Responses API as a stream and
+// returns the text of its deltas, the response it completed with (nil
+// when none did) and the stream's error.
+func streamResponse(t *testing.T, sdk *openai.Client, params responses.ResponseNewParams) (string, *responses.Response, error) {
+	t.Helper()
+	stream := sdk.Responses.NewStreaming(t.Context(), params)
+	var text strings.Builder
+	var completed *responses.Response
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+		case "response.completed":
+			r := ev.AsResponseCompleted().Response
+			completed = &r
+		}
+	}
+	return text.String(), completed, stream.Err()
+}
+
 // A Responses caller (the official SDK) on a chat alias: its answer and
 // its stream are Responses, the upstream got chat completions.
 func TestResponsesCallerOnChatAlias(t *testing.T) {
@@ -152,20 +172,9 @@ func TestResponsesCallerOnChatAlias(t *testing.T) {
 	if rec := lastRequest(t, h.simA); rec.Path != "/v1/chat/completions" || rec.Model != "gpt-4o-mini" {
 		t.Errorf("simulator got %s model %q, want chat completions of the deployment's model", rec.Path, rec.Model)
 	}
-	stream := sdk.Responses.NewStreaming(t.Context(), params)
-	var text strings.Builder
-	var completed *responses.Response
-	for stream.Next() {
-		switch ev := stream.Current(); ev.Type {
-		case "response.output_text.delta":
-			text.WriteString(ev.Delta)
-		case "response.completed":
-			r := ev.AsResponseCompleted().Response
-			completed = &r
-		}
-	}
-	if err := stream.Err(); err != nil || text.Len() == 0 || completed == nil || completed.Usage.OutputTokens == 0 {
-		t.Fatalf("stream on a chat alias = %q, completed %v, %v; want text deltas and a completed response with usage", text.String(), completed, err)
+	text, completed, err := streamResponse(t, sdk, params)
+	if err != nil || text == "" || completed == nil || completed.Usage.OutputTokens == 0 {
+		t.Fatalf("stream on a chat alias = %q, completed %v, %v; want text deltas and a completed response with usage", text, completed, err)
 	}
 }
 

@@ -99,24 +99,8 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {
 // the request's ID.
 func send(t *testing.T, h *harness, key, body string, header map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url("/v1/chat/completions"), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.ReadAll(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("X-Request-Id")
+	code, answer, _ := h.postWith(t.Context(), "/v1/chat/completions", key, body, header)
+	return code, answer.Get("X-Request-Id")
 }
 
 // sentTraceparents are the traceparent headers the upstreams received.

@@ -1,35 +1,12 @@
 package app_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/simulator"
 )
-
-// postHeaders is harness.post with the caller's extra headers.
-func postHeaders(t *testing.T, h *harness, path, body string, header map[string]string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url(path), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+keyWeb)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 // A chat caller's seed, which Anthropic Messages has no field for, is
 // dropped on a Messages deployment and named in X-Sluice-Dropped, whole and
@@ -44,7 +21,7 @@ func TestTranslationNamesWhatItDrops(t *testing.T) {
 		{"stream", seeded + `,"stream":true}`, `data: [DONE]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			status, hdr, got := postHeaders(t, h, "/v1/chat/completions", tt.body, nil)
+			status, hdr, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, tt.body, nil)
 			if status != 200 || !strings.Contains(got, tt.want) {
 				t.Fatalf("POST = %d %s, want 200 with %s", status, got, tt.want)
 			}
@@ -64,7 +41,7 @@ func TestTranslationNamesWhatItDrops(t *testing.T) {
 	t.Run("strict", func(t *testing.T) {
 		sent := len(h.simA.Requests())
 		for _, body := range []string{seeded + `}`, seeded + `,"stream":true}`} {
-			status, hdr, got := postHeaders(t, h, "/v1/chat/completions", body, map[string]string{"X-Sluice-Translation": "strict"})
+			status, hdr, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, body, map[string]string{"X-Sluice-Translation": "strict"})
 			if status != 400 || !strings.Contains(got, `"invalid_request_error"`) ||
 				!strings.Contains(got, "seed cannot be carried to this model's upstream (Anthropic Messages)") || hdr.Get("X-Sluice-Dropped") != "" {
 				t.Errorf("strict POST = %d %s (dropped %q), want 400 invalid_request_error naming seed", status, got, hdr.Get("X-Sluice-Dropped"))
@@ -74,19 +51,19 @@ func TestTranslationNamesWhatItDrops(t *testing.T) {
 			t.Errorf("the simulator got %d requests for strict callers, want none", n-sent)
 		}
 		// Nothing dropped, nothing refused.
-		status, hdr, got := postHeaders(t, h, "/v1/chat/completions", `{"model":"gpt-on-claude","messages":[{"role":"user","content":"hi"}]}`,
+		status, hdr, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, `{"model":"gpt-on-claude","messages":[{"role":"user","content":"hi"}]}`,
 			map[string]string{"X-Sluice-Translation": "strict"})
 		if status != 200 || hdr.Get("X-Sluice-Dropped") != "" {
 			t.Errorf("strict POST without hints = %d %s (dropped %q), want 200 naming nothing", status, got, hdr.Get("X-Sluice-Dropped"))
 		}
-		status, _, got = postHeaders(t, h, "/v1/chat/completions", seeded+`}`, map[string]string{"X-Sluice-Translation": "lenient"})
+		status, _, got = h.postWith(t.Context(), "/v1/chat/completions", keyWeb, seeded+`}`, map[string]string{"X-Sluice-Translation": "lenient"})
 		if status != 400 || !strings.Contains(got, "X-Sluice-Translation must be strict") {
 			t.Errorf("X-Sluice-Translation: lenient = %d %s, want 400 saying what it may be", status, got)
 		}
 	})
 
 	t.Run("passthrough", func(t *testing.T) {
-		status, hdr, got := postHeaders(t, h, "/v1/chat/completions", `{"model":"only-a","seed":7,"messages":[{"role":"user","content":"hi"}]}`,
+		status, hdr, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, `{"model":"only-a","seed":7,"messages":[{"role":"user","content":"hi"}]}`,
 			map[string]string{"X-Sluice-Translation": "strict"})
 		if status != 200 || hdr.Get("X-Sluice-Dropped") != "" {
 			t.Errorf("passthrough = %d %s (dropped %q), want 200 naming nothing", status, got, hdr.Get("X-Sluice-Dropped"))
@@ -107,7 +84,7 @@ func TestStrictTranslationOnFailover(t *testing.T) {
 	h.simB.SetKey(secretB1, simulator.Behavior{FailStatus: 500})
 	const body = `{"model":"chat-then-claude","seed":7,"messages":[{"role":"user","content":"hi"}]}`
 	for range 3 {
-		status, _, got := postHeaders(t, h, "/v1/chat/completions", body, map[string]string{"X-Sluice-Translation": "strict"})
+		status, _, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, body, map[string]string{"X-Sluice-Translation": "strict"})
 		if status != 400 || !strings.Contains(got, "seed cannot be carried to this model's upstream (Anthropic Messages)") {
 			t.Fatalf("strict after failover = %d %s, want 400 naming seed", status, got)
 		}
@@ -115,7 +92,7 @@ func TestStrictTranslationOnFailover(t *testing.T) {
 	if n := len(h.simA.Requests()); n != 0 {
 		t.Errorf("the Messages upstream got %d requests from strict callers, want none", n)
 	}
-	status, hdr, got := postHeaders(t, h, "/v1/chat/completions", body, map[string]string{"X-Sluice-Max-Wait": "0"})
+	status, hdr, got := h.postWith(t.Context(), "/v1/chat/completions", keyWeb, body, map[string]string{"X-Sluice-Max-Wait": "0"})
 	if status != 200 || hdr.Get("X-Sluice-Dropped") != "seed" {
 		t.Errorf("after the refusals = %d %s (dropped %q), want 200 from the Messages upstream naming seed: were the claims released?", status, got, hdr.Get("X-Sluice-Dropped"))
 	}
@@ -125,7 +102,7 @@ func TestStrictTranslationOnFailover(t *testing.T) {
 // cannot run is refused, naming the tool, rather than have it left out.
 func TestStrictTranslationRefusesDroppedTools(t *testing.T) {
 	h := newResponsesHarness(t)
-	status, _, got := postHeaders(t, h, "/v1/responses", `{"model":"resp-on-chat","input":"hi","tools":[{"type":"web_search"}]}`,
+	status, _, got := h.postWith(t.Context(), "/v1/responses", keyWeb, `{"model":"resp-on-chat","input":"hi","tools":[{"type":"web_search"}]}`,
 		map[string]string{"X-Sluice-Translation": "strict"})
 	if status != 400 || !strings.Contains(got, "tools[type=web_search] cannot be carried to this model's upstream (OpenAI chat)") {
 		t.Errorf("strict with web_search = %d %s, want 400 naming the tool", status, got)
