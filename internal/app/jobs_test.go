@@ -625,14 +625,17 @@ func TestJobsOfADeadGatewayFreeTheirSlotsAtMaxAge(t *testing.T) {
 	if d := time.Since(submitted); d < 900*time.Millisecond {
 		t.Errorf("a third job went through %v after the first two, before their maximum age (1s)", d)
 	}
+	// The first two jobs are recorded as expired. The third may be too, on
+	// a machine slow enough that it reaches its own maximum age before the
+	// records are read: it is not counted.
 	expired := 0
 	for _, r := range h.usage(t, 5) { // three submits, two jobs
-		if r.Job != nil && r.Job.State == "expired" {
+		if r.Job != nil && r.Job.State == "expired" && r.Job.Submitted.Before(submitted) {
 			expired++
 		}
 	}
 	if expired != 2 {
-		t.Errorf("%d jobs recorded as expired, want 2", expired)
+		t.Errorf("%d of the first two jobs recorded as expired, want 2", expired)
 	}
 }
 
